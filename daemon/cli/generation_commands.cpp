@@ -1,0 +1,222 @@
+// `run` (one-off generation), `logits` (reference-comparable logits), `model info`.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "daemon/cli/commands.h"
+#include "daemon/cli/sampling_flags.h"
+#include "engine/engine.h"
+#include "engine/model/model.h"
+#include "engine/util/error.h"
+
+namespace ns::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct RunArgs {
+  std::string model, prompt, prompt_file;
+  SamplingParams sampling;
+  int threads = 0, context = 0;
+  bool json = false;
+};
+
+struct LogitsArgs {
+  std::string model;
+  std::vector<std::string> prompts;
+  int top = 8, greedy = 16, threads = 0, context = 0;
+  bool json = false;
+};
+
+std::string read_prompt(const std::string& text, const std::string& file) {
+  if (file.empty()) return text;
+  if (file == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(ErrorKind::invalid_input, file + ": cannot read the prompt file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json stats_json(const GenerationStats& s) {
+  return {{"prompt_tokens", s.prompt_tokens},   {"completion_tokens", s.completion_tokens},
+          {"load_ms", s.load_ms},               {"prefill_ms", s.prefill_ms},
+          {"decode_ms", s.decode_ms},           {"prefill_tok_s", s.prefill_tok_s},
+          {"decode_tok_s", s.decode_tok_s},     {"peak_rss_bytes", s.peak_rss_bytes},
+          {"bytes_read", s.bytes_read}};
+}
+
+void run_command(const RunArgs& a) {
+  const std::string prompt = read_prompt(a.prompt, a.prompt_file);
+  EngineOptions eo;
+  eo.threads = a.threads;
+  eo.context = a.context;
+  auto engine = Engine::load(a.model, eo);
+  ProgressFn stream;
+  if (!a.json)
+    stream = [](const GenerationProgress& p) {
+      if (!p.piece.empty()) std::fwrite(p.piece.data(), 1, p.piece.size(), stdout), std::fflush(stdout);
+      return true;
+    };
+  GenerationResult r = engine->generate(prompt, a.sampling, stream);
+  r.stats.load_ms = engine->load_ms();
+  if (a.json) {
+    std::cout << json{{"text", r.text}, {"finish_reason", r.finish_reason}, {"stats", stats_json(r.stats)}}.dump()
+              << "\n";
+    return;
+  }
+  // The streamed pieces may include a stop string's first bytes; the result text is exact.
+  std::printf("\n");
+  std::fprintf(stderr,
+               "[%s] prompt %d tok, prefill %.1f tok/s | completion %d tok, decode %.1f tok/s | load %.0f ms | peak RSS %.1f MiB\n",
+               r.finish_reason.c_str(), r.stats.prompt_tokens, r.stats.prefill_tok_s, r.stats.completion_tokens,
+               r.stats.decode_tok_s, r.stats.load_ms, r.stats.peak_rss_bytes / 1048576.0);
+}
+
+// Top-k [id, logit] pairs of one logits row, best first (ties by lower id).
+json top_logits(const float* row, int64_t n_vocab, int k) {
+  std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
+  for (int32_t i = 0; i < n_vocab; ++i) ids[i] = i;
+  k = static_cast<int>(std::min<int64_t>(k, n_vocab));
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+  json out = json::array();
+  for (int i = 0; i < k; ++i) out.push_back({ids[i], row[ids[i]]});
+  return out;
+}
+
+void logits_command(const LogitsArgs& a) {
+  ModelOptions mo;
+  mo.threads = a.threads;
+  mo.context = a.context;
+  auto model = Model::load(a.model, mo);
+  const int64_t n_vocab = model->n_vocab();
+  std::vector<float> logits;
+  json all = json::array();
+  for (const std::string& prompt : a.prompts) {
+    std::vector<int32_t> toks = model->tokenizer().encode(prompt, true, true);
+    if (toks.empty()) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
+    if (static_cast<int64_t>(toks.size()) + a.greedy > model->n_ctx())
+      throw Error(ErrorKind::invalid_input, "prompt plus greedy tokens exceed the context; raise --context");
+    json out;
+    out["model"] = a.model.substr(a.model.find_last_of('/') + 1);
+    out["prompt"] = prompt;
+    out["prompt_tokens"] = toks;
+    json prompt_top = json::array();
+    for (size_t p = 0; p < toks.size(); p += static_cast<size_t>(model->max_batch())) {
+      const size_t n = std::min(toks.size() - p, static_cast<size_t>(model->max_batch()));
+      model->forward(std::span(toks).subspan(p, n), static_cast<int64_t>(p), true, logits);
+      for (size_t t = 0; t < n; ++t) prompt_top.push_back(top_logits(&logits[t * n_vocab], n_vocab, a.top));
+    }
+    out["prompt_top_logits"] = prompt_top;
+    // Greedy continuation from the last prompt position's logits.
+    std::vector<float> last(logits.end() - n_vocab, logits.end());
+    json greedy = json::array(), greedy_top = json::array();
+    int64_t pos = static_cast<int64_t>(toks.size());
+    for (int i = 0; i < a.greedy; ++i) {
+      const int32_t id = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+      greedy.push_back(id);
+      const int32_t one[1] = {id};
+      model->forward(one, pos++, false, last);
+      greedy_top.push_back(top_logits(last.data(), n_vocab, a.top));
+    }
+    out["greedy"] = greedy;
+    out["greedy_top_logits"] = greedy_top;
+    all.push_back(out);
+  }
+  // One prompt: one object (the goldens' entry schema); several: an array, like the goldens files.
+  const json& result = all.size() == 1 ? all[0] : all;
+  if (a.json) {
+    std::cout << result.dump() << "\n";
+  } else {
+    for (const auto& o : all) {
+      std::cout << "prompt tokens: " << o["prompt_tokens"].dump() << "\n";
+      std::cout << "greedy: " << o["greedy"].dump() << "\n";
+    }
+  }
+}
+
+void model_info_command(const std::string& path, bool as_json) {
+  auto f = gguf::GgufFile::open(path);
+  const Hparams hp = Hparams::from_gguf(*f);
+  uint64_t params = 0;
+  json types = json::object();
+  for (const auto& t : f->tensors()) {
+    params += t.n_elements();
+    types[std::string(gguf::type_name(t.type))] = types.value(std::string(gguf::type_name(t.type)), 0) + 1;
+  }
+  json o = {{"path", path},
+            {"name", hp.name},
+            {"architecture", hp.arch},
+            {"gguf_version", f->version()},
+            {"file_bytes", f->file_size()},
+            {"parameters", params},
+            {"tensors", f->tensors().size()},
+            {"tensor_types", types},
+            {"n_layer", hp.n_layer},
+            {"n_embd", hp.n_embd},
+            {"n_head", hp.n_head},
+            {"n_head_kv", hp.n_head_kv},
+            {"n_ff", hp.n_ff},
+            {"n_expert", hp.n_expert},
+            {"n_expert_used", hp.n_expert_used},
+            {"context_length", hp.n_ctx_train},
+            {"tokenizer", f->get_string_or("tokenizer.ggml.model", "")},
+            {"pre_tokenizer", f->get_string_or("tokenizer.ggml.pre", "")}};
+  if (as_json) {
+    std::cout << o.dump(2) << "\n";
+    return;
+  }
+  for (auto it = o.begin(); it != o.end(); ++it) std::cout << it.key() << ": " << it.value().dump() << "\n";
+}
+
+}  // namespace
+
+void add_generation_commands(CLI::App& app, int& exit_code) {
+  auto run_args = std::make_shared<RunArgs>();
+  auto* run = app.add_subcommand("run", "Generate text for one prompt now, without the queue or the daemon")
+                  ->footer("Example:\n  nightshift run --model model.gguf --temperature 0 -n 64 \"Once upon a time\"");
+  run->add_option("--model,-m", run_args->model, "GGUF model file")->required();
+  run->add_option("prompt", run_args->prompt, "Prompt text");
+  run->add_option("--prompt-file,-f", run_args->prompt_file, "Read the prompt from a file ('-' = stdin)");
+  run->add_option("--threads,-t", run_args->threads, "Compute threads (0 = all cores)");
+  run->add_option("--context,-c", run_args->context, "Context length in tokens (0 = model default, at most 4096)");
+  run->add_flag("--json", run_args->json, "Print one JSON object {text, finish_reason, stats}");
+  add_sampling_flags(run, run_args->sampling);
+  run->callback([run_args] {
+    if (run_args->prompt.empty() && run_args->prompt_file.empty())
+      throw Error(ErrorKind::invalid_input, "no prompt: pass it as an argument or with --prompt-file");
+    run_command(*run_args);
+  });
+
+  auto la = std::make_shared<LogitsArgs>();
+  auto* logits = app.add_subcommand("logits", "Print prompt token ids, top logits and a greedy continuation "
+                                              "(the schema of the reference goldens)")
+                     ->footer("Example:\n  nightshift logits --model m.gguf --prompt 'Once upon a time' --top 8 --greedy 16 --json");
+  logits->add_option("--model,-m", la->model, "GGUF model file")->required();
+  logits->add_option("--prompt,-p", la->prompts, "Prompt (repeatable)")->required();
+  logits->add_option("--top", la->top, "How many [id, logit] pairs per position")->capture_default_str();
+  logits->add_option("--greedy", la->greedy, "Greedy tokens to generate")->capture_default_str();
+  logits->add_option("--threads,-t", la->threads, "Compute threads (0 = all cores)");
+  logits->add_option("--context,-c", la->context, "Context length in tokens");
+  logits->add_flag("--json", la->json, "JSON output");
+  logits->callback([la] { logits_command(*la); });
+
+  auto* model = app.add_subcommand("model", "Inspect model files")->require_subcommand(1);
+  auto info_path = std::make_shared<std::string>();
+  auto info_json = std::make_shared<bool>(false);
+  auto* info = model->add_subcommand("info", "Architecture, shapes, tensor types and size of a GGUF model")
+                   ->footer("Example:\n  nightshift model info model.gguf --json");
+  info->add_option("path", *info_path, "GGUF model file")->required();
+  info->add_flag("--json", *info_json, "JSON output");
+  info->callback([info_path, info_json] { model_info_command(*info_path, *info_json); });
+  (void)exit_code;
+}
+
+}  // namespace ns::cli

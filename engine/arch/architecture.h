@@ -1,0 +1,35 @@
+// One file per architecture: each knows its tensors (loaded and shape-checked
+// through TensorLoader) and computes one transformer layer over a batch.
+// Embedding lookup, the final norm and the output head are shared (model.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "engine/forward_state.h"
+#include "engine/model/hparams.h"
+#include "engine/model/tensor_loader.h"
+
+namespace ns {
+
+struct BufferSizes {
+  int64_t q = 0, k = 0, v = 0, att = 0;  // per-token widths of the attention buffers
+  int64_t ff = 0;                       // widest FFN hidden layer (dense or expert)
+  int64_t kv_k = 0, kv_v = 0;           // per-token, per-layer KV cache widths
+};
+
+class Architecture {
+ public:
+  virtual ~Architecture() = default;
+  // s.x -> s.x through layer il.
+  virtual void layer(int64_t il, ForwardState& s) = 0;
+  virtual BufferSizes buffer_sizes() const = 0;
+};
+
+// Throws ns::Error(bad_model) for architectures this build does not run.
+std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader);
+
+// Architectures known to this build, for messages.
+const char* supported_architectures();
+
+}  // namespace ns

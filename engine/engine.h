@@ -1,0 +1,74 @@
+// The engine's public face: load a GGUF model, generate text for a prompt.
+// The daemon and the CLI use only this header.
+//
+// Contract: load() throws ns::Error (bad_model / io / invalid_input) with a
+// message naming the file and the problem. generate() throws ns::Error
+// (invalid_input) for bad parameters or a prompt longer than the context;
+// it is not thread-safe (one generate at a time per Engine).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace ns {
+
+struct EngineOptions {
+  int threads = 0;        // compute threads; 0 = all cores
+  int context = 0;        // KV cache length in tokens; 0 = min(model's, 4096)
+};
+
+struct GenerationStats {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  double load_ms = 0;       // model load (0 when the model was already loaded)
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  double prefill_tok_s = 0;
+  double decode_tok_s = 0;
+  uint64_t peak_rss_bytes = 0;  // VmHWM of the process
+  uint64_t bytes_read = 0;      // weight bytes read from disk for this generation
+};
+
+struct GenerationResult {
+  std::string text;
+  std::string finish_reason;     // "stop" (EOS or stop string), "length", "cancelled"
+  std::vector<int32_t> tokens;   // completion token ids
+  GenerationStats stats;
+};
+
+struct GenerationProgress {
+  int32_t prompt_tokens = 0;
+  int32_t generated = 0;       // completion tokens so far
+  std::string piece;           // text of the newest token (may be a partial UTF-8 sequence)
+};
+
+// Called after prefill and after every token; return false to cancel.
+using ProgressFn = std::function<bool(const GenerationProgress&)>;
+
+struct ModelSummary {
+  std::string path, name, architecture;
+  int64_t n_params = 0, n_layers = 0, n_embd = 0, n_vocab = 0, n_experts = 0, n_experts_used = 0;
+  int64_t context_length = 0;
+  uint64_t file_bytes = 0;
+};
+
+class Engine {
+ public:
+  static std::unique_ptr<Engine> load(const std::string& gguf_path, const EngineOptions& opts);
+  virtual ~Engine() = default;
+
+  virtual GenerationResult generate(const std::string& prompt, const SamplingParams& params,
+                                    const ProgressFn& on_progress = {}) = 0;
+  virtual const ModelSummary& summary() const = 0;
+  virtual double load_ms() const = 0;
+};
+
+// Peak resident set size of this process (VmHWM), bytes; 0 if unknown.
+uint64_t peak_rss_bytes();
+
+}  // namespace ns

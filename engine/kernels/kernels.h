@@ -1,0 +1,86 @@
+// Weight kernels: dequantize, quantize (reference), dot products and the
+// matrix-times-activations product the forward pass is built on.
+//
+// Every weight type has a scalar reference (<format>.cpp) and, where the CPU
+// has it, an AVX2 version (<format>_avx2.cpp, compiled with -mavx2 -mfma -mf16c)
+// chosen at run time through the table in dispatch.cpp. Tests compare the two
+// on random and edge-case blocks.
+//
+// As in the reference implementation, activations are converted to the
+// weight type's "vec-dot type" before the dot product: Q8_0 for Q4_0/Q8_0 (integer
+// dot products), F16 for F16, BF16 for BF16, F32 for F32.
+//
+// Thread-safety: everything here is reentrant except set_isa (a global switch
+// for tests and benchmarks) and a MatmulScratch, which belongs to one caller.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/gguf/ggml_type.h"
+
+namespace ns {
+class ThreadPool;
+}
+
+namespace ns::kernels {
+
+using gguf::GgmlType;
+
+// A 2-D weight: `rows` output features, each a row of `cols` input features
+// stored contiguously in `type`'s block format, rows `row_stride` bytes apart.
+struct MatrixView {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t row_stride = 0;
+};
+
+bool is_supported(GgmlType t);         // this build can compute with t
+GgmlType vec_dot_type(GgmlType weight_type);
+
+// Reference conversions (scalar, exact definitions of the formats). n must be a
+// multiple of the block size. Throw ns::Error for types without kernels.
+void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
+void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
+
+enum class Isa { scalar, avx2 };
+Isa detected_isa();      // best the CPU supports
+Isa active_isa();        // what matmul uses now
+void set_isa(Isa isa);   // tests and benchmarks: force scalar or avx2 (clamped to detected)
+const char* isa_name(Isa isa);
+
+// Dot product of one weight row (type t, n elements) with one activation row
+// already converted to vec_dot_type(t).
+// Q8_0 activations must lie in [-127, 127], as every quantizer here produces.
+using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
+VecDotFn vec_dot(GgmlType t, Isa isa);  // isa is clamped to detected_isa()
+
+// Converts one activation row of n floats to vec_dot_type(weight_type) exactly
+// as matmul does under `isa` (dst holds row_bytes(vec_dot_type, n) bytes). The
+// scalar Q8_0 path is ggml's reference quantizer (round half away from zero);
+// the AVX2 one rounds like ggml's x86 quantizer (half to even), which can move
+// a value that sits on a rounding boundary by one quantum.
+void convert_activations(GgmlType weight_type, Isa isa, const float* src, void* dst, int64_t n);
+
+// Scratch reused across calls so the token loop does not allocate once warm.
+struct MatmulScratch {
+  std::vector<uint8_t> act;  // activations converted to vec_dot_type
+};
+
+// y[t * w.rows + r] = dot(w row r, x[t * w.cols ...]) for t in [0, n_tokens).
+// Work is split over `pool`'s threads by rows; x and y are F32, row-major.
+// Each weight row is read once per call whatever n_tokens is. Throws ns::Error
+// (bad_model) for a type without kernels or a shape the type cannot hold.
+void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatmulScratch& scratch);
+
+// fp16 / bf16 scalar conversions (exact, round-to-nearest-even on the way down).
+float fp16_to_fp32(uint16_t h);
+uint16_t fp32_to_fp16(float f);
+float bf16_to_fp32(uint16_t h);
+uint16_t fp32_to_bf16(float f);
+
+}  // namespace ns::kernels

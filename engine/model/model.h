@@ -1,0 +1,61 @@
+// A loaded model: its file, hyperparameters, tokenizer, weights (through its
+// architecture), KV cache and forward-pass buffers. forward() appends tokens
+// to the KV cache and returns their logits.
+//
+// Not thread-safe: one forward at a time. Weights are read from the mapped file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/arch/architecture.h"
+#include "engine/forward_state.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/kv_cache.h"
+#include "engine/model/hparams.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/thread_pool.h"
+
+namespace ns {
+
+struct ModelOptions {
+  int threads = 0;        // 0 = all cores
+  int64_t context = 0;    // 0 = min(n_ctx_train, 4096)
+  int64_t max_batch = 256;  // tokens per forward call (prefill chunk)
+};
+
+class Model {
+ public:
+  static std::unique_ptr<Model> load(const std::string& path, const ModelOptions& opts);
+
+  const Hparams& hparams() const { return hp_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const gguf::GgufFile& file() const { return *file_; }
+  int64_t n_ctx() const { return kv_->n_ctx(); }
+  int64_t n_vocab() const { return hp_.n_vocab; }
+  int64_t max_batch() const { return state_.max_batch; }
+  const KvCache& kv_cache() const { return *kv_; }
+  uint64_t n_params() const { return n_params_; }
+
+  // Runs tokens at positions [pos0, pos0 + n) (n <= max_batch(), pos0 + n <= n_ctx()).
+  // logits receives [n][n_vocab] when all_logits, else [1][n_vocab] for the last token.
+  void forward(std::span<const int32_t> tokens, int64_t pos0, bool all_logits, std::vector<float>& logits);
+
+ private:
+  Model() = default;
+  std::shared_ptr<gguf::GgufFile> file_;
+  Hparams hp_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Architecture> arch_;
+  kernels::MatrixView token_embd_, output_;
+  std::vector<float> output_norm_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<ThreadPool> pool_;
+  ForwardState state_;
+  uint64_t n_params_ = 0;
+};
+
+}  // namespace ns

@@ -1,0 +1,64 @@
+#include "engine/model/tensor_loader.h"
+
+#include "engine/util/error.h"
+
+namespace ns {
+namespace {
+
+std::string dims_string(const std::vector<uint64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+const gguf::TensorInfo& TensorLoader::require(const std::string& name, const std::vector<uint64_t>& dims) {
+  const gguf::TensorInfo* t = f_.find_tensor(name);
+  if (!t)
+    throw Error(ErrorKind::bad_model, f_.path() + ": tensor '" + name + "' " + dims_string(dims) +
+                                          " is missing (is the file complete, and of the architecture it claims?)");
+  if (t->dims != dims)
+    throw Error(ErrorKind::bad_model, f_.path() + ": tensor '" + name + "': expected shape " + dims_string(dims) +
+                                          ", the file has " + t->shape_string());
+  if (!kernels::is_supported(t->type))
+    throw Error(ErrorKind::bad_model, f_.path() + ": tensor '" + name + "' has type " +
+                                          std::string(gguf::type_name(t->type)) + ", which this build cannot compute with");
+  used_.insert(name);
+  return *t;
+}
+
+kernels::MatrixView TensorLoader::matrix(const std::string& name, int64_t rows, int64_t cols) {
+  const auto& t = require(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)});
+  return {t.type, f_.tensor_data(t), rows, cols, static_cast<size_t>(t.nbytes / static_cast<uint64_t>(rows))};
+}
+
+ExpertsView TensorLoader::experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols) {
+  const auto& t = require(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n_expert)});
+  ExpertsView v;
+  v.type = t.type;
+  v.data = f_.tensor_data(t);
+  v.n_expert = n_expert;
+  v.rows = rows;
+  v.cols = cols;
+  v.expert_stride = static_cast<size_t>(t.nbytes / static_cast<uint64_t>(n_expert));
+  v.row_stride = v.expert_stride / static_cast<size_t>(rows);
+  v.file_offset = t.offset;
+  return v;
+}
+
+std::vector<float> TensorLoader::vector(const std::string& name, int64_t n) {
+  const auto& t = require(name, {static_cast<uint64_t>(n)});
+  std::vector<float> out(static_cast<size_t>(n));
+  kernels::dequantize_row(t.type, f_.tensor_data(t), out.data(), n);
+  return out;
+}
+
+std::vector<std::string> TensorLoader::unused() const {
+  std::vector<std::string> out;
+  for (const auto& t : f_.tensors())
+    if (!used_.count(t.name)) out.push_back(t.name);
+  return out;
+}
+
+}  // namespace ns

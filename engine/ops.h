@@ -1,0 +1,23 @@
+// Element-wise and per-row operations of the forward pass (F32, scalar loops
+// the compiler vectorizes; the heavy work is in kernels::matmul).
+#pragma once
+
+#include <cstdint>
+
+#include "engine/model/hparams.h"
+
+namespace ns::ops {
+
+// out[i] = x[i] / rms(x) * w[i]; out may alias x.
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* out);
+// Rotates the first rope_dim dims of each of n_heads vectors of head_dim at position pos.
+void rope(float* v, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos, float base, float freq_scale,
+          RopeType type);
+// In place: x = exp(x - max) / sum.
+void softmax(float* x, int64_t n);
+// g[i] = silu(g[i]) * u[i]
+void silu_mul(float* g, const float* u, int64_t n);
+void add(float* x, const float* y, int64_t n);              // x += y
+void add_scaled(float* x, const float* y, float s, int64_t n);  // x += s * y
+
+}  // namespace ns::ops

@@ -1,0 +1,27 @@
+// How a job wants its tokens chosen and when it stops. Shared by the engine,
+// the queue (stored per job) and the CLI flags.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ns {
+
+struct SamplingParams {
+  int32_t max_tokens = 128;         // completion tokens at most
+  float temperature = 0.8f;         // 0 means greedy
+  int32_t top_k = 40;               // 0 disables
+  float top_p = 0.95f;              // 1 disables
+  float min_p = 0.05f;              // 0 disables
+  float repeat_penalty = 1.0f;      // 1 disables
+  int32_t repeat_last_n = 64;       // tokens the penalty looks back over
+  uint64_t seed = 0;                // same seed, same text
+  std::vector<std::string> stop;    // stop strings (not included in the output)
+  bool ignore_eos = false;
+
+  // Empty when valid, else a message naming the bad field and its allowed range.
+  std::string validate() const;
+};
+
+}  // namespace ns

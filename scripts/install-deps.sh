@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what nightshift needs to build and test on Debian 12 (as root, or with sudo).
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libsqlite3-dev liburing-dev libyaml-cpp-dev libspdlog-dev doctest-dev
+  libpcre2-dev nlohmann-json3-dev libcli11-dev
+  clang libclang-rt-14-dev   # the GGUF parser fuzz test (libFuzzer)
+  sqlite3                    # integration tests read the database with the sqlite3 shell
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
