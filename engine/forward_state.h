@@ -23,7 +23,7 @@ struct ForwardState {
   std::vector<float> out;   // [B][n_embd] output of the current block
   std::vector<float> q, k, v, att;  // attention: [B][n_head*head_dim], [B][kv dims], [B][n_head*v_head_dim]
   std::vector<float> ff_a, ff_b;    // [B][n_ff] FFN hidden (gate, up)
-  std::vector<float> scores;        // [threads][n_ctx] attention scores
+  std::vector<uint16_t> q16;        // [threads][head_dim] one query head in F16
 
   // MoE routing and expert-major gather buffers.
   std::vector<float> router;        // [B][n_expert]

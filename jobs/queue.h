@@ -94,6 +94,12 @@ class Queue {
   virtual bool cancel_requested(int64_t id) = 0;
   // Marks a running job cancelled (the worker saw cancel_requested), keeping any partial result.
   virtual void finish_cancelled(int64_t id, const JobResult& partial) = 0;
+  // Crash recovery: jobs still `running` under `worker` can only be left over
+  // from an earlier process with that worker id that died mid-job. They go
+  // back to queued (cancelled if a cancel was requested); the interrupted
+  // attempt stays counted. Returns how many. Only meaningful with a stable,
+  // unique worker id.
+  virtual int64_t requeue_abandoned(const std::string& worker) = 0;
   virtual std::optional<Job> get(int64_t id) = 0;
   virtual std::vector<Job> list(const ListFilter& filter) = 0;
   virtual QueueCounts counts() = 0;

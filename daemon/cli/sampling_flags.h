@@ -16,7 +16,7 @@ inline void add_sampling_flags(CLI::App* cmd, SamplingParams& p) {
   cmd->add_option("--repeat-penalty", p.repeat_penalty, "Penalty for repeated tokens (1 = off)")->capture_default_str();
   cmd->add_option("--repeat-last-n", p.repeat_last_n, "How far back the penalty looks")->capture_default_str();
   cmd->add_option("--seed", p.seed, "Random seed: same seed, same text")->capture_default_str();
-  cmd->add_option("--stop", p.stop, "Stop string (repeatable); not included in the output");
+  cmd->add_option("--stop", p.stop, "Stop string (repeatable); not included in the output")->allow_extra_args(false);
   cmd->add_flag("--ignore-eos", p.ignore_eos, "Keep generating past the end-of-text token");
 }
 

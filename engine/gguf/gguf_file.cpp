@@ -55,7 +55,7 @@ class Parser {
 
     for (uint64_t i = 0; i < n_kv; ++i) {
       const uint64_t at = pos_;
-      std::string key = read_string("metadata key #" + std::to_string(i));
+      std::string key = read_string(("metadata key #" + std::to_string(i)).c_str());
       const uint32_t type = read_u32_ctx("type of key '" + key + "'");
       Value v = read_value(type, key, 0);
       if (!f.kv_.emplace(key, std::move(v)).second) fail(src_, at, "duplicate metadata key '" + key + "'");
@@ -122,32 +122,36 @@ class Parser {
  private:
   uint64_t remaining() const { return b_.size() - pos_; }
 
-  void need(uint64_t n, const std::string& what) {
+  // `what` and `key` describe the read for the error message, which is only
+  // built on failure: the parser reads millions of array elements.
+  void need(uint64_t n, const char* what, const std::string* key = nullptr) {
     if (n > remaining())
-      fail(src_, pos_, "unexpected end of file reading " + what + " (needs " + std::to_string(n) + " bytes, " +
-                           std::to_string(remaining()) + " left)");
+      fail(src_, pos_, std::string("unexpected end of file reading ") + what + (key ? " '" + *key + "'" : "") +
+                           " (needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) + " left)");
   }
   template <typename T>
-  T read_raw(const std::string& what) {
-    need(sizeof(T), what);
+  T read_raw(const char* what, const std::string* key = nullptr) {
+    need(sizeof(T), what, key);
     T v;
     std::memcpy(&v, b_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
     return v;
   }
   uint32_t read_u32() { return read_raw<uint32_t>("header"); }
-  uint32_t read_u32_ctx(const std::string& what) { return read_raw<uint32_t>(what); }
-  uint64_t read_u64(const std::string& what) { return read_raw<uint64_t>(what); }
+  uint32_t read_u32_ctx(const std::string& what) { return read_raw<uint32_t>(what.c_str()); }
+  uint64_t read_u64(const std::string& what) { return read_raw<uint64_t>(what.c_str()); }
 
-  std::string read_string(const std::string& what) {
+  std::string read_string(const char* what, const std::string* key = nullptr) {
     const uint64_t at = pos_;
-    const uint64_t len = read_u64("length of " + what);
+    const uint64_t len = read_raw<uint64_t>(what, key);
     if (len > kMaxStringBytes || len > remaining())
-      fail(src_, at, what + ": string length " + std::to_string(len) + " runs past the end of the file");
+      fail(src_, at, std::string(what) + (key ? " '" + *key + "'" : "") + ": string length " + std::to_string(len) +
+                         " runs past the end of the file");
     std::string s(reinterpret_cast<const char*>(b_.data() + pos_), len);
     pos_ += len;
     return s;
   }
+  std::string read_string(const std::string& what) { return read_string(what.c_str()); }
 
   Value read_value(uint32_t type, const std::string& key, int depth) {
     Value v;
@@ -155,38 +159,41 @@ class Parser {
     if (type > static_cast<uint32_t>(ValueType::FLOAT64))
       fail(src_, at - 4, "key '" + key + "' has unknown value type " + std::to_string(type));
     v.type = static_cast<ValueType>(type);
-    const std::string what = "value of key '" + key + "'";
+    const char* what = "the value of key";
+    const std::string* k = &key;
     switch (v.type) {
-      case ValueType::UINT8: v.u = read_raw<uint8_t>(what); v.i = static_cast<int64_t>(v.u); break;
-      case ValueType::INT8: v.i = read_raw<int8_t>(what); v.u = static_cast<uint64_t>(v.i); break;
-      case ValueType::UINT16: v.u = read_raw<uint16_t>(what); v.i = static_cast<int64_t>(v.u); break;
-      case ValueType::INT16: v.i = read_raw<int16_t>(what); v.u = static_cast<uint64_t>(v.i); break;
-      case ValueType::UINT32: v.u = read_raw<uint32_t>(what); v.i = static_cast<int64_t>(v.u); break;
-      case ValueType::INT32: v.i = read_raw<int32_t>(what); v.u = static_cast<uint64_t>(v.i); break;
-      case ValueType::UINT64: v.u = read_raw<uint64_t>(what); v.i = static_cast<int64_t>(v.u); break;
-      case ValueType::INT64: v.i = read_raw<int64_t>(what); v.u = static_cast<uint64_t>(v.i); break;
-      case ValueType::FLOAT32: v.f = read_raw<float>(what); break;
-      case ValueType::FLOAT64: v.f = read_raw<double>(what); break;
+      case ValueType::UINT8: v.u = read_raw<uint8_t>(what, k); v.i = static_cast<int64_t>(v.u); break;
+      case ValueType::INT8: v.i = read_raw<int8_t>(what, k); v.u = static_cast<uint64_t>(v.i); break;
+      case ValueType::UINT16: v.u = read_raw<uint16_t>(what, k); v.i = static_cast<int64_t>(v.u); break;
+      case ValueType::INT16: v.i = read_raw<int16_t>(what, k); v.u = static_cast<uint64_t>(v.i); break;
+      case ValueType::UINT32: v.u = read_raw<uint32_t>(what, k); v.i = static_cast<int64_t>(v.u); break;
+      case ValueType::INT32: v.i = read_raw<int32_t>(what, k); v.u = static_cast<uint64_t>(v.i); break;
+      case ValueType::UINT64: v.u = read_raw<uint64_t>(what, k); v.i = static_cast<int64_t>(v.u); break;
+      case ValueType::INT64: v.i = read_raw<int64_t>(what, k); v.u = static_cast<uint64_t>(v.i); break;
+      case ValueType::FLOAT32: v.f = read_raw<float>(what, k); break;
+      case ValueType::FLOAT64: v.f = read_raw<double>(what, k); break;
       case ValueType::BOOL: {
-        const uint8_t b = read_raw<uint8_t>(what);
+        const uint8_t b = read_raw<uint8_t>(what, k);
         if (b > 1) fail(src_, at, "key '" + key + "' is a bool with value " + std::to_string(b));
         v.u = b;
         v.i = b;
         break;
       }
-      case ValueType::STRING: v.s = read_string(what); break;
+      case ValueType::STRING: v.s = read_string(what, k); break;
       case ValueType::ARRAY: {
         if (depth >= kMaxArrayDepth) fail(src_, at, "key '" + key + "' nests arrays deeper than " + std::to_string(kMaxArrayDepth));
-        const uint32_t et = read_u32_ctx("element type of key '" + key + "'");
+        const uint32_t et = read_raw<uint32_t>("the element type of key", k);
         if (et > static_cast<uint32_t>(ValueType::FLOAT64))
           fail(src_, at, "key '" + key + "' is an array of unknown type " + std::to_string(et));
         v.elem_type = static_cast<ValueType>(et);
-        const uint64_t n = read_u64("element count of key '" + key + "'");
-        // Every element takes at least one byte: a larger count is corrupt.
-        if (n > remaining())
+        const uint64_t n = read_raw<uint64_t>("the element count of key", k);
+        // Every element takes at least one byte (a nested array at least 12), so
+        // a larger count is corrupt; checking it first bounds the allocation.
+        const uint64_t min_elem = et == static_cast<uint32_t>(ValueType::ARRAY) ? 12 : et == static_cast<uint32_t>(ValueType::STRING) ? 8 : 1;
+        if (n > remaining() / min_elem)
           fail(src_, at, "key '" + key + "' claims " + std::to_string(n) + " elements, more than the file can hold");
         v.arr.reserve(n);
-        for (uint64_t k = 0; k < n; ++k) v.arr.push_back(read_value(et, key + "[" + std::to_string(k) + "]", depth + 1));
+        for (uint64_t i = 0; i < n; ++i) v.arr.push_back(read_value(et, key, depth + 1));
         break;
       }
     }

@@ -54,7 +54,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   s.att.resize(sz(bs.att));
   s.ff_a.resize(sz(bs.ff));
   s.ff_b.resize(sz(bs.ff));
-  s.scores.resize(static_cast<size_t>(m->pool_->size() * n_ctx));
+  s.q16.resize(static_cast<size_t>(m->pool_->size() * std::max(bs.q, bs.k)));
   if (hp.is_moe()) {
     s.router.resize(sz(hp.n_expert));
     s.chosen.resize(sz(hp.n_expert_used));

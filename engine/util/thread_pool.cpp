@@ -38,13 +38,24 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int, int64_t, 
     job_ = &fn;
     job_n_ = n;
     pending_ = n_threads_ - 1;
+    error_ = nullptr;
     ++generation_;
   }
   cv_start_.notify_all();
-  run_chunk(fn, 0, n_threads_, n);
+  // The workers hold a reference to fn: even if our chunk throws, wait for them
+  // before leaving.
+  std::exception_ptr mine;
+  try {
+    run_chunk(fn, 0, n_threads_, n);
+  } catch (...) {
+    mine = std::current_exception();
+  }
   std::unique_lock lock(mu_);
   cv_done_.wait(lock, [this] { return pending_ == 0; });
   job_ = nullptr;
+  std::exception_ptr error = mine ? mine : error_;
+  error_ = nullptr;
+  if (error) std::rethrow_exception(error);
 }
 
 void ThreadPool::worker(int index) {
@@ -60,9 +71,15 @@ void ThreadPool::worker(int index) {
       fn = job_;
       n = job_n_;
     }
-    run_chunk(*fn, index, n_threads_, n);
+    std::exception_ptr error;
+    try {
+      run_chunk(*fn, index, n_threads_, n);
+    } catch (...) {
+      error = std::current_exception();
+    }
     {
       std::lock_guard lock(mu_);
+      if (error && !error_) error_ = error;
       if (--pending_ == 0) cv_done_.notify_one();
     }
   }

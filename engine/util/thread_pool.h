@@ -1,10 +1,12 @@
 // A fixed pool of worker threads for data-parallel loops in the forward pass.
 // parallel_for blocks until every chunk is done; the calling thread takes part.
-// Not reentrant: one parallel_for at a time per pool.
+// Not reentrant: one parallel_for at a time per pool. If fn throws, the first
+// exception is rethrown by parallel_for once every thread has finished its chunk.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -34,6 +36,7 @@ class ThreadPool {
   uint64_t generation_ = 0;
   int pending_ = 0;
   bool stop_ = false;
+  std::exception_ptr error_;  // first exception thrown by a chunk of the current job
 };
 
 }  // namespace ns

@@ -24,7 +24,8 @@ double tolerance_for(const std::string& model) {
 }
 
 struct Tally {
-  double max_diff = 0;
+  double max_diff = 0, sum_diff = 0;
+  long n_diff = 0;
   int positions = 0, greedy_checked = 0;
 };
 
@@ -41,6 +42,8 @@ void compare_row(const float* row, int64_t n_vocab, const json& golden_top, doub
     REQUIRE(id < n_vocab);
     const double diff = std::fabs(row[id] - logit);
     tally.max_diff = std::max(tally.max_diff, diff);
+    tally.sum_diff += diff;
+    ++tally.n_diff;
     CHECK_MESSAGE(diff <= tol, where << ": token " << id << " logit " << row[id] << " vs reference " << logit);
   }
   // Our top-k may differ from the reference's only by tokens tied (within tol) with its last entry.
@@ -108,7 +111,8 @@ void check_model(const fs::path& shared, const std::string& name) {
       prev_top = &g["greedy_top_logits"][i];
     }
   }
-  MESSAGE(name << ": " << tally.positions << " positions, max |dlogit| " << tally.max_diff << " (tolerance " << tol
+  MESSAGE(name << ": " << tally.positions << " positions, max |dlogit| " << tally.max_diff << ", mean "
+               << tally.sum_diff / std::max(1L, tally.n_diff) << " (tolerance " << tol
                << "), " << tally.greedy_checked << " greedy choices checked");
 }
 

@@ -1,0 +1,186 @@
+#include "daemon/lib/job_format.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "jobs/time_format.h"
+
+namespace ns::daemon {
+namespace {
+
+using nlohmann::json;
+
+json time_or_null(int64_t ms) { return ms == 0 ? json(nullptr) : json(ms); }
+json iso_or_null(int64_t ms) { return ms == 0 ? json(nullptr) : json(jobs::iso8601_utc(ms)); }
+json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+// The first `max_chars` UTF-8 characters of `s` on one line.
+std::string preview(const std::string& s, size_t max_chars) {
+  std::string out;
+  size_t chars = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const bool starts_char = (c & 0xC0) != 0x80;
+    if (starts_char && chars == max_chars) {
+      out += "...";
+      break;
+    }
+    if (starts_char) ++chars;
+    out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : static_cast<char>(c);
+  }
+  return out;
+}
+
+// "2025-01-31 22:05:09" (UTC) or "-".
+std::string short_time(int64_t ms) {
+  if (ms == 0) return "-";
+  std::string iso = jobs::iso8601_utc(ms);
+  iso[10] = ' ';
+  return iso.substr(0, 19);
+}
+
+size_t display_width(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+
+}  // namespace
+
+std::string json_text(const json& value, int indent) {
+  return value.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+json job_to_json(const jobs::Job& job) {
+  const SamplingParams& sp = job.spec.sampling;
+  json j = {
+      {"id", job.id},
+      {"state", jobs::state_name(job.state)},
+      {"model", job.spec.model},
+      {"prompt", job.spec.prompt},
+      {"sampling",
+       {{"max_tokens", sp.max_tokens},
+        {"temperature", sp.temperature},
+        {"top_k", sp.top_k},
+        {"top_p", sp.top_p},
+        {"min_p", sp.min_p},
+        {"repeat_penalty", sp.repeat_penalty},
+        {"repeat_last_n", sp.repeat_last_n},
+        {"seed", sp.seed},
+        {"stop", sp.stop},
+        {"ignore_eos", sp.ignore_eos}}},
+      {"priority", job.spec.priority},
+      {"idempotency_key", text_or_null(job.spec.idempotency_key)},
+      {"created_ms", time_or_null(job.created_ms)},
+      {"created_at", iso_or_null(job.created_ms)},
+      {"started_ms", time_or_null(job.started_ms)},
+      {"started_at", iso_or_null(job.started_ms)},
+      {"finished_ms", time_or_null(job.finished_ms)},
+      {"finished_at", iso_or_null(job.finished_ms)},
+      {"worker", text_or_null(job.worker)},
+      {"attempts", job.attempts},
+      {"cancel_requested", job.cancel_requested},
+      {"error_kind", text_or_null(job.error_kind)},
+      {"error", text_or_null(job.error)},
+      {"result", nullptr},
+  };
+  if (job.result) {
+    const jobs::JobResult& r = *job.result;
+    j["result"] = {
+        {"text", r.text},
+        {"finish_reason", r.finish_reason},
+        {"prompt_tokens", r.prompt_tokens},
+        {"completion_tokens", r.completion_tokens},
+        {"queue_wait_ms", r.queue_wait_ms},
+        {"load_ms", r.load_ms},
+        {"prefill_ms", r.prefill_ms},
+        {"decode_ms", r.decode_ms},
+        {"prefill_tok_s", r.prefill_tok_s},
+        {"decode_tok_s", r.decode_tok_s},
+        {"peak_rss_bytes", r.peak_rss_bytes},
+        {"bytes_read", r.bytes_read},
+    };
+  }
+  return j;
+}
+
+std::string format_job_table(const std::vector<jobs::Job>& jobs) {
+  constexpr size_t kColumns = 8;
+  using Row = std::array<std::string, kColumns>;
+  std::vector<Row> rows = {{"ID", "STATE", "MODEL", "PRI", "CREATED (UTC)", "TOKENS", "TOK/S", "OUTPUT"}};
+  for (const jobs::Job& j : jobs) {
+    std::string tokens = "-", tok_s = "-", snippet;
+    if (j.result) {
+      tokens = std::to_string(j.result->completion_tokens);
+      tok_s = fmt::format("{:.2f}", j.result->decode_tok_s);
+      snippet = preview(j.result->text, 40);
+    }
+    if (j.state == jobs::JobState::failed) snippet = preview(j.error_kind + ": " + j.error, 60);
+    if (j.state == jobs::JobState::queued || j.state == jobs::JobState::running) {
+      snippet = "> " + preview(j.spec.prompt, 38);
+    }
+    std::string state = jobs::state_name(j.state);
+    if (j.cancel_requested && j.state == jobs::JobState::running) state += "*";  // cancel pending
+    rows.push_back({std::to_string(j.id), state, j.spec.model, std::to_string(j.spec.priority),
+                    short_time(j.created_ms), tokens, tok_s, snippet});
+  }
+  std::array<size_t, kColumns> width{};
+  for (const Row& r : rows) {
+    for (size_t c = 0; c < kColumns; ++c) width[c] = std::max(width[c], display_width(r[c]));
+  }
+  std::string out;
+  for (const Row& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < kColumns; ++c) {
+      line += r[c];
+      if (c + 1 < kColumns) line += std::string(width[c] - display_width(r[c]) + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string format_job_details(const jobs::Job& job) {
+  const SamplingParams& sp = job.spec.sampling;
+  const std::string stop = json_text(json(sp.stop));
+  std::string out;
+  auto field = [&](const char* name, const std::string& value) {
+    out += fmt::format("  {:<17}{}\n", name, value.empty() ? "-" : value);
+  };
+  out += fmt::format("job {}: {}{}\n", job.id, jobs::state_name(job.state),
+                     job.cancel_requested && job.state == jobs::JobState::running ? " (cancel requested)" : "");
+  field("model", job.spec.model);
+  field("priority", std::to_string(job.spec.priority));
+  field("idempotency_key", job.spec.idempotency_key);
+  field("created", jobs::iso8601_utc(job.created_ms));
+  field("started", jobs::iso8601_utc(job.started_ms));
+  field("finished", jobs::iso8601_utc(job.finished_ms));
+  field("worker", job.worker);
+  field("attempts", std::to_string(job.attempts));
+  field("sampling", fmt::format("max_tokens={} temperature={} top_k={} top_p={} min_p={} repeat_penalty={} "
+                                "repeat_last_n={} seed={} ignore_eos={} stop={}",
+                                sp.max_tokens, sp.temperature, sp.top_k, sp.top_p, sp.min_p, sp.repeat_penalty,
+                                sp.repeat_last_n, sp.seed, sp.ignore_eos, stop));
+  if (!job.error.empty()) field("error", job.error_kind + ": " + job.error);
+  if (job.result) {
+    const jobs::JobResult& r = *job.result;
+    field("finish_reason", r.finish_reason);
+    field("tokens", fmt::format("{} prompt, {} completion", r.prompt_tokens, r.completion_tokens));
+    field("queue_wait", fmt::format("{:.0f} ms", r.queue_wait_ms));
+    field("load", fmt::format("{:.1f} ms", r.load_ms));
+    field("prefill", fmt::format("{:.1f} ms ({:.2f} tok/s)", r.prefill_ms, r.prefill_tok_s));
+    field("decode", fmt::format("{:.1f} ms ({:.2f} tok/s)", r.decode_ms, r.decode_tok_s));
+    field("peak_rss", mib(r.peak_rss_bytes));
+    field("bytes_read", mib(r.bytes_read));
+  }
+  out += "--- prompt ---\n" + job.spec.prompt + "\n";
+  if (job.result) out += "--- output ---\n" + job.result->text + "\n";
+  return out;
+}
+
+}  // namespace ns::daemon

@@ -1,0 +1,32 @@
+// How jobs look to people and scripts: the `--json` objects of `nightshift
+// list/show` and their human-readable forms. One place, so the CLI and the
+// tests agree on field names.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "jobs/queue.h"
+
+namespace ns::daemon {
+
+// Every field of the job, its sampling parameters and (when present) its
+// result with all stats. Times appear as epoch ms and ISO-8601 text; unset
+// ones are null. Field names match the database columns.
+nlohmann::json job_to_json(const jobs::Job& job);
+
+// JSON text for output. Generated text may end inside a UTF-8 sequence (or
+// be invalid UTF-8 from a bad model): such bytes become U+FFFD instead of
+// making the output fail. indent < 0: one line.
+std::string json_text(const nlohmann::json& value, int indent = -1);
+
+// One line per job: id, state, model, priority, created, tokens, tok/s and
+// the start of the output (or the error).
+std::string format_job_table(const std::vector<jobs::Job>& jobs);
+
+// Every field, the result's stats and the full prompt and output.
+std::string format_job_details(const jobs::Job& job);
+
+}  // namespace ns::daemon

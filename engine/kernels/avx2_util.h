@@ -1,0 +1,124 @@
+// Helpers shared by the *_avx2.cpp files (and only them: this header needs
+// -mavx2 -mfma -mf16c). Everything is static so no AVX2 code can leak, through
+// the linker's choice among inline copies, into a path that runs on a CPU
+// without AVX2; for the same reason the AVX2 files call no std:: function
+// templates (std::integer_sequence below is a type and generates no code).
+//
+// The product is computed in micro-tiles of R weight rows x T tokens whose
+// accumulators live in registers: each weight block is loaded and unpacked once
+// per T tokens, each activation block once per R rows.
+#pragma once
+
+#include <immintrin.h>
+
+#include <utility>
+
+#include "engine/kernels/format.h"
+
+namespace ns::kernels::avx2 {
+
+static inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+static inline float load_half(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
+
+// A block's fp16 scale in all 8 lanes: one table load, no shuffle.
+static inline __m256 broadcast_fp16(const uint8_t* p) { return _mm256_broadcast_ss(&fp16_table.value[load_u16(p)]); }
+
+// R rows x T tokens of the product over whole rows of n elements; R and T are
+// template arguments of the kernel, one instantiation per table entry.
+using MicroFn = void (*)(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, int64_t n, float* y,
+                         int64_t y_stride);
+
+// Every micro-kernel size up to RM x TM: fn[r - 1][t - 1] = K<r, t>::run.
+template <template <int, int> class K, int RM, int TM, int... I>
+static constexpr void fill_micro_table(MicroFn (&fn)[RM][TM], std::integer_sequence<int, I...>) {
+  ((fn[I / TM][I % TM] = &K<I / TM + 1, I % TM + 1>::run), ...);
+}
+
+template <template <int, int> class K, int RM, int TM>
+struct MicroTable {
+  MicroFn fn[RM][TM]{};
+  constexpr MicroTable() { fill_micro_table<K>(fn, std::make_integer_sequence<int, RM * TM>{}); }
+};
+
+// Covers the tile with micro-tiles of up to TM tokens and rows_batch rows, or
+// rows_single rows where only one token is left (a lone token has spare
+// registers for more rows). Edges get smaller micro-tiles. Tokens are the
+// outer loop: the tile's weight rows are few enough to stay in cache while
+// every token group passes over them. Measured shapes: see the format files.
+template <template <int, int> class K, int RM, int TM>
+static inline void run_micro_tiles(const Tile& t, const MicroTable<K, RM, TM>& table, int64_t rows_single,
+                                   int64_t rows_batch) {
+  for (int64_t t0 = 0; t0 < t.n_tokens; t0 += TM) {
+    const int64_t tn = t.n_tokens - t0 < TM ? t.n_tokens - t0 : TM;
+    const int64_t step = tn == 1 ? rows_single : rows_batch;
+    for (int64_t r0 = 0; r0 < t.n_rows; r0 += step) {
+      const int64_t rn = t.n_rows - r0 < step ? t.n_rows - r0 : step;
+      table.fn[rn - 1][tn - 1](t.w + r0 * t.w_stride, t.w_stride, t.x + t0 * t.x_stride, t.x_stride, t.n,
+                               t.y + t0 * t.y_stride + r0, t.y_stride);
+    }
+  }
+}
+
+// Micro-kernel for the float-like formats (F32, F16, BF16), whose weights and
+// activations share one element type. Load::load8 widens 8 elements to floats,
+// Load::load1 one element (tails of rows that are not a multiple of 8).
+// Fewer than 4 row x token pairs would leave the FMA latency exposed, so small
+// tiles keep U independent accumulator sets.
+template <class Load, int R, int T>
+static void float_micro(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
+  constexpr int U = R * T >= 4 ? 1 : 4 / (R * T);
+  __m256 acc[U][R][T];
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) acc[u][r][t] = _mm256_setzero_ps();
+
+  int64_t k = 0;
+  for (; k + 8 * U <= n; k += 8 * U) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+      __m256 wv[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) wv[r] = Load::load8(w + r * ws, k + 8 * u);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m256 xv = Load::load8(x + t * xs, k + 8 * u);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[u][r][t] = _mm256_fmadd_ps(wv[r], xv, acc[u][r][t]);
+      }
+    }
+  }
+  for (; k + 8 <= n; k += 8) {
+    __m256 wv[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) wv[r] = Load::load8(w + r * ws, k);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256 xv = Load::load8(x + t * xs, k);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[0][r][t] = _mm256_fmadd_ps(wv[r], xv, acc[0][r][t]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      __m256 s = acc[0][r][t];
+#pragma GCC unroll 4
+      for (int u = 1; u < U; ++u) s = _mm256_add_ps(s, acc[u][r][t]);
+      float sum = hsum(s);
+      for (int64_t i = k; i < n; ++i) sum += Load::load1(w + r * ws, i) * Load::load1(x + t * xs, i);
+      y[t * ys + r] = sum;
+    }
+  }
+}
+
+}  // namespace ns::kernels::avx2

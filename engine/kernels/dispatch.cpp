@@ -1,0 +1,141 @@
+// The format table (one row per weight or activation format), ISA detection
+// and the public entry points that look a format up.
+#include <array>
+#include <atomic>
+#include <string>
+
+#include "engine/kernels/formats.h"
+#include "engine/util/error.h"
+
+namespace ns::kernels {
+namespace {
+
+// type, vec-dot type, reference {dequantize, quantize, vec_dot}, AVX2 {activation quantizer, vec_dot, tile}.
+constexpr FormatKernels kFormats[] = {
+    {GgmlType::F32, GgmlType::F32, f32::dequantize, f32::quantize, f32::vec_dot,  //
+     nullptr, f32_avx2::vec_dot, f32_avx2::tile},
+    {GgmlType::F16, GgmlType::F16, f16::dequantize, f16::quantize, f16::vec_dot,  //
+     f16_avx2::quantize, f16_avx2::vec_dot, f16_avx2::tile},
+    {GgmlType::BF16, GgmlType::BF16, bf16::dequantize, bf16::quantize, bf16::vec_dot,  //
+     bf16_avx2::quantize, bf16_avx2::vec_dot, bf16_avx2::tile},
+    {GgmlType::Q8_0, GgmlType::Q8_0, q8_0::dequantize, q8_0::quantize, q8_0::vec_dot,  //
+     q8_0_avx2::quantize, q8_0_avx2::vec_dot, q8_0_avx2::tile},
+    {GgmlType::Q4_0, GgmlType::Q8_0, q4_0::dequantize, q4_0::quantize, q4_0::vec_dot,  //
+     nullptr, q4_0_avx2::vec_dot, q4_0_avx2::tile},
+};
+
+// Ids are small (ggml's enum), so the lookup is an array indexed by id.
+constexpr size_t kMaxTypeId = 64;
+constexpr std::array<const FormatKernels*, kMaxTypeId> make_index() {
+  std::array<const FormatKernels*, kMaxTypeId> index{};
+  for (const auto& f : kFormats) index[static_cast<size_t>(f.type)] = &f;
+  return index;
+}
+constexpr auto kByType = make_index();
+
+std::string supported_list() {
+  std::string s;
+  for (const auto& f : kFormats) {
+    if (f.vec_dot == nullptr) continue;
+    if (!s.empty()) s += ", ";
+    s += gguf::type_name(f.type);
+  }
+  return s;
+}
+
+}  // namespace
+
+const FormatKernels& require_format(GgmlType t, const char* what) {
+  const FormatKernels* f = find_format(t);
+  if (f == nullptr || f->vec_dot == nullptr) {
+    throw Error(ErrorKind::bad_model, std::string(what) + ": tensor type " + std::string(gguf::type_name(t)) +
+                                          " has no kernels in this build (supported: " + supported_list() +
+                                          "); use a model quantized to one of those");
+  }
+  return *f;
+}
+
+void require_whole_blocks(GgmlType t, int64_t n, const char* what) {
+  const auto& tt = gguf::traits(t);
+  if (n < 0 || n % tt.block_elems != 0) {
+    throw Error(ErrorKind::bad_model, std::string(what) + ": " + std::string(tt.name) + " rows hold multiples of " +
+                                          std::to_string(tt.block_elems) + " elements, got " + std::to_string(n) +
+                                          "; the tensor's shape does not fit its type");
+  }
+}
+
+namespace {
+
+Isa detect_isa() {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return avx2 ? Isa::avx2 : Isa::scalar;
+}
+
+std::atomic<int> g_forced_isa{-1};  // -1: use the detected ISA
+
+}  // namespace
+
+const FormatKernels* find_format(GgmlType t) {
+  const auto id = static_cast<size_t>(t);
+  return id < kByType.size() ? kByType[id] : nullptr;
+}
+
+bool is_supported(GgmlType t) {
+  const FormatKernels* f = find_format(t);
+  return f != nullptr && f->vec_dot != nullptr;
+}
+
+GgmlType vec_dot_type(GgmlType weight_type) { return require_format(weight_type, "vec_dot_type").vec_dot_type; }
+
+void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
+  const auto& f = require_format(t, "dequantize_row");
+  require_whole_blocks(t, n, "dequantize_row");
+  f.dequantize(src, dst, n);
+}
+
+void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
+  const auto& f = require_format(t, "quantize_row");
+  require_whole_blocks(t, n, "quantize_row");
+  f.quantize(src, dst, n);
+}
+
+Isa detected_isa() {
+  static const Isa isa = detect_isa();
+  return isa;
+}
+
+Isa active_isa() {
+  const int forced = g_forced_isa.load(std::memory_order_relaxed);
+  return forced < 0 ? detected_isa() : static_cast<Isa>(forced);
+}
+
+void set_isa(Isa isa) {
+  if (isa == Isa::avx2 && detected_isa() != Isa::avx2) isa = Isa::scalar;
+  g_forced_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar:
+      return "scalar";
+    case Isa::avx2:
+      return "avx2";
+  }
+  return "unknown";
+}
+
+VecDotFn vec_dot(GgmlType t, Isa isa) {
+  const auto& f = require_format(t, "vec_dot");
+  if (isa == Isa::avx2 && detected_isa() == Isa::avx2 && f.vec_dot_avx2 != nullptr) return f.vec_dot_avx2;
+  return f.vec_dot;
+}
+
+void convert_activations(GgmlType weight_type, Isa isa, const float* src, void* dst, int64_t n) {
+  const auto& act = *find_format(require_format(weight_type, "convert_activations").vec_dot_type);
+  require_whole_blocks(act.type, n, "convert_activations");
+  const bool avx2 = isa == Isa::avx2 && detected_isa() == Isa::avx2 && act.quantize_avx2 != nullptr;
+  (avx2 ? act.quantize_avx2 : act.quantize)(src, dst, n);
+}
+
+}  // namespace ns::kernels

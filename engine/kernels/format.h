@@ -1,0 +1,78 @@
+// Internal contract between the dispatcher (dispatch.cpp, matmul.cpp) and the
+// per-format kernel files. Each format contributes one FormatKernels row to
+// the table in dispatch.cpp; a format without an AVX2 version leaves those
+// pointers null and runs its scalar reference instead.
+//
+// This header is included by *_avx2.cpp too, so everything defined here has
+// internal linkage or is a plain declaration: an inline function with external
+// linkage compiled once with -mavx2 could be the copy the linker keeps for
+// scalar callers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/kernels/kernels.h"
+
+namespace ns::kernels {
+
+using RowToFloatFn = void (*)(const void* src, float* dst, int64_t n);
+using RowFromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+
+// A rectangle of the product: y[t * y_stride + r] = dot(w row r, x row t) for
+// r < n_rows, t < n_tokens. w rows are in the weight format, x rows in its
+// vec-dot format; both are `n` elements long.
+struct Tile {
+  const uint8_t* w;
+  size_t w_stride;
+  int64_t n_rows;
+  const uint8_t* x;
+  size_t x_stride;
+  int64_t n_tokens;
+  int64_t n;
+  float* y;
+  int64_t y_stride;
+};
+using TileFn = void (*)(const Tile& tile);
+
+struct FormatKernels {
+  GgmlType type;
+  GgmlType vec_dot_type;
+  RowToFloatFn dequantize;       // reference
+  RowFromFloatFn quantize;       // reference; also the scalar activation converter
+  VecDotFn vec_dot;              // reference; null for activation-only formats
+  RowFromFloatFn quantize_avx2;  // activation converter under AVX2; null: the reference
+  VecDotFn vec_dot_avx2;         // null: no AVX2 version yet
+  TileFn tile_avx2;              // null: matmul loops over vec_dot_avx2
+};
+
+// The row for t, or nullptr when this build has no kernels for it.
+const FormatKernels* find_format(GgmlType t);
+// The row for a weight type that has kernels; throws ns::Error (bad_model) naming
+// `what` and the supported types otherwise.
+const FormatKernels& require_format(GgmlType t, const char* what);
+// Throws ns::Error (bad_model) unless n is a whole number of t's blocks.
+void require_whole_blocks(GgmlType t, int64_t n, const char* what);
+
+// Block fields are read with memcpy: GGUF rows carry no alignment promise
+// beyond the tensor's start, and the bytes are not objects of these types.
+static inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof v); }
+
+// fp16_table[h] == fp16_to_fp32(h) for every h (256 KiB, built at compile time).
+// For block scales a table load is cheaper than F16C's convert-and-shuffle,
+// and it serves the scalar code as well.
+struct Fp16Table {
+  float value[65536];
+};
+extern const Fp16Table fp16_table;
+
+static inline float load_fp16(const uint8_t* p) { return fp16_table.value[load_u16(p)]; }
+
+}  // namespace ns::kernels

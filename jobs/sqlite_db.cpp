@@ -1,0 +1,199 @@
+#include "jobs/sqlite_db.h"
+
+#include <sqlite3.h>
+
+#include <string>
+
+#include "engine/util/error.h"
+
+namespace ns::jobs::sqlite {
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+
+// What to do about the failures people actually hit.
+const char* hint_for(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return "; another process held the database lock for longer than the 5 s busy_timeout";
+    case SQLITE_CANTOPEN:
+      return "; check that the directory exists and that this user may write to it";
+    case SQLITE_READONLY:
+      return "; the file or its directory is read-only (WAL mode must create the -wal and -shm files "
+             "next to the database)";
+    case SQLITE_NOTADB:
+      return "; the file is not a SQLite database (wrong --db path?)";
+    case SQLITE_CORRUPT:
+      return "; the database file is damaged: restore a backup or run `sqlite3 FILE .recover`";
+    case SQLITE_FULL:
+      return "; the disk is full";
+    default:
+      return "";
+  }
+}
+
+std::string shorten(std::string_view sql) {
+  constexpr size_t kMax = 200;
+  std::string s(sql.substr(0, kMax));
+  for (char& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  if (sql.size() > kMax) s += "...";
+  return s;
+}
+
+}  // namespace
+
+// ---- Db ---------------------------------------------------------------------
+
+Db::Db(const std::string& path) : path_(path) {
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    // Keep the handle long enough to read its message, then free it.
+    try {
+      raise(rc, "open");
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  try {
+    // busy_timeout first: switching to WAL takes a lock another process may hold.
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    exec("PRAGMA foreign_keys = ON");
+    Stmt wal(*this, "PRAGMA journal_mode = WAL");
+    if (!wal.step() || wal.text(0) != "wal") {
+      throw Error(ErrorKind::database, "database " + path_ + ": cannot switch to WAL journal mode (got '" +
+                                           wal.text(0) + "'); WAL needs a local filesystem, not NFS");
+    }
+    exec("PRAGMA synchronous = NORMAL");
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Db::~Db() {
+  cache_.clear();  // statements must be finalized before the connection closes
+  if (db_ != nullptr) sqlite3_close(db_);
+}
+
+CachedStmt Db::cached(std::string_view sql) {
+  auto it = cache_.find(std::string(sql));
+  if (it == cache_.end()) it = cache_.emplace(std::string(sql), std::make_unique<Stmt>(*this, sql)).first;
+  return CachedStmt(*it->second);
+}
+
+void Db::raise(int rc, std::string_view sql) const {
+  const char* msg = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  std::string what = "database " + path_ + ": " + msg + " (" + sqlite3_errstr(rc) + ", code " +
+                     std::to_string(rc) + ") in `" + shorten(sql) + "`" + hint_for(rc);
+  throw Error(ErrorKind::database, what);
+}
+
+void Db::exec(std::string_view sql) {
+  std::string s(sql);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err);
+  sqlite3_free(err);  // sqlite3_errmsg(db_) still holds the message for raise()
+  if (rc != SQLITE_OK) raise(rc, sql);
+}
+
+int64_t Db::scalar_int(std::string_view sql) {
+  Stmt st(*this, sql);
+  if (!st.step()) raise(SQLITE_MISUSE, sql);
+  return st.int64(0);
+}
+
+int64_t Db::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+int Db::changes() const { return sqlite3_changes(db_); }
+
+// ---- Stmt -------------------------------------------------------------------
+
+Stmt::Stmt(Db& db, std::string_view sql) : db_(db), sql_(sql) {
+  const int rc = sqlite3_prepare_v2(db_.handle(), sql_.data(), static_cast<int>(sql_.size()), &stmt_, nullptr);
+  if (rc != SQLITE_OK) db_.raise(rc, sql_);
+}
+
+Stmt::~Stmt() { sqlite3_finalize(stmt_); }
+
+Stmt& Stmt::bind(int index, int64_t value) {
+  const int rc = sqlite3_bind_int64(stmt_, index, value);
+  if (rc != SQLITE_OK) db_.raise(rc, sql_);
+  return *this;
+}
+
+Stmt& Stmt::bind(int index, double value) {
+  const int rc = sqlite3_bind_double(stmt_, index, value);
+  if (rc != SQLITE_OK) db_.raise(rc, sql_);
+  return *this;
+}
+
+Stmt& Stmt::bind(int index, std::string_view text) {
+  const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) db_.raise(rc, sql_);
+  return *this;
+}
+
+Stmt& Stmt::bind_null(int index) {
+  const int rc = sqlite3_bind_null(stmt_, index);
+  if (rc != SQLITE_OK) db_.raise(rc, sql_);
+  return *this;
+}
+
+Stmt& Stmt::bind_text_or_null(int index, std::string_view text) {
+  return text.empty() ? bind_null(index) : bind(index, text);
+}
+
+bool Stmt::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  db_.raise(rc, sql_);
+}
+
+void Stmt::run() {
+  if (step()) {
+    throw Error(ErrorKind::internal, "database " + db_.path() + ": `" + shorten(sql_) +
+                                         "` returned rows where none were expected");
+  }
+}
+
+void Stmt::reset() {
+  // sqlite3_reset repeats the last step's error, already reported by step().
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+bool Stmt::is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+int64_t Stmt::int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Stmt::real(int col) const { return sqlite3_column_double(stmt_, col); }
+
+std::string Stmt::text(int col) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, col);
+  if (p == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+// ---- WriteTransaction -------------------------------------------------------
+
+WriteTransaction::WriteTransaction(Db& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+
+WriteTransaction::~WriteTransaction() {
+  if (!open_) return;
+  // A failed ROLLBACK (e.g. SQLite already rolled back after an error) leaves
+  // nothing to undo; never throw from a destructor.
+  sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void WriteTransaction::commit() {
+  db_.exec("COMMIT");
+  open_ = false;
+}
+
+}  // namespace ns::jobs::sqlite

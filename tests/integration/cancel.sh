@@ -1,0 +1,36 @@
+# `nightshift cancel`: a running job stops within the poll interval and ends
+# `cancelled` with its partial text; a queued job is cancelled at once and
+# never runs; final and unknown jobs are refused with their exit codes.
+source "$(dirname "$0")/lib.sh"
+
+make_model slow.gguf --n-embd 256 --n-layer 4 --n-ff 768 --n-ctx 4096
+write_config slow=slow.gguf
+echo "context: 4096" >> "$CONFIG"
+
+running=$(ns submit --config "$CONFIG" --model slow --max-tokens 3000 --ignore-eos --priority 9 "A long story")
+queued=$(ns submit --config "$CONFIG" --model slow --max-tokens 3 "never runs")
+after=$(ns submit --config "$CONFIG" --model slow --max-tokens 3 --ignore-eos "runs after the cancel")
+
+expect_exit 0 ns cancel "$queued" --config "$CONFIG"
+expect_eq "$(job_state "$queued")" "cancelled" "queued job cancelled at once"
+
+start_daemon --drain
+wait_for 20 "job $running to start" state_is "$running" running
+sleep 0.3
+expect_exit 0 ns cancel "$running" --config "$CONFIG"
+expect_contains "$OUT" "cancel requested" "cancel of a running job"
+wait_for 10 "job $running to be cancelled" state_is "$running" cancelled
+wait_daemon 0
+
+expect_eq "$(sql "SELECT finish_reason FROM results WHERE job_id = $running")" "cancelled" "partial result kept"
+tokens=$(sql "SELECT completion_tokens FROM results WHERE job_id = $running")
+((tokens > 0 && tokens < 3000)) || fail "partial result has $tokens tokens"
+expect_eq "$(sql "SELECT length(text) > 0 FROM results WHERE job_id = $running")" 1 "partial text stored"
+expect_eq "$(sql "SELECT count(*) FROM results WHERE job_id = $queued")" 0 "the cancelled queued job never ran"
+expect_eq "$(job_state "$after")" "done" "the daemon carried on"
+expect_contains "$(cat "$WORK/daemon.log")" "job $running cancelled after" "cancel logged"
+
+expect_exit 1 ns cancel "$after" --config "$CONFIG"
+expect_contains "$OUT" "already done" "cancel of a finished job"
+expect_exit 3 ns cancel 999 --config "$CONFIG"
+echo "ok"

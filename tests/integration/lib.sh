@@ -1,0 +1,98 @@
+# Shared helpers for the integration tests: each test sources this, gets a
+# fresh work directory with a generated model and a config, and drives the
+# real binaries. Paths come from CMake through the environment.
+set -euo pipefail
+
+: "${NIGHTSHIFT:?set by CMake: path of the nightshift binary}"
+: "${NIGHTSHIFTD:?set by CMake: path of the nightshiftd binary}"
+: "${MAKE_MODEL:?set by CMake: path of nightshift-make-model}"
+: "${SQLITE3:?set by CMake: path of the sqlite3 shell}"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/nightshift-it-XXXXXX")
+DB="$WORK/q.db"
+CONFIG="$WORK/config.yaml"
+DAEMON_PID=""
+unset NIGHTSHIFT_DB
+
+cleanup() {
+  if [[ -n "$DAEMON_PID" ]] && kill -0 "$DAEMON_PID" 2>/dev/null; then kill -KILL "$DAEMON_PID" || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  if [[ -f "$WORK/daemon.log" ]]; then
+    echo "--- daemon log ---" >&2
+    cat "$WORK/daemon.log" >&2
+  fi
+  exit 1
+}
+
+expect_eq() {  # expect_eq ACTUAL EXPECTED WHAT
+  [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"
+}
+
+expect_contains() {  # expect_contains TEXT NEEDLE WHAT
+  [[ "$1" == *"$2"* ]] || fail "$3: '$2' not found in: $1"
+}
+
+expect_exit() {  # expect_exit CODE COMMAND... (stdout+stderr kept in $OUT)
+  local want=$1 got=0
+  shift
+  OUT=$("$@" 2>&1) || got=$?
+  [[ "$got" == "$want" ]] || fail "exit status $got (wanted $want) from: $* -> $OUT"
+}
+
+sql() {  # one query against the test database, '|' separated
+  "$SQLITE3" -cmd ".timeout 5000" "$DB" "$@"
+}
+
+ns() { "$NIGHTSHIFT" "$@"; }
+
+# A small random llama model; extra arguments go to nightshift-make-model.
+make_model() {
+  local name=$1
+  shift
+  "$MAKE_MODEL" --out "$WORK/$name" --seed 1 "$@" > /dev/null
+}
+
+# A config naming the models given as NAME=FILE (relative to $WORK).
+write_config() {
+  {
+    echo "database: q.db"
+    echo "poll_interval_ms: 50"
+    echo "threads: 2"
+    echo "models:"
+    for m in "$@"; do echo "  ${m%%=*}: ${m#*=}"; done
+  } > "$CONFIG"
+}
+
+start_daemon() {  # start_daemon [ARGS...]: nightshiftd in the background, log in $WORK/daemon.log
+  "$NIGHTSHIFTD" --config "$CONFIG" "$@" > "$WORK/daemon.log" 2>&1 &
+  DAEMON_PID=$!
+}
+
+wait_daemon() {  # wait_daemon EXPECTED_STATUS: within 30 s
+  local status=0 deadline=$((SECONDS + 30))
+  while kill -0 "$DAEMON_PID" 2>/dev/null; do
+    ((SECONDS < deadline)) || fail "nightshiftd (pid $DAEMON_PID) still running after 30 s"
+    sleep 0.05
+  done
+  wait "$DAEMON_PID" || status=$?
+  DAEMON_PID=""
+  [[ "$status" == "$1" ]] || fail "nightshiftd exited with $status, wanted $1"
+}
+
+wait_for() {  # wait_for SECONDS WHAT COMMAND...: poll until COMMAND succeeds
+  local secs=$1 what=$2
+  local deadline=$((SECONDS + secs))
+  shift 2
+  until "$@"; do
+    ((SECONDS < deadline)) || fail "timed out after $secs s waiting for $what"
+    sleep 0.05
+  done
+}
+
+job_state() { sql "SELECT state FROM jobs WHERE id = $1"; }
+state_is() { [[ "$(job_state "$1")" == "$2" ]]; }

@@ -1,0 +1,217 @@
+// The daemon config: defaults, every key, errors with line numbers, relative
+// paths, the database lookup order, and the documented example staying in step.
+#include <doctest/doctest.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "daemon/lib/config.h"
+#include "daemon/lib/database_path.h"
+#include "daemon/lib/logging.h"
+#include "engine/util/error.h"
+#include "tests/unit/jobs/temp_dir.h"
+
+using namespace ns::daemon;
+
+namespace {
+
+// The error message parse_config gives for `yaml`, or "" if it parsed.
+std::string error_for(const std::string& yaml) {
+  try {
+    parse_config(yaml, "/etc/nightshift/config.yaml");
+  } catch (const ns::Error& e) {
+    CHECK(e.kind() == ns::ErrorKind::invalid_input);
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::filesystem::path repo_root() {
+  // tests/unit/daemon/config_test.cpp -> the repository root
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+}
+
+}  // namespace
+
+TEST_CASE("an empty config gives every default") {
+  for (const std::string text : {"", "# only a comment\n", "---\n"}) {
+    Config c = parse_config(text, "/etc/nightshift/config.yaml");
+    CHECK(c.database.empty());
+    CHECK(c.models.empty());
+    CHECK(c.threads == 0);
+    CHECK(c.context == 0);
+    CHECK(c.log_level == "info");
+    CHECK(c.poll_interval_ms == 1000);
+    CHECK(c.worker_id.empty());
+    CHECK(c.source == "/etc/nightshift/config.yaml");
+  }
+}
+
+TEST_CASE("every key is read; relative paths resolve against the config's directory") {
+  Config c = parse_config(R"(
+database: data/queue.db
+models:
+  tiny: models/tiny.gguf
+  big: /srv/models/big.gguf
+  up: ../shared/up.gguf
+threads: 6
+context: 8192
+log_level: debug
+poll_interval_ms: 250
+worker_id: night-1
+)",
+                          "/etc/nightshift/config.yaml");
+  CHECK(c.database == "/etc/nightshift/data/queue.db");
+  REQUIRE(c.models.size() == 3);
+  CHECK(c.models.at("tiny") == "/etc/nightshift/models/tiny.gguf");
+  CHECK(c.models.at("big") == "/srv/models/big.gguf");
+  CHECK(c.models.at("up") == "/etc/shared/up.gguf");
+  CHECK(c.threads == 6);
+  CHECK(c.context == 8192);
+  CHECK(c.log_level == "debug");
+  CHECK(c.poll_interval_ms == 250);
+  CHECK(c.worker_id == "night-1");
+}
+
+TEST_CASE("a key with no value keeps its default") {
+  Config c = parse_config("threads:\nmodels:\nlog_level: warn\n", "/x/c.yaml");
+  CHECK(c.threads == 0);
+  CHECK(c.models.empty());
+  CHECK(c.log_level == "warn");
+}
+
+TEST_CASE("an unknown key is rejected with its line number and the valid keys") {
+  const std::string msg = error_for("threads: 2\nmodels: {}\n\ntreads: 4\n");
+  CHECK_MESSAGE(contains(msg, "/etc/nightshift/config.yaml:4:"), msg);
+  CHECK_MESSAGE(contains(msg, "unknown key 'treads'"), msg);
+  for (const ConfigOption& o : config_options()) CHECK_MESSAGE(contains(msg, o.name), msg);
+}
+
+TEST_CASE("wrong types and out-of-range values name the key, the line and what is allowed") {
+  struct Case {
+    const char* yaml;
+    const char* line;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"threads: many\n", ":1:", "threads must be an integer, got 'many'"},
+      {"log_level: info\nthreads: [1, 2]\n", ":2:", "threads must be an integer, got a list"},
+      {"threads: 1.5\n", ":1:", "threads must be an integer"},
+      {"threads: -1\n", ":1:", "threads = -1 is out of range"},
+      {"\ncontext: true\n", ":2:", "context must be an integer"},
+      {"poll_interval_ms: 0\n", ":1:", "poll_interval_ms = 0 is out of range: allowed 10..3600000"},
+      {"log_level: loud\n", ":1:", "log_level 'loud' is not one of: trace, debug, info, warn, error, critical, off"},
+      {"models:\n  - a.gguf\n", ":2:", "models must be a mapping of name: path, got a list"},
+      {"models:\n  tiny: [a, b]\n", ":2:", "models.tiny must be a string, got a list"},
+      {"models:\n  tiny: ''\n", ":2:", "models.tiny has an empty path"},
+      {"database: {path: x}\n", ":1:", "database must be a string, got a mapping"},
+      {"worker_id: [a]\n", ":1:", "worker_id must be a string"},
+      {"threads: 1\nthreads: 2\n", ":2:", "threads is set twice (first on line 1)"},
+      {"- just\n- a list\n", ":1:", "must be a mapping"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = error_for(c.yaml);
+    CHECK_MESSAGE(contains(msg, c.line), c.yaml << " -> " << msg);
+    CHECK_MESSAGE(contains(msg, c.expect), c.yaml << " -> " << msg);
+  }
+}
+
+TEST_CASE("a YAML syntax error reports line and column") {
+  const std::string msg = error_for("threads: 2\nmodels: {tiny: a.gguf\n");
+  CHECK_MESSAGE(contains(msg, "YAML syntax error"), msg);
+  CHECK_MESSAGE(contains(msg, "/etc/nightshift/config.yaml:"), msg);
+}
+
+TEST_CASE("load_config reads a file and resolves paths next to it") {
+  ns::test::TempDir dir;
+  const std::string path = dir.file("config.yaml");
+  std::ofstream(path) << "database: q.db\nmodels:\n  tiny: m/tiny.gguf\n";
+  Config c = load_config(path);
+  CHECK(c.database == (dir.path() / "q.db").string());
+  CHECK(c.models.at("tiny") == (dir.path() / "m/tiny.gguf").string());
+
+  try {
+    load_config(dir.file("missing.yaml"));
+    FAIL("loaded a missing file");
+  } catch (const ns::Error& e) {
+    CHECK(e.kind() == ns::ErrorKind::io);
+    CHECK_MESSAGE(contains(e.what(), "missing.yaml"), e.what());
+  }
+}
+
+TEST_CASE("examples/config.yaml parses and documents every option") {
+  const std::filesystem::path example = repo_root() / "examples" / "config.yaml";
+  REQUIRE_MESSAGE(std::filesystem::exists(example), example.string());
+  Config c = load_config(example.string());
+  CHECK_FALSE(c.models.empty());  // the example shows how models are named
+
+  // Each option appears as a key (commented or not) followed by its default.
+  std::ifstream in(example);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const ConfigOption& o : config_options()) {
+    CHECK_MESSAGE(contains(text, std::string(o.name) + ":"), o.name << " is not in " << example);
+    CHECK_MESSAGE(contains(text, std::string("default: ") + o.default_value),
+                  o.name << " default " << o.default_value << " is not documented in " << example);
+  }
+}
+
+TEST_CASE("the option table has one row per key with a doc and a default") {
+  std::set<std::string> names;
+  for (const ConfigOption& o : config_options()) {
+    CHECK(names.insert(o.name).second);
+    CHECK(std::string(o.doc).size() > 10);
+    CHECK(std::string(o.default_value).size() > 0);
+  }
+  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "log_level", "poll_interval_ms",
+                                       "worker_id"});
+}
+
+TEST_CASE("worker id: the configured one, else hostname:pid") {
+  Config c;
+  const std::string id = effective_worker_id(c);
+  CHECK(contains(id, ":" + std::to_string(getpid())));
+  CHECK(id.size() > std::to_string(getpid()).size() + 1);
+  c.worker_id = "night-1";
+  CHECK(effective_worker_id(c) == "night-1");
+}
+
+TEST_CASE("database path: --db, else the config, else $NIGHTSHIFT_DB, else ./nightshift.db") {
+  const char* saved = std::getenv(kDatabaseEnv);
+  const std::string saved_value = saved != nullptr ? saved : "";
+  Config with_db;
+  with_db.database = "/var/lib/nightshift/q.db";
+  Config without_db;
+
+  setenv(kDatabaseEnv, "/env/q.db", 1);
+  CHECK(resolve_database_path("/cli/q.db", &with_db) == "/cli/q.db");
+  CHECK(resolve_database_path("", &with_db) == "/var/lib/nightshift/q.db");
+  CHECK(resolve_database_path("", &without_db) == "/env/q.db");
+  CHECK(resolve_database_path("", nullptr) == "/env/q.db");
+  unsetenv(kDatabaseEnv);
+  CHECK(resolve_database_path("", nullptr) == "nightshift.db");
+  CHECK(resolve_database_path("", &without_db) == "nightshift.db");
+
+  if (saved != nullptr) setenv(kDatabaseEnv, saved_value.c_str(), 1);
+}
+
+TEST_CASE("log levels parse; unknown ones list the valid names") {
+  CHECK(parse_log_level("debug") == spdlog::level::debug);
+  CHECK(parse_log_level("warn") == spdlog::level::warn);
+  CHECK(parse_log_level("error") == spdlog::level::err);
+  CHECK(parse_log_level("off") == spdlog::level::off);
+  try {
+    parse_log_level("verbose");
+    FAIL("accepted an unknown level");
+  } catch (const ns::Error& e) {
+    CHECK(contains(e.what(), "trace, debug, info, warn, error, critical, off"));
+  }
+}

@@ -1,0 +1,130 @@
+// What `nightshift list/show` print: the JSON fields scripts rely on and the
+// human table.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "daemon/lib/job_format.h"
+#include "jobs/time_format.h"
+
+using namespace ns;
+
+namespace {
+
+jobs::Job done_job() {
+  jobs::Job j;
+  j.id = 42;
+  j.spec.model = "tiny";
+  j.spec.prompt = "Once upon a time";
+  j.spec.sampling.seed = 0xfedcba9876543210ULL;
+  j.spec.sampling.stop = {"\n\n"};
+  j.spec.priority = 3;
+  j.state = jobs::JobState::done;
+  j.created_ms = 1738361109123;
+  j.started_ms = 1738361110000;
+  j.finished_ms = 1738361111000;
+  j.worker = "host:1";
+  j.attempts = 1;
+  jobs::JobResult r;
+  r.text = "there was a kingdom\nby the sea, and in it lived a queen who could count to a million";
+  r.finish_reason = "length";
+  r.prompt_tokens = 5;
+  r.completion_tokens = 20;
+  r.queue_wait_ms = 877;
+  r.decode_tok_s = 12.345;
+  r.peak_rss_bytes = 1 << 20;
+  r.bytes_read = 3 << 20;
+  j.result = r;
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("job_to_json carries every field, null for what has not happened") {
+  const nlohmann::json j = daemon::job_to_json(done_job());
+  CHECK(j["id"] == 42);
+  CHECK(j["state"] == "done");
+  CHECK(j["model"] == "tiny");
+  CHECK(j["prompt"] == "Once upon a time");
+  CHECK(j["priority"] == 3);
+  CHECK(j["sampling"]["seed"].get<uint64_t>() == 0xfedcba9876543210ULL);
+  CHECK(j["sampling"]["stop"] == nlohmann::json::array({"\n\n"}));
+  CHECK(j["sampling"]["max_tokens"] == 128);
+  CHECK(j["created_ms"] == 1738361109123);
+  CHECK(j["created_at"] == "2025-01-31T22:05:09.123Z");
+  CHECK(j["idempotency_key"].is_null());
+  CHECK(j["error"].is_null());
+  CHECK(j["result"]["completion_tokens"] == 20);
+  CHECK(j["result"]["queue_wait_ms"] == 877.0);
+  CHECK(j["result"]["decode_tok_s"] == 12.345);
+  CHECK(j["result"]["bytes_read"] == 3 << 20);
+  CHECK(j["result"]["finish_reason"] == "length");
+
+  jobs::Job queued;
+  queued.id = 1;
+  queued.spec.model = "m";
+  queued.created_ms = 5;
+  const nlohmann::json q = daemon::job_to_json(queued);
+  CHECK(q["state"] == "queued");
+  CHECK(q["started_ms"].is_null());
+  CHECK(q["finished_at"].is_null());
+  CHECK(q["worker"].is_null());
+  CHECK(q["result"].is_null());
+}
+
+TEST_CASE("json_text replaces invalid UTF-8 rather than failing") {
+  jobs::Job j = done_job();
+  j.result->text = std::string("ends mid-character \xe4\xb8");
+  const std::string text = daemon::json_text(daemon::job_to_json(j));
+  CHECK(text.find("ends mid-character \xef\xbf\xbd") != std::string::npos);  // U+FFFD
+  CHECK(nlohmann::json::parse(text)["id"] == 42);
+}
+
+TEST_CASE("the job table shows one aligned line per job") {
+  jobs::Job failed;
+  failed.id = 7;
+  failed.spec.model = "mixtral-8x7b";
+  failed.state = jobs::JobState::failed;
+  failed.created_ms = 1738361109123;
+  failed.error_kind = "bad_model";
+  failed.error = "truncated";
+  jobs::Job running;
+  running.id = 8;
+  running.spec.model = "tiny";
+  running.spec.prompt = "Ünïcode prompt that is rather long, longer than the preview allows for sure";
+  running.state = jobs::JobState::running;
+  running.cancel_requested = true;
+
+  const std::string table = daemon::format_job_table({running, failed, done_job()});
+  // header + 3 rows
+  CHECK(std::count(table.begin(), table.end(), '\n') == 4);
+  CHECK(table.find("ID  STATE") == 0);
+  CHECK(table.find("bad_model: truncated") != std::string::npos);
+  CHECK(table.find("running*") != std::string::npos);  // cancel pending
+  CHECK(table.find("2025-01-31 22:05:09") != std::string::npos);
+  CHECK(table.find("12.35") != std::string::npos);  // tok/s
+  CHECK(table.find("there was a kingdom by the sea") != std::string::npos);  // newline flattened
+  CHECK(table.find("> Ünïcode prompt that is rather long, lo...") != std::string::npos);
+  // The STATE column starts at the same offset on every line.
+  size_t pos = 0;
+  size_t state_col = std::string::npos;
+  while (pos < table.size()) {
+    const size_t eol = table.find('\n', pos);
+    const std::string line = table.substr(pos, eol - pos);
+    const size_t col = line.find_first_not_of(' ', line.find(' '));
+    if (state_col == std::string::npos) state_col = col;
+    CHECK(col == state_col);
+    pos = eol + 1;
+  }
+}
+
+TEST_CASE("show's details include the stats and the full output") {
+  const std::string text = daemon::format_job_details(done_job());
+  CHECK(text.find("job 42: done") == 0);
+  CHECK(text.find("queue_wait       877 ms") != std::string::npos);
+  CHECK(text.find("12.35 tok/s") != std::string::npos);
+  CHECK(text.find("1.0 MiB") != std::string::npos);
+  CHECK(text.find("seed=18364758544493064720") != std::string::npos);
+  CHECK(text.find("--- output ---\nthere was a kingdom\nby the sea") != std::string::npos);
+}

@@ -1,0 +1,90 @@
+// The step loop: stopping rules, determinism, cancellation, input errors.
+#include <doctest/doctest.h>
+
+#include "engine/engine.h"
+#include "engine/util/error.h"
+#include "tests/unit/engine/test_models.h"
+
+using namespace ns;
+
+namespace {
+std::unique_ptr<Engine> load(int context = 128) {
+  EngineOptions o;
+  o.context = context;
+  return Engine::load(test::moe_model(), o);
+}
+SamplingParams greedy(int n) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = n;
+  p.ignore_eos = true;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("greedy generation is deterministic and stops at max_tokens") {
+  auto e = load();
+  auto a = e->generate("Once upon a time", greedy(12));
+  auto b = e->generate("Once upon a time", greedy(12));
+  CHECK(a.finish_reason == "length");
+  CHECK(a.tokens.size() == 12);
+  CHECK(a.tokens == b.tokens);
+  CHECK(a.text == b.text);
+  CHECK(a.stats.prompt_tokens > 0);
+  CHECK(a.stats.completion_tokens == 12);
+  CHECK(a.stats.decode_tok_s > 0);
+  CHECK(a.stats.peak_rss_bytes > 0);
+}
+
+TEST_CASE("sampling: same seed, same text; another seed, another text") {
+  auto e = load();
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0;
+  p.max_tokens = 16;
+  p.ignore_eos = true;
+  p.seed = 11;
+  auto a = e->generate("The queue", p);
+  auto b = e->generate("The queue", p);
+  p.seed = 12;
+  auto c = e->generate("The queue", p);
+  CHECK(a.tokens == b.tokens);
+  CHECK(a.tokens != c.tokens);
+}
+
+TEST_CASE("a stop string ends generation and is not in the text") {
+  auto e = load();
+  auto full = e->generate("Hello", greedy(24));
+  REQUIRE(full.text.size() > 6);
+  SamplingParams p = greedy(24);
+  const std::string stop = full.text.substr(full.text.size() / 2, 2);
+  p.stop = {stop};
+  auto cut = e->generate("Hello", p);
+  CHECK(cut.finish_reason == "stop");
+  CHECK(cut.text == full.text.substr(0, full.text.find(stop)));
+}
+
+TEST_CASE("the progress callback can cancel") {
+  auto e = load();
+  int calls = 0;
+  auto r = e->generate("Hello", greedy(50), [&](const GenerationProgress& p) { return ++calls < 4; });
+  CHECK(r.finish_reason == "cancelled");
+  CHECK(r.tokens.size() < 50);
+}
+
+TEST_CASE("bad input is rejected with a clear error") {
+  auto e = load(16);
+  CHECK_THROWS_WITH_AS(e->generate("", greedy(4)), doctest::Contains("empty"), Error);
+  std::string long_prompt;
+  for (int i = 0; i < 40; ++i) long_prompt += "word ";
+  CHECK_THROWS_WITH_AS(e->generate(long_prompt, greedy(4)), doctest::Contains("context"), Error);
+  SamplingParams bad = greedy(4);
+  bad.top_p = 2.0f;
+  CHECK_THROWS_AS(e->generate("Hello", bad), Error);
+}
+
+TEST_CASE("loading a missing or corrupt model fails with the path") {
+  CHECK_THROWS_WITH_AS(Engine::load("/nonexistent/x.gguf", {}), doctest::Contains("/nonexistent/x.gguf"), Error);
+}

@@ -1,0 +1,61 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/ops.h"
+
+using namespace ns;
+
+TEST_CASE("rms_norm scales to unit RMS times the weights") {
+  std::vector<float> x = {1, -2, 3, -4}, w = {1, 1, 2, 0.5f}, out(4);
+  ops::rms_norm(x.data(), w.data(), 4, 0.0f, out.data());
+  const float rms = std::sqrt((1 + 4 + 9 + 16) / 4.0f);
+  for (int i = 0; i < 4; ++i) CHECK(out[i] == doctest::Approx(x[i] / rms * w[i]).epsilon(1e-6));
+}
+
+TEST_CASE("softmax sums to one and survives large logits") {
+  std::vector<float> x = {1000, 999, 998, -1e30f};
+  ops::softmax(x.data(), 4);
+  CHECK(x[0] + x[1] + x[2] + x[3] == doctest::Approx(1.0));
+  CHECK(x[0] > x[1]);
+  CHECK(x[3] == 0.0f);
+}
+
+TEST_CASE("rope: identity at position 0, norm-preserving, pairs by type") {
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i + 1);
+  auto a = v;
+  ops::rope(a.data(), 2, 8, 8, 0, 10000.0f, 1.0f, RopeType::norm);
+  for (int i = 0; i < 16; ++i) CHECK(a[i] == doctest::Approx(v[i]));
+
+  for (RopeType type : {RopeType::norm, RopeType::neox}) {
+    auto b = v;
+    ops::rope(b.data(), 2, 8, 8, 5, 10000.0f, 1.0f, type);
+    double n0 = 0, n1 = 0;
+    for (int i = 0; i < 16; ++i) n0 += v[i] * v[i], n1 += b[i] * b[i];
+    CHECK(n1 == doctest::Approx(n0).epsilon(1e-5));
+  }
+  // Dimension 0 pairs with 1 (norm) or with rope_dim/2 (neox): rotate a unit vector at dim 0 by pos 1.
+  std::vector<float> e(8, 0.0f);
+  e[0] = 1;
+  auto n = e, x = e;
+  ops::rope(n.data(), 1, 8, 8, 1, 10000.0f, 1.0f, RopeType::norm);
+  ops::rope(x.data(), 1, 8, 8, 1, 10000.0f, 1.0f, RopeType::neox);
+  CHECK(n[0] == doctest::Approx(std::cos(1.0)));
+  CHECK(n[1] == doctest::Approx(std::sin(1.0)));
+  CHECK(x[4] == doctest::Approx(std::sin(1.0)));
+  CHECK(x[1] == 0.0f);
+  // Only the first rope_dim dims rotate.
+  auto p = v;
+  ops::rope(p.data(), 1, 8, 4, 3, 10000.0f, 1.0f, RopeType::norm);
+  for (int i = 4; i < 8; ++i) CHECK(p[i] == v[i]);
+}
+
+TEST_CASE("silu_mul") {
+  std::vector<float> g = {0, 1, -1}, u = {2, 2, 2};
+  ops::silu_mul(g.data(), u.data(), 3);
+  CHECK(g[0] == 0.0f);
+  CHECK(g[1] == doctest::Approx(2.0 / (1.0 + std::exp(-1.0))));
+  CHECK(g[2] == doctest::Approx(-2.0 / (1.0 + std::exp(1.0))));
+}

@@ -1,0 +1,406 @@
+// The SQLite queue on real database files: submit, claim order, idempotency,
+// the state machine (cancel, release, fail, complete), list and counts.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "engine/util/error.h"
+#include "jobs/queue.h"
+#include "jobs/sqlite_db.h"
+#include "jobs/time_format.h"
+#include "tests/unit/jobs/temp_dir.h"
+
+namespace {
+
+using namespace ns::jobs;
+
+JobSpec spec(const std::string& prompt, int32_t priority = 0, const std::string& key = "") {
+  JobSpec s;
+  s.model = "tiny";
+  s.prompt = prompt;
+  s.priority = priority;
+  s.idempotency_key = key;
+  return s;
+}
+
+JobResult sample_result() {
+  JobResult r;
+  r.text = "line one\nline two " + std::string(100, 'x');
+  r.finish_reason = "length";
+  r.prompt_tokens = 7;
+  r.completion_tokens = 33;
+  r.queue_wait_ms = 12.5;
+  r.load_ms = 140.25;
+  r.prefill_ms = 20;
+  r.decode_ms = 500;
+  r.prefill_tok_s = 350;
+  r.decode_tok_s = 66;
+  r.peak_rss_bytes = 123456789;
+  r.bytes_read = 9876543210ULL;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("submit stores every field and get() reads it back") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+
+  JobSpec s = spec("Once upon a time, \"quoted\" and ünïcode");
+  s.sampling.max_tokens = 77;
+  s.sampling.temperature = 0.3f;
+  s.sampling.top_k = 12;
+  s.sampling.top_p = 0.5f;
+  s.sampling.min_p = 0.01f;
+  s.sampling.repeat_penalty = 1.1f;
+  s.sampling.repeat_last_n = 32;
+  s.sampling.seed = 0xfedcba9876543210ULL;  // above INT64_MAX: must survive the signed column
+  s.sampling.stop = {"\n\n", "THE END", "\"]"};
+  s.sampling.ignore_eos = true;
+  s.priority = -3;
+  s.idempotency_key = "doc-42";
+
+  const int64_t before = now_epoch_ms();
+  SubmitOutcome out = q->submit(s);
+  const int64_t after = now_epoch_ms();
+  CHECK(out.created);
+  CHECK(out.id > 0);
+
+  std::optional<Job> job = q->get(out.id);
+  REQUIRE(job);
+  CHECK(job->id == out.id);
+  CHECK(job->spec.model == "tiny");
+  CHECK(job->spec.prompt == s.prompt);
+  CHECK(job->spec.sampling.max_tokens == 77);
+  CHECK(job->spec.sampling.temperature == 0.3f);
+  CHECK(job->spec.sampling.top_k == 12);
+  CHECK(job->spec.sampling.top_p == 0.5f);
+  CHECK(job->spec.sampling.min_p == 0.01f);
+  CHECK(job->spec.sampling.repeat_penalty == 1.1f);
+  CHECK(job->spec.sampling.repeat_last_n == 32);
+  CHECK(job->spec.sampling.seed == 0xfedcba9876543210ULL);
+  CHECK(job->spec.sampling.stop == s.sampling.stop);
+  CHECK(job->spec.sampling.ignore_eos);
+  CHECK(job->spec.priority == -3);
+  CHECK(job->spec.idempotency_key == "doc-42");
+  CHECK(job->state == JobState::queued);
+  CHECK(job->created_ms >= before);
+  CHECK(job->created_ms <= after);
+  CHECK(job->started_ms == 0);
+  CHECK(job->finished_ms == 0);
+  CHECK(job->attempts == 0);
+  CHECK_FALSE(job->cancel_requested);
+  CHECK_FALSE(job->result);
+
+  CHECK_FALSE(q->get(out.id + 1000));
+}
+
+TEST_CASE("submit rejects bad specs before touching the database") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+
+  auto expect_invalid = [&](const JobSpec& s, const std::string& needle) {
+    try {
+      q->submit(s);
+      FAIL("submit accepted a bad spec: " << needle);
+    } catch (const ns::Error& e) {
+      CHECK(e.kind() == ns::ErrorKind::invalid_input);
+      CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    }
+  };
+  JobSpec no_model = spec("hello");
+  no_model.model.clear();
+  expect_invalid(no_model, "model");
+  expect_invalid(spec(""), "prompt");
+  JobSpec hot = spec("hello");
+  hot.sampling.temperature = -1.0f;
+  expect_invalid(hot, "temperature");
+  JobSpec zero = spec("hello");
+  zero.sampling.max_tokens = 0;
+  expect_invalid(zero, "max_tokens");
+
+  const QueueCounts c = q->counts();
+  CHECK(c.queued + c.running + c.done + c.failed + c.cancelled == 0);
+}
+
+TEST_CASE("claim takes the highest priority first, oldest first within a priority") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+  const int64_t a = q->submit(spec("a", 0)).id;
+  const int64_t b = q->submit(spec("b", 5)).id;
+  const int64_t c = q->submit(spec("c", 0)).id;
+  const int64_t d = q->submit(spec("d", 5)).id;
+  const int64_t e = q->submit(spec("e", -1)).id;
+
+  std::vector<int64_t> order;
+  while (std::optional<Job> j = q->claim("w1")) {
+    CHECK(j->state == JobState::running);
+    CHECK(j->worker == "w1");
+    CHECK(j->attempts == 1);
+    CHECK(j->started_ms >= j->created_ms);
+    order.push_back(j->id);
+  }
+  CHECK(order == std::vector<int64_t>{b, d, a, c, e});
+  CHECK(q->counts().running == 5);
+  CHECK(q->counts().queued == 0);
+}
+
+TEST_CASE("an idempotency key returns the first job instead of a second one") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+  SubmitOutcome first = q->submit(spec("first", 0, "nightly/2025-01-31/doc.txt"));
+  SubmitOutcome again = q->submit(spec("changed text", 0, "nightly/2025-01-31/doc.txt"));
+  CHECK(first.created);
+  CHECK_FALSE(again.created);
+  CHECK(again.id == first.id);
+  CHECK(q->get(first.id)->spec.prompt == "first");
+
+  SubmitOutcome other = q->submit(spec("other", 0, "another-key"));
+  CHECK(other.created);
+  CHECK(other.id != first.id);
+
+  // No key: every submit is a new job (NULL keys never collide).
+  CHECK(q->submit(spec("x")).id != q->submit(spec("x")).id);
+  CHECK(q->counts().queued == 4);
+
+  // The key holds after the job finished, too.
+  std::optional<Job> j = q->claim("w");
+  REQUIRE(j);
+  q->complete(j->id, sample_result());
+  CHECK(q->submit(spec("later", 0, "nightly/2025-01-31/doc.txt")).id == first.id);
+}
+
+TEST_CASE("complete stores the result with every stat") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+  const int64_t id = q->submit(spec("p")).id;
+  REQUIRE(q->claim("w")->id == id);
+  const JobResult r = sample_result();
+  q->complete(id, r);
+
+  std::optional<Job> j = q->get(id);
+  REQUIRE(j);
+  CHECK(j->state == JobState::done);
+  CHECK(j->finished_ms >= j->started_ms);
+  CHECK(j->error.empty());
+  REQUIRE(j->result);
+  CHECK(j->result->text == r.text);
+  CHECK(j->result->finish_reason == "length");
+  CHECK(j->result->prompt_tokens == 7);
+  CHECK(j->result->completion_tokens == 33);
+  CHECK(j->result->queue_wait_ms == 12.5);
+  CHECK(j->result->load_ms == 140.25);
+  CHECK(j->result->prefill_ms == 20);
+  CHECK(j->result->decode_ms == 500);
+  CHECK(j->result->prefill_tok_s == 350);
+  CHECK(j->result->decode_tok_s == 66);
+  CHECK(j->result->peak_rss_bytes == 123456789);
+  CHECK(j->result->bytes_read == 9876543210ULL);
+
+  // A finished job cannot be finished again (the worker must never overwrite a final state).
+  CHECK_THROWS_AS(q->complete(id, r), ns::Error);
+  CHECK_THROWS_AS(q->fail(id, "internal", "late"), ns::Error);
+  CHECK_THROWS_AS(q->release(id), ns::Error);
+  CHECK(q->get(id)->state == JobState::done);
+}
+
+TEST_CASE("fail records the error and the job is not claimed again") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+  const int64_t id = q->submit(spec("p")).id;
+  REQUIRE(q->claim("w"));
+  q->fail(id, "bad_model", "tensor blk.0.attn_q.weight is truncated");
+  std::optional<Job> j = q->get(id);
+  CHECK(j->state == JobState::failed);
+  CHECK(j->error_kind == "bad_model");
+  CHECK(j->error == "tensor blk.0.attn_q.weight is truncated");
+  CHECK(j->finished_ms > 0);
+  CHECK_FALSE(j->result);
+  CHECK_FALSE(q->claim("w"));
+
+  // A queued (unclaimed) job cannot be failed: only running jobs are the worker's.
+  const int64_t queued = q->submit(spec("q")).id;
+  CHECK_THROWS_AS(q->fail(queued, "internal", "x"), ns::Error);
+  CHECK(q->get(queued)->state == JobState::queued);
+}
+
+TEST_CASE("cancel: queued jobs at once, running jobs by request") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+  const int64_t running = q->submit(spec("r", 1)).id;
+  const int64_t queued = q->submit(spec("q", 0)).id;
+  REQUIRE(q->claim("w")->id == running);
+
+  CHECK(q->cancel(queued));
+  std::optional<Job> jq = q->get(queued);
+  CHECK(jq->state == JobState::cancelled);
+  CHECK(jq->finished_ms > 0);
+  CHECK_FALSE(q->claim("w"));  // the cancelled job is not claimable
+
+  CHECK_FALSE(q->cancel_requested(running));
+  CHECK(q->cancel(running));
+  CHECK(q->get(running)->state == JobState::running);  // the worker finishes it
+  CHECK(q->cancel_requested(running));
+
+  JobResult partial = sample_result();
+  partial.finish_reason = "cancelled";
+  partial.text = "partial";
+  q->finish_cancelled(running, partial);
+  std::optional<Job> jr = q->get(running);
+  CHECK(jr->state == JobState::cancelled);
+  REQUIRE(jr->result);
+  CHECK(jr->result->text == "partial");
+  CHECK(jr->result->finish_reason == "cancelled");
+
+  // Final or unknown jobs cannot be cancelled.
+  CHECK_FALSE(q->cancel(running));
+  CHECK_FALSE(q->cancel(queued));
+  CHECK_FALSE(q->cancel(999));
+  CHECK_FALSE(q->cancel_requested(999));
+}
+
+TEST_CASE("release puts a running job back in the queue without counting the attempt") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+  const int64_t first = q->submit(spec("first")).id;
+  const int64_t second = q->submit(spec("second")).id;
+  REQUIRE(q->claim("w1")->id == first);
+  q->release(first);
+
+  std::optional<Job> j = q->get(first);
+  CHECK(j->state == JobState::queued);
+  CHECK(j->attempts == 0);
+  CHECK(j->worker.empty());
+  CHECK(j->started_ms == 0);
+  CHECK_FALSE(j->result);
+
+  // It keeps its place: the oldest job is claimed first again.
+  std::optional<Job> again = q->claim("w2");
+  REQUIRE(again);
+  CHECK(again->id == first);
+  CHECK(again->worker == "w2");
+  CHECK(again->attempts == 1);
+
+  // A cancel requested while it ran wins over going back to the queue.
+  CHECK(q->cancel(first));
+  q->release(first);
+  CHECK(q->get(first)->state == JobState::cancelled);
+  CHECK(q->claim("w2")->id == second);
+}
+
+TEST_CASE("list is newest first, filters by state and honours the limit; counts add up") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(q->submit(spec("job " + std::to_string(i))).id);
+  // ids[0] done, ids[1] failed, ids[2] running, ids[3] cancelled, ids[4..5] queued.
+  REQUIRE(q->claim("w")->id == ids[0]);
+  q->complete(ids[0], sample_result());
+  REQUIRE(q->claim("w")->id == ids[1]);
+  q->fail(ids[1], "invalid_input", "bad");
+  REQUIRE(q->claim("w")->id == ids[2]);
+  REQUIRE(q->cancel(ids[3]));
+
+  std::vector<Job> all = q->list({});
+  REQUIRE(all.size() == 6);
+  for (size_t i = 0; i < all.size(); ++i) CHECK(all[i].id == ids[5 - i]);
+  CHECK(all[5].result);  // the done job carries its result
+
+  ListFilter queued_only;
+  queued_only.state = JobState::queued;
+  std::vector<Job> queued = q->list(queued_only);
+  REQUIRE(queued.size() == 2);
+  CHECK(queued[0].id == ids[5]);
+  CHECK(queued[1].id == ids[4]);
+
+  ListFilter two;
+  two.limit = 2;
+  CHECK(q->list(two).size() == 2);
+  ListFilter unlimited;
+  unlimited.limit = 0;
+  CHECK(q->list(unlimited).size() == 6);
+
+  const QueueCounts c = q->counts();
+  CHECK(c.queued == 2);
+  CHECK(c.running == 1);
+  CHECK(c.done == 1);
+  CHECK(c.failed == 1);
+  CHECK(c.cancelled == 1);
+}
+
+TEST_CASE("state names round-trip") {
+  for (JobState s : kAllJobStates) CHECK(parse_state(state_name(s)) == s);
+  CHECK_FALSE(parse_state("finished"));
+  CHECK_FALSE(parse_state(""));
+}
+
+TEST_CASE("iso8601_utc formats epoch milliseconds") {
+  CHECK(iso8601_utc(0).empty());
+  CHECK(iso8601_utc(1) == "1970-01-01T00:00:00.001Z");
+  CHECK(iso8601_utc(1738361109123) == "2025-01-31T22:05:09.123Z");
+  CHECK(iso8601_utc(-1) == "1969-12-31T23:59:59.999Z");
+}
+
+TEST_CASE("the job_summary view shows one readable line per job") {
+  ns::test::TempDir dir;
+  const std::string path = dir.file("q.db");
+  auto q = open_sqlite_queue(path);
+  const int64_t done = q->submit(spec("p")).id;
+  const int64_t failed = q->submit(spec("p")).id;
+  q->submit(spec("p"));
+  REQUIRE(q->claim("w")->id == done);
+  q->complete(done, sample_result());
+  REQUIRE(q->claim("w")->id == failed);
+  q->fail(failed, "bad_model", "truncated file");
+
+  ns::jobs::sqlite::Db db(path);
+  ns::jobs::sqlite::Stmt st(db, "SELECT id, state, model, created, finished, tokens, tok_s, output, error "
+                                "FROM job_summary ORDER BY id");
+  REQUIRE(st.step());
+  CHECK(st.int64(0) == done);
+  CHECK(st.text(1) == "done");
+  CHECK(st.text(2) == "tiny");
+  CHECK(st.text(3) == iso8601_utc(q->get(done)->created_ms));
+  CHECK(st.text(4) == iso8601_utc(q->get(done)->finished_ms));
+  CHECK(st.int64(5) == 33);
+  CHECK(st.real(6) == 66);
+  const std::string output = st.text(7);
+  CHECK(output.size() == 80);
+  CHECK(output.rfind("line one line two x", 0) == 0);  // newline flattened for one-line display
+  CHECK(st.is_null(8));
+  REQUIRE(st.step());
+  CHECK(st.text(1) == "failed");
+  CHECK(st.is_null(5));
+  CHECK(st.text(8) == "bad_model: truncated file");
+  REQUIRE(st.step());
+  CHECK(st.text(1) == "queued");
+  CHECK(st.is_null(4));
+  CHECK_FALSE(st.step());
+}
+
+TEST_CASE("requeue_abandoned returns a dead worker's running jobs to the queue") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"));
+  const int64_t mine = q->submit(spec("mine", 2)).id;
+  const int64_t mine_cancelled = q->submit(spec("mine, cancel requested", 1)).id;
+  const int64_t theirs = q->submit(spec("theirs", 0)).id;
+  REQUIRE(q->claim("host:worker-1")->id == mine);
+  REQUIRE(q->claim("host:worker-1")->id == mine_cancelled);
+  REQUIRE(q->claim("host:worker-2")->id == theirs);
+  REQUIRE(q->cancel(mine_cancelled));
+
+  CHECK(q->requeue_abandoned("host:worker-1") == 2);
+  CHECK(q->get(mine)->state == JobState::queued);
+  CHECK(q->get(mine)->worker.empty());
+  CHECK(q->get(mine)->attempts == 1);  // the crashed attempt counts
+  CHECK(q->get(mine_cancelled)->state == JobState::cancelled);
+  CHECK(q->get(theirs)->state == JobState::running);  // another live worker's job is untouched
+  CHECK(q->requeue_abandoned("host:worker-1") == 0);
+
+  std::optional<Job> again = q->claim("host:worker-1");
+  REQUIRE(again);
+  CHECK(again->id == mine);
+  CHECK(again->attempts == 2);
+}

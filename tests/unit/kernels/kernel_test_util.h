@@ -1,0 +1,101 @@
+// Helpers for the kernel tests: random rows, quantize/dequantize into vectors,
+// double-precision reference dots and the ISA list to run over.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/ggml_type.h"
+#include "engine/kernels/kernels.h"
+
+namespace ns::kernels::test {
+
+inline constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
+
+inline bool is_block_type(GgmlType t) { return gguf::traits(t).block_elems > 1; }
+
+inline size_t row_bytes(GgmlType t, int64_t n) { return gguf::row_bytes(gguf::traits(t), static_cast<uint64_t>(n)); }
+
+inline std::string name(GgmlType t) { return std::string(gguf::type_name(t)); }
+
+inline std::vector<float> random_normal(size_t n, uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+inline std::vector<uint8_t> quantized(GgmlType t, const float* x, int64_t n) {
+  std::vector<uint8_t> out(row_bytes(t, n));
+  quantize_row(t, x, out.data(), n);
+  return out;
+}
+
+inline std::vector<float> dequantized(GgmlType t, const void* q, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n));
+  dequantize_row(t, q, out.data(), n);
+  return out;
+}
+
+// Activations as vec_dot_type(weight) bytes, converted the way matmul does under isa.
+inline std::vector<uint8_t> activations(GgmlType weight, Isa isa, const float* x, int64_t n) {
+  std::vector<uint8_t> out(row_bytes(vec_dot_type(weight), n));
+  convert_activations(weight, isa, x, out.data(), n);
+  return out;
+}
+
+struct RefDot {
+  double value = 0;    // exact-ish dot of the dequantized rows
+  double abs_sum = 0;  // sum of |w_i * x_i|: the scale rounding errors are measured against
+};
+
+inline RefDot reference_dot(GgmlType weight, const void* w, const void* x, int64_t n) {
+  const auto wf = dequantized(weight, w, n);
+  const auto xf = dequantized(vec_dot_type(weight), x, n);
+  RefDot r;
+  for (int64_t i = 0; i < n; ++i) {
+    const double p = static_cast<double>(wf[static_cast<size_t>(i)]) * xf[static_cast<size_t>(i)];
+    r.value += p;
+    r.abs_sum += std::fabs(p);
+  }
+  return r;
+}
+
+// Bound on the float rounding of a kernel's sum against the exact dot: the
+// longest chain of dependent float additions (per-lane blocks or elements,
+// plus the final reduction) times float epsilon times the magnitude.
+inline double accumulation_tolerance(GgmlType weight, int64_t n, double abs_sum) {
+  const double eps = 0x1p-24;
+  const double chain = is_block_type(weight) ? static_cast<double>(n / gguf::traits(weight).block_elems) + 16
+                                             : static_cast<double>(n) / 8 + 16;
+  return 2 * chain * eps * abs_sum + 1e-30;
+}
+
+inline std::vector<Isa> isas_to_test() {
+  std::vector<Isa> v{Isa::scalar};
+  if (detected_isa() == Isa::avx2) v.push_back(Isa::avx2);
+  return v;
+}
+
+inline bool have_avx2(const char* what) {
+  if (detected_isa() == Isa::avx2) return true;
+  MESSAGE("skipping " << what << ": this CPU has no AVX2/FMA/F16C");
+  return false;
+}
+
+// Restores the ISA matmul uses when the test ends.
+struct IsaScope {
+  Isa saved = active_isa();
+  explicit IsaScope(Isa isa) { set_isa(isa); }
+  ~IsaScope() { set_isa(saved); }
+  IsaScope(const IsaScope&) = delete;
+  IsaScope& operator=(const IsaScope&) = delete;
+};
+
+}  // namespace ns::kernels::test

@@ -1,0 +1,159 @@
+// matmul against a plain dequantize-then-dot reference in double precision,
+// for one token and a batch, on one and two threads, under each ISA; plus the
+// errors it raises and the scratch it keeps.
+#include <cstring>
+
+#include "engine/util/error.h"
+#include "engine/util/thread_pool.h"
+#include "kernel_test_util.h"
+
+using namespace ns::kernels;
+using namespace ns::kernels::test;
+
+namespace {
+
+struct Weights {
+  GgmlType type;
+  int64_t rows, cols;
+  size_t stride;
+  std::vector<uint8_t> bytes;
+  MatrixView view() const { return MatrixView{type, bytes.data(), rows, cols, stride}; }
+};
+
+// Rows `pad` bytes further apart than they need, so a kernel that assumes
+// packed rows reads the wrong bytes.
+Weights random_weights(GgmlType t, int64_t rows, int64_t cols, size_t pad, uint32_t seed) {
+  Weights w{t, rows, cols, row_bytes(t, cols) + pad, {}};
+  w.bytes.assign(w.stride * static_cast<size_t>(rows), 0xcd);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto f = random_normal(static_cast<size_t>(cols), seed + static_cast<uint32_t>(r), 0.1f);
+    quantize_row(t, f.data(), w.bytes.data() + r * w.stride, cols);
+  }
+  return w;
+}
+
+// y[t][r] in double from the dequantized weight row and the activation row
+// converted exactly as matmul converts it under `isa`.
+void check_against_reference(const Weights& w, const std::vector<float>& x, int64_t n_tokens,
+                             const std::vector<float>& y, Isa isa) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto xa = activations(w.type, isa, x.data() + t * w.cols, w.cols);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const RefDot ref = reference_dot(w.type, w.bytes.data() + r * w.stride, xa.data(), w.cols);
+      const double got = y[static_cast<size_t>(t * w.rows + r)];
+      if (std::fabs(got - ref.value) > accumulation_tolerance(w.type, w.cols, ref.abs_sum)) {
+        FAIL_CHECK("token " << t << " row " << r << ": got " << got << ", reference " << ref.value);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches dequantize-then-dot for 1 and 7 tokens, 1 and 2 threads, each ISA") {
+  if (detected_isa() != Isa::avx2) MESSAGE("AVX2 matmul skipped: this CPU has no AVX2/FMA/F16C");
+  for (const GgmlType t : kTypes) {
+    // 37 rows: not a multiple of the 4-row micro-tiles. F-type rows of 203
+    // elements leave an 8-lane tail.
+    const int64_t cols = is_block_type(t) ? 512 : 203;
+    const Weights w = random_weights(t, 37, cols, 6, 1000);
+    for (const int64_t n_tokens : {int64_t{1}, int64_t{7}}) {
+      const auto x = random_normal(static_cast<size_t>(n_tokens * cols), 77, 2.0f);
+      for (const int threads : {1, 2}) {
+        ns::ThreadPool pool(threads);
+        for (const Isa isa : isas_to_test()) {
+          CAPTURE(name(t));
+          CAPTURE(n_tokens);
+          CAPTURE(threads);
+          CAPTURE(isa_name(isa));
+          IsaScope scope(isa);
+          MatmulScratch scratch;
+          std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -12345.0f);
+          matmul(w.view(), x.data(), n_tokens, y.data(), pool, scratch);
+          check_against_reference(w, x, n_tokens, y, isa);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul splits a larger matrix into many chunks without gaps or overlaps") {
+  ns::ThreadPool pool(2);
+  for (const GgmlType t : {GgmlType::Q4_0, GgmlType::F16}) {
+    const Weights w = random_weights(t, 301, 1024, 0, 2000);
+    const int64_t n_tokens = 5;
+    const auto x = random_normal(static_cast<size_t>(n_tokens * w.cols), 78, 1.0f);
+    for (const Isa isa : isas_to_test()) {
+      CAPTURE(name(t));
+      CAPTURE(isa_name(isa));
+      IsaScope scope(isa);
+      MatmulScratch scratch;
+      std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -12345.0f);
+      matmul(w.view(), x.data(), n_tokens, y.data(), pool, scratch);
+      check_against_reference(w, x, n_tokens, y, isa);
+    }
+  }
+}
+
+TEST_CASE("matmul gives the same result on 1 and 2 threads") {
+  const Weights w = random_weights(GgmlType::Q8_0, 64, 256, 0, 3000);
+  const auto x = random_normal(3 * 256, 79);
+  ns::ThreadPool one(1), two(2);
+  MatmulScratch scratch;
+  std::vector<float> y1(3 * 64), y2(3 * 64);
+  matmul(w.view(), x.data(), 3, y1.data(), one, scratch);
+  matmul(w.view(), x.data(), 3, y2.data(), two, scratch);
+  CHECK(y1 == y2);  // rows are independent: the split must not change a single bit
+}
+
+TEST_CASE("matmul scratch grows only when too small") {
+  const Weights w = random_weights(GgmlType::Q4_0, 8, 64, 0, 4000);
+  const auto x = random_normal(7 * 64, 80);
+  ns::ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<float> y(7 * 8);
+  matmul(w.view(), x.data(), 7, y.data(), pool, scratch);
+  CHECK(scratch.act.size() == 7 * row_bytes(GgmlType::Q8_0, 64));
+  const uint8_t* data = scratch.act.data();
+  matmul(w.view(), x.data(), 1, y.data(), pool, scratch);
+  matmul(w.view(), x.data(), 7, y.data(), pool, scratch);
+  CHECK(scratch.act.data() == data);
+  CHECK(scratch.act.size() == 7 * row_bytes(GgmlType::Q8_0, 64));
+}
+
+TEST_CASE("matmul with no tokens writes nothing") {
+  const Weights w = random_weights(GgmlType::F32, 4, 8, 0, 5000);
+  ns::ThreadPool pool(2);
+  MatmulScratch scratch;
+  float y = 42.0f;
+  matmul(w.view(), nullptr, 0, &y, pool, scratch);
+  CHECK(y == 42.0f);
+}
+
+TEST_CASE("matmul over rows of no elements gives zeros") {
+  ns::ThreadPool pool(2);
+  MatmulScratch scratch;
+  std::vector<float> y(6, 7.0f);
+  matmul(MatrixView{GgmlType::Q4_0, nullptr, 3, 0, 0}, nullptr, 2, y.data(), pool, scratch);
+  CHECK(y == std::vector<float>(6, 0.0f));
+}
+
+TEST_CASE("matmul rejects types without kernels and shapes a type cannot hold") {
+  ns::ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<uint8_t> bytes(4096);
+  std::vector<float> x(256), y(4);
+  auto kind_of = [&](const MatrixView& v) {
+    try {
+      matmul(v, x.data(), 1, y.data(), pool, scratch);
+    } catch (const ns::Error& e) {
+      CHECK(std::string(e.what()).find("matmul") != std::string::npos);
+      return e.kind();
+    }
+    FAIL("no error");
+    return ns::ErrorKind::internal;
+  };
+  CHECK(kind_of({GgmlType::Q4_K, bytes.data(), 2, 256, 144}) == ns::ErrorKind::bad_model);
+  CHECK(kind_of({GgmlType::Q4_0, bytes.data(), 2, 100, 64}) == ns::ErrorKind::bad_model);  // 100 % 32 != 0
+  CHECK(kind_of({GgmlType::Q8_0, bytes.data(), 2, 64, 60}) == ns::ErrorKind::bad_model);   // stride < 68 bytes
+}

@@ -1,0 +1,70 @@
+// What the generator needs to know about one model architecture: its flags
+// beyond the common ones, its hyperparameter metadata and its tensor list.
+//
+// One file per architecture (arch_llama.cpp, later arch_deepseek2.cpp, ...)
+// defines a subclass and registers it with a file-scope ArchitectureRegistrar;
+// nothing else changes to add one.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf_writer.h"
+#include "tools/make_model/weight_init.h"
+
+namespace CLI {
+class App;
+}
+
+namespace ns::make_model {
+
+// The common shape flags. Architectures read what they use and reject what
+// does not make sense for them.
+struct Shape {
+  uint32_t n_embd = 128;
+  uint32_t n_layer = 3;
+  uint32_t n_head = 4;
+  uint32_t n_head_kv = 2;
+  uint32_t n_ff = 256;          // per expert in MoE layers
+  uint32_t n_expert = 0;        // 0: dense
+  uint32_t n_expert_used = 0;   // experts per token
+  uint32_t n_ctx = 2048;        // context_length written to the metadata
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  uint32_t n_vocab = 0;         // set from the vocabulary
+  bool tied_output = false;     // no output.weight: the head reuses token_embd
+};
+
+// One tensor to generate.
+struct TensorPlan {
+  std::string name;
+  std::vector<uint64_t> dims;  // ggml order: dims[0] is the row (input features)
+  Init init;
+  bool always_f32 = false;     // norms and routers keep full precision
+  bool expert = false;         // last dim indexes experts (only n_expert_used of them are active per token)
+};
+
+class Architecture {
+ public:
+  virtual ~Architecture() = default;
+  virtual std::string name() const = 0;  // general.architecture
+  // Architecture-specific flags (e.g. deepseek2's --kv-lora-rank), in their own group.
+  virtual void add_flags(CLI::App& app) { (void)app; }
+  // Throws ns::Error(invalid_input) naming the flag to fix.
+  virtual void validate(const Shape& shape) const = 0;
+  // "<arch>.*" hyperparameters, in the order llama.cpp's converter writes them.
+  virtual void add_metadata(gguf::GgufWriter& w, const Shape& shape) const = 0;
+  // Every tensor, in file order.
+  virtual std::vector<TensorPlan> tensors(const Shape& shape) const = 0;
+};
+
+Architecture* find_architecture(const std::string& name);  // nullptr if unknown
+std::vector<Architecture*> all_architectures();
+std::string architecture_names();  // "llama, ..." for messages
+
+struct ArchitectureRegistrar {
+  explicit ArchitectureRegistrar(std::unique_ptr<Architecture> arch);
+};
+
+}  // namespace ns::make_model

@@ -1,0 +1,89 @@
+#include "tools/make_model/model_generator.h"
+
+#include <algorithm>
+
+#include "engine/kernels/kernels.h"
+#include "engine/util/error.h"
+#include "engine/util/thread_pool.h"
+#include "tools/make_model/vocabulary.h"
+#include "tools/make_model/weight_init.h"
+
+namespace ns::make_model {
+
+using gguf::GgmlType;
+using gguf::val::str;
+using gguf::val::u32;
+
+std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
+  Architecture* arch = find_architecture(opt.arch);
+  if (!arch)
+    throw Error(ErrorKind::invalid_input,
+                "unknown architecture '" + opt.arch + "'; choose one of " + architecture_names());
+  // The type list must be known before any tensor is planned (general.file_type).
+  const uint32_t file_type = file_type_of(opt.type);
+
+  const Vocabulary vocab = opt.vocab_path.empty() ? builtin_vocabulary() : vocabulary_from_gguf(opt.vocab_path);
+  Shape shape = opt.shape;
+  shape.n_vocab = vocab.n_vocab;
+  arch->validate(shape);
+
+  auto model = std::make_unique<PlannedModel>();
+  model->vocab_source = vocab.source;
+  gguf::GgufWriter& w = model->writer;
+  // Key order as in llama.cpp's converter output (and ../shared/models).
+  w.set("general.architecture", str(arch->name()));
+  w.set("general.name", str(opt.name.empty() ? "random-" + arch->name() : opt.name));
+  w.set("general.alignment", u32(gguf::GgufWriter::kDefaultAlignment));
+  w.set("general.file_type", u32(file_type));
+  arch->add_metadata(w, shape);
+  for (const auto& [key, value] : vocab.metadata) w.set(key, value);
+
+  model->tensors = arch->tensors(shape);
+  for (const TensorPlan& t : model->tensors) {
+    const GgmlType type = choose_type(t, opt.type, opt.overrides);
+    model->types.push_back(type);
+    w.add_tensor(t.name, t.dims, type);
+    uint64_t n = 1;
+    for (uint64_t d : t.dims) n *= d;
+    model->n_params += n;
+    model->n_active_params += t.expert ? n / t.dims.back() * shape.n_expert_used : n;
+  }
+  return model;
+}
+
+void write_model(PlannedModel& model, const std::string& path, uint64_t seed, ThreadPool& pool,
+                 const Progress& progress) {
+  constexpr uint64_t kChunkBytes = 8u << 20;  // encoded bytes generated per step
+  gguf::GgufWriter& w = model.writer;
+  w.open(path);
+  std::vector<uint8_t> chunk;
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(pool.size()));
+  for (size_t i = 0; i < model.tensors.size(); ++i) {
+    const TensorPlan& plan = model.tensors[i];
+    const GgmlType type = model.types[i];
+    const auto n = static_cast<int64_t>(plan.dims[0]);
+    uint64_t rows = 1;
+    for (size_t d = 1; d < plan.dims.size(); ++d) rows *= plan.dims[d];
+    const uint64_t row_bytes = gguf::row_bytes(gguf::traits(type), plan.dims[0]);
+    const uint64_t key = tensor_key(plan.name);
+    const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / row_bytes);
+    for (auto& s : scratch) s.resize(static_cast<size_t>(n));
+
+    for (uint64_t first = 0; first < rows; first += rows_per_chunk) {
+      const uint64_t count = std::min(rows_per_chunk, rows - first);
+      chunk.resize(count * row_bytes);
+      pool.parallel_for(static_cast<int64_t>(count), [&](int thread, int64_t begin, int64_t end) {
+        float* row = scratch[static_cast<size_t>(thread)].data();
+        for (int64_t r = begin; r < end; ++r) {
+          fill_row(seed, key, first + static_cast<uint64_t>(r), plan.init, row, n);
+          kernels::quantize_row(type, row, chunk.data() + static_cast<uint64_t>(r) * row_bytes, n);
+        }
+      });
+      w.write_data(chunk);
+    }
+    if (progress) progress(w.bytes_written(), w.file_size());
+  }
+  w.close();
+}
+
+}  // namespace ns::make_model

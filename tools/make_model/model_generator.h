@@ -1,0 +1,58 @@
+// Plans a random model (metadata, tensor list, types, exact file layout) and
+// streams it to disk.
+//
+// Contract: plan_model() writes nothing and keeps no tensor data, so the file
+// size of any model can be computed instantly. write_model() generates rows in
+// bounded chunks (a few MiB per chunk, rows spread over the thread pool),
+// encodes them with kernels::quantize_row and streams them through the
+// GgufWriter: memory use does not grow with the model. The bytes depend only on
+// the plan and the seed, not on the number of threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf_writer.h"
+#include "tools/make_model/architecture.h"
+#include "tools/make_model/tensor_types.h"
+
+namespace ns {
+class ThreadPool;
+}
+
+namespace ns::make_model {
+
+struct GeneratorOptions {
+  std::string arch = "llama";
+  Shape shape;
+  gguf::GgmlType type = gguf::GgmlType::Q8_0;
+  std::vector<TypeOverride> overrides;
+  std::string vocab_path;  // empty: the built-in vocabulary
+  std::string name;        // general.name; empty: "random-<arch>"
+  uint64_t seed = 0;
+};
+
+struct PlannedModel {
+  gguf::GgufWriter writer;           // metadata and tensors declared, nothing written
+  std::vector<TensorPlan> tensors;   // in file order, parallel to writer's tensors
+  std::vector<gguf::GgmlType> types;
+  std::string vocab_source;
+  uint64_t n_params = 0;
+  uint64_t n_active_params = 0;      // per token: experts count n_expert_used / n_expert
+};
+
+// Throws ns::Error(invalid_input) for impossible shapes or types, bad_model/io for a bad --vocab file.
+std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& options);
+
+// Called after each tensor with the bytes written so far.
+using Progress = std::function<void(uint64_t bytes_written, uint64_t total_bytes)>;
+
+// Generates and writes the planned model to `path`. Throws ns::Error(io) naming the path on failure
+// (the partial file is removed).
+void write_model(PlannedModel& model, const std::string& path, uint64_t seed, ThreadPool& pool,
+                 const Progress& progress = {});
+
+}  // namespace ns::make_model

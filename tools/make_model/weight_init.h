@@ -1,0 +1,37 @@
+// Random weights for generated models, one row at a time.
+//
+// Contract: a row's values depend only on (seed, tensor name, row index, init),
+// never on the order or the thread that generates it, so rows can be produced
+// in parallel and streamed, and equal flags + seed give byte-identical files.
+// The numbers come from a counter-based generator (splitmix64 over the row's
+// key) and only exact float arithmetic (no libm), so they are the same on
+// every machine.
+//
+// Values are zero-mean by construction: "normal" rows are symmetric and then
+// centred (each row sums to zero before quantization), so a quantized model has
+// no bias common to every token that would make every router pick the same
+// experts (MISSION.md §4, "Honest benchmark models").
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ns::make_model {
+
+struct Init {
+  enum class Kind {
+    normal,  // zero-mean, standard deviation `scale`, each row centred
+    norm,    // normalization weights: 1 + scale * noise
+  };
+  Kind kind = Kind::normal;
+  float scale = 1.0f;
+};
+
+// 64-bit key of a tensor name (FNV-1a): tensors keep their values when other
+// tensors are added or removed (e.g. --tied-output) or change type.
+uint64_t tensor_key(std::string_view name);
+
+// Fills out[0..n) with row `row` of the tensor keyed `key`.
+void fill_row(uint64_t seed, uint64_t key, uint64_t row, const Init& init, float* out, int64_t n);
+
+}  // namespace ns::make_model
