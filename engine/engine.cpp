@@ -45,14 +45,17 @@ class EngineImpl final : public Engine {
   const ModelSummary& summary() const override { return summary_; }
   double load_ms() const override { return load_ms_; }
 
-  GenerationResult generate(const std::string& prompt, const SamplingParams& params,
-                            const ProgressFn& on_progress) override {
+  GenerationResult generate(const std::string& prompt, const SamplingParams& params, const ProgressFn& on_progress,
+                            const std::vector<int32_t>& resume) override {
     if (prompt.empty()) throw Error(ErrorKind::invalid_input, "the prompt is empty: give some text to continue");
     sampler::Sampler sampler(params, static_cast<int32_t>(model_->n_vocab()));
     const Tokenizer& tok = model_->tokenizer();
     std::vector<int32_t> history = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
     const int64_t n_prompt = static_cast<int64_t>(history.size()), n_ctx = model_->n_ctx();
     if (n_prompt == 0) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
+    for (const int32_t id : resume)
+      if (id < 0 || id >= model_->n_vocab())
+        throw Error(ErrorKind::invalid_input, "checkpointed token " + std::to_string(id) + " is outside the vocabulary");
     if (n_prompt >= n_ctx)
       throw Error(ErrorKind::invalid_input, "the prompt is " + std::to_string(n_prompt) + " tokens but the context holds " +
                                                 std::to_string(n_ctx) + ": shorten the prompt or raise `context`");
@@ -60,19 +63,34 @@ class EngineImpl final : public Engine {
 
     GenerationResult r;
     r.stats.prompt_tokens = static_cast<int32_t>(n_prompt);
+    r.tokens.reserve(static_cast<size_t>(params.max_tokens));
     sampler::StopMatcher stops(params.stop, 4096);
     GenerationProgress progress;
     progress.prompt_tokens = r.stats.prompt_tokens;
+    progress.tokens = &r.tokens;
+
+    // A resumed job replays its checkpointed tokens as part of the prefill.
+    const size_t n_resume = std::min(resume.size(), static_cast<size_t>(std::max(0, params.max_tokens - 1)));
+    for (size_t i = 0; i < n_resume && static_cast<int64_t>(history.size()) < n_ctx - 1; ++i) {
+      history.push_back(resume[i]);
+      r.tokens.push_back(resume[i]);
+      stops.feed(tok.token_to_piece(resume[i]));
+    }
+    sampler.skip_draws(r.tokens.size());
+    const int64_t n_fill = static_cast<int64_t>(history.size());
 
     // Prefill in chunks of the model's batch size; only the last token's logits are needed.
     const auto t_prefill = Clock::now();
     const int64_t chunk = model_->max_batch();
-    for (int64_t p = 0; p < n_prompt; p += chunk) {
-      const int64_t n = std::min(chunk, n_prompt - p);
+    for (int64_t p = 0; p < n_fill && r.finish_reason.empty(); p += chunk) {
+      const int64_t n = std::min(chunk, n_fill - p);
       model_->forward(std::span(history).subspan(static_cast<size_t>(p), static_cast<size_t>(n)), p, false, logits_);
+      progress.prefilled = static_cast<int32_t>(std::min(p + n, n_prompt));
+      progress.generated = static_cast<int32_t>(r.tokens.size());
+      if (on_progress && !on_progress(progress)) r.finish_reason = "cancelled";
     }
     r.stats.prefill_ms = ms_since(t_prefill);
-    if (on_progress && !on_progress(progress)) r.finish_reason = "cancelled";
+    if (stops.stopped()) r.finish_reason = "stop";
 
     const auto t_decode = Clock::now();
     std::string text;
@@ -96,8 +114,9 @@ class EngineImpl final : public Engine {
     r.stats.decode_ms = ms_since(t_decode);
     r.text = std::string(stops.text());
     r.stats.completion_tokens = static_cast<int32_t>(r.tokens.size());
-    r.stats.prefill_tok_s = r.stats.prefill_ms > 0 ? n_prompt * 1000.0 / r.stats.prefill_ms : 0;
-    r.stats.decode_tok_s = r.stats.decode_ms > 0 && !r.tokens.empty() ? r.tokens.size() * 1000.0 / r.stats.decode_ms : 0;
+    r.stats.prefill_tok_s = r.stats.prefill_ms > 0 ? n_fill * 1000.0 / r.stats.prefill_ms : 0;
+    const size_t decoded = r.tokens.size() - n_resume;
+    r.stats.decode_tok_s = r.stats.decode_ms > 0 && decoded > 0 ? decoded * 1000.0 / r.stats.decode_ms : 0;
     r.stats.peak_rss_bytes = peak_rss_bytes();
     return r;
   }

@@ -43,11 +43,13 @@ struct GenerationResult {
 
 struct GenerationProgress {
   int32_t prompt_tokens = 0;
-  int32_t generated = 0;       // completion tokens so far
+  int32_t prefilled = 0;       // prompt tokens processed so far
+  int32_t generated = 0;       // completion tokens so far (resumed ones included)
   std::string piece;           // text of the newest token (may be a partial UTF-8 sequence)
+  const std::vector<int32_t>* tokens = nullptr;  // all completion tokens so far (for checkpoints)
 };
 
-// Called after prefill and after every token; return false to cancel.
+// Called after each prefill chunk and after every token; return false to cancel.
 using ProgressFn = std::function<bool(const GenerationProgress&)>;
 
 struct ModelSummary {
@@ -62,8 +64,12 @@ class Engine {
   static std::unique_ptr<Engine> load(const std::string& gguf_path, const EngineOptions& opts);
   virtual ~Engine() = default;
 
+  // `resume` holds completion tokens of an interrupted run of the same job
+  // (checkpointed): they are replayed instead of sampled, and the sampler's
+  // random stream is advanced past them, so the result equals an uninterrupted run.
   virtual GenerationResult generate(const std::string& prompt, const SamplingParams& params,
-                                    const ProgressFn& on_progress = {}) = 0;
+                                    const ProgressFn& on_progress = {},
+                                    const std::vector<int32_t>& resume = {}) = 0;
   virtual const ModelSummary& summary() const = 0;
   virtual double load_ms() const = 0;
 };

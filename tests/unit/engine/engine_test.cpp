@@ -88,3 +88,36 @@ TEST_CASE("bad input is rejected with a clear error") {
 TEST_CASE("loading a missing or corrupt model fails with the path") {
   CHECK_THROWS_WITH_AS(Engine::load("/nonexistent/x.gguf", {}), doctest::Contains("/nonexistent/x.gguf"), Error);
 }
+
+TEST_CASE("resuming from checkpointed tokens gives the uninterrupted result") {
+  auto e = load();
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.seed = 5;
+  p.max_tokens = 14;
+  p.ignore_eos = true;
+  auto full = e->generate("Resume me", p);
+  REQUIRE(full.tokens.size() == 14);
+  for (size_t cut : {size_t(1), size_t(6), size_t(13)}) {
+    std::vector<int32_t> checkpoint(full.tokens.begin(), full.tokens.begin() + static_cast<long>(cut));
+    auto resumed = e->generate("Resume me", p, {}, checkpoint);
+    CAPTURE(cut);
+    CHECK(resumed.tokens == full.tokens);
+    CHECK(resumed.text == full.text);
+    CHECK(resumed.finish_reason == full.finish_reason);
+  }
+}
+
+TEST_CASE("progress reports prefill and exposes the tokens for checkpoints") {
+  auto e = load();
+  std::vector<int32_t> seen;
+  int prefill_calls = 0;
+  auto r = e->generate("Hello there", greedy(5), [&](const GenerationProgress& p) {
+    if (p.generated == 0) ++prefill_calls;
+    REQUIRE(p.tokens);
+    seen = *p.tokens;
+    return true;
+  });
+  CHECK(prefill_calls >= 1);
+  CHECK(seen == r.tokens);
+}
