@@ -2,27 +2,47 @@
 //
 //   nightshiftd --config FILE [--db PATH] [--log-level L] [--drain]
 //
-// Exit status: 0 after SIGINT/SIGTERM (the running job goes back to the
-// queue) or, with --drain, once nothing is queued; 1 when the database fails;
-// 2 for a bad command line or config.
+// Start-up: open the database (integrity check, migrations), take back jobs
+// left running by an earlier process with this worker id and jobs whose lease
+// expired, tell systemd READY=1, then run jobs. A heartbeat thread renews the
+// running job's lease and reports STATUS= / WATCHDOG=1.
+//
+// Signals: SIGINT/SIGTERM stop at the next token, checkpoint, release the job
+// and exit 0 (after drain_timeout_ms at the latest); a second one kills at
+// once. SIGHUP reloads the config (docs/operations.md lists what applies at
+// run time; the rest is reported as needing a restart).
+//
+// Exit status: 0 after SIGINT/SIGTERM or, with --drain, once nothing is left
+// to run; 1 when the database is unusable; 2 for a bad command line or config.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
+#include "daemon/lib/heartbeat.h"
 #include "daemon/lib/logging.h"
+#include "daemon/lib/run_status.h"
+#include "daemon/lib/service_notify.h"
 #include "daemon/lib/worker.h"
 #include "engine/util/error.h"
 #include "jobs/queue.h"
+#include "jobs/sqlite_queue.h"
 
 namespace {
 
+using ns::daemon::Config;
+
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
 std::atomic<int> g_signal{0};
 static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
 
@@ -31,30 +51,148 @@ extern "C" void on_stop_signal(int sig) {
   g_stop.store(true);
 }
 
+extern "C" void on_reload_signal(int) { g_reload.store(true); }
+
 // SA_RESETHAND: the first SIGINT/SIGTERM stops gracefully, a second one kills
 // at once (e.g. during a long model load that cannot be interrupted).
 void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction stop {};
+  stop.sa_handler = on_stop_signal;
+  sigemptyset(&stop.sa_mask);
+  stop.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &stop, nullptr);
+  sigaction(SIGTERM, &stop, nullptr);
+  struct sigaction reload {};
+  reload.sa_handler = on_reload_signal;
+  sigemptyset(&reload.sa_mask);
+  reload.sa_flags = SA_RESTART;
+  sigaction(SIGHUP, &reload, nullptr);
 }
 
-void log_startup(const ns::daemon::Config& config, const ns::daemon::WorkerOptions& opts, const std::string& db,
-                 bool drain) {
-  spdlog::info("nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}{}",
+const char* signal_name() { return g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, const std::string& db, bool drain) {
+  spdlog::info("nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}, "
+               "lease {} ms, checkpoint every {} tokens / {} ms{}",
                opts.worker_id, db, config.source, config.models.size(), config.threads, config.context,
+               config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
                drain ? ", drain mode" : "");
   if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
   for (const auto& [name, path] : config.models) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
-      spdlog::warn("model {}: file {} not found; jobs naming it will fail", name, path);
+      spdlog::warn("model {}: file {} not found; jobs naming it will be retried, then end dead", name, path);
     }
   }
 }
+
+void log_recovery(const std::string& what, const ns::jobs::Recovery& r) {
+  if (r.total() == 0) return;
+  spdlog::warn("{}: {} job(s) taken back: {} requeued (they resume from their checkpoints), {} dead, {} cancelled",
+               what, r.total(), r.requeued, r.dead, r.cancelled);
+}
+
+// SIGHUP and SIGTERM as seen from the heartbeat thread's tick: a new config
+// is parsed there and handed to the worker, which applies it between jobs;
+// the drain deadline is enforced there because the worker thread may be
+// inside a long token.
+class Supervisor {
+ public:
+  Supervisor(std::string config_path, Config config, std::string log_level_override,
+             const ns::daemon::ServiceNotifier& notifier, ns::daemon::RunStatus& status)
+      : config_path_(std::move(config_path)),
+        running_(std::move(config)),
+        log_level_override_(std::move(log_level_override)),
+        notifier_(notifier),
+        status_(status) {}
+
+  void attach(ns::daemon::Heartbeat* heartbeat) { heartbeat_.store(heartbeat); }
+
+  // Heartbeat thread.
+  void tick() {
+    if (g_reload.exchange(false)) reload();
+    if (g_stop.load()) enforce_drain_deadline();
+  }
+
+  // Worker thread, between jobs.
+  void apply_pending(ns::daemon::Worker& worker) {
+    std::optional<Config> fresh;
+    {
+      std::lock_guard lock(mu_);
+      fresh.swap(pending_);
+    }
+    if (fresh) worker.update_options(ns::daemon::worker_options_from(*fresh));
+  }
+
+ private:
+  void reload() {
+    notifier_.reloading();
+    try {
+      Config fresh = ns::daemon::load_config(config_path_);
+      std::string applied, restart;
+      Config running;
+      {
+        std::lock_guard lock(mu_);
+        running = running_;
+      }
+      for (const std::string& key : ns::daemon::changed_keys(running, fresh)) {
+        std::string& list = ns::daemon::is_reloadable(key) ? applied : restart;
+        list += (list.empty() ? "" : ", ") + key;
+      }
+      // Logged before the new log level applies, so a quieter level still shows the reload.
+      spdlog::info("config {} reloaded: {}{}", config_path_, applied.empty() ? "nothing changed" : "changed " + applied,
+                   applied.empty() ? "" : " (applies from the next job)");
+      if (!restart.empty()) spdlog::warn("config {}: {} changed but only take effect after a restart", config_path_, restart);
+      if (log_level_override_.empty()) spdlog::set_level(ns::daemon::parse_log_level(fresh.log_level));
+      if (ns::daemon::Heartbeat* hb = heartbeat_.load()) hb->set_timing(fresh.lease_ms, fresh.stall_timeout_ms);
+      {
+        std::lock_guard lock(mu_);
+        running_ = fresh;
+        pending_ = fresh;
+      }
+    } catch (const ns::Error& e) {
+      spdlog::error("config reload failed, the running config stays in effect: {}", e.what());
+    }
+    notifier_.ready(ns::daemon::status_line(status_.snapshot(), nullptr));
+  }
+
+  void enforce_drain_deadline() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!stop_seen_) {
+      stop_seen_ = now;
+      const ns::daemon::RunStatus::Snapshot s = status_.snapshot();
+      spdlog::info("{} received: {}", signal_name(),
+                   s.lease ? "job " + std::to_string(s.lease->job_id) +
+                                 " stops at its next token, is checkpointed and goes back to the queue"
+                           : std::string("no job is running"));
+      notifier_.stopping("draining after " + std::string(signal_name()));
+      return;
+    }
+    int drain_timeout_ms = 0;
+    {
+      std::lock_guard lock(mu_);
+      drain_timeout_ms = running_.drain_timeout_ms;
+    }
+    if (now - *stop_seen_ < std::chrono::milliseconds(drain_timeout_ms)) return;
+    const ns::daemon::RunStatus::Snapshot s = status_.snapshot();
+    spdlog::error("the drain did not finish within drain_timeout_ms ({} ms); exiting now. {}", drain_timeout_ms,
+                  s.lease ? "Job " + std::to_string(s.lease->job_id) +
+                                " was not released: it resumes from its last checkpoint once its lease expires"
+                          : std::string("No job was running"));
+    spdlog::default_logger()->flush();
+    std::_Exit(0);  // like a crash as far as the database is concerned: every commit is atomic
+  }
+
+  const std::string config_path_;
+  std::mutex mu_;
+  Config running_;
+  std::optional<Config> pending_;
+  const std::string log_level_override_;
+  const ns::daemon::ServiceNotifier& notifier_;
+  ns::daemon::RunStatus& status_;
+  std::atomic<ns::daemon::Heartbeat*> heartbeat_{nullptr};  // set once the heartbeat runs
+  std::optional<std::chrono::steady_clock::time_point> stop_seen_;  // heartbeat thread only
+};
 
 }  // namespace
 
@@ -68,19 +206,22 @@ int main(int argc, char** argv) {
   app.add_option("--db", db_path,
                  "SQLite queue file; overrides the config's database:, $NIGHTSHIFT_DB and ./nightshift.db");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off; overrides log_level:");
-  app.add_flag("--drain", drain, "exit 0 as soon as no job is queued (for batch runs and timers)");
+  app.add_flag("--drain", drain,
+               "exit 0 as soon as nothing is claimable and no job waits for a retry (for batch runs and timers)");
   app.footer(
       "Examples:\n"
       "  nightshiftd --config /etc/nightshift/config.yaml\n"
       "  nightshiftd --config config.yaml --db jobs.db --drain   # run what is queued, then exit\n"
-      "SIGINT/SIGTERM: the running job stops at the next token and returns to the queue; exit 0.\n");
+      "Signals: SIGINT/SIGTERM stop the running job at its next token, checkpoint it and return it to the\n"
+      "queue, then exit 0 (within drain_timeout_ms). SIGHUP reloads the config.\n"
+      "Exit status: 0 stopped or drained, 1 database unusable, 2 bad command line or config.\n");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
-  ns::daemon::Config config;
+  Config config;
   try {
     config = ns::daemon::load_config(config_path);
     ns::daemon::setup_logging(log_level.empty() ? config.log_level : log_level);
@@ -90,25 +231,71 @@ int main(int argc, char** argv) {
   }
 
   install_signal_handlers();
+  const ns::daemon::ServiceNotifier notifier;
   const std::string db = ns::daemon::resolve_database_path(db_path, &config);
+  const ns::jobs::SqliteOptions db_options = ns::daemon::sqlite_options_from(&config);
   try {
-    auto queue = ns::jobs::open_sqlite_queue(db);
     ns::daemon::WorkerOptions opts = ns::daemon::worker_options_from(config);
     log_startup(config, opts, db, drain);
-    if (const int64_t n = queue->requeue_abandoned(opts.worker_id); n > 0) {
-      spdlog::warn("requeued {} job(s) left running by an earlier nightshiftd with worker id {}", n, opts.worker_id);
+    // A database locked by another writer or on a full disk at start-up is
+    // waited out (with backoff) rather than treated as fatal.
+    std::unique_ptr<ns::jobs::Queue> queue;
+    for (int32_t failures = 1; !g_stop.load(); ++failures) {
+      try {
+        if (!queue) queue = ns::jobs::open_sqlite_queue(db, db_options);
+        log_recovery("jobs left running by an earlier nightshiftd with worker id " + opts.worker_id,
+                     queue->recover_worker(opts.worker_id, opts.retry_backoff));
+        log_recovery("jobs whose lease expired", queue->recover_expired(opts.retry_backoff));
+        break;
+      } catch (const ns::jobs::DatabaseError& e) {
+        if (!e.transient()) throw;
+        const int64_t delay = ns::jobs::backoff_delay_ms(opts.database_backoff, failures);
+        spdlog::warn("cannot start on the database yet: {}; trying again in {} ms", e.what(), delay);
+        notifier.status(std::string("waiting for the database: ") + e.what());
+        for (int64_t waited = 0; waited < delay && !g_stop.load(); waited += 50) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }
     }
-    ns::daemon::Worker worker(*queue, opts, g_stop);
+    if (!queue || g_stop.load()) {
+      spdlog::info("nightshiftd stopping on {} before it started", signal_name());
+      return 0;
+    }
+
+    ns::daemon::RunStatus status;
+    Supervisor supervisor(config_path, config, log_level, notifier, status);
+    // READY=1 before the heartbeat starts, so it is the first message systemd gets.
+    std::optional<ns::jobs::QueueCounts> counts;
+    try {
+      counts = queue->counts();
+    } catch (const ns::jobs::DatabaseError& e) {
+      if (!e.transient()) throw;  // a locked database only costs the numbers in the first STATUS=
+    }
+    notifier.ready(ns::daemon::status_line(status.snapshot(), counts ? &*counts : nullptr));
+    spdlog::info("ready: {} queued, {} running elsewhere", counts ? counts->queued : -1, counts ? counts->running : -1);
+    ns::jobs::SqliteOptions heartbeat_db = db_options;
+    heartbeat_db.integrity_check = ns::jobs::IntegrityCheck::off;  // checked once above
+    ns::daemon::Heartbeat heartbeat([&] { return ns::jobs::open_sqlite_queue(db, heartbeat_db); }, status, notifier,
+                                    {.lease_ms = config.lease_ms,
+                                     .stall_timeout_ms = config.stall_timeout_ms,
+                                     .status_interval_ms = 5000},
+                                    [&] { supervisor.tick(); });
+    supervisor.attach(&heartbeat);
+
+    ns::daemon::Worker worker(*queue, opts, g_stop, &status);
+    worker.set_between_jobs([&] { supervisor.apply_pending(worker); });
+
     const int claimed = worker.run(drain);
     if (g_stop.load()) {
-      spdlog::info("nightshiftd stopping on {} after {} job(s)", g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM",
-                   claimed);
+      spdlog::info("nightshiftd stopping on {} after {} job(s)", signal_name(), claimed);
     } else {
       spdlog::info("nightshiftd: queue drained after {} job(s)", claimed);
     }
+    notifier.stopping("stopped after " + std::to_string(claimed) + " job(s)");
     return 0;
   } catch (const ns::Error& e) {
     spdlog::critical("nightshiftd: {}", e.what());
+    notifier.stopping(std::string("failed: ") + e.what());
     return 1;
   }
 }

@@ -19,8 +19,18 @@ namespace ns {
 
 struct EngineOptions {
   int threads = 0;        // compute threads; 0 = all cores
-  int context = 0;        // KV cache length in tokens; 0 = min(model's, 4096)
+  int context = 0;        // KV cache length in tokens per sequence; 0 = min(model's, 4096)
+  int max_sequences = 1;  // generations decoded together (KV cache holds this many contexts)
+  // Weight streaming (engine/model/weight_streaming.h): the memory budget in
+  // bytes (0 = what the machine has), io_mode uring | pread | mmap, the expert
+  // cache's policy lru | lfu, reads in flight.
+  uint64_t memory_budget = 0;
+  std::string io_mode = "uring";
+  std::string cache_policy = "lfu";
+  int io_queue_depth = 16;
 };
+
+class GenerationBatch;
 
 struct GenerationStats {
   int32_t prompt_tokens = 0;
@@ -32,6 +42,12 @@ struct GenerationStats {
   double decode_tok_s = 0;
   uint64_t peak_rss_bytes = 0;  // VmHWM of the process
   uint64_t bytes_read = 0;      // weight bytes read from disk for this generation
+  // Weight streaming, for this generation (generate(); zeros where nothing was streamed):
+  double read_gib_s = 0;        // read rate while reads were in flight
+  double io_wait_ms = 0;        // compute blocked waiting for expert reads
+  double compute_ms = 0;        // prefill + decode time not spent waiting
+  double cache_hit_rate = 0;    // expert cache hits / lookups
+  double prefetch_accuracy = 0; // prefetched experts that were then used / prefetched
 };
 
 struct GenerationResult {
@@ -70,6 +86,9 @@ class Engine {
   virtual GenerationResult generate(const std::string& prompt, const SamplingParams& params,
                                     const ProgressFn& on_progress = {},
                                     const std::vector<int32_t>& resume = {}) = 0;
+  // Several generations at once (continuous batching), up to max_sequences
+  // active; see engine/generation_batch.h. One batch at a time per Engine.
+  virtual std::unique_ptr<GenerationBatch> open_batch() = 0;
   virtual const ModelSummary& summary() const = 0;
   virtual double load_ms() const = 0;
 };

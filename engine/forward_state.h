@@ -12,11 +12,15 @@ namespace ns {
 
 class ThreadPool;
 class KvCache;
+namespace stream {
+class ExpertCache;
+}
 
 struct ForwardState {
   int64_t n = 0;            // tokens in this batch
-  int64_t pos0 = 0;         // position of the first one
   int64_t max_batch = 0;
+  std::vector<int32_t> seq; // [B] KV cache sequence of each token
+  std::vector<int32_t> pos; // [B] its position in that sequence
 
   std::vector<float> x;     // [B][n_embd] residual stream
   std::vector<float> xn;    // [B][n_embd] normed input of the current block
@@ -31,6 +35,18 @@ struct ForwardState {
   std::vector<float> chosen_w;      // [B][n_used] their weights
   std::vector<int32_t> expert_count, expert_first, expert_rows;  // counting sort of (token, slot) by expert
   std::vector<float> ex_in, ex_a, ex_b, ex_out;                  // [B][...] one expert's tokens
+  std::vector<float> slot_out;      // [B][n_used][n_embd] each (token, slot) expert output, reduced in slot order
+  std::vector<int32_t> active;      // [2][n_expert] the distinct experts this layer routed to (+ a copy)
+
+  // Weight streaming (null: experts are read through the mapping). With
+  // predict_next, moe_ffn applies the next MoE layer's router (routers[l], one
+  // per layer, rows == 0 for dense layers) to this layer's normed input and
+  // prefetches the experts it picks; predict_logits/predicted are its scratch.
+  stream::ExpertCache* experts = nullptr;
+  bool predict_next = false;
+  std::vector<kernels::MatrixView> routers;
+  std::vector<float> predict_logits;  // [B][n_expert]
+  std::vector<int32_t> predicted;     // [n_expert]
 
   ThreadPool* pool = nullptr;
   KvCache* kv = nullptr;

@@ -1,5 +1,8 @@
-// The key/value cache: allocated once at load for n_ctx positions, never
-// resized in the token loop. Layout per layer: [position][kv_dim] floats.
+// The key/value cache: allocated once at load for n_seq sequences of n_ctx
+// positions each, never resized in the token loop. Layout:
+// [layer][sequence][position][kv_dim], stored as
+// F16 like the reference implementation (half the memory of F32, and the
+// same rounding, which keeps near-tied MoE routing decisions identical).
 #pragma once
 
 #include <cstddef>
@@ -10,19 +13,21 @@ namespace ns {
 
 class KvCache {
  public:
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t k_dim, int64_t v_dim);
+  KvCache(int64_t n_layer, int64_t n_seq, int64_t n_ctx, int64_t k_dim, int64_t v_dim);
 
+  int64_t n_seq() const { return n_seq_; }
   int64_t n_ctx() const { return n_ctx_; }
   int64_t k_dim() const { return k_dim_; }
   int64_t v_dim() const { return v_dim_; }
-  float* k(int64_t layer, int64_t pos) { return k_.data() + (layer * n_ctx_ + pos) * k_dim_; }
-  float* v(int64_t layer, int64_t pos) { return v_.data() + (layer * n_ctx_ + pos) * v_dim_; }
-  uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
-  uint64_t bytes_per_token() const { return static_cast<uint64_t>(n_layer_ * (k_dim_ + v_dim_)) * sizeof(float); }
+  uint16_t* k(int64_t layer, int64_t seq, int64_t pos) { return k_.data() + row(layer, seq, pos) * k_dim_; }
+  uint16_t* v(int64_t layer, int64_t seq, int64_t pos) { return v_.data() + row(layer, seq, pos) * v_dim_; }
+  uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(uint16_t); }
+  uint64_t bytes_per_token() const { return static_cast<uint64_t>(n_layer_ * (k_dim_ + v_dim_)) * sizeof(uint16_t); }
 
  private:
-  int64_t n_layer_, n_ctx_, k_dim_, v_dim_;
-  std::vector<float> k_, v_;
+  int64_t row(int64_t layer, int64_t seq, int64_t pos) const { return (layer * n_seq_ + seq) * n_ctx_ + pos; }
+  int64_t n_layer_, n_seq_, n_ctx_, k_dim_, v_dim_;
+  std::vector<uint16_t> k_, v_;
 };
 
 }  // namespace ns

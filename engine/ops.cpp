@@ -1,34 +1,78 @@
+// Every operation here reproduces the arithmetic of the reference's CPU
+// backend (ggml) operation by operation: activations are re-quantized to
+// 8 bits before each matmul, so a one-ulp difference can flip a quantized
+// value and move logits by ~0.01 (see MISSION.md §4 on agreement).
 #include "engine/ops.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace ns::ops {
 
+// ggml_compute_forward_rms_norm_f32: float squares summed in double, the
+// mean rounded to float, scale = 1/sqrtf(mean + eps); then ggml_mul by w.
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* out) {
-  double ss = 0;  // double: the reference sums in ggml_float (double) too
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
-  const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
+// ggml's rope cache: theta starts at pos (float) and is multiplied by
+// powf(base, -2/rope_dim) once per pair, cosf/sinf in float. The rotation is
+// x0*c - x1*s and x0*s + x1*c as the reference's compiler contracts them
+// (first product fused): that is what makes cached keys identical to its own.
 void rope(float* v, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos, float base, float freq_scale,
           RopeType type) {
   const int64_t half = rope_dim / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const double theta = static_cast<double>(pos) * freq_scale * std::pow(static_cast<double>(base), -2.0 * i / rope_dim);
-    const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
+  const float theta_scale = std::pow(base, -2.0f / static_cast<float>(rope_dim));
+  float theta = static_cast<float>(pos);
+  for (int64_t i = 0; i < half; ++i, theta *= theta_scale) {
+    const float angle = freq_scale * theta;
+    const float c = std::cos(angle), s = std::sin(angle);
     // norm: adjacent pairs (2i, 2i+1); neox: (i, i + rope_dim/2).
     const int64_t a = type == RopeType::norm ? 2 * i : i;
     const int64_t b = type == RopeType::norm ? 2 * i + 1 : i + half;
     for (int64_t h = 0; h < n_heads; ++h) {
       float* x = v + h * head_dim;
       const float x0 = x[a], x1 = x[b];
-      x[a] = x0 * c - x1 * s;
-      x[b] = x0 * s + x1 * c;
+      x[a] = std::fma(x0, c, -(x1 * s));
+      x[b] = std::fma(x0, s, x1 * c);
     }
   }
 }
 
+// ggml_v_expf (AVX2/FMA variant), one lane: a degree-5 polynomial on the
+// reduced argument with 2^n put in the exponent bits. Differs from expf by up
+// to ~1.5 ulp, which is why it is emulated rather than replaced by expf.
+float expf_ggml(float x) {
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, 0x1.ffffecp-1f * b);
+  uint32_t zbits;
+  std::memcpy(&zbits, &z, sizeof zbits);
+  const uint32_t e = zbits << 23;
+  const auto from_bits = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  const float k = from_bits(e + 0x3f800000u);  // 2^n
+  if (!(std::fabs(n) > 126)) return std::fma(j, k, k);
+  // Near overflow or underflow: 2^n split in two factors, or saturated.
+  const uint32_t g = n <= 0 ? 0x82000000u : 0u;
+  const float s1 = from_bits(g + 0x7f000000u), s2 = from_bits(e - g);
+  if (std::fabs(n) > 192) return s1 * s1;
+  return std::fma(s2, j, s2) * s1;
+}
+
+// As ggml_soft_max for a short row: float exps summed in double, scaled by float(1/sum).
 void softmax(float* x, int64_t n) {
   float mx = x[0];
   for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;

@@ -1,5 +1,6 @@
 // Element-wise and per-row operations of the forward pass (F32, scalar loops
-// the compiler vectorizes; the heavy work is in kernels::matmul).
+// the compiler vectorizes; the heavy work is in kernels::matmul). They follow
+// the reference implementation's arithmetic to the bit where it matters.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +11,14 @@ namespace ns::ops {
 
 // out[i] = x[i] / rms(x) * w[i]; out may alias x.
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* out);
-// Rotates the first rope_dim dims of each of n_heads vectors of head_dim at position pos.
+// Rotates the first rope_dim dims of each of n_heads vectors of head_dim at
+// position pos (angles from ggml's float recurrence, not a double pow).
 void rope(float* v, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos, float base, float freq_scale,
           RopeType type);
 // In place: x = exp(x - max) / sum.
 void softmax(float* x, int64_t n);
+// exp(x) computed exactly as ggml_v_expf (the reference's vectorized exp).
+float expf_ggml(float x);
 // g[i] = silu(g[i]) * u[i]
 void silu_mul(float* g, const float* u, int64_t n);
 void add(float* x, const float* y, int64_t n);              // x += y

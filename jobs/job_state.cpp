@@ -9,6 +9,7 @@ const char* state_name(JobState s) {
     case JobState::done: return "done";
     case JobState::failed: return "failed";
     case JobState::cancelled: return "cancelled";
+    case JobState::dead: return "dead";
   }
   return "queued";
 }

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "engine/util/error.h"
@@ -9,14 +11,13 @@
 namespace ns::jobs::sqlite {
 namespace {
 
-constexpr int kBusyTimeoutMs = 5000;
-
 // What to do about the failures people actually hit.
-const char* hint_for(int rc) {
+std::string hint_for(int rc, int busy_timeout_ms) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return "; another process held the database lock for longer than the 5 s busy_timeout";
+      return "; another process held the database lock for longer than the busy timeout (" +
+             std::to_string(busy_timeout_ms) + " ms): retry later, or find the process holding a transaction open";
     case SQLITE_CANTOPEN:
       return "; check that the directory exists and that this user may write to it";
     case SQLITE_READONLY:
@@ -27,9 +28,24 @@ const char* hint_for(int rc) {
     case SQLITE_CORRUPT:
       return "; the database file is damaged: restore a backup or run `sqlite3 FILE .recover`";
     case SQLITE_FULL:
-      return "; the disk is full";
+      return "; the disk is full: free space on the filesystem holding the database (its -wal file grows too)";
+    case SQLITE_IOERR:
+      return "; the operating system reported an I/O error on the database file or its -wal/-shm files";
     default:
       return "";
+  }
+}
+
+// Failures that may pass on their own: worth retrying with backoff.
+bool is_transient(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -47,7 +63,8 @@ std::string shorten(std::string_view sql) {
 
 // ---- Db ---------------------------------------------------------------------
 
-Db::Db(const std::string& path) : path_(path) {
+Db::Db(const std::string& path, const SqliteOptions& options)
+    : path_(path), busy_timeout_ms_(options.busy_timeout_ms) {
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
@@ -63,14 +80,16 @@ Db::Db(const std::string& path) : path_(path) {
   sqlite3_extended_result_codes(db_, 1);
   try {
     // busy_timeout first: switching to WAL takes a lock another process may hold.
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_busy_timeout(db_, busy_timeout_ms_);
     exec("PRAGMA foreign_keys = ON");
-    Stmt wal(*this, "PRAGMA journal_mode = WAL");
-    if (!wal.step() || wal.text(0) != "wal") {
-      throw Error(ErrorKind::database, "database " + path_ + ": cannot switch to WAL journal mode (got '" +
-                                           wal.text(0) + "'); WAL needs a local filesystem, not NFS");
+    {
+      Stmt wal(*this, "PRAGMA journal_mode = WAL");
+      if (!wal.step() || wal.text(0) != "wal") {
+        throw DatabaseError(false, "database " + path_ + ": cannot switch to WAL journal mode (got '" + wal.text(0) +
+                                       "'); WAL needs a local filesystem, not NFS");
+      }
     }
-    exec("PRAGMA synchronous = NORMAL");
+    exec(options.synchronous == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -91,9 +110,31 @@ CachedStmt Db::cached(std::string_view sql) {
 
 void Db::raise(int rc, std::string_view sql) const {
   const char* msg = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  std::string what = "database " + path_ + ": " + msg + " (" + sqlite3_errstr(rc) + ", code " +
-                     std::to_string(rc) + ") in `" + shorten(sql) + "`" + hint_for(rc);
-  throw Error(ErrorKind::database, what);
+  std::string what = "database " + path_ + ": " + msg + " (" + sqlite3_errstr(rc) + ", code " + std::to_string(rc);
+  // The operating system's reason behind an I/O error: a full disk often
+  // surfaces as SQLITE_IOERR (e.g. growing the -shm file), not SQLITE_FULL.
+  const int os_errno = db_ != nullptr && (rc & 0xff) == SQLITE_IOERR ? sqlite3_system_errno(db_) : 0;
+  if (os_errno != 0) what += std::string(", OS: ") + std::strerror(os_errno);
+  what += ") in `" + shorten(sql) + "`" + hint_for(os_errno == ENOSPC ? SQLITE_FULL : rc, busy_timeout_ms_);
+  throw DatabaseError(is_transient(rc), what);
+}
+
+std::string Db::integrity_problems(IntegrityCheck mode) {
+  if (mode == IntegrityCheck::off) return "";
+  std::string report;
+  try {
+    Stmt st(*this, mode == IntegrityCheck::full ? "PRAGMA integrity_check(20)" : "PRAGMA quick_check(20)");
+    while (st.step()) {
+      const std::string line = st.text(0);
+      if (line == "ok") continue;
+      report += (report.empty() ? "" : "; ") + line;
+    }
+  } catch (const DatabaseError& e) {
+    if (e.transient()) throw;  // locked or I/O: the check could not run, which says nothing about the file
+    // Damage bad enough that the check itself stops is a finding too.
+    report += (report.empty() ? "" : "; ") + std::string(sqlite3_errmsg(db_));
+  }
+  return report;
 }
 
 void Db::exec(std::string_view sql) {
@@ -106,7 +147,7 @@ void Db::exec(std::string_view sql) {
 
 int64_t Db::scalar_int(std::string_view sql) {
   Stmt st(*this, sql);
-  if (!st.step()) raise(SQLITE_MISUSE, sql);
+  if (!st.step()) raise(SQLITE_MISUSE, sql);  // no row: the SQL is wrong, not the database
   return st.int64(0);
 }
 

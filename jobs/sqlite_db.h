@@ -1,8 +1,9 @@
 // A thin RAII layer over the SQLite C API for the queue backend.
 //
-// Contract: every failure throws ns::Error(ErrorKind::database) whose message
-// names the database file, SQLite's own message and code, and the SQL that
-// failed. Objects are used from one thread (the connection is opened with
+// Contract: every failure throws jobs::DatabaseError (an ns::Error of kind
+// database) whose message names the database file, SQLite's own message and
+// code, and the SQL that failed; transient() for BUSY, LOCKED, FULL and
+// IOERR (worth retrying later). Objects are used from one thread (the connection is opened with
 // SQLITE_OPEN_NOMUTEX); several connections and processes may share one file.
 #pragma once
 
@@ -12,6 +13,9 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "jobs/queue.h"
+#include "jobs/sqlite_queue.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -70,10 +74,9 @@ class CachedStmt {
 
 class Db {
  public:
-  // Opens (creating if needed) the file, then: busy_timeout 5 s, foreign keys
-  // on, WAL journal, synchronous=NORMAL (safe with WAL; a power cut may lose
-  // the last commits but never corrupts the file).
-  explicit Db(const std::string& path);
+  // Opens (creating if needed) the file, then: busy_timeout, foreign keys
+  // on, WAL journal, synchronous (see SqliteOptions in jobs/queue.h).
+  explicit Db(const std::string& path, const SqliteOptions& options = {});
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
@@ -91,11 +94,15 @@ class Db {
   const std::string& path() const { return path_; }
   sqlite3* handle() const { return db_; }
 
-  // Throws ns::Error(database) for result code `rc` while running `sql`.
+  // Throws DatabaseError for result code `rc` while running `sql`.
   [[noreturn]] void raise(int rc, std::string_view sql) const;
+
+  // "" when the check passes (or is off), else SQLite's report (first lines).
+  std::string integrity_problems(IntegrityCheck mode);
 
  private:
   std::string path_;
+  int busy_timeout_ms_ = 0;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, std::unique_ptr<Stmt>> cache_;
 };

@@ -1,7 +1,8 @@
 // The SQLite backend of ns::jobs::Queue (contract in jobs/queue.h, tables in
 // schema/sqlite/). Every write is one BEGIN IMMEDIATE transaction; reads that
 // decide a write are repeated inside that transaction, so several processes
-// can share one file without double claims or lost updates.
+// can share one file without double claims or lost updates. Worker writes
+// are fenced by `WHERE state = 'running' AND worker = ? AND attempt = ?`.
 #include <nlohmann/json.hpp>
 
 #include <bit>
@@ -11,6 +12,7 @@
 #include "jobs/queue.h"
 #include "jobs/sqlite_db.h"
 #include "jobs/sqlite_migrations.h"
+#include "jobs/sqlite_queue.h"
 #include "jobs/time_format.h"
 
 namespace ns::jobs {
@@ -28,9 +30,13 @@ SELECT j.id, j.model, j.prompt, j.max_tokens, j.temperature, j.top_k, j.top_p, j
        j.attempts, j.cancel_requested, j.error_kind, j.error,
        r.job_id, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens,
        r.queue_wait_ms, r.load_ms, r.prefill_ms, r.decode_ms, r.prefill_tok_s, r.decode_tok_s,
-       r.peak_rss_bytes, r.bytes_read
+       r.peak_rss_bytes, r.bytes_read,
+       j.attempt, j.lease_expires_ms, j.max_attempts, j.not_before_ms
 FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id
 )";
+
+// The fence of every worker write: ?1 job id, ?2 worker, ?3 attempt.
+constexpr const char* kFence = " WHERE id = ?1 AND state = 'running' AND worker = ?2 AND attempt = ?3";
 
 std::string stop_to_json(const std::vector<std::string>& stop) {
   try {
@@ -44,16 +50,34 @@ std::vector<std::string> stop_from_json(const std::string& text, int64_t id, con
   try {
     return nlohmann::json::parse(text).get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::database, "database " + path + ": job " + std::to_string(id) +
-                                         " has a stop column that is not a JSON array of strings (" +
-                                         text + "): " + e.what());
+    throw DatabaseError(false, "database " + path + ": job " + std::to_string(id) +
+                                   " has a stop column that is not a JSON array of strings (" + text +
+                                   "): " + e.what());
+  }
+}
+
+std::string tokens_to_json(std::span<const int32_t> tokens) {
+  std::string s = "[";
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (i != 0) s += ',';
+    s += std::to_string(tokens[i]);
+  }
+  return s + "]";
+}
+
+std::vector<int32_t> tokens_from_json(const std::string& text, int64_t id, const std::string& path) {
+  try {
+    return nlohmann::json::parse(text).get<std::vector<int32_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw DatabaseError(false, "database " + path + ": the checkpoint of job " + std::to_string(id) +
+                                   " is not a JSON array of token ids: " + e.what() +
+                                   "; delete the row from `checkpoints` and the job starts over");
   }
 }
 
 JobState state_from_column(const std::string& s, int64_t id, const std::string& path) {
   if (auto st = parse_state(s)) return *st;
-  throw Error(ErrorKind::database,
-              "database " + path + ": job " + std::to_string(id) + " has unknown state '" + s + "'");
+  throw DatabaseError(false, "database " + path + ": job " + std::to_string(id) + " has unknown state '" + s + "'");
 }
 
 Job read_job(const Stmt& st, const std::string& path) {
@@ -99,119 +123,223 @@ Job read_job(const Stmt& st, const std::string& path) {
     r.bytes_read = static_cast<uint64_t>(st.int64(36));
     job.result = std::move(r);
   }
+  job.attempt = static_cast<int32_t>(st.int64(37));
+  job.lease_expires_ms = st.int64(38);
+  job.spec.max_attempts = static_cast<int32_t>(st.int64(39));
+  job.spec.not_before_ms = st.int64(40);
   return job;
 }
 
-void validate_spec(const JobSpec& spec) {
-  if (spec.model.empty()) {
-    throw Error(ErrorKind::invalid_input, "the job names no model; give one of the names under `models:` in "
-                                          "the daemon's config");
+void validate_spec(const JobSpec& spec, const std::string& which = "") {
+  if (std::string problem = spec_problem(spec); !problem.empty()) {
+    throw Error(ErrorKind::invalid_input, which + problem);
   }
-  if (spec.prompt.empty()) {
-    throw Error(ErrorKind::invalid_input, "the job's prompt is empty; give the text to continue");
-  }
-  if (std::string problem = spec.sampling.validate(); !problem.empty()) {
-    throw Error(ErrorKind::invalid_input, "invalid sampling parameters: " + problem);
-  }
-  stop_to_json(spec.sampling.stop);  // throws for stop strings that are not UTF-8
 }
+
+// How an attempt ended, for the attempts table.
+struct AttemptEnd {
+  const char* outcome;
+  const std::string* error_kind = nullptr;
+  const std::string* error = nullptr;
+};
+
+// A running job whose worker is gone, as recovery sees it.
+struct Orphan {
+  int64_t id = 0;
+  int32_t attempt = 0, attempts = 0, max_attempts = 1;
+  bool cancel_requested = false;
+  std::string worker;
+  int64_t lease_expires_ms = 0;
+};
 
 class SqliteQueue final : public Queue {
  public:
-  explicit SqliteQueue(const std::string& path) : db_(path) { sqlite::migrate(db_); }
+  SqliteQueue(const std::string& path, const SqliteOptions& options) : db_(path, options) {
+    // Check before migrating: a damaged file must not be rewritten.
+    if (const std::string problems = db_.integrity_problems(options.integrity_check); !problems.empty()) {
+      const char* check = options.integrity_check == IntegrityCheck::full ? "integrity_check" : "quick_check";
+      throw DatabaseError(false, "database " + path + " failed PRAGMA " + check + ": " + problems +
+                                     "; stop every nightshift process, keep a copy of the file, then rebuild it "
+                                     "with `sqlite3 " + path + " .recover | sqlite3 recovered.db` (see "
+                                     "docs/operations.md)");
+    }
+    sqlite::migrate(db_);
+  }
+
+  // ---- submitting -------------------------------------------------------------
 
   SubmitOutcome submit(const JobSpec& spec) override {
     validate_spec(spec);
     WriteTransaction tx(db_);
-    if (!spec.idempotency_key.empty()) {
-      auto find = db_.cached("SELECT id FROM jobs WHERE idempotency_key = ?1");
-      find->bind(1, spec.idempotency_key);
-      if (find->step()) return {find->int64(0), false};  // nothing written: the rollback is a no-op
-    }
-    const int64_t now = now_epoch_ms();
-    const SamplingParams& sp = spec.sampling;
-    auto ins = db_.cached(R"(
-      INSERT INTO jobs (model, prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                        repeat_last_n, seed, stop, ignore_eos, priority, idempotency_key,
-                        created_ms, created_at)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16))");
-    ins->bind(1, spec.model)
-        .bind(2, spec.prompt)
-        .bind(3, int64_t{sp.max_tokens})
-        .bind(4, double{sp.temperature})
-        .bind(5, int64_t{sp.top_k})
-        .bind(6, double{sp.top_p})
-        .bind(7, double{sp.min_p})
-        .bind(8, double{sp.repeat_penalty})
-        .bind(9, int64_t{sp.repeat_last_n})
-        .bind(10, std::bit_cast<int64_t>(sp.seed))
-        .bind(11, stop_to_json(sp.stop))
-        .bind(12, int64_t{sp.ignore_eos ? 1 : 0})
-        .bind(13, int64_t{spec.priority})
-        .bind_text_or_null(14, spec.idempotency_key)
-        .bind(15, now)
-        .bind(16, iso8601_utc(now));
-    ins->run();
-    const int64_t id = db_.last_insert_rowid();
-    tx.commit();
-    return {id, true};
+    const SubmitOutcome out = insert(spec);
+    if (out.created) tx.commit();  // else nothing was written: the rollback is a no-op
+    return out;
   }
 
-  std::optional<Job> claim(const std::string& worker) override {
-    static constexpr const char* kBest =
-        "SELECT id FROM jobs WHERE state = 'queued' ORDER BY priority DESC, id LIMIT 1";
+  std::vector<SubmitOutcome> submit_many(std::span<const JobSpec> specs) override {
+    for (size_t i = 0; i < specs.size(); ++i) validate_spec(specs[i], "job " + std::to_string(i + 1) + ": ");
+    std::vector<SubmitOutcome> out;
+    out.reserve(specs.size());
+    WriteTransaction tx(db_);
+    for (const JobSpec& spec : specs) out.push_back(insert(spec));
+    tx.commit();
+    return out;
+  }
+
+  // ---- the worker's side ------------------------------------------------------
+
+  std::optional<Job> claim(const std::string& worker, int64_t lease_ms) override {
+    static constexpr const char* kBest = R"(
+      SELECT id FROM jobs WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= ?1)
+      ORDER BY priority DESC, id LIMIT 1)";
     // Idle daemons poll: look without the write lock first, so polling never
     // blocks submitters.
-    if (!db_.cached(kBest)->step()) return std::nullopt;
+    if (!db_.cached(kBest)->bind(1, now_epoch_ms()).step()) return std::nullopt;
 
     WriteTransaction tx(db_);
+    const int64_t now = now_epoch_ms();
     int64_t id = 0;
     {
       auto best = db_.cached(kBest);
-      if (!best->step()) return std::nullopt;  // another worker took it meanwhile
+      if (!best->bind(1, now).step()) return std::nullopt;  // another worker took it meanwhile
       id = best->int64(0);
     }
-    const int64_t now = now_epoch_ms();
+    const int64_t expires = now + lease_ms;
     auto up = db_.cached(R"(
-      UPDATE jobs SET state = 'running', worker = ?2, attempts = attempts + 1,
-                      started_ms = ?3, started_at = ?4
+      UPDATE jobs SET state = 'running', worker = ?2, attempts = attempts + 1, attempt = attempt + 1,
+                      started_ms = ?3, started_at = ?4, lease_expires_ms = ?5, lease_expires_at = ?6,
+                      not_before_ms = NULL, not_before_at = NULL, error_kind = NULL, error = NULL
       WHERE id = ?1)");
-    up->bind(1, id).bind(2, worker).bind(3, now).bind(4, iso8601_utc(now));
+    up->bind(1, id).bind(2, worker).bind(3, now).bind(4, iso8601_utc(now)).bind(5, expires).bind(6,
+                                                                                                iso8601_utc(expires));
     up->run();
+    auto open_attempt = db_.cached(R"(
+      INSERT INTO attempts (job_id, attempt, worker, started_ms, started_at, resumed_tokens)
+      SELECT id, attempt, worker, started_ms, started_at,
+             ifnull((SELECT token_count FROM checkpoints WHERE job_id = ?1), 0)
+      FROM jobs WHERE id = ?1)");
+    open_attempt->bind(1, id).run();
     std::optional<Job> job = load(id);
     tx.commit();
     return job;
   }
 
-  void complete(int64_t id, const JobResult& result) override {
-    finish(id, "complete", "done", nullptr, nullptr, &result);
-  }
-
-  void fail(int64_t id, const std::string& error_kind, const std::string& message) override {
-    finish(id, "fail", "failed", &error_kind, &message, nullptr);
-  }
-
-  void finish_cancelled(int64_t id, const JobResult& partial) override {
-    finish(id, "finish as cancelled", "cancelled", nullptr, nullptr, &partial);
-  }
-
-  void release(int64_t id) override {
+  bool heartbeat(const Lease& lease, int64_t lease_ms) override {
     WriteTransaction tx(db_);
-    require_running(id, "release");
-    auto req = db_.cached("SELECT cancel_requested FROM jobs WHERE id = ?1");
-    req->bind(1, id);
-    const bool cancel_was_requested = req->step() && req->int64(0) != 0;
-    if (cancel_was_requested) {
-      set_final_state(id, "cancelled", nullptr, nullptr);
+    if (!extend_lease(lease, lease_ms)) return false;
+    tx.commit();
+    return true;
+  }
+
+  bool save_checkpoint(const Lease& lease, std::span<const int32_t> tokens, int64_t lease_ms) override {
+    WriteTransaction tx(db_);
+    if (!extend_lease(lease, lease_ms)) return false;
+    const int64_t now = now_epoch_ms();
+    auto put = db_.cached(R"(
+      INSERT OR REPLACE INTO checkpoints (job_id, attempt, token_count, tokens, saved_ms, saved_at)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6))");
+    put->bind(1, lease.job_id)
+        .bind(2, int64_t{lease.attempt})
+        .bind(3, static_cast<int64_t>(tokens.size()))
+        .bind(4, tokens_to_json(tokens))
+        .bind(5, now)
+        .bind(6, iso8601_utc(now));
+    put->run();
+    tx.commit();
+    return true;
+  }
+
+  std::optional<Checkpoint> checkpoint(int64_t id) override {
+    auto st = db_.cached("SELECT attempt, tokens, saved_ms FROM checkpoints WHERE job_id = ?1");
+    st->bind(1, id);
+    if (!st->step()) return std::nullopt;
+    Checkpoint c;
+    c.attempt = static_cast<int32_t>(st->int64(0));
+    c.tokens = tokens_from_json(st->text(1), id, db_.path());
+    c.saved_ms = st->int64(2);
+    return c;
+  }
+
+  bool complete(const Lease& lease, const JobResult& result) override {
+    WriteTransaction tx(db_);
+    if (!end_running(lease, "done", nullptr, nullptr)) return false;
+    write_result(lease.job_id, result);
+    end_attempt(lease, {"done"});
+    tx.commit();
+    return true;
+  }
+
+  bool fail(const Lease& lease, const std::string& error_kind, const std::string& message) override {
+    WriteTransaction tx(db_);
+    if (!end_running(lease, "failed", &error_kind, &message)) return false;
+    end_attempt(lease, {"failed", &error_kind, &message});
+    tx.commit();
+    return true;
+  }
+
+  std::optional<JobState> fail_transient(const Lease& lease, const std::string& error_kind,
+                                         const std::string& message, const Backoff& backoff) override {
+    WriteTransaction tx(db_);
+    std::optional<Orphan> job = running_under(lease);
+    if (!job) return std::nullopt;
+    end_attempt(lease, {"transient_error", &error_kind, &message});
+    const JobState state = requeue_or_bury(*job, error_kind, message, backoff);
+    tx.commit();
+    return state;
+  }
+
+  bool finish_cancelled(const Lease& lease, const JobResult& partial) override {
+    WriteTransaction tx(db_);
+    if (!end_running(lease, "cancelled", nullptr, nullptr)) return false;
+    write_result(lease.job_id, partial);
+    end_attempt(lease, {"cancelled"});
+    tx.commit();
+    return true;
+  }
+
+  bool release(const Lease& lease) override {
+    WriteTransaction tx(db_);
+    std::optional<Orphan> job = running_under(lease);
+    if (!job) return false;
+    if (job->cancel_requested) {
+      end_running(lease, "cancelled", nullptr, nullptr);
+      end_attempt(lease, {"cancelled"});
     } else {
-      auto up = db_.cached(R"(
+      auto up = db_.cached(std::string(R"(
         UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, started_at = NULL,
-                        attempts = max(attempts - 1, 0)
-        WHERE id = ?1)");
-      up->bind(1, id).run();
+                        lease_expires_ms = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0))") +
+                           kFence);
+      bind_fence(*up, lease).run();
+      end_attempt(lease, {"released"});
     }
     tx.commit();
+    return true;
   }
+
+  // ---- recovery ---------------------------------------------------------------
+
+  Recovery recover_expired(const Backoff& backoff) override {
+    static constexpr const char* kExpired =
+        "SELECT id FROM jobs WHERE state = 'running' AND lease_expires_ms < ?1 LIMIT 1";
+    // Called on every idle poll: look without the write lock first.
+    if (!db_.cached(kExpired)->bind(1, now_epoch_ms()).step()) return {};
+    WriteTransaction tx(db_);
+    const Recovery r = recover(orphans("lease_expires_ms < ?1", now_epoch_ms(), ""), "lease_expired", backoff);
+    tx.commit();
+    return r;
+  }
+
+  Recovery recover_worker(const std::string& worker, const Backoff& backoff) override {
+    if (!db_.cached("SELECT id FROM jobs WHERE state = 'running' AND worker = ?1 LIMIT 1")->bind(1, worker).step()) {
+      return {};
+    }
+    WriteTransaction tx(db_);
+    const Recovery r = recover(orphans("worker = ?2", 0, worker), "abandoned", backoff);
+    tx.commit();
+    return r;
+  }
+
+  // ---- people's side ----------------------------------------------------------
 
   bool cancel(int64_t id) override {
     WriteTransaction tx(db_);
@@ -234,21 +362,22 @@ class SqliteQueue final : public Queue {
     return st->step() && st->int64(0) != 0;
   }
 
-  int64_t requeue_abandoned(const std::string& worker) override {
+  RetryOutcome retry(int64_t id) override {
     WriteTransaction tx(db_);
-    const int64_t now = now_epoch_ms();
-    auto cancel = db_.cached(R"(
-      UPDATE jobs SET state = 'cancelled', finished_ms = ?2, finished_at = ?3
-      WHERE state = 'running' AND worker = ?1 AND cancel_requested = 1)");
-    cancel->bind(1, worker).bind(2, now).bind(3, iso8601_utc(now)).run();
-    int64_t n = db_.changes();
-    auto requeue = db_.cached(R"(
-      UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, started_at = NULL
-      WHERE state = 'running' AND worker = ?1)");
-    requeue->bind(1, worker).run();
-    n += db_.changes();
+    const std::optional<std::string> state = state_of(id);
+    if (!state) return RetryOutcome::not_found;
+    if (*state != "failed" && *state != "dead" && *state != "cancelled") return RetryOutcome::not_retryable;
+    auto up = db_.cached(R"(
+      UPDATE jobs SET state = 'queued', attempts = 0, worker = NULL, started_ms = NULL, started_at = NULL,
+                      finished_ms = NULL, finished_at = NULL, error_kind = NULL, error = NULL,
+                      cancel_requested = 0, not_before_ms = NULL, not_before_at = NULL,
+                      lease_expires_ms = NULL, lease_expires_at = NULL
+      WHERE id = ?1)");
+    up->bind(1, id).run();
+    db_.cached("DELETE FROM results WHERE job_id = ?1")->bind(1, id).run();
+    drop_checkpoint(id);
     tx.commit();
-    return n;
+    return RetryOutcome::requeued;
   }
 
   std::optional<Job> get(int64_t id) override { return load(id); }
@@ -265,6 +394,27 @@ class SqliteQueue final : public Queue {
     return jobs;
   }
 
+  std::vector<AttemptRecord> attempts(int64_t id) override {
+    auto st = db_.cached(R"(
+      SELECT attempt, worker, started_ms, ended_ms, resumed_tokens, outcome, error_kind, error
+      FROM attempts WHERE job_id = ?1 ORDER BY attempt)");
+    st->bind(1, id);
+    std::vector<AttemptRecord> out;
+    while (st->step()) {
+      AttemptRecord a;
+      a.attempt = static_cast<int32_t>(st->int64(0));
+      a.worker = st->text(1);
+      a.started_ms = st->int64(2);
+      a.ended_ms = st->int64(3);
+      a.resumed_tokens = static_cast<int32_t>(st->int64(4));
+      a.outcome = st->text(5);
+      a.error_kind = st->text(6);
+      a.error = st->text(7);
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
   QueueCounts counts() override {
     QueueCounts c;
     auto st = db_.cached("SELECT state, count(*) FROM jobs GROUP BY state");
@@ -277,12 +427,57 @@ class SqliteQueue final : public Queue {
         case JobState::done: c.done = n; break;
         case JobState::failed: c.failed = n; break;
         case JobState::cancelled: c.cancelled = n; break;
+        case JobState::dead: c.dead = n; break;
       }
     }
+    auto waiting = db_.cached(
+        "SELECT count(*) FROM jobs WHERE state = 'queued' AND not_before_ms > ?1 AND error_kind IS NOT NULL");
+    waiting->bind(1, now_epoch_ms());
+    if (waiting->step()) c.retry_waiting = waiting->int64(0);
     return c;
   }
 
  private:
+  // Inside a write transaction.
+  SubmitOutcome insert(const JobSpec& spec) {
+    if (!spec.idempotency_key.empty()) {
+      auto find = db_.cached("SELECT id FROM jobs WHERE idempotency_key = ?1");
+      find->bind(1, spec.idempotency_key);
+      if (find->step()) return {find->int64(0), false};
+    }
+    const int64_t now = now_epoch_ms();
+    const SamplingParams& sp = spec.sampling;
+    auto ins = db_.cached(R"(
+      INSERT INTO jobs (model, prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
+                        repeat_last_n, seed, stop, ignore_eos, priority, idempotency_key,
+                        created_ms, created_at, max_attempts, not_before_ms, not_before_at)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19))");
+    ins->bind(1, spec.model)
+        .bind(2, spec.prompt)
+        .bind(3, int64_t{sp.max_tokens})
+        .bind(4, double{sp.temperature})
+        .bind(5, int64_t{sp.top_k})
+        .bind(6, double{sp.top_p})
+        .bind(7, double{sp.min_p})
+        .bind(8, double{sp.repeat_penalty})
+        .bind(9, int64_t{sp.repeat_last_n})
+        .bind(10, std::bit_cast<int64_t>(sp.seed))
+        .bind(11, stop_to_json(sp.stop))
+        .bind(12, int64_t{sp.ignore_eos ? 1 : 0})
+        .bind(13, int64_t{spec.priority})
+        .bind_text_or_null(14, spec.idempotency_key)
+        .bind(15, now)
+        .bind(16, iso8601_utc(now))
+        .bind(17, int64_t{spec.max_attempts});
+    if (spec.not_before_ms > 0) {
+      ins->bind(18, spec.not_before_ms).bind(19, iso8601_utc(spec.not_before_ms));
+    } else {
+      ins->bind_null(18).bind_null(19);
+    }
+    ins->run();
+    return {db_.last_insert_rowid(), true};
+  }
+
   std::optional<Job> load(int64_t id) {
     auto st = db_.cached(std::string(kSelectJob) + " WHERE j.id = ?1");
     st->bind(1, id);
@@ -297,24 +492,57 @@ class SqliteQueue final : public Queue {
     return st->text(0);
   }
 
-  // Inside a write transaction: throws unless the job exists and is running.
-  void require_running(int64_t id, const char* action) {
-    const std::optional<std::string> state = state_of(id);
-    if (!state) {
-      throw Error(ErrorKind::invalid_input, "cannot " + std::string(action) + " job " + std::to_string(id) +
-                                                ": no such job in " + db_.path());
+  static Stmt& bind_fence(Stmt& st, const Lease& lease) {
+    return st.bind(1, lease.job_id).bind(2, lease.worker).bind(3, int64_t{lease.attempt});
+  }
+
+  // Inside a write transaction: the job if `lease` still holds it.
+  std::optional<Orphan> running_under(const Lease& lease) {
+    auto st = db_.cached(std::string("SELECT attempts, max_attempts, cancel_requested FROM jobs") + kFence);
+    bind_fence(*st, lease);
+    if (!st->step()) return std::nullopt;
+    Orphan o;
+    o.id = lease.job_id;
+    o.attempt = lease.attempt;
+    o.attempts = static_cast<int32_t>(st->int64(0));
+    o.max_attempts = static_cast<int32_t>(st->int64(1));
+    o.cancel_requested = st->int64(2) != 0;
+    o.worker = lease.worker;
+    return o;
+  }
+
+  bool extend_lease(const Lease& lease, int64_t lease_ms) {
+    const int64_t expires = now_epoch_ms() + lease_ms;
+    auto up = db_.cached(std::string("UPDATE jobs SET lease_expires_ms = ?4, lease_expires_at = ?5") + kFence);
+    bind_fence(*up, lease).bind(4, expires).bind(5, iso8601_utc(expires));
+    up->run();
+    return db_.changes() == 1;
+  }
+
+  // The fenced move of a running job to a final state; false if the fence is broken.
+  bool end_running(const Lease& lease, const char* state, const std::string* error_kind, const std::string* error) {
+    const int64_t now = now_epoch_ms();
+    auto up = db_.cached(std::string(R"(
+      UPDATE jobs SET state = ?4, finished_ms = ?5, finished_at = ?6, error_kind = ?7, error = ?8,
+                      lease_expires_ms = NULL, lease_expires_at = NULL)") +
+                         kFence);
+    bind_fence(*up, lease).bind(4, state).bind(5, now).bind(6, iso8601_utc(now));
+    if (error_kind != nullptr) {
+      up->bind(7, *error_kind).bind(8, *error);
+    } else {
+      up->bind_null(7).bind_null(8);
     }
-    if (*state != "running") {
-      throw Error(ErrorKind::invalid_input, "cannot " + std::string(action) + " job " + std::to_string(id) +
-                                                ": it is " + *state + ", not running (was the row changed "
-                                                "by hand or by another worker?)");
-    }
+    up->run();
+    if (db_.changes() != 1) return false;
+    drop_checkpoint(lease.job_id);
+    return true;
   }
 
   void set_final_state(int64_t id, const char* state, const std::string* error_kind, const std::string* error) {
     const int64_t now = now_epoch_ms();
     auto up = db_.cached(R"(
-      UPDATE jobs SET state = ?2, finished_ms = ?3, finished_at = ?4, error_kind = ?5, error = ?6
+      UPDATE jobs SET state = ?2, finished_ms = ?3, finished_at = ?4, error_kind = ?5, error = ?6,
+                      lease_expires_ms = NULL, lease_expires_at = NULL
       WHERE id = ?1)");
     up->bind(1, id).bind(2, state).bind(3, now).bind(4, iso8601_utc(now));
     if (error_kind != nullptr) {
@@ -323,6 +551,96 @@ class SqliteQueue final : public Queue {
       up->bind_null(5).bind_null(6);
     }
     up->run();
+    drop_checkpoint(id);
+  }
+
+  void drop_checkpoint(int64_t id) { db_.cached("DELETE FROM checkpoints WHERE job_id = ?1")->bind(1, id).run(); }
+
+  void end_attempt(const Lease& lease, const AttemptEnd& end) {
+    const int64_t now = now_epoch_ms();
+    auto up = db_.cached(R"(
+      UPDATE attempts SET ended_ms = ?3, ended_at = ?4, outcome = ?5, error_kind = ?6, error = ?7
+      WHERE job_id = ?1 AND attempt = ?2)");
+    up->bind(1, lease.job_id).bind(2, int64_t{lease.attempt}).bind(3, now).bind(4, iso8601_utc(now)).bind(5,
+                                                                                                         end.outcome);
+    if (end.error_kind != nullptr) {
+      up->bind(6, *end.error_kind).bind(7, *end.error);
+    } else {
+      up->bind_null(6).bind_null(7);
+    }
+    up->run();
+  }
+
+  // Inside a write transaction, for a running job whose attempt has ended
+  // without a result: queued after a backoff while attempts are left, else dead.
+  JobState requeue_or_bury(const Orphan& job, const std::string& error_kind, const std::string& error,
+                           const Backoff& backoff) {
+    const Lease lease{job.id, job.worker, job.attempt};
+    if (job.cancel_requested) {  // a cancel requested while it ran wins over a retry
+      end_running(lease, "cancelled", nullptr, nullptr);
+      return JobState::cancelled;
+    }
+    if (job.attempts >= job.max_attempts) {
+      const std::string why = error + " (attempt " + std::to_string(job.attempts) + " of " +
+                              std::to_string(job.max_attempts) + "; no attempts left: `nightshift retry " +
+                              std::to_string(job.id) + "` queues it again)";
+      end_running(lease, "dead", &error_kind, &why);
+      return JobState::dead;
+    }
+    const int64_t not_before = now_epoch_ms() + backoff_delay_ms(backoff, job.attempts);
+    auto up = db_.cached(std::string(R"(
+      UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, started_at = NULL,
+                      lease_expires_ms = NULL, lease_expires_at = NULL,
+                      not_before_ms = ?4, not_before_at = ?5, error_kind = ?6, error = ?7)") +
+                         kFence);
+    bind_fence(*up, lease).bind(4, not_before).bind(5, iso8601_utc(not_before)).bind(6, error_kind).bind(7, error);
+    up->run();
+    return JobState::queued;
+  }
+
+  // Running jobs matching `where` (which may use ?1 = now, ?2 = worker).
+  std::vector<Orphan> orphans(const std::string& where, int64_t now, const std::string& worker) {
+    auto st = db_.cached(
+        "SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, ifnull(lease_expires_ms, 0) "
+        "FROM jobs WHERE state = 'running' AND " +
+        where + " ORDER BY id");
+    if (where.find("?1") != std::string::npos) st->bind(1, now);
+    if (where.find("?2") != std::string::npos) st->bind(2, worker);
+    std::vector<Orphan> out;
+    while (st->step()) {
+      Orphan o;
+      o.id = st->int64(0);
+      o.attempt = static_cast<int32_t>(st->int64(1));
+      o.attempts = static_cast<int32_t>(st->int64(2));
+      o.max_attempts = static_cast<int32_t>(st->int64(3));
+      o.cancel_requested = st->int64(4) != 0;
+      o.worker = st->text(5);
+      o.lease_expires_ms = st->int64(6);
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+
+  Recovery recover(const std::vector<Orphan>& jobs, const char* outcome, const Backoff& backoff) {
+    Recovery r;
+    const std::string kind = outcome;
+    for (const Orphan& o : jobs) {
+      const std::string n = std::to_string(o.attempt);
+      const std::string error =
+          kind == "abandoned"
+              ? "worker " + o.worker + " was restarted while it ran attempt " + n
+              : "worker " + o.worker + " stopped renewing its lease during attempt " + n +
+                    " (crashed, killed or hung); " +
+                    (o.lease_expires_ms > 0 ? "the lease expired at " + iso8601_utc(o.lease_expires_ms)
+                                            : std::string("it was claimed before the upgrade to leases"));
+      end_attempt({o.id, o.worker, o.attempt}, {outcome, &kind, &error});
+      switch (requeue_or_bury(o, kind, error, backoff)) {
+        case JobState::cancelled: ++r.cancelled; break;
+        case JobState::dead: ++r.dead; break;
+        default: ++r.requeued; break;
+      }
+    }
+    return r;
   }
 
   void write_result(int64_t id, const JobResult& r) {
@@ -347,20 +665,13 @@ class SqliteQueue final : public Queue {
     ins->run();
   }
 
-  void finish(int64_t id, const char* action, const char* state, const std::string* error_kind,
-              const std::string* error, const JobResult* result) {
-    WriteTransaction tx(db_);
-    require_running(id, action);
-    set_final_state(id, state, error_kind, error);
-    if (result != nullptr) write_result(id, *result);
-    tx.commit();
-  }
-
   Db db_;
 };
 
 }  // namespace
 
-std::unique_ptr<Queue> open_sqlite_queue(const std::string& path) { return std::make_unique<SqliteQueue>(path); }
+std::unique_ptr<Queue> open_sqlite_queue(const std::string& path, const SqliteOptions& options) {
+  return std::make_unique<SqliteQueue>(path, options);
+}
 
 }  // namespace ns::jobs

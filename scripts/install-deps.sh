@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libsqlite3-dev liburing-dev libyaml-cpp-dev libspdlog-dev doctest-dev
-  libpcre2-dev nlohmann-json3-dev libcli11-dev
+  libpcre2-dev nlohmann-json3-dev libcli11-dev libsystemd-dev
   clang libclang-rt-14-dev   # the GGUF parser fuzz test (libFuzzer)
   sqlite3                    # integration tests read the database with the sqlite3 shell
 )

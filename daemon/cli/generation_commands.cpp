@@ -9,17 +9,22 @@
 #include "daemon/cli/sampling_flags.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
+#include "engine/stream/human_size.h"
 #include "engine/util/error.h"
 
 namespace ns::cli {
 namespace {
 
 using json = nlohmann::json;
+// Random-weight models (and real ones, mid-character) can emit invalid UTF-8:
+// it becomes U+FFFD in JSON output instead of an exception.
+constexpr auto kReplaceInvalid = json::error_handler_t::replace;
 
 struct RunArgs {
   std::string model, prompt, prompt_file;
   SamplingParams sampling;
   int threads = 0, context = 0;
+  std::string memory_budget = "0", io_mode = "uring";
   bool json = false;
 };
 
@@ -27,6 +32,7 @@ struct LogitsArgs {
   std::string model;
   std::vector<std::string> prompts;
   int top = 8, greedy = 16, threads = 0, context = 0;
+  std::string io_mode = "uring";
   bool json = false;
 };
 
@@ -49,7 +55,9 @@ json stats_json(const GenerationStats& s) {
           {"load_ms", s.load_ms},               {"prefill_ms", s.prefill_ms},
           {"decode_ms", s.decode_ms},           {"prefill_tok_s", s.prefill_tok_s},
           {"decode_tok_s", s.decode_tok_s},     {"peak_rss_bytes", s.peak_rss_bytes},
-          {"bytes_read", s.bytes_read}};
+          {"bytes_read", s.bytes_read},         {"read_gib_s", s.read_gib_s},
+          {"io_wait_ms", s.io_wait_ms},         {"compute_ms", s.compute_ms},
+          {"cache_hit_rate", s.cache_hit_rate}, {"prefetch_accuracy", s.prefetch_accuracy}};
 }
 
 void run_command(const RunArgs& a) {
@@ -57,6 +65,8 @@ void run_command(const RunArgs& a) {
   EngineOptions eo;
   eo.threads = a.threads;
   eo.context = a.context;
+  eo.memory_budget = stream::parse_size(a.memory_budget);
+  eo.io_mode = a.io_mode;
   auto engine = Engine::load(a.model, eo);
   ProgressFn stream;
   if (!a.json)
@@ -67,7 +77,7 @@ void run_command(const RunArgs& a) {
   GenerationResult r = engine->generate(prompt, a.sampling, stream);
   r.stats.load_ms = engine->load_ms();
   if (a.json) {
-    std::cout << json{{"text", r.text}, {"finish_reason", r.finish_reason}, {"stats", stats_json(r.stats)}}.dump()
+    std::cout << json{{"text", r.text}, {"finish_reason", r.finish_reason}, {"stats", stats_json(r.stats)}}.dump(-1, ' ', false, kReplaceInvalid)
               << "\n";
     return;
   }
@@ -77,6 +87,11 @@ void run_command(const RunArgs& a) {
                "[%s] prompt %d tok, prefill %.1f tok/s | completion %d tok, decode %.1f tok/s | load %.0f ms | peak RSS %.1f MiB\n",
                r.finish_reason.c_str(), r.stats.prompt_tokens, r.stats.prefill_tok_s, r.stats.completion_tokens,
                r.stats.decode_tok_s, r.stats.load_ms, r.stats.peak_rss_bytes / 1048576.0);
+  std::fprintf(stderr,
+               "[io %s] read %.1f MiB at %.2f GiB/s | io wait %.0f ms, compute %.0f ms | expert cache hits %.1f%% | "
+               "prefetch accuracy %.1f%%\n",
+               a.io_mode.c_str(), r.stats.bytes_read / 1048576.0, r.stats.read_gib_s, r.stats.io_wait_ms,
+               r.stats.compute_ms, 100.0 * r.stats.cache_hit_rate, 100.0 * r.stats.prefetch_accuracy);
 }
 
 // Top-k [id, logit] pairs of one logits row, best first (ties by lower id).
@@ -95,6 +110,7 @@ void logits_command(const LogitsArgs& a) {
   ModelOptions mo;
   mo.threads = a.threads;
   mo.context = a.context;
+  mo.streaming.io_mode = a.io_mode;
   auto model = Model::load(a.model, mo);
   const int64_t n_vocab = model->n_vocab();
   std::vector<float> logits;
@@ -133,7 +149,7 @@ void logits_command(const LogitsArgs& a) {
   // One prompt: one object (the goldens' entry schema); several: an array, like the goldens files.
   const json& result = all.size() == 1 ? all[0] : all;
   if (a.json) {
-    std::cout << result.dump() << "\n";
+    std::cout << result.dump(-1, ' ', false, kReplaceInvalid) << "\n";
   } else {
     for (const auto& o : all) {
       std::cout << "prompt tokens: " << o["prompt_tokens"].dump() << "\n";
@@ -187,6 +203,12 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   run->add_option("--prompt-file,-f", run_args->prompt_file, "Read the prompt from a file ('-' = stdin)");
   run->add_option("--threads,-t", run_args->threads, "Compute threads (0 = all cores)");
   run->add_option("--context,-c", run_args->context, "Context length in tokens (0 = model default, at most 4096)");
+  run->add_option("--memory-budget", run_args->memory_budget,
+                  "Peak memory for the model, e.g. 3GiB (0 = what the machine has); experts beyond it are streamed")
+      ->capture_default_str();
+  run->add_option("--io-mode", run_args->io_mode, "How expert weights are read: uring, pread or mmap (page cache baseline)")
+      ->check(CLI::IsMember({"uring", "pread", "mmap"}))
+      ->capture_default_str();
   run->add_flag("--json", run_args->json, "Print one JSON object {text, finish_reason, stats}");
   add_sampling_flags(run, run_args->sampling);
   run->callback([run_args] {
@@ -205,6 +227,9 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   logits->add_option("--greedy", la->greedy, "Greedy tokens to generate")->capture_default_str();
   logits->add_option("--threads,-t", la->threads, "Compute threads (0 = all cores)");
   logits->add_option("--context,-c", la->context, "Context length in tokens");
+  logits->add_option("--io-mode", la->io_mode, "How expert weights are read: uring, pread or mmap")
+      ->check(CLI::IsMember({"uring", "pread", "mmap"}))
+      ->capture_default_str();
   logits->add_flag("--json", la->json, "JSON output");
   logits->callback([la] { logits_command(*la); });
 

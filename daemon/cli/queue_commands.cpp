@@ -1,4 +1,4 @@
-// nightshift submit / list / show / cancel: the queue half of the CLI.
+// nightshift submit / list / show / cancel / retry: the queue half of the CLI.
 //
 // Each command finds its database the same way the daemon does
 // (daemon/lib/database_path.h): --db PATH, else `database:` of --config FILE,
@@ -14,6 +14,8 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "daemon/cli/commands.h"
 #include "daemon/cli/sampling_flags.h"
@@ -22,6 +24,7 @@
 #include "daemon/lib/job_format.h"
 #include "engine/util/error.h"
 #include "jobs/queue.h"
+#include "jobs/sqlite_queue.h"
 
 namespace ns::cli {
 namespace {
@@ -43,16 +46,27 @@ struct CommandError {
   std::string message;
 };
 
-std::string database_path(const DatabaseArgs& args) {
-  std::optional<daemon::Config> config;
-  if (!args.config.empty() && args.db.empty()) {
-    try {
-      config = daemon::load_config(args.config);
-    } catch (const Error& e) {
-      throw CommandError{kUsage, e.what()};
-    }
+std::optional<daemon::Config> config_of(const DatabaseArgs& args) {
+  if (args.config.empty()) return std::nullopt;
+  try {
+    return daemon::load_config(args.config);
+  } catch (const Error& e) {
+    throw CommandError{kUsage, e.what()};
   }
+}
+
+std::string database_path(const DatabaseArgs& args) {
+  const std::optional<daemon::Config> config = args.db.empty() ? config_of(args) : std::nullopt;
   return daemon::resolve_database_path(args.db, config ? &*config : nullptr);
+}
+
+// The config's busy timeout and synchronous setting; the start-up integrity
+// check is the daemon's business (the CLI opens the file for a moment).
+std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args) {
+  const std::optional<daemon::Config> config = config_of(args);
+  jobs::SqliteOptions options = daemon::sqlite_options_from(config ? &*config : nullptr);
+  options.integrity_check = jobs::IntegrityCheck::off;
+  return jobs::open_sqlite_queue(daemon::resolve_database_path(args.db, config ? &*config : nullptr), options);
 }
 
 // Reading commands must not create an empty database at a mistyped path.
@@ -63,7 +77,7 @@ std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args) {
     throw CommandError{kFailure, "database " + path + " does not exist; pass --db PATH (or --config FILE, or set " +
                                      std::string(daemon::kDatabaseEnv) + ") or submit a job first"};
   }
-  return jobs::open_sqlite_queue(path);
+  return open_queue(args);
 }
 
 // Runs a command body, mapping failures to exit codes and one line on stderr.
@@ -99,10 +113,35 @@ std::string read_prompt(const std::string& positional, const std::string& file) 
 
 // ---- submit -----------------------------------------------------------------
 
+// One job per non-empty line of `text` (a trailing \r is dropped), all with
+// the flags of `base`; with a key, line N gets "KEY:N".
+std::vector<jobs::JobSpec> specs_from_lines(const std::string& text, const jobs::JobSpec& base,
+                                            std::vector<int>& line_numbers) {
+  std::vector<jobs::JobSpec> specs;
+  size_t start = 0;
+  for (int line = 1; start <= text.size(); ++line) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string prompt = text.substr(start, end - start);
+    if (!prompt.empty() && prompt.back() == '\r') prompt.pop_back();
+    start = end + 1;
+    if (prompt.empty()) continue;
+    jobs::JobSpec s = base;
+    s.prompt = std::move(prompt);
+    if (!base.idempotency_key.empty()) s.idempotency_key = base.idempotency_key + ":" + std::to_string(line);
+    if (std::string problem = jobs::spec_problem(s); !problem.empty()) {
+      throw CommandError{kInvalidInput, "line " + std::to_string(line) + ": " + problem + "; nothing was queued"};
+    }
+    specs.push_back(std::move(s));
+    line_numbers.push_back(line);
+  }
+  return specs;
+}
+
 void add_submit(CLI::App& app, int& exit_code) {
   struct Args {
     DatabaseArgs db;
-    std::string prompt, prompt_file;
+    std::string prompt, prompt_file, prompt_lines;
     jobs::JobSpec spec;
     bool json = false;
   };
@@ -110,40 +149,68 @@ void add_submit(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("submit", "Queue a generation job; prints its id");
   auto* positional = cmd->add_option("prompt", a->prompt, "prompt text, or - to read it from stdin");
   auto* file = cmd->add_option("--prompt-file", a->prompt_file, "read the prompt from a file (- = stdin)");
+  auto* lines = cmd->add_option("--prompt-lines", a->prompt_lines,
+                                "queue one job per non-empty line of this file (- = stdin), in transactions of "
+                                "200; prints one id per line");
   positional->excludes(file);
+  lines->excludes(positional);
+  lines->excludes(file);
   cmd->add_option("--model", a->spec.model, "model name from the daemon config's models:")->required();
   add_sampling_flags(cmd, a->spec.sampling);
   // One value per --stop, so `--stop X 'the prompt'` leaves the prompt positional.
   cmd->get_option("--stop")->allow_extra_args(false);
   cmd->add_option("--priority", a->spec.priority, "higher runs first; ties run oldest first")->capture_default_str();
   cmd->add_option("--key", a->spec.idempotency_key,
-                  "idempotency key: submitting the same key again returns the first job's id");
-  cmd->add_flag("--json", a->json, "print {\"id\": N, \"created\": true|false}");
+                  "idempotency key: submitting the same key again returns the first job's id "
+                  "(with --prompt-lines, line N gets KEY:N)");
+  cmd->add_option("--max-attempts", a->spec.max_attempts,
+                  "attempts that may end in a crash or a transient failure before the job is dead (1..100)")
+      ->capture_default_str();
+  cmd->add_flag("--json", a->json, "print {\"id\": N, \"created\": true|false} (one per line with --prompt-lines)");
   add_database_options(cmd, a->db);
   cmd->footer(
       "Examples:\n"
       "  nightshift submit --model tiny 'Once upon a time'\n"
       "  nightshift submit --model tiny --prompt-file notes.txt --max-tokens 400 --stop $'\\n\\n' --key notes-2025-01-31\n"
       "  cat doc.txt | nightshift submit --model tiny --priority 5 -\n"
+      "  nightshift submit --model tiny --prompt-lines questions.txt --key questions-v1\n"
       "Exit status: 0 queued (or the key matched a job), 2 bad command line, 4 input rejected\n"
-      "(empty prompt, sampling value out of range), 1 database failure.\n");
+      "(empty or non-UTF-8 prompt, sampling value out of range), 1 database failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("submit", exit_code, [&] {
+      auto print = [&](const jobs::SubmitOutcome& out, const std::string& key) {
+        if (a->json) {
+          std::cout << daemon::json_text({{"id", out.id}, {"created", out.created}}) << "\n";
+        } else {
+          std::cout << out.id << "\n";
+          if (!out.created) {
+            std::fprintf(stderr, "nightshift submit: key '%s' already names job %lld; nothing new was queued\n",
+                         key.c_str(), static_cast<long long>(out.id));
+          }
+        }
+      };
+      if (!a->prompt_lines.empty()) {
+        std::vector<int> line_numbers;
+        const std::vector<jobs::JobSpec> specs =
+            specs_from_lines(read_prompt("", a->prompt_lines), a->spec, line_numbers);
+        if (specs.empty()) throw CommandError{kInvalidInput, a->prompt_lines + " has no non-empty line"};
+        auto queue = open_queue(a->db);
+        constexpr size_t kChunk = 200;  // one commit per chunk: fast, and short write locks for the daemon
+        for (size_t i = 0; i < specs.size(); i += kChunk) {
+          const size_t n = std::min(kChunk, specs.size() - i);
+          const std::vector<jobs::SubmitOutcome> outs = queue->submit_many(std::span(specs).subspan(i, n));
+          for (size_t k = 0; k < outs.size(); ++k) print(outs[k], specs[i + k].idempotency_key);
+        }
+        std::cout.flush();
+        return;
+      }
       if (a->prompt.empty() && a->prompt_file.empty()) {
-        throw CommandError{kUsage, "give the prompt as an argument, with --prompt-file FILE, or - for stdin"};
+        throw CommandError{kUsage, "give the prompt as an argument, with --prompt-file FILE, --prompt-lines FILE, "
+                                   "or - for stdin"};
       }
       a->spec.prompt = read_prompt(a->prompt, a->prompt_file);
-      auto queue = jobs::open_sqlite_queue(database_path(a->db));
-      const jobs::SubmitOutcome out = queue->submit(a->spec);
-      if (a->json) {
-        std::cout << daemon::json_text({{"id", out.id}, {"created", out.created}}) << "\n";
-      } else {
-        std::cout << out.id << "\n";
-        if (!out.created) {
-          std::fprintf(stderr, "nightshift submit: key '%s' already names job %lld; nothing new was queued\n",
-                       a->spec.idempotency_key.c_str(), static_cast<long long>(out.id));
-        }
-      }
+      auto queue = open_queue(a->db);
+      print(queue->submit(a->spec), a->spec.idempotency_key);
     });
   });
 }
@@ -186,7 +253,7 @@ void add_list(CLI::App& app, int& exit_code) {
       std::cout << daemon::format_job_table(jobs);
       const jobs::QueueCounts c = queue->counts();
       std::cout << "queued " << c.queued << ", running " << c.running << ", done " << c.done << ", failed "
-                << c.failed << ", cancelled " << c.cancelled << "\n";
+                << c.failed << ", cancelled " << c.cancelled << ", dead " << c.dead << "\n";
     });
   });
 }
@@ -200,7 +267,7 @@ void add_show(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("show", "Show one job: every field, the result and its stats");
+  CLI::App* cmd = app.add_subcommand("show", "Show one job: every field, the result and its stats, its attempts");
   cmd->add_option("id", a->id, "job id")->required();
   cmd->add_flag("--json", a->json, "print the job as a JSON object");
   add_database_options(cmd, a->db);
@@ -214,10 +281,13 @@ void add_show(CLI::App& app, int& exit_code) {
       auto queue = open_existing(a->db);
       std::optional<jobs::Job> job = queue->get(a->id);
       if (!job) throw CommandError{kNotFound, "no job " + std::to_string(a->id) + " in this database"};
+      const std::vector<jobs::AttemptRecord> history = queue->attempts(a->id);
       if (a->json) {
-        std::cout << daemon::json_text(daemon::job_to_json(*job), 2) << "\n";
+        nlohmann::json j = daemon::job_to_json(*job);
+        j["history"] = daemon::attempts_to_json(history);
+        std::cout << daemon::json_text(j, 2) << "\n";
       } else {
-        std::cout << daemon::format_job_details(*job);
+        std::cout << daemon::format_job_details(*job) << daemon::format_attempts(history);
       }
     });
   });
@@ -258,6 +328,52 @@ void add_cancel(CLI::App& app, int& exit_code) {
   });
 }
 
+// ---- retry ------------------------------------------------------------------
+
+void add_retry(CLI::App& app, int& exit_code) {
+  struct Args {
+    DatabaseArgs db;
+    std::vector<int64_t> ids;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "retry", "Queue failed, dead or cancelled jobs again, as new (attempts reset, result and checkpoint dropped)");
+  cmd->add_option("id", a->ids, "job ids")->required();
+  add_database_options(cmd, a->db);
+  cmd->footer(
+      "Examples:\n"
+      "  nightshift retry 42\n"
+      "  nightshift list --state dead --json | jq -r '.[].id' | xargs nightshift retry\n"
+      "The attempts so far stay in the job's history (nightshift show ID).\n"
+      "Exit status: 0 all queued again, 3 an id is unknown, 1 a job is queued, running or done.\n");
+  cmd->callback([a, &exit_code] {
+    run_command("retry", exit_code, [&] {
+      auto queue = open_existing(a->db);
+      std::optional<CommandError> first_error;
+      for (int64_t id : a->ids) {
+        const std::string name = "job " + std::to_string(id);
+        switch (queue->retry(id)) {
+          case jobs::RetryOutcome::requeued:
+            std::cout << name << " queued again\n";
+            break;
+          case jobs::RetryOutcome::not_found:
+            std::fprintf(stderr, "nightshift retry: no %s in this database\n", name.c_str());
+            if (!first_error) first_error = CommandError{kNotFound, "some jobs were not retried"};
+            break;
+          case jobs::RetryOutcome::not_retryable: {
+            const std::optional<jobs::Job> job = queue->get(id);
+            std::fprintf(stderr, "nightshift retry: %s is %s; only failed, dead or cancelled jobs can be retried\n",
+                         name.c_str(), job ? jobs::state_name(job->state) : "gone");
+            if (!first_error) first_error = CommandError{kFailure, "some jobs were not retried"};
+            break;
+          }
+        }
+      }
+      if (first_error) throw *first_error;
+    });
+  });
+}
+
 }  // namespace
 
 void add_queue_commands(CLI::App& app, int& exit_code) {
@@ -265,6 +381,7 @@ void add_queue_commands(CLI::App& app, int& exit_code) {
   add_list(app, exit_code);
   add_show(app, exit_code);
   add_cancel(app, exit_code);
+  add_retry(app, exit_code);
 }
 
 }  // namespace ns::cli

@@ -74,20 +74,47 @@ std::string resolve_path(const Context& ctx, const std::string& p) {
 struct Option {
   ConfigOption info;
   std::function<void(Config&, const YAML::Node&, const Context&)> apply;
+  std::function<bool(const Config&, const Config&)> same;  // for changed_keys()
 };
+
+// `same` for a key stored in `member`.
+template <class T>
+std::function<bool(const Config&, const Config&)> same_member(T Config::*member) {
+  return [member](const Config& a, const Config& b) { return a.*member == b.*member; };
+}
+
+// A string value that must be one of `allowed`.
+std::string one_of(const Context& ctx, const YAML::Node& n, const std::string& key,
+                   const std::vector<std::string>& allowed) {
+  const std::string v = as_string(ctx, key, n);
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return v;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  reject(ctx, n, key + " '" + v + "' is not one of: " + list);
+}
+
+// A row for an integer key stored in `member`.
+Option int_option(const char* name, const char* default_value, long long min, long long max, bool reloadable,
+                  const char* doc, int Config::*member) {
+  return {{name, "integer", default_value, doc, reloadable},
+          [=](Config& c, const YAML::Node& n, const Context& ctx) { c.*member = as_int(ctx, name, n, min, max); },
+          same_member(member)};
+}
 
 // The one table of options. examples/config.yaml documents each of them (a
 // unit test keeps the two in step).
 const std::vector<Option>& option_table() {
   static const std::vector<Option> kOptions = {
       {{"database", "string", "\"\"",
-        "SQLite queue file; relative to this file's directory. Empty: $NIGHTSHIFT_DB, else ./nightshift.db"},
+        "SQLite queue file; relative to this file's directory. Empty: $NIGHTSHIFT_DB, else ./nightshift.db",
+        false},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          const std::string v = as_string(ctx, "database", n);
          c.database = v.empty() ? v : resolve_path(ctx, v);
-       }},
+       },
+       same_member(&Config::database)},
       {{"models", "map", "{}",
-        "model name -> GGUF file; jobs name a model; relative paths resolve against this file's directory"},
+        "model name -> GGUF file; jobs name a model; relative paths resolve against this file's directory", true},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          if (!n.IsMap()) reject(ctx, n, std::string("models must be a mapping of name: path, got ") + node_kind(n));
          for (const auto& kv : n) {
@@ -98,30 +125,55 @@ const std::vector<Option>& option_table() {
            if (c.models.count(name) != 0) reject(ctx, kv.first, "model '" + name + "' is listed twice");
            c.models[name] = resolve_path(ctx, file);
          }
-       }},
-      {{"threads", "integer", "0", "compute threads; 0 = all cores"},
-       [](Config& c, const YAML::Node& n, const Context& ctx) { c.threads = as_int(ctx, "threads", n, 0, 4096); }},
-      {{"context", "integer", "0", "KV cache length in tokens; 0 = the model's, capped at 4096"},
+       },
+       same_member(&Config::models)},
+      int_option("threads", "0", 0, 4096, true, "compute threads; 0 = all cores (applies at the next model load)", &Config::threads),
+      int_option("context", "0", 0, 1 << 24, true,
+                    "KV cache length in tokens; 0 = the model's, capped at 4096 (applies at the next model load)", &Config::context),
+      {{"log_level", "string", "info", "trace, debug, info, warn, error, critical or off", true},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
-         c.context = as_int(ctx, "context", n, 0, 1 << 24);
-       }},
-      {{"log_level", "string", "info", "trace, debug, info, warn, error, critical or off"},
+         c.log_level = one_of(ctx, n, "log_level", log_level_names());
+       },
+       same_member(&Config::log_level)},
+      int_option("poll_interval_ms", "1000", 10, 3'600'000, true,
+                    "how long an idle daemon waits before looking for new jobs", &Config::poll_interval_ms),
+      {{"worker_id", "string", "\"\"", "name written to jobs.worker; empty = hostname:pid", false},
+       [](Config& c, const YAML::Node& n, const Context& ctx) { c.worker_id = as_string(ctx, "worker_id", n); },
+       same_member(&Config::worker_id)},
+      int_option("lease_ms", "60000", 300, 86'400'000, true,
+                    "a claimed job is this daemon's for this long unless renewed (every lease_ms / 3); "
+                    "after that another daemon may take it over", &Config::lease_ms),
+      int_option("checkpoint_tokens", "32", 0, 1'000'000, true,
+                    "save the generated tokens every N tokens so a crash resumes there; 0 = not by count", &Config::checkpoint_tokens),
+      int_option("checkpoint_interval_ms", "10000", 0, 86'400'000, true,
+                    "... and at least every S ms while tokens come; 0 = not by time", &Config::checkpoint_interval_ms),
+      int_option("retry_backoff_ms", "5000", 0, 86'400'000, true,
+                    "delay before the first retry of a job after a transient failure or a crash; doubles per "
+                    "attempt, with jitter", &Config::retry_backoff_ms),
+      int_option("retry_backoff_max_ms", "600000", 0, 86'400'000, true, "the longest delay between retries", &Config::retry_backoff_max_ms),
+      int_option("drain_timeout_ms", "30000", 100, 86'400'000, true,
+                    "on SIGTERM, exit after this long even if the current token is still computing (the job "
+                    "then resumes from its last checkpoint)", &Config::drain_timeout_ms),
+      int_option("stall_timeout_ms", "600000", 1000, 86'400'000, true,
+                 "a job that shows no progress (no token, no prefill chunk) for this long is considered hung: "
+                 "its lease is no longer renewed, so another daemon takes it over, and the systemd watchdog "
+                 "restarts this one",
+                 &Config::stall_timeout_ms),
+      int_option("busy_timeout_ms", "5000", 0, 3'600'000, false,
+                    "how long a database write waits for another process's lock before it is retried later", &Config::busy_timeout_ms),
+      {{"synchronous", "string", "full",
+        "full: every commit is on disk when it returns; normal: faster, a power cut may undo the last commits",
+        false},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
-         const std::string v = as_string(ctx, "log_level", n);
-         const auto& names = log_level_names();
-         if (std::find(names.begin(), names.end(), v) == names.end()) {
-           std::string list;
-           for (const auto& l : names) list += (list.empty() ? "" : ", ") + l;
-           reject(ctx, n, "log_level '" + v + "' is not one of: " + list);
-         }
-         c.log_level = v;
-       }},
-      {{"poll_interval_ms", "integer", "1000", "how long an idle daemon waits before looking for new jobs"},
+         c.synchronous = one_of(ctx, n, "synchronous", {"full", "normal"});
+       },
+       same_member(&Config::synchronous)},
+      {{"integrity_check", "string", "quick",
+        "database check at start-up: quick (pages and rows), full (also indexes; slower) or off", false},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
-         c.poll_interval_ms = as_int(ctx, "poll_interval_ms", n, 10, 3'600'000);
-       }},
-      {{"worker_id", "string", "\"\"", "name written to jobs.worker; empty = hostname:pid"},
-       [](Config& c, const YAML::Node& n, const Context& ctx) { c.worker_id = as_string(ctx, "worker_id", n); }},
+         c.integrity_check = one_of(ctx, n, "integrity_check", {"quick", "full", "off"});
+       },
+       same_member(&Config::integrity_check)},
   };
   return kOptions;
 }
@@ -190,6 +242,21 @@ Config load_config(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return parse_config(text.str(), path);
+}
+
+std::vector<std::string> changed_keys(const Config& a, const Config& b) {
+  std::vector<std::string> out;
+  for (const Option& o : option_table()) {
+    if (!o.same(a, b)) out.emplace_back(o.info.name);
+  }
+  return out;
+}
+
+bool is_reloadable(const std::string& key) {
+  for (const Option& o : option_table()) {
+    if (key == o.info.name) return o.info.reloadable;
+  }
+  return false;
 }
 
 std::string effective_worker_id(const Config& config) {

@@ -23,6 +23,18 @@ struct Config {
   std::string log_level = "info";
   int poll_interval_ms = 1000;                // idle wait between claims
   std::string worker_id;                      // "" = host:pid (see effective_worker_id)
+
+  // Reliability (docs/operations.md).
+  int lease_ms = 60'000;                // a claim lapses unless renewed; renewed every lease_ms / 3
+  int checkpoint_tokens = 32;           // save generated tokens every N tokens (0: never by count)
+  int checkpoint_interval_ms = 10'000;  // ... or every S ms (0: never by time)
+  int retry_backoff_ms = 5'000;         // first delay after a transient failure or a crash
+  int retry_backoff_max_ms = 600'000;   // cap of the doubling delays
+  int drain_timeout_ms = 30'000;        // SIGTERM: exit after this even if a token is still computing
+  int stall_timeout_ms = 600'000;       // no progress this long: stop renewing the lease and the watchdog
+  int busy_timeout_ms = 5'000;          // wait for another writer's lock before a transient error
+  std::string synchronous = "full";     // full | normal (PRAGMA synchronous)
+  std::string integrity_check = "quick";  // quick | full | off, at start-up
 };
 
 // One row of the option table.
@@ -31,6 +43,7 @@ struct ConfigOption {
   const char* type;           // as shown to users: "string", "integer", "map"
   const char* default_value;  // as written in YAML
   const char* doc;
+  bool reloadable;            // SIGHUP applies it to a running daemon (else: restart)
 };
 
 const std::vector<ConfigOption>& config_options();
@@ -46,5 +59,10 @@ const std::vector<std::string>& log_level_names();
 
 // worker_id, or "hostname:pid" when it is empty.
 std::string effective_worker_id(const Config& config);
+
+// The keys whose values differ between two configs (for SIGHUP: what
+// changed, and which of those need a restart).
+std::vector<std::string> changed_keys(const Config& a, const Config& b);
+bool is_reloadable(const std::string& key);
 
 }  // namespace ns::daemon

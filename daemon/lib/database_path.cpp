@@ -11,4 +11,15 @@ std::string resolve_database_path(const std::string& cli_db, const Config* confi
   return kDefaultDatabase;
 }
 
+jobs::SqliteOptions sqlite_options_from(const Config* config) {
+  jobs::SqliteOptions o;
+  if (config == nullptr) return o;
+  o.busy_timeout_ms = config->busy_timeout_ms;
+  o.synchronous = config->synchronous == "normal" ? jobs::Synchronous::normal : jobs::Synchronous::full;
+  o.integrity_check = config->integrity_check == "full"    ? jobs::IntegrityCheck::full
+                      : config->integrity_check == "quick" ? jobs::IntegrityCheck::quick
+                                                           : jobs::IntegrityCheck::off;
+  return o;
+}
+
 }  // namespace ns::daemon

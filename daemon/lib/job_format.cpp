@@ -83,6 +83,12 @@ json job_to_json(const jobs::Job& job) {
       {"finished_at", iso_or_null(job.finished_ms)},
       {"worker", text_or_null(job.worker)},
       {"attempts", job.attempts},
+      {"max_attempts", job.spec.max_attempts},
+      {"attempt", job.attempt},
+      {"lease_expires_ms", time_or_null(job.lease_expires_ms)},
+      {"lease_expires_at", iso_or_null(job.lease_expires_ms)},
+      {"not_before_ms", time_or_null(job.spec.not_before_ms)},
+      {"not_before_at", iso_or_null(job.spec.not_before_ms)},
       {"cancel_requested", job.cancel_requested},
       {"error_kind", text_or_null(job.error_kind)},
       {"error", text_or_null(job.error)},
@@ -119,7 +125,9 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs) {
       tok_s = fmt::format("{:.2f}", j.result->decode_tok_s);
       snippet = preview(j.result->text, 40);
     }
-    if (j.state == jobs::JobState::failed) snippet = preview(j.error_kind + ": " + j.error, 60);
+    if (j.state == jobs::JobState::failed || j.state == jobs::JobState::dead) {
+      snippet = preview(j.error_kind + ": " + j.error, 60);
+    }
     if (j.state == jobs::JobState::queued || j.state == jobs::JobState::running) {
       snippet = "> " + preview(j.spec.prompt, 38);
     }
@@ -161,12 +169,19 @@ std::string format_job_details(const jobs::Job& job) {
   field("started", jobs::iso8601_utc(job.started_ms));
   field("finished", jobs::iso8601_utc(job.finished_ms));
   field("worker", job.worker);
-  field("attempts", std::to_string(job.attempts));
+  field("attempts", fmt::format("{} of at most {} (latest claim #{})", job.attempts, job.spec.max_attempts,
+                                job.attempt));
+  if (job.state == jobs::JobState::running) field("lease_expires", jobs::iso8601_utc(job.lease_expires_ms));
+  if (job.spec.not_before_ms != 0 && job.state == jobs::JobState::queued) {
+    field("not_before", jobs::iso8601_utc(job.spec.not_before_ms));
+  }
   field("sampling", fmt::format("max_tokens={} temperature={} top_k={} top_p={} min_p={} repeat_penalty={} "
                                 "repeat_last_n={} seed={} ignore_eos={} stop={}",
                                 sp.max_tokens, sp.temperature, sp.top_k, sp.top_p, sp.min_p, sp.repeat_penalty,
                                 sp.repeat_last_n, sp.seed, sp.ignore_eos, stop));
-  if (!job.error.empty()) field("error", job.error_kind + ": " + job.error);
+  if (!job.error.empty()) {
+    field(job.state == jobs::JobState::queued ? "last_error" : "error", job.error_kind + ": " + job.error);
+  }
   if (job.result) {
     const jobs::JobResult& r = *job.result;
     field("finish_reason", r.finish_reason);
@@ -180,6 +195,35 @@ std::string format_job_details(const jobs::Job& job) {
   }
   out += "--- prompt ---\n" + job.spec.prompt + "\n";
   if (job.result) out += "--- output ---\n" + job.result->text + "\n";
+  return out;
+}
+
+json attempts_to_json(const std::vector<jobs::AttemptRecord>& attempts) {
+  json arr = json::array();
+  for (const jobs::AttemptRecord& a : attempts) {
+    arr.push_back({{"attempt", a.attempt},
+                   {"worker", a.worker},
+                   {"started_ms", time_or_null(a.started_ms)},
+                   {"started_at", iso_or_null(a.started_ms)},
+                   {"ended_ms", time_or_null(a.ended_ms)},
+                   {"ended_at", iso_or_null(a.ended_ms)},
+                   {"resumed_tokens", a.resumed_tokens},
+                   {"outcome", text_or_null(a.outcome)},
+                   {"error_kind", text_or_null(a.error_kind)},
+                   {"error", text_or_null(a.error)}});
+  }
+  return arr;
+}
+
+std::string format_attempts(const std::vector<jobs::AttemptRecord>& attempts) {
+  if (attempts.empty()) return "";
+  std::string out = "--- attempts ---\n";
+  for (const jobs::AttemptRecord& a : attempts) {
+    out += fmt::format("  #{} {} {} -> {} {}{}{}\n", a.attempt, a.worker, short_time(a.started_ms),
+                       short_time(a.ended_ms), a.outcome.empty() ? "running" : a.outcome,
+                       a.resumed_tokens > 0 ? fmt::format(" (resumed at token {})", a.resumed_tokens) : "",
+                       a.error.empty() ? "" : ": " + preview(a.error_kind + ": " + a.error, 100));
+  }
   return out;
 }
 

@@ -29,4 +29,9 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs);
 // Every field, the result's stats and the full prompt and output.
 std::string format_job_details(const jobs::Job& job);
 
+// A job's claims and how each ended (`nightshift show`): a JSON array, and
+// one line per attempt ("" when it never ran).
+nlohmann::json attempts_to_json(const std::vector<jobs::AttemptRecord>& attempts);
+std::string format_attempts(const std::vector<jobs::AttemptRecord>& attempts);
+
 }  // namespace ns::daemon

@@ -35,6 +35,7 @@ class Llama final : public Architecture {
       L.ffn_norm = t.vector(p + "ffn_norm.weight", d);
       if (hp.is_moe()) {
         L.is_moe = true;
+        L.moe.layer = il;
         L.moe.router = t.matrix(p + "ffn_gate_inp.weight", hp.n_expert, d);
         L.moe.gate = t.experts(p + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_expert, d);
         L.moe.up = t.experts(p + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_expert, d);

@@ -1,14 +1,24 @@
 // Maps general.architecture to the file that implements it.
 #include "engine/arch/architecture.h"
+#include "engine/arch/deepseek2.h"
 #include "engine/arch/llama.h"
+#include "engine/arch/qwen_moe.h"
 #include "engine/util/error.h"
 
 namespace ns {
 
-const char* supported_architectures() { return "llama"; }
+const char* supported_architectures() { return "llama, deepseek2, qwen2moe, qwen3moe"; }
 
 std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader) {
-  if (hp.arch == "llama") return make_llama(hp, loader);
+  if (hp.arch == "llama") {
+    // engine/arch/llama.cpp rotates with ops::rope, which takes no YaRN parameters.
+    if (hp.rope_scaling == RopeScaling::yarn)
+      throw Error(ErrorKind::bad_model, "llama: YaRN rope scaling (llama.rope.scaling.type = yarn) is not supported "
+                                        "for this architecture yet (supported: none, linear)");
+    return make_llama(hp, loader);
+  }
+  if (hp.arch == "deepseek2") return make_deepseek2(hp, loader);
+  if (hp.arch == "qwen2moe" || hp.arch == "qwen3moe") return make_qwen_moe(hp, loader);
   throw Error(ErrorKind::bad_model, "architecture '" + hp.arch + "' is not supported by this build (supported: " +
                                         supported_architectures() + ")");
 }

@@ -297,6 +297,8 @@ GgufFile::~GgufFile() {
   if (map_) munmap(map_, map_len_);
 }
 
+bool GgufFile::advise_random() const { return !map_ || madvise(map_, map_len_, MADV_RANDOM) == 0; }
+
 const Value* GgufFile::find(const std::string& key) const {
   auto it = kv_.find(key);
   return it == kv_.end() ? nullptr : &it->second;

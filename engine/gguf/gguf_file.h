@@ -95,6 +95,10 @@ class GgufFile {
   const TensorInfo* find_tensor(const std::string& name) const;
   // Pointer to a tensor's bytes inside the mapping (or the parsed span).
   const uint8_t* tensor_data(const TensorInfo& t) const { return base_ + t.offset; }
+  // Streaming: page faults on the mapping read only the page touched (no
+  // read-ahead into neighbouring expert stacks, which must not enter RSS).
+  // No-op for parsed spans. Returns false (errno set) if madvise refused.
+  bool advise_random() const;
 
  private:
   GgufFile() = default;

@@ -29,6 +29,17 @@ static inline float load_half(const uint8_t* p) { return _cvtsh_ss(load_u16(p));
 // A block's fp16 scale in all 8 lanes: one table load, no shuffle.
 static inline __m256 broadcast_fp16(const uint8_t* p) { return _mm256_broadcast_ss(&fp16_table.value[load_u16(p)]); }
 
+// Block formats: requests the bytes at the same position `rows` rows further
+// down, which the next micro-tile reads. Quantized rows are short (2.3 KB for
+// Q4_0 at 4096 columns), so without this every micro-tile starts its row
+// streams cold; measured streaming a 4096 x 4096 matrix from DRAM on one core:
+// Q4_0 5.7 -> 9.9 GB/s, Q8_0 9.0 -> 11.9 GB/s (prefetching 512 bytes ahead in
+// the same row reached only 7.6 and 10.8). Prefetches never fault, so running
+// past the matrix is harmless.
+static inline void prefetch_next_rows(const uint8_t* p, int64_t rows, size_t stride) {
+  _mm_prefetch(reinterpret_cast<const char*>(p + rows * stride), _MM_HINT_T0);
+}
+
 // R rows x T tokens of the product over whole rows of n elements; R and T are
 // template arguments of the kernel, one instantiation per table entry.
 using MicroFn = void (*)(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, int64_t n, float* y,

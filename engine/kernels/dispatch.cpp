@@ -22,6 +22,28 @@ constexpr FormatKernels kFormats[] = {
      q8_0_avx2::quantize, q8_0_avx2::vec_dot, q8_0_avx2::tile},
     {GgmlType::Q4_0, GgmlType::Q8_0, q4_0::dequantize, q4_0::quantize, q4_0::vec_dot,  //
      nullptr, q4_0_avx2::vec_dot, q4_0_avx2::tile},
+    {GgmlType::Q8_1, GgmlType::Q8_1, q8_1::dequantize, q8_1::quantize, nullptr,  //
+     q8_1_avx2::quantize, nullptr, nullptr},
+    {GgmlType::Q4_1, GgmlType::Q8_1, q4_1::dequantize, q4_1::quantize, q4_1::vec_dot,  //
+     nullptr, q4_1_avx2::vec_dot, q4_1_avx2::tile},
+    {GgmlType::Q5_0, GgmlType::Q8_0, q5_0::dequantize, q5_0::quantize, q5_0::vec_dot,  //
+     nullptr, q5_0_avx2::vec_dot, q5_0_avx2::tile},
+    {GgmlType::Q5_1, GgmlType::Q8_1, q5_1::dequantize, q5_1::quantize, q5_1::vec_dot,  //
+     nullptr, q5_1_avx2::vec_dot, q5_1_avx2::tile},
+    {GgmlType::IQ4_NL, GgmlType::Q8_0, iq4_nl::dequantize, iq4_nl::quantize, iq4_nl::vec_dot,  //
+     nullptr, iq4_nl_avx2::vec_dot, iq4_nl_avx2::tile},
+    {GgmlType::Q8_K, GgmlType::Q8_K, q8_k::dequantize, q8_k::quantize, nullptr,  //
+     q8_k_avx2::quantize, nullptr, nullptr},
+    {GgmlType::Q2_K, GgmlType::Q8_K, q2_k::dequantize, q2_k::quantize, q2_k::vec_dot,  //
+     nullptr, q2_k_avx2::vec_dot, q2_k_avx2::tile},
+    {GgmlType::Q3_K, GgmlType::Q8_K, q3_k::dequantize, q3_k::quantize, q3_k::vec_dot,  //
+     nullptr, q3_k_avx2::vec_dot, q3_k_avx2::tile},
+    {GgmlType::Q4_K, GgmlType::Q8_K, q4_k::dequantize, q4_k::quantize, q4_k::vec_dot,  //
+     nullptr, q4_k_avx2::vec_dot, q4_k_avx2::tile},
+    {GgmlType::Q5_K, GgmlType::Q8_K, q5_k::dequantize, q5_k::quantize, q5_k::vec_dot,  //
+     nullptr, q5_k_avx2::vec_dot, q5_k_avx2::tile},
+    {GgmlType::Q6_K, GgmlType::Q8_K, q6_k::dequantize, q6_k::quantize, q6_k::vec_dot,  //
+     nullptr, q6_k_avx2::vec_dot, q6_k_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

@@ -8,6 +8,13 @@
 //   Q8_0: fp16 d, int8 q[32];                        x[j] = d * q[j]
 //   Q4_0: fp16 d, uint8 qs[16]; element j < 16 in the low nibble of qs[j],
 //         element j + 16 in its high nibble;          x[j] = d * (nibble - 8)
+//   Q4_1: fp16 d, fp16 m, qs[16] as Q4_0;             x[j] = d * nibble + m
+//   Q5_0: fp16 d, uint32 qh, qs[16] as Q4_0; bit j of qh is element j's
+//         fifth bit;                                  x[j] = d * (q - 16)
+//   Q5_1: fp16 d, fp16 m, qh, qs as Q5_0;             x[j] = d * q + m
+//   Q8_1: fp16 d, fp16 s = d * sum(q), int8 q[32];    x[j] = d * q
+//   IQ4_NL: fp16 d, qs[16] as Q4_0;                   x[j] = d * iq4_nl::kValues[nibble]
+//   Q2_K..Q6_K, Q8_K: 256-element super-blocks, see kquant.h.
 #pragma once
 
 #include <cstddef>
@@ -73,5 +80,138 @@ namespace q4_0_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q4_0_avx2
+
+// The activation format of Q4_1 and Q5_1 weights (vec_dot null).
+namespace q8_1 {
+inline constexpr int64_t kBlockElems = 32;
+inline constexpr size_t kBlockBytes = 2 + 2 + 32;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+}  // namespace q8_1
+namespace q8_1_avx2 {
+void quantize(const float* src, void* dst, int64_t n);
+}  // namespace q8_1_avx2
+
+namespace q4_1 {
+inline constexpr int64_t kBlockElems = 32;
+inline constexpr size_t kBlockBytes = 2 + 2 + 16;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_1
+}  // namespace q4_1
+namespace q4_1_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q4_1_avx2
+
+namespace q5_0 {
+inline constexpr int64_t kBlockElems = 32;
+inline constexpr size_t kBlockBytes = 2 + 4 + 16;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_0
+}  // namespace q5_0
+namespace q5_0_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q5_0_avx2
+
+namespace q5_1 {
+inline constexpr int64_t kBlockElems = 32;
+inline constexpr size_t kBlockBytes = 2 + 2 + 4 + 16;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_1
+}  // namespace q5_1
+namespace q5_1_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q5_1_avx2
+
+namespace iq4_nl {
+inline constexpr int64_t kBlockElems = 32;
+inline constexpr size_t kBlockBytes = 2 + 16;
+// ggml's kvalues_iq4nl: the 16 levels a nibble selects.
+inline constexpr int8_t kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_0
+}  // namespace iq4_nl
+namespace iq4_nl_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq4_nl_avx2
+
+// The activation format of the K-quants (vec_dot null).
+namespace q8_k {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 4 + 256 + 2 * 16;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+}  // namespace q8_k
+namespace q8_k_avx2 {
+void quantize(const float* src, void* dst, int64_t n);
+}  // namespace q8_k_avx2
+
+// The K-quants, dotted against Q8_K. Block layouts: kquant.h.
+namespace q2_k {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 16 + 64 + 2 + 2;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace q2_k
+namespace q2_k_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q2_k_avx2
+
+namespace q3_k {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 32 + 64 + 12 + 2;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace q3_k
+namespace q3_k_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q3_k_avx2
+
+namespace q4_k {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 2 + 12 + 128;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace q4_k
+namespace q4_k_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q4_k_avx2
+
+namespace q5_k {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 2 + 12 + 32 + 128;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace q5_k
+namespace q5_k_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q5_k_avx2
+
+namespace q6_k {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 128 + 64 + 16 + 2;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace q6_k
+namespace q6_k_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q6_k_avx2
 
 }  // namespace ns::kernels

@@ -74,8 +74,10 @@ struct MatmulScratch {
 // Work is split over `pool`'s threads by rows; x and y are F32, row-major.
 // Each weight row is read once per call whatever n_tokens is. Throws ns::Error
 // (bad_model) for a type without kernels or a shape the type cannot hold.
+// per_token: sum each token's dot products as a single-token call would (the
+// order the reference uses for expert matmuls, mul_mat_id), not in batch tiles.
 void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch);
+            MatmulScratch& scratch, bool per_token = false);
 
 // fp16 / bf16 scalar conversions (exact, round-to-nearest-even on the way down).
 float fp16_to_fp32(uint16_t h);

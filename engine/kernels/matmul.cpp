@@ -42,11 +42,17 @@ struct ProductJob {
   int64_t n_tokens;
   float* y;
   int64_t chunk_rows;
+  bool token_by_token;  // one-token tiles, each token on its own
 
   void run(int64_t chunk_begin, int64_t chunk_end) const {
     const int64_t end = std::min(rows, chunk_end * chunk_rows);
     for (int64_t r0 = chunk_begin * chunk_rows; r0 < end; r0 += chunk_rows) {
       const int64_t nr = std::min(chunk_rows, end - r0);
+      if (tile != nullptr && token_by_token) {
+        for (int64_t t = 0; t < n_tokens; ++t)
+          tile(Tile{w + r0 * w_stride, w_stride, nr, x + t * x_stride, x_stride, 1, cols, y + t * rows + r0, rows});
+        continue;
+      }
       if (tile != nullptr) {
         tile(Tile{w + r0 * w_stride, w_stride, nr, x, x_stride, n_tokens, cols, y + r0, rows});
         continue;
@@ -59,7 +65,8 @@ struct ProductJob {
 
 }  // namespace
 
-void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
+void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch,
+            bool per_token) {
   if (n_tokens <= 0 || w.rows <= 0) return;
   const FormatKernels& f = require_format(w.type, "matmul");
   const FormatKernels& act = *find_format(f.vec_dot_type);
@@ -104,6 +111,11 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
       std::max<int64_t>(kRowQuantum, static_cast<int64_t>(kChunkBytes / row_bytes) / kRowQuantum * kRowQuantum);
   chunk_rows = std::min(
       chunk_rows, std::max<int64_t>(kRowQuantum, round_up((w.rows + 4 * threads - 1) / (4 * threads), kRowQuantum)));
+  // F16 follows llama.cpp's summation order (see f16_avx2.cpp): its batched
+  // path (llamafile tinyBLAS) declines rows % 4 or cols % 8, and ggml then
+  // runs ggml_vec_dot_f16 per token, which is our one-token kernel.
+  const bool token_by_token =
+      w.type == GgmlType::F16 && n_tokens > 1 && (per_token || w.rows % 4 != 0 || w.cols % 8 != 0);
   const ProductJob job{avx2 ? f.tile_avx2 : nullptr,
                        avx2 && f.vec_dot_avx2 ? f.vec_dot_avx2 : f.vec_dot,
                        static_cast<const uint8_t*>(w.data),
@@ -114,7 +126,8 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
                        x_stride,
                        n_tokens,
                        y,
-                       chunk_rows};
+                       chunk_rows,
+                       token_by_token};
   const int64_t n_chunks = (w.rows + chunk_rows - 1) / chunk_rows;
   pool.parallel_for(n_chunks, [&job](int, int64_t b, int64_t e) { job.run(b, e); });
 }

@@ -39,7 +39,10 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
     const uint8_t* wb = w + b * kWBytes;
     __m256i q[R];
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) q[r] = unpack_nibbles(wb + r * ws + 2);
+    for (int r = 0; r < R; ++r) {
+      avx2::prefetch_next_rows(wb + r * ws, R, ws);
+      q[r] = unpack_nibbles(wb + r * ws + 2);
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const uint8_t* xb = x + t * xs + b * kXBytes;

@@ -30,6 +30,7 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
     __m256i wq[R], wabs[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
+      avx2::prefetch_next_rows(wb + r * ws, R, ws);
       wq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + r * ws + 2));
       wabs[r] = _mm256_abs_epi8(wq[r]);  // -128 becomes 128, still right as an unsigned byte
     }

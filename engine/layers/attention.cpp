@@ -1,25 +1,154 @@
 #include "engine/layers/attention.h"
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <vector>
 
 #include "engine/kv_cache.h"
 #include "engine/ops.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns {
+namespace {
 
-void attend_one_head(const float* q, const float* k_base, int64_t k_stride, const float* v_base, int64_t v_stride,
-                     int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* scores, float* out) {
-  for (int64_t j = 0; j <= last_pos; ++j) {
-    const float* k = k_base + j * k_stride;
-    float dot = 0;
-    for (int64_t d = 0; d < qk_dim; ++d) dot += q[d] * k[d];
-    scores[j] = dot * scale;
+constexpr int kLanes = 8;  // tinyBLAS's AVX2 vector width
+
+// tinyBLAS's hsum of an __m256: (hi + lo) pairwise, then movehl, then movehdup.
+float lane_sum(const float* lane) {
+  const float r0 = lane[0] + lane[4], r1 = lane[1] + lane[5], r2 = lane[2] + lane[6], r3 = lane[3] + lane[7];
+  return (r0 + r2) + (r1 + r3);
+}
+
+// One element of tinyBLAS's F16 GEMM: lane l sums a[i] * b[i] for i = l mod 8
+// in order (products of halves are exact in float), then lane_sum. A tail
+// shorter than 8 is treated as zero padding.
+float dot_lanes(const float* a, const float* b, int64_t n) {
+  float lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += a[i + l] * b[i + l];
+  for (int l = 0; i + l < n; ++l) lane[l] += a[i + l] * b[i + l];
+  return lane_sum(lane);
+}
+
+// scores[j] = dot_lanes(K row j, query) * scale for j < n.
+void scores_scalar(const uint16_t* k_base, int64_t k_stride, const float* query, int64_t dim, int64_t n, float scale,
+                   float* row, float* scores) {
+  for (int64_t j = 0; j < n; ++j) {
+    kernels::dequantize_row(gguf::GgmlType::F16, k_base + j * k_stride, row, dim);
+    scores[j] = dot_lanes(row, query, dim) * scale;
   }
-  ops::softmax(scores, last_pos + 1);
-  std::memset(out, 0, sizeof(float) * static_cast<size_t>(v_dim));
-  for (int64_t j = 0; j <= last_pos; ++j) ops::add_scaled(out, v_base + j * v_stride, scores[j], v_dim);
+}
+
+// lanes[j mod 8][d] += V[j][d] * p[j] for j < n, in order.
+void values_scalar(const uint16_t* v_base, int64_t v_stride, const uint16_t* probs, int64_t dim, int64_t n,
+                   float* row, float* lanes) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float p = kernels::fp16_to_fp32(probs[j]);
+    kernels::dequantize_row(gguf::GgmlType::F16, v_base + j * v_stride, row, dim);
+    float* lane = lanes + (j % kLanes) * dim;
+    for (int64_t d = 0; d < dim; ++d) lane[d] += row[d] * p;
+  }
+}
+
+// The same two loops with F16C and FMA (dim a multiple of 8). Bit-identical to
+// the scalar ones: products of halves are exact in float, so a fused
+// multiply-add rounds exactly as the separate add does, and the horizontal sum
+// is tinyBLAS's own.
+__attribute__((target("avx2,fma,f16c"))) void scores_avx2(const uint16_t* k_base, int64_t k_stride,
+                                                           const float* query, int64_t dim, int64_t n, float scale,
+                                                           float* scores) {
+  for (int64_t j = 0; j < n; ++j) {
+    const uint16_t* k = k_base + j * k_stride;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < dim; i += kLanes)
+      acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i))),
+                            _mm256_loadu_ps(query + i), acc);
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    scores[j] = _mm_cvtss_f32(r) * scale;
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void values_avx2(const uint16_t* v_base, int64_t v_stride,
+                                                           const uint16_t* probs, int64_t dim, int64_t n,
+                                                           float* lanes) {
+  for (int64_t j = 0; j < n; ++j) {
+    const __m256 p = _mm256_set1_ps(kernels::fp16_to_fp32(probs[j]));
+    const uint16_t* v = v_base + j * v_stride;
+    float* lane = lanes + (j % kLanes) * dim;
+    for (int64_t d = 0; d < dim; d += kLanes) {
+      const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + d)));
+      _mm256_storeu_ps(lane + d, _mm256_fmadd_ps(x, p, _mm256_loadu_ps(lane + d)));
+    }
+  }
+}
+
+// Working memory of attend_one_head, grown (never shrunk) to the largest sizes seen.
+struct Scratch {
+  std::vector<float> scores;    // per position: score, then exp(score - max)
+  std::vector<uint16_t> probs;  // per position: F16 probability
+  std::vector<float> lanes;     // [8][v_dim] partial sums of V·P, lane-major so the update is an axpy
+  std::vector<float> query, row;
+  void reserve(int64_t positions, int64_t qk_dim, int64_t v_dim) {
+    grow(scores, positions);
+    grow(probs, positions);
+    grow(lanes, v_dim * kLanes);
+    grow(query, qk_dim);
+    grow(row, std::max(qk_dim, v_dim));
+  }
+  template <class T>
+  static void grow(std::vector<T>& v, int64_t n) {
+    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  }
+};
+
+}  // namespace
+
+void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
+                     int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out) {
+  // Pool threads live as long as the model, so this is allocated once per thread.
+  thread_local Scratch scratch;
+  const int64_t n = last_pos + 1;
+  scratch.reserve(n, qk_dim, v_dim);
+  float* scores = scratch.scores.data();
+  uint16_t* probs = scratch.probs.data();
+  float* lanes = scratch.lanes.data();
+  float* query = scratch.query.data();
+  float* row = scratch.row.data();
+
+  // kq = mul_mat(K, Q), then soft_max_ext: scale, max, ggml_vec_soft_max_f32.
+  const bool avx2 = kernels::active_isa() == kernels::Isa::avx2;
+  kernels::dequantize_row(gguf::GgmlType::F16, q16, query, qk_dim);
+  if (avx2 && qk_dim % kLanes == 0)
+    scores_avx2(k_base, k_stride, query, qk_dim, n, scale, scores);
+  else
+    scores_scalar(k_base, k_stride, query, qk_dim, n, scale, row, scores);
+  const float max = *std::max_element(scores, scores + n);
+  double sum = 0;
+  for (int64_t g = 0; g < n; g += kLanes) {
+    float e[kLanes] = {};  // the reference's masked positions past last_pos give exp(-inf) = 0
+    for (int64_t l = 0; l < kLanes && g + l < n; ++l) e[l] = scores[g + l] = ops::expf_ggml(scores[g + l] - max);
+    sum += lane_sum(e);
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) probs[j] = kernels::fp32_to_fp16(scores[j] * inv);
+
+  // kqv = mul_mat(V^T, P): lane j mod 8 of each output accumulates in position
+  // order; the reference's masked positions add exact zeros.
+  std::fill(lanes, lanes + v_dim * kLanes, 0.0f);
+  if (avx2 && v_dim % kLanes == 0)
+    values_avx2(v_base, v_stride, probs, v_dim, n, lanes);
+  else
+    values_scalar(v_base, v_stride, probs, v_dim, n, row, lanes);
+  for (int64_t d = 0; d < v_dim; ++d) {
+    float lane[kLanes];
+    for (int l = 0; l < kLanes; ++l) lane[l] = lanes[l * v_dim + d];
+    out[d] = lane_sum(lane);
+  }
 }
 
 void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardState& s) {
@@ -31,22 +160,22 @@ void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardSt
 
   KvCache& kv = *s.kv;
   for (int64_t t = 0; t < n; ++t) {
-    const int64_t pos = s.pos0 + t;
+    const int64_t pos = s.pos[t], seq = s.seq[t];
     ops::rope(&s.q[t * q_dim], n_head, hd, hp.rope_dim, pos, hp.rope_base, hp.rope_freq_scale, hp.rope_type);
     ops::rope(&s.k[t * kv_dim], n_kv, hd, hp.rope_dim, pos, hp.rope_base, hp.rope_freq_scale, hp.rope_type);
-    std::memcpy(kv.k(il, pos), &s.k[t * kv_dim], sizeof(float) * kv_dim);
-    std::memcpy(kv.v(il, pos), &s.v[t * kv_dim], sizeof(float) * kv_dim);
+    kernels::quantize_row(gguf::GgmlType::F16, &s.k[t * kv_dim], kv.k(il, seq, pos), kv_dim);
+    kernels::quantize_row(gguf::GgmlType::F16, &s.v[t * kv_dim], kv.v(il, seq, pos), kv_dim);
   }
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t group = n_head / n_kv;
-  const int64_t n_ctx = kv.n_ctx();
   s.pool->parallel_for(n * n_head, [&](int thread, int64_t begin, int64_t end) {
-    float* scores = &s.scores[static_cast<size_t>(thread) * n_ctx];
+    uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * hd];
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / n_head, h = i % n_head, kh = h / group;
-      attend_one_head(&s.q[t * q_dim + h * hd], kv.k(il, 0) + kh * hd, kv_dim, kv.v(il, 0) + kh * hd, kv_dim, hd, hd,
-                      s.pos0 + t, scale, scores, &s.att[t * q_dim + h * hd]);
+      kernels::quantize_row(gguf::GgmlType::F16, &s.q[t * q_dim + h * hd], q16, hd);
+      attend_one_head(q16, kv.k(il, s.seq[t], 0) + kh * hd, kv_dim, kv.v(il, s.seq[t], 0) + kh * hd, kv_dim, hd, hd, s.pos[t], scale,
+                      &s.att[t * q_dim + h * hd]);
     }
   });
   kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);

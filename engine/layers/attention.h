@@ -1,5 +1,17 @@
 // Multi-head attention with grouped K/V heads (GQA) and RoPE, over the KV cache.
+//
+// The arithmetic is that of the reference's CPU backend without flash
+// attention (how the goldens in shared/models/goldens were made: llama.cpp
+// reproduces them to the printed digit only with flash attention off):
+//   scores = K·Q with Q rounded to F16 (tinyBLAS F16 GEMM: 8 float lanes over
+//   head_dim, then a fixed horizontal sum), softmax with ggml's vectorized exp
+//   summed in double per 8 lanes, probabilities rounded to F16, and
+//   out = V·P with the same 8-lane accumulation over positions.
+// Matching it bit for bit matters because the next matmul re-quantizes the
+// output to 8 bits: a one-ulp difference can flip a value and move logits.
 #pragma once
+
+#include <cstdint>
 
 #include "engine/forward_state.h"
 #include "engine/kernels/kernels.h"
@@ -11,12 +23,16 @@ struct GqaWeights {
   kernels::MatrixView wq, wk, wv, wo;
 };
 
-// s.xn -> s.out for s.n tokens at positions s.pos0.., appending K/V to layer il of the cache.
+// s.xn -> s.out for s.n tokens at (s.seq[t], s.pos[t]), appending K/V to layer il of the cache.
 void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardState& s);
 
-// Causal softmax attention for one query head against cached keys/values
-// 0..last_pos: out[v_dim] = sum_j softmax(q·k_j * scale)_j v_j. `scores` has room for last_pos+1.
-void attend_one_head(const float* q, const float* k_base, int64_t k_stride, const float* v_base, int64_t v_stride,
-                     int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* scores, float* out);
+// Causal softmax attention of one query head over F16 cached keys/values at
+// positions 0..last_pos: out[v_dim] = sum_j softmax(q·k_j * scale)_j v_j,
+// computed as described above. q16 is the query already rounded to F16; key
+// and value rows of position j start at k_base + j * k_stride and
+// v_base + j * v_stride. Its working memory is per thread and grows with the
+// longest context seen, so a warm token loop does not allocate.
+void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
+                     int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out);
 
 }  // namespace ns

@@ -1,25 +1,105 @@
 #include "engine/layers/ffn.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
+#include <span>
 
 #include "engine/ops.h"
+#include "engine/stream/expert_cache.h"
+#include "engine/util/error.h"
 
 namespace ns {
 
-void swiglu(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s) {
+void swiglu(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s,
+            bool per_token) {
   const int64_t n_ff = w.gate.rows;
-  kernels::matmul(w.gate, in, m, a, *s.pool, s.mm);
-  kernels::matmul(w.up, in, m, b, *s.pool, s.mm);
+  kernels::matmul(w.gate, in, m, a, *s.pool, s.mm, per_token);
+  kernels::matmul(w.up, in, m, b, *s.pool, s.mm, per_token);
   ops::silu_mul(a, b, m * n_ff);
-  kernels::matmul(w.down, a, m, out, *s.pool, s.mm);
+  kernels::matmul(w.down, a, m, out, *s.pool, s.mm, per_token);
+}
+
+namespace {
+// "blk.12." -> 12; -1 if the prefix is not of that form.
+int64_t layer_of_prefix(const std::string& p) {
+  int64_t layer = -1;
+  return std::sscanf(p.c_str(), "blk.%" SCNd64 ".", &layer) == 1 ? layer : -1;
+}
+}  // namespace
+
+MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp) {
+  const int64_t d = hp.n_embd;
+  MoeWeights m;
+  m.layer = layer_of_prefix(p);
+  m.router = t.matrix(p + "ffn_gate_inp.weight", hp.n_expert, d);
+  m.gate = t.experts(p + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_expert, d);
+  m.up = t.experts(p + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_expert, d);
+  m.down = t.experts(p + "ffn_down_exps.weight", hp.n_expert, d, hp.n_ff_expert);
+  if (t.has(p + "exp_probs_b.bias")) m.selection_bias = t.vector(p + "exp_probs_b.bias", hp.n_expert);
+  m.n_used = hp.n_expert_used;
+  m.normalize_weights = hp.expert_weights_norm;
+  m.gating = hp.expert_gating;
+  m.weights_scale = hp.expert_weights_scale;
+  m.n_groups = hp.n_expert_groups;
+  m.n_groups_used = hp.n_group_used;
+  return m;
 }
 
 namespace {
 
-// Picks the top n_used experts of one token's router output. Ties go to the
-// lower id, like a stable sort of the probabilities.
+constexpr int64_t kMaxGroups = 1024;  // Hparams rejects more
+
+// Index of the largest score among the experts not yet taken and allowed by
+// their group. Ties go to the lower id, like a stable sort.
+int32_t best_expert(const float* probs, const float* bias, int64_t n_expert, const int32_t* taken, int64_t n_taken,
+                    const bool* group_allowed, int64_t group_size) {
+  int32_t best = -1;
+  float best_score = 0;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    if (group_allowed && !group_allowed[e / group_size]) continue;
+    bool is_taken = false;
+    for (int64_t j = 0; j < n_taken; ++j) is_taken |= taken[j] == e;
+    if (is_taken) continue;
+    const float score = bias ? probs[e] + bias[e] : probs[e];
+    if (best < 0 || score > best_score) {
+      best = static_cast<int32_t>(e);
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+// Marks the n_groups_used groups whose two best selection scores sum highest.
+void choose_groups(const float* probs, const float* bias, const MoeWeights& w, int64_t n_expert, bool* allowed) {
+  const int64_t group_size = n_expert / w.n_groups;
+  std::array<float, kMaxGroups> score{};
+  for (int64_t g = 0; g < w.n_groups; ++g) {
+    float top1 = -INFINITY, top2 = -INFINITY;
+    for (int64_t e = g * group_size; e < (g + 1) * group_size; ++e) {
+      const float v = bias ? probs[e] + bias[e] : probs[e];
+      if (v > top1) {
+        top2 = top1;
+        top1 = v;
+      } else if (v > top2) {
+        top2 = v;
+      }
+    }
+    score[g] = group_size > 1 ? top1 + top2 : top1;
+    allowed[g] = false;
+  }
+  for (int64_t k = 0; k < w.n_groups_used; ++k) {
+    int64_t best = -1;
+    for (int64_t g = 0; g < w.n_groups; ++g)
+      if (!allowed[g] && (best < 0 || score[g] > score[best])) best = g;
+    allowed[best] = true;
+  }
+}
+
+// Picks one token's experts and their weights; probs receives the gated router output.
 void route_token(const float* logits, int64_t n_expert, const MoeWeights& w, float* probs, int32_t* ids, float* weights) {
   std::memcpy(probs, logits, sizeof(float) * static_cast<size_t>(n_expert));
   if (w.gating == ExpertGating::softmax) {
@@ -27,21 +107,87 @@ void route_token(const float* logits, int64_t n_expert, const MoeWeights& w, flo
   } else {
     for (int64_t e = 0; e < n_expert; ++e) probs[e] = 1.0f / (1.0f + std::exp(-probs[e]));
   }
+  const float* bias = w.selection_bias.empty() ? nullptr : w.selection_bias.data();
+  std::array<bool, kMaxGroups> allowed{};
+  const bool grouped = w.n_groups > 1;
+  if (grouped) choose_groups(probs, bias, w, n_expert, allowed.data());
   for (int64_t k = 0; k < w.n_used; ++k) {
-    int32_t best = -1;
-    for (int64_t e = 0; e < n_expert; ++e) {
-      bool taken = false;
-      for (int64_t j = 0; j < k; ++j) taken |= ids[j] == e;
-      if (!taken && (best < 0 || probs[e] > probs[best])) best = static_cast<int32_t>(e);
-    }
-    ids[k] = best;
-    weights[k] = probs[best];
+    ids[k] = best_expert(probs, bias, n_expert, ids, k, grouped ? allowed.data() : nullptr,
+                         grouped ? n_expert / w.n_groups : 1);
+    weights[k] = probs[ids[k]];  // the unbiased probability
   }
   if (w.normalize_weights) {
     float sum = 0;
     for (int64_t k = 0; k < w.n_used; ++k) sum += weights[k];
+    sum = std::max(sum, 6.103515625e-5f);  // the reference clamps to the smallest normal F16
     for (int64_t k = 0; k < w.n_used; ++k) weights[k] /= sum;
   }
+  if (w.weights_scale != 0.0f && w.weights_scale != 1.0f)
+    for (int64_t k = 0; k < w.n_used; ++k) weights[k] *= w.weights_scale;
+}
+
+// s.out += shared experts(s.xn), gated per token when the layer has a gate.
+void add_shared_experts(const MoeWeights& w, ForwardState& s) {
+  const int64_t n = s.n, n_embd = w.router.cols;
+  swiglu(w.shared, s.xn.data(), n, s.ff_a.data(), s.ff_b.data(), s.ex_out.data(), s);
+  for (int64_t t = 0; t < n; ++t) {
+    float gate = 1.0f;
+    if (!w.shared_gate_inp.empty()) {
+      double dot = 0;
+      for (int64_t i = 0; i < n_embd; ++i) dot += static_cast<double>(w.shared_gate_inp[i]) * s.xn[t * n_embd + i];
+      gate = 1.0f / (1.0f + std::exp(-static_cast<float>(dot)));
+    }
+    if (gate == 1.0f)
+      ops::add(&s.out[t * n_embd], &s.ex_out[t * n_embd], n_embd);
+    else
+      ops::add_scaled(&s.out[t * n_embd], &s.ex_out[t * n_embd], gate, n_embd);
+  }
+}
+
+// Runs expert e over the tokens routed to it and stores each (token, slot)
+// output in s.slot_out (unweighted: the per-token reduction weighs them).
+void run_expert(int32_t e, const FfnWeights& fw, int64_t n_used, int64_t n_embd, ForwardState& s) {
+  const int64_t m = s.expert_count[e];
+  const int32_t* rows = &s.expert_rows[s.expert_first[e]];
+  for (int64_t j = 0; j < m; ++j)
+    std::memcpy(&s.ex_in[j * n_embd], &s.xn[(rows[j] / n_used) * n_embd], sizeof(float) * n_embd);
+  swiglu(fw, s.ex_in.data(), m, s.ex_a.data(), s.ex_b.data(), s.ex_out.data(), s, /*per_token=*/true);
+  for (int64_t j = 0; j < m; ++j)
+    std::memcpy(&s.slot_out[static_cast<size_t>(rows[j]) * n_embd], &s.ex_out[j * n_embd], sizeof(float) * n_embd);
+}
+
+// One expert's matrices inside a cache slot: the file's layout, so the
+// mapping's shapes and strides apply.
+FfnWeights slot_weights(const MoeWeights& w, const stream::ExpertWeights& ew) {
+  const auto view = [](const ExpertsView& v, const uint8_t* data) {
+    return kernels::MatrixView{v.type, data, v.rows, v.cols, v.row_stride};
+  };
+  return {view(w.gate, ew.gate()), view(w.up, ew.up()), view(w.down, ew.down())};
+}
+
+// Guesses the next layer's experts by applying its router to this layer's
+// normed input (the residual stream changes little from one layer to the
+// next) and prefetches the union of every token's top n_used.
+void prefetch_next_layer(const MoeWeights& w, ForwardState& s) {
+  const size_t next = static_cast<size_t>(w.layer) + 1;
+  if (next >= s.routers.size() || s.routers[next].rows == 0) return;
+  const kernels::MatrixView& router = s.routers[next];
+  const int64_t n = s.n, n_expert = router.rows;
+  kernels::matmul(router, s.xn.data(), n, s.predict_logits.data(), *s.pool, s.mm);
+  std::fill(s.predicted.begin(), s.predicted.begin() + n_expert, 0);
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = &s.predict_logits[t * n_expert];
+    for (int64_t k = 0; k < std::min(w.n_used, n_expert); ++k) {
+      int64_t best = -1;
+      for (int64_t e = 0; e < n_expert; ++e)
+        if (s.predicted[e] != t + 1 && (best < 0 || row[e] > row[best])) best = e;
+      s.predicted[best] = static_cast<int32_t>(t + 1);  // marks "picked for token t" and "picked at all"
+    }
+  }
+  int64_t n_pred = 0;
+  for (int64_t e = 0; e < n_expert; ++e)
+    if (s.predicted[e] != 0) s.active[n_pred++] = static_cast<int32_t>(e);
+  s.experts->prefetch(static_cast<uint32_t>(next), std::span<const int32_t>(s.active.data(), static_cast<size_t>(n_pred)));
 }
 
 }  // namespace
@@ -67,18 +213,36 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     s.expert_rows[s.expert_first[e] + s.expert_count[e]++] = static_cast<int32_t>(i);
   }
 
-  std::fill(s.out.begin(), s.out.begin() + n * n_embd, 0.0f);
-  for (int64_t e = 0; e < n_expert; ++e) {
-    const int64_t m = s.expert_count[e];
-    if (m == 0) continue;
-    const int32_t* rows = &s.expert_rows[s.expert_first[e]];
-    for (int64_t j = 0; j < m; ++j)
-      std::memcpy(&s.ex_in[j * n_embd], &s.xn[(rows[j] / n_used) * n_embd], sizeof(float) * n_embd);
-    const FfnWeights fw{w.gate.expert(e), w.up.expert(e), w.down.expert(e)};
-    swiglu(fw, s.ex_in.data(), m, s.ex_a.data(), s.ex_b.data(), s.ex_out.data(), s);
-    for (int64_t j = 0; j < m; ++j)
-      ops::add_scaled(&s.out[(rows[j] / n_used) * n_embd], &s.ex_out[j * n_embd], s.chosen_w[rows[j]], n_embd);
+  if (s.experts) {
+    if (w.layer < 0) throw Error(ErrorKind::internal, "moe_ffn: streamed experts need the layer index of MoeWeights");
+    size_t n_active = 0;
+    for (int64_t e = 0; e < n_expert; ++e)
+      if (s.expert_count[e] > 0) s.active[n_active++] = static_cast<int32_t>(e);
+    // Copied: prefetch_next_layer reuses s.active for its list.
+    stream::ExpertCache& cache = *s.experts;
+    cache.acquire(static_cast<uint32_t>(w.layer), std::span<const int32_t>(s.active.data(), n_active));
+    std::copy_n(s.active.begin(), n_active, s.active.begin() + n_expert);
+    if (s.predict_next) prefetch_next_layer(w, s);
+    for (size_t done = 0; done < n_active; ++done) {
+      stream::ExpertWeights ew;
+      const size_t i = cache.wait_next(&ew);
+      run_expert(s.active[static_cast<size_t>(n_expert) + i], slot_weights(w, ew), n_used, n_embd, s);
+      cache.release(i);
+    }
+  } else {
+    for (int64_t e = 0; e < n_expert; ++e)
+      if (s.expert_count[e] > 0)
+        run_expert(static_cast<int32_t>(e), {w.gate.expert(e), w.up.expert(e), w.down.expert(e)}, n_used, n_embd, s);
   }
+
+  // Slot order per token, whatever order the experts ran in.
+  for (int64_t t = 0; t < n; ++t) {
+    float* o = &s.out[t * n_embd];
+    std::fill(o, o + n_embd, 0.0f);
+    for (int64_t k = 0; k < n_used; ++k)
+      ops::add_scaled(o, &s.slot_out[(t * n_used + k) * n_embd], s.chosen_w[t * n_used + k], n_embd);
+  }
+  if (w.has_shared) add_shared_experts(w, s);
 }
 
 }  // namespace ns

@@ -16,6 +16,82 @@ int64_t positive(const gguf::GgufFile& f, const std::string& key, uint64_t max =
   return static_cast<int64_t>(v);
 }
 
+int64_t optional_count(const gguf::GgufFile& f, const std::string& key, uint64_t max) {
+  const uint64_t v = f.get_u64_or(key, 0);
+  if (v > max) bad(f, key, "is " + std::to_string(v) + ", expected at most " + std::to_string(max));
+  return static_cast<int64_t>(v);
+}
+
+// Shared experts, leading dense layers, the gating function, weight
+// normalization and scaling, group-limited selection (MoE models only).
+void read_moe_routing(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  h.n_expert_shared = optional_count(f, a + "expert_shared_count", 1 << 16);
+  h.n_ff_shexp = optional_count(f, a + "expert_shared_feed_forward_length", 1 << 24);
+  h.n_layer_dense_lead = optional_count(f, a + "leading_dense_block_count", static_cast<uint64_t>(h.n_layer));
+  switch (f.get_u64_or(a + "expert_gating_func", 0)) {
+    case 0:  // absent ("none"): DeepSeek V2 files written before the key existed use softmax
+    case 1: h.expert_gating = ExpertGating::softmax; break;
+    case 2: h.expert_gating = ExpertGating::sigmoid; break;
+    default:
+      bad(f, a + "expert_gating_func",
+          "is " + std::to_string(f.get_u64(a + "expert_gating_func")) + ", supported: 1 (softmax), 2 (sigmoid)");
+  }
+  h.expert_weights_norm = f.get_bool_or(a + "expert_weights_norm", false);
+  h.expert_weights_scale = static_cast<float>(f.get_f64_or(a + "expert_weights_scale", 0.0));
+  if (!(h.expert_weights_scale >= 0 && h.expert_weights_scale < 1e6)) bad(f, a + "expert_weights_scale", "must be in [0, 1e6)");
+  h.n_expert_groups = optional_count(f, a + "expert_group_count", static_cast<uint64_t>(h.n_expert));
+  h.n_group_used = optional_count(f, a + "expert_group_used_count", static_cast<uint64_t>(h.n_expert));
+  if (h.n_expert_groups > 1) {
+    const std::string g = a + "expert_group_count";
+    if (h.n_expert % h.n_expert_groups != 0)
+      bad(f, g, "(" + std::to_string(h.n_expert_groups) + ") must divide expert_count (" + std::to_string(h.n_expert) + ")");
+    if (h.n_expert_groups > 1024) bad(f, g, "is " + std::to_string(h.n_expert_groups) + ", at most 1024 supported");
+    if (h.n_group_used < 1 || h.n_group_used > h.n_expert_groups)
+      bad(f, a + "expert_group_used_count", "must be between 1 and expert_group_count (" +
+                                                std::to_string(h.n_expert_groups) + ")");
+    if (h.n_group_used * (h.n_expert / h.n_expert_groups) < h.n_expert_used)
+      bad(f, a + "expert_group_used_count", "leaves fewer experts to choose from than expert_used_count (" +
+                                                std::to_string(h.n_expert_used) + ")");
+  }
+}
+
+// rope.scaling.*: none, linear (positions divided by the factor) or YaRN.
+void read_rope_scaling(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  const std::string scaling = f.get_string_or(a + "rope.scaling.type", "none");
+  if (scaling == "none") {
+    h.rope_scaling = RopeScaling::none;
+  } else if (scaling == "linear" || scaling == "yarn") {
+    h.rope_scaling = scaling == "linear" ? RopeScaling::linear : RopeScaling::yarn;
+    const double factor = f.get_f64_or(a + "rope.scaling.factor", 1.0);
+    if (!(factor > 0 && factor < 1e6)) bad(f, a + "rope.scaling.factor", "must be positive");
+    h.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else {
+    bad(f, a + "rope.scaling.type", "'" + scaling + "' is not supported (supported: none, linear, yarn)");
+  }
+  h.rope_n_ctx_orig = static_cast<int64_t>(f.get_u64_or(a + "rope.scaling.original_context_length",
+                                                        static_cast<uint64_t>(h.n_ctx_train)));
+  h.rope_attn_factor = static_cast<float>(f.get_f64_or(a + "rope.scaling.attn_factor", 1.0));
+  h.yarn_ext_factor = static_cast<float>(
+      f.get_f64_or(a + "rope.scaling.yarn_ext_factor", h.rope_scaling == RopeScaling::yarn ? 1.0 : 0.0));
+  h.yarn_beta_fast = static_cast<float>(f.get_f64_or(a + "rope.scaling.yarn_beta_fast", 32.0));
+  h.yarn_beta_slow = static_cast<float>(f.get_f64_or(a + "rope.scaling.yarn_beta_slow", 1.0));
+  h.yarn_log_mul = static_cast<float>(f.get_f64_or(a + "rope.scaling.yarn_log_multiplier", 0.0));
+  if (h.rope_scaling == RopeScaling::yarn && h.rope_n_ctx_orig <= 0)
+    bad(f, a + "rope.scaling.original_context_length", "must be positive for YaRN");
+  if (!(h.yarn_ext_factor >= 0 && h.yarn_ext_factor <= 1)) bad(f, a + "rope.scaling.yarn_ext_factor", "must be in [0, 1]");
+}
+
+// Multi-head latent attention ranks and head sizes (deepseek2).
+void read_mla(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  h.q_lora_rank = optional_count(f, a + "attention.q_lora_rank", 1 << 20);
+  h.kv_lora_rank = optional_count(f, a + "attention.kv_lora_rank", 1 << 20);
+  h.head_dim_k_mla = optional_count(f, a + "attention.key_length_mla", 1 << 16);
+  h.head_dim_v_mla = optional_count(f, a + "attention.value_length_mla", 1 << 16);
+  if ((h.head_dim_k_mla > 0) != (h.head_dim_v_mla > 0))
+    bad(f, a + (h.head_dim_k_mla > 0 ? "attention.value_length_mla" : "attention.key_length_mla"),
+        "is missing: key_length_mla and value_length_mla come together");
+}
+
 }  // namespace
 
 Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
@@ -32,14 +108,21 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
                                               std::to_string(h.n_head) + ")");
   h.head_dim = f.has(a + "attention.key_length") ? positive(f, a + "attention.key_length", 1 << 16) : h.n_embd / h.n_head;
   if (h.head_dim == 0) bad(f, a + "attention.head_count", "is larger than embedding_length");
+  h.head_dim_v = f.has(a + "attention.value_length") ? positive(f, a + "attention.value_length", 1 << 16) : h.head_dim;
   h.n_ff = f.has(a + "feed_forward_length") ? positive(f, a + "feed_forward_length", 1 << 24) : 0;
   h.n_ctx_train = static_cast<int64_t>(f.get_u64_or(a + "context_length", 2048));
   h.n_expert = static_cast<int64_t>(f.get_u64_or(a + "expert_count", 0));
   if (h.n_expert > 0) {
     if (h.n_expert > (1 << 16)) bad(f, a + "expert_count", "is " + std::to_string(h.n_expert) + ", at most 65536 supported");
     h.n_expert_used = positive(f, a + "expert_used_count", static_cast<uint64_t>(h.n_expert));
+    // Qwen MoE files without the key size each expert as n_ff / n_expert_used, as the reference does.
+    const bool qwen_moe = h.arch == "qwen2moe" || h.arch == "qwen3moe";
     h.n_ff_expert = f.has(a + "expert_feed_forward_length") ? positive(f, a + "expert_feed_forward_length", 1 << 24)
-                                                            : h.n_ff;
+                    : qwen_moe                             ? h.n_ff / h.n_expert_used
+                                                           : h.n_ff;
+    if (h.n_ff_expert <= 0)
+      bad(f, a + "expert_feed_forward_length", "is missing and feed_forward_length does not give an expert size");
+    read_moe_routing(f, a, h);
   }
   h.rms_eps = static_cast<float>(f.get_f64_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   if (!(h.rms_eps > 0 && h.rms_eps < 1)) bad(f, a + "attention.layer_norm_rms_epsilon", "must be in (0, 1)");
@@ -49,14 +132,8 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
                                            std::to_string(h.head_dim));
   h.rope_base = static_cast<float>(f.get_f64_or(a + "rope.freq_base", 10000.0));
   if (!(h.rope_base > 1)) bad(f, a + "rope.freq_base", "must be greater than 1");
-  const std::string scaling = f.get_string_or(a + "rope.scaling.type", "none");
-  if (scaling == "linear") {
-    const double factor = f.get_f64_or(a + "rope.scaling.factor", 1.0);
-    if (!(factor > 0)) bad(f, a + "rope.scaling.factor", "must be positive");
-    h.rope_freq_scale = static_cast<float>(1.0 / factor);
-  } else if (scaling != "none") {
-    bad(f, a + "rope.scaling.type", "'" + scaling + "' is not supported yet (supported: none, linear)");
-  }
+  read_rope_scaling(f, a, h);
+  read_mla(f, a, h);
   if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3") h.rope_type = RopeType::neox;
   return h;
 }

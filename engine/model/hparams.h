@@ -13,7 +13,10 @@ class GgufFile;
 
 namespace ns {
 
-enum class RopeType { norm, neox };  // adjacent pairs (llama) or split halves (neox)
+enum class RopeType { norm, neox };  // adjacent pairs (llama, deepseek2) or split halves (neox: qwen)
+enum class RopeScaling { none, linear, yarn };
+// How router logits become expert probabilities (`expert_gating_func`: 1 softmax, 2 sigmoid).
+enum class ExpertGating { softmax, sigmoid };
 
 struct Hparams {
   std::string arch;             // general.architecture
@@ -25,15 +28,44 @@ struct Hparams {
   int64_t n_head = 0;           // attention.head_count
   int64_t n_head_kv = 0;        // attention.head_count_kv
   int64_t head_dim = 0;         // attention.key_length or n_embd / n_head
+  int64_t head_dim_v = 0;       // attention.value_length or head_dim
   int64_t n_ff = 0;             // feed_forward_length (dense layers)
   int64_t n_expert = 0;         // expert_count (0 = dense)
   int64_t n_expert_used = 0;    // expert_used_count
-  int64_t n_ff_expert = 0;      // expert_feed_forward_length (or n_ff)
+  int64_t n_ff_expert = 0;      // expert_feed_forward_length (or n_ff; qwen*moe: n_ff / n_expert_used)
   float rms_eps = 1e-5f;        // attention.layer_norm_rms_epsilon
   int64_t rope_dim = 0;         // rope.dimension_count
   float rope_base = 10000.0f;   // rope.freq_base
-  float rope_freq_scale = 1.0f; // 1 / rope.scaling.factor for linear scaling
+  float rope_freq_scale = 1.0f; // 1 / rope.scaling.factor (linear and yarn)
   RopeType rope_type = RopeType::norm;
+
+  // MoE routing details (deepseek2, qwen*moe).
+  int64_t n_expert_shared = 0;    // expert_shared_count: shared experts, always applied
+  int64_t n_ff_shexp = 0;         // expert_shared_feed_forward_length (qwen2moe; 0 = absent)
+  int64_t n_layer_dense_lead = 0; // leading_dense_block_count: the first layers are dense
+  ExpertGating expert_gating = ExpertGating::softmax;  // expert_gating_func
+  bool expert_weights_norm = false;  // expert_weights_norm: chosen weights renormalized to sum 1
+  float expert_weights_scale = 0;    // expert_weights_scale: 0 (absent) and 1 mean no scaling
+  int64_t n_expert_groups = 0;       // expert_group_count (0/1: no group-limited selection)
+  int64_t n_group_used = 0;          // expert_group_used_count
+
+  // Multi-head latent attention (deepseek2).
+  int64_t q_lora_rank = 0;      // attention.q_lora_rank (0: the query is one projection, attn_q)
+  int64_t kv_lora_rank = 0;     // attention.kv_lora_rank: width of the cached latent
+  int64_t head_dim_k_mla = 0;   // attention.key_length_mla (0: legacy file, key_length is the MHA key size)
+  int64_t head_dim_v_mla = 0;   // attention.value_length_mla
+  bool is_mla() const { return head_dim_k_mla > 0 && head_dim_v_mla > 0; }
+
+  // RoPE scaling (rope.scaling.*). YaRN as the reference applies it:
+  // ext_factor mixes extrapolated and interpolated angles between the
+  // correction dims given by beta_fast/beta_slow over n_ctx_orig.
+  RopeScaling rope_scaling = RopeScaling::none;
+  int64_t rope_n_ctx_orig = 0;     // rope.scaling.original_context_length (or context_length)
+  float rope_attn_factor = 1.0f;   // rope.scaling.attn_factor
+  float yarn_ext_factor = 0.0f;    // rope.scaling.yarn_ext_factor (default 1 for yarn, else 0)
+  float yarn_beta_fast = 32.0f;    // rope.scaling.yarn_beta_fast
+  float yarn_beta_slow = 1.0f;     // rope.scaling.yarn_beta_slow
+  float yarn_log_mul = 0.0f;       // rope.scaling.yarn_log_multiplier as stored (0.1 * mscale_all_dim)
 
   bool is_moe() const { return n_expert > 0; }
   static Hparams from_gguf(const gguf::GgufFile& f);

@@ -38,7 +38,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   int64_t n_ctx = opts.context > 0 ? opts.context : std::min<int64_t>(hp.n_ctx_train, 4096);
   if (n_ctx < 8) n_ctx = 8;
   const BufferSizes bs = m->arch_->buffer_sizes();
-  m->kv_ = std::make_unique<KvCache>(hp.n_layer, n_ctx, bs.kv_k, bs.kv_v);
+  const uint64_t rss_before_buffers = current_rss_bytes();  // the memory plan's "overhead"
+  m->kv_ = std::make_unique<KvCache>(hp.n_layer, std::max<int64_t>(1, opts.n_seq), n_ctx, bs.kv_k, bs.kv_v);
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
 
   ForwardState& s = m->state_;
@@ -66,37 +67,68 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     s.ex_out.resize(sz(hp.n_embd));
     s.ex_a.resize(sz(hp.n_ff_expert));
     s.ex_b.resize(sz(hp.n_ff_expert));
+    s.slot_out.resize(sz(hp.n_expert_used * hp.n_embd));
+    s.active.resize(static_cast<size_t>(2 * hp.n_expert));
+    if (opts.streaming.predict_experts && opts.streaming.io_mode != "mmap") {
+      s.predict_logits.resize(sz(hp.n_expert));
+      s.predicted.resize(static_cast<size_t>(hp.n_expert));
+    }
   }
+  s.seq.resize(static_cast<size_t>(B));
+  s.pos.resize(static_cast<size_t>(B));
+  m->single_.reserve(static_cast<size_t>(B));
   s.pool = m->pool_.get();
   s.kv = m->kv_.get();
+
+  StreamingFootprint fp;
+  fp.kv_cache_bytes = m->kv_->bytes();
+  fp.activation_bytes = forward_state_bytes(s) + m->single_.capacity() * sizeof(BatchToken);
+  fp.overhead_bytes = rss_before_buffers;
+  m->streaming_ = setup_streaming(f, opts.streaming, fp);
+  attach_streaming(*m->streaming_, f, opts.streaming, hp.n_layer, s);
   return m;
 }
 
 void Model::forward(std::span<const int32_t> tokens, int64_t pos0, bool all_logits, std::vector<float>& logits) {
+  single_.clear();
+  for (size_t t = 0; t < tokens.size(); ++t)
+    single_.push_back({tokens[t], 0, static_cast<int32_t>(pos0 + static_cast<int64_t>(t)), all_logits || t + 1 == tokens.size()});
+  forward_batch(single_, logits);
+}
+
+void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>& logits) {
   ForwardState& s = state_;
-  const int64_t n = static_cast<int64_t>(tokens.size()), d = hp_.n_embd;
-  if (n <= 0 || n > s.max_batch || pos0 < 0 || pos0 + n > n_ctx())
-    throw Error(ErrorKind::internal, "forward: " + std::to_string(n) + " tokens at position " + std::to_string(pos0) +
-                                         " do not fit (batch " + std::to_string(s.max_batch) + ", context " +
-                                         std::to_string(n_ctx()) + ")");
+  const int64_t n = static_cast<int64_t>(batch.size()), d = hp_.n_embd;
+  if (n <= 0 || n > s.max_batch)
+    throw Error(ErrorKind::internal, "forward: a batch of " + std::to_string(n) + " tokens (at most " +
+                                         std::to_string(s.max_batch) + ")");
   s.n = n;
-  s.pos0 = pos0;
   const size_t embd_row = token_embd_.row_stride;
+  int64_t rows = 0;
   for (int64_t t = 0; t < n; ++t) {
-    const int32_t id = tokens[static_cast<size_t>(t)];
-    if (id < 0 || id >= hp_.n_vocab)
-      throw Error(ErrorKind::invalid_input, "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+    const BatchToken& b = batch[static_cast<size_t>(t)];
+    if (b.token < 0 || b.token >= hp_.n_vocab)
+      throw Error(ErrorKind::invalid_input, "token id " + std::to_string(b.token) + " is outside the vocabulary (0.." +
                                                 std::to_string(hp_.n_vocab - 1) + ")");
-    kernels::dequantize_row(token_embd_.type, static_cast<const uint8_t*>(token_embd_.data) + embd_row * id,
+    if (b.seq < 0 || b.seq >= n_seq() || b.pos < 0 || b.pos >= n_ctx())
+      throw Error(ErrorKind::internal, "forward: sequence " + std::to_string(b.seq) + " position " +
+                                           std::to_string(b.pos) + " is outside the KV cache (" + std::to_string(n_seq()) +
+                                           " sequences of " + std::to_string(n_ctx()) + ")");
+    s.seq[static_cast<size_t>(t)] = b.seq;
+    s.pos[static_cast<size_t>(t)] = b.pos;
+    rows += b.logits;
+    kernels::dequantize_row(token_embd_.type, static_cast<const uint8_t*>(token_embd_.data) + embd_row * b.token,
                             &s.x[t * d], d);
   }
   for (int64_t il = 0; il < hp_.n_layer; ++il) arch_->layer(il, s);
 
   // Only the rows whose logits are wanted go through the output head.
-  const int64_t first = all_logits ? 0 : n - 1, rows = n - first;
-  for (int64_t t = first; t < n; ++t) ops::rms_norm(&s.x[t * d], output_norm_.data(), d, hp_.rms_eps, &s.xn[(t - first) * d]);
+  int64_t r = 0;
+  for (int64_t t = 0; t < n; ++t)
+    if (batch[static_cast<size_t>(t)].logits)
+      ops::rms_norm(&s.x[t * d], output_norm_.data(), d, hp_.rms_eps, &s.xn[r++ * d]);
   logits.resize(static_cast<size_t>(rows * hp_.n_vocab));
-  kernels::matmul(output_, s.xn.data(), rows, logits.data(), *s.pool, s.mm);
+  if (rows > 0) kernels::matmul(output_, s.xn.data(), rows, logits.data(), *s.pool, s.mm);
 }
 
 }  // namespace ns

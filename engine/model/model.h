@@ -2,7 +2,8 @@
 // architecture), KV cache and forward-pass buffers. forward() appends tokens
 // to the KV cache and returns their logits.
 //
-// Not thread-safe: one forward at a time. Weights are read from the mapped file.
+// Not thread-safe: one forward at a time. Resident weights are read from the
+// mapped file; routed experts too in io_mode mmap, else from the expert cache.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/kv_cache.h"
 #include "engine/model/hparams.h"
+#include "engine/model/weight_streaming.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/thread_pool.h"
 
@@ -24,7 +26,18 @@ namespace ns {
 struct ModelOptions {
   int threads = 0;        // 0 = all cores
   int64_t context = 0;    // 0 = min(n_ctx_train, 4096)
-  int64_t max_batch = 256;  // tokens per forward call (prefill chunk)
+  int64_t max_batch = 256;  // tokens per forward call (prefill chunk, or one token of many sequences)
+  int64_t n_seq = 1;        // sequences the KV cache holds at once (jobs decoded together)
+  StreamingOptions streaming;  // memory_budget, io_mode, cache policy (weight_streaming.h)
+};
+
+// One token of a batch: its id, the KV-cache sequence it belongs to, its
+// position there, and whether its logits are wanted.
+struct BatchToken {
+  int32_t token = 0;
+  int32_t seq = 0;
+  int32_t pos = 0;
+  bool logits = false;
 };
 
 class Model {
@@ -39,10 +52,21 @@ class Model {
   int64_t max_batch() const { return state_.max_batch; }
   const KvCache& kv_cache() const { return *kv_; }
   uint64_t n_params() const { return n_params_; }
+  // Weight streaming: the memory plan (planned false in mmap mode) and the
+  // reader / expert-cache counters since load (zeros when not streaming).
+  const WeightStreaming& streaming() const { return *streaming_; }
+  stream::StreamStats stream_stats() const { return streaming_->stats(); }
 
   // Runs tokens at positions [pos0, pos0 + n) (n <= max_batch(), pos0 + n <= n_ctx()).
   // logits receives [n][n_vocab] when all_logits, else [1][n_vocab] for the last token.
+  // Sequence 0 only: a convenience over forward_batch().
   void forward(std::span<const int32_t> tokens, int64_t pos0, bool all_logits, std::vector<float>& logits);
+  // Any mix of sequences and positions (tokens of one sequence in position order;
+  // every earlier position of a sequence already in the cache or in this batch).
+  // logits receives one [n_vocab] row per token with .logits set, in batch order.
+  // Each token's result is independent of what else is in the batch.
+  void forward_batch(std::span<const BatchToken> batch, std::vector<float>& logits);
+  int64_t n_seq() const { return kv_->n_seq(); }
 
  private:
   Model() = default;
@@ -52,9 +76,11 @@ class Model {
   std::unique_ptr<Architecture> arch_;
   kernels::MatrixView token_embd_, output_;
   std::vector<float> output_norm_;
+  std::unique_ptr<WeightStreaming> streaming_;  // state_ points into it: declared before, destroyed after
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<ThreadPool> pool_;
   ForwardState state_;
+  std::vector<BatchToken> single_;  // forward()'s batch, reused
   uint64_t n_params_ = 0;
 };
 

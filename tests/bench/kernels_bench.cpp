@@ -10,7 +10,7 @@
 // noisy; ratios measured in one run are the figures that mean something). The
 // time of a path is its fastest call.
 //
-// usage: ns_bench_kernels [--threads N] [--min-time SECONDS] [--size N]
+// usage: ns_bench_kernels [--threads N] [--min-time SECONDS] [--size N] [--type NAME]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,6 +35,7 @@ struct Options {
   int threads = 2;
   double min_time = 0.4;
   int64_t size = 4096;
+  std::string only;  // one type name, or all
 };
 
 Options parse(int argc, char** argv) {
@@ -45,15 +46,20 @@ Options parse(int argc, char** argv) {
       o.threads = std::atoi(argv[++i]);
     } else if (a == "--min-time" && i + 1 < argc) {
       o.min_time = std::atof(argv[++i]);
+    } else if (a == "--type" && i + 1 < argc) {
+      o.only = argv[++i];
     } else if (a == "--size" && i + 1 < argc) {
       o.size = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 32)]\n", argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 256)] [--type NAME, e.g. Q4_K]\n",
+          argv[0]);
       std::exit(a == "--help" ? 0 : 2);
     }
   }
-  if (o.size <= 0 || o.size % 32 != 0) {
-    std::fprintf(stderr, "--size must be a positive multiple of 32\n");
+  if (o.size <= 0 || o.size % 256 != 0) {
+    std::fprintf(stderr, "--size must be a positive multiple of 256 (the K-quants' block)\n");
     std::exit(2);
   }
   return o;
@@ -143,13 +149,16 @@ int main(int argc, char** argv) {
   std::vector<std::vector<float>> row_buffers(static_cast<size_t>(pool.size()), std::vector<float>(n));
   const bool have_avx2 = ns::kernels::detected_isa() == Isa::avx2;
   if (!have_avx2) std::printf("no AVX2 on this CPU: the avx2 and deq+simd paths are skipped\n");
-  std::printf("\n%-5s %6s  %-8s %9s %9s %8s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s", "GB/s",
+  std::printf("\n%-6s %6s  %-8s %9s %9s %8s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s", "GB/s",
               "vs scalar", "vs deq+dot", "vs deq+simd");
 
-  const GgmlType types[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
+  const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,   GgmlType::Q4_0,
+                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K,
+                            GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
   for (const GgmlType type : types) {
     const auto& tt = ns::gguf::traits(type);
     const std::string name(tt.name);
+    if (!opt.only.empty() && opt.only != name) continue;
     const size_t row_bytes = ns::gguf::row_bytes(tt, static_cast<uint64_t>(n));
     std::vector<uint8_t> wq(row_bytes * static_cast<size_t>(n));
     for (int64_t r = 0; r < n; ++r) ns::kernels::quantize_row(type, wf.data() + r * n, wq.data() + r * row_bytes, n);
@@ -183,14 +192,14 @@ int main(int argc, char** argv) {
       const double t_plain = paths[have_avx2 ? 2 : 1].best;
       const double t_simd = have_avx2 ? paths[3].best : 0;
       for (const auto& p : paths) {
-        std::printf("%-5s %6lld  %-8s %9.3f %9.2f %8.2f %9.2fx %9.2fx", name.c_str(), static_cast<long long>(tokens),
+        std::printf("%-6s %6lld  %-8s %9.3f %9.2f %8.2f %9.2fx %9.2fx", name.c_str(), static_cast<long long>(tokens),
                     p.name, p.best * 1e3, gflop / p.best, weight_gb / p.best, t_scalar / p.best, t_plain / p.best);
         if (have_avx2) std::printf(" %9.2fx", t_simd / p.best);
         std::printf("\n");
       }
       // The paths compute the same product; they differ by the rounding of the
       // activations (matmul converts them to the vec-dot type) and of the sums.
-      std::printf("%-5s %6lld  max |y - y_scalar| / max |y_scalar|:", name.c_str(), static_cast<long long>(tokens));
+      std::printf("%-6s %6lld  max |y - y_scalar| / max |y_scalar|:", name.c_str(), static_cast<long long>(tokens));
       for (size_t i = 1; i < paths.size(); ++i)
         std::printf(" %s %.1e", paths[i].name, max_rel_diff(paths[i].y, paths[0].y));
       std::printf("\n");

@@ -5,11 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 
 using json = nlohmann::json;
@@ -17,8 +19,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// |Δlogit| allowed per model: 8/16-bit weights 0.05, Q4_0 0.1 (MISSION.md §4).
+// |Δlogit| allowed per model: 8/16-bit weights 0.05, Q4_0 0.1, 2-6-bit K-quants 0.15 (MISSION.md §4).
 double tolerance_for(const std::string& model) {
+  if (model.find("kquant") != std::string::npos) return 0.15;
   if (model.find("q4_0") != std::string::npos) return 0.1;
   return 0.05;
 }
@@ -124,4 +127,33 @@ TEST_CASE("logits agree with the reference: llama dense, SentencePiece, Q8_0") {
 
 TEST_CASE("logits agree with the reference: Mixtral-style MoE, BPE, Q4_0") {
   check_model(NS_SHARED_DIR, "tiny-mixtral-bpe-q4_0");
+}
+
+// The deepseek2 goldens are files with the fused attn_kv_b, which the reference
+// runs as multi-head attention over expanded keys and values; the engine's
+// default for them (a latent-only cache) rounds differently, and these tiny
+// random models amplify F16-level differences into flipped expert choices.
+// So they are checked in the reference's own mode.
+namespace {
+void check_deepseek2(const std::string& name) {
+  setenv("NS_MLA_FUSED_KV_B", "expanded", 1);
+  check_model(NS_SHARED_DIR, name);
+  unsetenv("NS_MLA_FUSED_KV_B");
+}
+}  // namespace
+
+TEST_CASE("logits agree with the reference: deepseek2 with q_lora, sigmoid routing + selection bias, shared expert, Q8_0") {
+  check_deepseek2("tiny-ds2-q8_0");
+}
+
+TEST_CASE("logits agree with the reference: deepseek2 lite (no q_lora), softmax routing, 2 shared experts, F16") {
+  check_deepseek2("tiny-ds2-lite-f16");
+}
+
+TEST_CASE("logits agree with the reference: deepseek2 with mixed K-quants") {
+  if (!ns::kernels::is_supported(ns::gguf::GgmlType::Q2_K)) {
+    MESSAGE("skipped tiny-ds2-kquant: this build has no Q2_K..Q6_K kernels yet");
+    return;
+  }
+  check_deepseek2("tiny-ds2-kquant");
 }

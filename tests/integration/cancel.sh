@@ -1,4 +1,4 @@
-# `nightshift cancel`: a running job stops within the poll interval and ends
+# `nightshift cancel`: a running job stops within a second (measured) and ends
 # `cancelled` with its partial text; a queued job is cancelled at once and
 # never runs; final and unknown jobs are refused with their exit codes.
 source "$(dirname "$0")/lib.sh"
@@ -17,10 +17,15 @@ expect_eq "$(job_state "$queued")" "cancelled" "queued job cancelled at once"
 start_daemon --drain
 wait_for 20 "job $running to start" state_is "$running" running
 sleep 0.3
+t0=$(now_ms)
 expect_exit 0 ns cancel "$running" --config "$CONFIG"
 expect_contains "$OUT" "cancel requested" "cancel of a running job"
 wait_for 10 "job $running to be cancelled" state_is "$running" cancelled
 wait_daemon 0
+# From the moment `nightshift cancel` started to the row the daemon wrote.
+cancel_ms=$(($(sql "SELECT finished_ms FROM jobs WHERE id = $running") - t0))
+echo "cancel: nightshift cancel -> job cancelled in $cancel_ms ms"
+((cancel_ms >= 0 && cancel_ms < 1000)) || fail "cancellation took $cancel_ms ms (must be under a second)"
 
 expect_eq "$(sql "SELECT finish_reason FROM results WHERE job_id = $running")" "cancelled" "partial result kept"
 tokens=$(sql "SELECT completion_tokens FROM results WHERE job_id = $running")

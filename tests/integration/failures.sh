@@ -1,5 +1,7 @@
-# Jobs that cannot run end `failed` with a clear error; the others still finish
-# and the daemon exits 0.
+# Jobs that cannot run end `failed` with a clear error (or, for a transient
+# cause such as a missing model file, `dead` after their attempts); the others
+# still finish and the daemon exits 0. Bad input at the CLI is refused with
+# exit 4 before anything is queued.
 source "$(dirname "$0")/lib.sh"
 
 make_model tiny.gguf
@@ -24,12 +26,17 @@ expect_eq "$(job_state "$good1"),$(job_state "$good2")" "done,done" "good jobs"
 expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $unknown")" "invalid_input" "unknown model kind"
 expect_contains "$(sql "SELECT error FROM jobs WHERE id = $unknown")" "model 'no-such-model' is not in the daemon's config" \
   "unknown model message"
-expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $missing")" "io" "missing file kind"
+expect_eq "$(sql "SELECT state || ',' || attempts || ',' || error_kind FROM jobs WHERE id = $missing")" "dead,3,io" \
+  "a missing model file is retried (a disk mounted late?), then dead"
 expect_contains "$(sql "SELECT error FROM jobs WHERE id = $missing")" "nowhere/missing.gguf" "missing file message"
+expect_eq "$(sql "SELECT group_concat(outcome) FROM attempts WHERE job_id = $missing")" \
+  "transient_error,transient_error,transient_error" "missing file attempts"
+expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id IN ($unknown, $corrupt, $text)")" 3 \
+  "permanent failures are not retried"
 expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $corrupt")" "bad_model" "truncated file kind"
 expect_contains "$(sql "SELECT error FROM jobs WHERE id = $corrupt")" "corrupt.gguf" "truncated file message"
 expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $text")" "bad_model" "non-GGUF file kind"
-expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'failed' AND finished_ms IS NOT NULL")" 4 "failed rows"
+expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'failed' AND finished_ms IS NOT NULL")" 3 "failed rows"
 expect_eq "$(sql "SELECT count(*) FROM results")" 2 "no result rows for failed jobs"
 expect_eq "$(sql "SELECT count(*) FROM job_summary WHERE error LIKE 'bad_model: %'")" 2 "errors in job_summary"
 expect_contains "$(cat "$WORK/daemon.log")" "<4>warning: job $corrupt failed (bad_model)" "failure logged"
@@ -37,9 +44,53 @@ expect_contains "$(cat "$WORK/daemon.log")" "<6>info: job $good2 done" "success 
 grep -q '^\[20' "$WORK/daemon.log" && fail "journal lines must not carry timestamps"
 expect_contains "$(cat "$WORK/daemon.log")" "model missing: file" "missing model warned at start-up"
 
+# The history is shown; `nightshift retry` queues failed/dead jobs again as new.
+history=$(ns show "$missing" --config "$CONFIG")
+expect_contains "$history" "--- attempts ---" "show prints the attempts"
+expect_contains "$history" "#3 " "show lists each attempt"
+expect_eq "$(ns show "$missing" --config "$CONFIG" --json | grep -c '"outcome": "transient_error"')" 3 "show --json history"
+mkdir -p "$WORK/nowhere" && cp "$WORK/tiny.gguf" "$WORK/nowhere/missing.gguf"  # the disk is back
+expect_exit 0 ns retry "$missing" "$corrupt" --config "$CONFIG"
+expect_contains "$OUT" "job $missing queued again" "retry message"
+expect_eq "$(sql "SELECT state || ',' || attempts || ',' || ifnull(error, 'null') FROM jobs WHERE id = $missing")" \
+  "queued,0,null" "a retried job starts over"
+expect_exit 1 ns retry "$good1" --config "$CONFIG"
+expect_contains "$OUT" "job $good1 is done; only failed, dead or cancelled jobs can be retried" "retry of a done job"
+expect_exit 3 ns retry 999 --config "$CONFIG"
+start_daemon --drain
+wait_daemon 0
+expect_eq "$(job_state "$missing"),$(job_state "$corrupt")" "done,failed" "after the retry"
+expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id = $missing")" 4 "the history keeps the old attempts"
+
+# Bad input at submit: refused with exit 4 and the reason; nothing is queued.
+before=$(sql "SELECT count(*) FROM jobs")
+expect_exit 2 ns submit --config "$CONFIG" --model tiny ""
+printf '' > "$WORK/empty.txt"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --prompt-file "$WORK/empty.txt"
+expect_contains "$OUT" "prompt is empty" "empty prompt"
+printf 'caf\xe9 au lait' > "$WORK/latin1.txt"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --prompt-file "$WORK/latin1.txt"
+expect_contains "$OUT" "not valid UTF-8 (bad byte sequence at byte 3)" "invalid UTF-8 prompt"
+head -c $((8 * 1024 * 1024 + 1)) /dev/zero | tr '\0' 'x' > "$WORK/huge.txt"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --prompt-file "$WORK/huge.txt"
+expect_contains "$OUT" "at most 8388608 bytes" "oversized prompt"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --top-p 0 "x"
+expect_contains "$OUT" "top_p" "top_p 0"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --temperature nan "x"
+expect_contains "$OUT" "temperature" "NaN temperature"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --max-attempts 0 "x"
+expect_contains "$OUT" "max_attempts = 0" "max attempts 0"
+printf 'fine\n\xff\n' > "$WORK/lines.txt"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --prompt-lines "$WORK/lines.txt"
+expect_contains "$OUT" "line 2: the prompt is not valid UTF-8" "a bad line in --prompt-lines"
+expect_eq "$(sql "SELECT count(*) FROM jobs")" "$before" "rejected submits add no rows"
+
 # A bad config stops the daemon before it touches the queue, naming the line.
 printf 'models: {}\nthreads: 2\nmodel_dir: /srv\n' > "$WORK/bad.yaml"
 expect_exit 2 "$NIGHTSHIFTD" --config "$WORK/bad.yaml" --drain
 expect_contains "$OUT" "bad.yaml:3: unknown key 'model_dir'" "config error with line number"
 expect_exit 2 "$NIGHTSHIFTD" --drain
+printf 'lease_ms: soon\n' > "$WORK/bad2.yaml"
+expect_exit 2 "$NIGHTSHIFTD" --config "$WORK/bad2.yaml" --drain
+expect_contains "$OUT" "bad2.yaml:1: lease_ms must be an integer, got 'soon'" "wrong type with line number"
 echo "ok"

@@ -14,18 +14,22 @@ CONFIG="$WORK/config.yaml"
 DAEMON_PID=""
 unset NIGHTSHIFT_DB
 
+EXTRA_PIDS=()  # other background processes a test starts; killed at exit
 cleanup() {
   if [[ -n "$DAEMON_PID" ]] && kill -0 "$DAEMON_PID" 2>/dev/null; then kill -KILL "$DAEMON_PID" || true; fi
+  for pid in "${EXTRA_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  if [[ -n "${CLEANUP_EXTRA:-}" ]]; then eval "$CLEANUP_EXTRA" || true; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 fail() {
   echo "FAIL: $*" >&2
-  if [[ -f "$WORK/daemon.log" ]]; then
-    echo "--- daemon log ---" >&2
-    cat "$WORK/daemon.log" >&2
-  fi
+  for log in "$WORK"/*.log; do
+    [[ -f "$log" ]] || continue
+    echo "--- $(basename "$log") ---" >&2
+    tail -n 60 "$log" >&2
+  done
   exit 1
 }
 
@@ -57,12 +61,14 @@ make_model() {
   "$MAKE_MODEL" --out "$WORK/$name" --seed 1 "$@" > /dev/null
 }
 
-# A config naming the models given as NAME=FILE (relative to $WORK).
+# A config naming the models given as NAME=FILE (relative to $WORK). Retries
+# wait 100 ms instead of 5 s so tests that retry stay fast.
 write_config() {
   {
     echo "database: q.db"
     echo "poll_interval_ms: 50"
     echo "threads: 2"
+    echo "retry_backoff_ms: 100"
     echo "models:"
     for m in "$@"; do echo "  ${m%%=*}: ${m#*=}"; done
   } > "$CONFIG"
@@ -73,16 +79,22 @@ start_daemon() {  # start_daemon [ARGS...]: nightshiftd in the background, log i
   DAEMON_PID=$!
 }
 
-wait_daemon() {  # wait_daemon EXPECTED_STATUS: within 30 s
-  local status=0 deadline=$((SECONDS + 30))
-  while kill -0 "$DAEMON_PID" 2>/dev/null; do
-    ((SECONDS < deadline)) || fail "nightshiftd (pid $DAEMON_PID) still running after 30 s"
-    sleep 0.05
+wait_pid() {  # wait_pid PID EXPECTED_STATUS [SECONDS]: a background process ends with that status
+  local pid=$1 want=$2 status=0 deadline=$((SECONDS + ${3:-30}))
+  while kill -0 "$pid" 2>/dev/null; do
+    ((SECONDS < deadline)) || fail "process $pid still running after ${3:-30} s"
+    sleep 0.02
   done
-  wait "$DAEMON_PID" || status=$?
-  DAEMON_PID=""
-  [[ "$status" == "$1" ]] || fail "nightshiftd exited with $status, wanted $1"
+  wait "$pid" || status=$?
+  [[ "$status" == "$want" ]] || fail "process $pid exited with $status, wanted $want"
 }
+
+wait_daemon() {  # wait_daemon EXPECTED_STATUS: within 30 s
+  wait_pid "$DAEMON_PID" "$1" 30
+  DAEMON_PID=""
+}
+
+now_ms() { date +%s%3N; }
 
 wait_for() {  # wait_for SECONDS WHAT COMMAND...: poll until COMMAND succeeds
   local secs=$1 what=$2

@@ -1,36 +1,95 @@
-# SIGTERM in the middle of a generation: the job goes back to `queued`
-# (attempt not counted, no result) and nightshiftd exits 0; the next daemon
-# runs it from the start.
+# SIGTERM in the middle of a generation: the job is checkpointed and goes
+# back to `queued` (attempt not counted, no result), nightshiftd exits 0 within
+# a bounded time, and the next daemon resumes the job from the checkpoint.
+# A drain that cannot finish (here: the database is locked by another
+# writer) still ends within drain_timeout_ms; the job is then recovered once
+# its lease expires.
 source "$(dirname "$0")/lib.sh"
 
 # Big enough that 3000 tokens take far longer than this test waits.
 make_model slow.gguf --n-embd 256 --n-layer 4 --n-ff 768 --n-ctx 4096
 write_config slow=slow.gguf
-echo "context: 4096" >> "$CONFIG"
+{
+  echo "context: 4096"
+  echo "checkpoint_tokens: 50"
+  echo "worker_id: night-1"
+} >> "$CONFIG"
 
-long=$(ns submit --config "$CONFIG" --model slow --max-tokens 3000 --ignore-eos "A long story")
+long=$(ns submit --config "$CONFIG" --model slow --max-tokens 3000 --ignore-eos --temperature 0 "A long story")
 short=$(ns submit --config "$CONFIG" --model slow --max-tokens 3 --ignore-eos --priority -1 "A short one")
 
 start_daemon
 wait_for 20 "job $long to start" state_is "$long" running
 sleep 0.5  # well into the decode
 state_is "$long" running || fail "the long job ended before SIGTERM; make the model slower"
+t0=$(now_ms)
 kill -TERM "$DAEMON_PID"
 wait_daemon 0
+drain_ms=$(($(now_ms) - t0))
+echo "drain: SIGTERM -> exit 0 in $drain_ms ms"
+((drain_ms < 3000)) || fail "the drain took $drain_ms ms"
 
 expect_eq "$(job_state "$long")" "queued" "interrupted job state"
 expect_eq "$(sql "SELECT attempts || ',' || ifnull(worker, 'null') || ',' || ifnull(started_ms, 'null') FROM jobs WHERE id = $long")" \
   "0,null,null" "interrupted job attempts/worker/started"
 expect_eq "$(sql "SELECT count(*) FROM results WHERE job_id = $long")" 0 "no partial result stored"
+saved=$(sql "SELECT token_count FROM checkpoints WHERE job_id = $long")
+((saved > 0)) || fail "no checkpoint saved at the stop"
+expect_eq "$(sql "SELECT outcome FROM attempts WHERE job_id = $long")" "released" "attempt outcome"
 expect_eq "$(job_state "$short")" "queued" "the next job was not started"
-expect_contains "$(cat "$WORK/daemon.log")" "job $long released back to the queue" "release logged"
+expect_contains "$(cat "$WORK/daemon.log")" "job $long released back to the queue (shutting down) with $saved tokens checkpointed" \
+  "release logged"
 expect_contains "$(cat "$WORK/daemon.log")" "stopping on SIGTERM" "shutdown logged"
 
-# The long job keeps its place: a new daemon claims it first.
+# The long job keeps its place: a new daemon claims it first and resumes it.
 start_daemon
 wait_for 20 "job $long to run again" state_is "$long" running
 expect_eq "$(sql "SELECT attempts FROM jobs WHERE id = $long")" 1 "attempts after the restart"
+expect_eq "$(sql "SELECT resumed_tokens FROM attempts WHERE job_id = $long AND attempt = 2")" "$saved" "resumed tokens"
+wait_for 10 "the resume to be logged" grep -q "job $long running: .*resuming from $saved checkpointed tokens" "$WORK/daemon.log"
+grown() { (($(sql "SELECT token_count FROM checkpoints WHERE job_id = $long") > saved)); }
+wait_for 20 "the resumed job to checkpoint new tokens" grown
 kill -INT "$DAEMON_PID"
 wait_daemon 0
 expect_eq "$(job_state "$long")" "queued" "released again on SIGINT"
+again=$(sql "SELECT token_count FROM checkpoints WHERE job_id = $long")
+((again > saved)) || fail "the second attempt did not add to the checkpoint ($again <= $saved)"
+
+# A drain that cannot write (another process holds the write lock) still ends
+# within drain_timeout_ms, exit 0; the job resumes after its lease expires.
+{
+  echo "drain_timeout_ms: 500"
+  echo "busy_timeout_ms: 100"
+  echo "lease_ms: 1500"
+} >> "$CONFIG"
+start_daemon
+wait_for 20 "job $long to run a third time" state_is "$long" running
+sleep 0.3
+mkfifo "$WORK/lock.fifo"
+"$SQLITE3" "$DB" < "$WORK/lock.fifo" > /dev/null 2>&1 &
+EXTRA_PIDS+=($!)
+locker=$!
+exec 3> "$WORK/lock.fifo"
+echo "BEGIN IMMEDIATE;" >&3
+locked() { ! "$SQLITE3" "$DB" "PRAGMA busy_timeout = 0; BEGIN IMMEDIATE; ROLLBACK;" > /dev/null 2>&1; }
+wait_for 5 "the other writer to hold the lock" locked
+t0=$(now_ms)
+kill -TERM "$DAEMON_PID"
+wait_daemon 0
+bounded_ms=$(($(now_ms) - t0))
+echo "drain against a locked database: SIGTERM -> exit 0 in $bounded_ms ms (drain_timeout_ms 500)"
+((bounded_ms >= 450 && bounded_ms < 2500)) || fail "the bounded drain took $bounded_ms ms"
+expect_contains "$(cat "$WORK/daemon.log")" "the drain did not finish within drain_timeout_ms (500 ms)" "deadline logged"
+echo "COMMIT;" >&3
+exec 3>&-
+wait "$locker" || true
+expect_eq "$(job_state "$long")" "running" "the job was not released (its lease runs out instead)"
+
+start_daemon
+wait_for 10 "the job to be taken back and resumed" \
+  grep -q "job $long running: .*resuming from" "$WORK/daemon.log"
+expect_eq "$(sql "SELECT outcome FROM attempts WHERE job_id = $long AND attempt = 3")" "abandoned" \
+  "the restarted worker (same worker_id) took its own job back at once"
+kill -TERM "$DAEMON_PID"
+wait_daemon 0
 echo "ok"

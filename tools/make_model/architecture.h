@@ -6,6 +6,7 @@
 // nothing else changes to add one.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ struct TensorPlan {
   Init init;
   bool always_f32 = false;     // norms and routers keep full precision
   bool expert = false;         // last dim indexes experts (only n_expert_used of them are active per token)
+  // When set, row `row` comes from fill(seed, row, out, n) instead of `init`:
+  // for tensors whose values are derived from another tensor's (deepseek2's
+  // attn_k_b/attn_v_b are a re-layout of attn_kv_b). Must be thread-safe.
+  std::function<void(uint64_t seed, uint64_t row, float* out, int64_t n)> fill = {};
 };
 
 class Architecture {

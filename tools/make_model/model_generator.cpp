@@ -75,7 +75,10 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
       pool.parallel_for(static_cast<int64_t>(count), [&](int thread, int64_t begin, int64_t end) {
         float* row = scratch[static_cast<size_t>(thread)].data();
         for (int64_t r = begin; r < end; ++r) {
-          fill_row(seed, key, first + static_cast<uint64_t>(r), plan.init, row, n);
+          if (plan.fill)
+            plan.fill(seed, first + static_cast<uint64_t>(r), row, n);
+          else
+            fill_row(seed, key, first + static_cast<uint64_t>(r), plan.init, row, n);
           kernels::quantize_row(type, row, chunk.data() + static_cast<uint64_t>(r) * row_bytes, n);
         }
       });

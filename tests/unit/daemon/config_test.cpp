@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
@@ -172,7 +173,70 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.default_value).size() > 0);
   }
   CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "log_level", "poll_interval_ms",
-                                       "worker_id"});
+                                       "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
+                                       "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
+                                       "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});
+}
+
+TEST_CASE("the reliability keys: defaults, values, ranges") {
+  Config d = parse_config("", "/x/c.yaml");
+  CHECK(d.lease_ms == 60000);
+  CHECK(d.checkpoint_tokens == 32);
+  CHECK(d.checkpoint_interval_ms == 10000);
+  CHECK(d.retry_backoff_ms == 5000);
+  CHECK(d.retry_backoff_max_ms == 600000);
+  CHECK(d.drain_timeout_ms == 30000);
+  CHECK(d.stall_timeout_ms == 600000);
+  CHECK(d.busy_timeout_ms == 5000);
+  CHECK(d.synchronous == "full");
+  CHECK(d.integrity_check == "quick");
+
+  Config c = parse_config(R"(
+lease_ms: 1500
+checkpoint_tokens: 0
+checkpoint_interval_ms: 250
+retry_backoff_ms: 100
+retry_backoff_max_ms: 1000
+drain_timeout_ms: 2000
+stall_timeout_ms: 5000
+busy_timeout_ms: 200
+synchronous: normal
+integrity_check: full
+)",
+                          "/x/c.yaml");
+  CHECK(c.lease_ms == 1500);
+  CHECK(c.checkpoint_tokens == 0);
+  CHECK(c.checkpoint_interval_ms == 250);
+  CHECK(c.retry_backoff_ms == 100);
+  CHECK(c.retry_backoff_max_ms == 1000);
+  CHECK(c.drain_timeout_ms == 2000);
+  CHECK(c.stall_timeout_ms == 5000);
+  CHECK(c.busy_timeout_ms == 200);
+  CHECK(c.synchronous == "normal");
+  CHECK(c.integrity_check == "full");
+
+  CHECK(contains(error_for("lease_ms: 10\n"), "lease_ms = 10 is out of range: allowed 300..86400000"));
+  CHECK(contains(error_for("checkpoint_tokens: -1\n"), "checkpoint_tokens = -1 is out of range"));
+  CHECK(contains(error_for("synchronous: off\n"), "synchronous 'off' is not one of: full, normal"));
+  CHECK(contains(error_for("integrity_check: yes\n"), "integrity_check 'yes' is not one of: quick, full, off"));
+  CHECK(contains(error_for("\nretry_backoff_ms: soon\n"), ":2: retry_backoff_ms must be an integer, got 'soon'"));
+}
+
+TEST_CASE("changed_keys names what a reload changes; the table says what applies at run time") {
+  Config a = parse_config("models:\n  tiny: t.gguf\nlog_level: info\n", "/x/c.yaml");
+  Config b = parse_config("models:\n  tiny: t2.gguf\nlog_level: debug\ndatabase: other.db\nlease_ms: 9000\n",
+                          "/x/c.yaml");
+  CHECK(changed_keys(a, a).empty());
+  CHECK(changed_keys(a, b) == std::vector<std::string>{"database", "models", "log_level", "lease_ms"});
+  for (const std::string key : {"models", "threads", "context", "log_level", "poll_interval_ms", "lease_ms",
+                                "checkpoint_tokens", "checkpoint_interval_ms", "retry_backoff_ms",
+                                "retry_backoff_max_ms", "drain_timeout_ms", "stall_timeout_ms"}) {
+    CHECK_MESSAGE(is_reloadable(key), key);
+  }
+  for (const std::string key : {"database", "worker_id", "busy_timeout_ms", "synchronous", "integrity_check"}) {
+    CHECK_FALSE_MESSAGE(is_reloadable(key), key);
+  }
+  CHECK_FALSE(is_reloadable("no_such_key"));
 }
 
 TEST_CASE("worker id: the configured one, else hostname:pid") {

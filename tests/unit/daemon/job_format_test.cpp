@@ -128,3 +128,56 @@ TEST_CASE("show's details include the stats and the full output") {
   CHECK(text.find("seed=18364758544493064720") != std::string::npos);
   CHECK(text.find("--- output ---\nthere was a kingdom\nby the sea") != std::string::npos);
 }
+
+TEST_CASE("lease, retry and attempt fields appear in the JSON and in show's details") {
+  jobs::Job j = done_job();
+  j.state = jobs::JobState::queued;
+  j.attempt = 2;
+  j.attempts = 2;
+  j.spec.max_attempts = 3;
+  j.spec.not_before_ms = 1738361112000;
+  j.error_kind = "io";
+  j.error = "read failed";
+  j.result.reset();
+  const nlohmann::json json = daemon::job_to_json(j);
+  CHECK(json["attempt"] == 2);
+  CHECK(json["max_attempts"] == 3);
+  CHECK(json["not_before_at"] == "2025-01-31T22:05:12.000Z");
+  CHECK(json["lease_expires_ms"].is_null());
+  const std::string text = daemon::format_job_details(j);
+  CHECK(text.find("attempts         2 of at most 3 (latest claim #2)") != std::string::npos);
+  CHECK(text.find("not_before       2025-01-31T22:05:12.000Z") != std::string::npos);
+  CHECK(text.find("last_error       io: read failed") != std::string::npos);
+
+  jobs::Job dead = j;
+  dead.state = jobs::JobState::dead;
+  CHECK(daemon::format_job_table({dead}).find("io: read failed") != std::string::npos);
+}
+
+TEST_CASE("the attempt history: one JSON object and one line per attempt") {
+  jobs::AttemptRecord crashed;
+  crashed.attempt = 1;
+  crashed.worker = "host:1";
+  crashed.started_ms = 1738361109123;
+  crashed.ended_ms = 1738361169123;
+  crashed.outcome = "lease_expired";
+  crashed.error_kind = "lease_expired";
+  crashed.error = "worker host:1 stopped renewing its lease";
+  jobs::AttemptRecord resumed;
+  resumed.attempt = 2;
+  resumed.worker = "host:2";
+  resumed.started_ms = 1738361170000;
+  resumed.resumed_tokens = 96;
+  const nlohmann::json json = daemon::attempts_to_json({crashed, resumed});
+  REQUIRE(json.size() == 2);
+  CHECK(json[0]["outcome"] == "lease_expired");
+  CHECK(json[0]["ended_at"] == "2025-01-31T22:06:09.123Z");
+  CHECK(json[1]["outcome"].is_null());  // still running
+  CHECK(json[1]["resumed_tokens"] == 96);
+  const std::string lines = daemon::format_attempts({crashed, resumed});
+  CHECK(lines.find("--- attempts ---\n") == 0);
+  CHECK(lines.find("#1 host:1 2025-01-31 22:05:09 -> 2025-01-31 22:06:09 lease_expired: lease_expired: worker host:1") !=
+        std::string::npos);
+  CHECK(lines.find("#2 host:2 2025-01-31 22:06:10 -> - running (resumed at token 96)") != std::string::npos);
+  CHECK(daemon::format_attempts({}).empty());
+}

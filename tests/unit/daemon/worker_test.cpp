@@ -12,6 +12,8 @@
 #include "daemon/lib/worker.h"
 #include "jobs/queue.h"
 #include "jobs/sqlite_db.h"
+#include "jobs/sqlite_queue.h"
+#include "tests/unit/jobs/fast_queue.h"
 #include "tests/unit/jobs/temp_dir.h"
 
 using namespace ns;
@@ -31,7 +33,7 @@ bool have_models() {
 struct Fixture {
   test::TempDir dir;
   std::string db_path = dir.file("q.db");
-  std::unique_ptr<jobs::Queue> queue = jobs::open_sqlite_queue(db_path);
+  std::unique_ptr<jobs::Queue> queue = jobs::open_sqlite_queue(db_path, test::kFastCommits);
   std::atomic<bool> stop{false};
   daemon::WorkerOptions options;
 
@@ -43,6 +45,7 @@ struct Fixture {
     options.engine.threads = 2;
     options.engine.context = 256;
     options.poll_interval_ms = 10;
+    options.retry_backoff = {0, 0};  // transient failures are retried at once
   }
 
   int64_t submit(const std::string& model, int max_tokens = 8, const std::string& prompt = "Once upon a time") {
@@ -105,7 +108,7 @@ TEST_CASE("jobs that cannot run fail with a kind and a message; the worker carri
     std::ofstream(corrupt, std::ios::binary) << head;
   }
   f.options.models["corrupt"] = corrupt;
-  f.options.models["missing"] = f.dir.file("nothere.gguf");
+  f.options.models["missing"] = f.dir.file("nothere.gguf");  // transient: retried, then dead
 
   const int64_t unknown = f.submit("no-such-model");
   const int64_t missing = f.submit("missing");
@@ -119,7 +122,7 @@ TEST_CASE("jobs that cannot run fail with a kind and a message; the worker carri
   }
 
   daemon::Worker worker(*f.queue, f.options, f.stop);
-  CHECK(worker.run(/*drain=*/true) == 5);
+  CHECK(worker.run(/*drain=*/true) == 7);  // `missing` is claimed 3 times (max_attempts)
 
   jobs::Job j = f.job(unknown);
   CHECK(j.state == JobState::failed);
@@ -130,12 +133,16 @@ TEST_CASE("jobs that cannot run fail with a kind and a message; the worker carri
   CHECK_FALSE(j.result);
 
   j = f.job(missing);
-  CHECK(j.state == JobState::failed);
+  CHECK(j.state == JobState::dead);
+  CHECK(j.attempts == 3);
   CHECK(j.error_kind == "io");
   CHECK_MESSAGE(j.error.find("nothere.gguf") != std::string::npos, j.error);
+  CHECK_MESSAGE(j.error.find("attempt 3 of 3; no attempts left") != std::string::npos, j.error);
+  CHECK(f.queue->attempts(missing).size() == 3);
 
   j = f.job(bad_file);
   CHECK(j.state == JobState::failed);
+  CHECK(j.attempts == 1);  // permanent: not retried
   CHECK(j.error_kind == "bad_model");
   CHECK_MESSAGE(j.error.find("corrupt.gguf") != std::string::npos, j.error);
 
@@ -173,7 +180,7 @@ TEST_CASE("nightshift cancel on a running job ends it cancelled with the partial
   Fixture f;
   f.options.cancel_poll_ms = 0;  // check on every token so the test is exact
   const int64_t id = f.submit("llama", 200);
-  auto other_process = jobs::open_sqlite_queue(f.db_path);  // as `nightshift cancel` would
+  auto other_process = jobs::open_sqlite_queue(f.db_path, test::kFastCommits);  // as `nightshift cancel` would
 
   daemon::Worker worker(*f.queue, f.options, f.stop);
   int cancelled_at = -1;
@@ -193,9 +200,11 @@ TEST_CASE("nightshift cancel on a running job ends it cancelled with the partial
   CHECK_FALSE(j.result->text.empty());
 }
 
-TEST_CASE("a stop request mid-generation puts the job back in the queue") {
+TEST_CASE("a stop request mid-generation checkpoints the job and puts it back in the queue") {
   if (!have_models()) return;
   Fixture f;
+  f.options.checkpoint_tokens = 0;  // only the final checkpoint at the stop
+  f.options.checkpoint_interval_ms = 0;
   const int64_t id = f.submit("llama", 200);
   const int64_t next = f.submit("llama", 3);
   daemon::Worker worker(*f.queue, f.options, f.stop);
@@ -209,8 +218,12 @@ TEST_CASE("a stop request mid-generation puts the job back in the queue") {
   CHECK(j.worker.empty());
   CHECK_FALSE(j.result);
   CHECK(f.job(next).state == JobState::queued);
+  std::optional<jobs::Checkpoint> cp = f.queue->checkpoint(id);
+  REQUIRE(cp);
+  CHECK(cp->tokens.size() == 4);  // noticed at the next token
+  CHECK(f.queue->attempts(id)[0].outcome == "released");
 
-  // The next daemon picks it up again from the start.
+  // The next daemon resumes it from the checkpoint.
   f.stop = false;
   daemon::Worker again(*f.queue, f.options, f.stop);
   CHECK(again.run(/*drain=*/true) == 2);
@@ -218,6 +231,7 @@ TEST_CASE("a stop request mid-generation puts the job back in the queue") {
   CHECK(j.state == JobState::done);
   CHECK(j.attempts == 1);
   CHECK(j.result->completion_tokens == 200);
+  CHECK(f.queue->attempts(id)[1].resumed_tokens == 4);
 }
 
 TEST_CASE("a stopped worker claims nothing; drain returns when the queue is empty") {
@@ -230,12 +244,12 @@ TEST_CASE("a stopped worker claims nothing; drain returns when the queue is empt
 
   f.stop = false;
   test::TempDir other;
-  auto empty = jobs::open_sqlite_queue(other.file("empty.db"));
+  auto empty = jobs::open_sqlite_queue(other.file("empty.db"), test::kFastCommits);
   daemon::Worker drainer(*empty, f.options, f.stop);
   CHECK(drainer.run(/*drain=*/true) == 0);
 }
 
-TEST_CASE("a row changed behind the worker's back is logged, not fatal") {
+TEST_CASE("a row changed behind the worker's back breaks the fence: logged and dropped, not fatal") {
   if (!have_models()) return;
   Fixture f;
   const int64_t id = f.submit("llama", 50);
@@ -248,7 +262,7 @@ TEST_CASE("a row changed behind the worker's back is logged, not fatal") {
               std::to_string(id));
     }
   });
-  CHECK(worker.run_next() == daemon::JobOutcome::done);
+  CHECK(worker.run_next() == daemon::JobOutcome::lease_lost);
   CHECK(f.job(id).state == JobState::failed);  // the hand edit stands
   CHECK(f.job(id).error == "by hand");
   CHECK_FALSE(f.job(id).result);

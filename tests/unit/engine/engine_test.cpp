@@ -1,7 +1,10 @@
 // The step loop: stopping rules, determinism, cancellation, input errors.
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "engine/engine.h"
+#include "engine/generation_batch.h"
 #include "engine/util/error.h"
 #include "tests/unit/engine/test_models.h"
 
@@ -120,4 +123,48 @@ TEST_CASE("progress reports prefill and exposes the tokens for checkpoints") {
   });
   CHECK(prefill_calls >= 1);
   CHECK(seen == r.tokens);
+}
+
+TEST_CASE("batched generation gives each request the tokens it gets alone") {
+  EngineOptions o;
+  o.context = 96;
+  o.max_sequences = 3;
+  auto e = Engine::load(test::moe_model(), o);
+  std::vector<std::string> prompts = {"Once upon a time", "The queue runner wakes up at night and", "Hi",
+                                      "A much longer prompt that needs several tokens to describe what it wants", "x"};
+  std::vector<SamplingParams> params;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SamplingParams p;
+    p.temperature = i % 2 ? 0.8f : 0.0f;
+    p.seed = 100 + i;
+    p.max_tokens = static_cast<int32_t>(6 + 3 * i);
+    p.ignore_eos = true;
+    params.push_back(p);
+  }
+  std::vector<GenerationResult> alone;
+  for (size_t i = 0; i < prompts.size(); ++i) alone.push_back(e->generate(prompts[i], params[i]));
+
+  // Five requests through three sequence slots: they join as others finish.
+  auto batch = e->open_batch();
+  std::vector<GenerationResult> together(prompts.size());
+  std::map<int, size_t> index;
+  size_t next = 0;
+  int max_active = 0;
+  for (;;) {
+    while (next < prompts.size() && batch->free_slots() > 0) {
+      index[batch->add({prompts[next], params[next], {}, {}})] = next;
+      ++next;
+    }
+    max_active = std::max(max_active, batch->active());
+    const bool more = batch->step();
+    for (auto& [h, r] : batch->take_finished()) together[index[h]] = std::move(r);
+    if (!more && next == prompts.size()) break;
+  }
+  CHECK(max_active == 3);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    CAPTURE(i);
+    CHECK(together[i].tokens == alone[i].tokens);
+    CHECK(together[i].text == alone[i].text);
+    CHECK(together[i].finish_reason == alone[i].finish_reason);
+  }
 }

@@ -52,6 +52,35 @@ TEST_CASE("rope: identity at position 0, norm-preserving, pairs by type") {
   for (int i = 4; i < 8; ++i) CHECK(p[i] == v[i]);
 }
 
+TEST_CASE("rope angles follow the float recurrence pos * base^(-2i/d) closely") {
+  // Pair i of a unit vector at dims (2i, 2i+1) rotates by pos * base^(-2i/d).
+  for (int64_t pos : {1, 17, 1000}) {
+    std::vector<float> v(16, 0.0f);
+    for (int i = 0; i < 8; ++i) v[2 * i] = 1.0f;
+    ops::rope(v.data(), 1, 16, 16, pos, 10000.0f, 1.0f, RopeType::norm);
+    for (int i = 0; i < 8; ++i) {
+      const double theta = pos * std::pow(10000.0, -2.0 * i / 16);
+      CAPTURE(pos);
+      CAPTURE(i);
+      CHECK(v[2 * i] == doctest::Approx(std::cos(theta)).epsilon(1e-4 * pos));
+      CHECK(v[2 * i + 1] == doctest::Approx(std::sin(theta)).epsilon(1e-4 * pos));
+    }
+  }
+}
+
+TEST_CASE("expf_ggml is within 2 ulp of exp and saturates like the reference") {
+  for (float x = -87.0f; x < 88.0f; x += 0.01171875f) {
+    const float ref = static_cast<float>(std::exp(static_cast<double>(x)));
+    const float ulp = std::nextafter(ref, INFINITY) - ref;
+    CAPTURE(x);
+    CHECK(std::fabs(ops::expf_ggml(x) - ref) <= 2 * ulp);
+  }
+  CHECK(ops::expf_ggml(0.0f) == 1.0f);
+  CHECK(ops::expf_ggml(-INFINITY) == 0.0f);
+  CHECK(ops::expf_ggml(-200.0f) == 0.0f);
+  CHECK(std::isinf(ops::expf_ggml(200.0f)));
+}
+
 TEST_CASE("silu_mul") {
   std::vector<float> g = {0, 1, -1}, u = {2, 2, 2};
   ops::silu_mul(g.data(), u.data(), 3);

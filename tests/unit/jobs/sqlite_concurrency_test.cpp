@@ -15,11 +15,18 @@
 #include "jobs/queue.h"
 #include "jobs/sqlite_db.h"
 #include "jobs/sqlite_migrations.h"
+#include "jobs/sqlite_queue.h"
+#include "tests/unit/jobs/fast_queue.h"
 #include "tests/unit/jobs/temp_dir.h"
 
 using namespace ns::jobs;
 
 namespace {
+
+// These tests are about locking, not durability: commits without fsync keep
+// them fast (sqlite_schema_test.cpp checks the durable default).
+const SqliteOptions kNoFsync = ns::test::kFastCommits;
+constexpr int64_t kLeaseMs = 60'000;
 
 JobSpec spec(int i) {
   JobSpec s;
@@ -33,18 +40,21 @@ JobSpec spec(int i) {
 // `start` lines the threads up after their (slow) open, so they really race.
 std::vector<int64_t> drain(const std::string& path, const std::string& worker, const std::atomic<bool>& producers_done,
                            std::latch& start) {
-  auto q = open_sqlite_queue(path);
+  auto q = open_sqlite_queue(path, kNoFsync);
   start.arrive_and_wait();
   std::vector<int64_t> got;
   JobResult r;
   r.text = worker;
   r.finish_reason = "stop";
   while (true) {
-    if (std::optional<Job> j = q->claim(worker)) {
+    // Read the flag before claiming: an empty claim after the producers were
+    // done means nothing is left.
+    const bool last_round = producers_done.load();
+    if (std::optional<Job> j = q->claim(worker, kLeaseMs)) {
       got.push_back(j->id);
-      q->complete(j->id, r);
-    } else if (producers_done.load()) {
-      if (!q->claim(worker)) break;  // nothing appeared after the producers finished
+      if (!q->complete(j->lease(), r)) got.push_back(-j->id);  // a broken fence shows up as a negative id
+    } else if (last_round) {
+      break;
     } else {
       std::this_thread::yield();
     }
@@ -59,7 +69,7 @@ TEST_CASE("two workers with their own connections never claim the same job") {
   const std::string path = dir.file("q.db");
   constexpr int kJobs = 200;
   {
-    auto q = open_sqlite_queue(path);
+    auto q = open_sqlite_queue(path, kNoFsync);
     for (int i = 0; i < kJobs; ++i) q->submit(spec(i));
   }
   std::atomic<bool> done{true};
@@ -77,7 +87,7 @@ TEST_CASE("two workers with their own connections never claim the same job") {
   CHECK(unique.size() == kJobs);
   MESSAGE("worker-a claimed " << a.size() << ", worker-b " << b.size());
 
-  auto q = open_sqlite_queue(path);
+  auto q = open_sqlite_queue(path, kNoFsync);
   CHECK(q->counts().done == kJobs);
   // Each row names the worker that really completed it.
   for (const Job& j : q->list({.state = JobState::done, .limit = 0})) {
@@ -90,14 +100,14 @@ TEST_CASE("two workers with their own connections never claim the same job") {
 TEST_CASE("submitters and workers running at the same time lose nothing") {
   ns::test::TempDir dir;
   const std::string path = dir.file("q.db");
-  open_sqlite_queue(path);  // create the schema before the race
+  open_sqlite_queue(path, kNoFsync);  // create the schema before the race
   constexpr int kPerProducer = 100;
   std::atomic<bool> producers_done{false};
   std::vector<int64_t> submitted_a, submitted_b, got_a, got_b;
 
   std::latch start(4);
   auto produce = [&](std::vector<int64_t>& out, int base) {
-    auto q = open_sqlite_queue(path);
+    auto q = open_sqlite_queue(path, kNoFsync);
     start.arrive_and_wait();
     for (int i = 0; i < kPerProducer; ++i) out.push_back(q->submit(spec(base + i)).id);
   };
@@ -144,7 +154,7 @@ TEST_CASE("four processes submitting and claiming at once: none lost, none dupli
   // as the CLI and daemons are, each submitting and then claiming.
   ns::test::TempDir dir;
   const std::string path = dir.file("q.db");
-  open_sqlite_queue(path);
+  open_sqlite_queue(path, kNoFsync);
   constexpr int kProcesses = 4, kPerProcess = 150;
   std::vector<pid_t> children;
   for (int p = 0; p < kProcesses; ++p) {
@@ -153,13 +163,13 @@ TEST_CASE("four processes submitting and claiming at once: none lost, none dupli
     if (pid == 0) {
       int status = 0;
       try {
-        auto q = open_sqlite_queue(path);
+        auto q = open_sqlite_queue(path, kNoFsync);
         for (int i = 0; i < kPerProcess; ++i) q->submit(spec(p * 1000 + i));
         JobResult r;
         r.finish_reason = "stop";
-        while (std::optional<Job> j = q->claim("process-" + std::to_string(p))) {
+        while (std::optional<Job> j = q->claim("process-" + std::to_string(p), kLeaseMs)) {
           r.text = j->worker;
-          q->complete(j->id, r);
+          if (!q->complete(j->lease(), r)) status = 1;
         }
       } catch (...) {
         status = 1;

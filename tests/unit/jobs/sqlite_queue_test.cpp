@@ -1,15 +1,20 @@
 // The SQLite queue on real database files: submit, claim order, idempotency,
 // the state machine (cancel, release, fail, complete), list and counts.
+// Leases, fencing, recovery and retries: sqlite_lease_test.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "engine/util/error.h"
 #include "jobs/queue.h"
 #include "jobs/sqlite_db.h"
+#include "jobs/sqlite_queue.h"
 #include "jobs/time_format.h"
+#include "tests/unit/jobs/fast_queue.h"
 #include "tests/unit/jobs/temp_dir.h"
 
 namespace {
@@ -23,6 +28,15 @@ JobSpec spec(const std::string& prompt, int32_t priority = 0, const std::string&
   s.priority = priority;
   s.idempotency_key = key;
   return s;
+}
+
+constexpr int64_t kLeaseMs = 60'000;
+
+// Claims the next job for `worker` and returns its lease (the test fails if nothing is claimable).
+Lease claim_lease(Queue& q, const std::string& worker = "w") {
+  std::optional<Job> j = q.claim(worker, kLeaseMs);
+  REQUIRE(j);
+  return j->lease();
 }
 
 JobResult sample_result() {
@@ -46,7 +60,7 @@ JobResult sample_result() {
 
 TEST_CASE("submit stores every field and get() reads it back") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
 
   JobSpec s = spec("Once upon a time, \"quoted\" and ünïcode");
   s.sampling.max_tokens = 77;
@@ -99,7 +113,7 @@ TEST_CASE("submit stores every field and get() reads it back") {
 
 TEST_CASE("submit rejects bad specs before touching the database") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
 
   auto expect_invalid = [&](const JobSpec& s, const std::string& needle) {
     try {
@@ -125,9 +139,72 @@ TEST_CASE("submit rejects bad specs before touching the database") {
   CHECK(c.queued + c.running + c.done + c.failed + c.cancelled == 0);
 }
 
+TEST_CASE("submit refuses prompts that are not UTF-8, too long, and out-of-range attempts") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  auto problem = [&](const JobSpec& s) -> std::string {
+    try {
+      q->submit(s);
+    } catch (const ns::Error& e) {
+      CHECK(e.kind() == ns::ErrorKind::invalid_input);
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(problem(spec("caf\xc3")).find("not valid UTF-8 (bad byte sequence at byte 3)") != std::string::npos);
+  CHECK(problem(spec("\xff prompt")).find("at byte 0") != std::string::npos);
+  CHECK(problem(spec("overlong \xc0\xaf")).find("at byte 9") != std::string::npos);
+  CHECK(problem(spec("surrogate \xed\xa0\x80")).find("at byte 10") != std::string::npos);
+  CHECK(problem(spec(std::string(kMaxPromptBytes + 1, 'x'))).find("at most 8388608 bytes") != std::string::npos);
+  JobSpec bad_stop = spec("fine");
+  bad_stop.sampling.stop = {"\xfe"};
+  CHECK(problem(bad_stop).find("stop[0] is not valid UTF-8") != std::string::npos);
+  JobSpec zero_attempts = spec("fine");
+  zero_attempts.max_attempts = 0;
+  CHECK(problem(zero_attempts).find("max_attempts = 0") != std::string::npos);
+  JobSpec nan = spec("fine");
+  nan.sampling.top_p = std::numeric_limits<float>::quiet_NaN();
+  CHECK(problem(nan).find("top_p") != std::string::npos);
+  CHECK(q->counts().queued == 0);
+
+  // The largest prompt allowed, and multi-byte text, go in.
+  CHECK(problem(spec(std::string(kMaxPromptBytes, 'x'))).empty());
+  CHECK(problem(spec("日本語の文書 \xf0\x9f\x98\x80")).empty());
+  CHECK(q->counts().queued == 2);
+}
+
+TEST_CASE("submit_many queues all or nothing in one transaction") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  std::vector<JobSpec> specs = {spec("a", 0, "k1"), spec("b"), spec("c", 0, "k1")};
+  specs[1].max_attempts = 7;
+  specs[1].not_before_ms = now_epoch_ms() + 3'600'000;
+  const std::vector<SubmitOutcome> out = q->submit_many(specs);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].created);
+  CHECK(out[1].created);
+  CHECK_FALSE(out[2].created);  // the same key twice in one batch names one job
+  CHECK(out[2].id == out[0].id);
+  CHECK(q->get(out[1].id)->spec.max_attempts == 7);
+  CHECK(q->get(out[1].id)->spec.not_before_ms == specs[1].not_before_ms);
+
+  std::vector<JobSpec> with_bad = {spec("d"), spec(""), spec("e")};
+  try {
+    q->submit_many(with_bad);
+    FAIL("a batch with an empty prompt was accepted");
+  } catch (const ns::Error& e) {
+    CHECK_MESSAGE(std::string(e.what()).find("job 2: the job's prompt is empty") == 0, e.what());
+  }
+  CHECK(q->counts().queued == 2);
+
+  // The job not before an hour from now waits; the other one is claimable.
+  REQUIRE(q->claim("w", kLeaseMs)->id == out[0].id);
+  CHECK_FALSE(q->claim("w", kLeaseMs));
+}
+
 TEST_CASE("claim takes the highest priority first, oldest first within a priority") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
   const int64_t a = q->submit(spec("a", 0)).id;
   const int64_t b = q->submit(spec("b", 5)).id;
   const int64_t c = q->submit(spec("c", 0)).id;
@@ -135,7 +212,7 @@ TEST_CASE("claim takes the highest priority first, oldest first within a priorit
   const int64_t e = q->submit(spec("e", -1)).id;
 
   std::vector<int64_t> order;
-  while (std::optional<Job> j = q->claim("w1")) {
+  while (std::optional<Job> j = q->claim("w1", kLeaseMs)) {
     CHECK(j->state == JobState::running);
     CHECK(j->worker == "w1");
     CHECK(j->attempts == 1);
@@ -149,7 +226,7 @@ TEST_CASE("claim takes the highest priority first, oldest first within a priorit
 
 TEST_CASE("an idempotency key returns the first job instead of a second one") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
   SubmitOutcome first = q->submit(spec("first", 0, "nightly/2025-01-31/doc.txt"));
   SubmitOutcome again = q->submit(spec("changed text", 0, "nightly/2025-01-31/doc.txt"));
   CHECK(first.created);
@@ -166,19 +243,18 @@ TEST_CASE("an idempotency key returns the first job instead of a second one") {
   CHECK(q->counts().queued == 4);
 
   // The key holds after the job finished, too.
-  std::optional<Job> j = q->claim("w");
-  REQUIRE(j);
-  q->complete(j->id, sample_result());
+  CHECK(q->complete(claim_lease(*q), sample_result()));
   CHECK(q->submit(spec("later", 0, "nightly/2025-01-31/doc.txt")).id == first.id);
 }
 
 TEST_CASE("complete stores the result with every stat") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
   const int64_t id = q->submit(spec("p")).id;
-  REQUIRE(q->claim("w")->id == id);
+  const Lease lease = claim_lease(*q);
+  REQUIRE(lease.job_id == id);
   const JobResult r = sample_result();
-  q->complete(id, r);
+  CHECK(q->complete(lease, r));
 
   std::optional<Job> j = q->get(id);
   REQUIRE(j);
@@ -200,44 +276,47 @@ TEST_CASE("complete stores the result with every stat") {
   CHECK(j->result->bytes_read == 9876543210ULL);
 
   // A finished job cannot be finished again (the worker must never overwrite a final state).
-  CHECK_THROWS_AS(q->complete(id, r), ns::Error);
-  CHECK_THROWS_AS(q->fail(id, "internal", "late"), ns::Error);
-  CHECK_THROWS_AS(q->release(id), ns::Error);
+  CHECK_FALSE(q->complete(lease, r));
+  CHECK_FALSE(q->fail(lease, "internal", "late"));
+  CHECK_FALSE(q->release(lease));
+  CHECK_FALSE(q->finish_cancelled(lease, r));
   CHECK(q->get(id)->state == JobState::done);
+  CHECK(q->get(id)->error.empty());
 }
 
 TEST_CASE("fail records the error and the job is not claimed again") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
   const int64_t id = q->submit(spec("p")).id;
-  REQUIRE(q->claim("w"));
-  q->fail(id, "bad_model", "tensor blk.0.attn_q.weight is truncated");
+  const Lease lease = claim_lease(*q);
+  CHECK(q->fail(lease, "bad_model", "tensor blk.0.attn_q.weight is truncated"));
   std::optional<Job> j = q->get(id);
   CHECK(j->state == JobState::failed);
   CHECK(j->error_kind == "bad_model");
   CHECK(j->error == "tensor blk.0.attn_q.weight is truncated");
   CHECK(j->finished_ms > 0);
   CHECK_FALSE(j->result);
-  CHECK_FALSE(q->claim("w"));
+  CHECK_FALSE(q->claim("w", kLeaseMs));
 
   // A queued (unclaimed) job cannot be failed: only running jobs are the worker's.
   const int64_t queued = q->submit(spec("q")).id;
-  CHECK_THROWS_AS(q->fail(queued, "internal", "x"), ns::Error);
+  CHECK_FALSE(q->fail({queued, "w", 0}, "internal", "x"));
   CHECK(q->get(queued)->state == JobState::queued);
 }
 
 TEST_CASE("cancel: queued jobs at once, running jobs by request") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
   const int64_t running = q->submit(spec("r", 1)).id;
   const int64_t queued = q->submit(spec("q", 0)).id;
-  REQUIRE(q->claim("w")->id == running);
+  const Lease lease = claim_lease(*q);
+  REQUIRE(lease.job_id == running);
 
   CHECK(q->cancel(queued));
   std::optional<Job> jq = q->get(queued);
   CHECK(jq->state == JobState::cancelled);
   CHECK(jq->finished_ms > 0);
-  CHECK_FALSE(q->claim("w"));  // the cancelled job is not claimable
+  CHECK_FALSE(q->claim("w", kLeaseMs));  // the cancelled job is not claimable
 
   CHECK_FALSE(q->cancel_requested(running));
   CHECK(q->cancel(running));
@@ -247,7 +326,7 @@ TEST_CASE("cancel: queued jobs at once, running jobs by request") {
   JobResult partial = sample_result();
   partial.finish_reason = "cancelled";
   partial.text = "partial";
-  q->finish_cancelled(running, partial);
+  CHECK(q->finish_cancelled(lease, partial));
   std::optional<Job> jr = q->get(running);
   CHECK(jr->state == JobState::cancelled);
   REQUIRE(jr->result);
@@ -263,11 +342,12 @@ TEST_CASE("cancel: queued jobs at once, running jobs by request") {
 
 TEST_CASE("release puts a running job back in the queue without counting the attempt") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
   const int64_t first = q->submit(spec("first")).id;
   const int64_t second = q->submit(spec("second")).id;
-  REQUIRE(q->claim("w1")->id == first);
-  q->release(first);
+  const Lease lease = claim_lease(*q, "w1");
+  REQUIRE(lease.job_id == first);
+  CHECK(q->release(lease));
 
   std::optional<Job> j = q->get(first);
   CHECK(j->state == JobState::queued);
@@ -277,30 +357,34 @@ TEST_CASE("release puts a running job back in the queue without counting the att
   CHECK_FALSE(j->result);
 
   // It keeps its place: the oldest job is claimed first again.
-  std::optional<Job> again = q->claim("w2");
+  std::optional<Job> again = q->claim("w2", kLeaseMs);
   REQUIRE(again);
   CHECK(again->id == first);
   CHECK(again->worker == "w2");
   CHECK(again->attempts == 1);
+  CHECK(again->attempt == 2);  // the claim number never repeats: it is the fence
+  CHECK_FALSE(q->release(lease));  // the first claim's lease is long gone
 
   // A cancel requested while it ran wins over going back to the queue.
   CHECK(q->cancel(first));
-  q->release(first);
+  CHECK(q->release(again->lease()));
   CHECK(q->get(first)->state == JobState::cancelled);
-  CHECK(q->claim("w2")->id == second);
+  CHECK(q->claim("w2", kLeaseMs)->id == second);
 }
 
 TEST_CASE("list is newest first, filters by state and honours the limit; counts add up") {
   ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
   std::vector<int64_t> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(q->submit(spec("job " + std::to_string(i))).id);
   // ids[0] done, ids[1] failed, ids[2] running, ids[3] cancelled, ids[4..5] queued.
-  REQUIRE(q->claim("w")->id == ids[0]);
-  q->complete(ids[0], sample_result());
-  REQUIRE(q->claim("w")->id == ids[1]);
-  q->fail(ids[1], "invalid_input", "bad");
-  REQUIRE(q->claim("w")->id == ids[2]);
+  Lease lease = claim_lease(*q);
+  REQUIRE(lease.job_id == ids[0]);
+  REQUIRE(q->complete(lease, sample_result()));
+  lease = claim_lease(*q);
+  REQUIRE(lease.job_id == ids[1]);
+  REQUIRE(q->fail(lease, "invalid_input", "bad"));
+  REQUIRE(q->claim("w", kLeaseMs)->id == ids[2]);
   REQUIRE(q->cancel(ids[3]));
 
   std::vector<Job> all = q->list({});
@@ -346,14 +430,16 @@ TEST_CASE("iso8601_utc formats epoch milliseconds") {
 TEST_CASE("the job_summary view shows one readable line per job") {
   ns::test::TempDir dir;
   const std::string path = dir.file("q.db");
-  auto q = open_sqlite_queue(path);
+  auto q = open_sqlite_queue(path, ns::test::kFastCommits);
   const int64_t done = q->submit(spec("p")).id;
   const int64_t failed = q->submit(spec("p")).id;
   q->submit(spec("p"));
-  REQUIRE(q->claim("w")->id == done);
-  q->complete(done, sample_result());
-  REQUIRE(q->claim("w")->id == failed);
-  q->fail(failed, "bad_model", "truncated file");
+  Lease lease = claim_lease(*q);
+  REQUIRE(lease.job_id == done);
+  REQUIRE(q->complete(lease, sample_result()));
+  lease = claim_lease(*q);
+  REQUIRE(lease.job_id == failed);
+  REQUIRE(q->fail(lease, "bad_model", "truncated file"));
 
   ns::jobs::sqlite::Db db(path);
   ns::jobs::sqlite::Stmt st(db, "SELECT id, state, model, created, finished, tokens, tok_s, output, error "
@@ -378,29 +464,4 @@ TEST_CASE("the job_summary view shows one readable line per job") {
   CHECK(st.text(1) == "queued");
   CHECK(st.is_null(4));
   CHECK_FALSE(st.step());
-}
-
-TEST_CASE("requeue_abandoned returns a dead worker's running jobs to the queue") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"));
-  const int64_t mine = q->submit(spec("mine", 2)).id;
-  const int64_t mine_cancelled = q->submit(spec("mine, cancel requested", 1)).id;
-  const int64_t theirs = q->submit(spec("theirs", 0)).id;
-  REQUIRE(q->claim("host:worker-1")->id == mine);
-  REQUIRE(q->claim("host:worker-1")->id == mine_cancelled);
-  REQUIRE(q->claim("host:worker-2")->id == theirs);
-  REQUIRE(q->cancel(mine_cancelled));
-
-  CHECK(q->requeue_abandoned("host:worker-1") == 2);
-  CHECK(q->get(mine)->state == JobState::queued);
-  CHECK(q->get(mine)->worker.empty());
-  CHECK(q->get(mine)->attempts == 1);  // the crashed attempt counts
-  CHECK(q->get(mine_cancelled)->state == JobState::cancelled);
-  CHECK(q->get(theirs)->state == JobState::running);  // another live worker's job is untouched
-  CHECK(q->requeue_abandoned("host:worker-1") == 0);
-
-  std::optional<Job> again = q->claim("host:worker-1");
-  REQUIRE(again);
-  CHECK(again->id == mine);
-  CHECK(again->attempts == 2);
 }

@@ -9,6 +9,7 @@
 #include "jobs/queue.h"
 #include "jobs/sqlite_db.h"
 #include "jobs/sqlite_migrations.h"
+#include "jobs/sqlite_queue.h"
 #include "tests/unit/jobs/temp_dir.h"
 
 using namespace ns::jobs;
@@ -47,17 +48,23 @@ TEST_CASE("migrations run once; reopening keeps the data and applies nothing") {
   }
   sqlite::Db db(path);
   CHECK(sqlite::migrate(db) == 0);
-  CHECK(db.scalar_int("SELECT count(*) FROM sqlite_master WHERE name IN ('jobs', 'results', 'job_summary')") == 3);
+  CHECK(db.scalar_int("SELECT count(*) FROM sqlite_master WHERE name IN ('jobs', 'results', 'job_summary', "
+                      "'attempts', 'checkpoints')") == 5);
 }
 
-TEST_CASE("connections use WAL, foreign keys and a busy timeout") {
+TEST_CASE("connections use WAL, foreign keys, a busy timeout and durable commits by default") {
   ns::test::TempDir dir;
-  sqlite::Db db(dir.file("q.db"));
-  sqlite::Stmt mode(db, "PRAGMA journal_mode");
-  REQUIRE(mode.step());
-  CHECK(mode.text(0) == "wal");
-  CHECK(db.scalar_int("PRAGMA foreign_keys") == 1);
-  CHECK(db.scalar_int("PRAGMA busy_timeout") == 5000);
+  {
+    sqlite::Db db(dir.file("q.db"));
+    sqlite::Stmt mode(db, "PRAGMA journal_mode");
+    REQUIRE(mode.step());
+    CHECK(mode.text(0) == "wal");
+    CHECK(db.scalar_int("PRAGMA foreign_keys") == 1);
+    CHECK(db.scalar_int("PRAGMA busy_timeout") == 5000);
+    CHECK(db.scalar_int("PRAGMA synchronous") == 2);  // FULL: a submitted job survives a power cut
+  }
+  sqlite::Db db(dir.file("q.db"), {.busy_timeout_ms = 250, .synchronous = Synchronous::normal});
+  CHECK(db.scalar_int("PRAGMA busy_timeout") == 250);
   CHECK(db.scalar_int("PRAGMA synchronous") == 1);  // NORMAL
 }
 
@@ -78,6 +85,7 @@ TEST_CASE("a database from a newer nightshift is refused, not modified") {
     const std::string msg = e.what();
     CHECK_MESSAGE(msg.find(path) != std::string::npos, msg);
     CHECK_MESSAGE(msg.find("upgrade nightshift") != std::string::npos, msg);
+    CHECK_FALSE(dynamic_cast<const DatabaseError&>(e).transient());
   }
   sqlite::Db db(path);
   CHECK(db.scalar_int("PRAGMA user_version") == future);
@@ -135,8 +143,15 @@ TEST_CASE("the schema's CHECK constraints reject impossible rows") {
   CHECK_THROWS_AS(db.exec(cols + "('m', 'p', 1, 1, 1, 1, 0, 1, 1, 0, 'not json', 'queued', 1, 't')"), ns::Error);
   CHECK_THROWS_AS(db.exec(cols + "('m', 'p', 1, 1, 1, 1, 0, 1, 1, 0, '{}', 'queued', 1, 't')"), ns::Error);
   CHECK_THROWS_AS(db.exec(cols + "('', 'p', 1, 1, 1, 1, 0, 1, 1, 0, '[]', 'queued', 1, 't')"), ns::Error);
+  db.exec(cols + "('m', 'p', 1, 1, 1, 1, 0, 1, 1, 0, '[]', 'dead', 1, 't')");  // 002 added `dead`
+  CHECK_THROWS_AS(db.exec("UPDATE jobs SET max_attempts = 0 WHERE id = 1"), ns::Error);
+  CHECK_THROWS_AS(db.exec("INSERT INTO checkpoints VALUES (1, 1, 2, 'not json', 0, 't')"), ns::Error);
+  CHECK_THROWS_AS(db.exec("INSERT INTO attempts (job_id, attempt, worker, started_ms, started_at, outcome) "
+                          "VALUES (1, 1, 'w', 0, 't', 'exploded')"),
+                  ns::Error);
+  CHECK_THROWS_AS(db.exec("INSERT INTO checkpoints VALUES (999, 1, 0, '[]', 0, 't')"), ns::Error);  // no job 999
   // A result for a job that does not exist violates the foreign key.
   CHECK_THROWS_AS(db.exec("INSERT INTO results VALUES (999, 't', 'stop', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)"),
                   ns::Error);
-  CHECK(db.scalar_int("SELECT count(*) FROM jobs") == 1);
+  CHECK(db.scalar_int("SELECT count(*) FROM jobs") == 2);
 }

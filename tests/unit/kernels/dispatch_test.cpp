@@ -8,12 +8,20 @@
 using namespace ns::kernels;
 using namespace ns::kernels::test;
 
-TEST_CASE("the five formats have kernels, others do not") {
+TEST_CASE("the weight formats have kernels; activation-only and other formats do not") {
   for (const GgmlType t : kTypes) CHECK(is_supported(t));
-  for (const GgmlType t :
-       {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q8_K, GgmlType::IQ4_NL, GgmlType::I32, GgmlType::F64})
+  for (const GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ2_XXS, GgmlType::IQ4_XS, GgmlType::IQ1_S,
+                           GgmlType::I32, GgmlType::F64})
     CHECK_FALSE(is_supported(t));
   CHECK_FALSE(is_supported(static_cast<GgmlType>(1000)));
+  // The activation-only formats still have their converters in the table.
+  for (const GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K}) {
+    const FormatKernels* f = find_format(t);
+    REQUIRE(f != nullptr);
+    CHECK((f->quantize != nullptr));
+    CHECK((f->dequantize != nullptr));
+    CHECK((f->vec_dot == nullptr));
+  }
 }
 
 TEST_CASE("vec-dot types follow ggml's CPU choices") {
@@ -22,7 +30,13 @@ TEST_CASE("vec-dot types follow ggml's CPU choices") {
   CHECK(vec_dot_type(GgmlType::BF16) == GgmlType::BF16);
   CHECK(vec_dot_type(GgmlType::Q8_0) == GgmlType::Q8_0);
   CHECK(vec_dot_type(GgmlType::Q4_0) == GgmlType::Q8_0);
-  CHECK_THROWS_AS(vec_dot_type(GgmlType::Q6_K), ns::Error);
+  CHECK(vec_dot_type(GgmlType::Q5_0) == GgmlType::Q8_0);
+  CHECK(vec_dot_type(GgmlType::IQ4_NL) == GgmlType::Q8_0);
+  CHECK(vec_dot_type(GgmlType::Q4_1) == GgmlType::Q8_1);
+  CHECK(vec_dot_type(GgmlType::Q5_1) == GgmlType::Q8_1);
+  for (const GgmlType t : kKQuants) CHECK(vec_dot_type(t) == GgmlType::Q8_K);
+  CHECK_THROWS_AS(vec_dot_type(GgmlType::IQ3_S), ns::Error);
+  CHECK_THROWS_AS(vec_dot_type(GgmlType::Q8_K), ns::Error);
 }
 
 TEST_CASE("table rows agree with the GGUF type table") {
@@ -33,14 +47,35 @@ TEST_CASE("table rows agree with the GGUF type table") {
     CHECK((f->dequantize != nullptr));
     CHECK((f->quantize != nullptr));
   }
-  CHECK(ns::gguf::traits(GgmlType::Q8_0).block_elems == q8_0::kBlockElems);
-  CHECK(ns::gguf::traits(GgmlType::Q8_0).block_bytes == q8_0::kBlockBytes);
-  CHECK(ns::gguf::traits(GgmlType::Q4_0).block_elems == q4_0::kBlockElems);
-  CHECK(ns::gguf::traits(GgmlType::Q4_0).block_bytes == q4_0::kBlockBytes);
+  struct Geometry {
+    GgmlType type;
+    int64_t elems;
+    size_t bytes;
+  };
+  const Geometry declared[] = {
+      {GgmlType::Q8_0, q8_0::kBlockElems, q8_0::kBlockBytes},
+      {GgmlType::Q4_0, q4_0::kBlockElems, q4_0::kBlockBytes},
+      {GgmlType::Q4_1, q4_1::kBlockElems, q4_1::kBlockBytes},
+      {GgmlType::Q5_0, q5_0::kBlockElems, q5_0::kBlockBytes},
+      {GgmlType::Q5_1, q5_1::kBlockElems, q5_1::kBlockBytes},
+      {GgmlType::Q8_1, q8_1::kBlockElems, q8_1::kBlockBytes},
+      {GgmlType::IQ4_NL, iq4_nl::kBlockElems, iq4_nl::kBlockBytes},
+      {GgmlType::Q8_K, q8_k::kBlockElems, q8_k::kBlockBytes},
+      {GgmlType::Q2_K, q2_k::kBlockElems, q2_k::kBlockBytes},
+      {GgmlType::Q3_K, q3_k::kBlockElems, q3_k::kBlockBytes},
+      {GgmlType::Q4_K, q4_k::kBlockElems, q4_k::kBlockBytes},
+      {GgmlType::Q5_K, q5_k::kBlockElems, q5_k::kBlockBytes},
+      {GgmlType::Q6_K, q6_k::kBlockElems, q6_k::kBlockBytes},
+  };
+  for (const auto& g : declared) {
+    CAPTURE(name(g.type));
+    CHECK(ns::gguf::traits(g.type).block_elems == g.elems);
+    CHECK(ns::gguf::traits(g.type).block_bytes == g.bytes);
+  }
 }
 
 TEST_CASE("quantize_row and convert_activations write exactly one row's bytes") {
-  const int64_t n = 64;
+  const int64_t n = 512;
   const auto x = random_normal(n, 3);
   for (const GgmlType t : kTypes) {
     CAPTURE(name(t));
@@ -58,19 +93,22 @@ TEST_CASE("quantize_row and convert_activations write exactly one row's bytes") 
 }
 
 TEST_CASE("conversions reject partial blocks and unsupported types") {
-  std::vector<float> x(64);
-  std::vector<uint8_t> q(256);
+  std::vector<float> x(256);
+  std::vector<uint8_t> q(512);
   CHECK_THROWS_AS(quantize_row(GgmlType::Q4_0, x.data(), q.data(), 40), ns::Error);
   CHECK_THROWS_AS(dequantize_row(GgmlType::Q8_0, q.data(), x.data(), 33), ns::Error);
-  CHECK_THROWS_AS(dequantize_row(GgmlType::Q4_K, q.data(), x.data(), 256), ns::Error);
+  CHECK_THROWS_AS(quantize_row(GgmlType::Q4_K, x.data(), q.data(), 128), ns::Error);  // half a super-block
+  CHECK_THROWS_AS(dequantize_row(GgmlType::IQ4_XS, q.data(), x.data(), 256), ns::Error);
+  CHECK_THROWS_AS(quantize_row(GgmlType::Q8_K, x.data(), q.data(), 256), ns::Error);  // activation-only
   CHECK_THROWS_AS(vec_dot(GgmlType::IQ2_XXS, Isa::scalar), ns::Error);
   try {
-    quantize_row(GgmlType::Q5_K, x.data(), q.data(), 256);
+    quantize_row(GgmlType::IQ3_XXS, x.data(), q.data(), 256);
     FAIL("no error");
   } catch (const ns::Error& e) {
     // The message names the type and what is supported.
-    CHECK(std::string(e.what()).find("Q5_K") != std::string::npos);
+    CHECK(std::string(e.what()).find("IQ3_XXS") != std::string::npos);
     CHECK(std::string(e.what()).find("Q4_0") != std::string::npos);
+    CHECK(std::string(e.what()).find("Q6_K") != std::string::npos);
   }
 }
 

@@ -11,13 +11,21 @@
 #include <vector>
 
 #include "engine/gguf/ggml_type.h"
+#include "engine/kernels/formats.h"
 #include "engine/kernels/kernels.h"
 
 namespace ns::kernels::test {
 
-inline constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
+inline constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,   GgmlType::Q4_0,
+                                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K,
+                                      GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+// The K-quants (256-element super-blocks, Q8_K activations).
+inline constexpr GgmlType kKQuants[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 inline bool is_block_type(GgmlType t) { return gguf::traits(t).block_elems > 1; }
+
+inline int64_t block_elems(GgmlType t) { return gguf::traits(t).block_elems; }
 
 inline size_t row_bytes(GgmlType t, int64_t n) { return gguf::row_bytes(gguf::traits(t), static_cast<uint64_t>(n)); }
 
@@ -50,19 +58,43 @@ inline std::vector<uint8_t> activations(GgmlType weight, Isa isa, const float* x
   return out;
 }
 
+// Any format's reference dequantizer, activation-only ones (Q8_1, Q8_K) included.
+inline std::vector<float> dequantized_any(GgmlType t, const void* q, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n));
+  find_format(t)->dequantize(q, out.data(), n);
+  return out;
+}
+
 struct RefDot {
-  double value = 0;    // exact-ish dot of the dequantized rows
-  double abs_sum = 0;  // sum of |w_i * x_i|: the scale rounding errors are measured against
+  double value = 0;       // exact-ish dot of the dequantized rows
+  double abs_sum = 0;     // sum of |w_i * x_i|: the scale rounding errors are measured against
+  double format_gap = 0;  // what the format itself lets the kernel differ by (Q8_1's fp16 block sums)
 };
 
 inline RefDot reference_dot(GgmlType weight, const void* w, const void* x, int64_t n) {
+  const GgmlType act = vec_dot_type(weight);
   const auto wf = dequantized(weight, w, n);
-  const auto xf = dequantized(vec_dot_type(weight), x, n);
+  const auto xf = dequantized_any(act, x, n);
   RefDot r;
   for (int64_t i = 0; i < n; ++i) {
     const double p = static_cast<double>(wf[static_cast<size_t>(i)]) * xf[static_cast<size_t>(i)];
     r.value += p;
     r.abs_sum += std::fabs(p);
+  }
+  if (act == GgmlType::Q8_1) {
+    // Q4_1 / Q5_1 take their min's share as m * s, s = fp16(d_x * sum(q_x)):
+    // the fp16 rounding of s is part of the format, not of the kernel.
+    const size_t wbytes = gguf::traits(weight).block_bytes;
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const auto* xb = static_cast<const uint8_t*>(x);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      const uint8_t* xq = xb + b * q8_1::kBlockBytes;
+      double exact = 0;
+      for (int j = 0; j < 32; ++j) exact += static_cast<int8_t>(xq[4 + j]);
+      exact *= fp16_to_fp32(load_u16(xq));
+      const double m = fp16_to_fp32(load_u16(wb + b * wbytes + 2));
+      r.format_gap += std::fabs(m) * std::fabs(fp16_to_fp32(load_u16(xq + 2)) - exact);
+    }
   }
   return r;
 }
@@ -75,6 +107,10 @@ inline double accumulation_tolerance(GgmlType weight, int64_t n, double abs_sum)
   const double chain = is_block_type(weight) ? static_cast<double>(n / gguf::traits(weight).block_elems) + 16
                                              : static_cast<double>(n) / 8 + 16;
   return 2 * chain * eps * abs_sum + 1e-30;
+}
+
+inline double tolerance(GgmlType weight, int64_t n, const RefDot& ref) {
+  return accumulation_tolerance(weight, n, ref.abs_sum) + ref.format_gap;
 }
 
 inline std::vector<Isa> isas_to_test() {

@@ -41,7 +41,7 @@ void check_against_reference(const Weights& w, const std::vector<float>& x, int6
     for (int64_t r = 0; r < w.rows; ++r) {
       const RefDot ref = reference_dot(w.type, w.bytes.data() + r * w.stride, xa.data(), w.cols);
       const double got = y[static_cast<size_t>(t * w.rows + r)];
-      if (std::fabs(got - ref.value) > accumulation_tolerance(w.type, w.cols, ref.abs_sum)) {
+      if (std::fabs(got - ref.value) > tolerance(w.type, w.cols, ref)) {
         FAIL_CHECK("token " << t << " row " << r << ": got " << got << ", reference " << ref.value);
       }
     }
@@ -79,7 +79,7 @@ TEST_CASE("matmul matches dequantize-then-dot for 1 and 7 tokens, 1 and 2 thread
 
 TEST_CASE("matmul splits a larger matrix into many chunks without gaps or overlaps") {
   ns::ThreadPool pool(2);
-  for (const GgmlType t : {GgmlType::Q4_0, GgmlType::F16}) {
+  for (const GgmlType t : {GgmlType::Q4_0, GgmlType::F16, GgmlType::Q5_1, GgmlType::Q4_K}) {
     const Weights w = random_weights(t, 301, 1024, 0, 2000);
     const int64_t n_tokens = 5;
     const auto x = random_normal(static_cast<size_t>(n_tokens * w.cols), 78, 1.0f);
@@ -153,7 +153,8 @@ TEST_CASE("matmul rejects types without kernels and shapes a type cannot hold") 
     FAIL("no error");
     return ns::ErrorKind::internal;
   };
-  CHECK(kind_of({GgmlType::Q4_K, bytes.data(), 2, 256, 144}) == ns::ErrorKind::bad_model);
-  CHECK(kind_of({GgmlType::Q4_0, bytes.data(), 2, 100, 64}) == ns::ErrorKind::bad_model);  // 100 % 32 != 0
-  CHECK(kind_of({GgmlType::Q8_0, bytes.data(), 2, 64, 60}) == ns::ErrorKind::bad_model);   // stride < 68 bytes
+  CHECK(kind_of({GgmlType::IQ2_XXS, bytes.data(), 2, 256, 66}) == ns::ErrorKind::bad_model);
+  CHECK(kind_of({GgmlType::Q4_K, bytes.data(), 2, 128, 144}) == ns::ErrorKind::bad_model);  // 128 % 256 != 0
+  CHECK(kind_of({GgmlType::Q4_0, bytes.data(), 2, 100, 64}) == ns::ErrorKind::bad_model);   // 100 % 32 != 0
+  CHECK(kind_of({GgmlType::Q8_0, bytes.data(), 2, 64, 60}) == ns::ErrorKind::bad_model);    // stride < 68 bytes
 }

@@ -2,6 +2,7 @@
 // from each format's definition, exact round trips of values on the grid, and
 // hand-derived bytes of one block of each quantized format.
 #include <algorithm>
+#include <cstring>
 
 #include "engine/kernels/formats.h"
 #include "kernel_test_util.h"
@@ -29,18 +30,21 @@ TEST_CASE("round trip error stays within each format's bound") {
   const int64_t n = 32 * 60;
   const auto x = varied_row(n, 1);
   for (const GgmlType t : kTypes) {
+    if (block_elems(t) > 32) continue;  // K-quants: their own test below
     CAPTURE(name(t));
     const auto q = quantized(t, x.data(), n);
     const auto y = dequantized(t, q.data(), n);
     for (int64_t b = 0; b < n / 32; ++b) {
       const float* xb = x.data() + b * 32;
       const float* yb = y.data() + b * 32;
-      float amax = 0, max = 0;
+      float amax = 0, max = 0, lo = xb[0], hi = xb[0];
       for (int j = 0; j < 32; ++j) {
         if (std::fabs(xb[j]) > amax) {
           amax = std::fabs(xb[j]);
           max = xb[j];
         }
+        lo = std::min(lo, xb[j]);
+        hi = std::max(hi, xb[j]);
       }
       for (int j = 0; j < 32; ++j) {
         const double err = std::fabs(static_cast<double>(xb[j]) - yb[j]);
@@ -69,6 +73,32 @@ TEST_CASE("round trip error stays within each format's bound") {
             bound = (d * (pos > 7.5 ? 1.0 : 0.5) + 8 * half_rounding(d)) * (1 + 1e-6);
             break;
           }
+          case GgmlType::Q5_0: {
+            // As Q4_0 with positions in [-16, 16]; 16 is clamped to 15.
+            const double d = std::fabs(max) / 16.0;
+            const double pos = max != 0 ? -16.0 * xb[j] / max : 0.0;
+            bound = (d * (pos > 15.5 ? 1.0 : 0.5) + 16 * half_rounding(d)) * (1 + 1e-6);
+            break;
+          }
+          case GgmlType::Q4_1:
+          case GgmlType::Q5_1: {
+            // x = min + q d with q rounded from (x - min) / d: half a step,
+            // plus the fp16 rounding of d (times q) and of min.
+            const double levels = t == GgmlType::Q4_1 ? 15 : 31;
+            const double d = (static_cast<double>(hi) - lo) / levels;
+            bound = (d * 0.5 + levels * half_rounding(d) + half_rounding(lo)) * (1 + 1e-6);
+            break;
+          }
+          case GgmlType::IQ4_NL: {
+            // Levels are chosen under d0 = max / -127: within half the widest
+            // gap (24) of the scaled table, or up to 14 d0 beyond its ends
+            // (113 vs 127); then stored with the fitted scale d, moving a
+            // level v by |d - d0| |v| <= 127 |d - d0|.
+            const double d0 = std::fabs(max) / 127.0;
+            const double d = load_fp16(q.data() + b * iq4_nl::kBlockBytes);
+            bound = (14 * d0 + 127 * std::fabs(std::fabs(d) - d0)) * (1 + 1e-5) + 1e-30;
+            break;
+          }
           default:
             FAIL("untested type");
         }
@@ -91,6 +121,31 @@ TEST_CASE("values on a format's grid round-trip exactly") {
   x[3] = -8 * 0.25f;                                                                 // block 0: max = -2, d = 0.25
   x[33] = 8 * 0.25f;  // block 1: max = +2, d = -0.25, so +2 is nibble 0 and -1.75 is nibble 15
   CHECK(dequantized(GgmlType::Q4_0, quantized(GgmlType::Q4_0, x.data(), 64).data(), 64) == x);
+
+  // Q5_0: d = -max / 16 = 1/8 with max = -2; codes 0..31 are -16..15 steps.
+  for (int j = 0; j < 64; ++j) x[j] = static_cast<float>((j * 7) % 32 - 16) * 0.125f;
+  x[0] = -16 * 0.125f;
+  x[32] = -16 * 0.125f;
+  CHECK(dequantized(GgmlType::Q5_0, quantized(GgmlType::Q5_0, x.data(), 64).data(), 64) == x);
+
+  // Q4_1 / Q5_1: min = -2 and max = min + levels * d with d a power of two.
+  for (const GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1}) {
+    CAPTURE(name(t));
+    const int levels = t == GgmlType::Q4_1 ? 15 : 31;
+    for (int j = 0; j < 64; ++j) x[j] = -2.0f + static_cast<float>((j * 7) % (levels + 1)) * 0.25f;
+    for (const int b : {0, 32}) {
+      x[b + 1] = -2.0f;
+      x[b + 2] = -2.0f + static_cast<float>(levels) * 0.25f;
+    }
+    CHECK(dequantized(t, quantized(t, x.data(), 64).data(), 64) == x);
+  }
+
+  // IQ4_NL: d * level with d a power of two and the level -127 present (it
+  // sets the scale); the least-squares fit then finds d again.
+  for (int j = 0; j < 64; ++j) x[j] = static_cast<float>(iq4_nl::kValues[(j * 5) % 16]) * 0x1p-6f;
+  x[9] = -127 * 0x1p-6f;
+  x[41] = -127 * 0x1p-6f;
+  CHECK(dequantized(GgmlType::IQ4_NL, quantized(GgmlType::IQ4_NL, x.data(), 64).data(), 64) == x);
 
   // F16 and BF16: values with few mantissa bits.
   for (int j = 0; j < 64; ++j) x[j] = std::ldexp(static_cast<float>(j - 32), j % 20 - 10);
@@ -118,6 +173,57 @@ TEST_CASE("one block of each quantized format, derived by hand") {
     CHECK(q[2] == 0x80);
     CHECK(q[2 + 15] == 0xf8);
   }
+  SUBCASE("Q5_0") {
+    // max = -16 so d = 1, id = 1 and code(j) = trunc(j - 16 + 16.5) = j: the
+    // low nibbles are j % 16, the fifth bits j / 16, i.e. qh = 0xffff0000.
+    const auto q = quantized(GgmlType::Q5_0, x.data(), 32);
+    REQUIRE(q.size() == 22);
+    CHECK(load_u16(q.data()) == 0x3c00);
+    uint32_t qh;
+    std::memcpy(&qh, q.data() + 2, 4);
+    CHECK(qh == 0xffff0000u);
+    for (int j = 0; j < 16; ++j) CHECK(q[6 + j] == (j | j << 4));
+  }
+  SUBCASE("Q4_1") {
+    // min = -16, d = 31 / 15, code(j) = trunc(j * 15 / 31 + 0.5).
+    const auto q = quantized(GgmlType::Q4_1, x.data(), 32);
+    REQUIRE(q.size() == 20);
+    CHECK(load_u16(q.data()) == fp32_to_fp16(31.0f / 15.0f));
+    CHECK(load_u16(q.data() + 2) == fp32_to_fp16(-16.0f));
+    for (int j = 0; j < 16; ++j) {
+      const int lo = static_cast<int>(j * 15.0 / 31.0 + 0.5);
+      const int hi = static_cast<int>((j + 16) * 15.0 / 31.0 + 0.5);
+      CHECK(q[4 + j] == (lo | hi << 4));
+    }
+  }
+  SUBCASE("Q8_K") {
+    // 256 values -128..127: the first largest magnitude is -128, so the scale
+    // is -127 / -128 and q = nearest(x * 127 / 128), ties to even: 64 * 127 /
+    // 128 = 63.5 goes to 64 and -63.5 to -64 (Q8_0 would give -64 and 64 too,
+    // but 31.75 -> 32 and 127 -> 126 show the scale).
+    std::vector<float> v(256);
+    for (int j = 0; j < 256; ++j) v[j] = static_cast<float>(j - 128);
+    std::vector<uint8_t> q(292);
+    find_format(GgmlType::Q8_K)->quantize(v.data(), q.data(), 256);
+    float d;
+    std::memcpy(&d, q.data(), 4);
+    CHECK(d == 1 / (-127.0f / -128.0f));
+    const auto* qs = reinterpret_cast<const int8_t*>(q.data() + 4);
+    CHECK(qs[0] == -127);
+    CHECK(qs[128 - 64] == -64);
+    CHECK(qs[128 + 64] == 64);
+    CHECK(qs[128 + 32] == 32);
+    CHECK(qs[128 + 1] == 1);
+    CHECK(qs[255] == 126);
+    CHECK(qs[128] == 0);
+    for (int g = 0; g < 16; ++g) {
+      int16_t bsum;
+      std::memcpy(&bsum, q.data() + 260 + 2 * g, 2);
+      int expected = 0;
+      for (int j = 0; j < 16; ++j) expected += qs[16 * g + j];
+      CHECK(bsum == expected);
+    }
+  }
   SUBCASE("Q8_0") {
     // d = 16 / 127; q = round((j - 16) * 127 / 16); the ties at j - 16 = +-8
     // (+-63.5) go away from zero.
@@ -135,10 +241,10 @@ TEST_CASE("one block of each quantized format, derived by hand") {
 }
 
 TEST_CASE("an all-zero block quantizes to scale 0 and dequantizes to zeros") {
-  const std::vector<float> zeros(64, 0.0f);
+  const std::vector<float> zeros(512, 0.0f);
   for (const GgmlType t : kTypes) {
     CAPTURE(name(t));
-    const auto y = dequantized(t, quantized(t, zeros.data(), 64).data(), 64);
+    const auto y = dequantized(t, quantized(t, zeros.data(), 512).data(), 512);
     CHECK(y == zeros);
   }
 }

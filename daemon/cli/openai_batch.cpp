@@ -1,0 +1,346 @@
+// OpenAI Batch JSONL: input lines -> BatchRequest, finished jobs -> output lines.
+// Strict where leniency would change results: a batch runs unattended, so a
+// field we cannot honour is reported at submit time rather than ignored.
+#include "daemon/cli/openai_batch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+#include "engine/chat/chat_messages_json.h"
+#include "engine/util/error.h"
+
+namespace ns::cli {
+namespace {
+
+using nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+[[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::invalid_input, message); }
+
+// "an object", "a string", ...
+std::string a_type(const json& v) {
+  if (v.is_null()) return "null";
+  const std::string name = v.type_name();
+  return (name[0] == 'a' || name[0] == 'o' ? "an " : "a ") + name;
+}
+
+// A JSON value for an error message: compact, at most ~40 bytes.
+std::string shown(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+int64_t read_integer(const json& v, const std::string& path) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail(path + " = " + shown(v) + " is out of range");
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  fail(path + " must be an integer, not " + (v.is_number() ? shown(v) : a_type(v)));
+}
+
+int32_t read_int32(const json& v, const std::string& path) {
+  const int64_t i = read_integer(v, path);
+  if (i < std::numeric_limits<int32_t>::min() || i > std::numeric_limits<int32_t>::max())
+    fail(path + " = " + shown(v) + " is out of range (it must fit in 32 bits)");
+  return static_cast<int32_t>(i);
+}
+
+float read_number(const json& v, const std::string& path) {
+  if (!v.is_number()) fail(path + " must be a number, not " + a_type(v));
+  return static_cast<float>(v.get<double>());  // out-of-range values become inf, which validate() rejects
+}
+
+bool read_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) fail(path + " must be true or false, not " + a_type(v));
+  return v.get<bool>();
+}
+
+std::string read_string(const json& v, const std::string& path) {
+  if (!v.is_string()) fail(path + " must be a string, not " + a_type(v));
+  return v.get<std::string>();
+}
+
+std::vector<std::string> read_stop(const json& v) {
+  if (v.is_string()) return {v.get<std::string>()};
+  if (!v.is_array()) fail("body.stop must be a string or an array of strings, not " + a_type(v));
+  std::vector<std::string> stop;
+  for (size_t i = 0; i < v.size(); ++i) stop.push_back(read_string(v[i], "body.stop[" + std::to_string(i) + "]"));
+  return stop;
+}
+
+// Sets one sampling field; false if `key` is not one.
+bool apply_sampling_field(const std::string& key, const json& v, SamplingParams& p) {
+  const std::string path = "body." + key;
+  if (key == "max_tokens" || key == "max_completion_tokens") p.max_tokens = read_int32(v, path);
+  else if (key == "temperature") p.temperature = read_number(v, path);
+  else if (key == "top_p") p.top_p = read_number(v, path);
+  else if (key == "seed") {
+    // Any 64-bit unsigned value: the sampler's seed is a uint64.
+    // (nlohmann stores every non-negative integer as unsigned.)
+    if (v.is_number_unsigned()) p.seed = v.get<uint64_t>();
+    else if (v.is_number_integer()) fail(path + " = " + shown(v) + " is invalid: must be a non-negative integer");
+    else fail(path + " must be an integer, not " + (v.is_number() ? shown(v) : a_type(v)));
+  } else if (key == "stop") p.stop = read_stop(v);
+  // Extensions with llama.cpp server's names, for samplers OpenAI does not have.
+  else if (key == "top_k") p.top_k = read_int32(v, path);
+  else if (key == "min_p") p.min_p = read_number(v, path);
+  else if (key == "repeat_penalty") p.repeat_penalty = read_number(v, path);
+  else if (key == "repeat_last_n") p.repeat_last_n = read_int32(v, path);
+  else if (key == "ignore_eos") p.ignore_eos = read_bool(v, path);
+  else return false;
+  return true;
+}
+
+// OpenAI fields that nightshift can honour only at their neutral value.
+struct NeutralOnly {
+  const char* key;
+  bool (*is_neutral)(const json& v);
+  const char* why;
+};
+
+bool is_one(const json& v) { return v.is_number_integer() && v.get<int64_t>() == 1; }
+bool is_false_or_zero(const json& v) {
+  return (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0.0);
+}
+bool is_zero(const json& v) { return v.is_number() && v.get<double>() == 0.0; }
+bool is_empty_container(const json& v) { return (v.is_object() || v.is_array()) && v.empty(); }
+bool is_empty_string(const json& v) { return v.is_string() && v.get<std::string>().empty(); }
+bool is_none(const json& v) { return v.is_string() && v.get<std::string>() == "none"; }
+bool is_text_format(const json& v) { return v.is_object() && v.size() == 1 && v.value("type", "") == "text"; }
+bool never(const json&) { return false; }
+
+constexpr NeutralOnly kNeutralOnly[] = {
+    {"n", is_one, "nightshift writes one choice per request: repeat the line with other custom_ids (and seeds)"},
+    {"stream", is_false_or_zero, "batch requests do not stream"},
+    {"stream_options", never, "batch requests do not stream"},
+    {"presence_penalty", is_zero, "use repeat_penalty (a llama.cpp-style extension) instead"},
+    {"frequency_penalty", is_zero, "use repeat_penalty (a llama.cpp-style extension) instead"},
+    {"logprobs", is_false_or_zero, "log probabilities are not recorded"},
+    {"top_logprobs", is_zero, "log probabilities are not recorded"},
+    {"echo", is_false_or_zero, "the prompt is not repeated in the output"},
+    {"best_of", is_one, "nightshift writes one completion per request"},
+    {"logit_bias", is_empty_container, "nightshift's sampler has no logit bias"},
+    {"suffix", is_empty_string, "nightshift does not insert text between a prompt and a suffix"},
+    {"tools", is_empty_container, "nightshift does not call tools"},
+    {"functions", is_empty_container, "nightshift does not call tools"},
+    {"tool_choice", is_none, "nightshift does not call tools"},
+    {"function_call", is_none, "nightshift does not call tools"},
+    {"response_format", is_text_format, "nightshift has no JSON mode or schemas"},
+};
+
+// Fields that do not change the generated text: accepted and not stored.
+bool is_ignored_field(const std::string& key) {
+  return key == "user" || key == "metadata" || key == "store" || key == "service_tier" ||
+         key == "parallel_tool_calls";
+}
+
+void check_other_field(const std::string& key, const json& v) {
+  if (is_ignored_field(key)) return;
+  for (const NeutralOnly& n : kNeutralOnly) {
+    if (key != n.key) continue;
+    if (n.is_neutral(v)) return;
+    fail("body." + key + " = " + shown(v) + " is not supported: " + n.why);
+  }
+  fail("body." + key + " is not a field nightshift knows (docs/batch-jsonl.md lists the supported ones)");
+}
+
+BatchEndpoint read_endpoint(const json& line) {
+  const auto url = line.find("url");
+  if (url == line.end()) fail("the line has no \"url\": use \"/v1/completions\" or \"/v1/chat/completions\"");
+  const std::string u = read_string(*url, "url");
+  if (u == "/v1/completions") return BatchEndpoint::completions;
+  if (u == "/v1/chat/completions") return BatchEndpoint::chat_completions;
+  fail("url is \"" + u.substr(0, 60) + "\": nightshift serves /v1/completions and /v1/chat/completions");
+}
+
+void read_input(const json& body, BatchRequest& r) {
+  const bool chat = r.is_chat();
+  const char* wanted = chat ? "messages" : "prompt";
+  const char* other = chat ? "prompt" : "messages";
+  const auto misplaced = body.find(other);
+  if (misplaced != body.end() && !misplaced->is_null())
+    fail(std::string("body.") + other + " does not belong to " + endpoint_url(r.endpoint) + ", which takes body." +
+         wanted);
+  const auto it = body.find(wanted);
+  if (it == body.end() || it->is_null()) fail(std::string("body has no \"") + wanted + "\"");
+  if (chat) {
+    r.messages = chat::parse_chat_messages(*it, "body.messages");
+    return;
+  }
+  if (it->is_array())
+    fail("body.prompt is an array: put one prompt per line (arrays of prompts or token ids are not supported)");
+  r.prompt = read_string(*it, "body.prompt");
+  if (r.prompt.empty()) fail("body.prompt is empty");
+}
+
+void read_body(const json& body, BatchRequest& r) {
+  const auto model = body.find("model");
+  if (model != body.end() && !model->is_null()) {
+    r.model = read_string(*model, "body.model");
+    if (r.model.empty()) fail("body.model is empty: name a model, or leave it out to use the one given to submit");
+  }
+  read_input(body, r);
+  const auto max_tokens = body.find("max_tokens");
+  const auto max_completion = body.find("max_completion_tokens");
+  if (max_tokens != body.end() && max_completion != body.end() && !max_tokens->is_null() &&
+      !max_completion->is_null())
+    fail("body has both max_tokens and max_completion_tokens: give one");
+  for (const auto& [key, v] : body.items()) {
+    if (key == "model" || key == "prompt" || key == "messages") continue;
+    if (v.is_null()) continue;  // null means "the default", as in OpenAI's API
+    if (apply_sampling_field(key, v, r.sampling)) continue;
+    check_other_field(key, v);
+  }
+  const std::string invalid = r.sampling.validate();
+  if (!invalid.empty()) fail("body." + invalid);
+}
+
+BatchRequest parse_object(const json& line, const SamplingParams& defaults) {
+  if (!line.is_object())
+    fail("the line is " + a_type(line) + ": each line must be one JSON object {custom_id, method, url, body}");
+  for (const auto& [key, v] : line.items())
+    if (key != "custom_id" && key != "method" && key != "url" && key != "body")
+      fail("unknown field \"" + key + "\": a line has custom_id, method, url and body");
+  BatchRequest r;
+  r.sampling = defaults;
+  const auto id = line.find("custom_id");
+  if (id == line.end()) fail("the line has no \"custom_id\": give each request a unique id");
+  r.custom_id = read_string(*id, "custom_id");
+  if (r.custom_id.empty()) fail("custom_id is empty: give each request a unique id");
+  const auto method = line.find("method");
+  if (method == line.end()) fail("the line has no \"method\": use \"POST\"");
+  if (read_string(*method, "method") != "POST")
+    fail("method is " + shown(*method) + ": batch requests are \"POST\"");
+  r.endpoint = read_endpoint(line);
+  const auto body = line.find("body");
+  if (body == line.end()) fail("the line has no \"body\"");
+  if (!body->is_object()) fail("body is " + a_type(*body) + ", not an object");
+  read_body(*body, r);
+  return r;
+}
+
+json parse_json(std::string_view line) {
+  try {
+    return json::parse(line);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message starts with "[json.exception.parse_error.101] ": keep what follows.
+    std::string what = e.what();
+    const size_t end_of_tag = what.find("] ");
+    if (end_of_tag != std::string::npos) what = what.substr(end_of_tag + 2);
+    fail("not valid JSON: " + what);
+  }
+}
+
+// The custom_id of a line that failed, if it can be read, for the report.
+std::string custom_id_of(std::string_view line) {
+  const json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object()) {
+    const auto id = parsed.find("custom_id");
+    if (id != parsed.end() && id->is_string()) return id->get<std::string>();
+  }
+  return "";
+}
+
+bool is_blank(std::string_view s) {
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  return true;
+}
+
+std::string ids_prefix(BatchEndpoint e) { return e == BatchEndpoint::chat_completions ? "chatcmpl-" : "cmpl-"; }
+
+std::string dump_line(const ordered_json& j) {
+  return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+}  // namespace
+
+const char* endpoint_url(BatchEndpoint e) {
+  return e == BatchEndpoint::chat_completions ? "/v1/chat/completions" : "/v1/completions";
+}
+
+BatchRequest parse_batch_request(std::string_view line, const SamplingParams& defaults) {
+  return parse_object(parse_json(line), defaults);
+}
+
+BatchInput parse_batch_jsonl(std::string_view text, const SamplingParams& defaults) {
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (text.starts_with(kBom)) text.remove_prefix(kBom.size());
+  BatchInput input;
+  std::unordered_map<std::string, int64_t> first_line_of;  // custom_id -> line that used it
+  int64_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (is_blank(line)) continue;
+    ++input.lines;
+    try {
+      BatchRequest r = parse_batch_request(line, defaults);
+      r.line = line_no;
+      const auto [it, inserted] = first_line_of.emplace(r.custom_id, line_no);
+      if (!inserted)
+        fail("custom_id \"" + r.custom_id + "\" is already used on line " + std::to_string(it->second) +
+             ": each request needs its own");
+      input.requests.push_back(std::move(r));
+    } catch (const Error& e) {
+      input.errors.push_back({line_no, custom_id_of(line), e.what()});
+    }
+  }
+  return input;
+}
+
+std::string describe(const BatchLineError& error) {
+  std::string out = "line " + std::to_string(error.line);
+  if (!error.custom_id.empty()) out += " (custom_id \"" + error.custom_id + "\")";
+  return out + ": " + error.message;
+}
+
+std::string format_batch_success(const BatchSuccess& s) {
+  const bool chat = s.endpoint == BatchEndpoint::chat_completions;
+  ordered_json choice;
+  choice["index"] = 0;
+  if (chat) choice["message"] = {{"role", "assistant"}, {"content", s.text}};
+  else choice["text"] = s.text;
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = s.finish_reason;
+
+  ordered_json body;
+  body["id"] = ids_prefix(s.endpoint) + std::to_string(s.job_id);
+  body["object"] = chat ? "chat.completion" : "text_completion";
+  body["created"] = s.created_unix_s;
+  body["model"] = s.model;
+  body["choices"] = ordered_json::array({choice});
+  body["usage"] = {{"prompt_tokens", s.prompt_tokens},
+                   {"completion_tokens", s.completion_tokens},
+                   {"total_tokens", static_cast<int64_t>(s.prompt_tokens) + s.completion_tokens}};
+
+  ordered_json line;
+  line["id"] = "batch_req_" + std::to_string(s.job_id);
+  line["custom_id"] = s.custom_id;
+  line["response"] = {{"status_code", 200}, {"request_id", "req_" + std::to_string(s.job_id)}, {"body", body}};
+  line["error"] = nullptr;
+  return dump_line(line);
+}
+
+std::string format_batch_failure(const BatchFailure& f) {
+  ordered_json line;
+  line["id"] = "batch_req_" + std::to_string(f.job_id);
+  line["custom_id"] = f.custom_id;
+  line["response"] = nullptr;
+  line["error"] = {{"code", f.code}, {"message", f.message}};
+  return dump_line(line);
+}
+
+}  // namespace ns::cli

@@ -1,0 +1,107 @@
+// OpenAI Batch API JSONL, both ways, as pure functions over strings and structs
+// (the format is described for users in docs/batch-jsonl.md).
+//
+// Input, one request per line:
+//   {"custom_id": "req-1", "method": "POST", "url": "/v1/completions" | "/v1/chat/completions",
+//    "body": {"model": "...", "prompt": "..." | "messages": [...], "max_tokens": 200, "temperature": 0.7,
+//             "top_p": 0.9, "seed": 1, "stop": "\n\n" | ["a", "b"], ...}}
+// Output, one line per finished request:
+//   {"id": "batch_req_<job>", "custom_id": "req-1",
+//    "response": {"status_code": 200, "request_id": "req_<job>", "body": {"id": "cmpl-<job>",
+//      "object": "text_completion" | "chat.completion", "created": <unix s>, "model": "...",
+//      "choices": [{"index": 0, "text": "..." | "message": {"role": "assistant", "content": "..."},
+//                   "logprobs": null, "finish_reason": "stop" | "length"}],
+//      "usage": {"prompt_tokens": n, "completion_tokens": m, "total_tokens": n + m}}},
+//    "error": null}
+//   or, for a request that failed: {"id", "custom_id", "response": null, "error": {"code", "message"}}.
+//
+// Contract:
+// - parse_batch_request() throws ns::Error(invalid_input) with the reason,
+//   naming the field by its path ("body.temperature"); parse_batch_jsonl()
+//   never throws for bad lines: it keeps every valid line and reports each
+//   invalid one with its line number, so one typo does not stop a batch.
+// - Body fields absent (or null) take their value from `defaults` (the submit
+//   command's sampling flags); the result is checked with SamplingParams::validate().
+// - Fields that would change the output if ignored (n > 1, logprobs,
+//   presence_penalty != 0, tools, images, ...) are rejected, not dropped.
+// - Output lines are single-line JSON; text that is not valid UTF-8 (a
+//   generation cut inside a character) has the bad bytes replaced by U+FFFD.
+// Thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/sampling_params.h"
+
+namespace ns::cli {
+
+enum class BatchEndpoint { completions, chat_completions };
+const char* endpoint_url(BatchEndpoint e);  // "/v1/completions", "/v1/chat/completions"
+
+// One valid input line.
+struct BatchRequest {
+  int64_t line = 0;                          // 1-based line number in the input (0 for parse_batch_request)
+  std::string custom_id;                     // non-empty, unique within the input
+  BatchEndpoint endpoint = BatchEndpoint::completions;
+  std::string model;                         // body.model; "" when absent (the submit command's --model applies)
+  std::string prompt;                        // /v1/completions: the prompt, non-empty
+  std::vector<chat::ChatMessage> messages;   // /v1/chat/completions: the conversation, non-empty
+  SamplingParams sampling;                   // defaults overridden by the body; valid
+
+  bool is_chat() const { return endpoint == BatchEndpoint::chat_completions; }
+};
+
+// One invalid input line.
+struct BatchLineError {
+  int64_t line = 0;        // 1-based
+  std::string custom_id;   // as far as it could be read; "" otherwise
+  std::string message;     // the reason, e.g. "body.max_tokens = 0 is invalid: must be in 1..1000000"
+};
+
+struct BatchInput {
+  std::vector<BatchRequest> requests;  // valid lines, in file order
+  std::vector<BatchLineError> errors;  // invalid lines, in file order
+  int64_t lines = 0;                   // non-blank lines read (requests + errors)
+};
+
+// One line (without its newline).
+BatchRequest parse_batch_request(std::string_view line, const SamplingParams& defaults);
+
+// A whole JSONL text: lines split on "\n" (a trailing "\r" and a leading UTF-8
+// BOM are ignored), blank lines skipped. A custom_id already used by an earlier
+// valid line makes the later line invalid.
+BatchInput parse_batch_jsonl(std::string_view text, const SamplingParams& defaults);
+
+// "line 7 (custom_id \"req-7\"): <reason>", for the submit command's report.
+std::string describe(const BatchLineError& error);
+
+// A finished job, as the export writes it.
+struct BatchSuccess {
+  int64_t job_id = 0;             // the queue's job id: ids in the line are derived from it
+  std::string custom_id;
+  BatchEndpoint endpoint = BatchEndpoint::completions;
+  std::string model;              // the model that ran the job
+  int64_t created_unix_s = 0;     // when the job finished, seconds since the epoch
+  std::string text;               // the completion (stop strings already removed)
+  std::string finish_reason;      // "stop" or "length"
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+};
+
+// A job that did not produce a completion (failed, cancelled).
+struct BatchFailure {
+  int64_t job_id = 0;
+  std::string custom_id;
+  std::string code;     // e.g. the job's error kind ("invalid_input", "bad_model") or "cancelled"
+  std::string message;  // the job's error message
+};
+
+// One output line each, without a trailing newline.
+std::string format_batch_success(const BatchSuccess& s);
+std::string format_batch_failure(const BatchFailure& f);
+
+}  // namespace ns::cli

@@ -1,0 +1,140 @@
+#include "daemon/lib/heartbeat.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "engine/util/error.h"
+
+namespace ns::daemon {
+namespace {
+
+int64_t steady_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+bool same_lease(const jobs::Lease& a, const jobs::Lease& b) {
+  return a.job_id == b.job_id && a.attempt == b.attempt && a.worker == b.worker;
+}
+
+}  // namespace
+
+Heartbeat::Heartbeat(QueueFactory open_queue, RunStatus& status, const ServiceNotifier& notifier,
+                     HeartbeatOptions options, std::function<void()> on_tick)
+    : open_queue_(std::move(open_queue)),
+      status_(status),
+      notifier_(notifier),
+      on_tick_(std::move(on_tick)),
+      lease_ms_(options.lease_ms),
+      stall_timeout_ms_(options.stall_timeout_ms),
+      status_interval_ms_(options.status_interval_ms),
+      tick_ms_(options.tick_ms),
+      thread_([this] { loop(); }) {}
+
+Heartbeat::~Heartbeat() {
+  {
+    std::lock_guard lock(mu_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Heartbeat::set_timing(int64_t lease_ms, int64_t stall_timeout_ms) {
+  lease_ms_ = lease_ms;
+  stall_timeout_ms_ = stall_timeout_ms;
+}
+
+void Heartbeat::loop() {
+  std::unique_ptr<jobs::Queue> queue;
+  int64_t last_open_attempt = -1'000'000;
+  std::unique_lock lock(mu_);
+  while (!quit_) {
+    lock.unlock();
+    if (!queue && steady_ms() - last_open_attempt >= 1000) {
+      last_open_attempt = steady_ms();
+      try {
+        queue = open_queue_();
+      } catch (const Error& e) {
+        spdlog::error("heartbeat: cannot open the queue (leases are not renewed until it opens): {}", e.what());
+      }
+    }
+    try {
+      tick(queue.get());
+    } catch (const std::exception& e) {  // never let the thread die: leases depend on it
+      spdlog::error("heartbeat: {}", e.what());
+    }
+    lock.lock();
+    wake_.wait_for(lock, std::chrono::milliseconds(tick_ms_), [this] { return quit_; });
+  }
+}
+
+void Heartbeat::tick(jobs::Queue* queue) {
+  const int64_t now = steady_ms();
+  const RunStatus::Snapshot snap = status_.snapshot();
+  const int64_t quiet = status_.quiet_ms();
+  const bool stalled = quiet > stall_timeout_ms_.load();
+  if (stalled && !stall_reported_) {
+    spdlog::error("the worker has shown no progress for {} s (stall_timeout_ms {}): {}; not renewing leases "
+                  "or pinging the watchdog any more",
+                  quiet / 1000, stall_timeout_ms_.load(),
+                  snap.lease ? "job " + std::to_string(snap.lease->job_id) + " will be taken over once its lease expires"
+                             : "no job is running");
+    notifier_.status("stalled: no progress for " + std::to_string(quiet / 1000) + " s");
+  }
+  stall_reported_ = stalled;
+
+  if (snap.lease && queue != nullptr && !stalled) {
+    if (!same_lease(*snap.lease, renewed_lease_)) {  // a new job: its claim set the lease just now
+      renewed_lease_ = *snap.lease;
+      last_renewal_ms_ = now;
+    } else if (now - last_renewal_ms_ >= lease_ms_.load() / 3) {
+      last_renewal_ms_ = now;
+      renew(*queue, *snap.lease);
+    }
+  }
+
+  if (notifier_.watchdog_period().count() > 0 && !stalled &&
+      (now - last_watchdog_ms_) * 1000 >= notifier_.watchdog_period().count()) {
+    last_watchdog_ms_ = now;
+    notifier_.watchdog();
+  }
+
+  // Periodically, and at once when a job starts or ends.
+  const int64_t job_id = snap.lease ? snap.lease->job_id : 0;
+  if (!stalled && (now - last_status_ms_ >= status_interval_ms_ || job_id != status_job_id_)) {
+    last_status_ms_ = now;
+    status_job_id_ = job_id;
+    std::optional<jobs::QueueCounts> counts;
+    if (queue != nullptr) {
+      try {
+        counts = queue->counts();
+      } catch (const Error& e) {
+        spdlog::debug("heartbeat: cannot count the queue: {}", e.what());
+      }
+    }
+    notifier_.status(status_line(snap, counts ? &*counts : nullptr));
+  }
+
+  if (on_tick_) on_tick_();
+}
+
+void Heartbeat::renew(jobs::Queue& queue, const jobs::Lease& lease) {
+  try {
+    if (queue.heartbeat(lease, lease_ms_.load())) {
+      ++renewals_;
+      return;
+    }
+    if (status_.mark_lease_lost(lease)) {
+      spdlog::error("job {}: the lease of attempt {} was taken over (it expired and another worker recovered the "
+                    "job); dropping this attempt",
+                    lease.job_id, lease.attempt);
+    }
+  } catch (const jobs::DatabaseError& e) {
+    spdlog::warn("job {}: cannot renew the lease ({}); trying again in {} ms", lease.job_id, e.what(),
+                 lease_ms_.load() / 3);
+  }
+}
+
+}  // namespace ns::daemon

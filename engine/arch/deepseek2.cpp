@@ -1,0 +1,126 @@
+// deepseek2: DeepSeek V2/V3, Kimi K2, Moonlight, DeepSeek-V2-Lite. A layer is
+//   x += mla_attention(rms_norm(x) * attn_norm)
+//   x += ffn(rms_norm(x) * ffn_norm)
+// where ffn is a dense SwiGLU for the first leading_dense_block_count layers,
+// then routed experts plus the shared experts (ffn_*_shexp, always applied).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "engine/arch/deepseek2.h"
+#include "engine/layers/ffn.h"
+#include "engine/layers/mla_attention.h"
+#include "engine/ops.h"
+#include "engine/util/error.h"
+
+namespace ns {
+namespace {
+
+// Files with the fused attn_kv_b cache the latent by default, like split files
+// (a fraction of the memory). NS_MLA_FUSED_KV_B=expanded runs them as the
+// reference does instead, caching expanded keys and values: its results then
+// match the reference's exactly (the conformance goldens are such files).
+constexpr const char* kFusedCacheEnv = "NS_MLA_FUSED_KV_B";
+
+std::string fused_kv_b_cache() {
+  const char* v = std::getenv(kFusedCacheEnv);
+  const std::string mode = v ? v : "latent";
+  if (mode != "latent" && mode != "expanded")
+    throw Error(ErrorKind::invalid_input, std::string(kFusedCacheEnv) + "='" + mode + "': expected latent or expanded");
+  return mode;
+}
+
+struct Deepseek2Layer {
+  std::vector<float> attn_norm, ffn_norm;
+  MlaWeights attn;
+  FfnWeights ffn;   // leading dense layers
+  MoeWeights moe;   // the others
+  bool is_moe = false;
+};
+
+class Deepseek2 final : public Architecture {
+ public:
+  Deepseek2(const Hparams& hp, TensorLoader& t) : hp_(hp), sh_(mla_shape(hp)) {
+    const int64_t d = hp.n_embd;
+    const bool fused = !t.has("blk.0.attn_k_b.weight") && t.has("blk.0.attn_kv_b.weight");
+    sh_.expanded_cache = fused && fused_kv_b_cache() == "expanded";
+    if (fused)
+      spdlog::info("deepseek2: fused attn_kv_b layout, {} KV cache ({} values per token and layer; {}={} to change)",
+                   sh_.expanded_cache ? "expanded (the reference's multi-head path)" : "latent",
+                   sh_.cache_k_width() + sh_.cache_v_width(), kFusedCacheEnv,
+                   sh_.expanded_cache ? "latent" : "expanded");
+    if (hp.n_layer_dense_lead < hp.n_layer && !hp.is_moe())
+      throw Error(ErrorKind::bad_model, "deepseek2: expert_count is missing but layers " +
+                                            std::to_string(hp.n_layer_dense_lead) + ".. are MoE layers");
+    if (hp.n_layer_dense_lead > 0 && hp.n_ff <= 0)
+      throw Error(ErrorKind::bad_model, "deepseek2: feed_forward_length is missing for the leading dense layers");
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      Deepseek2Layer L;
+      L.attn_norm = t.vector(p + "attn_norm.weight", d);
+      L.attn = load_mla(t, p, sh_, d);
+      L.ffn_norm = t.vector(p + "ffn_norm.weight", d);
+      if (il < hp.n_layer_dense_lead) {
+        L.ffn.gate = t.matrix(p + "ffn_gate.weight", hp.n_ff, d);
+        L.ffn.up = t.matrix(p + "ffn_up.weight", hp.n_ff, d);
+        L.ffn.down = t.matrix(p + "ffn_down.weight", d, hp.n_ff);
+      } else {
+        L.is_moe = true;
+        L.moe = load_moe(t, p, hp);
+        if (hp.n_expert_shared > 0) {
+          // The reference stacks the shared experts into one FFN of n_shared * n_ff_expert.
+          const int64_t width = hp.n_expert_shared * hp.n_ff_expert;
+          L.moe.has_shared = true;
+          L.moe.shared.gate = t.matrix(p + "ffn_gate_shexp.weight", width, d);
+          L.moe.shared.up = t.matrix(p + "ffn_up_shexp.weight", width, d);
+          L.moe.shared.down = t.matrix(p + "ffn_down_shexp.weight", d, width);
+        }
+      }
+      layers_.push_back(std::move(L));
+    }
+  }
+
+  BufferSizes buffer_sizes() const override {
+    BufferSizes b;
+    b.q = mla_q_width(sh_);
+    b.k = mla_k_width(sh_);
+    b.v = mla_v_width(sh_);
+    b.att = mla_att_width(sh_);
+    b.ff = std::max({hp_.n_layer_dense_lead > 0 ? hp_.n_ff : 0, hp_.n_ff_expert,
+                     hp_.n_expert_shared * hp_.n_ff_expert});
+    b.kv_k = sh_.cache_k_width();  // latent path: the latent and the rotated key part
+    b.kv_v = sh_.cache_v_width();  // latent path: 0, the values are the latent
+    return b;
+  }
+
+  void layer(int64_t il, ForwardState& s) override {
+    const Deepseek2Layer& L = layers_[static_cast<size_t>(il)];
+    const int64_t d = hp_.n_embd;
+    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.attn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
+    mla_attention(L.attn, sh_, il, s);
+    ops::add(s.x.data(), s.out.data(), s.n * d);
+
+    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.ffn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
+    if (L.is_moe)
+      moe_ffn(L.moe, s);
+    else
+      swiglu(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
+    ops::add(s.x.data(), s.out.data(), s.n * d);
+  }
+
+ private:
+  Hparams hp_;
+  MlaShape sh_;
+  std::vector<Deepseek2Layer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& loader) {
+  return std::make_unique<Deepseek2>(hp, loader);
+}
+
+}  // namespace ns

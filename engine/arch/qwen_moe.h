@@ -1,0 +1,8 @@
+#pragma once
+
+#include "engine/arch/architecture.h"
+
+namespace ns {
+// qwen2moe and qwen3moe.
+std::unique_ptr<Architecture> make_qwen_moe(const Hparams& hp, TensorLoader& loader);
+}

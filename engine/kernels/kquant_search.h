@@ -1,0 +1,43 @@
+// The scale searches of ggml's reference K-quant quantizers (ggml-quants.c,
+// no importance matrix): given a group of values, find the integer levels L
+// and the scale (and min) that fit them best. Scalar only, used by the
+// reference quantizers of the K-quants (and nearest_int by Q8_K's and
+// IQ4_NL's); results follow ggml's arithmetic so that model files we write
+// match the reference's bytes as closely as float evaluation allows.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace ns::kernels::kq {
+
+// Groups whose largest magnitude is below this quantize to zeros (ggml's GROUP_MAX_EPS).
+inline constexpr float kGroupMaxEps = 1e-15f;
+
+// ggml's nearest_int: round to nearest, ties to even, by adding 1.5 * 2^23 and
+// reading the mantissa. Exact for |v| <= 2^22; callers clamp the result, so
+// out-of-range inputs (which ggml only asserts against) end up clamped too.
+static inline int nearest_int(float v) {
+  const float shifted = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+// make_qx_quants with rmse_type 1 and no importance weights (weights x^2):
+// symmetric levels in [-nmax, nmax - 1], stored in L with +nmax; tries 18
+// scales around nmax / max and keeps the best weighted least-squares fit.
+// Returns the scale (0 for an all-zero group).
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L);
+
+// make_q3_quants with do_rmse: symmetric levels in [-nmax, nmax - 1] (stored
+// with +nmax), refined one element at a time for up to 5 rounds.
+float make_q3_quants(int n, int nmax, const float* x, int8_t* L);
+
+// make_qkx2_quants: levels in [0, nmax] with x ~ scale * L - the_min, a
+// weighted fit over nstep + 1 candidate scales (rmin + rdelta * is + nmax) /
+// (max - min). *the_min >= 0. Laux is scratch of n bytes.
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad);
+
+}  // namespace ns::kernels::kq

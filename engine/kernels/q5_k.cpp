@@ -1,0 +1,134 @@
+// Q5_K: super-blocks of 256 5-bit values in 8 sub-blocks of 32, each with a
+// 6-bit scale and a 6-bit min, and fp16 super-scales d and dmin:
+// x = d * sc * q - dmin * m. Low 4 bits packed as Q4_K's, the fifth in qh.
+// Layout: kquant.h. Scalar reference; dotted against Q8_K.
+#include <cmath>
+#include <cstring>
+
+#include "engine/kernels/formats.h"
+#include "engine/kernels/half.h"
+#include "engine/kernels/kquant.h"
+#include "engine/kernels/kquant_search.h"
+
+namespace ns::kernels::q5_k {
+
+using L = kq::Q5K;
+static_assert(L::bytes == kBlockBytes);
+
+namespace {
+
+// Element 64 c + 32 half + l's level in [0, 31].
+int level(const uint8_t* blk, int c, int half, int l) {
+  const uint8_t ql = blk[L::qs + 32 * c + l];
+  const int low = half == 0 ? (ql & 0x0f) : (ql >> 4);
+  return low | (((blk[L::qh + l] >> (2 * c + half)) & 1) << 4);
+}
+
+}  // namespace
+
+void dequantize(const void* src, float* dst, int64_t n) {
+  const auto* blk = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes) {
+    const float d = load_fp16(blk + L::d);
+    const float dmin = load_fp16(blk + L::dmin);
+    uint8_t sc[8], mn[8];
+    kq::unpack_k4_scales(blk + L::scales, sc, mn);
+    for (int c = 0; c < 4; ++c) {
+      for (int half = 0; half < 2; ++half) {
+        const float dl = d * static_cast<float>(sc[2 * c + half]);
+        const float ml = dmin * static_cast<float>(mn[2 * c + half]);
+        for (int l = 0; l < 32; ++l) *dst++ = dl * static_cast<float>(level(blk, c, half, l)) - ml;
+      }
+    }
+  }
+}
+
+// ggml's quantize_row_q5_K_ref: as Q4_K's with 31 levels and a narrower
+// scale search (rmin -0.5, 15 steps).
+void quantize(const float* src, void* dst, int64_t n) {
+  auto* blk = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
+    uint8_t levels[kBlockElems];
+    uint8_t aux[32];
+    float weights[32], scales[8], mins[8];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+      const float* x = src + 32 * j;
+      float sum_x2 = 0;
+      for (int l = 0; l < 32; ++l) sum_x2 += x[l] * x[l];
+      const float av_x = std::sqrt(sum_x2 / 32);
+      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[l]);
+      scales[j] = kq::make_qkx2_quants(32, 31, x, weights, levels + 32 * j, &mins[j], aux, -0.5f, 0.1f, 15, false);
+      if (scales[j] > max_scale) max_scale = scales[j];
+      if (mins[j] > max_min) max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    uint8_t* packed = blk + L::scales;
+    for (int j = 0; j < 8; ++j) {
+      auto ls = static_cast<uint8_t>(kq::nearest_int(inv_scale * scales[j]));
+      auto lm = static_cast<uint8_t>(kq::nearest_int(inv_min * mins[j]));
+      ls = ls < 63 ? ls : 63;
+      lm = lm < 63 ? lm : 63;
+      if (j < 4) {
+        packed[j] = ls;
+        packed[j + 4] = lm;
+      } else {
+        packed[j + 4] = static_cast<uint8_t>((ls & 0x0f) | ((lm & 0x0f) << 4));
+        packed[j - 4] = static_cast<uint8_t>(packed[j - 4] | ((ls >> 4) << 6));
+        packed[j] = static_cast<uint8_t>(packed[j] | ((lm >> 4) << 6));
+      }
+    }
+    store_u16(blk + L::d, float_to_half(max_scale / 63.0f));
+    store_u16(blk + L::dmin, float_to_half(max_min / 63.0f));
+    uint8_t sc[8], mn[8];
+    kq::unpack_k4_scales(packed, sc, mn);
+    for (int j = 0; j < 8; ++j) {
+      const float d = load_fp16(blk + L::d) * static_cast<float>(sc[j]);
+      if (d == 0.0f) continue;  // keeps the levels of the fit
+      const float dm = load_fp16(blk + L::dmin) * static_cast<float>(mn[j]);
+      for (int i = 0; i < 32; ++i) {
+        const int l = kq::nearest_int((src[32 * j + i] + dm) / d);
+        levels[32 * j + i] = static_cast<uint8_t>(l < 0 ? 0 : (l > 31 ? 31 : l));
+      }
+    }
+    uint8_t* qh = blk + L::qh;
+    uint8_t* ql = blk + L::qs;
+    std::memset(qh, 0, 32);
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        const int lo = levels[64 * c + l], hi = levels[64 * c + 32 + l];
+        qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+        ql[32 * c + l] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
+      }
+    }
+  }
+}
+
+// As Q4_K's: exact integer sums per super-block, then two products.
+float vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_k::kBlockBytes) {
+    uint8_t sc[8], mn[8];
+    kq::unpack_k4_scales(wb + L::scales, sc, mn);
+    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
+    int32_t msum = 0;
+    for (int j = 0; j < 16; ++j) msum += kq::load_i16(xb + kq::Q8K::bsums + 2 * j) * mn[j / 2];
+    int32_t isum = 0;
+    for (int c = 0; c < 4; ++c) {
+      for (int half = 0; half < 2; ++half) {
+        int32_t s = 0;
+        for (int l = 0; l < 32; ++l) s += level(wb, c, half, l) * q8[64 * c + 32 * half + l];
+        isum += sc[2 * c + half] * s;
+      }
+    }
+    const float dx = kq::load_f32(xb + kq::Q8K::d);
+    sum +=
+        load_fp16(wb + L::d) * dx * static_cast<float>(isum) - load_fp16(wb + L::dmin) * dx * static_cast<float>(msum);
+  }
+  return sum;
+}
+
+}  // namespace ns::kernels::q5_k

@@ -1,0 +1,81 @@
+// Multi-head latent attention (DeepSeek V2/V3, Kimi K2) over a cache of the
+// compressed latent only.
+//
+// Per token the cache holds c = [rms_norm(kv_a(x)[:kv_lora]) | rope(kv_a(x)[kv_lora:])],
+// kv_lora_rank + qk_rope values per layer (stored F16). Keys and values are
+// never expanded: each head's query is absorbed into latent space through
+// k_b (q_lat = k_b_h q_nope_h, so q_lat . c_lat = q_nope_h . k_nope_h), all
+// heads attend to the same cached rows (multi-query attention with head size
+// kv_lora + rope; the values are the latent part), and each head's attended
+// latent is expanded through v_b before the output projection. This is the
+// reference's MLA path for files with split attn_k_b/attn_v_b. Files with the
+// older fused attn_kv_b run it too, through k_b/v_b views of attn_kv_b.
+//
+// The reference itself runs fused-attn_kv_b files differently: as plain
+// multi-head attention, expanding keys and values with attn_kv_b and caching
+// them (n_head * (k_head + v_head) values per token and layer). With
+// MlaShape::expanded_cache set, that path is taken instead; it reproduces the
+// reference's rounding exactly, which the latent path cannot (it rounds the
+// latent rather than the expanded keys and values).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/forward_state.h"
+#include "engine/kernels/kernels.h"
+#include "engine/layers/yarn_rope.h"
+#include "engine/model/tensor_loader.h"
+
+namespace ns {
+
+struct MlaShape {
+  int64_t n_head = 0;
+  int64_t q_lora_rank = 0;   // 0: the query is one projection (wq)
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope = 0, qk_rope = 0, v_head = 0;
+  float kq_scale = 0;        // softmax scale, YaRN's mscale^2 included
+  float rms_eps = 1e-6f;     // for the q_a and kv_a norms
+  RopeParams rope;
+  bool expanded_cache = false;  // fused attn_kv_b run as the reference does (see above)
+
+  int64_t k_head() const { return qk_nope + qk_rope; }            // query/key head size before absorption
+  int64_t latent_width() const { return kv_lora_rank + qk_rope; }  // one cached latent row
+  // Per-token, per-layer KV cache widths.
+  int64_t cache_k_width() const { return expanded_cache ? n_head * k_head() : latent_width(); }
+  int64_t cache_v_width() const { return expanded_cache ? n_head * v_head : 0; }  // latent: V is the K row's latent part
+};
+
+// The shape and scales of a deepseek2 model, from its metadata.
+MlaShape mla_shape(const Hparams& hp);
+
+struct MlaWeights {
+  kernels::MatrixView wq;                  // [n_head * k_head][n_embd] (q_lora_rank == 0)
+  kernels::MatrixView wq_a, wq_b;          // [q_lora][n_embd], [n_head * k_head][q_lora]
+  std::vector<float> q_a_norm;             // [q_lora]
+  kernels::MatrixView wkv_a;               // [kv_lora + rope][n_embd]
+  std::vector<float> kv_a_norm;            // [kv_lora]
+  ExpertsView k_b;                         // per head [kv_lora rows][qk_nope cols] (latent path)
+  ExpertsView v_b;                         // per head [v_head rows][kv_lora cols]
+  kernels::MatrixView kv_b;                // fused files: [n_head * (qk_nope + v_head)][kv_lora]
+  kernels::MatrixView wo;                  // [n_embd][n_head * v_head]
+  std::unique_ptr<uint8_t[]> k_b_owned;    // k_b transposed out of a fused attn_kv_b (k_b points here; move-only)
+};
+
+// Loads layer prefix p ("blk.N."): attn_q or attn_q_a/_norm/_b, attn_kv_a_mqa,
+// attn_kv_a_norm, then attn_k_b + attn_v_b or the fused attn_kv_b, attn_output.
+MlaWeights load_mla(TensorLoader& t, const std::string& p, const MlaShape& sh, int64_t n_embd);
+
+// Per-token widths of the ForwardState buffers mla_attention uses (see the .cpp).
+int64_t mla_q_width(const MlaShape& sh);
+int64_t mla_k_width(const MlaShape& sh);
+int64_t mla_v_width(const MlaShape& sh);
+int64_t mla_att_width(const MlaShape& sh);
+
+// s.xn -> s.out for s.n tokens at (s.seq[t], s.pos[t]), appending to layer il of
+// the cache (widths sh.cache_k_width() / sh.cache_v_width()).
+void mla_attention(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s);
+
+}  // namespace ns

@@ -1,0 +1,38 @@
+// Rotary position embedding as the reference's CPU kernel computes it,
+// YaRN included: the angle of pair i at position p is p * base^(-2i/n_dims),
+// accumulated in float one pair at a time; with YaRN (ext_factor > 0) the
+// interpolated angle (times freq_scale) is blended with the extrapolated one
+// on a ramp between the correction dims, and cos/sin are scaled by the
+// magnitude factor. Without scaling this is plain RoPE.
+//
+// Used by the architectures that can carry YaRN metadata (deepseek2, qwen*moe).
+#pragma once
+
+#include <cstdint>
+
+#include "engine/model/hparams.h"
+
+namespace ns {
+
+struct RopeParams {
+  int64_t n_dims = 0;        // rotated dims per head (rope.dimension_count)
+  RopeType type = RopeType::norm;
+  float base = 10000.0f;
+  float freq_scale = 1.0f;
+  float ext_factor = 0.0f;   // YaRN extrapolation mix (0: none)
+  float attn_factor = 1.0f;  // magnitude applied to cos/sin (times YaRN's own correction when ext_factor != 0)
+  float corr_dims[2] = {0, 0};
+};
+
+// The reference's attn_factor for this model's rope: YaRN's magnitude
+// correction, cancelled where the model scales attention itself (deepseek2's
+// yarn_log_multiplier), times rope.scaling.attn_factor.
+float yarn_attn_factor(const Hparams& hp);
+
+RopeParams rope_params(const Hparams& hp);
+
+// Rotates the first p.n_dims values of n_heads vectors spaced head_stride
+// floats apart, for position pos.
+void apply_rope(float* v, int64_t n_heads, int64_t head_stride, int64_t pos, const RopeParams& p);
+
+}  // namespace ns

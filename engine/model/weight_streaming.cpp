@@ -1,0 +1,125 @@
+#include "engine/model/weight_streaming.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "engine/stream/human_size.h"
+#include "engine/util/error.h"
+
+namespace ns {
+namespace {
+
+// Scratch the kernels and the reader allocate on first use (quantized
+// activations, per-thread buffers, the reader's bookkeeping) is not in the
+// RSS measured at load; this much is set aside for it.
+constexpr uint64_t kRuntimeSlack = 16ull << 20;
+
+uint64_t proc_kib(const char* file, const char* key) {
+  std::ifstream in(file);
+  std::string line;
+  const size_t klen = std::strlen(key);
+  while (std::getline(in, line))
+    if (line.compare(0, klen, key) == 0) return std::stoull(line.substr(klen)) * 1024;
+  return 0;
+}
+
+template <typename T>
+uint64_t bytes_of(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+}  // namespace
+
+uint64_t current_rss_bytes() { return proc_kib("/proc/self/status", "VmRSS:"); }
+uint64_t mem_available_bytes() { return proc_kib("/proc/meminfo", "MemAvailable:"); }
+
+uint64_t forward_state_bytes(const ForwardState& s) {
+  return bytes_of(s.seq) + bytes_of(s.pos) + bytes_of(s.x) + bytes_of(s.xn) + bytes_of(s.out) + bytes_of(s.q) +
+         bytes_of(s.k) + bytes_of(s.v) + bytes_of(s.att) + bytes_of(s.ff_a) + bytes_of(s.ff_b) + bytes_of(s.q16) +
+         bytes_of(s.router) + bytes_of(s.chosen) + bytes_of(s.chosen_w) + bytes_of(s.expert_count) +
+         bytes_of(s.expert_first) + bytes_of(s.expert_rows) + bytes_of(s.ex_in) + bytes_of(s.ex_a) +
+         bytes_of(s.ex_b) + bytes_of(s.ex_out) + bytes_of(s.slot_out) + bytes_of(s.active) +
+         bytes_of(s.predict_logits) + bytes_of(s.predicted) + bytes_of(s.routers);
+}
+
+stream::StreamStats WeightStreaming::stats() const {
+  if (!reader) return {};
+  return stream::snapshot(*reader, cache.get());
+}
+
+void check_io_mode(const std::string& io_mode) {
+  if (io_mode != "mmap") stream::parse_io_mode(io_mode);
+}
+
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const StreamingOptions& opts,
+                                                 const StreamingFootprint& fp) {
+  check_io_mode(opts.io_mode);
+  const stream::CachePolicy policy = stream::parse_cache_policy(opts.cache_policy);
+  auto ws = std::make_unique<WeightStreaming>();
+  ws->layout = stream::ExpertLayout::from_tensors(f.tensors(), f.path());
+  if (opts.io_mode == "mmap") {
+    spdlog::info("{}: io_mode mmap: weights are read through the page cache; memory_budget is not enforced",
+                 f.path());
+    return ws;
+  }
+
+  stream::BudgetInputs in;
+  in.memory_budget = opts.memory_budget;
+  if (in.memory_budget == 0) {
+    in.memory_budget = current_rss_bytes() + mem_available_bytes() / 4 * 3;
+    spdlog::info("memory_budget not set: planning with {} (this process plus 3/4 of the available memory)",
+                 stream::format_size(in.memory_budget));
+  }
+  in.kv_cache_bytes = fp.kv_cache_bytes;
+  in.activation_bytes = fp.activation_bytes;
+  in.io_buffer_bytes = 0;  // experts are read straight into cache slots
+  in.overhead_bytes = fp.overhead_bytes + kRuntimeSlack;
+  ws->plan = stream::plan_budget(f.tensors(), ws->layout, in, f.path());
+  ws->planned = true;
+  spdlog::info("memory plan for {}:\n{}", f.path(), ws->plan.describe());
+  if (ws->layout.n_moe_layers() == 0) return ws;
+
+  // Faults on resident tensors must not read ahead into the expert stacks.
+  if (!f.advise_random())
+    spdlog::warn("{}: madvise(MADV_RANDOM) refused ({}): page-fault read-ahead may pull expert weights into memory",
+                 f.path(), std::strerror(errno));
+  stream::ReaderOptions ro;
+  ro.mode = stream::parse_io_mode(opts.io_mode);
+  ro.queue_depth = opts.io_queue_depth;
+  ws->reader = stream::make_reader({f.path()}, ro);
+  stream::ExpertCacheOptions co;
+  co.capacity = ws->plan.cache_experts;
+  if (opts.max_cache_experts > 0) co.capacity = std::min(co.capacity, opts.max_cache_experts);
+  co.policy = policy;
+  ws->cache = std::make_unique<stream::ExpertCache>(*ws->reader, ws->layout, co);
+  spdlog::info("streaming experts with {} ({} reads in flight), cache {} experts ({}), policy {}",
+               stream::io_mode_name(ws->reader->mode()), ro.queue_depth, co.capacity,
+               stream::format_size(uint64_t{co.capacity} * ws->layout.slot_bytes()), stream::cache_policy_name(policy));
+  return ws;
+}
+
+void attach_streaming(WeightStreaming& ws, const gguf::GgufFile& f, const StreamingOptions& opts, int64_t n_layer,
+                      ForwardState& s) {
+  s.experts = ws.cache.get();
+  s.predict_next = ws.cache && opts.predict_experts;
+  s.routers.clear();
+  if (!s.predict_next) return;
+  // Routers are resident: reading them through the mapping is within the plan.
+  s.routers.resize(static_cast<size_t>(n_layer));
+  for (uint32_t l = 0; l < static_cast<uint32_t>(n_layer); ++l) {
+    const gguf::TensorInfo* r = f.find_tensor("blk." + std::to_string(l) + ".ffn_gate_inp.weight");
+    kernels::MatrixView v;
+    if (r && r->dims.size() == 2 && ws.layout.is_moe_layer(l)) {
+      v = {r->type, f.tensor_data(*r), static_cast<int64_t>(r->dims[1]), static_cast<int64_t>(r->dims[0]),
+           static_cast<size_t>(r->nbytes / r->dims[1])};
+    }
+    s.routers[l] = v;
+  }
+}
+
+}  // namespace ns

@@ -1,0 +1,79 @@
+// Weight streaming for a loaded model: the memory plan, the reader and the
+// expert cache that moe_ffn takes routed experts from (engine/stream/).
+//
+// Contract:
+// - setup_streaming() plans `memory_budget` (see budget_planner.h) and, when
+//   io_mode is uring or pread and the model has routed-expert stacks, opens a
+//   reader on the model file and an expert cache of plan.cache_experts slots.
+//   It throws ns::Error(invalid_input) for a bad io_mode / cache_policy or a
+//   budget too small to run (the message has the breakdown and the minimum).
+// - memory_budget 0 means "what this machine has": the plan uses the current
+//   RSS plus 3/4 of MemAvailable, so a model whose experts all fit caches them
+//   all and a larger one caches what the machine can hold, never more.
+// - In a streaming mode the expert stacks are never read through the mapping;
+//   the mapping is switched to MADV_RANDOM so faults on resident tensors do
+//   not read ahead into them (peak RSS then stays within the plan).
+// - io_mode mmap: no reader and no cache; experts are read through the
+//   mapping (the page cache baseline) and the budget is not enforced.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/forward_state.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/stream/budget_planner.h"
+#include "engine/stream/expert_cache.h"
+#include "engine/stream/expert_layout.h"
+#include "engine/stream/reader.h"
+#include "engine/stream/stream_stats.h"
+
+namespace ns {
+
+struct StreamingOptions {
+  uint64_t memory_budget = 0;        // bytes; 0 = what the machine has (see above)
+  std::string io_mode = "uring";     // uring | pread | mmap
+  std::string cache_policy = "lfu";  // lru | lfu
+  uint32_t io_queue_depth = 16;      // reads in flight
+  bool predict_experts = true;       // prefetch the next layer's experts from the current hidden state
+  uint32_t max_cache_experts = 0;    // 0: as many as the plan allows; else at most this many (tests, experiments)
+};
+
+// Memory the rest of the model takes, measured by Model::load.
+struct StreamingFootprint {
+  uint64_t kv_cache_bytes = 0;
+  uint64_t activation_bytes = 0;  // forward_state_bytes()
+  uint64_t overhead_bytes = 0;    // RSS before the KV cache and buffers (setup adds slack for lazy scratch)
+};
+
+struct WeightStreaming {
+  stream::ExpertLayout layout;
+  stream::BudgetPlan plan;  // empty in mmap mode
+  bool planned = false;
+  std::unique_ptr<stream::Reader> reader;      // declared before cache: the cache must go first
+  std::unique_ptr<stream::ExpertCache> cache;  // null: experts come from the mapping
+
+  bool streaming() const { return cache != nullptr; }
+  // Counters since load (zeros in mmap mode).
+  stream::StreamStats stats() const;
+};
+
+void check_io_mode(const std::string& io_mode);  // throws Error(invalid_input) naming the accepted modes
+
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const StreamingOptions& opts,
+                                                 const StreamingFootprint& footprint);
+
+// Points s at the cache and the per-layer routers (for prediction); s's MoE
+// buffers must already be sized.
+void attach_streaming(WeightStreaming& ws, const gguf::GgufFile& f, const StreamingOptions& opts, int64_t n_layer,
+                      ForwardState& s);
+
+// Bytes held by s's buffers (their capacity).
+uint64_t forward_state_bytes(const ForwardState& s);
+
+// This process's resident set now (VmRSS) and the machine's MemAvailable; 0 if unknown.
+uint64_t current_rss_bytes();
+uint64_t mem_available_bytes();
+
+}  // namespace ns

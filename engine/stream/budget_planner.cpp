@@ -1,0 +1,90 @@
+#include "engine/stream/budget_planner.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/stream/direct_io.h"
+#include "engine/stream/human_size.h"
+#include "engine/util/error.h"
+
+namespace ns::stream {
+namespace {
+
+std::string line(const char* name, uint64_t bytes, const std::string& note = "") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "  %-18s %12s", name, format_size(bytes).c_str());
+  return std::string(buf) + (note.empty() ? "" : "  (" + note + ")") + "\n";
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", whole ? 100.0 * double(part) / double(whole) : 0.0);
+  return buf;
+}
+
+}  // namespace
+
+std::string BudgetPlan::describe() const {
+  std::string s = "memory plan for " + model + " (memory_budget " + format_size(memory_budget) + "):\n";
+  s += line("resident weights", resident_bytes, std::to_string(resident_tensors) + " tensors");
+  s += line("KV cache", kv_cache_bytes);
+  s += line("activations", activation_bytes);
+  s += line("I/O buffers", io_buffer_bytes);
+  s += line("runtime overhead", overhead_bytes);
+  if (streamed_experts == 0) {
+    s += "  (no routed experts: nothing is streamed)\n";
+  } else {
+    s += line("expert cache", cache_bytes,
+              std::to_string(cache_experts) + " of " + std::to_string(streamed_experts) + " experts at " +
+                  format_size(slot_bytes) + " a slot; " + percent(std::min<uint64_t>(cache_experts, streamed_experts), streamed_experts) +
+                  " of " + format_size(streamed_bytes) + " streamed" + (all_experts_fit() ? ", all fit" : ""));
+  }
+  const uint64_t planned = planned_bytes();
+  s += line("unused", memory_budget > planned ? memory_budget - planned : 0);
+  return s;
+}
+
+BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+                       const std::string& model_name) {
+  BudgetPlan p;
+  p.model = model_name;
+  p.memory_budget = in.memory_budget;
+  for (const gguf::TensorInfo& t : tensors) {
+    if (ExpertLayout::is_streamed(t.name)) {
+      p.streamed_bytes += t.nbytes;
+      ++p.streamed_tensors;
+    } else {
+      p.resident_bytes += t.nbytes ? direct_read_span(t.offset, t.nbytes) : 0;
+      ++p.resident_tensors;
+    }
+  }
+  p.streamed_experts = layout.total_experts();
+  p.kv_cache_bytes = in.kv_cache_bytes;
+  p.activation_bytes = in.activation_bytes;
+  p.io_buffer_bytes = in.io_buffer_bytes;
+  p.overhead_bytes = in.overhead_bytes;
+  p.slot_bytes = layout.slot_bytes();
+
+  const uint64_t fixed = p.fixed_bytes();
+  const uint64_t min_slots = p.streamed_experts ? std::min<uint64_t>(std::max<uint32_t>(in.min_cache_experts, 1), p.streamed_experts) : 0;
+  p.minimum_budget = fixed + min_slots * p.slot_bytes;
+  if (in.memory_budget < p.minimum_budget) {
+    BudgetPlan shown = p;
+    shown.cache_experts = static_cast<uint32_t>(min_slots);
+    shown.cache_bytes = min_slots * p.slot_bytes;
+    // Round the advice up to a whole MiB so it can be pasted into the config.
+    const uint64_t advice = align_up(p.minimum_budget, 1ull << 20);
+    throw Error(ErrorKind::invalid_input,
+                "memory_budget " + format_size(in.memory_budget) + " is too small to run " + model_name + ": it needs " +
+                    format_size(p.minimum_budget) + ".\n" + shown.describe() + "Set memory_budget to at least " +
+                    std::to_string(advice >> 20) + "MiB, or lower the context or batch size (KV cache, activations).");
+  }
+  if (p.slot_bytes > 0) {
+    const uint64_t fit = (in.memory_budget - fixed) / p.slot_bytes;
+    p.cache_experts = static_cast<uint32_t>(std::min<uint64_t>({fit, p.streamed_experts, UINT32_MAX}));
+    p.cache_bytes = p.cache_experts * p.slot_bytes;
+  }
+  return p;
+}
+
+}  // namespace ns::stream

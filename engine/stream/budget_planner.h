@@ -1,0 +1,58 @@
+// The memory plan: how `memory_budget` splits into resident weights, KV
+// cache, activations, I/O buffers, the process's own overhead, and the expert
+// cache, which gets what is left.
+//
+// Resident: every tensor except the routed-expert stacks (see expert_layout.h),
+// counted by the 4 KiB pages it spans (what touching it through a mapping
+// costs). Streamed: the *_exps stacks, one cache slot per expert.
+//
+// plan_budget() throws ns::Error(invalid_input) when the budget cannot hold
+// the fixed parts plus min_cache_experts slots; the message shows the
+// breakdown and the smallest budget that would work.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/stream/expert_layout.h"
+
+namespace ns::stream {
+
+struct BudgetInputs {
+  uint64_t memory_budget = 0;
+  uint64_t kv_cache_bytes = 0;     // context × batch × per-token bytes, computed by the engine
+  uint64_t activation_bytes = 0;   // forward-pass buffers for the largest batch
+  uint64_t io_buffer_bytes = 0;    // read staging outside the cache (experts read straight into slots)
+  uint64_t overhead_bytes = 0;     // the process itself: code, libraries, tokenizer, heap
+  uint32_t min_cache_experts = 2;  // fewest slots that still overlap reading with compute
+};
+
+struct BudgetPlan {
+  std::string model;
+  uint64_t memory_budget = 0;
+  uint64_t resident_bytes = 0;
+  uint32_t resident_tensors = 0;
+  uint64_t streamed_bytes = 0;
+  uint32_t streamed_tensors = 0;
+  uint64_t streamed_experts = 0;  // (layer, expert) pairs in the model
+  uint64_t kv_cache_bytes = 0, activation_bytes = 0, io_buffer_bytes = 0, overhead_bytes = 0;
+  uint64_t slot_bytes = 0;        // one cache slot (an expert with O_DIRECT slack)
+  uint32_t cache_experts = 0;     // the expert cache's capacity
+  uint64_t cache_bytes = 0;       // cache_experts × slot_bytes
+  uint64_t minimum_budget = 0;    // fixed parts + min_cache_experts slots
+
+  uint64_t fixed_bytes() const {
+    return resident_bytes + kv_cache_bytes + activation_bytes + io_buffer_bytes + overhead_bytes;
+  }
+  uint64_t planned_bytes() const { return fixed_bytes() + cache_bytes; }
+  bool all_experts_fit() const { return cache_experts >= streamed_experts; }
+  // One line per part, for the log (and, with the verdict, for the error).
+  std::string describe() const;
+};
+
+BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+                       const std::string& model_name);
+
+}  // namespace ns::stream

@@ -1,0 +1,73 @@
+// spec_problem(): what every backend checks before queueing a job, and what
+// the daemon checks again on the rows it claims.
+#include <string>
+
+#include "jobs/queue.h"
+
+namespace ns::jobs {
+
+size_t invalid_utf8_offset(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return i;  // a continuation byte or 0xF8..0xFF where a character must start
+    }
+    if (i + len > s.size()) return i;  // cut short
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    // Overlong forms, UTF-16 surrogates and values past U+10FFFF are not UTF-8.
+    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMinForLength[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+std::string spec_problem(const JobSpec& spec) {
+  if (spec.model.empty()) {
+    return "the job names no model; give one of the names under `models:` in the daemon's config";
+  }
+  if (spec.prompt.empty()) return "the job's prompt is empty; give the text to continue";
+  if (spec.prompt.size() > kMaxPromptBytes) {
+    return "the prompt is " + std::to_string(spec.prompt.size()) + " bytes; at most " +
+           std::to_string(kMaxPromptBytes) + " bytes (8 MiB) are accepted: split the document";
+  }
+  if (const size_t at = invalid_utf8_offset(spec.prompt); at != std::string_view::npos) {
+    return "the prompt is not valid UTF-8 (bad byte sequence at byte " + std::to_string(at) +
+           "); convert the file to UTF-8 first (e.g. iconv -f latin1 -t utf-8)";
+  }
+  if (std::string problem = spec.sampling.validate(); !problem.empty()) {
+    return "invalid sampling parameters: " + problem;
+  }
+  for (size_t i = 0; i < spec.sampling.stop.size(); ++i) {
+    if (invalid_utf8_offset(spec.sampling.stop[i]) != std::string_view::npos) {
+      return "invalid sampling parameters: stop[" + std::to_string(i) + "] is not valid UTF-8";
+    }
+  }
+  if (spec.max_attempts < 1 || spec.max_attempts > kMaxMaxAttempts) {
+    return "max_attempts = " + std::to_string(spec.max_attempts) + " is out of range: allowed 1.." +
+           std::to_string(kMaxMaxAttempts);
+  }
+  if (spec.not_before_ms < 0) return "not_before must not be before 1970";
+  return "";
+}
+
+}  // namespace ns::jobs

@@ -1,0 +1,162 @@
+// The bad-input matrix, as the daemon meets it: every kind of broken job ends
+// with its own error kind and a message that names the problem, at once (not
+// retried), and the good jobs queued before and after it still run. Rows are
+// written the way a hand edit or an old client would, past submit()'s checks.
+// Corrupt models are made from a real generated GGUF.
+#include <doctest/doctest.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "daemon/lib/worker.h"
+#include "jobs/queue.h"
+#include "jobs/sqlite_db.h"
+#include "jobs/sqlite_queue.h"
+#include "tests/unit/daemon/generated_models.h"
+#include "tests/unit/jobs/fast_queue.h"
+#include "tests/unit/jobs/temp_dir.h"
+
+using namespace ns;
+using jobs::JobState;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// The GGUF with the type id of tensor `name` replaced by `type_id`: after the
+// name come n_dims (u32), n_dims dims (u64 each), then the type (u32).
+std::string with_tensor_type(std::string gguf, const std::string& name, uint32_t type_id) {
+  const size_t at = gguf.find(name);
+  REQUIRE(at != std::string::npos);
+  size_t p = at + name.size();
+  uint32_t n_dims = 0;
+  std::memcpy(&n_dims, gguf.data() + p, 4);
+  p += 4 + 8 * static_cast<size_t>(n_dims);
+  std::memcpy(gguf.data() + p, &type_id, 4);
+  return gguf;
+}
+
+struct Case {
+  int64_t id;
+  const char* what;
+  const char* kind;
+  std::string needle;  // in the error message
+};
+
+}  // namespace
+
+TEST_CASE("bad input: each broken job fails at once with its own error; the other jobs are unaffected") {
+  const auto model = test::small_model();
+  if (!model) return;
+  spdlog::set_level(spdlog::level::off);
+  test::TempDir dir;
+  const std::string db_path = dir.file("q.db");
+  auto queue = jobs::open_sqlite_queue(db_path, test::kFastCommits);
+
+  // Broken model files, all made from the good one.
+  const std::string good = read_file(*model);
+  REQUIRE(good.size() > 100'000);
+  std::string random_bytes(good.size(), '\0');
+  std::mt19937 rng(7);
+  for (char& c : random_bytes) c = static_cast<char>(rng());
+  const std::map<std::string, std::string> files = {
+      {"random", random_bytes},
+      {"header", good.substr(0, 20)},                        // cut inside the header
+      {"past_eof", good.substr(0, good.size() - 5000)},      // the last tensor runs past the end
+      {"bad_type", with_tensor_type(good, "output_norm.weight", 99)},
+      {"text", "this is a README, not a model\n"},
+  };
+  daemon::WorkerOptions options;
+  options.worker_id = "w";
+  options.engine.threads = 1;
+  options.engine.context = 64;
+  options.retry_backoff = {0, 0};
+  options.models["good"] = *model;
+  for (const auto& [name, bytes] : files) {
+    write_file(dir.file(name + ".gguf"), bytes);
+    options.models[name] = dir.file(name + ".gguf");
+  }
+
+  auto submit = [&](const std::string& model_name, const std::string& prompt = "A quiet night") {
+    jobs::JobSpec s;
+    s.model = model_name;
+    s.prompt = prompt;
+    s.sampling.max_tokens = 4;
+    s.sampling.ignore_eos = true;
+    return queue->submit(s).id;
+  };
+  // As a hand edit or an older client would write them, past submit()'s checks.
+  jobs::sqlite::Db raw(db_path);
+  auto edit = [&](int64_t id, const std::string& set) {
+    raw.exec("UPDATE jobs SET " + set + " WHERE id = " + std::to_string(id));
+  };
+
+  const int64_t first = submit("good");
+  std::vector<Case> cases = {
+      {submit("random"), "random bytes", "bad_model", "missing GGUF magic"},
+      {submit("header"), "truncated header", "bad_model", "unexpected end of file"},
+      {submit("past_eof"), "tensor past the end of the file", "bad_model", "truncated download?"},
+      {submit("bad_type"), "unknown tensor type", "bad_model", "unknown type id 99"},
+      {submit("text"), "a text file named .gguf", "bad_model", "text.gguf"},
+      {submit("no_such_model"), "unknown model", "invalid_input", "model 'no_such_model' is not in the daemon's config"},
+      {submit("good", std::string(400, 'w') + " and more words than 64 tokens hold " + std::string(400, 'x')),
+       "prompt longer than the context", "invalid_input", "but the context holds 64"},
+  };
+  const int64_t utf8 = submit("good");
+  edit(utf8, "prompt = CAST(X'6361666520C3' AS TEXT)");  // "cafe " + a cut-off 2-byte sequence
+  cases.push_back({utf8, "invalid UTF-8 prompt", "invalid_input", "not valid UTF-8 (bad byte sequence at byte 5)"});
+  const int64_t huge = submit("good");
+  edit(huge, "prompt = printf('%.*c', " + std::to_string(jobs::kMaxPromptBytes + 1) + ", 'x')");
+  cases.push_back({huge, "oversized prompt", "invalid_input", "at most 8388608 bytes"});
+  const int64_t hot = submit("good");
+  edit(hot, "temperature = 99");
+  cases.push_back({hot, "temperature out of range", "invalid_input", "temperature"});
+  const int64_t nucleus = submit("good");
+  edit(nucleus, "top_p = 0");
+  cases.push_back({nucleus, "top_p = 0", "invalid_input", "top_p"});
+  const int64_t none = submit("good");
+  edit(none, "max_tokens = 0");
+  cases.push_back({none, "max_tokens = 0", "invalid_input", "max_tokens"});
+  const int64_t penalty = submit("good");
+  edit(penalty, "repeat_penalty = -1");
+  cases.push_back({penalty, "negative repeat_penalty", "invalid_input", "repeat_penalty"});
+  const int64_t last = submit("good");
+
+  std::atomic<bool> stop{false};
+  daemon::Worker worker(*queue, options, stop);
+  CHECK(worker.run(/*drain=*/true) == static_cast<int>(cases.size()) + 2);  // each claimed once: nothing retried
+
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const jobs::Job j = *queue->get(c.id);
+    CHECK(j.state == JobState::failed);
+    CHECK(j.attempts == 1);
+    CHECK(j.error_kind == c.kind);
+    CHECK_MESSAGE(j.error.find(c.needle) != std::string::npos, j.error);
+    CHECK_FALSE(j.result);
+  }
+  for (int64_t id : {first, last}) {
+    const jobs::Job j = *queue->get(id);
+    CHECK(j.state == JobState::done);
+    REQUIRE(j.result);
+    CHECK(j.result->completion_tokens == 4);
+  }
+  CHECK(worker.loaded_model() == "good");
+  const jobs::QueueCounts counts = queue->counts();
+  CHECK(counts.done == 2);
+  CHECK(counts.failed == static_cast<int64_t>(cases.size()));
+  CHECK(counts.queued + counts.running + counts.dead == 0);
+}

@@ -1,0 +1,95 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "engine/kernels/kernels.h"
+#include "engine/layers/attention.h"
+
+using namespace ns;
+
+namespace {
+
+std::vector<uint16_t> random_halves(std::mt19937& rng, size_t n, float scale) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<uint16_t> h(n);
+  for (auto& x : h) x = kernels::fp32_to_fp16(dist(rng));
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("attention over one position returns the cached value row exactly") {
+  std::mt19937 rng(1);
+  const int64_t dim = 32;
+  auto q = random_halves(rng, dim, 1.0f), k = random_halves(rng, dim, 1.0f), v = random_halves(rng, dim, 1.0f);
+  std::vector<float> out(dim);
+  attend_one_head(q.data(), k.data(), dim, v.data(), dim, dim, dim, 0, 0.17f, out.data());
+  for (int64_t d = 0; d < dim; ++d) CHECK(out[d] == kernels::fp16_to_fp32(v[d]));
+}
+
+TEST_CASE("attention agrees with a double-precision softmax within F16 rounding") {
+  std::mt19937 rng(2);
+  // Strided rows (two heads interleaved) and a head size that is not a multiple of 8.
+  for (const int64_t dim : {int64_t{32}, int64_t{64}, int64_t{20}}) {
+    const int64_t n_pos = 77, stride = 2 * dim;
+    auto q = random_halves(rng, dim, 1.0f), k = random_halves(rng, n_pos * stride, 1.0f),
+         v = random_halves(rng, n_pos * stride, 1.0f);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+    for (const int64_t last : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{40}, n_pos - 1}) {
+      std::vector<float> out(dim);
+      attend_one_head(q.data(), k.data() + dim, stride, v.data() + dim, stride, dim, dim, last, scale, out.data());
+      std::vector<double> p(last + 1);
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j <= last; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < dim; ++d)
+          s += double(kernels::fp16_to_fp32(q[d])) * kernels::fp16_to_fp32(k[j * stride + dim + d]);
+        p[j] = s * scale;
+        mx = std::max(mx, p[j]);
+      }
+      for (auto& x : p) sum += (x = std::exp(x - mx));
+      for (int64_t d = 0; d < dim; ++d) {
+        double ref = 0;
+        for (int64_t j = 0; j <= last; ++j) ref += p[j] / sum * kernels::fp16_to_fp32(v[j * stride + dim + d]);
+        CAPTURE(dim);
+        CAPTURE(last);
+        CHECK(std::fabs(out[d] - ref) < 2e-3);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention output does not depend on values past the last position") {
+  std::mt19937 rng(3);
+  const int64_t dim = 32, n_pos = 20;
+  auto q = random_halves(rng, dim, 1.0f), k = random_halves(rng, n_pos * dim, 1.0f),
+       v = random_halves(rng, n_pos * dim, 1.0f);
+  std::vector<float> a(dim), b(dim);
+  attend_one_head(q.data(), k.data(), dim, v.data(), dim, dim, dim, 10, 0.2f, a.data());
+  for (int64_t i = 11 * dim; i < n_pos * dim; ++i) k[i] = v[i] = kernels::fp32_to_fp16(1000.0f);
+  attend_one_head(q.data(), k.data(), dim, v.data(), dim, dim, dim, 10, 0.2f, b.data());
+  CHECK(a == b);
+}
+
+TEST_CASE("attention: the AVX2 path is bit-identical to the scalar reference") {
+  std::mt19937 rng(4);
+  const kernels::Isa saved = kernels::active_isa();
+  for (const int64_t dim : {int64_t{32}, int64_t{128}, int64_t{20}}) {
+    const int64_t n_pos = 300, stride = 3 * dim;
+    auto q = random_halves(rng, dim, 2.0f), k = random_halves(rng, n_pos * stride, 2.0f),
+         v = random_halves(rng, n_pos * stride, 1.0f);
+    for (const int64_t last : {int64_t{0}, int64_t{5}, int64_t{63}, n_pos - 1}) {
+      std::vector<float> scalar(dim), avx2(dim);
+      kernels::set_isa(kernels::Isa::scalar);
+      attend_one_head(q.data(), k.data() + dim, stride, v.data() + dim, stride, dim, dim, last, 0.1f, scalar.data());
+      kernels::set_isa(kernels::Isa::avx2);  // clamped to scalar where the CPU lacks AVX2
+      attend_one_head(q.data(), k.data() + dim, stride, v.data() + dim, stride, dim, dim, last, 0.1f, avx2.data());
+      CAPTURE(dim);
+      CAPTURE(last);
+      CHECK(scalar == avx2);
+    }
+  }
+  kernels::set_isa(saved);
+}

@@ -1,0 +1,181 @@
+// deepseek2 (MLA, routed + shared experts) on generated models: the two MLA
+// layouts of one seed are the same model, batched prefill equals
+// token-by-token decoding, the KV cache holds only the latent, and the
+// generator writes the shared tiny-ds2 files' keys and tensors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/model.h"
+#include "tests/unit/engine/test_models.h"
+
+using namespace ns;
+
+namespace {
+
+// A small DeepSeek-V3-like model: q_lora, sigmoid routing with selection bias,
+// 2 of 4 expert groups, a shared expert, one leading dense layer, YaRN.
+const std::string kDs3Flags =
+    "--arch deepseek2 --n-embd 128 --n-layer 3 --n-head 4 --n-ff 256 --n-expert 16 --n-expert-used 4 "
+    "--q-lora-rank 96 --kv-lora-rank 64 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 64 "
+    "--n-shared-expert 1 --n-dense-lead 1 --gating sigmoid --expert-weights-scale 2.5 --n-expert-group 4 "
+    "--n-expert-group-used 2 --yarn-factor 4 --yarn-orig-ctx 64 --rms-eps 1e-6 --seed 11";
+// A lite-like model: no q_lora, softmax routing, 2 shared experts, unnormalized weights.
+std::string lite_flags(int n_layer) {
+  return "--arch deepseek2 --n-embd 64 --n-layer " + std::to_string(n_layer) +
+         " --n-head 2 --n-ff 128 --n-expert 8 --n-expert-used 2 --q-lora-rank 0 --kv-lora-rank 32 --qk-rope-dim 16 "
+         "--qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 32 --n-shared-expert 2 --n-dense-lead 1 --gating softmax "
+         "--expert-weights-scale 1 --expert-weights-norm false --rms-eps 1e-6 --seed 12";
+}
+
+std::string ds3(const std::string& layout, const std::string& type) {
+  return test::make_model("ds3-" + layout + "-" + type, kDs3Flags + " --mla-layout " + layout + " --type " + type);
+}
+std::string lite(const std::string& layout) {
+  return test::make_model("ds2lite-" + layout, lite_flags(3) + " --mla-layout " + layout + " --type Q8_0");
+}
+
+std::vector<int32_t> some_tokens(int64_t n_vocab, int n) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((i * 7919 + 13) % n_vocab));
+  return t;
+}
+
+std::vector<float> prefill_logits(const std::string& path, const std::vector<int32_t>& toks) {
+  ModelOptions mo;
+  mo.context = 64;
+  mo.max_batch = 16;
+  auto m = Model::load(path, mo);
+  std::vector<float> logits;
+  m->forward(toks, 0, true, logits);
+  return logits;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
+  return d;
+}
+
+// Runs `toks` as one batch and one token at a time (another thread count too).
+double batched_vs_sequential(const std::string& path) {
+  ModelOptions mo;
+  mo.context = 64;
+  mo.max_batch = 16;
+  auto batched = Model::load(path, mo);
+  mo.threads = 1;
+  auto single = Model::load(path, mo);
+  const int64_t n_vocab = batched->n_vocab();
+  const std::vector<int32_t> toks = some_tokens(n_vocab, 12);
+  std::vector<float> all, one;
+  batched->forward(toks, 0, true, all);
+  double max_diff = 0;
+  for (size_t t = 0; t < toks.size(); ++t) {
+    single->forward(std::span(toks).subspan(t, 1), static_cast<int64_t>(t), false, one);
+    for (int64_t v = 0; v < n_vocab; ++v) max_diff = std::max(max_diff, std::fabs(double(one[v]) - all[t * n_vocab + v]));
+  }
+  return max_diff;
+}
+
+struct FusedCacheMode {  // NS_MLA_FUSED_KV_B for one scope
+  explicit FusedCacheMode(const char* mode) { setenv("NS_MLA_FUSED_KV_B", mode, 1); }
+  ~FusedCacheMode() { unsetenv("NS_MLA_FUSED_KV_B"); }
+};
+
+}  // namespace
+
+TEST_CASE("deepseek2: the fused attn_kv_b and split attn_k_b/attn_v_b layouts of one seed give the same logits") {
+  // F16 keeps the transposition exact, so both layouts multiply the same numbers.
+  const std::vector<int32_t> toks = some_tokens(512, 12);
+  const std::vector<float> split = prefill_logits(ds3("split", "F16"), toks);
+  const std::vector<float> fused = prefill_logits(ds3("kv_b", "F16"), toks);
+  CHECK(max_abs_diff(split, fused) == 0.0);
+
+  // The fused file in the reference's own mode (expanded keys and values)
+  // rounds elsewhere, so it agrees only closely.
+  FusedCacheMode expanded("expanded");
+  const double d = max_abs_diff(split, prefill_logits(ds3("kv_b", "F16"), toks));
+  MESSAGE("latent vs expanded cache: max |dlogit| " << d);
+  CHECK(d < 0.05);
+}
+
+TEST_CASE("deepseek2: batched prefill equals token-by-token decoding") {
+  for (const std::string& path : {ds3("split", "Q8_0"), ds3("kv_b", "Q8_0"), lite("split"), lite("kv_b")}) {
+    const double d = batched_vs_sequential(path);
+    MESSAGE(path << ": max |batched - sequential| = " << d);
+    CHECK(d < 1e-3);
+  }
+  FusedCacheMode expanded("expanded");
+  const double d = batched_vs_sequential(lite("kv_b"));
+  MESSAGE("expanded cache: max |batched - sequential| = " << d);
+  CHECK(d < 1e-3);
+}
+
+TEST_CASE("deepseek2: the KV cache holds (kv_lora_rank + rope dims) F16 values per token and layer") {
+  ModelOptions mo;
+  mo.context = 32;
+  for (const std::string& path : {ds3("split", "Q8_0"), ds3("kv_b", "Q8_0")}) {
+    auto m = Model::load(path, mo);
+    CHECK(m->kv_cache().bytes_per_token() == (64u + 16u) * 3u * 2u);
+    CHECK(m->kv_cache().bytes() == (64u + 16u) * 3u * 2u * 32u);
+  }
+  FusedCacheMode expanded("expanded");  // the reference's way: n_head * (k_head + v_head)
+  auto m = Model::load(ds3("kv_b", "Q8_0"), mo);
+  CHECK(m->kv_cache().bytes_per_token() == 4u * (48u + 32u) * 3u * 2u);
+}
+
+TEST_CASE("deepseek2: a bad NS_MLA_FUSED_KV_B value is rejected") {
+  FusedCacheMode bad("compressed");
+  CHECK_THROWS_WITH(Model::load(lite("kv_b"), ModelOptions{}), doctest::Contains("expected latent or expanded"));
+}
+
+TEST_CASE("deepseek2: generated files have the shared tiny-ds2 files' metadata keys and tensors") {
+  struct Case {
+    std::string shared, flags;
+  };
+  const Case cases[] = {
+      {"tiny-ds2-q8_0",
+       "--arch deepseek2 --n-embd 128 --n-layer 4 --n-head 4 --n-ff 384 --n-expert 16 --n-expert-used 4 "
+       "--mla-layout kv_b --rms-eps 1e-6 --type Q8_0"},
+      {"tiny-ds2-lite-f16", lite_flags(27) + " --mla-layout kv_b --type F16"},
+  };
+  for (const Case& c : cases) {
+    const std::filesystem::path ref_path = std::filesystem::path(NS_SHARED_DIR) / "models" / (c.shared + ".gguf");
+    if (!std::filesystem::exists(ref_path)) {
+      MESSAGE("skipped: " << ref_path << " is absent");
+      continue;
+    }
+    auto ref = gguf::GgufFile::open(ref_path.string());
+    auto gen = gguf::GgufFile::open(test::make_model("layout-" + c.shared, c.flags));
+    CAPTURE(c.shared);
+    // Same keys; same values for the architecture's keys (the vocabulary differs).
+    std::set<std::string> ref_keys, gen_keys;
+    for (const auto& [k, v] : ref->metadata())
+      if (k.rfind("tokenizer.", 0) != 0) ref_keys.insert(k);
+    for (const auto& [k, v] : gen->metadata())
+      if (k.rfind("tokenizer.", 0) != 0) gen_keys.insert(k);
+    CHECK(ref_keys == gen_keys);
+    for (const std::string& k : ref_keys) {
+      if (k.rfind("deepseek2.", 0) != 0 || k == "deepseek2.vocab_size" || !gen->has(k)) continue;
+      CAPTURE(k);
+      CHECK(gen->get_f64(k) == doctest::Approx(ref->get_f64(k)));
+    }
+    // Same tensors in the same order with the same shapes (vocab rows aside).
+    REQUIRE(ref->tensors().size() == gen->tensors().size());
+    for (size_t i = 0; i < ref->tensors().size(); ++i) {
+      const auto& a = ref->tensors()[i];
+      const auto& b = gen->tensors()[i];
+      CAPTURE(a.name);
+      CHECK(a.name == b.name);
+      if (a.name == "token_embd.weight" || a.name == "output.weight")
+        CHECK(a.dims[0] == b.dims[0]);
+      else
+        CHECK(a.dims == b.dims);
+    }
+  }
+}

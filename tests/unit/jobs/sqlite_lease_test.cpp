@@ -1,0 +1,441 @@
+// Leases on real database files: the fence on every worker write, heartbeats,
+// recovery of expired leases (backoff, max_attempts, `dead`), transient
+// failures, `retry`, checkpoints, and two workers that never run one job.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "jobs/queue.h"
+#include "jobs/sqlite_db.h"
+#include "jobs/sqlite_queue.h"
+#include "jobs/time_format.h"
+#include "tests/unit/jobs/fast_queue.h"
+#include "tests/unit/jobs/temp_dir.h"
+
+namespace {
+
+using namespace ns::jobs;
+using namespace std::chrono_literals;
+
+constexpr int64_t kLongLease = 60'000;
+const Backoff kNoBackoff{0, 0};
+
+JobSpec spec(const std::string& prompt, int32_t max_attempts = 3) {
+  JobSpec s;
+  s.model = "tiny";
+  s.prompt = prompt;
+  s.max_attempts = max_attempts;
+  return s;
+}
+
+JobResult result(const std::string& text) {
+  JobResult r;
+  r.text = text;
+  r.finish_reason = "stop";
+  r.completion_tokens = 3;
+  return r;
+}
+
+Lease claim(Queue& q, const std::string& worker, int64_t lease_ms = kLongLease) {
+  std::optional<Job> j = q.claim(worker, lease_ms);
+  REQUIRE(j);
+  return j->lease();
+}
+
+// Claims with a lease that lapses at once, then waits until it has.
+Lease claim_and_let_expire(Queue& q, const std::string& worker) {
+  const Lease l = claim(q, worker, 1);
+  std::this_thread::sleep_for(5ms);
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("claim opens a lease and an attempt; a heartbeat extends the lease") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t id = q->submit(spec("p")).id;
+  const int64_t before = now_epoch_ms();
+  std::optional<Job> j = q->claim("w1", 10'000);
+  REQUIRE(j);
+  CHECK(j->id == id);
+  CHECK(j->state == JobState::running);
+  CHECK(j->attempt == 1);
+  CHECK(j->attempts == 1);
+  CHECK(j->lease_expires_ms >= before + 10'000);
+  CHECK(j->lease_expires_ms <= now_epoch_ms() + 10'000);
+
+  std::vector<AttemptRecord> history = q->attempts(id);
+  REQUIRE(history.size() == 1);
+  CHECK(history[0].attempt == 1);
+  CHECK(history[0].worker == "w1");
+  CHECK(history[0].started_ms == j->started_ms);
+  CHECK(history[0].ended_ms == 0);
+  CHECK(history[0].outcome.empty());  // still running
+
+  CHECK(q->heartbeat(j->lease(), 50'000));
+  CHECK(q->get(id)->lease_expires_ms >= before + 50'000);
+}
+
+TEST_CASE("writes by anyone but the lease holder of that attempt change nothing") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t id = q->submit(spec("p")).id;
+  const Lease mine = claim(*q, "w1");
+  const Job before = *q->get(id);
+  const std::vector<int32_t> tokens = {5, 6, 7};
+
+  for (const Lease& wrong : {Lease{id, "w2", mine.attempt}, Lease{id, "w1", mine.attempt + 1},
+                             Lease{id, "w1", mine.attempt - 1}, Lease{id + 1, "w1", mine.attempt}}) {
+    CAPTURE(wrong.worker);
+    CAPTURE(wrong.attempt);
+    CHECK_FALSE(q->heartbeat(wrong, 1));
+    CHECK_FALSE(q->save_checkpoint(wrong, tokens, 1));
+    CHECK_FALSE(q->complete(wrong, result("forged")));
+    CHECK_FALSE(q->fail(wrong, "internal", "forged"));
+    CHECK_FALSE(q->fail_transient(wrong, "io", "forged", kNoBackoff));
+    CHECK_FALSE(q->finish_cancelled(wrong, result("forged")));
+    CHECK_FALSE(q->release(wrong));
+  }
+  const Job after = *q->get(id);
+  CHECK(after.state == JobState::running);
+  CHECK(after.lease_expires_ms == before.lease_expires_ms);
+  CHECK(after.attempts == 1);
+  CHECK_FALSE(after.result);
+  CHECK_FALSE(q->checkpoint(id));
+  CHECK(q->attempts(id)[0].outcome.empty());
+
+  CHECK(q->complete(mine, result("real")));  // the holder still can
+  CHECK(q->get(id)->result->text == "real");
+}
+
+TEST_CASE("an expired lease goes back to the queue with its checkpoint; the old holder is fenced out") {
+  ns::test::TempDir dir;
+  const std::string path = dir.file("q.db");
+  auto daemon_a = open_sqlite_queue(path, ns::test::kFastCommits);
+  auto daemon_b = open_sqlite_queue(path, ns::test::kFastCommits);
+  const int64_t id = daemon_a->submit(spec("p")).id;
+
+  const Lease a = claim(*daemon_a, "daemon-a", 1);
+  const std::vector<int32_t> tokens = {11, 12, 13, 14};
+  CHECK(daemon_a->save_checkpoint(a, tokens, 1));  // extends the lease by 1 ms only
+  std::this_thread::sleep_for(5ms);                 // ... and then daemon-a "hangs"
+
+  CHECK_FALSE(daemon_b->claim("daemon-b", kLongLease));  // expired but not yet recovered: not claimable
+  const Recovery r = daemon_b->recover_expired(kNoBackoff);
+  CHECK(r.requeued == 1);
+  CHECK(r.total() == 1);
+  Job j = *daemon_b->get(id);
+  CHECK(j.state == JobState::queued);
+  CHECK(j.worker.empty());
+  CHECK(j.attempts == 1);  // the interrupted attempt counts
+  CHECK(j.error_kind == "lease_expired");
+  CHECK_MESSAGE(j.error.find("daemon-a stopped renewing its lease") != std::string::npos, j.error);
+
+  std::optional<Job> b = daemon_b->claim("daemon-b", kLongLease);
+  REQUIRE(b);
+  CHECK(b->id == id);
+  CHECK(b->attempt == 2);
+  CHECK(b->attempts == 2);
+  CHECK(b->error.empty());
+  std::optional<Checkpoint> cp = daemon_b->checkpoint(id);
+  REQUIRE(cp);
+  CHECK(cp->tokens == tokens);  // daemon-b resumes where daemon-a left off
+  CHECK(cp->attempt == 1);
+
+  // daemon-a wakes up: every write it tries is refused.
+  CHECK_FALSE(daemon_a->heartbeat(a, kLongLease));
+  CHECK_FALSE(daemon_a->save_checkpoint(a, std::vector<int32_t>{1}, kLongLease));
+  CHECK_FALSE(daemon_a->complete(a, result("from a")));
+  CHECK(daemon_b->complete(b->lease(), result("from b")));
+  j = *daemon_a->get(id);
+  CHECK(j.state == JobState::done);
+  CHECK(j.result->text == "from b");
+  CHECK_FALSE(daemon_a->checkpoint(id));  // a finished job keeps no checkpoint
+
+  const std::vector<AttemptRecord> history = daemon_a->attempts(id);
+  REQUIRE(history.size() == 2);
+  CHECK(history[0].worker == "daemon-a");
+  CHECK(history[0].outcome == "lease_expired");
+  CHECK(history[0].ended_ms > 0);
+  CHECK(history[0].resumed_tokens == 0);
+  CHECK(history[1].worker == "daemon-b");
+  CHECK(history[1].outcome == "done");
+  CHECK(history[1].resumed_tokens == 4);
+}
+
+TEST_CASE("a job whose lease expires max_attempts times is dead, with its history") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t poison = q->submit(spec("crashes the daemon", 2)).id;
+  const int64_t other = q->submit(spec("fine")).id;
+
+  claim_and_let_expire(*q, "w");
+  CHECK(q->recover_expired(kNoBackoff).requeued == 1);
+  const Lease second = claim_and_let_expire(*q, "w");
+  CHECK(second.job_id == poison);
+  CHECK(q->save_checkpoint(second, std::vector<int32_t>{1, 2}, 1));
+  std::this_thread::sleep_for(5ms);
+  const Recovery r = q->recover_expired(kNoBackoff);
+  CHECK(r.dead == 1);
+  CHECK(r.requeued == 0);
+
+  const Job j = *q->get(poison);
+  CHECK(j.state == JobState::dead);
+  CHECK(j.finished_ms > 0);
+  CHECK(j.attempts == 2);
+  CHECK(j.error_kind == "lease_expired");
+  CHECK_MESSAGE(j.error.find("attempt 2 of 2; no attempts left") != std::string::npos, j.error);
+  CHECK_MESSAGE(j.error.find("nightshift retry " + std::to_string(poison)) != std::string::npos, j.error);
+  CHECK_FALSE(q->checkpoint(poison));
+  CHECK(q->attempts(poison).size() == 2);
+  CHECK(q->counts().dead == 1);
+
+  // The rest of the queue is not held up.
+  std::optional<Job> next = q->claim("w", kLongLease);
+  REQUIRE(next);
+  CHECK(next->id == other);
+}
+
+TEST_CASE("recovery leaves live leases alone and waits out the backoff") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t live = q->submit(spec("live")).id;
+  const int64_t crashed = q->submit(spec("crashed")).id;
+  const Lease l = claim(*q, "alive");
+  REQUIRE(l.job_id == live);
+  claim_and_let_expire(*q, "gone");
+
+  const int64_t before = now_epoch_ms();
+  const Recovery r = q->recover_expired(Backoff{60'000, 600'000});
+  CHECK(r.requeued == 1);
+  CHECK(q->get(live)->state == JobState::running);
+  const Job j = *q->get(crashed);
+  CHECK(j.state == JobState::queued);
+  // First failure: base 60 s with equal jitter, so 30..60 s from now.
+  CHECK(j.spec.not_before_ms >= before + 30'000);
+  CHECK(j.spec.not_before_ms <= now_epoch_ms() + 60'000);
+  CHECK_FALSE(q->claim("another", kLongLease));  // backing off
+  CHECK(q->recover_expired(kNoBackoff).total() == 0);
+}
+
+TEST_CASE("recover_worker takes back one worker's jobs at once, expired or not") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t mine = q->submit(spec("mine")).id;
+  const int64_t mine_cancelled = q->submit(spec("mine, cancel requested")).id;
+  const int64_t theirs = q->submit(spec("theirs")).id;
+  claim(*q, "host:worker-1");
+  claim(*q, "host:worker-1");
+  claim(*q, "host:worker-2");
+  REQUIRE(q->cancel(mine_cancelled));
+
+  const Recovery r = q->recover_worker("host:worker-1", kNoBackoff);
+  CHECK(r.requeued == 1);
+  CHECK(r.cancelled == 1);
+  CHECK(q->get(mine)->state == JobState::queued);
+  CHECK(q->get(mine)->attempts == 1);  // the crashed attempt counts
+  CHECK(q->get(mine)->error_kind == "abandoned");
+  CHECK(q->get(mine_cancelled)->state == JobState::cancelled);
+  CHECK(q->get(theirs)->state == JobState::running);  // another live worker's job is untouched
+  CHECK(q->attempts(mine)[0].outcome == "abandoned");
+  CHECK(q->recover_worker("host:worker-1", kNoBackoff).total() == 0);
+
+  std::optional<Job> again = q->claim("host:worker-1", kLongLease);
+  REQUIRE(again);
+  CHECK(again->id == mine);
+  CHECK(again->attempts == 2);
+  CHECK(again->attempt == 2);
+}
+
+TEST_CASE("a transient failure retries after an exponential backoff, then the job is dead") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t id = q->submit(spec("p", 3)).id;
+  const Backoff backoff{150, 10'000};
+
+  Lease l = claim(*q, "w");
+  CHECK(q->save_checkpoint(l, std::vector<int32_t>{9, 9}, kLongLease));
+  int64_t t0 = now_epoch_ms();
+  CHECK(q->fail_transient(l, "io", "read failed: Input/output error", backoff) == JobState::queued);
+  Job j = *q->get(id);
+  CHECK(j.state == JobState::queued);
+  CHECK(j.error_kind == "io");  // why it is waiting
+  CHECK(j.spec.not_before_ms >= t0 + 75);
+  CHECK(j.spec.not_before_ms <= now_epoch_ms() + 150);
+  CHECK(q->checkpoint(id));  // a retry resumes
+  CHECK_FALSE(q->claim("w", kLongLease));
+  while (now_epoch_ms() < j.spec.not_before_ms) std::this_thread::sleep_for(5ms);
+
+  l = claim(*q, "w");
+  t0 = now_epoch_ms();
+  CHECK(q->fail_transient(l, "database", "locked", backoff) == JobState::queued);
+  j = *q->get(id);
+  CHECK(j.spec.not_before_ms >= t0 + 150);  // the second delay is twice the first step
+  CHECK(j.spec.not_before_ms <= now_epoch_ms() + 300);
+  while (now_epoch_ms() < j.spec.not_before_ms) std::this_thread::sleep_for(5ms);
+
+  l = claim(*q, "w");
+  CHECK(q->fail_transient(l, "io", "read failed again", backoff) == JobState::dead);
+  j = *q->get(id);
+  CHECK(j.state == JobState::dead);
+  CHECK(j.error_kind == "io");
+  CHECK_MESSAGE(j.error.find("read failed again (attempt 3 of 3; no attempts left") == 0, j.error);
+  CHECK_FALSE(q->checkpoint(id));
+  const std::vector<AttemptRecord> history = q->attempts(id);
+  REQUIRE(history.size() == 3);
+  for (const AttemptRecord& a : history) CHECK(a.outcome == "transient_error");
+  CHECK(history[0].error == "read failed: Input/output error");
+  CHECK(history[1].error_kind == "database");
+}
+
+TEST_CASE("a permanent failure ends the job at once, whatever attempts are left") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t id = q->submit(spec("p", 5)).id;
+  CHECK(q->fail(claim(*q, "w"), "bad_model", "tensor past end of file"));
+  const Job j = *q->get(id);
+  CHECK(j.state == JobState::failed);
+  CHECK(j.attempts == 1);
+  CHECK(q->attempts(id)[0].outcome == "failed");
+  CHECK(q->attempts(id)[0].error_kind == "bad_model");
+  CHECK_FALSE(q->claim("w", kLongLease));
+}
+
+TEST_CASE("a cancel requested while the job ran wins over a retry or a recovery") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t a = q->submit(spec("a")).id;
+  const int64_t b = q->submit(spec("b")).id;
+  const Lease la = claim(*q, "w");
+  claim_and_let_expire(*q, "w");
+  REQUIRE(q->cancel(a));
+  REQUIRE(q->cancel(b));
+  CHECK(q->fail_transient(la, "io", "x", kNoBackoff) == JobState::cancelled);
+  CHECK(q->recover_expired(kNoBackoff).cancelled == 1);
+  CHECK(q->get(a)->state == JobState::cancelled);
+  CHECK(q->get(b)->state == JobState::cancelled);
+  CHECK(q->counts().cancelled == 2);
+}
+
+TEST_CASE("retry queues failed, dead and cancelled jobs as new; other states are refused") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t failed = q->submit(spec("failed")).id;
+  const int64_t dead = q->submit(spec("dead", 1)).id;
+  const int64_t cancelled = q->submit(spec("cancelled while running")).id;
+  const int64_t done = q->submit(spec("done")).id;
+  const int64_t queued = q->submit(spec("queued")).id;
+
+  REQUIRE(q->fail(claim(*q, "w"), "invalid_input", "bad"));
+  REQUIRE(q->fail_transient(claim(*q, "w"), "io", "gone", kNoBackoff) == JobState::dead);
+  const Lease lc = claim(*q, "w");
+  REQUIRE(q->cancel(cancelled));
+  REQUIRE(q->finish_cancelled(lc, result("partial")));
+  REQUIRE(q->complete(claim(*q, "w"), result("text")));
+
+  for (int64_t id : {failed, dead, cancelled}) {
+    CAPTURE(id);
+    CHECK(q->retry(id) == RetryOutcome::requeued);
+    const Job j = *q->get(id);
+    CHECK(j.state == JobState::queued);
+    CHECK(j.attempts == 0);
+    CHECK(j.attempt == 1);  // claim numbers go on from where they were
+    CHECK(j.error.empty());
+    CHECK(j.finished_ms == 0);
+    CHECK_FALSE(j.cancel_requested);
+    CHECK_FALSE(j.result);
+    CHECK(q->attempts(id).size() == 1);  // history kept
+  }
+  CHECK(q->retry(done) == RetryOutcome::not_retryable);
+  CHECK(q->retry(queued) == RetryOutcome::not_retryable);
+  CHECK(q->retry(999) == RetryOutcome::not_found);
+  CHECK(q->get(done)->result->text == "text");
+
+  // A retried job keeps its place (oldest first) and runs again as attempt 2.
+  std::optional<Job> again = q->claim("w", kLongLease);
+  REQUIRE(again);
+  CHECK(again->id == failed);
+  CHECK(again->attempt == 2);
+  CHECK(again->attempts == 1);
+}
+
+TEST_CASE("checkpoints are replaced by the holder, kept on release and recovery, dropped at the end") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t id = q->submit(spec("p")).id;
+  Lease l = claim(*q, "w");
+  CHECK_FALSE(q->checkpoint(id));
+  CHECK(q->save_checkpoint(l, std::vector<int32_t>{1, 2, 3}, kLongLease));
+  const int64_t t = now_epoch_ms();
+  std::vector<int32_t> more = {1, 2, 3, 4, 5, 60000, 0};
+  CHECK(q->save_checkpoint(l, more, kLongLease));
+  std::optional<Checkpoint> cp = q->checkpoint(id);
+  REQUIRE(cp);
+  CHECK(cp->tokens == more);
+  CHECK(cp->saved_ms >= t);
+
+  CHECK(q->release(l));
+  CHECK(q->get(id)->attempts == 0);
+  CHECK(q->checkpoint(id)->tokens == more);  // a drained job resumes
+  l = claim(*q, "w");
+  CHECK(q->attempts(id)[1].resumed_tokens == 7);
+  CHECK(q->attempts(id)[0].outcome == "released");
+  CHECK(q->complete(l, result("x")));
+  CHECK_FALSE(q->checkpoint(id));
+
+  ns::jobs::sqlite::Db db(dir.file("q.db"));
+  CHECK(db.scalar_int("SELECT count(*) FROM checkpoints") == 0);
+}
+
+TEST_CASE("two workers on their own connections: a heartbeated lease keeps the job with one of them") {
+  ns::test::TempDir dir;
+  const std::string path = dir.file("q.db");
+  auto setup = open_sqlite_queue(path, ns::test::kFastCommits);
+  const int64_t id = setup->submit(spec("long job")).id;
+
+  std::atomic<bool> holder_running{true};
+  std::atomic<int> beats{0};
+  std::atomic<int> claim_state{0};  // 0 claiming, 1 holds the job, 2 got nothing
+  std::thread holder([&] {
+    auto q = open_sqlite_queue(path, ns::test::kFastCommits);
+    const std::optional<Job> held = q->claim("holder", 80);
+    claim_state = held ? 1 : 2;
+    if (!held) return;
+    while (holder_running.load()) {  // heartbeat well within the 80 ms lease
+      if (q->heartbeat(held->lease(), 80)) ++beats;
+      std::this_thread::sleep_for(15ms);
+    }
+  });
+  while (claim_state.load() == 0) std::this_thread::sleep_for(1ms);
+  if (claim_state.load() != 1) holder.join();  // it has returned already
+  REQUIRE(claim_state.load() == 1);
+
+  auto rival = open_sqlite_queue(path, ns::test::kFastCommits);
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  int tries = 0, recovered = 0, claimed = 0;
+  while (std::chrono::steady_clock::now() < until) {  // a rival daemon polling as fast as it can
+    recovered += static_cast<int>(rival->recover_expired(kNoBackoff).total());
+    claimed += rival->claim("rival", kLongLease) ? 1 : 0;
+    ++tries;
+  }
+  holder_running = false;
+  holder.join();
+  MESSAGE("rival polled " << tries << " times while the holder sent " << beats.load() << " heartbeats");
+  CHECK(recovered == 0);
+  CHECK(claimed == 0);
+  CHECK(beats.load() >= 8);
+  CHECK(rival->get(id)->worker == "holder");
+
+  // The holder stops heartbeating (killed): the rival takes over once the lease lapses.
+  std::this_thread::sleep_for(100ms);
+  CHECK(rival->recover_expired(kNoBackoff).requeued == 1);
+  std::optional<Job> taken = rival->claim("rival", kLongLease);
+  REQUIRE(taken);
+  CHECK(taken->id == id);
+  CHECK(rival->attempts(id).size() == 2);
+}

@@ -1,0 +1,191 @@
+// The memory plan's arithmetic and its error, on tensor lists shaped like a model.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/stream/budget_planner.h"
+#include "engine/stream/direct_io.h"
+#include "engine/stream/human_size.h"
+#include "engine/util/error.h"
+
+using namespace ns::stream;
+using ns::gguf::GgmlType;
+using ns::gguf::TensorInfo;
+
+namespace {
+
+// A model: n_layer MoE layers with n_expert experts of (gate, up, down) bytes
+// each, plus resident tensors; offsets laid out back to back from data_offset.
+struct Model {
+  std::vector<TensorInfo> tensors;
+  uint64_t at = 4096 * 3 + 32;  // an unaligned data start
+  void add(const std::string& name, std::vector<uint64_t> dims, uint64_t nbytes) {
+    TensorInfo t;
+    t.name = name;
+    t.dims = std::move(dims);
+    t.type = GgmlType::Q8_0;
+    t.offset = at;
+    t.nbytes = nbytes;
+    at += (nbytes + 31) / 32 * 32;
+    tensors.push_back(t);
+  }
+};
+
+Model moe_model(uint32_t n_layer, uint32_t n_expert, uint64_t proj_bytes) {
+  Model m;
+  m.add("token_embd.weight", {64, 1000}, 1u << 20);
+  for (uint32_t l = 0; l < n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    m.add(p + "attn_q.weight", {64, 64}, 8192);
+    m.add(p + "ffn_gate_inp.weight", {64, n_expert}, 4096);
+    m.add(p + "ffn_gate_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert);
+    m.add(p + "ffn_up_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert);
+    m.add(p + "ffn_down_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert);
+    m.add(p + "ffn_gate_shexp.weight", {64, 10}, 5000);  // shared expert: resident
+  }
+  m.add("output.weight", {64, 1000}, 1u << 20);
+  return m;
+}
+
+uint64_t page_span(const TensorInfo& t) { return direct_read_span(t.offset, t.nbytes); }
+
+}  // namespace
+
+TEST_CASE("the plan counts resident pages, streamed stacks, and fills the cache with what is left") {
+  const Model m = moe_model(4, 16, 100000);
+  const ExpertLayout layout = ExpertLayout::from_tensors(m.tensors, "m.gguf");
+  uint64_t resident = 0, streamed = 0;
+  for (const TensorInfo& t : m.tensors) {
+    if (ExpertLayout::is_streamed(t.name)) streamed += t.nbytes;
+    else resident += page_span(t);
+  }
+  BudgetInputs in;
+  in.kv_cache_bytes = 3u << 20;
+  in.activation_bytes = 1u << 20;
+  in.io_buffer_bytes = 0;
+  in.overhead_bytes = 20u << 20;
+  const uint64_t fixed = resident + in.kv_cache_bytes + in.activation_bytes + in.overhead_bytes;
+  const uint64_t slot = layout.slot_bytes();
+  CHECK(slot == 3 * direct_read_capacity(100000));
+
+  in.memory_budget = fixed + 10 * slot + 123;  // room for exactly 10 experts
+  const BudgetPlan p = plan_budget(m.tensors, layout, in, "m.gguf");
+  CHECK(p.resident_bytes == resident);
+  CHECK(p.resident_tensors == 1 + 4 * 3 + 1);
+  CHECK(p.streamed_bytes == streamed);
+  CHECK(p.streamed_tensors == 12);
+  CHECK(p.streamed_experts == 64);
+  CHECK(p.fixed_bytes() == fixed);
+  CHECK(p.cache_experts == 10);
+  CHECK(p.cache_bytes == 10 * slot);
+  CHECK(p.planned_bytes() <= in.memory_budget);
+  CHECK(!p.all_experts_fit());
+  CHECK(p.minimum_budget == fixed + 2 * slot);
+
+  const std::string d = p.describe();
+  CHECK(d.find("resident weights") != std::string::npos);
+  CHECK(d.find("10 of 64 experts") != std::string::npos);
+  CHECK(d.find(format_size(in.memory_budget)) != std::string::npos);
+
+  // A budget larger than the model: the cache holds every expert, no more.
+  in.memory_budget = 64ull << 30;
+  const BudgetPlan big = plan_budget(m.tensors, layout, in, "m.gguf");
+  CHECK(big.cache_experts == 64);
+  CHECK(big.all_experts_fit());
+}
+
+TEST_CASE("a budget too small fails with the breakdown and the smallest budget that works") {
+  const Model m = moe_model(2, 8, 50000);
+  const ExpertLayout layout = ExpertLayout::from_tensors(m.tensors, "m.gguf");
+  BudgetInputs in;
+  in.kv_cache_bytes = 100u << 20;
+  in.overhead_bytes = 30u << 20;
+  in.min_cache_experts = 3;
+  in.memory_budget = 64u << 20;
+  try {
+    plan_budget(m.tensors, layout, in, "m.gguf");
+    FAIL("a 64 MiB budget was accepted for a model needing more");
+  } catch (const ns::Error& e) {
+    CHECK(e.kind() == ns::ErrorKind::invalid_input);
+    const std::string msg = e.what();
+    CHECK(msg.find("memory_budget 64.00 MiB is too small to run m.gguf") != std::string::npos);
+    CHECK(msg.find("KV cache") != std::string::npos);
+    CHECK(msg.find("100.00 MiB") != std::string::npos);
+    CHECK(msg.find("3 of 16 experts") != std::string::npos);
+    // The advice, rounded up to whole MiB, is itself accepted, and a MiB less is not.
+    const size_t at = msg.find("at least ");
+    REQUIRE(at != std::string::npos);
+    const uint64_t advice_mib = std::stoull(msg.substr(at + 9));
+    in.memory_budget = advice_mib << 20;
+    const BudgetPlan p = plan_budget(m.tensors, layout, in, "m.gguf");
+    CHECK(p.cache_experts >= 3);
+    CHECK(p.minimum_budget <= in.memory_budget);
+    CHECK(p.minimum_budget > ((advice_mib - 1) << 20));
+  }
+}
+
+TEST_CASE("a dense model streams nothing and needs only its fixed parts") {
+  Model m;
+  m.add("token_embd.weight", {64, 100}, 6800);
+  m.add("blk.0.ffn_gate.weight", {64, 64}, 4352);
+  const ExpertLayout layout = ExpertLayout::from_tensors(m.tensors, "d.gguf");
+  BudgetInputs in;
+  in.memory_budget = 1u << 20;
+  const BudgetPlan p = plan_budget(m.tensors, layout, in, "d.gguf");
+  CHECK(p.streamed_experts == 0);
+  CHECK(p.cache_experts == 0);
+  CHECK(p.describe().find("nothing is streamed") != std::string::npos);
+}
+
+TEST_CASE("expert stacks that do not fit together are rejected naming the tensor") {
+  Model m = moe_model(2, 8, 1000);
+  m.tensors.erase(m.tensors.begin() + 4);  // blk.0.ffn_up_exps.weight
+  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(m.tensors, "m.gguf"),
+                       doctest::Contains("layer 0 has routed experts but no 'blk.0.ffn_up_exps.weight'"), ns::Error);
+
+  Model n = moe_model(1, 8, 1000);
+  n.tensors[4].dims[2] = 4;  // up has 4 experts, gate 8
+  n.tensors[4].nbytes = 4000;
+  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(n.tensors, "n.gguf"), doctest::Contains("has 4 experts"), ns::Error);
+
+  Model f = moe_model(1, 8, 1000);
+  f.add("blk.0.ffn_gate_up_exps.weight", {64, 20, 8}, 16000);
+  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(f.tensors, "f.gguf"), doctest::Contains("cannot stream"), ns::Error);
+
+  CHECK(ExpertLayout::is_streamed("blk.12.ffn_down_exps.weight"));
+  CHECK(!ExpertLayout::is_streamed("blk.12.ffn_down_shexp.weight"));
+  CHECK(!ExpertLayout::is_streamed("blk.x.ffn_down_exps.weight"));
+  CHECK(!ExpertLayout::is_streamed("output.weight"));
+}
+
+TEST_CASE("human sizes parse as the config writes them") {
+  CHECK(parse_size("8GiB") == 8ull << 30);
+  CHECK(parse_size("2500MiB") == 2500ull << 20);
+  CHECK(parse_size("3G") == 3ull << 30);
+  CHECK(parse_size("3g") == 3ull << 30);
+  CHECK(parse_size("1.5GiB") == 3ull << 29);
+  CHECK(parse_size(" 1.5 GiB ") == 3ull << 29);
+  CHECK(parse_size("4096") == 4096);
+  CHECK(parse_size("100B") == 100);
+  CHECK(parse_size("10KB") == 10000);
+  CHECK(parse_size("2MB") == 2000000);
+  CHECK(parse_size("1TB") == 1000000000000ull);
+  CHECK(parse_size("1T") == 1ull << 40);
+  CHECK(parse_size("0.001K") == 1);  // rounded down
+  CHECK(parse_size("17179869183G") == 17179869183ull << 30);  // the largest whole GiB below 2^64
+
+  for (const char* bad : {"", "GiB", "-1G", "8XB", "abc", "1.5.5G", "99999999999999999999", "17179869184G", "1E"}) {
+    const std::string text = bad;
+    CAPTURE(text);
+    CHECK_THROWS_WITH_AS(parse_size(bad), doctest::Contains("e.g. 8GiB"), ns::Error);
+  }
+}
+
+TEST_CASE("sizes format in the largest binary unit") {
+  CHECK(format_size(0) == "0 B");
+  CHECK(format_size(1023) == "1023 B");
+  CHECK(format_size(1024) == "1.00 KiB");
+  CHECK(format_size(2500ull << 20) == "2.44 GiB");
+  CHECK(format_size(3ull << 29) == "1.50 GiB");
+}

@@ -1,0 +1,257 @@
+// deepseek2: DeepSeek V2/V3, Kimi K2, Moonlight shapes. MLA attention with or
+// without q_lora, the fused attn_kv_b layout or the split attn_k_b/attn_v_b
+// one (--mla-layout), leading dense layers, routed experts with a selection
+// bias (exp_probs_b), shared experts, optional expert groups and YaRN.
+// Names, shapes and metadata as llama.cpp's converter writes them; the fused
+// layout's keys follow ../shared/models/tiny-ds2-*.gguf, the split layout's
+// the converter's MLA form (key_length = kv_lora + rope, *_mla head sizes,
+// one KV head).
+//
+// With --mla-layout split, attn_k_b and attn_v_b hold exactly the values the
+// fused attn_kv_b would have for the same seed (k_b is its k part transposed),
+// so the two layouts of one seed are the same model.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/util/error.h"
+#include "tools/make_model/architecture.h"
+
+namespace ns::make_model {
+namespace {
+
+struct Deepseek2Flags {
+  uint32_t q_lora_rank = 96;   // 0: no low-rank query (attn_q, the "lite" models)
+  uint32_t kv_lora_rank = 64;
+  uint32_t qk_rope = 16;
+  uint32_t qk_nope = 32;
+  uint32_t v_head = 32;
+  uint32_t n_ff_expert = 64;
+  uint32_t n_shared = 1;
+  uint32_t n_dense_lead = 1;
+  std::string gating = "sigmoid";
+  float weights_scale = 2.5f;
+  bool weights_norm = true;
+  std::string layout = "split";
+  uint32_t n_groups = 0, n_groups_used = 0;
+  float yarn_factor = 0.0f;    // 0: no rope scaling
+  uint32_t yarn_orig_ctx = 4096;
+  float yarn_log_mul = 0.1f;   // stored as the converter does: 0.1 * mscale_all_dim
+};
+
+class Deepseek2Architecture : public Architecture {
+ public:
+  std::string name() const override { return "deepseek2"; }
+
+  void add_flags(CLI::App& app) override {
+    Deepseek2Flags& f = f_;
+    const std::string g = "deepseek2";
+    app.add_option("--q-lora-rank", f.q_lora_rank, "deepseek2: query low-rank width (0: one attn_q projection)")
+        ->capture_default_str()->group(g);
+    app.add_option("--kv-lora-rank", f.kv_lora_rank, "deepseek2: cached latent width")->capture_default_str()->group(g);
+    app.add_option("--qk-rope-dim", f.qk_rope, "deepseek2: rotary dims per head")->capture_default_str()->group(g);
+    app.add_option("--qk-nope-dim", f.qk_nope, "deepseek2: non-rotary key dims per head")->capture_default_str()->group(g);
+    app.add_option("--v-head-dim", f.v_head, "deepseek2: value dims per head")->capture_default_str()->group(g);
+    app.add_option("--n-ff-expert", f.n_ff_expert, "deepseek2: hidden width of each routed (and shared) expert")
+        ->capture_default_str()->group(g);
+    app.add_option("--n-shared-expert", f.n_shared, "deepseek2: shared experts (always applied)")
+        ->capture_default_str()->group(g);
+    app.add_option("--n-dense-lead", f.n_dense_lead, "deepseek2: leading dense layers (FFN width --n-ff)")
+        ->capture_default_str()->group(g);
+    app.add_option("--gating", f.gating, "deepseek2: router function, softmax or sigmoid")
+        ->capture_default_str()->check(CLI::IsMember({"softmax", "sigmoid"}))->group(g);
+    app.add_option("--expert-weights-scale", f.weights_scale, "deepseek2: routed weights multiplier")
+        ->capture_default_str()->group(g);
+    app.add_option("--expert-weights-norm", f.weights_norm, "deepseek2: renormalize the chosen weights (true/false)")
+        ->capture_default_str()->group(g);
+    app.add_option("--mla-layout", f.layout, "deepseek2: kv_b (fused attn_kv_b) or split (attn_k_b + attn_v_b)")
+        ->capture_default_str()->check(CLI::IsMember({"kv_b", "split"}))->group(g);
+    app.add_option("--n-expert-group", f.n_groups, "deepseek2: expert groups (0: no group-limited routing)")
+        ->capture_default_str()->group(g);
+    app.add_option("--n-expert-group-used", f.n_groups_used, "deepseek2: groups each token may use")
+        ->capture_default_str()->group(g);
+    app.add_option("--yarn-factor", f.yarn_factor, "deepseek2: YaRN context factor (0: no rope scaling)")
+        ->capture_default_str()->group(g);
+    app.add_option("--yarn-orig-ctx", f.yarn_orig_ctx, "deepseek2: YaRN original context length")
+        ->capture_default_str()->group(g);
+    app.add_option("--yarn-log-mul", f.yarn_log_mul, "deepseek2: rope.scaling.yarn_log_multiplier (0.1 * mscale_all_dim)")
+        ->capture_default_str()->group(g);
+  }
+
+  void validate(const Shape& s) const override {
+    const Deepseek2Flags& f = f_;
+    auto bad = [](const std::string& m) { throw Error(ErrorKind::invalid_input, "deepseek2: " + m); };
+    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_ctx == 0)
+      bad("--n-embd, --n-layer, --n-head and --n-ctx must be positive");
+    if (f.kv_lora_rank == 0 || f.qk_nope == 0 || f.v_head == 0) bad("--kv-lora-rank, --qk-nope-dim, --v-head-dim must be positive");
+    if (f.qk_rope == 0 || f.qk_rope % 2) bad("--qk-rope-dim must be a positive even number (RoPE rotates pairs)");
+    if (f.n_dense_lead > s.n_layer) bad("--n-dense-lead " + std::to_string(f.n_dense_lead) + " exceeds --n-layer");
+    if (f.n_dense_lead > 0 && s.n_ff == 0) bad("--n-ff (the dense layers' width) must be positive");
+    if (f.n_dense_lead < s.n_layer) {
+      if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
+        bad("MoE layers need --n-expert and --n-expert-used between 1 and --n-expert");
+      if (f.n_ff_expert == 0) bad("--n-ff-expert must be positive");
+    }
+    if (f.n_groups > 1) {
+      if (s.n_expert % f.n_groups) bad("--n-expert-group must divide --n-expert");
+      if (f.n_groups_used == 0 || f.n_groups_used > f.n_groups) bad("--n-expert-group-used must be 1..--n-expert-group");
+      if (f.n_groups_used * (s.n_expert / f.n_groups) < s.n_expert_used)
+        bad("--n-expert-group-used groups hold fewer experts than --n-expert-used");
+    }
+    if (f.yarn_factor != 0.0f && !(f.yarn_factor > 1.0f)) bad("--yarn-factor must be above 1 (or 0 for none)");
+  }
+
+  void add_metadata(gguf::GgufWriter& w, const Shape& s) const override {
+    using namespace gguf;
+    const Deepseek2Flags& f = f_;
+    const bool split = f.layout == "split";
+    const std::string a = "deepseek2.";
+    w.set(a + "context_length", val::u32(s.n_ctx));
+    w.set(a + "embedding_length", val::u32(s.n_embd));
+    w.set(a + "block_count", val::u32(s.n_layer));
+    w.set(a + "feed_forward_length", val::u32(s.n_ff));
+    w.set(a + "attention.head_count", val::u32(s.n_head));
+    // MLA files present one KV head (the shared latent), older ones n_head.
+    w.set(a + "attention.head_count_kv", val::u32(split ? 1 : s.n_head));
+    w.set(a + "rope.freq_base", val::f32(s.rope_base));
+    w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
+    w.set(a + "expert_count", val::u32(s.n_expert));
+    w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
+    w.set(a + "vocab_size", val::u32(s.n_vocab));
+    w.set(a + "attention.kv_lora_rank", val::u32(f.kv_lora_rank));
+    if (split) {
+      w.set(a + "attention.key_length", val::u32(f.kv_lora_rank + f.qk_rope));
+      w.set(a + "attention.value_length", val::u32(f.kv_lora_rank));
+      w.set(a + "attention.key_length_mla", val::u32(f.qk_nope + f.qk_rope));
+      w.set(a + "attention.value_length_mla", val::u32(f.v_head));
+    } else {
+      w.set(a + "attention.key_length", val::u32(f.qk_nope + f.qk_rope));
+      w.set(a + "attention.value_length", val::u32(f.v_head));
+    }
+    w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
+    w.set(a + "expert_shared_count", val::u32(f.n_shared));
+    w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
+    w.set(a + "expert_weights_norm", val::boolean(f.weights_norm));
+    w.set(a + "expert_gating_func", val::u32(f.gating == "sigmoid" ? 2 : 1));
+    if (f.n_groups > 1) {
+      w.set(a + "expert_group_count", val::u32(f.n_groups));
+      w.set(a + "expert_group_used_count", val::u32(f.n_groups_used));
+    }
+    w.set(a + "rope.dimension_count", val::u32(f.qk_rope));
+    if (f.yarn_factor != 0.0f) {
+      w.set(a + "rope.scaling.type", val::str("yarn"));
+      w.set(a + "rope.scaling.factor", val::f32(f.yarn_factor));
+      w.set(a + "rope.scaling.original_context_length", val::u32(f.yarn_orig_ctx));
+      w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(f.yarn_log_mul));
+    } else {
+      w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(0.0f));
+    }
+    if (f.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.q_lora_rank));
+  }
+
+  std::vector<TensorPlan> tensors(const Shape& s) const override {
+    const Deepseek2Flags& f = f_;
+    const uint64_t n_embd = s.n_embd, n_vocab = s.n_vocab, n_expert = s.n_expert, n_head = s.n_head;
+    const uint64_t k_head = f.qk_nope + f.qk_rope, kv_lora = f.kv_lora_rank, per_head = f.qk_nope + f.v_head;
+    const uint64_t n_ff_exp = f.n_ff_expert, shexp = uint64_t{f.n_ff_expert} * f.n_shared;
+
+    // Scales as in arch_llama.cpp: ~unit outputs for unit inputs, residual
+    // writers scaled by 1/sqrt(2 n_layer).
+    const auto proj = [](uint64_t fan_in) { return Init{Init::Kind::normal, 1.0f / std::sqrt(float(fan_in))}; };
+    const float residual = 1.0f / std::sqrt(2.0f * float(s.n_layer));
+    const auto to_residual = [&](uint64_t fan_in) { return Init{Init::Kind::normal, residual / std::sqrt(float(fan_in))}; };
+    const Init norm{Init::Kind::norm, 0.05f};
+
+    std::vector<TensorPlan> t;
+    auto add = [&](std::string name, std::vector<uint64_t> dims, Init init, bool always_f32 = false,
+                   bool expert = false) { t.push_back({std::move(name), std::move(dims), init, always_f32, expert}); };
+    add("token_embd.weight", {n_embd, n_vocab}, Init{Init::Kind::normal, 1.0f});
+    add("output_norm.weight", {n_embd}, norm, true);
+    if (!s.tied_output) add("output.weight", {n_embd, n_vocab}, proj(n_embd));
+    for (uint32_t i = 0; i < s.n_layer; ++i) {
+      const std::string b = "blk." + std::to_string(i) + ".";
+      add(b + "attn_norm.weight", {n_embd}, norm, true);
+      if (f.q_lora_rank > 0) {
+        add(b + "attn_q_a_norm.weight", {f.q_lora_rank}, norm, true);
+        add(b + "attn_q_a.weight", {n_embd, f.q_lora_rank}, proj(n_embd));
+        add(b + "attn_q_b.weight", {f.q_lora_rank, n_head * k_head}, proj(f.q_lora_rank));
+      } else {
+        add(b + "attn_q.weight", {n_embd, n_head * k_head}, proj(n_embd));
+      }
+      add(b + "attn_kv_a_norm.weight", {kv_lora}, norm, true);
+      add(b + "attn_kv_a_mqa.weight", {n_embd, kv_lora + f.qk_rope}, proj(n_embd));
+      const Init kv_b_init = proj(kv_lora);
+      if (f.layout == "kv_b") {
+        add(b + "attn_kv_b.weight", {kv_lora, n_head * per_head}, kv_b_init);
+      } else {
+        add_split_kv_b(t, b, kv_b_init, n_head, kv_lora);
+      }
+      add(b + "attn_output.weight", {n_head * f.v_head, n_embd}, to_residual(n_head * f.v_head));
+      add(b + "ffn_norm.weight", {n_embd}, norm, true);
+      if (i < f.n_dense_lead) {
+        add(b + "ffn_gate.weight", {n_embd, s.n_ff}, proj(n_embd));
+        add(b + "ffn_up.weight", {n_embd, s.n_ff}, proj(n_embd));
+        add(b + "ffn_down.weight", {s.n_ff, n_embd}, to_residual(s.n_ff));
+        continue;
+      }
+      add(b + "ffn_gate_inp.weight", {n_embd, n_expert}, proj(n_embd), true);
+      // A small zero-sum selection bias: it moves choices, not the overall balance.
+      add(b + "exp_probs_b.bias", {n_expert}, Init{Init::Kind::normal, 0.05f}, true);
+      add(b + "ffn_gate_exps.weight", {n_embd, n_ff_exp, n_expert}, proj(n_embd), false, true);
+      add(b + "ffn_up_exps.weight", {n_embd, n_ff_exp, n_expert}, proj(n_embd), false, true);
+      add(b + "ffn_down_exps.weight", {n_ff_exp, n_embd, n_expert}, to_residual(n_ff_exp), false, true);
+      if (f.n_shared > 0) {
+        add(b + "ffn_gate_shexp.weight", {n_embd, shexp}, proj(n_embd));
+        add(b + "ffn_up_shexp.weight", {n_embd, shexp}, proj(n_embd));
+        add(b + "ffn_down_shexp.weight", {shexp, n_embd}, to_residual(shexp));
+      }
+    }
+    return t;
+  }
+
+ private:
+  // attn_k_b [nope, kv_lora, n_head] and attn_v_b [kv_lora, v_head, n_head]
+  // computed from the rows attn_kv_b [kv_lora, n_head * (nope + v_head)] would have.
+  void add_split_kv_b(std::vector<TensorPlan>& t, const std::string& b, const Init& kv_b_init, uint64_t n_head,
+                      uint64_t kv_lora) const {
+    const uint64_t nope = f_.qk_nope, v_head = f_.v_head, per_head = nope + v_head;
+    const uint64_t kv_b_key = tensor_key(b + "attn_kv_b.weight");
+    // k_b row (h, r) is column r of the head's nope rows of kv_b: each thread
+    // keeps the last head's block so a head's rows cost one block.
+    TensorPlan k_b{b + "attn_k_b.weight", {nope, kv_lora, n_head}, kv_b_init};
+    k_b.fill = [=](uint64_t seed, uint64_t row, float* out, int64_t) {
+      struct Block {
+        uint64_t seed = 0, key = 0, head = ~0ull;
+        std::vector<float> values;  // [nope][kv_lora]
+      };
+      thread_local Block block;
+      const uint64_t h = row / kv_lora, r = row % kv_lora;
+      if (block.seed != seed || block.key != kv_b_key || block.head != h) {
+        block.values.resize(nope * kv_lora);
+        for (uint64_t d = 0; d < nope; ++d)
+          fill_row(seed, kv_b_key, h * per_head + d, kv_b_init, &block.values[d * kv_lora], static_cast<int64_t>(kv_lora));
+        block.seed = seed;
+        block.key = kv_b_key;
+        block.head = h;
+      }
+      for (uint64_t d = 0; d < nope; ++d) out[d] = block.values[d * kv_lora + r];
+    };
+    TensorPlan v_b{b + "attn_v_b.weight", {kv_lora, v_head, n_head}, kv_b_init};
+    v_b.fill = [=](uint64_t seed, uint64_t row, float* out, int64_t n) {
+      const uint64_t h = row / v_head, j = row % v_head;
+      fill_row(seed, kv_b_key, h * per_head + nope + j, kv_b_init, out, n);
+    };
+    t.push_back(std::move(k_b));
+    t.push_back(std::move(v_b));
+  }
+
+  Deepseek2Flags f_;
+};
+
+const ArchitectureRegistrar kRegister(std::make_unique<Deepseek2Architecture>());
+
+}  // namespace
+}  // namespace ns::make_model
