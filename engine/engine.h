@@ -42,6 +42,7 @@ struct GenerationStats {
   double decode_tok_s = 0;
   uint64_t peak_rss_bytes = 0;  // VmHWM of the process
   uint64_t bytes_read = 0;      // weight bytes read from disk for this generation
+  uint64_t kv_bytes_per_token = 0;  // KV cache bytes one token of context takes (all layers)
   // Weight streaming, for this generation (generate(); zeros where nothing was streamed):
   double read_gib_s = 0;        // read rate while reads were in flight
   double io_wait_ms = 0;        // compute blocked waiting for expert reads

@@ -104,6 +104,7 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
   const size_t decoded = r.tokens.size() - s.n_resume;
   r.stats.decode_tok_s = r.stats.decode_ms > 0 && decoded > 0 ? decoded * 1000.0 / r.stats.decode_ms : 0;
   r.stats.peak_rss_bytes = peak_rss_bytes();
+  r.stats.kv_bytes_per_token = model_.kv_cache().bytes_per_token();
   finished_.emplace_back(s.handle, std::move(r));
   slots_[static_cast<size_t>(s.seq)].reset();
 }

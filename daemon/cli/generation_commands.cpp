@@ -56,6 +56,7 @@ json stats_json(const GenerationStats& s) {
           {"decode_ms", s.decode_ms},           {"prefill_tok_s", s.prefill_tok_s},
           {"decode_tok_s", s.decode_tok_s},     {"peak_rss_bytes", s.peak_rss_bytes},
           {"bytes_read", s.bytes_read},         {"read_gib_s", s.read_gib_s},
+          {"kv_bytes_per_token", s.kv_bytes_per_token},
           {"io_wait_ms", s.io_wait_ms},         {"compute_ms", s.compute_ms},
           {"cache_hit_rate", s.cache_hit_rate}, {"prefetch_accuracy", s.prefetch_accuracy}};
 }

@@ -24,8 +24,12 @@ std::string short_name(std::string name) {
 }  // namespace
 
 const std::vector<GgmlType>& encodable_types() {
-  static const std::vector<GgmlType> types = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
-                                              GgmlType::Q4_0};
+  // Every weight type the kernels can quantize to (kernels::quantize_row), so
+  // mixed-quant files like the K-quant GGUFs people download can be generated.
+  static const std::vector<GgmlType> types = {
+      GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+      GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+      GgmlType::Q5_K, GgmlType::Q6_K};
   return types;
 }
 
@@ -50,6 +54,15 @@ uint32_t file_type_of(GgmlType t) {
     case GgmlType::Q4_0: return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
     case GgmlType::Q8_0: return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
     case GgmlType::BF16: return 32; // LLAMA_FTYPE_MOSTLY_BF16
+    case GgmlType::Q4_1: return 3;  // LLAMA_FTYPE_MOSTLY_Q4_1
+    case GgmlType::Q5_0: return 8;  // LLAMA_FTYPE_MOSTLY_Q5_0
+    case GgmlType::Q5_1: return 9;  // LLAMA_FTYPE_MOSTLY_Q5_1
+    case GgmlType::Q2_K: return 10; // LLAMA_FTYPE_MOSTLY_Q2_K
+    case GgmlType::Q3_K: return 12; // LLAMA_FTYPE_MOSTLY_Q3_K_M
+    case GgmlType::Q4_K: return 15; // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    case GgmlType::Q5_K: return 17; // LLAMA_FTYPE_MOSTLY_Q5_K_M
+    case GgmlType::Q6_K: return 18; // LLAMA_FTYPE_MOSTLY_Q6_K
+    case GgmlType::IQ4_NL: return 25; // LLAMA_FTYPE_MOSTLY_IQ4_NL
     default: break;
   }
   throw Error(ErrorKind::internal, "no general.file_type for " + std::string(gguf::type_name(t)));

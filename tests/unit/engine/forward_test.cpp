@@ -39,6 +39,10 @@ void check_batch_equals_sequential(const std::string& path) {
 TEST_CASE("batched prefill equals token-by-token decoding: dense Q8_0") { check_batch_equals_sequential(test::dense_model()); }
 TEST_CASE("batched prefill equals token-by-token decoding: MoE Q4_0") { check_batch_equals_sequential(test::moe_model()); }
 
+TEST_CASE("batched prefill equals token-by-token decoding: mixed K-quants") {
+  check_batch_equals_sequential(test::kquant_moe_model());
+}
+
 TEST_CASE("forward rejects out-of-range tokens and positions") {
   ModelOptions mo;
   mo.context = 16;

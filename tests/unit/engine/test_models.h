@@ -32,4 +32,12 @@ inline std::string moe_model() {
                               "--n-expert-used 2 --type Q4_0 --seed 4");
 }
 
+// A mixed K-quant MoE model, as the K-quant GGUFs people download are laid out.
+inline std::string kquant_moe_model() {
+  return make_model("moe-kquant", "--arch llama --n-embd 256 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 256 "
+                                  "--n-expert 4 --n-expert-used 2 --type Q4_K --tensor-type token_embd=Q8_0 "
+                                  "--tensor-type attn_v=Q6_K --tensor-type ffn_down=Q5_K --tensor-type attn_q=Q3_K "
+                                  "--tensor-type attn_k=Q2_K --seed 9");
+}
+
 }  // namespace ns::test

@@ -373,7 +373,7 @@ TEST_CASE("impossible requests fail with the exit code and a message naming the 
       {"--n-embd 100 --n-head 3", 4, "--n-head"},
       {"--n-head 4 --n-head-kv 3", 4, "--n-head-kv"},
       {"--n-expert 8", 4, "--n-expert-used"},
-      {"--type Q5_K", 4, "Q4_0"},
+      {"--type IQ2_XXS", 4, "Q4_0"},
       {"--n-ff 100", 4, "block of 32"},
       {"--tensor-type token_embd", 4, "PATTERN=TYPE"},
       {"--arch nonesuch", 4, "llama"},
