@@ -1,5 +1,6 @@
 // `run` (one-off generation), `logits` (reference-comparable logits), `model info`.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "daemon/cli/sampling_flags.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
+#include "engine/stream/budget_planner.h"
 #include "engine/stream/human_size.h"
 #include "engine/util/error.h"
 
@@ -159,22 +161,56 @@ void logits_command(const LogitsArgs& a) {
   }
 }
 
-void model_info_command(const std::string& path, bool as_json) {
-  auto f = gguf::GgufFile::open(path);
-  const Hparams hp = Hparams::from_gguf(*f);
-  uint64_t params = 0;
+struct ModelInfoArgs {
+  std::string path, memory_budget;
+  int64_t context = 4096;
+  bool json = false;
+};
+
+// Routed-expert stacks (ffn_*_exps) are the part streamed from disk; only
+// n_expert_used of their experts are active per token.
+bool is_expert_stack(const gguf::TensorInfo& t) {
+  return t.dims.size() == 3 && t.name.find("_exps.") != std::string::npos;
+}
+
+void model_info_command(const ModelInfoArgs& a) {
+  // Loading builds the tokenizer, the architecture's shape checks and the KV
+  // cache geometry; mmap mode reads no weights, a budget adds the memory plan.
+  ModelOptions mo;
+  mo.context = a.context;
+  mo.max_batch = 1;
+  mo.threads = 1;
+  mo.streaming.io_mode = a.memory_budget.empty() ? "mmap" : "uring";
+  if (!a.memory_budget.empty()) mo.streaming.memory_budget = stream::parse_size(a.memory_budget);
+  auto model = Model::load(a.path, mo);
+  const gguf::GgufFile& f = model->file();
+  const Hparams& hp = model->hparams();
+  uint64_t params = 0, active = 0, resident_bytes = 0, expert_bytes_one_layer = 0;
+  int first_moe_layer = -1;
   json types = json::object();
-  for (const auto& t : f->tensors()) {
+  for (const auto& t : f.tensors()) {
+    const std::string type(gguf::type_name(t.type));
     params += t.n_elements();
-    types[std::string(gguf::type_name(t.type))] = types.value(std::string(gguf::type_name(t.type)), 0) + 1;
+    types[type] = types.value(type, 0) + 1;
+    if (!is_expert_stack(t)) {
+      active += t.n_elements();
+      resident_bytes += t.nbytes;
+      continue;
+    }
+    const uint64_t n_expert = t.dims[2];
+    active += t.n_elements() / n_expert * static_cast<uint64_t>(std::max<int64_t>(hp.n_expert_used, 0));
+    const int layer = std::atoi(t.name.c_str() + 4);  // "blk.N."
+    if (first_moe_layer < 0) first_moe_layer = layer;
+    if (layer == first_moe_layer) expert_bytes_one_layer += t.nbytes / n_expert;
   }
-  json o = {{"path", path},
+  json o = {{"path", a.path},
             {"name", hp.name},
             {"architecture", hp.arch},
-            {"gguf_version", f->version()},
-            {"file_bytes", f->file_size()},
+            {"gguf_version", f.version()},
+            {"file_bytes", f.file_size()},
             {"parameters", params},
-            {"tensors", f->tensors().size()},
+            {"active_parameters_per_token", active},
+            {"tensors", f.tensors().size()},
             {"tensor_types", types},
             {"n_layer", hp.n_layer},
             {"n_embd", hp.n_embd},
@@ -183,14 +219,30 @@ void model_info_command(const std::string& path, bool as_json) {
             {"n_ff", hp.n_ff},
             {"n_expert", hp.n_expert},
             {"n_expert_used", hp.n_expert_used},
+            {"bytes_per_expert", expert_bytes_one_layer},
+            {"resident_bytes", resident_bytes},
+            {"kv_bytes_per_token", model->kv_cache().bytes_per_token()},
             {"context_length", hp.n_ctx_train},
-            {"tokenizer", f->get_string_or("tokenizer.ggml.model", "")},
-            {"pre_tokenizer", f->get_string_or("tokenizer.ggml.pre", "")}};
-  if (as_json) {
-    std::cout << o.dump(2) << "\n";
+            {"tokenizer", f.get_string_or("tokenizer.ggml.model", "")},
+            {"pre_tokenizer", f.get_string_or("tokenizer.ggml.pre", "")}};
+  if (model->streaming().planned) {
+    const stream::BudgetPlan& plan = model->streaming().plan;
+    o["memory_plan"] = {{"memory_budget", stream::parse_size(a.memory_budget)},
+                        {"context", a.context},
+                        {"resident_bytes", plan.resident_bytes},
+                        {"kv_cache_bytes", plan.kv_cache_bytes},
+                        {"cache_experts", plan.cache_experts},
+                        {"streamed_experts", plan.streamed_experts},
+                        {"minimum_budget", plan.minimum_budget},
+                        {"summary", plan.describe()}};
+  }
+  if (a.json) {
+    std::cout << o.dump(2, ' ', false, kReplaceInvalid) << "\n";
     return;
   }
-  for (auto it = o.begin(); it != o.end(); ++it) std::cout << it.key() << ": " << it.value().dump() << "\n";
+  for (auto it = o.begin(); it != o.end(); ++it)
+    if (it.key() != "memory_plan") std::cout << it.key() << ": " << it.value().dump(-1, ' ', false, kReplaceInvalid) << "\n";
+  if (o.contains("memory_plan")) std::cout << "memory plan:\n" << o["memory_plan"]["summary"].get<std::string>() << "\n";
 }
 
 }  // namespace
@@ -235,13 +287,15 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   logits->callback([la] { logits_command(*la); });
 
   auto* model = app.add_subcommand("model", "Inspect model files")->require_subcommand(1);
-  auto info_path = std::make_shared<std::string>();
-  auto info_json = std::make_shared<bool>(false);
-  auto* info = model->add_subcommand("info", "Architecture, shapes, tensor types and size of a GGUF model")
-                   ->footer("Example:\n  nightshift model info model.gguf --json");
-  info->add_option("path", *info_path, "GGUF model file")->required();
-  info->add_flag("--json", *info_json, "JSON output");
-  info->callback([info_path, info_json] { model_info_command(*info_path, *info_json); });
+  auto ia = std::make_shared<ModelInfoArgs>();
+  auto* info = model->add_subcommand("info", "Architecture, parameters (total and active per token), quant mix, "
+                                             "bytes per expert, KV bytes per token, and the memory plan for a budget")
+                   ->footer("Example:\n  nightshift model info model.gguf --memory-budget 8GiB --json");
+  info->add_option("path", ia->path, "GGUF model file")->required();
+  info->add_option("--memory-budget", ia->memory_budget, "Show what this budget holds resident (e.g. 8GiB)");
+  info->add_option("--context,-c", ia->context, "Context length the plan sizes the KV cache for")->capture_default_str();
+  info->add_flag("--json", ia->json, "JSON output");
+  info->callback([ia] { model_info_command(*ia); });
   (void)exit_code;
 }
 
