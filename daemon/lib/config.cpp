@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "engine/util/error.h"
+#include "engine/stream/human_size.h"
 
 namespace ns::daemon {
 namespace {
@@ -130,6 +131,24 @@ const std::vector<Option>& option_table() {
       int_option("threads", "0", 0, 4096, true, "compute threads; 0 = all cores (applies at the next model load)", &Config::threads),
       int_option("context", "0", 0, 1 << 24, true,
                     "KV cache length in tokens; 0 = the model's, capped at 4096 (applies at the next model load)", &Config::context),
+      {{"memory_budget", "string", "0",
+        "memory the engine plans within (e.g. 8GiB, 2500MiB); 0 = what the machine has (applies at the next model load)",
+        true},
+       [](Config& c, const YAML::Node& n, const Context& ctx) {
+         const std::string v = as_string(ctx, "memory_budget", n);
+         try {
+           c.memory_budget = v == "0" ? 0 : stream::parse_size(v);
+         } catch (const Error& e) {
+           reject(ctx, n, std::string("memory_budget: ") + e.what());
+         }
+       },
+       same_member(&Config::memory_budget)},
+      {{"io_mode", "string", "uring",
+        "how routed experts are read: uring (io_uring, O_DIRECT), pread (threads), mmap (page cache baseline)", true},
+       [](Config& c, const YAML::Node& n, const Context& ctx) {
+         c.io_mode = one_of(ctx, n, "io_mode", {"uring", "pread", "mmap"});
+       },
+       same_member(&Config::io_mode)},
       {{"log_level", "string", "info", "trace, debug, info, warn, error, critical or off", true},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          c.log_level = one_of(ctx, n, "log_level", log_level_names());

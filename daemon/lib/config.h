@@ -20,6 +20,8 @@ struct Config {
   std::map<std::string, std::string> models;  // name -> absolute GGUF path
   int threads = 0;                            // 0 = all cores
   int context = 0;                            // 0 = the model's, capped by the engine
+  uint64_t memory_budget = 0;                 // bytes the engine plans within; 0 = what the machine has
+  std::string io_mode = "uring";              // uring | pread | mmap: how routed experts are read
   std::string log_level = "info";
   int poll_interval_ms = 1000;                // idle wait between claims
   std::string worker_id;                      // "" = host:pid (see effective_worker_id)

@@ -68,6 +68,8 @@ WorkerOptions worker_options_from(const Config& config) {
   o.config_source = config.source;
   o.engine.threads = config.threads;
   o.engine.context = config.context;
+  o.engine.memory_budget = config.memory_budget;
+  o.engine.io_mode = config.io_mode;
   o.poll_interval_ms = config.poll_interval_ms;
   o.lease_ms = config.lease_ms;
   o.checkpoint_tokens = config.checkpoint_tokens;
@@ -101,7 +103,9 @@ void Worker::update_options(WorkerOptions options) {
   const auto it = options.models.find(engine_model_);
   const bool engine_stale = engine_ && (it == options.models.end() || it->second != engine_path_ ||
                                         options.engine.threads != options_.engine.threads ||
-                                        options.engine.context != options_.engine.context);
+                                        options.engine.context != options_.engine.context ||
+                                        options.engine.memory_budget != options_.engine.memory_budget ||
+                                        options.engine.io_mode != options_.engine.io_mode);
   if (engine_stale) {
     spdlog::info("model {}: its path or the engine options changed; it is loaded again for the next job",
                  engine_model_);

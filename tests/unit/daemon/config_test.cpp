@@ -172,7 +172,7 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "log_level", "poll_interval_ms",
+  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
                                        "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});
@@ -278,4 +278,14 @@ TEST_CASE("log levels parse; unknown ones list the valid names") {
   } catch (const ns::Error& e) {
     CHECK(contains(e.what(), "trace, debug, info, warn, error, critical, off"));
   }
+}
+
+TEST_CASE("memory_budget takes human sizes and io_mode names a read path") {
+  Config c = parse_config("memory_budget: 2500MiB\nio_mode: pread\n", "/etc/nightshift/config.yaml");
+  CHECK(c.memory_budget == 2500ull << 20);
+  CHECK(c.io_mode == "pread");
+  CHECK(parse_config("memory_budget: 8GiB\n", "/x.yaml").memory_budget == 8ull << 30);
+  CHECK(parse_config("", "/x.yaml").memory_budget == 0);
+  CHECK(error_for("memory_budget: lots\n").find("memory_budget") != std::string::npos);
+  CHECK(error_for("io_mode: floppy\n").find("uring, pread, mmap") != std::string::npos);
 }
