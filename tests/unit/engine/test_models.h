@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -12,10 +13,15 @@ namespace ns::test {
 inline std::string make_model(const std::string& name, const std::string& flags) {
   const std::filesystem::path dir = std::filesystem::path(NS_BINARY_DIR) / "test-models";
   std::filesystem::create_directories(dir);
-  const std::filesystem::path out = dir / (name + ".gguf");
+  // Keyed by the flags and the generator binary's build time, so a changed
+  // generator or shape never reuses a stale file from an earlier build.
+  const std::string generator = std::string(NS_BINARY_DIR) + "/tools/nightshift-make-model";
+  const auto built = std::filesystem::last_write_time(generator).time_since_epoch().count();
+  const size_t key = std::hash<std::string>{}(flags + "|" + std::to_string(built));
+  const std::filesystem::path out = dir / (name + "-" + std::to_string(key % 1000000007) + ".gguf");
   if (!std::filesystem::exists(out)) {
     const std::string tmp = out.string() + ".tmp";
-    const std::string cmd = std::string(NS_BINARY_DIR) + "/tools/nightshift-make-model " + flags + " --out " + tmp +
+    const std::string cmd = generator + " " + flags + " --out " + tmp +
                             " > /dev/null";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("model generator failed: " + cmd);
     std::filesystem::rename(tmp, out);
