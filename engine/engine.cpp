@@ -19,27 +19,6 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// Bytes this process made the kernel fetch from storage (/proc/self/io
-// read_bytes): in io_mode mmap, what page faults read; 0 if unknown.
-uint64_t process_read_bytes() {
-  std::ifstream in("/proc/self/io");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("read_bytes:", 0) == 0) return std::stoull(line.substr(11));
-  return 0;
-}
-
-// Fills the streaming fields of one generation's stats. Without a reader
-// (io_mode mmap) bytes_read is what the page faults read.
-void add_stream_stats(const stream::StreamStats& d, uint64_t disk_bytes, GenerationStats& st) {
-  st.bytes_read = d.bytes_read() ? d.bytes_read() : disk_bytes;
-  st.read_gib_s = d.read_gib_s();
-  st.io_wait_ms = d.io_wait_ms();
-  st.compute_ms = std::max(0.0, st.prefill_ms + st.decode_ms - st.io_wait_ms);
-  st.cache_hit_rate = d.cache_hit_rate();
-  st.prefetch_accuracy = d.prefetch_accuracy();
-}
-
 class EngineImpl final : public Engine {
  public:
   EngineImpl(const std::string& path, const EngineOptions& opts) {
@@ -73,18 +52,15 @@ class EngineImpl final : public Engine {
 
   GenerationResult generate(const std::string& prompt, const SamplingParams& params, const ProgressFn& on_progress,
                             const std::vector<int32_t>& resume) override {
-    // One request through the batch loop: there is a single step loop for both.
-    const stream::StreamStats before = model_->stream_stats();
-    const uint64_t disk_before = process_read_bytes();
+    // One request through the batch loop: there is a single step loop for
+    // both, and it fills the stats (the request's share of every step is all of it).
     GenerationBatch batch(*model_);
     batch.add({prompt, params, on_progress, resume});
     while (batch.step()) {
     }
     auto done = batch.take_finished();
     if (done.size() != 1) throw Error(ErrorKind::internal, "generate: the request did not finish");
-    GenerationResult r = std::move(done[0].second);
-    add_stream_stats(model_->stream_stats() - before, process_read_bytes() - disk_before, r.stats);
-    return r;
+    return std::move(done[0].second);
   }
 
   std::unique_ptr<GenerationBatch> open_batch() override { return std::make_unique<GenerationBatch>(*model_); }

@@ -49,6 +49,14 @@ struct GenerationStats {
   double compute_ms = 0;        // prefill + decode time not spent waiting
   double cache_hit_rate = 0;    // expert cache hits / lookups
   double prefetch_accuracy = 0; // prefetched experts that were then used / prefetched
+  // Batching (GenerationBatch): the forward passes this generation took part
+  // in and the mean number of sequences in them (1 when it ran alone). In a
+  // batch, bytes_read, io_wait_ms, compute_ms and the read time behind
+  // read_gib_s are this generation's share of each step's figures, in
+  // proportion to its tokens in the step; cache_hit_rate and
+  // prefetch_accuracy are those of the steps it took part in.
+  int32_t batch_steps = 0;
+  double avg_batch_size = 0;
 };
 
 struct GenerationResult {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/kernels/kernels.h"
+#include "engine/model/routing.h"
 
 namespace ns {
 
@@ -37,6 +38,8 @@ struct ForwardState {
   std::vector<float> ex_in, ex_a, ex_b, ex_out;                  // [B][...] one expert's tokens
   std::vector<float> slot_out;      // [B][n_used][n_embd] each (token, slot) expert output, reduced in slot order
   std::vector<int32_t> active;      // [2][n_expert] the distinct experts this layer routed to (+ a copy)
+  uint64_t experts_routed = 0;      // distinct (layer, expert) pairs routed to, summed over forward passes
+  const RoutingObserver* routing_observer = nullptr;  // called once per MoE layer (routing.h)
 
   // Weight streaming (null: experts are read through the mapping). With
   // predict_next, moe_ffn applies the next MoE layer's router (routers[l], one

@@ -7,6 +7,21 @@
 // tokens are the same as when it runs alone (the forward pass computes every
 // token independently of the others in the batch).
 //
+// Stats: every step() records a BatchStepStats (last_step(); summed in
+// totals()): sequences and tokens in the forward pass, distinct experts
+// routed to and how many came from the cache or the disk, bytes read, wall
+// time split into I/O wait and compute. Each finished request's
+// GenerationResult::stats is filled like Engine::generate fills it, as that
+// request saw it: its prefill and decode time and rates, peak RSS, and its
+// share of the streaming figures. A step's bytes_read, io_wait, compute and
+// read time are shared among the sequences in it in proportion to their tokens
+// in the forward pass (a sequence prefilling 200 prompt tokens next to 4
+// decoding ones carries 200/204 of that step); bytes are split in whole bytes
+// so that the shares of a step sum exactly to its bytes_read, the rest within
+// floating-point rounding. cache_hit_rate and prefetch_accuracy are the ratios
+// over the steps the request took part in; avg_batch_size the mean number of
+// sequences in them.
+//
 // Not thread-safe. Uses the model's KV-cache sequences; at most
 // model.n_seq() requests are active at once.
 #pragma once
@@ -18,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/batch_stats.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
 #include "engine/sampler/sampler.h"
@@ -51,16 +67,30 @@ class GenerationBatch {
   // Runs requests to completion, up to n_seq at a time, results in request order.
   static std::vector<GenerationResult> run_all(Model& model, std::vector<GenerationRequest> requests);
 
+  // The figures of the latest step() that ran a forward pass (zeros before the first).
+  const BatchStepStats& last_step() const { return last_step_; }
+  // Sum of every step since construction or reset_totals().
+  const BatchRunStats& totals() const { return totals_; }
+  void reset_totals() { totals_ = {}; }
+
  private:
   struct Sequence;
+  struct StepMark;  // counters at the start of a step
   void finish(Sequence& s, const char* reason);
+  StepMark mark() const;
+  BatchStepStats measure(const StepMark& start) const;
+  void attribute(const BatchStepStats& step);
   Model& model_;
   std::vector<std::unique_ptr<Sequence>> slots_;  // index = KV-cache sequence
   std::vector<BatchToken> batch_;
   std::vector<Sequence*> batch_owner_;            // which sequence asked for each logits row
   std::vector<float> logits_;
   std::vector<std::pair<int, GenerationResult>> finished_;
+  std::vector<std::pair<Sequence*, const char*>> finishing_;  // finished by this step, stats pending
+  std::vector<int32_t> step_tokens_;  // [slot] tokens of each sequence in this step's forward pass
   int next_handle_ = 0;
+  BatchStepStats last_step_;
+  BatchRunStats totals_;
 };
 
 }  // namespace ns

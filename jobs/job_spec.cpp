@@ -1,5 +1,7 @@
 // spec_problem(): what every backend checks before queueing a job, and what
 // the daemon checks again on the rows it claims.
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "jobs/queue.h"
@@ -41,18 +43,54 @@ size_t invalid_utf8_offset(std::string_view s) {
   return std::string_view::npos;
 }
 
+std::string messages_problem(const std::string& messages) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(messages);
+  } catch (const nlohmann::json::exception& e) {
+    return std::string("the chat messages are not JSON: ") + e.what();
+  }
+  if (!j.is_array() || j.empty()) {
+    return "the chat messages must be a non-empty JSON array of {\"role\": ..., \"content\": ...} objects";
+  }
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& m = j[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return at + " is not an object; each message is {\"role\": ..., \"content\": ...}";
+    if (!m.contains("role") || !m["role"].is_string() || m["role"].get<std::string>().empty()) {
+      return at + " has no \"role\" string (system, user, assistant or tool)";
+    }
+    if (!m.contains("content") || !m["content"].is_string()) {
+      return at + " has no \"content\" string (text parts arrays are flattened by `nightshift submit`)";
+    }
+  }
+  return "";
+}
+
 std::string spec_problem(const JobSpec& spec) {
   if (spec.model.empty()) {
     return "the job names no model; give one of the names under `models:` in the daemon's config";
   }
-  if (spec.prompt.empty()) return "the job's prompt is empty; give the text to continue";
-  if (spec.prompt.size() > kMaxPromptBytes) {
-    return "the prompt is " + std::to_string(spec.prompt.size()) + " bytes; at most " +
+  if (!spec.prompt.empty() && !spec.messages.empty()) {
+    return "the job has both a prompt and chat messages; give one of them";
+  }
+  const std::string& input = spec.is_chat() ? spec.messages : spec.prompt;
+  const char* what = spec.is_chat() ? "the chat messages are" : "the prompt is";
+  if (input.empty()) return "the job's prompt is empty; give the text to continue";
+  if (input.size() > kMaxPromptBytes) {
+    return std::string(what) + " " + std::to_string(input.size()) + " bytes; at most " +
            std::to_string(kMaxPromptBytes) + " bytes (8 MiB) are accepted: split the document";
   }
-  if (const size_t at = invalid_utf8_offset(spec.prompt); at != std::string_view::npos) {
-    return "the prompt is not valid UTF-8 (bad byte sequence at byte " + std::to_string(at) +
+  if (const size_t at = invalid_utf8_offset(input); at != std::string_view::npos) {
+    return std::string(what) + " not valid UTF-8 (bad byte sequence at byte " + std::to_string(at) +
            "); convert the file to UTF-8 first (e.g. iconv -f latin1 -t utf-8)";
+  }
+  if (spec.is_chat()) {
+    if (std::string problem = messages_problem(spec.messages); !problem.empty()) return problem;
+  }
+  if (spec.source_line < 0) return "source_line must be 1 or more (0 = none)";
+  if (!spec.custom_id.empty() && spec.batch.empty()) {
+    return "custom_id '" + spec.custom_id + "' is given without a batch; custom ids are unique within a batch";
   }
   if (std::string problem = spec.sampling.validate(); !problem.empty()) {
     return "invalid sampling parameters: " + problem;

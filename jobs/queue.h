@@ -61,18 +61,35 @@ inline constexpr int32_t kMaxMaxAttempts = 100;
 
 struct JobSpec {
   std::string model;            // a model name from the daemon config's `models:` map
-  std::string prompt;           // valid UTF-8, 1..kMaxPromptBytes bytes
+  // The input: exactly one of the two. A completion job continues `prompt`
+  // (valid UTF-8, 1..kMaxPromptBytes bytes); a chat job holds `messages`, a
+  // JSON array of {"role": "...", "content": "..."} objects, which the daemon
+  // renders with the model's chat template (engine/chat).
+  std::string prompt;
+  std::string messages;
   SamplingParams sampling;
   int32_t priority = 0;         // higher runs first; ties run oldest first
   std::string idempotency_key;  // empty = none; a second submit with the same key returns the first job
   int32_t max_attempts = kDefaultMaxAttempts;  // 1..kMaxMaxAttempts claims that may end in a crash or transient failure
   int64_t not_before_ms = 0;    // epoch ms; 0 = claimable at once
+  // Grouping and provenance (all optional): the named batch the job belongs
+  // to (`submit --jsonl`, `submit --dir`), its custom_id (unique within the
+  // batch), and where its input came from: a file, and the line for JSONL.
+  std::string batch;
+  std::string custom_id;
+  std::string source_path;
+  int32_t source_line = 0;      // 1-based; 0 = not from a line of a file
+
+  bool is_chat() const { return !messages.empty(); }
 };
 
 // Empty when the spec can be queued, else what is wrong and how to fix it.
 // Every backend's submit() calls it; the daemon calls it again on claimed
 // rows (they may have been written by hand or by an older client).
 std::string spec_problem(const JobSpec& spec);
+// Empty when `messages` is a non-empty JSON array of {"role": string,
+// "content": string} objects, else what is wrong with it.
+std::string messages_problem(const std::string& messages);
 // The byte offset of the first invalid UTF-8 sequence in `s`, or npos.
 size_t invalid_utf8_offset(std::string_view s);
 
@@ -85,6 +102,20 @@ struct JobResult {
   double prefill_tok_s = 0, decode_tok_s = 0;
   uint64_t peak_rss_bytes = 0;
   uint64_t bytes_read = 0;
+  // Weight streaming (engine GenerationStats; a share of each batched step's
+  // reads and waits, in proportion to the job's tokens in it).
+  double read_gib_s = 0, io_wait_ms = 0, compute_ms = 0;
+  double cache_hit_rate = 0, prefetch_accuracy = 0;
+  double avg_batch_size = 0;   // mean number of jobs decoded together in the steps this job took
+};
+
+// How far a running job has got, written with its heartbeats.
+struct JobProgress {
+  int32_t prompt_tokens = 0;
+  int32_t prefilled = 0;       // prompt tokens processed so far
+  int32_t generated = 0;       // completion tokens so far
+  double tok_s = 0;            // recent decode rate
+  int64_t updated_ms = 0;      // when it was written (set by the backend)
 };
 
 // What a worker holds while it runs a job; the fence of every write about it.
@@ -107,6 +138,7 @@ struct Job {
   bool cancel_requested = false;
   std::string error_kind, error;  // failed/dead jobs; queued jobs: the last attempt's transient error
   std::optional<JobResult> result;
+  JobProgress progress;         // running jobs (and the last value for ended ones)
 
   Lease lease() const { return {id, worker, attempt}; }
 };
@@ -138,7 +170,13 @@ struct SubmitOutcome {
 
 struct ListFilter {
   std::optional<JobState> state;
-  int32_t limit = 50;  // newest first; <= 0 means no limit
+  std::string batch;   // "" = every job
+  int32_t limit = 50;  // <= 0 means no limit
+  enum class Order {
+    newest_first,           // id descending (`nightshift list`)
+    oldest_first,           // id ascending: submission order (exports)
+    recently_finished,      // finished_ms descending; jobs not finished are left out
+  } order = Order::newest_first;
 };
 
 struct QueueCounts {
@@ -153,6 +191,24 @@ struct Recovery {
 };
 
 enum class RetryOutcome { requeued, not_found, not_retryable };
+
+struct BatchSummary {
+  std::string name;
+  int64_t created_ms = 0;     // first job's submission
+  int64_t finished_ms = 0;    // last job's end; 0 while any is queued or running
+  QueueCounts counts;
+};
+
+// A daemon process taking jobs from the queue (the fleet in `nightshift status`).
+struct WorkerInfo {
+  std::string id;             // worker_id from the daemon config (unique per process)
+  std::string host, model, version;
+  int64_t pid = 0;
+  int64_t started_ms = 0;     // set by register_worker
+  int64_t heartbeat_ms = 0;   // set by register_worker / worker_heartbeat
+  int64_t stopped_ms = 0;     // 0 = running (or died without saying so: see heartbeat_ms)
+  std::vector<int64_t> jobs;  // the jobs it is running now
+};
 
 class Queue {
  public:
@@ -171,8 +227,18 @@ class Queue {
   // then id asc) for `worker`: state -> running, attempt + 1, attempts + 1,
   // lease until now + lease_ms, an `attempts` row opened. nullopt when none.
   virtual std::optional<Job> claim(const std::string& worker, int64_t lease_ms) = 0;
-  // Extends the lease to now + lease_ms. False: the fence is broken.
-  virtual bool heartbeat(const Lease& lease, int64_t lease_ms) = 0;
+  // Claims up to max_jobs jobs in one transaction, for a batch decoding
+  // together: taken in claim order (priority desc, id asc) from the head of
+  // the queue, stopping at the first claimable job whose model is not
+  // `model` (empty: the first claimed job's model), so a batch never jumps a
+  // job that is ahead of it in the queue. Each as claim() does. Empty when
+  // none (or when the head of the queue wants another model).
+  virtual std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs,
+                                       const std::string& model) = 0;
+  // Extends the lease to now + lease_ms and, when given, stores the job's
+  // progress. False: the fence is broken.
+  virtual bool heartbeat(const Lease& lease, int64_t lease_ms, const std::optional<JobProgress>& progress) = 0;
+  bool heartbeat(const Lease& lease, int64_t lease_ms) { return heartbeat(lease, lease_ms, std::nullopt); }
   // Replaces the job's checkpoint with `tokens` and extends the lease.
   virtual bool save_checkpoint(const Lease& lease, std::span<const int32_t> tokens, int64_t lease_ms) = 0;
   virtual std::optional<Checkpoint> checkpoint(int64_t id) = 0;
@@ -217,6 +283,19 @@ class Queue {
   virtual std::vector<Job> list(const ListFilter& filter) = 0;
   virtual std::vector<AttemptRecord> attempts(int64_t id) = 0;
   virtual QueueCounts counts() = 0;
+  // The counts of one batch's jobs.
+  virtual QueueCounts counts(const std::string& batch) = 0;
+  // Batches, most recently created first.
+  virtual std::vector<BatchSummary> batches(int32_t limit) = 0;
+
+  // ---- the fleet ------------------------------------------------------------
+  // A daemon announces itself at start-up (insert or replace by id; clears
+  // stopped_ms), keeps its row fresh with each heartbeat, and marks it
+  // stopped when it exits cleanly. Rows stay for `nightshift status`.
+  virtual void register_worker(const WorkerInfo& info) = 0;
+  virtual void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) = 0;
+  virtual void worker_stopped(const std::string& id) = 0;
+  virtual std::vector<WorkerInfo> workers() = 0;
 };
 
 }  // namespace ns::jobs

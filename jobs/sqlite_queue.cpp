@@ -31,7 +31,10 @@ SELECT j.id, j.model, j.prompt, j.max_tokens, j.temperature, j.top_k, j.top_p, j
        r.job_id, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens,
        r.queue_wait_ms, r.load_ms, r.prefill_ms, r.decode_ms, r.prefill_tok_s, r.decode_tok_s,
        r.peak_rss_bytes, r.bytes_read,
-       j.attempt, j.lease_expires_ms, j.max_attempts, j.not_before_ms
+       j.attempt, j.lease_expires_ms, j.max_attempts, j.not_before_ms,
+       j.messages, j.batch, j.custom_id, j.source_path, j.source_line,
+       j.progress_prompt_tokens, j.progress_prefilled, j.progress_generated, j.progress_tok_s, j.progress_ms,
+       r.read_gib_s, r.io_wait_ms, r.compute_ms, r.cache_hit_rate, r.prefetch_accuracy, r.avg_batch_size
 FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id
 )";
 
@@ -56,11 +59,13 @@ std::vector<std::string> stop_from_json(const std::string& text, int64_t id, con
   }
 }
 
-std::string tokens_to_json(std::span<const int32_t> tokens) {
+// Token ids, job ids: a JSON array of integers.
+template <class Int>
+std::string ints_to_json(std::span<const Int> values) {
   std::string s = "[";
-  for (size_t i = 0; i < tokens.size(); ++i) {
+  for (size_t i = 0; i < values.size(); ++i) {
     if (i != 0) s += ',';
-    s += std::to_string(tokens[i]);
+    s += std::to_string(values[i]);
   }
   return s + "]";
 }
@@ -72,6 +77,15 @@ std::vector<int32_t> tokens_from_json(const std::string& text, int64_t id, const
     throw DatabaseError(false, "database " + path + ": the checkpoint of job " + std::to_string(id) +
                                    " is not a JSON array of token ids: " + e.what() +
                                    "; delete the row from `checkpoints` and the job starts over");
+  }
+}
+
+std::vector<int64_t> ids_from_json(const std::string& text, const std::string& worker, const std::string& path) {
+  try {
+    return nlohmann::json::parse(text).get<std::vector<int64_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw DatabaseError(false, "database " + path + ": worker " + worker +
+                                   " has a jobs column that is not a JSON array of job ids: " + e.what());
   }
 }
 
@@ -121,12 +135,28 @@ Job read_job(const Stmt& st, const std::string& path) {
     r.decode_tok_s = st.real(34);
     r.peak_rss_bytes = static_cast<uint64_t>(st.int64(35));
     r.bytes_read = static_cast<uint64_t>(st.int64(36));
+    r.read_gib_s = st.real(51);
+    r.io_wait_ms = st.real(52);
+    r.compute_ms = st.real(53);
+    r.cache_hit_rate = st.real(54);
+    r.prefetch_accuracy = st.real(55);
+    r.avg_batch_size = st.real(56);
     job.result = std::move(r);
   }
   job.attempt = static_cast<int32_t>(st.int64(37));
   job.lease_expires_ms = st.int64(38);
   job.spec.max_attempts = static_cast<int32_t>(st.int64(39));
   job.spec.not_before_ms = st.int64(40);
+  job.spec.messages = st.text(41);
+  job.spec.batch = st.text(42);
+  job.spec.custom_id = st.text(43);
+  job.spec.source_path = st.text(44);
+  job.spec.source_line = static_cast<int32_t>(st.int64(45));
+  job.progress.prompt_tokens = static_cast<int32_t>(st.int64(46));
+  job.progress.prefilled = static_cast<int32_t>(st.int64(47));
+  job.progress.generated = static_cast<int32_t>(st.int64(48));
+  job.progress.tok_s = st.real(49);
+  job.progress.updated_ms = st.int64(50);
   return job;
 }
 
@@ -204,29 +234,58 @@ class SqliteQueue final : public Queue {
       if (!best->bind(1, now).step()) return std::nullopt;  // another worker took it meanwhile
       id = best->int64(0);
     }
-    const int64_t expires = now + lease_ms;
-    auto up = db_.cached(R"(
-      UPDATE jobs SET state = 'running', worker = ?2, attempts = attempts + 1, attempt = attempt + 1,
-                      started_ms = ?3, started_at = ?4, lease_expires_ms = ?5, lease_expires_at = ?6,
-                      not_before_ms = NULL, not_before_at = NULL, error_kind = NULL, error = NULL
-      WHERE id = ?1)");
-    up->bind(1, id).bind(2, worker).bind(3, now).bind(4, iso8601_utc(now)).bind(5, expires).bind(6,
-                                                                                                iso8601_utc(expires));
-    up->run();
-    auto open_attempt = db_.cached(R"(
-      INSERT INTO attempts (job_id, attempt, worker, started_ms, started_at, resumed_tokens)
-      SELECT id, attempt, worker, started_ms, started_at,
-             ifnull((SELECT token_count FROM checkpoints WHERE job_id = ?1), 0)
-      FROM jobs WHERE id = ?1)");
-    open_attempt->bind(1, id).run();
-    std::optional<Job> job = load(id);
+    std::optional<Job> job = claim_id(id, worker, lease_ms, now);
     tx.commit();
     return job;
   }
 
-  bool heartbeat(const Lease& lease, int64_t lease_ms) override {
+  std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs,
+                               const std::string& model) override {
+    static constexpr const char* kHead = R"(
+      SELECT id, model FROM jobs WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= ?1)
+      ORDER BY priority DESC, id LIMIT ?2)";
+    std::vector<Job> out;
+    if (max_jobs <= 0) return out;
+    if (!db_.cached(kHead)->bind(1, now_epoch_ms()).bind(2, int64_t{1}).step()) return out;  // idle poll: no lock
+
+    WriteTransaction tx(db_);
+    const int64_t now = now_epoch_ms();
+    std::vector<int64_t> ids;
+    {
+      auto head = db_.cached(kHead);
+      head->bind(1, now).bind(2, int64_t{max_jobs});
+      std::string want = model;
+      while (head->step()) {
+        const std::string m = head->text(1);
+        if (want.empty()) want = m;
+        if (m != want) break;  // never jump a job ahead in the queue
+        ids.push_back(head->int64(0));
+      }
+    }
+    for (int64_t id : ids) out.push_back(*claim_id(id, worker, lease_ms, now));
+    tx.commit();
+    return out;
+  }
+
+  using Queue::heartbeat;
+  bool heartbeat(const Lease& lease, int64_t lease_ms, const std::optional<JobProgress>& progress) override {
     WriteTransaction tx(db_);
     if (!extend_lease(lease, lease_ms)) return false;
+    if (progress) {
+      const int64_t now = now_epoch_ms();
+      auto up = db_.cached(R"(
+        UPDATE jobs SET progress_prompt_tokens = ?2, progress_prefilled = ?3, progress_generated = ?4,
+                        progress_tok_s = ?5, progress_ms = ?6, progress_at = ?7
+        WHERE id = ?1)");
+      up->bind(1, lease.job_id)
+          .bind(2, int64_t{progress->prompt_tokens})
+          .bind(3, int64_t{progress->prefilled})
+          .bind(4, int64_t{progress->generated})
+          .bind(5, progress->tok_s)
+          .bind(6, now)
+          .bind(7, iso8601_utc(now));
+      up->run();
+    }
     tx.commit();
     return true;
   }
@@ -241,7 +300,7 @@ class SqliteQueue final : public Queue {
     put->bind(1, lease.job_id)
         .bind(2, int64_t{lease.attempt})
         .bind(3, static_cast<int64_t>(tokens.size()))
-        .bind(4, tokens_to_json(tokens))
+        .bind(4, ints_to_json(tokens))
         .bind(5, now)
         .bind(6, iso8601_utc(now));
     put->run();
@@ -384,11 +443,23 @@ class SqliteQueue final : public Queue {
 
   std::vector<Job> list(const ListFilter& filter) override {
     std::string sql = kSelectJob;
-    if (filter.state) sql += " WHERE j.state = ?1";
-    sql += " ORDER BY j.id DESC LIMIT ?2";
+    sql += " WHERE (?1 IS NULL OR j.state = ?1) AND (?3 IS NULL OR j.batch = ?3)";
+    switch (filter.order) {
+      case ListFilter::Order::newest_first: sql += " ORDER BY j.id DESC"; break;
+      case ListFilter::Order::oldest_first: sql += " ORDER BY j.id"; break;
+      case ListFilter::Order::recently_finished:
+        sql += " AND j.finished_ms IS NOT NULL ORDER BY j.finished_ms DESC, j.id DESC";
+        break;
+    }
+    sql += " LIMIT ?2";
     auto st = db_.cached(sql);
-    if (filter.state) st->bind(1, state_name(*filter.state));
+    if (filter.state) {
+      st->bind(1, state_name(*filter.state));
+    } else {
+      st->bind_null(1);
+    }
     st->bind(2, int64_t{filter.limit > 0 ? filter.limit : -1});  // SQLite: negative = no limit
+    st->bind_text_or_null(3, filter.batch);
     std::vector<Job> jobs;
     while (st->step()) jobs.push_back(read_job(*st, db_.path()));
     return jobs;
@@ -415,9 +486,93 @@ class SqliteQueue final : public Queue {
     return out;
   }
 
-  QueueCounts counts() override {
+  QueueCounts counts() override { return counts_where(""); }
+  QueueCounts counts(const std::string& batch) override { return counts_where(batch); }
+
+  std::vector<BatchSummary> batches(int32_t limit) override {
+    auto st = db_.cached(R"(
+      SELECT batch, min(created_ms), max(finished_ms), sum(state IN ('queued', 'running')) FROM jobs
+      WHERE batch IS NOT NULL GROUP BY batch ORDER BY min(created_ms) DESC, batch LIMIT ?1)");
+    st->bind(1, int64_t{limit > 0 ? limit : -1});
+    std::vector<BatchSummary> out;
+    while (st->step()) {
+      BatchSummary b;
+      b.name = st->text(0);
+      b.created_ms = st->int64(1);
+      b.finished_ms = st->int64(3) == 0 ? st->int64(2) : 0;
+      out.push_back(std::move(b));
+    }
+    for (BatchSummary& b : out) b.counts = counts_where(b.name);
+    return out;
+  }
+
+  // ---- the fleet ----------------------------------------------------------------
+
+  void register_worker(const WorkerInfo& info) override {
+    WriteTransaction tx(db_);
+    const int64_t now = now_epoch_ms();
+    auto up = db_.cached(R"(
+      INSERT OR REPLACE INTO workers (id, host, pid, model, version, started_ms, started_at, heartbeat_ms,
+                                      heartbeat_at, stopped_ms, stopped_at, jobs)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?6, ?7, NULL, NULL, ?8))");
+    up->bind(1, info.id)
+        .bind(2, info.host)
+        .bind(3, info.pid)
+        .bind(4, info.model)
+        .bind(5, info.version)
+        .bind(6, now)
+        .bind(7, iso8601_utc(now))
+        .bind(8, ints_to_json(std::span<const int64_t>(info.jobs)));
+    up->run();
+    tx.commit();
+  }
+
+  void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) override {
+    WriteTransaction tx(db_);
+    const int64_t now = now_epoch_ms();
+    auto up = db_.cached(
+        "UPDATE workers SET heartbeat_ms = ?2, heartbeat_at = ?3, model = ?4, jobs = ?5, stopped_ms = NULL, "
+        "stopped_at = NULL WHERE id = ?1");
+    up->bind(1, id).bind(2, now).bind(3, iso8601_utc(now)).bind(4, model).bind(5, ints_to_json(jobs));
+    up->run();
+    tx.commit();
+  }
+
+  void worker_stopped(const std::string& id) override {
+    WriteTransaction tx(db_);
+    const int64_t now = now_epoch_ms();
+    auto up = db_.cached("UPDATE workers SET stopped_ms = ?2, stopped_at = ?3, jobs = '[]' WHERE id = ?1");
+    up->bind(1, id).bind(2, now).bind(3, iso8601_utc(now));
+    up->run();
+    tx.commit();
+  }
+
+  std::vector<WorkerInfo> workers() override {
+    auto st = db_.cached(R"(
+      SELECT id, host, pid, model, version, started_ms, heartbeat_ms, stopped_ms, jobs FROM workers
+      ORDER BY stopped_ms IS NOT NULL, heartbeat_ms DESC, id)");
+    std::vector<WorkerInfo> out;
+    while (st->step()) {
+      WorkerInfo w;
+      w.id = st->text(0);
+      w.host = st->text(1);
+      w.pid = st->int64(2);
+      w.model = st->text(3);
+      w.version = st->text(4);
+      w.started_ms = st->int64(5);
+      w.heartbeat_ms = st->int64(6);
+      w.stopped_ms = st->int64(7);
+      w.jobs = ids_from_json(st->text(8), w.id, db_.path());
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
+ private:
+  QueueCounts counts_where(const std::string& batch) {
     QueueCounts c;
-    auto st = db_.cached("SELECT state, count(*) FROM jobs GROUP BY state");
+    auto st = db_.cached("SELECT state, count(*) FROM jobs WHERE ?1 IS NULL OR batch = ?1 GROUP BY state");
+    st->bind_text_or_null(1, batch);
     while (st->step()) {
       const std::string state = st->text(0);
       const int64_t n = st->int64(1);
@@ -431,13 +586,35 @@ class SqliteQueue final : public Queue {
       }
     }
     auto waiting = db_.cached(
-        "SELECT count(*) FROM jobs WHERE state = 'queued' AND not_before_ms > ?1 AND error_kind IS NOT NULL");
-    waiting->bind(1, now_epoch_ms());
+        "SELECT count(*) FROM jobs WHERE state = 'queued' AND not_before_ms > ?1 AND error_kind IS NOT NULL "
+        "AND (?2 IS NULL OR batch = ?2)");
+    waiting->bind(1, now_epoch_ms()).bind_text_or_null(2, batch);
     if (waiting->step()) c.retry_waiting = waiting->int64(0);
     return c;
   }
 
- private:
+  // Inside a write transaction: claims queued job `id` (as claim() describes).
+  std::optional<Job> claim_id(int64_t id, const std::string& worker, int64_t lease_ms, int64_t now) {
+    const int64_t expires = now + lease_ms;
+    auto up = db_.cached(R"(
+      UPDATE jobs SET state = 'running', worker = ?2, attempts = attempts + 1, attempt = attempt + 1,
+                      started_ms = ?3, started_at = ?4, lease_expires_ms = ?5, lease_expires_at = ?6,
+                      not_before_ms = NULL, not_before_at = NULL, error_kind = NULL, error = NULL,
+                      progress_prompt_tokens = NULL, progress_prefilled = NULL, progress_generated = NULL,
+                      progress_tok_s = NULL, progress_ms = NULL, progress_at = NULL
+      WHERE id = ?1)");
+    up->bind(1, id).bind(2, worker).bind(3, now).bind(4, iso8601_utc(now)).bind(5, expires).bind(6,
+                                                                                                iso8601_utc(expires));
+    up->run();
+    auto open_attempt = db_.cached(R"(
+      INSERT INTO attempts (job_id, attempt, worker, started_ms, started_at, resumed_tokens)
+      SELECT id, attempt, worker, started_ms, started_at,
+             ifnull((SELECT token_count FROM checkpoints WHERE job_id = ?1), 0)
+      FROM jobs WHERE id = ?1)");
+    open_attempt->bind(1, id).run();
+    return load(id);
+  }
+
   // Inside a write transaction.
   SubmitOutcome insert(const JobSpec& spec) {
     if (!spec.idempotency_key.empty()) {
@@ -450,10 +627,12 @@ class SqliteQueue final : public Queue {
     auto ins = db_.cached(R"(
       INSERT INTO jobs (model, prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
                         repeat_last_n, seed, stop, ignore_eos, priority, idempotency_key,
-                        created_ms, created_at, max_attempts, not_before_ms, not_before_at)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19))");
+                        created_ms, created_at, max_attempts, not_before_ms, not_before_at,
+                        messages, batch, custom_id, source_path, source_line)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+              ?20, ?21, ?22, ?23, ?24))");
     ins->bind(1, spec.model)
-        .bind(2, spec.prompt)
+        .bind_text_or_null(2, spec.prompt)
         .bind(3, int64_t{sp.max_tokens})
         .bind(4, double{sp.temperature})
         .bind(5, int64_t{sp.top_k})
@@ -473,6 +652,15 @@ class SqliteQueue final : public Queue {
       ins->bind(18, spec.not_before_ms).bind(19, iso8601_utc(spec.not_before_ms));
     } else {
       ins->bind_null(18).bind_null(19);
+    }
+    ins->bind_text_or_null(20, spec.messages)
+        .bind_text_or_null(21, spec.batch)
+        .bind_text_or_null(22, spec.custom_id)
+        .bind_text_or_null(23, spec.source_path);
+    if (spec.source_line > 0) {
+      ins->bind(24, int64_t{spec.source_line});
+    } else {
+      ins->bind_null(24);
     }
     ins->run();
     return {db_.last_insert_rowid(), true};
@@ -647,8 +835,9 @@ class SqliteQueue final : public Queue {
     auto ins = db_.cached(R"(
       INSERT OR REPLACE INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens,
                                       queue_wait_ms, load_ms, prefill_ms, decode_ms, prefill_tok_s,
-                                      decode_tok_s, peak_rss_bytes, bytes_read)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))");
+                                      decode_tok_s, peak_rss_bytes, bytes_read, read_gib_s, io_wait_ms,
+                                      compute_ms, cache_hit_rate, prefetch_accuracy, avg_batch_size)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19))");
     ins->bind(1, id)
         .bind(2, r.text)
         .bind(3, r.finish_reason)
@@ -661,7 +850,13 @@ class SqliteQueue final : public Queue {
         .bind(10, r.prefill_tok_s)
         .bind(11, r.decode_tok_s)
         .bind(12, static_cast<int64_t>(r.peak_rss_bytes))
-        .bind(13, static_cast<int64_t>(r.bytes_read));
+        .bind(13, static_cast<int64_t>(r.bytes_read))
+        .bind(14, r.read_gib_s)
+        .bind(15, r.io_wait_ms)
+        .bind(16, r.compute_ms)
+        .bind(17, r.cache_hit_rate)
+        .bind(18, r.prefetch_accuracy)
+        .bind(19, r.avg_batch_size);
     ins->run();
   }
 

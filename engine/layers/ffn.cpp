@@ -213,11 +213,16 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     s.expert_rows[s.expert_first[e] + s.expert_count[e]++] = static_cast<int32_t>(i);
   }
 
+  size_t n_active = 0;
+  for (int64_t e = 0; e < n_expert; ++e)
+    if (s.expert_count[e] > 0) s.active[n_active++] = static_cast<int32_t>(e);
+  s.experts_routed += n_active;
+  if (s.routing_observer && *s.routing_observer)
+    (*s.routing_observer)(RoutingEvent{w.layer, n, n_used, n_expert, s.chosen.data(), s.chosen_w.data(),
+                                       static_cast<int64_t>(n_active)});
+
   if (s.experts) {
     if (w.layer < 0) throw Error(ErrorKind::internal, "moe_ffn: streamed experts need the layer index of MoeWeights");
-    size_t n_active = 0;
-    for (int64_t e = 0; e < n_expert; ++e)
-      if (s.expert_count[e] > 0) s.active[n_active++] = static_cast<int32_t>(e);
     // Copied: prefetch_next_layer reuses s.active for its list.
     stream::ExpertCache& cache = *s.experts;
     cache.acquire(static_cast<uint32_t>(w.layer), std::span<const int32_t>(s.active.data(), n_active));
@@ -230,9 +235,10 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
       cache.release(i);
     }
   } else {
-    for (int64_t e = 0; e < n_expert; ++e)
-      if (s.expert_count[e] > 0)
-        run_expert(static_cast<int32_t>(e), {w.gate.expert(e), w.up.expert(e), w.down.expert(e)}, n_used, n_embd, s);
+    for (size_t i = 0; i < n_active; ++i) {
+      const int32_t e = s.active[i];
+      run_expert(e, {w.gate.expert(e), w.up.expert(e), w.down.expert(e)}, n_used, n_embd, s);
+    }
   }
 
   // Slot order per token, whatever order the experts ran in.

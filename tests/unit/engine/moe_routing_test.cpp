@@ -50,6 +50,7 @@ struct TinyMoe {
     s.expert_count.resize(kE);
     s.expert_first.resize(kE);
     s.expert_rows.resize(kE);
+    s.active.resize(2 * kE);
     s.ex_in.resize(kE);
     s.ex_out.resize(kE);
     s.slot_out.resize(kE * kE);  // [n][n_used <= kE][n_embd = kE]

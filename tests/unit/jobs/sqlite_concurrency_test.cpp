@@ -90,7 +90,10 @@ TEST_CASE("two workers with their own connections never claim the same job") {
   auto q = open_sqlite_queue(path, kNoFsync);
   CHECK(q->counts().done == kJobs);
   // Each row names the worker that really completed it.
-  for (const Job& j : q->list({.state = JobState::done, .limit = 0})) {
+  ListFilter done_jobs;
+  done_jobs.state = JobState::done;
+  done_jobs.limit = 0;
+  for (const Job& j : q->list(done_jobs)) {
     REQUIRE(j.result);
     CHECK(j.result->text == j.worker);
     CHECK(j.attempts == 1);

@@ -1,0 +1,27 @@
+// Observing the router: which experts each MoE layer chose for each token of
+// a forward pass. A bench prints the spread from it (routing_spread.h); tests
+// check batching against it. Set with Model::set_routing_observer.
+//
+// The observer is called on the compute thread once per MoE layer per forward
+// pass, after routing and before the experts run; the pointers are valid only
+// during the call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace ns {
+
+struct RoutingEvent {
+  int64_t layer = 0;        // block index
+  int64_t n_tokens = 0;     // tokens in the forward pass
+  int64_t n_used = 0;       // experts per token
+  int64_t n_expert = 0;     // experts in the layer
+  const int32_t* chosen = nullptr;   // [n_tokens][n_used] expert ids
+  const float* weights = nullptr;    // [n_tokens][n_used] their weights
+  int64_t distinct = 0;     // distinct experts among chosen
+};
+
+using RoutingObserver = std::function<void(const RoutingEvent&)>;
+
+}  // namespace ns

@@ -1,0 +1,284 @@
+// What schema 003 added to the queue contract, on real SQLite files: chat
+// jobs, named batches with custom ids and provenance, batch claims for the
+// batching engine, progress written with heartbeats, the streaming stats of
+// results, and the fleet's workers table.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/util/error.h"
+#include "jobs/queue.h"
+#include "jobs/sqlite_db.h"
+#include "jobs/sqlite_queue.h"
+#include "tests/unit/jobs/fast_queue.h"
+#include "tests/unit/jobs/temp_dir.h"
+
+namespace {
+
+using namespace ns::jobs;
+
+constexpr int64_t kLeaseMs = 60'000;
+
+JobSpec completion(const std::string& model, const std::string& prompt, int32_t priority = 0) {
+  JobSpec s;
+  s.model = model;
+  s.prompt = prompt;
+  s.priority = priority;
+  return s;
+}
+
+std::vector<int64_t> ids_of(const std::vector<Job>& jobs) {
+  std::vector<int64_t> ids;
+  for (const Job& j : jobs) ids.push_back(j.id);
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("chat jobs keep their messages; a job has exactly one input") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  JobSpec chat;
+  chat.model = "m";
+  chat.messages = R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}])";
+  const int64_t id = q->submit(chat).id;
+  const auto job = q->get(id);
+  REQUIRE(job);
+  CHECK(job->spec.is_chat());
+  CHECK(job->spec.messages == chat.messages);
+  CHECK(job->spec.prompt.empty());
+
+  JobSpec both = chat;
+  both.prompt = "and a prompt";
+  CHECK_THROWS_WITH_AS(q->submit(both), doctest::Contains("both a prompt and chat messages"), ns::Error);
+  JobSpec bad = chat;
+  bad.messages = R"([{"role":"user"}])";
+  CHECK_THROWS_WITH_AS(q->submit(bad), doctest::Contains("messages[0] has no \"content\""), ns::Error);
+  bad.messages = R"({"role":"user","content":"x"})";
+  CHECK_THROWS_WITH_AS(q->submit(bad), doctest::Contains("non-empty JSON array"), ns::Error);
+  bad.messages = "[not json";
+  CHECK_THROWS_WITH_AS(q->submit(bad), doctest::Contains("not JSON"), ns::Error);
+  CHECK(q->counts().queued == 1);
+}
+
+TEST_CASE("batches: custom ids unique within a batch, provenance kept, counts and summaries per batch") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  std::vector<JobSpec> specs;
+  for (int i = 1; i <= 3; ++i) {
+    JobSpec s = completion("m", "prompt " + std::to_string(i));
+    s.batch = "nightly";
+    s.custom_id = "req-" + std::to_string(i);
+    s.source_path = "/data/in.jsonl";
+    s.source_line = i;
+    specs.push_back(s);
+  }
+  q->submit_many(specs);
+  q->submit(completion("m", "not in a batch"));
+  JobSpec other = completion("m", "other batch");
+  other.batch = "adhoc";
+  other.custom_id = "req-1";  // the same id in another batch is fine
+  q->submit(other);
+
+  JobSpec dup = specs[0];
+  dup.prompt = "again";
+  CHECK_THROWS_AS(q->submit(dup), DatabaseError);  // req-1 twice in `nightly`
+  JobSpec orphan_id = completion("m", "x");
+  orphan_id.custom_id = "req-9";
+  CHECK_THROWS_WITH_AS(q->submit(orphan_id), doctest::Contains("without a batch"), ns::Error);
+
+  ListFilter f;
+  f.batch = "nightly";
+  f.limit = 0;
+  f.order = ListFilter::Order::oldest_first;
+  const std::vector<Job> jobs = q->list(f);
+  REQUIRE(jobs.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(jobs[i].spec.custom_id == "req-" + std::to_string(i + 1));
+    CHECK(jobs[i].spec.source_line == i + 1);
+    CHECK(jobs[i].spec.source_path == "/data/in.jsonl");
+    CHECK(jobs[i].spec.batch == "nightly");
+  }
+  CHECK(jobs[0].id < jobs[2].id);
+
+  // Finish one, fail one: the batch's counts and summary follow.
+  auto claimed = q->claim_batch("w", kLeaseMs, 2, "");
+  REQUIRE(claimed.size() == 2);
+  JobResult r;
+  r.text = "out";
+  r.finish_reason = "stop";
+  CHECK(q->complete(claimed[0].lease(), r));
+  CHECK(q->fail(claimed[1].lease(), "invalid_input", "bad"));
+  const QueueCounts c = q->counts("nightly");
+  CHECK(c.done == 1);
+  CHECK(c.failed == 1);
+  CHECK(c.queued == 1);
+  CHECK(q->counts("adhoc").queued == 1);
+  CHECK(q->counts().queued == 3);
+
+  const std::vector<BatchSummary> batches = q->batches(10);
+  REQUIRE(batches.size() == 2);
+  const BatchSummary& nightly = batches[0].name == "nightly" ? batches[0] : batches[1];
+  CHECK(nightly.counts.done == 1);
+  CHECK(nightly.finished_ms == 0);  // one job is still queued
+
+  ListFilter finished;
+  finished.order = ListFilter::Order::recently_finished;
+  const auto recent = q->list(finished);
+  REQUIRE(recent.size() == 2);
+  CHECK(recent[0].finished_ms >= recent[1].finished_ms);
+}
+
+TEST_CASE("claim_batch takes the head of the queue for one model and never jumps a job ahead of it") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t a1 = q->submit(completion("a", "1")).id;
+  const int64_t a2 = q->submit(completion("a", "2")).id;
+  const int64_t b1 = q->submit(completion("b", "3")).id;
+  const int64_t a3 = q->submit(completion("a", "4")).id;
+  const int64_t urgent = q->submit(completion("a", "urgent", 5)).id;
+
+  // Priority first, then age; stops at b1 although a3 would fit.
+  auto batch = q->claim_batch("w", kLeaseMs, 8, "");
+  CHECK(ids_of(batch) == std::vector<int64_t>{urgent, a1, a2});
+  for (const Job& j : batch) {
+    CHECK(j.state == JobState::running);
+    CHECK(j.attempt == 1);
+    CHECK(j.worker == "w");
+  }
+  // The head is now b1: a worker with model a loaded gets nothing.
+  CHECK(q->claim_batch("w", kLeaseMs, 8, "a").empty());
+  CHECK(ids_of(q->claim_batch("w2", kLeaseMs, 8, "b")) == std::vector<int64_t>{b1});
+  // max_jobs bounds it.
+  q->submit(completion("a", "5"));
+  CHECK(ids_of(q->claim_batch("w", kLeaseMs, 1, "a")) == std::vector<int64_t>{a3});
+  CHECK(q->claim_batch("w", kLeaseMs, 0, "a").empty());
+  CHECK(q->counts().running == 5);
+  // Every claimed job opened its attempt.
+  CHECK(q->attempts(a1).size() == 1);
+}
+
+TEST_CASE("heartbeats carry progress; a fenced-out heartbeat writes none") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t id = q->submit(completion("m", "p")).id;
+  auto job = q->claim("w", kLeaseMs);
+  REQUIRE(job);
+  JobProgress p;
+  p.prompt_tokens = 100;
+  p.prefilled = 100;
+  p.generated = 17;
+  p.tok_s = 3.5;
+  CHECK(q->heartbeat(job->lease(), kLeaseMs, p));
+  auto now = q->get(id);
+  REQUIRE(now);
+  CHECK(now->progress.generated == 17);
+  CHECK(now->progress.prompt_tokens == 100);
+  CHECK(now->progress.tok_s == doctest::Approx(3.5));
+  CHECK(now->progress.updated_ms > 0);
+
+  Lease stale = job->lease();
+  stale.attempt += 1;
+  p.generated = 99;
+  CHECK_FALSE(q->heartbeat(stale, kLeaseMs, p));
+  CHECK(q->get(id)->progress.generated == 17);
+  CHECK(q->heartbeat(job->lease(), kLeaseMs));  // without progress
+  CHECK(q->get(id)->progress.generated == 17);
+}
+
+TEST_CASE("results keep the streaming and batching stats") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  const int64_t id = q->submit(completion("m", "p")).id;
+  auto job = q->claim("w", kLeaseMs);
+  REQUIRE(job);
+  JobResult r;
+  r.text = "t";
+  r.finish_reason = "length";
+  r.bytes_read = 1ULL << 33;
+  r.read_gib_s = 1.75;
+  r.io_wait_ms = 250;
+  r.compute_ms = 1250;
+  r.cache_hit_rate = 0.42;
+  r.prefetch_accuracy = 0.61;
+  r.avg_batch_size = 12.5;
+  CHECK(q->complete(job->lease(), r));
+  const auto done = q->get(id);
+  REQUIRE(done);
+  REQUIRE(done->result);
+  CHECK(done->result->bytes_read == (1ULL << 33));
+  CHECK(done->result->read_gib_s == doctest::Approx(1.75));
+  CHECK(done->result->io_wait_ms == doctest::Approx(250));
+  CHECK(done->result->compute_ms == doctest::Approx(1250));
+  CHECK(done->result->cache_hit_rate == doctest::Approx(0.42));
+  CHECK(done->result->prefetch_accuracy == doctest::Approx(0.61));
+  CHECK(done->result->avg_batch_size == doctest::Approx(12.5));
+}
+
+TEST_CASE("workers register, beat, stop; status reads them back") {
+  ns::test::TempDir dir;
+  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+  WorkerInfo w;
+  w.id = "host-a:1";
+  w.host = "host-a";
+  w.pid = 1234;
+  w.version = "0.1.0";
+  q->register_worker(w);
+  w.id = "host-b:7";
+  w.host = "host-b";
+  q->register_worker(w);
+  const std::vector<int64_t> running{4, 9};
+  q->worker_heartbeat("host-a:1", "kimi", running);
+  q->worker_stopped("host-b:7");
+
+  const auto fleet = q->workers();
+  REQUIRE(fleet.size() == 2);
+  CHECK(fleet[0].id == "host-a:1");  // running ones first
+  CHECK(fleet[0].model == "kimi");
+  CHECK(fleet[0].jobs == running);
+  CHECK(fleet[0].pid == 1234);
+  CHECK(fleet[0].stopped_ms == 0);
+  CHECK(fleet[0].heartbeat_ms >= fleet[0].started_ms);
+  CHECK(fleet[1].id == "host-b:7");
+  CHECK(fleet[1].stopped_ms > 0);
+  CHECK(fleet[1].jobs.empty());
+  // A restart under the same id clears stopped.
+  q->register_worker(w);
+  for (const WorkerInfo& x : q->workers()) CHECK(x.stopped_ms == 0);
+}
+
+TEST_CASE("the summary views read the new columns") {
+  ns::test::TempDir dir;
+  const std::string path = dir.file("q.db");
+  auto q = open_sqlite_queue(path, ns::test::kFastCommits);
+  JobSpec s = completion("m", "p");
+  s.batch = "b1";
+  s.custom_id = "c1";
+  s.source_path = "in.jsonl";
+  s.source_line = 3;
+  q->submit(s);
+  auto job = q->claim("w", kLeaseMs);
+  REQUIRE(job);
+  JobProgress p;
+  p.generated = 5;
+  p.tok_s = 2.25;
+  CHECK(q->heartbeat(job->lease(), kLeaseMs, p));
+
+  ns::jobs::sqlite::Db db(path, ns::test::kFastCommits);
+  ns::jobs::sqlite::Stmt js(db, "SELECT state, batch, custom_id, tokens, tok_s, source FROM job_summary");
+  REQUIRE(js.step());
+  CHECK(js.text(0) == "running");
+  CHECK(js.text(1) == "b1");
+  CHECK(js.text(2) == "c1");
+  CHECK(js.int64(3) == 5);
+  CHECK(js.real(4) == doctest::Approx(2.25));
+  CHECK(js.text(5) == "in.jsonl:3");
+  ns::jobs::sqlite::Stmt bs(db, "SELECT batch, jobs, running, finished FROM batch_summary");
+  REQUIRE(bs.step());
+  CHECK(bs.text(0) == "b1");
+  CHECK(bs.int64(1) == 1);
+  CHECK(bs.int64(2) == 1);
+  CHECK(bs.is_null(3));
+}
