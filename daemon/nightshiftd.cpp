@@ -35,7 +35,7 @@
 #include "daemon/lib/worker.h"
 #include "engine/util/error.h"
 #include "jobs/queue.h"
-#include "jobs/sqlite_queue.h"
+#include "jobs/open_queue.h"
 
 namespace {
 
@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<ns::jobs::Queue> queue;
     for (int32_t failures = 1; !g_stop.load(); ++failures) {
       try {
-        if (!queue) queue = ns::jobs::open_sqlite_queue(db, db_options);
+        if (!queue) queue = ns::jobs::open_queue(db, db_options);
         log_recovery("jobs left running by an earlier nightshiftd with worker id " + opts.worker_id,
                      queue->recover_worker(opts.worker_id, opts.retry_backoff));
         log_recovery("jobs whose lease expired", queue->recover_expired(opts.retry_backoff));
@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
     spdlog::info("ready: {} queued, {} running elsewhere", counts ? counts->queued : -1, counts ? counts->running : -1);
     ns::jobs::SqliteOptions heartbeat_db = db_options;
     heartbeat_db.integrity_check = ns::jobs::IntegrityCheck::off;  // checked once above
-    ns::daemon::Heartbeat heartbeat([&] { return ns::jobs::open_sqlite_queue(db, heartbeat_db); }, status, notifier,
+    ns::daemon::Heartbeat heartbeat([&] { return ns::jobs::open_queue(db, heartbeat_db); }, status, notifier,
                                     {.lease_ms = config.lease_ms,
                                      .stall_timeout_ms = config.stall_timeout_ms,
                                      .status_interval_ms = 5000},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/process_stats.h"
 #include "engine/util/error.h"
 
 namespace ns {
@@ -29,12 +30,27 @@ struct GenerationBatch::Sequence {
   GenerationProgress progress;
   Clock::time_point t_start, t_decode;
   bool decoding = false;
+  // This request's share of the steps it took part in (see the header).
+  uint64_t bytes = 0;
+  double io_wait_s = 0, compute_s = 0, read_busy_s = 0;
+  uint64_t hits = 0, lookups = 0, prefetch_reads = 0, prefetch_used = 0;
+  int32_t steps = 0;
+  int64_t batch_sum = 0;  // sequences in each of its steps, summed
+};
+
+struct GenerationBatch::StepMark {
+  Clock::time_point t;
+  stream::StreamStats stream;
+  uint64_t experts_routed = 0;
+  uint64_t disk_bytes = 0;  // without a reader (io_mode mmap): what page faults read
 };
 
 GenerationBatch::GenerationBatch(Model& model) : model_(model) {
   slots_.resize(static_cast<size_t>(model.n_seq()));
   batch_.reserve(static_cast<size_t>(model.max_batch()));
   batch_owner_.reserve(static_cast<size_t>(model.max_batch()));
+  finishing_.reserve(slots_.size());
+  step_tokens_.reserve(slots_.size());
 }
 
 GenerationBatch::~GenerationBatch() = default;
@@ -105,6 +121,15 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
   r.stats.decode_tok_s = r.stats.decode_ms > 0 && decoded > 0 ? decoded * 1000.0 / r.stats.decode_ms : 0;
   r.stats.peak_rss_bytes = peak_rss_bytes();
   r.stats.kv_bytes_per_token = model_.kv_cache().bytes_per_token();
+  r.stats.bytes_read = s.bytes;
+  r.stats.read_gib_s = s.read_busy_s > 0 ? double(s.bytes) / s.read_busy_s / double(1ull << 30) : 0;
+  r.stats.io_wait_ms = s.io_wait_s * 1e3;
+  r.stats.compute_ms = s.compute_s * 1e3;
+  r.stats.cache_hit_rate = s.lookups ? double(s.hits) / double(s.lookups) : 0;
+  // A prefetch read in one step may be used in the next: the ratio is of sums, capped at 1.
+  r.stats.prefetch_accuracy = s.prefetch_reads ? std::min(1.0, double(s.prefetch_used) / double(s.prefetch_reads)) : 0;
+  r.stats.batch_steps = s.steps;
+  r.stats.avg_batch_size = s.steps ? double(s.batch_sum) / s.steps : 0;
   finished_.emplace_back(s.handle, std::move(r));
   slots_[static_cast<size_t>(s.seq)].reset();
 }
@@ -130,6 +155,17 @@ bool GenerationBatch::step() {
   }
   if (batch_.empty()) return active() > 0;
 
+  const StepMark start = mark();
+  BatchStepStats st;
+  step_tokens_.assign(slots_.size(), 0);
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    const Sequence& s = *batch_owner_[i];
+    st.sequences += step_tokens_[static_cast<size_t>(s.seq)]++ == 0;
+    if (s.decoding) ++st.decode_tokens;
+    else ++st.prefill_tokens;
+  }
+  st.tokens = static_cast<int32_t>(batch_.size());
+
   model_.forward_batch(batch_, logits_);
 
   // Advance every sequence that took part; sample where logits came back.
@@ -148,19 +184,20 @@ bool GenerationBatch::step() {
       p.prefilled = static_cast<int32_t>(s.n_prompt);
       p.generated = static_cast<int32_t>(s.result.tokens.size());
       if (s.stops->stopped()) {
-        finish(s, "stop");
+        finishing_.emplace_back(&s, "stop");
         continue;
       }
       if (s.req.on_progress && !s.req.on_progress(p)) {
-        finish(s, "cancelled");
+        finishing_.emplace_back(&s, "cancelled");
         continue;
       }
     }
     const int32_t id = s.sampler->sample({lg, static_cast<size_t>(n_vocab)}, s.history);
     if (!s.req.params.ignore_eos && tok.is_end_of_generation(id)) {
-      finish(s, "stop");
+      finishing_.emplace_back(&s, "stop");
       continue;
     }
+    ++st.generated;
     s.history.push_back(id);
     s.result.tokens.push_back(id);
     p.generated = static_cast<int32_t>(s.result.tokens.size());
@@ -169,8 +206,25 @@ bool GenerationBatch::step() {
     if (s.stops->feed(p.piece)) reason = "stop";
     else if (p.generated >= s.req.params.max_tokens || static_cast<int64_t>(s.history.size()) >= n_ctx) reason = "length";
     if (s.req.on_progress && !s.req.on_progress(p) && !reason) reason = "cancelled";
-    if (reason) finish(s, reason);
+    if (reason) finishing_.emplace_back(&s, reason);
   }
+  // The step's figures, shared among its sequences before any of them leaves.
+  const BatchStepStats measured = measure(start);
+  st.seconds = measured.seconds;
+  st.experts_used = measured.experts_used;
+  st.experts_cached = measured.experts_cached;
+  st.experts_read = measured.experts_read;
+  st.bytes_read = measured.bytes_read;
+  st.prefetch_reads = measured.prefetch_reads;
+  st.prefetch_used = measured.prefetch_used;
+  st.io_wait_s = measured.io_wait_s;
+  st.compute_s = measured.compute_s;
+  st.read_busy_s = measured.read_busy_s;
+  last_step_ = st;
+  totals_.add(st);
+  attribute(st);
+  for (auto& [seq, reason] : finishing_) finish(*seq, reason);
+  finishing_.clear();
   // Prefill progress for sequences still filling their prompt.
   for (auto& slot : slots_)
     if (slot && !slot->decoding && slot->req.on_progress) {
@@ -178,6 +232,66 @@ bool GenerationBatch::step() {
       if (!slot->req.on_progress(slot->progress)) finish(*slot, "cancelled");
     }
   return active() > 0;
+}
+
+GenerationBatch::StepMark GenerationBatch::mark() const {
+  StepMark m;
+  m.t = Clock::now();
+  m.experts_routed = model_.experts_routed();
+  if (model_.streaming().reader) m.stream = model_.stream_stats();
+  else m.disk_bytes = process_read_bytes();
+  return m;
+}
+
+BatchStepStats GenerationBatch::measure(const StepMark& start) const {
+  BatchStepStats st;
+  st.seconds = std::chrono::duration<double>(Clock::now() - start.t).count();
+  st.experts_used = static_cast<uint32_t>(model_.experts_routed() - start.experts_routed);
+  if (model_.streaming().reader) {
+    const stream::StreamStats d = model_.stream_stats() - start.stream;
+    st.experts_cached = static_cast<uint32_t>(d.cache.hits);
+    st.experts_read = static_cast<uint32_t>(d.cache.misses);
+    st.bytes_read = d.reader.bytes_read;
+    st.prefetch_reads = d.cache.prefetch_reads;
+    st.prefetch_used = d.cache.prefetch_used;
+    st.io_wait_s = double(d.cache.io_wait_ns) * 1e-9;
+    st.read_busy_s = double(d.reader.busy_ns) * 1e-9;
+  } else {
+    const uint64_t now = process_read_bytes();
+    st.bytes_read = now > start.disk_bytes ? now - start.disk_bytes : 0;
+  }
+  st.compute_s = std::max(0.0, st.seconds - st.io_wait_s);
+  return st;
+}
+
+void GenerationBatch::attribute(const BatchStepStats& st) {
+  if (st.tokens <= 0) return;
+  // Whole bytes in proportion to tokens; the remainder one byte each to the
+  // first sequences, so the shares sum to the step's bytes exactly.
+  uint64_t given = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (step_tokens_[i] == 0 || !slots_[i]) continue;
+    Sequence& s = *slots_[i];
+    const double share = double(step_tokens_[i]) / double(st.tokens);
+    const uint64_t bytes = static_cast<uint64_t>((static_cast<unsigned __int128>(st.bytes_read) * static_cast<uint64_t>(step_tokens_[i])) /
+                                                 static_cast<uint64_t>(st.tokens));
+    s.bytes += bytes;
+    given += bytes;
+    s.io_wait_s += share * st.io_wait_s;
+    s.compute_s += share * st.compute_s;
+    s.read_busy_s += share * st.read_busy_s;
+    s.hits += st.experts_cached;
+    s.lookups += st.experts_cached + st.experts_read;
+    s.prefetch_reads += st.prefetch_reads;
+    s.prefetch_used += st.prefetch_used;
+    ++s.steps;
+    s.batch_sum += st.sequences;
+  }
+  for (size_t i = 0; i < slots_.size() && given < st.bytes_read; ++i)
+    if (step_tokens_[i] > 0 && slots_[i]) {
+      ++slots_[i]->bytes;
+      ++given;
+    }
 }
 
 std::vector<std::pair<int, GenerationResult>> GenerationBatch::take_finished() {

@@ -24,7 +24,7 @@
 #include "daemon/lib/job_format.h"
 #include "engine/util/error.h"
 #include "jobs/queue.h"
-#include "jobs/sqlite_queue.h"
+#include "jobs/open_queue.h"
 
 namespace ns::cli {
 namespace {
@@ -66,7 +66,7 @@ std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args) {
   const std::optional<daemon::Config> config = config_of(args);
   jobs::SqliteOptions options = daemon::sqlite_options_from(config ? &*config : nullptr);
   options.integrity_check = jobs::IntegrityCheck::off;
-  return jobs::open_sqlite_queue(daemon::resolve_database_path(args.db, config ? &*config : nullptr), options);
+  return jobs::open_queue(daemon::resolve_database_path(args.db, config ? &*config : nullptr), options);
 }
 
 // Reading commands must not create an empty database at a mistyped path.

@@ -79,6 +79,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   m->single_.reserve(static_cast<size_t>(B));
   s.pool = m->pool_.get();
   s.kv = m->kv_.get();
+  s.routing_observer = &m->routing_observer_;
 
   StreamingFootprint fp;
   fp.kv_cache_bytes = m->kv_->bytes();

@@ -17,6 +17,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/kv_cache.h"
 #include "engine/model/hparams.h"
+#include "engine/model/routing.h"
 #include "engine/model/weight_streaming.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/thread_pool.h"
@@ -68,6 +69,12 @@ class Model {
   void forward_batch(std::span<const BatchToken> batch, std::vector<float>& logits);
   int64_t n_seq() const { return kv_->n_seq(); }
 
+  // Routing: fn (empty: none) is called once per MoE layer of every forward
+  // pass with the experts chosen for each token (model/routing.h).
+  void set_routing_observer(RoutingObserver fn) { routing_observer_ = std::move(fn); }
+  // Distinct (layer, expert) pairs routed to, summed over every forward pass since load.
+  uint64_t experts_routed() const { return state_.experts_routed; }
+
  private:
   Model() = default;
   std::shared_ptr<gguf::GgufFile> file_;
@@ -81,6 +88,7 @@ class Model {
   std::unique_ptr<ThreadPool> pool_;
   ForwardState state_;
   std::vector<BatchToken> single_;  // forward()'s batch, reused
+  RoutingObserver routing_observer_;  // state_.routing_observer points here
   uint64_t n_params_ = 0;
 };
 
