@@ -21,6 +21,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <unistd.h>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,30 @@ void install_signal_handlers() {
 }
 
 const char* signal_name() { return g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+// This daemon's row in the workers table (`nightshift status` shows the fleet).
+void announce(ns::jobs::Queue& queue, const std::string& worker_id) {
+  ns::jobs::WorkerInfo me;
+  me.id = worker_id;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  me.host = host;
+  me.pid = getpid();
+  me.version = NS_VERSION;
+  try {
+    queue.register_worker(me);
+  } catch (const ns::jobs::DatabaseError& e) {
+    if (!e.transient()) throw;
+    spdlog::warn("cannot register in the workers table (nightshift status will not list this daemon): {}", e.what());
+  }
+}
+
+// "job 42" or "jobs 42, 43, 44".
+std::string running_ids(const ns::daemon::RunStatus::Snapshot& s) {
+  std::string ids;
+  for (const auto& j : s.jobs) ids += (ids.empty() ? "" : ", ") + std::to_string(j.lease.job_id);
+  return (s.jobs.size() == 1 ? "job " : "jobs ") + ids;
+}
 
 void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, const std::string& db, bool drain) {
   spdlog::info("nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}, "
@@ -162,9 +187,9 @@ class Supervisor {
       stop_seen_ = now;
       const ns::daemon::RunStatus::Snapshot s = status_.snapshot();
       spdlog::info("{} received: {}", signal_name(),
-                   s.lease ? "job " + std::to_string(s.lease->job_id) +
-                                 " stops at its next token, is checkpointed and goes back to the queue"
-                           : std::string("no job is running"));
+                   s.jobs.empty() ? std::string("no job is running")
+                                  : running_ids(s) + " stop(s) at the next token, are checkpointed and go back to "
+                                                     "the queue");
       notifier_.stopping("draining after " + std::string(signal_name()));
       return;
     }
@@ -176,9 +201,10 @@ class Supervisor {
     if (now - *stop_seen_ < std::chrono::milliseconds(drain_timeout_ms)) return;
     const ns::daemon::RunStatus::Snapshot s = status_.snapshot();
     spdlog::error("the drain did not finish within drain_timeout_ms ({} ms); exiting now. {}", drain_timeout_ms,
-                  s.lease ? "Job " + std::to_string(s.lease->job_id) +
-                                " was not released: it resumes from its last checkpoint once its lease expires"
-                          : std::string("No job was running"));
+                  s.jobs.empty() ? std::string("No job was running")
+                                 : "Job(s) " + running_ids(s) +
+                                       " were not released: they resume from their last checkpoint once their "
+                                       "lease expires");
     spdlog::default_logger()->flush();
     std::_Exit(0);  // like a crash as far as the database is concerned: every commit is atomic
   }
@@ -275,10 +301,14 @@ int main(int argc, char** argv) {
     spdlog::info("ready: {} queued, {} running elsewhere", counts ? counts->queued : -1, counts ? counts->running : -1);
     ns::jobs::SqliteOptions heartbeat_db = db_options;
     heartbeat_db.integrity_check = ns::jobs::IntegrityCheck::off;  // checked once above
+    announce(*queue, opts.worker_id);
     ns::daemon::Heartbeat heartbeat([&] { return ns::jobs::open_queue(db, heartbeat_db); }, status, notifier,
                                     {.lease_ms = config.lease_ms,
                                      .stall_timeout_ms = config.stall_timeout_ms,
-                                     .status_interval_ms = 5000},
+                                     .status_interval_ms = 5000,
+                                     .progress_interval_ms = 5000,
+                                     .tick_ms = 50,
+                                     .worker_id = opts.worker_id},
                                     [&] { supervisor.tick(); });
     supervisor.attach(&heartbeat);
 
@@ -292,6 +322,11 @@ int main(int argc, char** argv) {
       spdlog::info("nightshiftd: queue drained after {} job(s)", claimed);
     }
     notifier.stopping("stopped after " + std::to_string(claimed) + " job(s)");
+    try {
+      queue->worker_stopped(opts.worker_id);
+    } catch (const ns::jobs::DatabaseError& e) {
+      spdlog::warn("cannot mark this worker stopped in the workers table: {}", e.what());
+    }
     return 0;
   } catch (const ns::Error& e) {
     spdlog::critical("nightshiftd: {}", e.what());

@@ -149,6 +149,11 @@ const std::vector<Option>& option_table() {
          c.io_mode = one_of(ctx, n, "io_mode", {"uring", "pread", "mmap"});
        },
        same_member(&Config::io_mode)},
+      int_option("max_batch", "8", 1, 1024, true,
+                 "jobs of one model decoded together, each expert read once per step for all of them; the KV "
+                 "cache holds max_batch x context tokens (halved at load until it fits memory_budget); 1 = one "
+                 "job at a time (applies at the next model load)",
+                 &Config::max_batch),
       {{"log_level", "string", "info", "trace, debug, info, warn, error, critical or off", true},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          c.log_level = one_of(ctx, n, "log_level", log_level_names());

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/util/error.h"
@@ -29,7 +30,9 @@ Heartbeat::Heartbeat(QueueFactory open_queue, RunStatus& status, const ServiceNo
       lease_ms_(options.lease_ms),
       stall_timeout_ms_(options.stall_timeout_ms),
       status_interval_ms_(options.status_interval_ms),
+      progress_interval_ms_(options.progress_interval_ms),
       tick_ms_(options.tick_ms),
+      worker_id_(options.worker_id),
       thread_([this] { loop(); }) {}
 
 Heartbeat::~Heartbeat() {
@@ -75,23 +78,35 @@ void Heartbeat::tick(jobs::Queue* queue) {
   const RunStatus::Snapshot snap = status_.snapshot();
   const int64_t quiet = status_.quiet_ms();
   const bool stalled = quiet > stall_timeout_ms_.load();
+  std::vector<int64_t> job_ids;
+  for (const RunStatus::JobView& j : snap.jobs) job_ids.push_back(j.lease.job_id);
   if (stalled && !stall_reported_) {
+    std::string ids;
+    for (int64_t id : job_ids) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
     spdlog::error("the worker has shown no progress for {} s (stall_timeout_ms {}): {}; not renewing leases "
                   "or pinging the watchdog any more",
                   quiet / 1000, stall_timeout_ms_.load(),
-                  snap.lease ? "job " + std::to_string(snap.lease->job_id) + " will be taken over once its lease expires"
-                             : "no job is running");
+                  ids.empty() ? std::string("no job is running")
+                              : "job(s) " + ids + " will be taken over once their leases expire");
     notifier_.status("stalled: no progress for " + std::to_string(quiet / 1000) + " s");
   }
   stall_reported_ = stalled;
 
-  if (snap.lease && queue != nullptr && !stalled) {
-    if (!same_lease(*snap.lease, renewed_lease_)) {  // a new job: its claim set the lease just now
-      renewed_lease_ = *snap.lease;
-      last_renewal_ms_ = now;
-    } else if (now - last_renewal_ms_ >= lease_ms_.load() / 3) {
-      last_renewal_ms_ = now;
-      renew(*queue, *snap.lease);
+  // Forget jobs that ended; a job seen for the first time was just claimed,
+  // which set its lease.
+  std::erase_if(renewed_, [&](const auto& kv) {
+    return std::find(job_ids.begin(), job_ids.end(), kv.first) == job_ids.end();
+  });
+  if (queue != nullptr && !stalled) {
+    const int64_t every = std::min<int64_t>(lease_ms_.load() / 3, progress_interval_ms_);
+    for (const RunStatus::JobView& j : snap.jobs) {
+      auto it = renewed_.find(j.lease.job_id);
+      if (it == renewed_.end() || !same_lease(it->second.lease, j.lease)) {
+        renewed_[j.lease.job_id] = {j.lease, now};
+      } else if (now - it->second.last_ms >= every) {
+        it->second.last_ms = now;
+        renew(*queue, j);
+      }
     }
   }
 
@@ -102,16 +117,17 @@ void Heartbeat::tick(jobs::Queue* queue) {
   }
 
   // Periodically, and at once when a job starts or ends.
-  const int64_t job_id = snap.lease ? snap.lease->job_id : 0;
-  if (!stalled && (now - last_status_ms_ >= status_interval_ms_ || job_id != status_job_id_)) {
+  if (!stalled && (now - last_status_ms_ >= status_interval_ms_ || job_ids != status_jobs_)) {
     last_status_ms_ = now;
-    status_job_id_ = job_id;
+    status_jobs_ = job_ids;
     std::optional<jobs::QueueCounts> counts;
     if (queue != nullptr) {
       try {
         counts = queue->counts();
+        // The fleet's view of this daemon (`nightshift status`).
+        if (!worker_id_.empty()) queue->worker_heartbeat(worker_id_, snap.model, job_ids);
       } catch (const Error& e) {
-        spdlog::debug("heartbeat: cannot count the queue: {}", e.what());
+        spdlog::debug("heartbeat: cannot count the queue or update the workers row: {}", e.what());
       }
     }
     notifier_.status(status_line(snap, counts ? &*counts : nullptr));
@@ -120,9 +136,15 @@ void Heartbeat::tick(jobs::Queue* queue) {
   if (on_tick_) on_tick_();
 }
 
-void Heartbeat::renew(jobs::Queue& queue, const jobs::Lease& lease) {
+void Heartbeat::renew(jobs::Queue& queue, const RunStatus::JobView& job) {
+  const jobs::Lease& lease = job.lease;
+  jobs::JobProgress progress;
+  progress.prompt_tokens = job.prompt_tokens;
+  progress.prefilled = job.prefilled;
+  progress.generated = job.generated;
+  progress.tok_s = job.tok_s;
   try {
-    if (queue.heartbeat(lease, lease_ms_.load())) {
+    if (queue.heartbeat(lease, lease_ms_.load(), progress)) {
       ++renewals_;
       return;
     }

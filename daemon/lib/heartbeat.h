@@ -1,5 +1,7 @@
-// The daemon's periodic thread (its "cron"): renews the running job's lease
-// every lease_ms / 3, reports STATUS= and WATCHDOG=1 to systemd, and calls the
+// The daemon's periodic thread (its "cron"): renews the running jobs' leases
+// every min(lease_ms / 3, progress_interval_ms), writing each job's progress
+// with it; reports STATUS= and WATCHDOG=1 to systemd and refreshes this
+// daemon's row in the workers table every status_interval_ms; and calls the
 // daemon's own hook (config reload, drain deadline) every tick.
 //
 // Contract: runs from construction to destruction (the destructor stops and
@@ -16,6 +18,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -30,7 +35,9 @@ struct HeartbeatOptions {
   int64_t lease_ms = 60'000;
   int64_t stall_timeout_ms = 600'000;
   int status_interval_ms = 2000;
+  int progress_interval_ms = 5000;
   int tick_ms = 50;
+  std::string worker_id;  // "" = do not touch the workers table
 };
 
 class Heartbeat {
@@ -51,20 +58,25 @@ class Heartbeat {
  private:
   void loop();
   void tick(jobs::Queue* queue);
-  void renew(jobs::Queue& queue, const jobs::Lease& lease);
+  void renew(jobs::Queue& queue, const RunStatus::JobView& job);
 
   QueueFactory open_queue_;
   RunStatus& status_;
   const ServiceNotifier& notifier_;
   std::function<void()> on_tick_;
   std::atomic<int64_t> lease_ms_, stall_timeout_ms_;
-  const int status_interval_ms_, tick_ms_;
+  const int status_interval_ms_, progress_interval_ms_, tick_ms_;
+  const std::string worker_id_;
 
   std::atomic<int64_t> renewals_{0};
   // Owned by the thread.
-  jobs::Lease renewed_lease_;
-  int64_t last_renewal_ms_ = 0, last_watchdog_ms_ = 0, last_status_ms_ = 0;
-  int64_t status_job_id_ = 0;  // the job the last STATUS= was about (0: idle)
+  struct Renewal {
+    jobs::Lease lease;
+    int64_t last_ms = 0;
+  };
+  std::map<int64_t, Renewal> renewed_;  // by job id
+  int64_t last_watchdog_ms_ = 0, last_status_ms_ = 0;
+  std::vector<int64_t> status_jobs_;    // the jobs the last STATUS= was about
   bool stall_reported_ = false;
 
   std::mutex mu_;

@@ -1,6 +1,6 @@
 // What the worker is doing right now, shared between the worker thread (which
-// runs the job) and the heartbeat thread (which renews the job's lease and
-// reports STATUS= to systemd). Thread-safe.
+// runs the jobs of its batch) and the heartbeat thread (which renews their
+// leases, writes their progress and reports STATUS= to systemd). Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "jobs/queue.h"
 
@@ -15,32 +16,37 @@ namespace ns::daemon {
 
 class RunStatus {
  public:
-  struct Snapshot {
-    std::optional<jobs::Lease> lease;  // the running job's, if any
-    std::string model;
+  struct JobView {
+    jobs::Lease lease;
+    int32_t prompt_tokens = 0;
+    int32_t prefilled = 0;   // prompt tokens processed so far
     int32_t generated = 0;   // completion tokens so far (resumed ones included)
     int32_t max_tokens = 0;
     int32_t resumed = 0;     // tokens taken from the checkpoint
-    double tok_s = 0;        // decode speed of this attempt
+    double tok_s = 0;        // this job's decode speed in this attempt
+  };
+  struct Snapshot {
+    std::vector<JobView> jobs;  // running now, oldest start first
+    std::string model;          // the model they run on
     int64_t jobs_finished = 0;
   };
 
   void start_job(const jobs::Lease& lease, const std::string& model, int32_t max_tokens, int32_t resumed);
-  void progress(int32_t generated, double tok_s);
-  void end_job();
+  void progress(int64_t job_id, int32_t prompt_tokens, int32_t prefilled, int32_t generated, double tok_s);
+  void end_job(int64_t job_id);
   Snapshot snapshot() const;
 
   // The heartbeat found the lease taken over: the worker must drop the job.
-  // Ignored (false) unless `lease` is the running job's: a late heartbeat
-  // for a job that just ended is not news.
+  // Ignored (false) unless `lease` is a running job's: a late heartbeat for a
+  // job that just ended is not news.
   bool mark_lease_lost(const jobs::Lease& lease);
-  // Checked by the worker on every token, hence lock-free.
-  bool lease_lost() const { return lease_lost_.load(); }
+  // Checked by the worker on every token: a lock-free check first.
+  bool lease_lost(int64_t job_id) const;
 
   // The worker shows it is alive: on every token, loop turn and model load.
   // The heartbeat stops renewing leases and pinging the watchdog when this
   // goes quiet for longer than the stall timeout (a hung generation must not
-  // keep its job forever).
+  // keep its jobs forever).
   void touch();
   // Milliseconds since the last touch() (or since construction).
   int64_t quiet_ms() const;
@@ -49,11 +55,14 @@ class RunStatus {
   static int64_t now_ms();
   mutable std::mutex mu_;
   Snapshot s_;
-  std::atomic<bool> lease_lost_{false};
+  std::vector<int64_t> lost_;            // jobs whose lease was taken over
+  std::atomic<int> lost_count_{0};
   std::atomic<int64_t> last_touch_ms_{now_ms()};
 };
 
-// "job 42 (tiny): 120/400 tokens, 35.2 tok/s; 17 queued" or "idle; 17 queued".
+// One job:  "job 42 (tiny): 120/400 tokens, 35.2 tok/s; 17 queued; 3 finished since start"
+// Several:  "3 jobs (tiny): 42 120/400, 43 7/64, 44 prefill 96/512; 61.0 tok/s; ..."
+// None:     "idle; 17 queued; ..."
 std::string status_line(const RunStatus::Snapshot& s, const jobs::QueueCounts* counts);
 
 }  // namespace ns::daemon

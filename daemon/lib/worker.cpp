@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,10 @@
 
 #include "daemon/lib/config.h"
 #include "daemon/lib/failure.h"
+#include "engine/chat/chat_messages_json.h"
+#include "engine/chat/chat_template.h"
+#include "engine/chat/model_chat_template.h"
+#include "engine/gguf/gguf_file.h"
 #include "engine/util/error.h"
 
 namespace ns::daemon {
@@ -61,6 +66,21 @@ struct Worker::Execution {
   std::string error_kind, error;            // failed / retrying
 };
 
+// A job in the batch.
+struct Worker::Active {
+  jobs::Job job;
+  int handle = -1;             // its GenerationBatch handle
+  int32_t resumed = 0;         // checkpointed tokens it started from
+  int32_t checkpointed = 0;    // tokens in the saved checkpoint
+  double load_ms = 0;          // the model load it waited for (0 when already loaded)
+  bool stopped = false, cancelled = false, lost = false;  // why on_progress said stop
+  Clock::time_point last_poll{}, last_checkpoint{}, checkpoint_blocked_until{};
+  std::optional<Clock::time_point> first_token;
+  int32_t first_token_count = 0;
+  int64_t steps = 0;           // batch steps it took part in
+  int64_t batch_sum = 0;       // sum of the batch sizes of those steps
+};
+
 WorkerOptions worker_options_from(const Config& config) {
   WorkerOptions o;
   o.worker_id = effective_worker_id(config);
@@ -70,6 +90,7 @@ WorkerOptions worker_options_from(const Config& config) {
   o.engine.context = config.context;
   o.engine.memory_budget = config.memory_budget;
   o.engine.io_mode = config.io_mode;
+  o.engine.max_sequences = config.max_batch;
   o.poll_interval_ms = config.poll_interval_ms;
   o.lease_ms = config.lease_ms;
   o.checkpoint_tokens = config.checkpoint_tokens;
@@ -105,13 +126,12 @@ void Worker::update_options(WorkerOptions options) {
                                         options.engine.threads != options_.engine.threads ||
                                         options.engine.context != options_.engine.context ||
                                         options.engine.memory_budget != options_.engine.memory_budget ||
-                                        options.engine.io_mode != options_.engine.io_mode);
-  if (engine_stale) {
+                                        options.engine.io_mode != options_.engine.io_mode ||
+                                        options.engine.max_sequences != options_.engine.max_sequences);
+  if (engine_stale && active_.empty()) {
     spdlog::info("model {}: its path or the engine options changed; it is loaded again for the next job",
                  engine_model_);
-    engine_.reset();
-    engine_model_.clear();
-    engine_path_.clear();
+    drop_engine();
   }
   options_ = std::move(options);
 }
@@ -156,13 +176,30 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
   require_readable(model, path);
 
   // Free the previous model first: two models may not fit in memory together.
-  engine_.reset();
-  engine_model_.clear();
-  engine_path_.clear();
-  spdlog::info("loading model {} from {}", model, path);
+  drop_engine();
+  spdlog::info("loading model {} from {} (batches of up to {} jobs)", model, path, options_.engine.max_sequences);
   const auto t0 = Clock::now();
-  engine_ = Engine::load(path, options_.engine);
+  EngineOptions eo = options_.engine;
+  for (;;) {
+    try {
+      engine_ = Engine::load(path, eo);
+      break;
+    } catch (const Error& e) {
+      // The KV cache grows with the batch: a budget that cannot hold
+      // max_batch contexts may hold fewer. Halve rather than fail the jobs.
+      if (e.kind() != ErrorKind::invalid_input || eo.max_sequences <= 1) throw;
+      spdlog::warn("model {}: a batch of {} jobs does not fit ({}); trying {}", model, eo.max_sequences, e.what(),
+                   eo.max_sequences / 2);
+      eo.max_sequences /= 2;
+    }
+  }
   load_ms = ms_since(t0);
+  try {
+    chat_template_ = chat::read_chat_template(*gguf::GgufFile::open(path));
+  } catch (const Error& e) {
+    chat_template_.reset();
+    spdlog::warn("model {}: its chat template cannot be read ({}); chat jobs for it will fail", model, e.what());
+  }
   engine_model_ = model;
   engine_path_ = path;
   status_.touch();
@@ -170,138 +207,303 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
   return *engine_;
 }
 
-Worker::Execution Worker::execute(const jobs::Job& job, const std::vector<int32_t>& resume) {
-  Execution ex;
-  ex.checkpointed = static_cast<int32_t>(resume.size());
-  const jobs::Lease lease = job.lease();
+void Worker::drop_engine() {
+  batch_.reset();  // refers to the engine's model
+  engine_.reset();
+  engine_model_.clear();
+  engine_path_.clear();
+  chat_template_.reset();
+}
+
+std::string Worker::render_prompt(const jobs::Job& job) {
+  if (!job.spec.is_chat()) return job.spec.prompt;
+  if (!chat_template_) {
+    throw Error(ErrorKind::invalid_input,
+                "model '" + job.spec.model + "' has no chat template (tokenizer.chat_template is not in its GGUF): "
+                "it is a base model or a conversion without one; submit the job as a plain prompt "
+                "(/v1/completions) or use an instruct model");
+  }
+  return chat::render_chat(*chat_template_, chat::chat_messages_from_json(job.spec.messages),
+                           /*add_assistant=*/true);
+}
+
+// Claims jobs for the free slots: any model when the batch is empty (then
+// the engine for it is loaded), else only the loaded model's.
+Worker::Admitted Worker::admit() {
+  // engine.max_sequences is max_batch (the KV cache's contexts); a loaded
+  // batch knows how many of them are free.
+  const int free_slots = batch_ ? batch_->free_slots() : std::max(1, options_.engine.max_sequences);
+  last_admit_ = Clock::now();
+  if (free_slots <= 0 || stop_.load()) return Admitted::none;
+  std::vector<jobs::Job> claimed;
+  try {
+    claimed = queue_.claim_batch(options_.worker_id, options_.lease_ms, free_slots,
+                                 active_.empty() ? std::string() : engine_model_);
+  } catch (const jobs::DatabaseError& e) {
+    if (!e.transient()) throw;
+    const int64_t delay = jobs::backoff_delay_ms(options_.database_backoff, 3);
+    spdlog::warn("cannot claim a job yet: {}; trying again in {} ms", e.what(), delay);
+    if (active_.empty()) sleep_unless_stopped(delay);
+    return Admitted::database_unavailable;
+  }
+  if (claimed.empty()) return Admitted::none;
+
+  double load_ms = 0;
+  if (active_.empty()) {
+    try {
+      engine_for(claimed.front().spec.model, load_ms);
+      if (!batch_) batch_ = engine_->open_batch();
+    } catch (const Error& e) {
+      // Every claimed job names this model: they share its fate.
+      Execution ex;
+      ex.outcome = is_transient_failure(e) ? JobOutcome::retrying : JobOutcome::failed;
+      ex.error_kind = error_kind_name(e.kind());
+      ex.error = e.what();
+      if (e.kind() == ErrorKind::io) drop_engine();  // the file may have changed: load it afresh next time
+      for (const jobs::Job& job : claimed) end(job, ex);
+      return Admitted::some;
+    }
+  }
+  for (const jobs::Job& job : claimed) start(job, load_ms);
+  return Admitted::some;
+}
+
+// One claimed job joins the batch (or ends at once: bad input, stop).
+void Worker::start(const jobs::Job& job, double load_ms) {
+  std::vector<int32_t> resume;
+  try {
+    if (std::optional<jobs::Checkpoint> cp =
+            persist("read the checkpoint", job.id, [&] { return queue_.checkpoint(job.id); })) {
+      resume = std::move(cp->tokens);
+    }
+  } catch (const jobs::DatabaseError& e) {  // a damaged checkpoint row costs the saved work, not the daemon
+    spdlog::error("job {}: its checkpoint cannot be read, starting over: {}", job.id, e.what());
+  }
+  spdlog::info("job {} running: model {}, priority {}, attempt {} ({} of at most {}), waited {} ms{}{}", job.id,
+               job.spec.model, job.spec.priority, job.attempt, job.attempts, job.spec.max_attempts,
+               job.started_ms - job.created_ms,
+               resume.empty() ? "" : ", resuming from " + std::to_string(resume.size()) + " checkpointed tokens",
+               active_.empty() ? "" : ", joining a batch of " + std::to_string(active_.size()));
+  status_.start_job(job.lease(), job.spec.model, job.spec.sampling.max_tokens, static_cast<int32_t>(resume.size()));
+
+  auto a = std::make_unique<Active>();
+  a->job = job;
+  a->resumed = a->checkpointed = static_cast<int32_t>(resume.size());
+  a->load_ms = load_ms;
+  a->last_poll = a->last_checkpoint = Clock::now();
+  // Stopping, or a model that fits fewer jobs than were claimed for it (its
+  // budget halved max_batch at load): back to the queue, attempt given back.
+  if (stop_.load() || batch_->free_slots() <= 0) {
+    Execution ex;
+    ex.outcome = JobOutcome::released;
+    ex.checkpointed = a->checkpointed;
+    end(job, ex);
+    return;
+  }
+  Active& act = *a;
+  GenerationRequest request;
+  request.params = job.spec.sampling;
+  request.resume = resume;
+  request.on_progress = [this, &act](const GenerationProgress& p) {
+    status_.touch();
+    const jobs::Job& job = act.job;
+    if (stop_.load()) {
+      act.stopped = true;
+      return false;
+    }
+    if (status_.lease_lost(job.id)) {
+      act.lost = true;
+      return false;
+    }
+    const auto now = Clock::now();
+    if (now - act.last_poll >= std::chrono::milliseconds(options_.cancel_poll_ms)) {
+      act.last_poll = now;
+      try {
+        act.cancelled = queue_.cancel_requested(job.id);
+      } catch (const Error& e) {
+        // Never throw through the engine; a broken database shows up at the final write.
+        spdlog::warn("job {}: cannot check for cancellation: {}", job.id, e.what());
+      }
+      if (act.cancelled) return false;
+    }
+    const int32_t unsaved = p.generated - act.checkpointed;
+    const bool by_count = options_.checkpoint_tokens > 0 && unsaved >= options_.checkpoint_tokens;
+    const bool by_time = options_.checkpoint_interval_ms > 0 &&
+                         now - act.last_checkpoint >= std::chrono::milliseconds(options_.checkpoint_interval_ms);
+    if (p.tokens != nullptr && unsaved > 0 && (by_count || by_time) && now >= act.checkpoint_blocked_until) {
+      act.last_checkpoint = now;
+      try {
+        if (!queue_.save_checkpoint(job.lease(), *p.tokens, options_.lease_ms)) {
+          act.lost = true;
+          return false;
+        }
+        act.checkpointed = p.generated;
+      } catch (const Error& e) {
+        // A locked database or a full disk: generation goes on, the next
+        // try waits a while (each try may block for the busy timeout).
+        act.checkpoint_blocked_until = Clock::now() + std::chrono::seconds(5);
+        spdlog::warn("job {}: checkpoint at {} tokens not saved (next try in 5 s): {}", job.id, p.generated,
+                     e.what());
+      }
+    }
+    double tok_s = 0;
+    if (p.prefilled >= p.prompt_tokens && p.generated > act.resumed) {
+      if (!act.first_token) {
+        act.first_token = now;
+        act.first_token_count = p.generated;
+      }
+      const double secs = std::chrono::duration<double>(now - *act.first_token).count();
+      tok_s = secs > 0 ? (p.generated - act.first_token_count) / secs : 0;
+    }
+    status_.progress(job.id, p.prompt_tokens, p.prefilled, p.generated, tok_s);
+    if (observer_) observer_(job, p);
+    return true;
+  };
   try {
     // Rows may have been written by hand or by an older client: check again.
     if (std::string problem = jobs::spec_problem(job.spec); !problem.empty()) {
       throw Error(ErrorKind::invalid_input, problem);
     }
-    double load_ms = 0;
-    Engine& engine = engine_for(job.spec.model, load_ms);
-    if (stop_.load()) {  // a signal arrived during a long model load
-      ex.outcome = JobOutcome::released;
-      return ex;
-    }
-
-    bool stopped = false, cancelled = false, lost = false;
-    auto last_poll = Clock::now();
-    auto last_checkpoint = Clock::now();
-    Clock::time_point checkpoint_blocked_until{};  // after a failed save: not on every token
-    std::optional<Clock::time_point> first_token;
-    int32_t first_token_count = 0;
-    const auto poll_every = std::chrono::milliseconds(options_.cancel_poll_ms);
-    ProgressFn on_progress = [&](const GenerationProgress& p) {
-      status_.touch();
-      if (stop_.load()) {
-        stopped = true;
-        return false;
-      }
-      if (status_.lease_lost()) {
-        lost = true;
-        return false;
-      }
-      const auto now = Clock::now();
-      if (now - last_poll >= poll_every) {
-        last_poll = now;
-        try {
-          cancelled = queue_.cancel_requested(job.id);
-        } catch (const Error& e) {
-          // Never throw through the engine; a broken database shows up at the final write.
-          spdlog::warn("job {}: cannot check for cancellation: {}", job.id, e.what());
-        }
-        if (cancelled) return false;
-      }
-      const int32_t unsaved = p.generated - ex.checkpointed;
-      const bool by_count = options_.checkpoint_tokens > 0 && unsaved >= options_.checkpoint_tokens;
-      const bool by_time = options_.checkpoint_interval_ms > 0 &&
-                           now - last_checkpoint >= std::chrono::milliseconds(options_.checkpoint_interval_ms);
-      if (p.tokens != nullptr && unsaved > 0 && (by_count || by_time) && now >= checkpoint_blocked_until) {
-        last_checkpoint = now;
-        try {
-          if (!queue_.save_checkpoint(lease, *p.tokens, options_.lease_ms)) {
-            lost = true;
-            return false;
-          }
-          ex.checkpointed = p.generated;
-        } catch (const Error& e) {
-          // A locked database or a full disk: generation goes on, the next
-          // try waits a while (each try may block for the busy timeout).
-          checkpoint_blocked_until = Clock::now() + std::chrono::seconds(5);
-          spdlog::warn("job {}: checkpoint at {} tokens not saved (next try in 5 s): {}", job.id, p.generated,
-                       e.what());
-        }
-      }
-      if (p.prefilled >= p.prompt_tokens && p.generated > static_cast<int32_t>(resume.size())) {
-        if (!first_token) {
-          first_token = now;
-          first_token_count = p.generated;
-        }
-        const double secs = std::chrono::duration<double>(now - *first_token).count();
-        status_.progress(p.generated, secs > 0 ? (p.generated - first_token_count) / secs : 0);
-      }
-      if (observer_) observer_(job, p);
-      return true;
-    };
-
-    GenerationResult gen = engine.generate(job.spec.prompt, job.spec.sampling, on_progress, resume);
-    jobs::JobResult& r = ex.result;
-    r.text = std::move(gen.text);
-    r.finish_reason = gen.finish_reason;
-    r.prompt_tokens = gen.stats.prompt_tokens;
-    r.completion_tokens = gen.stats.completion_tokens;
-    r.queue_wait_ms = static_cast<double>(job.started_ms - job.created_ms);
-    // The engine reports load time it spent inside generate (lazy loading), the
-    // worker the time Engine::load took; a job pays for whichever happened.
-    r.load_ms = load_ms + gen.stats.load_ms;
-    r.prefill_ms = gen.stats.prefill_ms;
-    r.decode_ms = gen.stats.decode_ms;
-    r.prefill_tok_s = gen.stats.prefill_tok_s;
-    r.decode_tok_s = gen.stats.decode_tok_s;
-    r.peak_rss_bytes = gen.stats.peak_rss_bytes != 0 ? gen.stats.peak_rss_bytes : peak_rss_bytes();
-    r.bytes_read = gen.stats.bytes_read;
-    ex.tokens = std::move(gen.tokens);
-    // A job that reached its end on the same token the stop or cancel was
-    // noticed is simply done.
-    if (r.finish_reason != "cancelled") {
-      ex.outcome = JobOutcome::done;
-    } else if (lost) {
-      ex.outcome = JobOutcome::lease_lost;
-    } else if (stopped) {
-      ex.outcome = JobOutcome::released;
-    } else if (cancelled) {
-      ex.outcome = JobOutcome::cancelled;
-    } else {
-      throw Error(ErrorKind::internal, "the engine reported a cancellation nobody asked for");
-    }
-  } catch (const Error& e) {
+    request.prompt = render_prompt(job);
+    act.handle = batch_->add(std::move(request));
+  } catch (const Error& e) {  // this job alone: bad input, a prompt longer than the context, ...
+    Execution ex;
     ex.outcome = is_transient_failure(e) ? JobOutcome::retrying : JobOutcome::failed;
     ex.error_kind = error_kind_name(e.kind());
     ex.error = e.what();
-    if (e.kind() == ErrorKind::io) {  // the model file may have changed under us: load it afresh next time
-      engine_.reset();
-      engine_model_.clear();
-      engine_path_.clear();
-    }
+    end(job, ex);
+    return;
+  }
+  if (active_.empty()) totals_ = RunTotals{Clock::now()};
+  ++totals_.jobs;
+  active_.push_back(std::move(a));
+  totals_.max_size = std::max(totals_.max_size, static_cast<int>(active_.size()));
+}
+
+// One forward pass for every job in the batch; jobs that ended leave it.
+void Worker::step() {
+  const auto t0 = Clock::now();
+  try {
+    batch_->step();
+  } catch (const Error& e) {
+    Execution ex;
+    ex.outcome = is_transient_failure(e) ? JobOutcome::retrying : JobOutcome::failed;
+    ex.error_kind = error_kind_name(e.kind());
+    ex.error = e.what();
+    fail_all(ex, e.kind() == ErrorKind::io || e.kind() == ErrorKind::internal);
+    return;
   } catch (const std::bad_alloc&) {
     // Memory may be free again later (another process), so this is worth a retry.
+    Execution ex;
     ex.outcome = JobOutcome::retrying;
     ex.error_kind = error_kind_name(ErrorKind::internal);
-    ex.error = "out of memory while running the job; lower `context` or use a smaller model";
-    engine_.reset();  // its state is unknown now
-    engine_model_.clear();
-    engine_path_.clear();
+    ex.error = "out of memory while running the job; lower `context` or `max_batch`, or use a smaller model";
+    fail_all(ex, true);
+    return;
   } catch (const std::exception& e) {
+    Execution ex;
     ex.outcome = JobOutcome::failed;
     ex.error_kind = error_kind_name(ErrorKind::internal);
     ex.error = std::string("internal error: ") + e.what();
-    engine_.reset();
-    engine_model_.clear();
-    engine_path_.clear();
+    fail_all(ex, true);
+    return;
   }
-  return ex;
+  const int64_t size = static_cast<int64_t>(active_.size());
+  for (auto& a : active_) {
+    ++a->steps;
+    a->batch_sum += size;
+  }
+  ++totals_.steps;
+  spdlog::debug("step {}: {} job(s) in {:.1f} ms", totals_.steps, size, ms_since(t0));
+  for (auto& [handle, gen] : batch_->take_finished()) {
+    auto it = std::find_if(active_.begin(), active_.end(), [&](const auto& a) { return a->handle == handle; });
+    if (it == active_.end()) continue;  // not ours (cannot happen: every request is a job)
+    std::unique_ptr<Active> a = std::move(*it);
+    active_.erase(it);
+    finish(*a, std::move(gen));
+  }
+  if (active_.empty() && totals_.steps > 0) {
+    const double secs = std::chrono::duration<double>(Clock::now() - totals_.started).count();
+    spdlog::info("batch run: {} job(s) (at most {} together) in {} steps, {} tokens in {:.1f} s = {:.2f} tok/s "
+                 "aggregate, {:.1f} MiB read ({:.2f} MiB per token)",
+                 totals_.jobs, totals_.max_size, totals_.steps, totals_.tokens, secs,
+                 secs > 0 ? totals_.tokens / secs : 0, mib(totals_.bytes_read),
+                 totals_.tokens > 0 ? mib(totals_.bytes_read) / static_cast<double>(totals_.tokens) : 0);
+    totals_ = RunTotals{};
+  }
+}
+
+void Worker::finish(Active& a, GenerationResult gen) {
+  const jobs::Job& job = a.job;
+  Execution ex;
+  ex.checkpointed = a.checkpointed;
+  jobs::JobResult& r = ex.result;
+  r.text = std::move(gen.text);
+  r.finish_reason = gen.finish_reason;
+  r.prompt_tokens = gen.stats.prompt_tokens;
+  r.completion_tokens = gen.stats.completion_tokens;
+  r.queue_wait_ms = static_cast<double>(job.started_ms - job.created_ms);
+  // The engine reports load time it spent inside generation (lazy loading),
+  // the worker the time Engine::load took; a job pays for whichever happened.
+  r.load_ms = a.load_ms + gen.stats.load_ms;
+  r.prefill_ms = gen.stats.prefill_ms;
+  r.decode_ms = gen.stats.decode_ms;
+  r.prefill_tok_s = gen.stats.prefill_tok_s;
+  r.decode_tok_s = gen.stats.decode_tok_s;
+  r.peak_rss_bytes = gen.stats.peak_rss_bytes != 0 ? gen.stats.peak_rss_bytes : peak_rss_bytes();
+  r.bytes_read = gen.stats.bytes_read;
+  r.read_gib_s = gen.stats.read_gib_s;
+  r.io_wait_ms = gen.stats.io_wait_ms;
+  r.compute_ms = gen.stats.compute_ms;
+  r.cache_hit_rate = gen.stats.cache_hit_rate;
+  r.prefetch_accuracy = gen.stats.prefetch_accuracy;
+  r.avg_batch_size = a.steps > 0 ? static_cast<double>(a.batch_sum) / static_cast<double>(a.steps) : 1.0;
+  ex.tokens = std::move(gen.tokens);
+  totals_.tokens += r.completion_tokens - a.resumed;
+  totals_.bytes_read += r.bytes_read;
+  // A job that reached its end on the same token the stop or cancel was
+  // noticed is simply done.
+  if (r.finish_reason != "cancelled") {
+    ex.outcome = JobOutcome::done;
+  } else if (a.lost) {
+    ex.outcome = JobOutcome::lease_lost;
+  } else if (a.stopped) {
+    ex.outcome = JobOutcome::released;
+  } else if (a.cancelled) {
+    ex.outcome = JobOutcome::cancelled;
+  } else {
+    ex.outcome = JobOutcome::failed;
+    ex.error_kind = error_kind_name(ErrorKind::internal);
+    ex.error = "internal error: the engine reported a cancellation nobody asked for";
+  }
+  end(job, ex);
+}
+
+// The batch's forward pass failed: every job in it shares the failure.
+void Worker::fail_all(const Execution& failure, bool drop) {
+  std::vector<std::unique_ptr<Active>> jobs = std::move(active_);
+  active_.clear();
+  batch_.reset();  // its state is unknown now; reopened at the next admission
+  if (drop) drop_engine();
+  totals_ = RunTotals{};
+  for (auto& a : jobs) {
+    Execution ex = failure;
+    ex.checkpointed = a->checkpointed;
+    end(a->job, ex);
+  }
+}
+
+// Writes the job's end to the queue and takes it off the status.
+void Worker::end(const jobs::Job& job, const Execution& ex) {
+  JobOutcome outcome = JobOutcome::lease_lost;
+  try {
+    outcome = record(job, ex);
+  } catch (...) {
+    status_.end_job(job.id);
+    throw;
+  }
+  status_.end_job(job.id);
+  outcomes_.push_back(outcome);
 }
 
 JobOutcome Worker::record(const jobs::Job& job, const Execution& ex) {
@@ -388,52 +590,26 @@ void Worker::recover_orphans() {
 }
 
 JobOutcome Worker::run_next() {
-  status_.touch();
-  recover_orphans();
-  std::optional<jobs::Job> job;
-  try {
-    job = queue_.claim(options_.worker_id, options_.lease_ms);
-  } catch (const jobs::DatabaseError& e) {
-    if (!e.transient()) throw;
-    const int64_t delay = jobs::backoff_delay_ms(options_.database_backoff, 3);
-    spdlog::warn("cannot claim a job yet: {}; trying again in {} ms", e.what(), delay);
-    sleep_unless_stopped(delay);
-    return JobOutcome::database_unavailable;
-  }
-  if (!job) return JobOutcome::none_queued;
-
-  std::vector<int32_t> resume;
-  try {
-    if (std::optional<jobs::Checkpoint> cp =
-            persist("read the checkpoint", job->id, [&] { return queue_.checkpoint(job->id); })) {
-      resume = std::move(cp->tokens);
+  while (outcomes_.empty()) {
+    status_.touch();
+    if (active_.empty()) {
+      if (stop_.load()) return JobOutcome::none_queued;
+      recover_orphans();
+      const Admitted admitted = admit();
+      if (admitted == Admitted::database_unavailable && outcomes_.empty()) return JobOutcome::database_unavailable;
+      if (active_.empty() && outcomes_.empty()) return JobOutcome::none_queued;
+    } else {
+      // Room in the batch: let queued jobs join between steps (not on every
+      // step: a claim is a write transaction).
+      if (!stop_.load() && Clock::now() - last_admit_ >= std::chrono::milliseconds(options_.cancel_poll_ms)) {
+        admit();
+      }
+      if (!active_.empty()) step();
     }
-  } catch (const jobs::DatabaseError& e) {  // a damaged checkpoint row costs the saved work, not the daemon
-    spdlog::error("job {}: its checkpoint cannot be read, starting over: {}", job->id, e.what());
   }
-  spdlog::info("job {} running: model {}, priority {}, attempt {} ({} of at most {}), waited {} ms{}", job->id,
-               job->spec.model, job->spec.priority, job->attempt, job->attempts, job->spec.max_attempts,
-               job->started_ms - job->created_ms,
-               resume.empty() ? "" : ", resuming from " + std::to_string(resume.size()) + " checkpointed tokens");
-  status_.start_job(job->lease(), job->spec.model, job->spec.sampling.max_tokens,
-                    static_cast<int32_t>(resume.size()));
-
-  Execution ex;
-  if (stop_.load()) {
-    ex.outcome = JobOutcome::released;
-    ex.checkpointed = static_cast<int32_t>(resume.size());
-  } else {
-    ex = execute(*job, resume);
-  }
-  JobOutcome outcome = JobOutcome::lease_lost;
-  try {
-    outcome = record(*job, ex);
-  } catch (...) {
-    status_.end_job();
-    throw;
-  }
-  status_.end_job();
-  return outcome;
+  const JobOutcome o = outcomes_.front();
+  outcomes_.pop_front();
+  return o;
 }
 
 bool Worker::retries_pending() {
@@ -455,10 +631,12 @@ void Worker::sleep_unless_stopped(int64_t ms) const {
 
 int Worker::run(bool drain) {
   int claimed = 0;
-  while (!stop_.load()) {
-    if (between_jobs_) between_jobs_();
+  // After `stop`, the running jobs still go round until each is released.
+  while (!stop_.load() || !active_.empty() || !outcomes_.empty()) {
+    if (between_jobs_ && active_.empty()) between_jobs_();
     switch (run_next()) {
       case JobOutcome::none_queued:
+        if (stop_.load()) return claimed;
         if (drain && !retries_pending()) return claimed;
         sleep_unless_stopped(options_.poll_interval_ms);
         break;

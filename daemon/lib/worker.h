@@ -1,8 +1,16 @@
-// The daemon's worker loop: recover jobs whose worker is gone, claim a job
-// under a lease, run it on the engine (resuming from its checkpoint), write
-// the outcome under the lease's fence, repeat. One job at a time; the engine
-// for the last model used is kept loaded, and replaced when a job names
-// another model.
+// The daemon's worker loop: recover jobs whose worker is gone, claim jobs
+// under leases, run them on the engine (resuming from their checkpoints),
+// write each outcome under its lease's fence, repeat.
+//
+// Batching (continuous): up to max_batch jobs of one model decode together,
+// one forward pass per step for all of them, so every expert read from disk
+// serves every job routed to it (engine/generation_batch.h). Jobs join at
+// any step while slots are free (claim_batch: strictly from the head of the
+// queue, so priority and age decide who enters and nobody is jumped) and
+// leave as they finish; each keeps its own sampling, seed, stops and limits
+// and gets the tokens it would get alone. When the head of the queue wants
+// another model, no more jobs join; once the batch is empty the engine is
+// replaced. max_batch 1 is strictly sequential execution.
 //
 // Contract:
 // - A job that cannot run ends `failed` at once when retrying cannot help
@@ -27,14 +35,18 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "daemon/lib/run_status.h"
 #include "engine/engine.h"
+#include "engine/generation_batch.h"
 #include "jobs/backoff.h"
 #include "jobs/queue.h"
 
@@ -46,7 +58,7 @@ struct WorkerOptions {
   std::string worker_id;
   std::map<std::string, std::string> models;  // name -> GGUF path
   std::string config_source;                  // named in "unknown model" messages
-  EngineOptions engine;
+  EngineOptions engine;       // engine.max_sequences: the batch size (config max_batch; 1 = sequential)
   int poll_interval_ms = 1000;
   int cancel_poll_ms = 200;  // how often a running job re-reads cancel_requested
   int64_t lease_ms = 60'000;
@@ -77,19 +89,25 @@ class Worker {
   Worker(jobs::Queue& queue, WorkerOptions options, const std::atomic<bool>& stop, RunStatus* status = nullptr);
   ~Worker();
 
-  // Recovers expired leases, claims the best claimable job and runs it to one of its ends.
+  // Recovers expired leases, claims jobs while the batch has room, and steps
+  // the batch until a job reaches one of its ends; returns that outcome
+  // (none_queued when nothing runs and nothing is claimable). Jobs still in
+  // the batch go on at the next call.
   JobOutcome run_next();
 
-  // Runs jobs until `stop`; with `drain`, also returns once nothing is
+  // Runs jobs until `stop` (then the running ones are checkpointed and
+  // released); with `drain`, also returns once nothing runs, nothing is
   // claimable and no job is waiting out a retry backoff. Returns how many
-  // jobs it claimed.
+  // jobs reached an end.
   int run(bool drain);
+  // Jobs in the batch now.
+  int active() const { return static_cast<int>(active_.size()); }
 
   // Called on every progress step of a running job, after the worker's own
   // checks (for status reporting; tests use it to act mid-generation).
   using ProgressObserver = std::function<void(const jobs::Job&, const GenerationProgress&)>;
   void set_progress_observer(ProgressObserver observer) { observer_ = std::move(observer); }
-  // Called by run() before each claim: where the daemon applies a reloaded config.
+  // Called by run() while no job is running: where the daemon applies a reloaded config.
   void set_between_jobs(std::function<void()> hook) { between_jobs_ = std::move(hook); }
 
   // New settings for the jobs that follow (SIGHUP); the worker id stays. A
@@ -102,8 +120,18 @@ class Worker {
 
  private:
   struct Execution;
-  Execution execute(const jobs::Job& job, const std::vector<int32_t>& resume);
+  struct Active;
+  using Clock = std::chrono::steady_clock;
+  enum class Admitted { none, some, database_unavailable };
+  Admitted admit();
+  void start(const jobs::Job& job, double load_ms);
+  void step();
+  void finish(Active& a, GenerationResult gen);
+  void fail_all(const Execution& failure, bool drop_engine);
+  void end(const jobs::Job& job, const Execution& ex);
+  std::string render_prompt(const jobs::Job& job);
   Engine& engine_for(const std::string& model, double& load_ms);
+  void drop_engine();
   JobOutcome record(const jobs::Job& job, const Execution& ex);
   void recover_orphans();
   bool retries_pending();
@@ -121,6 +149,19 @@ class Worker {
   std::function<void()> between_jobs_;
   std::unique_ptr<Engine> engine_;
   std::string engine_model_, engine_path_;
+  std::optional<std::string> chat_template_;  // the loaded model's tokenizer.chat_template
+  std::unique_ptr<GenerationBatch> batch_;
+  std::vector<std::unique_ptr<Active>> active_;  // the jobs in batch_ (stable addresses: progress callbacks)
+  std::deque<JobOutcome> outcomes_;              // ends not yet returned by run_next()
+  Clock::time_point last_admit_{};
+  // The batch run in progress (from the first job joining an empty batch to
+  // the last one leaving), for its summary line.
+  struct RunTotals {
+    Clock::time_point started{};
+    int64_t jobs = 0, steps = 0, tokens = 0;
+    uint64_t bytes_read = 0;
+    int max_size = 0;
+  } totals_;
 };
 
 }  // namespace ns::daemon

@@ -4,6 +4,7 @@ source "$(dirname "$0")/lib.sh"
 
 make_model tiny.gguf
 write_config tiny=tiny.gguf
+echo "max_batch: 1" >> "$CONFIG"  # one job at a time: the claim order is visible in started_ms
 echo "The third prompt, read from a file." > "$WORK/prompt.txt"
 
 id1=$(ns submit --config "$CONFIG" --model tiny --max-tokens 6 --ignore-eos "First prompt")

@@ -9,6 +9,7 @@ source "$(dirname "$0")/lib.sh"
 # Big enough that 3000 tokens take far longer than this test waits.
 make_model slow.gguf --n-embd 256 --n-layer 4 --n-ff 768 --n-ctx 4096
 write_config slow=slow.gguf
+echo "max_batch: 1" >> "$CONFIG"  # the short job must wait, not join the long one
 {
   echo "context: 4096"
   echo "checkpoint_tokens: 50"

@@ -37,8 +37,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 std::filesystem::path repo_root() {
-  // tests/unit/daemon/config_test.cpp -> the repository root
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+  return std::filesystem::path(NS_SOURCE_DIR);
 }
 
 }  // namespace
@@ -172,7 +171,7 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "log_level", "poll_interval_ms",
+  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "max_batch", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
                                        "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});

@@ -132,7 +132,7 @@ TEST_CASE("the heartbeat feeds the watchdog and reports the queue in STATUS=") {
   std::vector<std::string> got;
   {
     daemon::Heartbeat heartbeat([&] { return jobs::open_sqlite_queue(db, test::kFastCommits); }, status, notifier,
-                                {.lease_ms = 60'000, .stall_timeout_ms = 60'000, .status_interval_ms = 100, .tick_ms = 10});
+                                {.lease_ms = 60'000, .stall_timeout_ms = 60'000, .status_interval_ms = 100, .progress_interval_ms = 5000, .tick_ms = 10, .worker_id = ""});
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
     while (std::chrono::steady_clock::now() < until) {
       status.touch();  // the worker is alive
@@ -153,7 +153,7 @@ TEST_CASE("a stalled worker stops feeding the watchdog") {
   const daemon::ServiceNotifier notifier;
   daemon::RunStatus status;
   daemon::Heartbeat heartbeat([&] { return jobs::open_sqlite_queue(db, test::kFastCommits); }, status, notifier,
-                              {.lease_ms = 60'000, .stall_timeout_ms = 100, .status_interval_ms = 1000, .tick_ms = 10});
+                              {.lease_ms = 60'000, .stall_timeout_ms = 100, .status_interval_ms = 1000, .progress_interval_ms = 5000, .tick_ms = 10, .worker_id = ""});
   std::vector<std::string> got = sock.receive(150);  // no touch(): quiet for longer than 100 ms
   got = sock.receive(300);
   CHECK(count_with(got, "WATCHDOG=1") == 0);
@@ -170,15 +170,22 @@ TEST_CASE("status_line says what runs, how fast, and what waits") {
   counts.running = 2;
   CHECK(daemon::status_line(status.snapshot(), &counts) == "idle; 17 queued, 2 running elsewhere; 0 finished since start");
   status.start_job({42, "w", 3}, "tiny", 400, 96);
-  status.progress(120, 35.25);
+  status.progress(42, 10, 10, 120, 35.25);
   CHECK(daemon::status_line(status.snapshot(), &counts) ==
         "job 42 (tiny): 120/400 tokens (resumed at 96), 35.2 tok/s; 17 queued, 1 running elsewhere; 0 finished since "
         "start");
   CHECK_FALSE(status.mark_lease_lost({42, "w", 2}));  // an older attempt: not news
-  CHECK_FALSE(status.lease_lost());
+  CHECK_FALSE(status.lease_lost(42));
   CHECK(status.mark_lease_lost({42, "w", 3}));
-  CHECK(status.lease_lost());
-  status.end_job();
-  CHECK_FALSE(status.lease_lost());
-  CHECK(daemon::status_line(status.snapshot(), nullptr) == "idle; 1 finished since start");
+  CHECK(status.lease_lost(42));
+  // A batch: each job's own progress, their summed rate.
+  status.start_job({43, "w", 1}, "tiny", 64, 0);
+  status.progress(43, 512, 96, 0, 0);
+  CHECK_FALSE(status.lease_lost(43));
+  CHECK(daemon::status_line(status.snapshot(), &counts) ==
+        "2 jobs (tiny): 42 120/400, 43 prefill 96/512; 35.2 tok/s; 17 queued; 0 finished since start");
+  status.end_job(42);
+  CHECK_FALSE(status.lease_lost(42));
+  status.end_job(43);
+  CHECK(daemon::status_line(status.snapshot(), nullptr) == "idle; 2 finished since start");
 }

@@ -185,7 +185,7 @@ TEST_CASE("the heartbeat renews the lease while the job runs; a stalled generati
   const daemon::ServiceNotifier notifier;
   daemon::RunStatus status;
   daemon::Heartbeat heartbeat([&] { return jobs::open_sqlite_queue(f.db_path, test::kFastCommits); }, status, notifier,
-                              {.lease_ms = 240, .stall_timeout_ms = 150, .status_interval_ms = 1000, .tick_ms = 10});
+                              {.lease_ms = 240, .stall_timeout_ms = 150, .status_interval_ms = 1000, .progress_interval_ms = 5000, .tick_ms = 10, .worker_id = ""});
 
   SUBCASE("renewed") {
     const int64_t id = f.submit(3000);
