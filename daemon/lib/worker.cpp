@@ -421,6 +421,7 @@ void Worker::step() {
     std::unique_ptr<Active> a = std::move(*it);
     active_.erase(it);
     finish(*a, std::move(gen));
+    slot_freed_ = true;  // the next queued job joins at the next step
   }
   if (active_.empty() && totals_.steps > 0) {
     const double secs = std::chrono::duration<double>(Clock::now() - totals_.started).count();
@@ -569,9 +570,12 @@ JobOutcome Worker::record(const jobs::Job& job, const Execution& ex) {
   if (outcome == JobOutcome::done || outcome == JobOutcome::cancelled) {
     spdlog::info(
         "job {} stats: model {}, prompt {} tok, completion {} tok, queue_wait {:.0f} ms, load {:.0f} ms, "
-        "prefill {:.1f} ms ({:.2f} tok/s), decode {:.1f} ms ({:.2f} tok/s), peak_rss {:.1f} MiB, read {:.1f} MiB",
+        "prefill {:.1f} ms ({:.2f} tok/s), decode {:.1f} ms ({:.2f} tok/s), batch {:.1f} jobs on average, "
+        "peak_rss {:.1f} MiB, read {:.1f} MiB at {:.2f} GiB/s, io_wait {:.0f} ms, compute {:.0f} ms, "
+        "cache hits {:.0f}%, prefetch accuracy {:.0f}%",
         job.id, job.spec.model, r.prompt_tokens, r.completion_tokens, r.queue_wait_ms, r.load_ms, r.prefill_ms,
-        r.prefill_tok_s, r.decode_ms, r.decode_tok_s, mib(r.peak_rss_bytes), mib(r.bytes_read));
+        r.prefill_tok_s, r.decode_ms, r.decode_tok_s, r.avg_batch_size, mib(r.peak_rss_bytes), mib(r.bytes_read),
+        r.read_gib_s, r.io_wait_ms, r.compute_ms, 100 * r.cache_hit_rate, 100 * r.prefetch_accuracy);
   }
   return outcome;
 }
@@ -599,9 +603,12 @@ JobOutcome Worker::run_next() {
       if (admitted == Admitted::database_unavailable && outcomes_.empty()) return JobOutcome::database_unavailable;
       if (active_.empty() && outcomes_.empty()) return JobOutcome::none_queued;
     } else {
-      // Room in the batch: let queued jobs join between steps (not on every
-      // step: a claim is a write transaction).
-      if (!stop_.load() && Clock::now() - last_admit_ >= std::chrono::milliseconds(options_.cancel_poll_ms)) {
+      // Room in the batch: queued jobs join between steps, at once after a
+      // job left, else every cancel_poll_ms (a claim is a write transaction,
+      // not worth one on every step).
+      if (!stop_.load() && (slot_freed_ ||
+                            Clock::now() - last_admit_ >= std::chrono::milliseconds(options_.cancel_poll_ms))) {
+        slot_freed_ = false;
         admit();
       }
       if (!active_.empty()) step();

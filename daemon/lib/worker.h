@@ -154,6 +154,7 @@ class Worker {
   std::vector<std::unique_ptr<Active>> active_;  // the jobs in batch_ (stable addresses: progress callbacks)
   std::deque<JobOutcome> outcomes_;              // ends not yet returned by run_next()
   Clock::time_point last_admit_{};
+  bool slot_freed_ = false;                      // a job left the batch since the last claim
   // The batch run in progress (from the first job joining an empty batch to
   // the last one leaving), for its summary line.
   struct RunTotals {
