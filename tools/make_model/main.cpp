@@ -94,6 +94,8 @@ int run(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--seed", opt.seed, "random seed")->capture_default_str();
   app.add_option("--name", opt.name, "general.name (default: random-<arch>)");
+  app.add_option("--chat-template", opt.chat_template,
+                 "tokenizer.chat_template: a Jinja chat template as instruct models carry (chat jobs need one)");
   app.add_option("--out", out, "output path");
   app.add_option("--threads", threads, "generator threads (0: all cores)")->capture_default_str();
   app.add_flag("--print-size-only", print_size_only, "print the file size in bytes and write nothing");

@@ -37,6 +37,7 @@ std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
   w.set("general.file_type", u32(file_type));
   arch->add_metadata(w, shape);
   for (const auto& [key, value] : vocab.metadata) w.set(key, value);
+  if (!opt.chat_template.empty()) w.set("tokenizer.chat_template", str(opt.chat_template));
 
   model->tensors = arch->tensors(shape);
   for (const TensorPlan& t : model->tensors) {

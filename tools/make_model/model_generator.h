@@ -32,6 +32,7 @@ struct GeneratorOptions {
   std::vector<TypeOverride> overrides;
   std::string vocab_path;  // empty: the built-in vocabulary
   std::string name;        // general.name; empty: "random-<arch>"
+  std::string chat_template;  // tokenizer.chat_template (Jinja text); empty: none, or the --vocab file's
   uint64_t seed = 0;
 };
 

@@ -225,3 +225,33 @@ TEST_CASE("stop releases every job of the batch with its checkpoint; resumed, th
     CHECK(j.result->text == uninterrupted[j.id]);
   }
 }
+
+TEST_CASE("a chat job is rendered with the model's chat template and runs beside completion jobs") {
+  if (!test::have_generator()) return;
+  // A ChatML template in the GGUF, as Qwen instruct models carry it.
+  const std::string model = test::make_model(
+      "daemon-chatml-q8",
+      "--arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 128 --type Q8_0 --seed 3 "
+      "--chat-template '{% for message in messages %}{{\"<|im_start|>\" + message[\"role\"] + \"\\n\" + "
+      "message[\"content\"] + \"<|im_end|>\\n\"}}{% endfor %}{% if add_generation_prompt %}"
+      "{{\"<|im_start|>assistant\\n\"}}{% endif %}'");
+  Fixture f(model, 4);
+  jobs::JobSpec chat;
+  chat.model = "m";
+  chat.messages = R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Name a colour."}])";
+  chat.sampling.max_tokens = 12;
+  chat.sampling.temperature = 0;
+  chat.sampling.ignore_eos = true;
+  const int64_t chat_id = f.queue->submit(chat).id;
+  // The same conversation as a plain prompt, rendered by hand in ChatML.
+  const int64_t plain_id = f.submit(
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n",
+      12);
+  daemon::Worker worker(*f.queue, f.options, f.stop);
+  CHECK(worker.run(/*drain=*/true) == 2);
+  const jobs::Job c = f.job(chat_id), p = f.job(plain_id);
+  REQUIRE(c.state == JobState::done);
+  REQUIRE(p.state == JobState::done);
+  CHECK(c.result->text == p.result->text);
+  CHECK(c.result->prompt_tokens == p.result->prompt_tokens);
+}
