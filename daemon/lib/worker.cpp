@@ -414,7 +414,11 @@ void Worker::step() {
     a->batch_sum += size;
   }
   ++totals_.steps;
-  spdlog::debug("step {}: {} job(s) in {:.1f} ms", totals_.steps, size, ms_since(t0));
+  const BatchStepStats& st = batch_->last_step();
+  spdlog::debug("step {}: {} job(s), {} tokens ({} prefill), {} experts ({} read, {} cached), {:.1f} MiB read, "
+                "{:.1f} ms ({:.1f} ms waiting for reads)",
+                totals_.steps, size, st.tokens, st.prefill_tokens, st.experts_used, st.experts_read,
+                st.experts_cached, mib(st.bytes_read), ms_since(t0), 1e3 * st.io_wait_s);
   for (auto& [handle, gen] : batch_->take_finished()) {
     auto it = std::find_if(active_.begin(), active_.end(), [&](const auto& a) { return a->handle == handle; });
     if (it == active_.end()) continue;  // not ours (cannot happen: every request is a job)
@@ -425,11 +429,15 @@ void Worker::step() {
   }
   if (active_.empty() && totals_.steps > 0) {
     const double secs = std::chrono::duration<double>(Clock::now() - totals_.started).count();
+    const BatchRunStats& run = batch_->totals();
     spdlog::info("batch run: {} job(s) (at most {} together) in {} steps, {} tokens in {:.1f} s = {:.2f} tok/s "
-                 "aggregate, {:.1f} MiB read ({:.2f} MiB per token)",
+                 "aggregate, {:.1f} MiB read ({:.2f} MiB per token, {:.2f} GiB/s while reading), {:.0f}% of the "
+                 "time waiting for reads, expert cache hits {:.0f}%",
                  totals_.jobs, totals_.max_size, totals_.steps, totals_.tokens, secs,
-                 secs > 0 ? totals_.tokens / secs : 0, mib(totals_.bytes_read),
-                 totals_.tokens > 0 ? mib(totals_.bytes_read) / static_cast<double>(totals_.tokens) : 0);
+                 secs > 0 ? totals_.tokens / secs : 0, mib(run.bytes_read),
+                 totals_.tokens > 0 ? mib(run.bytes_read) / static_cast<double>(totals_.tokens) : 0,
+                 run.read_gib_s(), 100 * run.io_share(), 100 * run.cache_hit_rate());
+    batch_->reset_totals();
     totals_ = RunTotals{};
   }
 }
@@ -461,7 +469,6 @@ void Worker::finish(Active& a, GenerationResult gen) {
   r.avg_batch_size = a.steps > 0 ? static_cast<double>(a.batch_sum) / static_cast<double>(a.steps) : 1.0;
   ex.tokens = std::move(gen.tokens);
   totals_.tokens += r.completion_tokens - a.resumed;
-  totals_.bytes_read += r.bytes_read;
   // A job that reached its end on the same token the stop or cancel was
   // noticed is simply done.
   if (r.finish_reason != "cancelled") {

@@ -159,8 +159,7 @@ class Worker {
   // the last one leaving), for its summary line.
   struct RunTotals {
     Clock::time_point started{};
-    int64_t jobs = 0, steps = 0, tokens = 0;
-    uint64_t bytes_read = 0;
+    int64_t jobs = 0, steps = 0, tokens = 0;  // bytes and times: batch_->totals()
     int max_size = 0;
   } totals_;
 };
