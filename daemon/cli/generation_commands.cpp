@@ -6,7 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "daemon/cli/commands.h"
+#include "daemon/cli/run_progress.h"
 #include "daemon/cli/sampling_flags.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
@@ -27,7 +30,7 @@ struct RunArgs {
   SamplingParams sampling;
   int threads = 0, context = 0;
   std::string memory_budget = "0", io_mode = "uring";
-  bool json = false;
+  bool json = false, quiet = false;
 };
 
 struct LogitsArgs {
@@ -71,13 +74,20 @@ void run_command(const RunArgs& a) {
   eo.memory_budget = stream::parse_size(a.memory_budget);
   eo.io_mode = a.io_mode;
   auto engine = Engine::load(a.model, eo);
-  ProgressFn stream;
-  if (!a.json)
-    stream = [](const GenerationProgress& p) {
-      if (!p.piece.empty()) std::fwrite(p.piece.data(), 1, p.piece.size(), stdout), std::fflush(stdout);
-      return true;
-    };
+  // Progress on stderr when it is a terminal; the decode line too when the
+  // text is not streamed to that same terminal (--json, or stdout redirected).
+  const bool stderr_tty = ::isatty(STDERR_FILENO) == 1;
+  RunProgress progress(stderr, stderr_tty && !a.quiet, a.json || ::isatty(STDOUT_FILENO) != 1, a.sampling.max_tokens);
+  ProgressFn stream = [&](const GenerationProgress& p) {
+    progress.update(p);
+    if (!a.json && !p.piece.empty()) {
+      progress.before_text();
+      std::fwrite(p.piece.data(), 1, p.piece.size(), stdout), std::fflush(stdout);
+    }
+    return true;
+  };
   GenerationResult r = engine->generate(prompt, a.sampling, stream);
+  progress.finish();
   r.stats.load_ms = engine->load_ms();
   if (a.json) {
     std::cout << json{{"text", r.text}, {"finish_reason", r.finish_reason}, {"stats", stats_json(r.stats)}}.dump(-1, ' ', false, kReplaceInvalid)
@@ -250,7 +260,12 @@ void model_info_command(const ModelInfoArgs& a) {
 void add_generation_commands(CLI::App& app, int& exit_code) {
   auto run_args = std::make_shared<RunArgs>();
   auto* run = app.add_subcommand("run", "Generate text for one prompt now, without the queue or the daemon")
-                  ->footer("Example:\n  nightshift run --model model.gguf --temperature 0 -n 64 \"Once upon a time\"");
+                  ->footer("Examples:\n"
+                           "  nightshift run --model model.gguf --temperature 0 -n 64 \"Once upon a time\"\n"
+                           "  nightshift run --model big-moe.gguf --memory-budget 3GiB -f chapter.md -n 400 > more.md\n"
+                           "  nightshift run --model model.gguf --json \"Hello\" | jq .stats.decode_tok_s\n"
+                           "On a terminal, stderr shows the prefill (and, when the text is not streamed there, the\n"
+                           "decode) progress with tok/s and ETA; the final line has llama.cpp-style timings.");
   run->add_option("--model,-m", run_args->model, "GGUF model file")->required();
   run->add_option("prompt", run_args->prompt, "Prompt text");
   run->add_option("--prompt-file,-f", run_args->prompt_file, "Read the prompt from a file ('-' = stdin)");
@@ -263,6 +278,8 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"uring", "pread", "mmap"}))
       ->capture_default_str();
   run->add_flag("--json", run_args->json, "Print one JSON object {text, finish_reason, stats}");
+  run->add_flag("--no-progress", run_args->quiet,
+                "No live prefill/decode progress line on stderr (shown on a terminal for generations over 0.5 s)");
   add_sampling_flags(run, run_args->sampling);
   run->callback([run_args] {
     if (run_args->prompt.empty() && run_args->prompt_file.empty())
@@ -286,7 +303,9 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   logits->add_flag("--json", la->json, "JSON output");
   logits->callback([la] { logits_command(*la); });
 
-  auto* model = app.add_subcommand("model", "Inspect model files")->require_subcommand(1);
+  auto* model = app.add_subcommand("model", "Inspect model files")
+                    ->require_subcommand(1)
+                    ->footer("Example:\n  nightshift model info model.gguf --memory-budget 8GiB");
   auto ia = std::make_shared<ModelInfoArgs>();
   auto* info = model->add_subcommand("info", "Architecture, parameters (total and active per token), quant mix, "
                                              "bytes per expert, KV bytes per token, and the memory plan for a budget")

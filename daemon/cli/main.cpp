@@ -13,11 +13,23 @@ int main(int argc, char** argv) {
                "Submit jobs to the SQLite queue that nightshiftd works through, or run one directly.",
                "nightshift"};
   app.require_subcommand(1);
+  app.footer(
+      "Workflows (each command has --help with examples):\n"
+      "  one prompt now:        nightshift run --model model.gguf \"Once upon a time\"\n"
+      "  queue a prompt:        nightshift submit --model k2 \"Continue this...\"\n"
+      "  a JSONL batch:         nightshift submit --jsonl requests.jsonl --model k2\n"
+      "                         nightshift export --batch requests --jsonl results.jsonl\n"
+      "  a folder of documents: nightshift submit --dir ~/notes --model k2\n"
+      "                         nightshift export --dir ~/notes-continued\n"
+      "  progress:              nightshift status / nightshift watch\n"
+      "Guides: docs/ (batch-jsonl.md, nightly-continuation.md, watching-progress.md, browsing-results.md).\n"
+      "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 invalid input.");
   app.set_version_flag("--version", "nightshift 0.1.0");
   spdlog::set_level(spdlog::level::warn);
   int exit_code = ns::cli::kOk;
   ns::cli::add_generation_commands(app, exit_code);
   ns::cli::add_queue_commands(app, exit_code);
+  ns::cli::add_workflow_commands(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,7 +3,8 @@
 // Each command finds its database the same way the daemon does
 // (daemon/lib/database_path.h): --db PATH, else `database:` of --config FILE,
 // else $NIGHTSHIFT_DB, else ./nightshift.db. Errors print one line on stderr
-// and set an exit code from daemon/cli/commands.h.
+// and set an exit code from daemon/cli/commands.h (command_support.h).
+// `submit --jsonl` and `submit --dir` are jsonl_submit.h and document_submit.h.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,85 +18,17 @@
 #include <span>
 #include <vector>
 
+#include "daemon/cli/command_support.h"
 #include "daemon/cli/commands.h"
+#include "daemon/cli/document_submit.h"
+#include "daemon/cli/jsonl_submit.h"
 #include "daemon/cli/sampling_flags.h"
-#include "daemon/lib/config.h"
-#include "daemon/lib/database_path.h"
 #include "daemon/lib/job_format.h"
 #include "engine/util/error.h"
 #include "jobs/queue.h"
-#include "jobs/open_queue.h"
 
 namespace ns::cli {
 namespace {
-
-// --db / --config, shared by every queue command.
-struct DatabaseArgs {
-  std::string db;
-  std::string config;
-};
-
-void add_database_options(CLI::App* cmd, DatabaseArgs& args) {
-  cmd->add_option("--db", args.db, "SQLite queue file (else the config's database:, $NIGHTSHIFT_DB, ./nightshift.db)");
-  cmd->add_option("--config", args.config, "daemon config whose database: to use");
-}
-
-// A failure with its exit code, thrown inside a command and turned into a message.
-struct CommandError {
-  int code;
-  std::string message;
-};
-
-std::optional<daemon::Config> config_of(const DatabaseArgs& args) {
-  if (args.config.empty()) return std::nullopt;
-  try {
-    return daemon::load_config(args.config);
-  } catch (const Error& e) {
-    throw CommandError{kUsage, e.what()};
-  }
-}
-
-std::string database_path(const DatabaseArgs& args) {
-  const std::optional<daemon::Config> config = args.db.empty() ? config_of(args) : std::nullopt;
-  return daemon::resolve_database_path(args.db, config ? &*config : nullptr);
-}
-
-// The config's busy timeout and synchronous setting; the start-up integrity
-// check is the daemon's business (the CLI opens the file for a moment).
-std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args) {
-  const std::optional<daemon::Config> config = config_of(args);
-  jobs::SqliteOptions options = daemon::sqlite_options_from(config ? &*config : nullptr);
-  options.integrity_check = jobs::IntegrityCheck::off;
-  return jobs::open_queue(daemon::resolve_database_path(args.db, config ? &*config : nullptr), options);
-}
-
-// Reading commands must not create an empty database at a mistyped path.
-std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args) {
-  const std::string path = database_path(args);
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw CommandError{kFailure, "database " + path + " does not exist; pass --db PATH (or --config FILE, or set " +
-                                     std::string(daemon::kDatabaseEnv) + ") or submit a job first"};
-  }
-  return open_queue(args);
-}
-
-// Runs a command body, mapping failures to exit codes and one line on stderr.
-void run_command(const char* name, int& exit_code, const std::function<void()>& body) {
-  try {
-    body();
-    exit_code = kOk;
-  } catch (const CommandError& e) {
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.message.c_str());
-    exit_code = e.code;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.what());
-    exit_code = e.kind() == ErrorKind::invalid_input ? kInvalidInput : kFailure;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.what());
-    exit_code = kFailure;
-  }
-}
 
 std::string read_all(std::istream& in) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -138,46 +71,176 @@ std::vector<jobs::JobSpec> specs_from_lines(const std::string& text, const jobs:
   return specs;
 }
 
+struct SubmitArgs {
+  DatabaseArgs db;
+  std::string prompt, prompt_file, prompt_lines, jsonl, dir, batch;
+  std::vector<std::string> globs;
+  jobs::JobSpec spec;
+  bool json = false;
+};
+
+// submit --jsonl FILE: every valid line queued, every invalid one reported.
+void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
+  if (!a.spec.idempotency_key.empty()) {
+    throw CommandError{kUsage, "--key does not go with --jsonl: each line's key is made from the batch, its custom_id "
+                               "and its content"};
+  }
+  if (a.jsonl == "-" && a.batch.empty()) throw CommandError{kUsage, "reading the JSONL from stdin needs --batch NAME"};
+  JsonlSubmitOptions options;
+  options.batch = a.batch.empty() ? batch_name_from_path(a.jsonl) : a.batch;
+  if (a.jsonl != "-") {
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(a.jsonl, ec);
+    options.source_path = ec ? a.jsonl : absolute.lexically_normal().string();
+  }
+  options.model = a.spec.model;
+  options.defaults = a.spec.sampling;
+  options.priority = a.spec.priority;
+  options.max_attempts = a.spec.max_attempts;
+  const std::string text = read_file_or_stdin(a.jsonl, "the JSONL file");
+  auto queue = open_queue(a.db);
+  const JsonlSubmitReport report = submit_jsonl(*queue, text, options);
+  for (const BatchLineError& e : report.rejected) std::fprintf(stderr, "nightshift submit: %s\n", describe(e).c_str());
+  const int64_t created = report.created();
+  const int64_t already = static_cast<int64_t>(report.submitted.size()) - created;
+  const int64_t rejected = static_cast<int64_t>(report.rejected.size());
+  if (a.json) {
+    nlohmann::json jobs = nlohmann::json::array(), errors = nlohmann::json::array();
+    for (const JsonlSubmitted& s : report.submitted) {
+      jobs.push_back({{"line", s.line}, {"custom_id", s.custom_id}, {"id", s.id}, {"created", s.created}});
+    }
+    for (const BatchLineError& e : report.rejected) {
+      errors.push_back({{"line", e.line}, {"custom_id", e.custom_id}, {"message", e.message}});
+    }
+    std::cout << daemon::json_text({{"batch", options.batch}, {"lines", report.lines}, {"new_jobs", created},
+                                    {"already_queued", already}, {"invalid", rejected}, {"jobs", jobs},
+                                    {"errors", errors}})
+              << "\n";
+  } else {
+    std::cout << "batch " << options.batch << ": " << report.lines << " lines, " << created << " new jobs, " << already
+              << " already queued, " << rejected << " invalid\n";
+    if (created + already > 0) {
+      std::cout << "next: nightshift watch --batch " << options.batch << " --until-done; nightshift export --batch "
+                << options.batch << " --jsonl results.jsonl\n";
+    }
+  }
+  if (report.lines == 0) throw CommandError{kInvalidInput, a.jsonl + " has no request line"};
+  if (rejected > 0) exit_code = kInvalidInput;
+}
+
+// submit --dir DOCS: one job per document, each queued once per content.
+void submit_document_dir(const SubmitArgs& a, int& exit_code) {
+  if (!a.spec.idempotency_key.empty()) {
+    throw CommandError{kUsage, "--key does not go with --dir: each document's key is made from the batch, its path "
+                               "and its content"};
+  }
+  const std::vector<std::string>& globs = a.globs.empty() ? kDefaultDocumentGlobs : a.globs;
+  const std::vector<Document> docs = find_documents(a.dir, globs);
+  const std::string batch = a.batch.empty() ? batch_name_from_dir(a.dir) : a.batch;
+  std::string glob_list;
+  for (const std::string& g : globs) glob_list += (glob_list.empty() ? "" : " ") + g;
+  if (docs.empty()) {
+    std::fprintf(stderr, "nightshift submit: no document in %s matches %s; nothing to queue\n", a.dir.c_str(),
+                 glob_list.c_str());
+  }
+  auto queue = open_queue(a.db);
+  const DocumentSubmitReport report = submit_documents(*queue, docs, a.spec, batch);
+  for (const DocumentOutcome& d : report.documents) {
+    if (!d.problem.empty()) {
+      std::fprintf(stderr, "nightshift submit: %s/%s not queued: %s\n", a.dir.c_str(), d.relative_path.c_str(),
+                   d.problem.c_str());
+    }
+  }
+  if (a.json) {
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const DocumentOutcome& d : report.documents) {
+      nlohmann::json o = {{"path", d.relative_path}, {"id", d.id == 0 ? nlohmann::json() : nlohmann::json(d.id)},
+                          {"created", d.created}};
+      if (!d.problem.empty()) o["problem"] = d.problem;
+      jobs.push_back(std::move(o));
+    }
+    std::cout << daemon::json_text({{"batch", batch}, {"documents", report.documents.size()},
+                                    {"new_jobs", report.created()}, {"already_queued", report.already()},
+                                    {"not_queued", report.rejected()}, {"jobs", jobs}})
+              << "\n";
+  } else {
+    for (const DocumentOutcome& d : report.documents) {
+      if (d.created) std::cout << "queued " << d.relative_path << " as job " << d.id << "\n";
+    }
+    std::cout << "batch " << batch << ": " << report.documents.size() << " documents in " << a.dir << ", "
+              << report.created() << " new jobs, " << report.already() << " already queued, " << report.rejected()
+              << " not queued\n";
+  }
+  if (report.rejected() > 0) exit_code = kInvalidInput;
+}
+
 void add_submit(CLI::App& app, int& exit_code) {
-  struct Args {
-    DatabaseArgs db;
-    std::string prompt, prompt_file, prompt_lines;
-    jobs::JobSpec spec;
-    bool json = false;
-  };
-  auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("submit", "Queue a generation job; prints its id");
+  auto a = std::make_shared<SubmitArgs>();
+  CLI::App* cmd = app.add_subcommand("submit", "Queue generation jobs: one prompt, a file of prompts, an OpenAI Batch "
+                                               "JSONL file, or a folder of documents");
   auto* positional = cmd->add_option("prompt", a->prompt, "prompt text, or - to read it from stdin");
   auto* file = cmd->add_option("--prompt-file", a->prompt_file, "read the prompt from a file (- = stdin)");
   auto* lines = cmd->add_option("--prompt-lines", a->prompt_lines,
                                 "queue one job per non-empty line of this file (- = stdin), in transactions of "
                                 "200; prints one id per line");
-  positional->excludes(file);
-  lines->excludes(positional);
-  lines->excludes(file);
-  cmd->add_option("--model", a->spec.model, "model name from the daemon config's models:")->required();
+  auto* jsonl = cmd->add_option("--jsonl", a->jsonl,
+                                "queue one job per line of an OpenAI Batch input file (- = stdin): /v1/completions "
+                                "and /v1/chat/completions requests, as a named batch (docs/batch-jsonl.md)");
+  auto* dir = cmd->add_option("--dir", a->dir,
+                              "queue one continuation job per document (.md/.txt, at any depth) in this folder, "
+                              "once per content (docs/nightly-continuation.md)");
+  auto* glob = cmd->add_option("--glob", a->globs,
+                               "with --dir: which files are documents (repeatable; default '*.md' and '*.txt'; a "
+                               "glob with a / matches the path under the folder)")
+                   ->allow_extra_args(false);
+  auto* batch = cmd->add_option("--batch", a->batch,
+                                "with --jsonl or --dir: the batch's name (default: the file's name without "
+                                "extension, or the folder's name)");
+  glob->needs(dir);
+  batch->excludes(positional);
+  batch->excludes(file);
+  batch->excludes(lines);
+  CLI::Option* inputs[] = {positional, file, lines, jsonl, dir};
+  for (CLI::Option* x : inputs) {
+    for (CLI::Option* y : inputs) {
+      if (x != y) x->excludes(y);
+    }
+  }
+  cmd->add_option("--model", a->spec.model,
+                  "model name from the daemon config's models: (required, except with --jsonl whose lines name "
+                  "body.model; given with --jsonl it runs every line)");
   add_sampling_flags(cmd, a->spec.sampling);
   // One value per --stop, so `--stop X 'the prompt'` leaves the prompt positional.
   cmd->get_option("--stop")->allow_extra_args(false);
   cmd->add_option("--priority", a->spec.priority, "higher runs first; ties run oldest first")->capture_default_str();
   cmd->add_option("--key", a->spec.idempotency_key,
                   "idempotency key: submitting the same key again returns the first job's id "
-                  "(with --prompt-lines, line N gets KEY:N)");
+                  "(with --prompt-lines, line N gets KEY:N; --jsonl and --dir make their own)");
   cmd->add_option("--max-attempts", a->spec.max_attempts,
                   "attempts that may end in a crash or a transient failure before the job is dead (1..100)")
       ->capture_default_str();
-  cmd->add_flag("--json", a->json, "print {\"id\": N, \"created\": true|false} (one per line with --prompt-lines)");
+  cmd->add_flag("--json", a->json,
+                "print {\"id\": N, \"created\": true|false} (one per line with --prompt-lines; one report object "
+                "with --jsonl and --dir)");
   add_database_options(cmd, a->db);
   cmd->footer(
+      "With --jsonl and --dir the sampling flags are defaults: a JSONL line's body fields win.\n"
       "Examples:\n"
       "  nightshift submit --model tiny 'Once upon a time'\n"
       "  nightshift submit --model tiny --prompt-file notes.txt --max-tokens 400 --stop $'\\n\\n' --key notes-2025-01-31\n"
       "  cat doc.txt | nightshift submit --model tiny --priority 5 -\n"
       "  nightshift submit --model tiny --prompt-lines questions.txt --key questions-v1\n"
-      "Exit status: 0 queued (or the key matched a job), 2 bad command line, 4 input rejected\n"
-      "(empty or non-UTF-8 prompt, sampling value out of range), 1 database failure.\n");
+      "  nightshift submit --jsonl requests.jsonl --batch reviews-0412 --model k2\n"
+      "  nightshift submit --dir ~/notes --glob '*.md' --model k2 --max-tokens 800\n"
+      "Submitting the same JSONL file or folder again queues only what is new or changed.\n"
+      "Exit status: 0 queued (or already queued), 2 bad command line, 4 input rejected (empty or\n"
+      "non-UTF-8 prompt, sampling value out of range; with --jsonl/--dir: some lines or documents were\n"
+      "rejected, the others are queued), 1 database failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("submit", exit_code, [&] {
+      if (a->spec.model.empty() && a->jsonl.empty()) throw CommandError{kUsage, "--model is required"};
+      if (!a->jsonl.empty()) return submit_jsonl_file(*a, exit_code);
+      if (!a->dir.empty()) return submit_document_dir(*a, exit_code);
       auto print = [&](const jobs::SubmitOutcome& out, const std::string& key) {
         if (a->json) {
           std::cout << daemon::json_text({{"id", out.id}, {"created", out.created}}) << "\n";
@@ -206,7 +269,7 @@ void add_submit(CLI::App& app, int& exit_code) {
       }
       if (a->prompt.empty() && a->prompt_file.empty()) {
         throw CommandError{kUsage, "give the prompt as an argument, with --prompt-file FILE, --prompt-lines FILE, "
-                                   "or - for stdin"};
+                                   "--jsonl FILE, --dir FOLDER, or - for stdin"};
       }
       a->spec.prompt = read_prompt(a->prompt, a->prompt_file);
       auto queue = open_queue(a->db);
@@ -220,7 +283,7 @@ void add_submit(CLI::App& app, int& exit_code) {
 void add_list(CLI::App& app, int& exit_code) {
   struct Args {
     DatabaseArgs db;
-    std::string state;
+    std::string state, batch;
     int32_t limit = 50;
     bool json = false;
   };
@@ -229,6 +292,7 @@ void add_list(CLI::App& app, int& exit_code) {
   for (jobs::JobState s : jobs::kAllJobStates) states.emplace_back(jobs::state_name(s));
   CLI::App* cmd = app.add_subcommand("list", "List jobs, newest first");
   cmd->add_option("--state", a->state, "only jobs in this state")->check(CLI::IsMember(states));
+  cmd->add_option("--batch", a->batch, "only jobs of this batch (submit --jsonl / --dir)");
   cmd->add_option("--limit", a->limit, "at most N jobs; 0 = all")->capture_default_str();
   cmd->add_flag("--json", a->json, "print a JSON array of job objects (the fields of `show --json`)");
   add_database_options(cmd, a->db);
@@ -236,12 +300,14 @@ void add_list(CLI::App& app, int& exit_code) {
       "Examples:\n"
       "  nightshift list\n"
       "  nightshift list --state failed --limit 10\n"
+      "  nightshift list --batch reviews-0412 --state failed\n"
       "  nightshift list --state done --json | jq -r '.[].result.text'\n");
   cmd->callback([a, &exit_code] {
     run_command("list", exit_code, [&] {
       auto queue = open_existing(a->db);
       jobs::ListFilter filter;
       filter.state = a->state.empty() ? std::nullopt : jobs::parse_state(a->state);
+      filter.batch = a->batch;
       filter.limit = a->limit;
       const std::vector<jobs::Job> jobs = queue->list(filter);
       if (a->json) {
@@ -251,7 +317,8 @@ void add_list(CLI::App& app, int& exit_code) {
         return;
       }
       std::cout << daemon::format_job_table(jobs);
-      const jobs::QueueCounts c = queue->counts();
+      const jobs::QueueCounts c = a->batch.empty() ? queue->counts() : queue->counts(a->batch);
+      if (!a->batch.empty()) std::cout << "batch " << a->batch << ": ";
       std::cout << "queued " << c.queued << ", running " << c.running << ", done " << c.done << ", failed "
                 << c.failed << ", cancelled " << c.cancelled << ", dead " << c.dead << "\n";
     });

@@ -1,0 +1,85 @@
+#include "daemon/cli/command_support.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <optional>
+
+#include "daemon/cli/commands.h"
+#include "daemon/lib/config.h"
+#include "daemon/lib/database_path.h"
+#include "engine/util/error.h"
+#include "jobs/open_queue.h"
+
+namespace ns::cli {
+namespace {
+
+std::optional<daemon::Config> config_of(const DatabaseArgs& args) {
+  if (args.config.empty()) return std::nullopt;
+  try {
+    return daemon::load_config(args.config);
+  } catch (const Error& e) {
+    throw CommandError{kUsage, e.what()};
+  }
+}
+
+}  // namespace
+
+void add_database_options(CLI::App* cmd, DatabaseArgs& args) {
+  cmd->add_option("--db", args.db, "SQLite queue file (else the config's database:, $NIGHTSHIFT_DB, ./nightshift.db)");
+  cmd->add_option("--config", args.config, "daemon config whose database: to use");
+}
+
+// The config's busy timeout and synchronous setting; the start-up integrity
+// check is the daemon's business (the CLI opens the file for a moment).
+std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args) {
+  const std::optional<daemon::Config> config = config_of(args);
+  jobs::SqliteOptions options = daemon::sqlite_options_from(config ? &*config : nullptr);
+  options.integrity_check = jobs::IntegrityCheck::off;
+  return jobs::open_queue(daemon::resolve_database_path(args.db, config ? &*config : nullptr), options);
+}
+
+std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args) {
+  const std::optional<daemon::Config> config = args.db.empty() ? config_of(args) : std::nullopt;
+  const std::string path = daemon::resolve_database_path(args.db, config ? &*config : nullptr);
+  std::error_code ec;
+  if (!jobs::is_postgres_url(path) && !std::filesystem::exists(path, ec)) {
+    throw CommandError{kFailure, "database " + path + " does not exist; pass --db PATH (or --config FILE, or set " +
+                                     std::string(daemon::kDatabaseEnv) + ") or submit a job first"};
+  }
+  return open_queue(args);
+}
+
+void run_command(const char* name, int& exit_code, const std::function<void()>& body) {
+  try {
+    exit_code = kOk;
+    body();
+  } catch (const CommandError& e) {
+    std::cout.flush();
+    std::fprintf(stderr, "nightshift %s: %s\n", name, e.message.c_str());
+    exit_code = e.code;
+  } catch (const Error& e) {
+    std::cout.flush();
+    std::fprintf(stderr, "nightshift %s: %s\n", name, e.what());
+    exit_code = e.kind() == ErrorKind::invalid_input ? kInvalidInput : kFailure;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::fprintf(stderr, "nightshift %s: %s\n", name, e.what());
+    exit_code = kFailure;
+  }
+}
+
+std::string read_file_or_stdin(const std::string& path, const char* what) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CommandError{kInvalidInput, std::string("cannot read ") + what + " " + path + ": " + std::strerror(errno)};
+  std::string text(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
+  if (in.bad()) throw CommandError{kInvalidInput, std::string("cannot read ") + what + " " + path + ": read error"};
+  return text;
+}
+
+}  // namespace ns::cli

@@ -1,0 +1,43 @@
+// What every queue-facing command shares: finding and opening the database
+// (--db / --config, as the daemon finds it: daemon/lib/database_path.h), and
+// turning a failure into one line on stderr plus an exit code (commands.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "jobs/queue.h"
+
+namespace ns::cli {
+
+// --db / --config, shared by every queue command.
+struct DatabaseArgs {
+  std::string db;
+  std::string config;
+};
+void add_database_options(CLI::App* cmd, DatabaseArgs& args);
+
+// A failure with its exit code, thrown inside a command body.
+struct CommandError {
+  int code;
+  std::string message;
+};
+
+// Opens (creating if needed) the queue; the config's busy timeout and
+// synchronous setting apply. For commands that write (submit).
+std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args);
+// For reading commands: a mistyped path is an error, not a new empty database.
+std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args);
+
+// Runs a command body: exit_code = kOk, or the failure's code with
+// "nightshift NAME: message" on stderr. A body may set exit_code itself for
+// a partial success (e.g. some JSONL lines rejected); that value is kept.
+void run_command(const char* name, int& exit_code, const std::function<void()>& body);
+
+// The whole file (binary), or stdin for "-"; a CommandError (kInvalidInput) naming the file otherwise.
+std::string read_file_or_stdin(const std::string& path, const char* what);
+
+}  // namespace ns::cli

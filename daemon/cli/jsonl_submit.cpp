@@ -1,0 +1,145 @@
+#include "daemon/cli/jsonl_submit.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <span>
+
+#include "daemon/cli/sha256.h"
+#include "engine/chat/chat_messages_json.h"
+#include "engine/util/error.h"
+
+namespace ns::cli {
+namespace {
+
+constexpr size_t kChunk = 200;  // jobs per transaction
+
+// Length-prefixed fields, so no two different specs serialise alike.
+void field(std::string& out, std::string_view name, std::string_view value) {
+  out += name;
+  out += ':';
+  out += std::to_string(value.size());
+  out += ':';
+  out += value;
+  out += ';';
+}
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+int64_t JsonlSubmitReport::created() const {
+  return std::count_if(submitted.begin(), submitted.end(), [](const JsonlSubmitted& s) { return s.created; });
+}
+
+std::string spec_fingerprint(const jobs::JobSpec& spec) {
+  const SamplingParams& p = spec.sampling;
+  std::string text;
+  field(text, "model", spec.model);
+  field(text, "prompt", spec.prompt);
+  field(text, "messages", spec.messages);
+  field(text, "max_tokens", std::to_string(p.max_tokens));
+  field(text, "temperature", number(p.temperature));
+  field(text, "top_k", std::to_string(p.top_k));
+  field(text, "top_p", number(p.top_p));
+  field(text, "min_p", number(p.min_p));
+  field(text, "repeat_penalty", number(p.repeat_penalty));
+  field(text, "repeat_last_n", std::to_string(p.repeat_last_n));
+  field(text, "seed", std::to_string(p.seed));
+  for (const std::string& s : p.stop) field(text, "stop", s);
+  field(text, "ignore_eos", p.ignore_eos ? "1" : "0");
+  return sha256_hex(text);
+}
+
+jobs::JobSpec jsonl_job_spec(const BatchRequest& request, const JsonlSubmitOptions& options) {
+  jobs::JobSpec spec;
+  spec.model = options.model.empty() ? request.model : options.model;
+  if (spec.model.empty()) {
+    throw Error(ErrorKind::invalid_input,
+                "no model: the line has no body.model; give --model NAME (a model from the daemon config's models:)");
+  }
+  if (request.is_chat()) {
+    spec.messages = chat::chat_messages_to_json(request.messages);
+  } else {
+    spec.prompt = request.prompt;
+  }
+  spec.sampling = request.sampling;
+  spec.priority = options.priority;
+  spec.max_attempts = options.max_attempts;
+  spec.batch = options.batch;
+  spec.custom_id = request.custom_id;
+  spec.source_path = options.source_path;
+  spec.source_line = static_cast<int32_t>(request.line);
+  // The fingerprint's first 16 hex digits (64 bits) are plenty to tell
+  // versions of one custom_id apart.
+  spec.idempotency_key = "jsonl:" + options.batch + ":" + request.custom_id + ":" + spec_fingerprint(spec).substr(0, 16);
+  if (std::string problem = jobs::spec_problem(spec); !problem.empty()) throw Error(ErrorKind::invalid_input, problem);
+  return spec;
+}
+
+JsonlSubmitReport submit_jsonl(jobs::Queue& queue, std::string_view text, const JsonlSubmitOptions& options) {
+  if (options.batch.empty()) throw Error(ErrorKind::invalid_input, "the batch needs a name (--batch NAME)");
+  BatchInput input = parse_batch_jsonl(text, options.defaults);
+  JsonlSubmitReport report;
+  report.lines = input.lines;
+  report.rejected = std::move(input.errors);
+
+  // What the batch holds already, by custom_id: a resubmitted line finds its
+  // own key there; a changed line finds another one.
+  std::map<std::string, std::pair<std::string, int64_t>> existing;
+  jobs::ListFilter filter;
+  filter.batch = options.batch;
+  filter.limit = 0;
+  filter.order = jobs::ListFilter::Order::oldest_first;
+  for (const jobs::Job& job : queue.list(filter)) {
+    if (!job.spec.custom_id.empty()) existing[job.spec.custom_id] = {job.spec.idempotency_key, job.id};
+  }
+
+  std::vector<jobs::JobSpec> specs;
+  std::vector<JsonlSubmitted> pending;
+  for (const BatchRequest& request : input.requests) {
+    try {
+      jobs::JobSpec spec = jsonl_job_spec(request, options);
+      if (auto it = existing.find(request.custom_id); it != existing.end()) {
+        if (it->second.first == spec.idempotency_key) {
+          report.submitted.push_back({request.line, request.custom_id, it->second.second, false});
+          continue;
+        }
+        throw Error(ErrorKind::invalid_input,
+                    "custom_id \"" + request.custom_id + "\" is already job " + std::to_string(it->second.second) +
+                        " of batch " + options.batch +
+                        " with other content (prompt, messages, model or sampling): give the changed request a new "
+                        "custom_id, or submit the file as a new batch (--batch NAME)");
+      }
+      specs.push_back(std::move(spec));
+      pending.push_back({request.line, request.custom_id, 0, true});
+    } catch (const Error& e) {
+      report.rejected.push_back({request.line, request.custom_id, e.what()});
+    }
+  }
+  for (size_t i = 0; i < specs.size(); i += kChunk) {
+    const size_t n = std::min(kChunk, specs.size() - i);
+    const std::vector<jobs::SubmitOutcome> outs = queue.submit_many(std::span(specs).subspan(i, n));
+    for (size_t k = 0; k < n; ++k) {
+      pending[i + k].id = outs[k].id;
+      pending[i + k].created = outs[k].created;
+    }
+  }
+  report.submitted.insert(report.submitted.end(), pending.begin(), pending.end());
+  auto by_line = [](const auto& a, const auto& b) { return a.line < b.line; };
+  std::sort(report.submitted.begin(), report.submitted.end(), by_line);
+  std::sort(report.rejected.begin(), report.rejected.end(), by_line);
+  return report;
+}
+
+std::string batch_name_from_path(const std::string& path) {
+  std::string name = std::filesystem::path(path).stem().string();
+  return name.empty() ? "stdin" : name;
+}
+
+}  // namespace ns::cli

@@ -1,0 +1,56 @@
+// What `nightshift status` and `nightshift watch` show: the queue's counts,
+// the running jobs with their progress (tokens done / max, tok/s, ETA), the
+// last finished jobs, the batches and the daemons (the fleet).
+//
+// take_status() reads the queue (one short read per part); the format_*
+// functions are pure, so what people see is tested without a daemon.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jobs/queue.h"
+
+namespace ns::cli {
+
+struct StatusSnapshot {
+  int64_t now_ms = 0;
+  std::string batch;                        // "" = the whole queue
+  jobs::QueueCounts counts;
+  std::vector<jobs::Job> running;           // oldest first
+  std::vector<jobs::Job> recent;            // last finished, newest first
+  std::vector<jobs::BatchSummary> batches;  // newest first (only the one named when `batch` is set)
+  std::vector<jobs::WorkerInfo> workers;
+};
+
+// recent_limit / batch_limit: how many finished jobs and batches to read (0:
+// none, e.g. for one-line output); with `batch`, only that batch is listed.
+StatusSnapshot take_status(jobs::Queue& queue, const std::string& batch, int recent_limit, int batch_limit);
+
+struct StatusStyle {
+  bool bars = false;  // progress bars (a terminal)
+  int width = 100;    // terminal columns
+};
+
+// The full report, several sections, ending with a newline.
+std::string format_status(const StatusSnapshot& s, const StatusStyle& style);
+
+// One line (no newline) for logs and pipes: UTC time, the counts, and each running job's progress.
+std::string format_status_line(const StatusSnapshot& s);
+
+// One running job's progress: "prefill 512/4096 prompt tok" or
+// "37/200 tok, 3.10 tok/s, ETA 52s"; "waiting for its first progress report" before any.
+std::string job_progress_text(const jobs::Job& job, int64_t now_ms);
+
+// A daemon's state: "up 3h02m", "stopped 2h05m ago", "silent for 12m (crashed or hung?)".
+std::string worker_state_text(const jobs::WorkerInfo& w, int64_t now_ms);
+
+nlohmann::json status_to_json(const StatusSnapshot& s);
+
+// Nothing queued or running (in the snapshot's batch, if any).
+inline bool queue_idle(const StatusSnapshot& s) { return s.counts.queued == 0 && s.counts.running == 0; }
+
+}  // namespace ns::cli

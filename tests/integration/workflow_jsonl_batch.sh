@@ -1,0 +1,172 @@
+# The JSONL batch workflow with the real binaries: an OpenAI Batch file with
+# completion and chat lines and two bad lines is submitted (bad lines reported
+# by number, the rest queued with batch, custom_id, provenance and messages),
+# submitted again (nothing twice), exported before the daemon ran (nothing
+# written, a hint), drained by `nightshiftd --drain`, and exported: one
+# OpenAI output line per request in file order, checked with python3's json
+# module, including a chat job that fails on a model without a chat template.
+source "$(dirname "$0")/lib.sh"
+command -v python3 > /dev/null || { echo "SKIP: python3 is needed to check the JSON"; exit 77; }
+
+# A copy of a generated model with a tokenizer.chat_template added
+# (nightshift-make-model writes base models, which have none), so chat jobs
+# can run: add_chat_template IN.gguf OUT.gguf TEMPLATE_TEXT
+add_chat_template() {
+  python3 - "$1" "$2" "$3" <<'PY'
+# Rewrites a GGUF with one more string key: the header's key count + 1, the
+# key appended after the others, the tensor infos unchanged (their offsets
+# are relative to the data section), the data section re-aligned.
+import struct, sys
+src, dst, template = sys.argv[1], sys.argv[2], sys.argv[3]
+b = open(src, "rb").read()
+assert b[:4] == b"GGUF", "not a GGUF file"
+version, n_tensors, n_kv = struct.unpack_from("<IQQ", b, 4)
+pos = 24
+FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+def skip_string(p):
+    return p + 8 + struct.unpack_from("<Q", b, p)[0]
+
+def skip_value(t, p):
+    if t == 8:
+        return skip_string(p)
+    if t == 9:
+        et, n = struct.unpack_from("<IQ", b, p)
+        p += 12
+        for _ in range(n):
+            p = skip_value(et, p)
+        return p
+    return p + FIXED[t]
+
+alignment = 32
+for _ in range(n_kv):
+    key_end = skip_string(pos)
+    key = b[pos + 8:key_end].decode()
+    (t,) = struct.unpack_from("<I", b, key_end)
+    if key == "general.alignment":
+        (alignment,) = struct.unpack_from("<I", b, key_end + 4)
+    assert key != "tokenizer.chat_template", "the model has a chat template already"
+    pos = skip_value(t, key_end + 4)
+kv_end = pos
+for _ in range(n_tensors):
+    pos = skip_string(pos)
+    (n_dims,) = struct.unpack_from("<I", b, pos)
+    pos += 4 + 8 * n_dims + 4 + 8
+infos_end = pos
+data_start = -(-infos_end // alignment) * alignment
+key, value = b"tokenizer.chat_template", template.encode()
+extra = struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, len(value)) + value
+head = b[:4] + struct.pack("<IQQ", version, n_tensors, n_kv + 1) + b[24:kv_end] + extra + b[kv_end:infos_end]
+head += b"\0" * (-len(head) % alignment)
+open(dst, "wb").write(head + b[data_start:])
+PY
+}
+
+# ChatML, as Qwen's GGUFs carry it (nightshift renders it as the chatml family).
+CHATML_TEMPLATE="{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+
+make_model tiny.gguf
+add_chat_template "$WORK/tiny.gguf" "$WORK/chat.gguf" "$CHATML_TEMPLATE"
+write_config chat=chat.gguf tiny=tiny.gguf
+
+# Line 3 is not JSON, line 5 has a bad field; line 6 asks a base model (no template) for a chat reply.
+cat > "$WORK/requests.jsonl" <<'JSONL'
+{"custom_id": "story", "method": "POST", "url": "/v1/completions", "body": {"model": "chat", "prompt": "Once upon a time", "max_tokens": 6, "temperature": 0, "ignore_eos": true}}
+{"custom_id": "greeting", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "chat", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}], "max_tokens": 5, "seed": 3, "ignore_eos": true}}
+{"custom_id": "broken", "method": "POST", "url": "/v1/completions", "body": {"model": "chat", "prompt": "unterminated
+{"custom_id": "diary", "method": "POST", "url": "/v1/completions", "body": {"model": "tiny", "prompt": "Dear diary", "max_tokens": 4, "ignore_eos": true}}
+{"custom_id": "typo", "method": "POST", "url": "/v1/completions", "body": {"model": "tiny", "prompt": "x", "temprature": 0.5}}
+{"custom_id": "no-template", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "messages": [{"role": "user", "content": "Hello?"}], "max_tokens": 3}}
+JSONL
+
+expect_exit 4 ns submit --config "$CONFIG" --jsonl "$WORK/requests.jsonl"
+expect_contains "$OUT" 'line 3: not valid JSON' "bad JSON reported by line"
+expect_contains "$OUT" 'line 5 (custom_id "typo"): ' "bad field reported by line"
+expect_contains "$OUT" "temprature" "the bad field is named"
+expect_contains "$OUT" "batch requests: 6 lines, 4 new jobs, 0 already queued, 2 invalid" "submit summary"
+expect_eq "$(sql "SELECT count(*) FROM jobs")" 4 "valid lines queued"
+expect_eq "$(sql "SELECT group_concat(custom_id || '@' || source_line, ' ') FROM (SELECT * FROM jobs ORDER BY id)")" \
+  "story@1 greeting@2 diary@4 no-template@6" "custom ids and lines"
+expect_eq "$(sql "SELECT count(*) FROM jobs WHERE batch = 'requests' AND source_path = '$WORK/requests.jsonl'")" 4 \
+  "batch named after the file; provenance"
+expect_eq "$(sql "SELECT json_extract(messages, '\$[1].content') || '|' || ifnull(prompt, 'NULL') FROM jobs WHERE custom_id = 'greeting'")" \
+  "Hi there|NULL" "chat lines store messages, no prompt"
+expect_eq "$(sql "SELECT model FROM jobs WHERE custom_id = 'diary'")" "tiny" "body.model names the model"
+
+# Again: nothing new (exit 4 still: the bad lines are still bad).
+expect_exit 4 ns submit --config "$CONFIG" --jsonl "$WORK/requests.jsonl"
+expect_contains "$OUT" "0 new jobs, 4 already queued, 2 invalid" "a resubmit queues nothing twice"
+expect_eq "$(sql "SELECT count(*) FROM jobs")" 4 "no duplicates"
+# The fixed lines alone, as another file for the same batch: only they are new.
+sed -n '3p;5p' "$WORK/requests.jsonl" |
+  sed -e 's/"unterminated$/"fixed", "max_tokens": 3, "ignore_eos": true}}/' \
+      -e 's/"temprature": 0.5/"temperature": 0.5, "max_tokens": 3, "ignore_eos": true/' \
+  > "$WORK/fixes.jsonl"
+json=$(ns submit --config "$CONFIG" --jsonl "$WORK/fixes.jsonl" --batch requests --json)
+expect_eq "$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(r["new_jobs"], r["invalid"], r["batch"])' "$json")" \
+  "2 0 requests" "fixed lines queued into the batch"
+
+# Export before any daemon ran: nothing finished, so nothing written, and a hint.
+ns export --config "$CONFIG" --batch requests --jsonl "$WORK/early.jsonl" > "$WORK/early.txt"
+expect_contains "$(cat "$WORK/early.txt")" "0 done, 0 failed, 0 cancelled, 0 dead, 6 queued, 0 running; wrote 0 lines" "early export"
+expect_contains "$(cat "$WORK/early.txt")" "6 jobs are not finished and were left out" "early export hint"
+[[ ! -s "$WORK/early.jsonl" ]] || fail "an export with nothing finished wrote lines"
+expect_eq "$(ns list --config "$CONFIG" --batch requests --state queued --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" \
+  6 "list --batch"
+
+start_daemon --drain
+wait_daemon 0
+
+ns export --config "$CONFIG" --batch requests --jsonl "$WORK/results.jsonl" > "$WORK/export.txt"
+expect_contains "$(cat "$WORK/export.txt")" "batch requests: 5 done, 1 failed, 0 cancelled, 0 dead, 0 queued, 0 running; wrote 6 lines (1 errors)" \
+  "export counts"
+python3 - "$WORK/results.jsonl" "$DB" <<'PY' || fail "results.jsonl is not what the jobs hold"
+import json, sqlite3, sys
+lines = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+db = sqlite3.connect(sys.argv[2])
+db.text_factory = bytes  # a random model's text may end inside a UTF-8 character
+rows = {cid.decode(): (jid, text, ctoks, ptoks, reason and reason.decode()) for cid, jid, text, ctoks, ptoks, reason in db.execute(
+    "SELECT j.custom_id, j.id, r.text, r.completion_tokens, r.prompt_tokens, r.finish_reason "
+    "FROM jobs j LEFT JOIN results r ON r.job_id = j.id")}
+def same_text(exported, stored):
+    # Valid UTF-8 comes out as it is; invalid bytes become U+FFFD.
+    try:
+        return exported == stored.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd" in exported
+
+# File order: the first file's lines by number, then the second file's.
+assert [l["custom_id"] for l in lines] == ["story", "greeting", "diary", "no-template", "broken", "typo"], lines
+for l in lines:
+    jid, text, ctoks, ptoks, reason = rows[l["custom_id"]]
+    assert l["id"] == f"batch_req_{jid}", l
+    if l["custom_id"] == "no-template":
+        assert l["response"] is None, l
+        assert l["error"]["code"] == "invalid_input", l
+        assert "no chat template" in l["error"]["message"], l
+        continue
+    assert l["error"] is None, l
+    body = l["response"]["body"]
+    assert l["response"]["status_code"] == 200
+    assert body["usage"] == {"prompt_tokens": ptoks, "completion_tokens": ctoks, "total_tokens": ptoks + ctoks}, l
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == reason == "length", l
+    if l["custom_id"] == "greeting":
+        assert body["object"] == "chat.completion" and body["id"] == f"chatcmpl-{jid}", l
+        assert choice["message"]["role"] == "assistant" and same_text(choice["message"]["content"], text), l
+    else:
+        assert body["object"] == "text_completion" and body["id"] == f"cmpl-{jid}", l
+        assert same_text(choice["text"], text), l
+    assert body["model"] == ("tiny" if l["custom_id"] in ("diary", "typo") else "chat"), l
+assert rows["story"][2] == 6 and rows["greeting"][2] == 5 and rows["diary"][2] == 4
+PY
+
+# The chat job's prompt was rendered with the template: more prompt tokens than its text alone.
+expect_eq "$(sql "SELECT r.prompt_tokens > 12 FROM results r JOIN jobs j ON j.id = r.job_id WHERE j.custom_id = 'greeting'")" 1 \
+  "chat prompt rendered with ChatML markers"
+# To stdout, for a pipe: the same lines; the counts go to stderr.
+expect_eq "$(ns export --config "$CONFIG" --batch requests --jsonl - 2>/dev/null)" "$(cat "$WORK/results.jsonl")" "export to stdout"
+expect_exit 3 ns export --config "$CONFIG" --batch no-such-batch --jsonl "$WORK/x.jsonl"
+expect_contains "$OUT" "recent batches: requests" "unknown batch names the known ones"
+expect_exit 2 ns export --config "$CONFIG" --jsonl "$WORK/x.jsonl"
+echo "ok"

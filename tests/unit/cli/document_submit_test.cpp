@@ -1,0 +1,120 @@
+// submit --dir on a real folder and a real queue: which files are documents,
+// one job per document, nothing twice on a rerun, a new job for an edited
+// document, and a bad document reported without stopping the others.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "daemon/cli/document_submit.h"
+#include "daemon/cli/sha256.h"
+#include "tests/unit/cli/cli_queue.h"
+
+using namespace ns::cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::vector<std::string> names(const std::vector<Document>& docs) {
+  std::vector<std::string> out;
+  for (const Document& d : docs) out.push_back(d.relative_path);
+  return out;
+}
+
+ns::jobs::JobSpec base() {
+  ns::jobs::JobSpec s;
+  s.model = "tiny";
+  s.sampling.max_tokens = 9;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("documents: matching files at any depth, not hidden ones, not export output") {
+  ns::test::TempDir t;
+  const fs::path docs = t.path() / "notes";
+  write(docs / "b.md", "B");
+  write(docs / "a.txt", "A");
+  write(docs / "sub/deeper/c.md", "C");
+  write(docs / "skip.pdf", "not a document");
+  write(docs / ".hidden.md", "hidden");
+  write(docs / ".git/config.md", "hidden folder");
+  write(docs / "b.continued.md", "written by export --dir");
+  write(docs / "sub/c.continued", "written by export --dir");
+  write(docs / "to.be.continued.later.md", "a document whose name merely contains the word");
+  CHECK(names(find_documents(docs, kDefaultDocumentGlobs)) ==
+        std::vector<std::string>{"a.txt", "b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
+  CHECK(names(find_documents(docs, {"*.md"})) == std::vector<std::string>{"b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
+  CHECK(names(find_documents(docs, {"sub/*/*.md"})) == std::vector<std::string>{"sub/deeper/c.md"});
+  CHECK(names(find_documents(docs, {"*.rst"})).empty());
+  CHECK_THROWS_WITH_AS(find_documents(t.path() / "missing", kDefaultDocumentGlobs), doctest::Contains("is not a folder"),
+                       ns::Error);
+}
+
+TEST_CASE("custom ids name the document and its version") {
+  const std::string id = document_custom_id("notes/one.md", "text");
+  CHECK(id == "notes/one.md@" + sha256_hex("text").substr(0, 16));
+  CHECK(document_name(id) == "notes/one.md");
+  CHECK(document_name("user@example.com") == "");  // not a document's id
+  CHECK(document_name("req-7") == "");
+  CHECK(document_name("@0123456789abcdef") == "");
+  CHECK(batch_name_from_dir("/srv/notes/") == "notes");
+  CHECK(batch_name_from_dir("/srv/notes") == "notes");
+}
+
+TEST_CASE("one job per document; a rerun queues nothing; an edited document gets one new job") {
+  ns::test::CliQueue db;
+  const fs::path docs = db.dir.path() / "docs";
+  write(docs / "one.md", "Chapter one. The rain");
+  write(docs / "two.txt", "Notes: the meeting");
+  write(docs / "sub/three.md", "Third");
+
+  const DocumentSubmitReport first = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
+  CHECK(first.created() == 3);
+  CHECK(first.already() == 0);
+  const auto job = db.queue->get(first.documents[0].id);
+  REQUIRE(job);
+  CHECK(job->spec.prompt == "Chapter one. The rain");
+  CHECK(job->spec.batch == "docs");
+  CHECK(job->spec.custom_id == "one.md@" + sha256_hex("Chapter one. The rain").substr(0, 16));
+  CHECK(job->spec.idempotency_key == "docs:one.md:" + sha256_hex("Chapter one. The rain").substr(0, 16));
+  CHECK(job->spec.source_path == (docs / "one.md").string());
+  CHECK(job->spec.source_line == 0);
+  CHECK(job->spec.sampling.max_tokens == 9);
+  CHECK(db.queue->get(first.documents[1].id)->spec.custom_id.starts_with("sub/three.md@"));
+
+  const DocumentSubmitReport again = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
+  CHECK(again.created() == 0);
+  CHECK(again.already() == 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(again.documents[i].id == first.documents[i].id);
+
+  write(docs / "two.txt", "Notes: the meeting ran late");
+  const DocumentSubmitReport edited = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
+  CHECK(edited.created() == 1);
+  CHECK(edited.documents[2].relative_path == "two.txt");
+  CHECK(edited.documents[2].created);
+  CHECK(db.queue->counts("docs").queued == 4);
+}
+
+TEST_CASE("a document that cannot be queued is reported; the others are queued") {
+  ns::test::CliQueue db;
+  const fs::path docs = db.dir.path() / "docs";
+  write(docs / "empty.md", "");
+  write(docs / "latin1.txt", "caf\xe9");
+  write(docs / "good.md", "fine");
+  const DocumentSubmitReport r = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
+  CHECK(r.created() == 1);
+  CHECK(r.rejected() == 2);
+  CHECK(r.documents[0].relative_path == "empty.md");
+  CHECK(r.documents[0].problem == "it is empty");
+  CHECK(r.documents[2].relative_path == "latin1.txt");
+  CHECK(r.documents[2].problem.find("UTF-8") != std::string::npos);
+  CHECK(db.queue->counts().queued == 1);
+}
