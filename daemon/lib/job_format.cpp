@@ -47,6 +47,15 @@ size_t display_width(const std::string& s) {
   }));
 }
 
+// What a job continues: its prompt, or a chat job's last message.
+std::string input_preview(const jobs::JobSpec& spec) {
+  if (!spec.is_chat()) return spec.prompt;
+  const json messages = json::parse(spec.messages, nullptr, false);
+  if (!messages.is_array() || messages.empty()) return "[chat]";
+  const json& last = messages.back();
+  return "[chat] " + last.value("role", std::string("?")) + ": " + last.value("content", std::string());
+}
+
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
 
 }  // namespace
@@ -61,7 +70,12 @@ json job_to_json(const jobs::Job& job) {
       {"id", job.id},
       {"state", jobs::state_name(job.state)},
       {"model", job.spec.model},
-      {"prompt", job.spec.prompt},
+      {"prompt", text_or_null(job.spec.prompt)},
+      {"messages", job.spec.is_chat() ? json::parse(job.spec.messages, nullptr, false) : json(nullptr)},
+      {"batch", text_or_null(job.spec.batch)},
+      {"custom_id", text_or_null(job.spec.custom_id)},
+      {"source_path", text_or_null(job.spec.source_path)},
+      {"source_line", job.spec.source_line > 0 ? json(job.spec.source_line) : json(nullptr)},
       {"sampling",
        {{"max_tokens", sp.max_tokens},
         {"temperature", sp.temperature},
@@ -92,8 +106,17 @@ json job_to_json(const jobs::Job& job) {
       {"cancel_requested", job.cancel_requested},
       {"error_kind", text_or_null(job.error_kind)},
       {"error", text_or_null(job.error)},
+      {"progress", nullptr},
       {"result", nullptr},
   };
+  if (job.progress.updated_ms != 0) {
+    j["progress"] = {{"prompt_tokens", job.progress.prompt_tokens},
+                     {"prefilled", job.progress.prefilled},
+                     {"generated", job.progress.generated},
+                     {"tok_s", job.progress.tok_s},
+                     {"updated_ms", job.progress.updated_ms},
+                     {"updated_at", iso_or_null(job.progress.updated_ms)}};
+  }
   if (job.result) {
     const jobs::JobResult& r = *job.result;
     j["result"] = {
@@ -109,6 +132,12 @@ json job_to_json(const jobs::Job& job) {
         {"decode_tok_s", r.decode_tok_s},
         {"peak_rss_bytes", r.peak_rss_bytes},
         {"bytes_read", r.bytes_read},
+        {"read_gib_s", r.read_gib_s},
+        {"io_wait_ms", r.io_wait_ms},
+        {"compute_ms", r.compute_ms},
+        {"cache_hit_rate", r.cache_hit_rate},
+        {"prefetch_accuracy", r.prefetch_accuracy},
+        {"avg_batch_size", r.avg_batch_size},
     };
   }
   return j;
@@ -128,8 +157,12 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs) {
     if (j.state == jobs::JobState::failed || j.state == jobs::JobState::dead) {
       snippet = preview(j.error_kind + ": " + j.error, 60);
     }
-    if (j.state == jobs::JobState::queued || j.state == jobs::JobState::running) {
-      snippet = "> " + preview(j.spec.prompt, 38);
+    if (j.state == jobs::JobState::queued) snippet = "> " + preview(input_preview(j.spec), 38);
+    if (j.state == jobs::JobState::running) {
+      snippet = j.progress.updated_ms != 0
+                    ? fmt::format("[{}/{} tokens] ", j.progress.generated, j.spec.sampling.max_tokens) +
+                          preview(input_preview(j.spec), 24)
+                    : "> " + preview(input_preview(j.spec), 38);
     }
     std::string state = jobs::state_name(j.state);
     if (j.cancel_requested && j.state == jobs::JobState::running) state += "*";  // cancel pending
@@ -165,13 +198,27 @@ std::string format_job_details(const jobs::Job& job) {
   field("model", job.spec.model);
   field("priority", std::to_string(job.spec.priority));
   field("idempotency_key", job.spec.idempotency_key);
+  if (!job.spec.batch.empty()) {
+    field("batch", job.spec.batch + (job.spec.custom_id.empty() ? "" : " (custom_id " + job.spec.custom_id + ")"));
+  }
+  if (!job.spec.source_path.empty()) {
+    field("source", job.spec.source_path +
+                        (job.spec.source_line > 0 ? ":" + std::to_string(job.spec.source_line) : std::string()));
+  }
   field("created", jobs::iso8601_utc(job.created_ms));
   field("started", jobs::iso8601_utc(job.started_ms));
   field("finished", jobs::iso8601_utc(job.finished_ms));
   field("worker", job.worker);
   field("attempts", fmt::format("{} of at most {} (latest claim #{})", job.attempts, job.spec.max_attempts,
                                 job.attempt));
-  if (job.state == jobs::JobState::running) field("lease_expires", jobs::iso8601_utc(job.lease_expires_ms));
+  if (job.state == jobs::JobState::running) {
+    field("lease_expires", jobs::iso8601_utc(job.lease_expires_ms));
+    if (job.progress.updated_ms != 0) {
+      field("progress", fmt::format("prompt {}/{}, {} of at most {} tokens, {:.2f} tok/s (as of {})",
+                                    job.progress.prefilled, job.progress.prompt_tokens, job.progress.generated,
+                                    sp.max_tokens, job.progress.tok_s, short_time(job.progress.updated_ms)));
+    }
+  }
   if (job.spec.not_before_ms != 0 && job.state == jobs::JobState::queued) {
     field("not_before", jobs::iso8601_utc(job.spec.not_before_ms));
   }
@@ -191,9 +238,17 @@ std::string format_job_details(const jobs::Job& job) {
     field("prefill", fmt::format("{:.1f} ms ({:.2f} tok/s)", r.prefill_ms, r.prefill_tok_s));
     field("decode", fmt::format("{:.1f} ms ({:.2f} tok/s)", r.decode_ms, r.decode_tok_s));
     field("peak_rss", mib(r.peak_rss_bytes));
-    field("bytes_read", mib(r.bytes_read));
+    field("bytes_read", fmt::format("{} ({:.2f} GiB/s while reading)", mib(r.bytes_read), r.read_gib_s));
+    field("time", fmt::format("{:.0f} ms waiting for reads, {:.0f} ms computing", r.io_wait_ms, r.compute_ms));
+    field("expert_cache", fmt::format("{:.1f}% hits, prefetch accuracy {:.1f}%", 100 * r.cache_hit_rate,
+                                      100 * r.prefetch_accuracy));
+    field("batch_size", fmt::format("{:.1f} jobs decoded together on average", r.avg_batch_size));
   }
-  out += "--- prompt ---\n" + job.spec.prompt + "\n";
+  if (job.spec.is_chat()) {
+    out += "--- messages ---\n" + json_text(json::parse(job.spec.messages, nullptr, false), 2) + "\n";
+  } else {
+    out += "--- prompt ---\n" + job.spec.prompt + "\n";
+  }
   if (job.result) out += "--- output ---\n" + job.result->text + "\n";
   return out;
 }

@@ -1,0 +1,19 @@
+// Generated text as it is stored and exported: a generation may stop in the
+// middle of a character (max_tokens reached between the byte tokens of one
+// character) or a model may emit byte sequences that are not UTF-8. The
+// results table holds TEXT for people and SQLite browsers, so such bytes are
+// replaced, as OpenAI-style servers do, instead of storing bytes that
+// browsers, JSON encoders and Python's sqlite3 refuse.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ns::daemon {
+
+// `text` with every invalid byte sequence replaced by U+FFFD (one per
+// maximal invalid subpart: each byte that cannot start or continue a valid
+// character); valid text is returned unchanged.
+std::string to_valid_utf8(std::string_view text);
+
+}  // namespace ns::daemon
