@@ -7,6 +7,8 @@ packages=(
   libpcre2-dev nlohmann-json3-dev libcli11-dev libsystemd-dev
   clang libclang-rt-14-dev   # the GGUF parser fuzz test (libFuzzer)
   sqlite3                    # integration tests read the database with the sqlite3 shell
+  python3                    # ... and check JSON output (exports, --json) with it
+  postgresql libpq-dev       # the PostgreSQL queue backend (libpq) and the server its tests start
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -8,65 +8,11 @@
 source "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || { echo "SKIP: python3 is needed to check the JSON"; exit 77; }
 
-# A copy of a generated model with a tokenizer.chat_template added
-# (nightshift-make-model writes base models, which have none), so chat jobs
-# can run: add_chat_template IN.gguf OUT.gguf TEMPLATE_TEXT
-add_chat_template() {
-  python3 - "$1" "$2" "$3" <<'PY'
-# Rewrites a GGUF with one more string key: the header's key count + 1, the
-# key appended after the others, the tensor infos unchanged (their offsets
-# are relative to the data section), the data section re-aligned.
-import struct, sys
-src, dst, template = sys.argv[1], sys.argv[2], sys.argv[3]
-b = open(src, "rb").read()
-assert b[:4] == b"GGUF", "not a GGUF file"
-version, n_tensors, n_kv = struct.unpack_from("<IQQ", b, 4)
-pos = 24
-FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-
-def skip_string(p):
-    return p + 8 + struct.unpack_from("<Q", b, p)[0]
-
-def skip_value(t, p):
-    if t == 8:
-        return skip_string(p)
-    if t == 9:
-        et, n = struct.unpack_from("<IQ", b, p)
-        p += 12
-        for _ in range(n):
-            p = skip_value(et, p)
-        return p
-    return p + FIXED[t]
-
-alignment = 32
-for _ in range(n_kv):
-    key_end = skip_string(pos)
-    key = b[pos + 8:key_end].decode()
-    (t,) = struct.unpack_from("<I", b, key_end)
-    if key == "general.alignment":
-        (alignment,) = struct.unpack_from("<I", b, key_end + 4)
-    assert key != "tokenizer.chat_template", "the model has a chat template already"
-    pos = skip_value(t, key_end + 4)
-kv_end = pos
-for _ in range(n_tensors):
-    pos = skip_string(pos)
-    (n_dims,) = struct.unpack_from("<I", b, pos)
-    pos += 4 + 8 * n_dims + 4 + 8
-infos_end = pos
-data_start = -(-infos_end // alignment) * alignment
-key, value = b"tokenizer.chat_template", template.encode()
-extra = struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, len(value)) + value
-head = b[:4] + struct.pack("<IQQ", version, n_tensors, n_kv + 1) + b[24:kv_end] + extra + b[kv_end:infos_end]
-head += b"\0" * (-len(head) % alignment)
-open(dst, "wb").write(head + b[data_start:])
-PY
-}
-
-# ChatML, as Qwen's GGUFs carry it (nightshift renders it as the chatml family).
 CHATML_TEMPLATE="{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 
+# An instruct-style model carries a chat template; a base model has none.
 make_model tiny.gguf
-add_chat_template "$WORK/tiny.gguf" "$WORK/chat.gguf" "$CHATML_TEMPLATE"
+make_model chat.gguf --chat-template "$CHATML_TEMPLATE"
 write_config chat=chat.gguf tiny=tiny.gguf
 
 # Line 3 is not JSON, line 5 has a bad field; line 6 asks a base model (no template) for a chat reply.
