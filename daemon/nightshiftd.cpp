@@ -37,6 +37,7 @@
 #include "engine/util/error.h"
 #include "jobs/queue.h"
 #include "jobs/open_queue.h"
+#include "jobs/pg_conn.h"
 
 namespace {
 
@@ -99,7 +100,7 @@ std::string running_ids(const ns::daemon::RunStatus::Snapshot& s) {
 void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, const std::string& db, bool drain) {
   spdlog::info("nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}, "
                "lease {} ms, checkpoint every {} tokens / {} ms{}",
-               opts.worker_id, db, config.source, config.models.size(), config.threads, config.context,
+               opts.worker_id, ns::jobs::pg::redact_url(db), config.source, config.models.size(), config.threads, config.context,
                config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
                drain ? ", drain mode" : "");
   if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
@@ -230,7 +231,8 @@ int main(int argc, char** argv) {
   bool drain = false;
   app.add_option("--config", config_path, "YAML config (see examples/config.yaml)")->required()->check(CLI::ExistingFile);
   app.add_option("--db", db_path,
-                 "SQLite queue file; overrides the config's database:, $NIGHTSHIFT_DB and ./nightshift.db");
+                 "the queue (a SQLite file or a postgresql:// URL); overrides the config's database:, "
+                 "$NIGHTSHIFT_DB and ./nightshift.db");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off; overrides log_level:");
   app.add_flag("--drain", drain,
                "exit 0 as soon as nothing is claimable and no job waits for a retry (for batch runs and timers)");

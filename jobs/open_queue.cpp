@@ -1,5 +1,6 @@
 #include "jobs/open_queue.h"
 
+#include "jobs/pg_queue.h"
 #include "jobs/sqlite_queue.h"
 
 namespace ns::jobs {
@@ -9,10 +10,7 @@ bool is_postgres_url(const std::string& database) {
 }
 
 std::unique_ptr<Queue> open_queue(const std::string& database, const SqliteOptions& sqlite) {
-  if (is_postgres_url(database)) {
-    throw DatabaseError(false, "database " + database +
-                                   ": PostgreSQL queues are not built into this nightshift yet; use a SQLite file path");
-  }
+  if (is_postgres_url(database)) return open_pg_queue(database);
   return open_sqlite_queue(database, sqlite);
 }
 

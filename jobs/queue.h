@@ -285,7 +285,7 @@ class Queue {
   virtual QueueCounts counts() = 0;
   // The counts of one batch's jobs.
   virtual QueueCounts counts(const std::string& batch) = 0;
-  // Batches, most recently created first.
+  // Batches, most recently created first; limit <= 0: all of them.
   virtual std::vector<BatchSummary> batches(int32_t limit) = 0;
 
   // ---- the fleet ------------------------------------------------------------
@@ -296,6 +296,28 @@ class Queue {
   virtual void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) = 0;
   virtual void worker_stopped(const std::string& id) = 0;
   virtual std::vector<WorkerInfo> workers() = 0;
+
+  // ---- copying a queue to another database (nightshift migrate-queue) ------
+  // Added with the PostgreSQL backend (issue 8), so a SQLite queue can move to
+  // a server database (and back) with everything it knows.
+  //
+  // A job with all that belongs to it: every column (state, lease, attempts,
+  // error, progress, times), its result, its attempt history and checkpoint.
+  struct JobCopy {
+    Job job;
+    std::vector<AttemptRecord> history;
+    std::optional<Checkpoint> checkpoint;
+  };
+  // Up to `limit` jobs with ids above `after_id`, in id order (page through
+  // a queue of any size with the last id returned).
+  virtual std::vector<JobCopy> export_jobs(int64_t after_id, int32_t limit) = 0;
+  // Inserts the copies in one transaction, all or nothing, exactly as they
+  // are (no state change, no new attempt; workers are not copied). keep_ids:
+  // under their own ids (an id already taken is an error), so the ids `submit`
+  // printed still name the same jobs, and later submits get higher ids; else
+  // under new ids, in order. A copy whose idempotency key already names a job
+  // here is not inserted: its outcome is that job's id with created = false.
+  virtual std::vector<SubmitOutcome> import_jobs(std::span<const JobCopy> copies, bool keep_ids) = 0;
 };
 
 }  // namespace ns::jobs

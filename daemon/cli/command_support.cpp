@@ -30,7 +30,8 @@ std::optional<daemon::Config> config_of(const DatabaseArgs& args) {
 }  // namespace
 
 void add_database_options(CLI::App* cmd, DatabaseArgs& args) {
-  cmd->add_option("--db", args.db, "SQLite queue file (else the config's database:, $NIGHTSHIFT_DB, ./nightshift.db)");
+  cmd->add_option("--db", args.db, "the queue: a SQLite file or a postgresql:// URL (else the config's database:, $NIGHTSHIFT_DB, "
+                  "./nightshift.db)");
   cmd->add_option("--config", args.config, "daemon config whose database: to use");
 }
 

@@ -20,5 +20,6 @@ void add_generation_commands(CLI::App& app, int& exit_code);
 void add_queue_commands(CLI::App& app, int& exit_code);
 // export, status, watch  (daemon/cli/workflow_commands.cpp)
 void add_workflow_commands(CLI::App& app, int& exit_code);
+// migrate-queue (daemon/cli/migrate_queue_command.cpp, declared in its header)
 
 }  // namespace ns::cli

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "daemon/cli/commands.h"
+#include "daemon/cli/migrate_queue_command.h"
 #include "engine/util/error.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
       "  a folder of documents: nightshift submit --dir ~/notes --model k2\n"
       "                         nightshift export --dir ~/notes-continued\n"
       "  progress:              nightshift status / nightshift watch\n"
+      "  move to PostgreSQL:    nightshift migrate-queue --from queue.db --to postgresql://host/db\n"
       "Guides: docs/ (batch-jsonl.md, nightly-continuation.md, watching-progress.md, browsing-results.md).\n"
       "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 invalid input.");
   app.set_version_flag("--version", "nightshift 0.1.0");
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   ns::cli::add_generation_commands(app, exit_code);
   ns::cli::add_queue_commands(app, exit_code);
   ns::cli::add_workflow_commands(app, exit_code);
+  ns::cli::add_migrate_queue_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

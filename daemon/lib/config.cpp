@@ -16,6 +16,7 @@
 
 #include "engine/util/error.h"
 #include "engine/stream/human_size.h"
+#include "jobs/open_queue.h"
 
 namespace ns::daemon {
 namespace {
@@ -107,11 +108,12 @@ Option int_option(const char* name, const char* default_value, long long min, lo
 const std::vector<Option>& option_table() {
   static const std::vector<Option> kOptions = {
       {{"database", "string", "\"\"",
-        "SQLite queue file; relative to this file's directory. Empty: $NIGHTSHIFT_DB, else ./nightshift.db",
+        "the queue: a SQLite file (relative to this file's directory) or a postgresql:// URL shared by a fleet "
+        "(docs/fleet.md). Empty: $NIGHTSHIFT_DB, else ./nightshift.db",
         false},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          const std::string v = as_string(ctx, "database", n);
-         c.database = v.empty() ? v : resolve_path(ctx, v);
+         c.database = v.empty() || jobs::is_postgres_url(v) ? v : resolve_path(ctx, v);
        },
        same_member(&Config::database)},
       {{"models", "map", "{}",

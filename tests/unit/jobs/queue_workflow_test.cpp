@@ -1,7 +1,7 @@
-// What schema 003 added to the queue contract, on real SQLite files: chat
-// jobs, named batches with custom ids and provenance, batch claims for the
-// batching engine, progress written with heartbeats, the streaming stats of
-// results, and the fleet's workers table.
+// What schema 003 added to the queue contract, on both backends
+// (tests/unit/jobs/backends.h): chat jobs, named batches with custom ids and
+// provenance, batch claims for the batching engine, progress written with
+// heartbeats, the streaming stats of results, and the fleet's workers table.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -10,10 +10,7 @@
 
 #include "engine/util/error.h"
 #include "jobs/queue.h"
-#include "jobs/sqlite_db.h"
-#include "jobs/sqlite_queue.h"
-#include "tests/unit/jobs/fast_queue.h"
-#include "tests/unit/jobs/temp_dir.h"
+#include "tests/unit/jobs/backends.h"
 
 namespace {
 
@@ -37,9 +34,9 @@ std::vector<int64_t> ids_of(const std::vector<Job>& jobs) {
 
 }  // namespace
 
-TEST_CASE("chat jobs keep their messages; a job has exactly one input") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("chat jobs keep their messages; a job has exactly one input") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   JobSpec chat;
   chat.model = "m";
   chat.messages = R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}])";
@@ -63,9 +60,9 @@ TEST_CASE("chat jobs keep their messages; a job has exactly one input") {
   CHECK(q->counts().queued == 1);
 }
 
-TEST_CASE("batches: custom ids unique within a batch, provenance kept, counts and summaries per batch") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("batches: custom ids unique within a batch, provenance kept, counts and summaries per batch") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   std::vector<JobSpec> specs;
   for (int i = 1; i <= 3; ++i) {
     JobSpec s = completion("m", "prompt " + std::to_string(i));
@@ -131,9 +128,9 @@ TEST_CASE("batches: custom ids unique within a batch, provenance kept, counts an
   CHECK(recent[0].finished_ms >= recent[1].finished_ms);
 }
 
-TEST_CASE("claim_batch takes the head of the queue for one model and never jumps a job ahead of it") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("claim_batch takes the head of the queue for one model and never jumps a job ahead of it") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t a1 = q->submit(completion("a", "1")).id;
   const int64_t a2 = q->submit(completion("a", "2")).id;
   const int64_t b1 = q->submit(completion("b", "3")).id;
@@ -160,9 +157,9 @@ TEST_CASE("claim_batch takes the head of the queue for one model and never jumps
   CHECK(q->attempts(a1).size() == 1);
 }
 
-TEST_CASE("heartbeats carry progress; a fenced-out heartbeat writes none") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("heartbeats carry progress; a fenced-out heartbeat writes none") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(completion("m", "p")).id;
   auto job = q->claim("w", kLeaseMs);
   REQUIRE(job);
@@ -188,9 +185,9 @@ TEST_CASE("heartbeats carry progress; a fenced-out heartbeat writes none") {
   CHECK(q->get(id)->progress.generated == 17);
 }
 
-TEST_CASE("results keep the streaming and batching stats") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("results keep the streaming and batching stats") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(completion("m", "p")).id;
   auto job = q->claim("w", kLeaseMs);
   REQUIRE(job);
@@ -217,9 +214,9 @@ TEST_CASE("results keep the streaming and batching stats") {
   CHECK(done->result->avg_batch_size == doctest::Approx(12.5));
 }
 
-TEST_CASE("workers register, beat, stop; status reads them back") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("workers register, beat, stop; status reads them back") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   WorkerInfo w;
   w.id = "host-a:1";
   w.host = "host-a";
@@ -249,10 +246,9 @@ TEST_CASE("workers register, beat, stop; status reads them back") {
   for (const WorkerInfo& x : q->workers()) CHECK(x.stopped_ms == 0);
 }
 
-TEST_CASE("the summary views read the new columns") {
-  ns::test::TempDir dir;
-  const std::string path = dir.file("q.db");
-  auto q = open_sqlite_queue(path, ns::test::kFastCommits);
+QUEUE_TEST("the summary views read the new columns") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   JobSpec s = completion("m", "p");
   s.batch = "b1";
   s.custom_id = "c1";
@@ -266,17 +262,19 @@ TEST_CASE("the summary views read the new columns") {
   p.tok_s = 2.25;
   CHECK(q->heartbeat(job->lease(), kLeaseMs, p));
 
-  ns::jobs::sqlite::Db db(path, ns::test::kFastCommits);
-  ns::jobs::sqlite::Stmt js(db, "SELECT state, batch, custom_id, tokens, tok_s, source FROM job_summary");
-  REQUIRE(js.step());
+  const std::vector<ns::test::Row> jobs =
+      db.query("SELECT state, batch, custom_id, tokens, tok_s, source FROM job_summary");
+  REQUIRE(jobs.size() == 1);
+  const ns::test::Row& js = jobs[0];
   CHECK(js.text(0) == "running");
   CHECK(js.text(1) == "b1");
   CHECK(js.text(2) == "c1");
   CHECK(js.int64(3) == 5);
   CHECK(js.real(4) == doctest::Approx(2.25));
   CHECK(js.text(5) == "in.jsonl:3");
-  ns::jobs::sqlite::Stmt bs(db, "SELECT batch, jobs, running, finished FROM batch_summary");
-  REQUIRE(bs.step());
+  const std::vector<ns::test::Row> batches = db.query("SELECT batch, jobs, running, finished FROM batch_summary");
+  REQUIRE(batches.size() == 1);
+  const ns::test::Row& bs = batches[0];
   CHECK(bs.text(0) == "b1");
   CHECK(bs.int64(1) == 1);
   CHECK(bs.int64(2) == 1);

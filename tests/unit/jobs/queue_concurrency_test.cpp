@@ -1,5 +1,6 @@
-// Several connections on one file at once (as the daemon and CLI processes
-// are): no job is claimed twice, none is lost, concurrent openers migrate once.
+// Several connections on one database at once (as the daemon and CLI
+// processes are), on both backends (tests/unit/jobs/backends.h): no job is
+// claimed twice, none is lost, concurrent openers migrate once.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,19 +14,14 @@
 #include <vector>
 
 #include "jobs/queue.h"
-#include "jobs/sqlite_db.h"
-#include "jobs/sqlite_migrations.h"
-#include "jobs/sqlite_queue.h"
-#include "tests/unit/jobs/fast_queue.h"
-#include "tests/unit/jobs/temp_dir.h"
+#include "tests/unit/jobs/backends.h"
 
 using namespace ns::jobs;
 
 namespace {
 
-// These tests are about locking, not durability: commits without fsync keep
-// them fast (sqlite_schema_test.cpp checks the durable default).
-const SqliteOptions kNoFsync = ns::test::kFastCommits;
+// (These tests are about locking, not durability: the backends commit
+// without fsync to keep them fast; sqlite_schema_test.cpp checks the durable default.)
 constexpr int64_t kLeaseMs = 60'000;
 
 JobSpec spec(int i) {
@@ -38,9 +34,10 @@ JobSpec spec(int i) {
 
 // Claims until the queue stays empty, completing each job; returns the ids it got.
 // `start` lines the threads up after their (slow) open, so they really race.
-std::vector<int64_t> drain(const std::string& path, const std::string& worker, const std::atomic<bool>& producers_done,
-                           std::latch& start) {
-  auto q = open_sqlite_queue(path, kNoFsync);
+template <class Backend>
+std::vector<int64_t> drain(const Backend& db, const std::string& worker, const std::atomic<bool>& producers_done,
+                           std::latch& start, int batch = 1) {
+  auto q = db.open();
   start.arrive_and_wait();
   std::vector<int64_t> got;
   JobResult r;
@@ -50,9 +47,18 @@ std::vector<int64_t> drain(const std::string& path, const std::string& worker, c
     // Read the flag before claiming: an empty claim after the producers were
     // done means nothing is left.
     const bool last_round = producers_done.load();
-    if (std::optional<Job> j = q->claim(worker, kLeaseMs)) {
-      got.push_back(j->id);
-      if (!q->complete(j->lease(), r)) got.push_back(-j->id);  // a broken fence shows up as a negative id
+    std::vector<Job> jobs;
+    if (batch == 1) {
+      if (std::optional<Job> j = q->claim(worker, kLeaseMs)) jobs.push_back(std::move(*j));
+    } else {
+      jobs = q->claim_batch(worker, kLeaseMs, batch, "");
+    }
+    for (const Job& j : jobs) {
+      got.push_back(j.id);
+      if (!q->complete(j.lease(), r)) got.push_back(-j.id);  // a broken fence shows up as a negative id
+    }
+    if (!jobs.empty()) {
+      continue;
     } else if (last_round) {
       break;
     } else {
@@ -64,19 +70,18 @@ std::vector<int64_t> drain(const std::string& path, const std::string& worker, c
 
 }  // namespace
 
-TEST_CASE("two workers with their own connections never claim the same job") {
-  ns::test::TempDir dir;
-  const std::string path = dir.file("q.db");
+QUEUE_TEST("two workers with their own connections never claim the same job") {
+  QUEUE_BACKEND(db);
   constexpr int kJobs = 200;
   {
-    auto q = open_sqlite_queue(path, kNoFsync);
+    auto q = db.open();
     for (int i = 0; i < kJobs; ++i) q->submit(spec(i));
   }
   std::atomic<bool> done{true};
   std::latch start(2);
   std::vector<int64_t> a, b;
-  std::thread ta([&] { a = drain(path, "worker-a", done, start); });
-  std::thread tb([&] { b = drain(path, "worker-b", done, start); });
+  std::thread ta([&] { a = drain(db, "worker-a", done, start); });
+  std::thread tb([&] { b = drain(db, "worker-b", done, start); });
   ta.join();
   tb.join();
 
@@ -87,7 +92,7 @@ TEST_CASE("two workers with their own connections never claim the same job") {
   CHECK(unique.size() == kJobs);
   MESSAGE("worker-a claimed " << a.size() << ", worker-b " << b.size());
 
-  auto q = open_sqlite_queue(path, kNoFsync);
+  auto q = db.open();
   CHECK(q->counts().done == kJobs);
   // Each row names the worker that really completed it.
   ListFilter done_jobs;
@@ -100,22 +105,21 @@ TEST_CASE("two workers with their own connections never claim the same job") {
   }
 }
 
-TEST_CASE("submitters and workers running at the same time lose nothing") {
-  ns::test::TempDir dir;
-  const std::string path = dir.file("q.db");
-  open_sqlite_queue(path, kNoFsync);  // create the schema before the race
+QUEUE_TEST("submitters and workers running at the same time lose nothing") {
+  QUEUE_BACKEND(db);
+  db.open();  // create the schema before the race
   constexpr int kPerProducer = 100;
   std::atomic<bool> producers_done{false};
   std::vector<int64_t> submitted_a, submitted_b, got_a, got_b;
 
   std::latch start(4);
   auto produce = [&](std::vector<int64_t>& out, int base) {
-    auto q = open_sqlite_queue(path, kNoFsync);
+    auto q = db.open();
     start.arrive_and_wait();
     for (int i = 0; i < kPerProducer; ++i) out.push_back(q->submit(spec(base + i)).id);
   };
-  std::thread wa([&] { got_a = drain(path, "a", producers_done, start); });
-  std::thread wb([&] { got_b = drain(path, "b", producers_done, start); });
+  std::thread wa([&] { got_a = drain(db, "a", producers_done, start); });
+  std::thread wb([&] { got_b = drain(db, "b", producers_done, start, 4); });  // b claims batches
   std::thread pa([&] { produce(submitted_a, 0); });
   std::thread pb([&] { produce(submitted_b, 1000); });
   pa.join();
@@ -135,29 +139,23 @@ TEST_CASE("submitters and workers running at the same time lose nothing") {
   MESSAGE("worker a claimed " << got_a.size() << ", worker b " << got_b.size());
 }
 
-TEST_CASE("connections opening a new file at once apply the migrations exactly once") {
-  ns::test::TempDir dir;
-  const std::string path = dir.file("q.db");
+QUEUE_TEST("connections opening a new database at once apply the migrations exactly once") {
+  QUEUE_BACKEND(db);
   std::atomic<int> applied{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      sqlite::Db db(path);
-      applied += sqlite::migrate(db);
-    });
+    threads.emplace_back([&] { applied += db.migrate(); });
   }
   for (auto& t : threads) t.join();
-  CHECK(applied.load() == sqlite::latest_schema_version());
-  sqlite::Db db(path);
-  CHECK(db.scalar_int("PRAGMA user_version") == sqlite::latest_schema_version());
+  CHECK(applied.load() == Backend::latest_schema_version());
+  CHECK(db.schema_version() == Backend::latest_schema_version());
 }
 
-TEST_CASE("four processes submitting and claiming at once: none lost, none duplicated") {
+QUEUE_TEST("four processes submitting and claiming at once: none lost, none duplicated") {
   // The mission's queue figure, scaled down to stay fast: separate processes,
   // as the CLI and daemons are, each submitting and then claiming.
-  ns::test::TempDir dir;
-  const std::string path = dir.file("q.db");
-  open_sqlite_queue(path, kNoFsync);
+  QUEUE_BACKEND(db);
+  db.open();
   constexpr int kProcesses = 4, kPerProcess = 150;
   std::vector<pid_t> children;
   for (int p = 0; p < kProcesses; ++p) {
@@ -166,7 +164,7 @@ TEST_CASE("four processes submitting and claiming at once: none lost, none dupli
     if (pid == 0) {
       int status = 0;
       try {
-        auto q = open_sqlite_queue(path, kNoFsync);
+        auto q = db.open();
         for (int i = 0; i < kPerProcess; ++i) q->submit(spec(p * 1000 + i));
         JobResult r;
         r.finish_reason = "stop";
@@ -187,9 +185,8 @@ TEST_CASE("four processes submitting and claiming at once: none lost, none dupli
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
   }
-  sqlite::Db db(path);
-  CHECK(db.scalar_int("SELECT count(*) FROM jobs") == kProcesses * kPerProcess);
-  CHECK(db.scalar_int("SELECT count(*) FROM jobs WHERE state = 'done' AND attempts = 1") == kProcesses * kPerProcess);
-  CHECK(db.scalar_int("SELECT count(*) FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.text = j.worker") ==
+  CHECK(db.scalar("SELECT count(*) FROM jobs") == kProcesses * kPerProcess);
+  CHECK(db.scalar("SELECT count(*) FROM jobs WHERE state = 'done' AND attempts = 1") == kProcesses * kPerProcess);
+  CHECK(db.scalar("SELECT count(*) FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.text = j.worker") ==
         kProcesses * kPerProcess);
 }

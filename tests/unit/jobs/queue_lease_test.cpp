@@ -1,6 +1,7 @@
-// Leases on real database files: the fence on every worker write, heartbeats,
-// recovery of expired leases (backoff, max_attempts, `dead`), transient
-// failures, `retry`, checkpoints, and two workers that never run one job.
+// Leases on both backends (tests/unit/jobs/backends.h): the fence on every
+// worker write, heartbeats, recovery of expired leases (backoff,
+// max_attempts, `dead`), transient failures, `retry`, checkpoints, and two
+// workers that never run one job.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -10,11 +11,8 @@
 #include <vector>
 
 #include "jobs/queue.h"
-#include "jobs/sqlite_db.h"
-#include "jobs/sqlite_queue.h"
 #include "jobs/time_format.h"
-#include "tests/unit/jobs/fast_queue.h"
-#include "tests/unit/jobs/temp_dir.h"
+#include "tests/unit/jobs/backends.h"
 
 namespace {
 
@@ -55,9 +53,9 @@ Lease claim_and_let_expire(Queue& q, const std::string& worker) {
 
 }  // namespace
 
-TEST_CASE("claim opens a lease and an attempt; a heartbeat extends the lease") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("claim opens a lease and an attempt; a heartbeat extends the lease") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(spec("p")).id;
   const int64_t before = now_epoch_ms();
   std::optional<Job> j = q->claim("w1", 10'000);
@@ -81,9 +79,9 @@ TEST_CASE("claim opens a lease and an attempt; a heartbeat extends the lease") {
   CHECK(q->get(id)->lease_expires_ms >= before + 50'000);
 }
 
-TEST_CASE("writes by anyone but the lease holder of that attempt change nothing") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("writes by anyone but the lease holder of that attempt change nothing") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(spec("p")).id;
   const Lease mine = claim(*q, "w1");
   const Job before = *q->get(id);
@@ -113,11 +111,10 @@ TEST_CASE("writes by anyone but the lease holder of that attempt change nothing"
   CHECK(q->get(id)->result->text == "real");
 }
 
-TEST_CASE("an expired lease goes back to the queue with its checkpoint; the old holder is fenced out") {
-  ns::test::TempDir dir;
-  const std::string path = dir.file("q.db");
-  auto daemon_a = open_sqlite_queue(path, ns::test::kFastCommits);
-  auto daemon_b = open_sqlite_queue(path, ns::test::kFastCommits);
+QUEUE_TEST("an expired lease goes back to the queue with its checkpoint; the old holder is fenced out") {
+  QUEUE_BACKEND(db);
+  auto daemon_a = db.open();
+  auto daemon_b = db.open();
   const int64_t id = daemon_a->submit(spec("p")).id;
 
   const Lease a = claim(*daemon_a, "daemon-a", 1);
@@ -168,9 +165,9 @@ TEST_CASE("an expired lease goes back to the queue with its checkpoint; the old 
   CHECK(history[1].resumed_tokens == 4);
 }
 
-TEST_CASE("a job whose lease expires max_attempts times is dead, with its history") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("a job whose lease expires max_attempts times is dead, with its history") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t poison = q->submit(spec("crashes the daemon", 2)).id;
   const int64_t other = q->submit(spec("fine")).id;
 
@@ -201,9 +198,9 @@ TEST_CASE("a job whose lease expires max_attempts times is dead, with its histor
   CHECK(next->id == other);
 }
 
-TEST_CASE("recovery leaves live leases alone and waits out the backoff") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("recovery leaves live leases alone and waits out the backoff") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t live = q->submit(spec("live")).id;
   const int64_t crashed = q->submit(spec("crashed")).id;
   const Lease l = claim(*q, "alive");
@@ -223,9 +220,9 @@ TEST_CASE("recovery leaves live leases alone and waits out the backoff") {
   CHECK(q->recover_expired(kNoBackoff).total() == 0);
 }
 
-TEST_CASE("recover_worker takes back one worker's jobs at once, expired or not") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("recover_worker takes back one worker's jobs at once, expired or not") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t mine = q->submit(spec("mine")).id;
   const int64_t mine_cancelled = q->submit(spec("mine, cancel requested")).id;
   const int64_t theirs = q->submit(spec("theirs")).id;
@@ -252,9 +249,9 @@ TEST_CASE("recover_worker takes back one worker's jobs at once, expired or not")
   CHECK(again->attempt == 2);
 }
 
-TEST_CASE("a transient failure retries after an exponential backoff, then the job is dead") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("a transient failure retries after an exponential backoff, then the job is dead") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(spec("p", 3)).id;
   const Backoff backoff{150, 10'000};
 
@@ -293,9 +290,9 @@ TEST_CASE("a transient failure retries after an exponential backoff, then the jo
   CHECK(history[1].error_kind == "database");
 }
 
-TEST_CASE("a permanent failure ends the job at once, whatever attempts are left") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("a permanent failure ends the job at once, whatever attempts are left") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(spec("p", 5)).id;
   CHECK(q->fail(claim(*q, "w"), "bad_model", "tensor past end of file"));
   const Job j = *q->get(id);
@@ -306,9 +303,9 @@ TEST_CASE("a permanent failure ends the job at once, whatever attempts are left"
   CHECK_FALSE(q->claim("w", kLongLease));
 }
 
-TEST_CASE("a cancel requested while the job ran wins over a retry or a recovery") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("a cancel requested while the job ran wins over a retry or a recovery") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t a = q->submit(spec("a")).id;
   const int64_t b = q->submit(spec("b")).id;
   const Lease la = claim(*q, "w");
@@ -322,9 +319,9 @@ TEST_CASE("a cancel requested while the job ran wins over a retry or a recovery"
   CHECK(q->counts().cancelled == 2);
 }
 
-TEST_CASE("retry queues failed, dead and cancelled jobs as new; other states are refused") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("retry queues failed, dead and cancelled jobs as new; other states are refused") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t failed = q->submit(spec("failed")).id;
   const int64_t dead = q->submit(spec("dead", 1)).id;
   const int64_t cancelled = q->submit(spec("cancelled while running")).id;
@@ -364,9 +361,9 @@ TEST_CASE("retry queues failed, dead and cancelled jobs as new; other states are
   CHECK(again->attempts == 1);
 }
 
-TEST_CASE("checkpoints are replaced by the holder, kept on release and recovery, dropped at the end") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("checkpoints are replaced by the holder, kept on release and recovery, dropped at the end") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(spec("p")).id;
   Lease l = claim(*q, "w");
   CHECK_FALSE(q->checkpoint(id));
@@ -388,21 +385,19 @@ TEST_CASE("checkpoints are replaced by the holder, kept on release and recovery,
   CHECK(q->complete(l, result("x")));
   CHECK_FALSE(q->checkpoint(id));
 
-  ns::jobs::sqlite::Db db(dir.file("q.db"));
-  CHECK(db.scalar_int("SELECT count(*) FROM checkpoints") == 0);
+  CHECK(db.scalar("SELECT count(*) FROM checkpoints") == 0);
 }
 
-TEST_CASE("two workers on their own connections: a heartbeated lease keeps the job with one of them") {
-  ns::test::TempDir dir;
-  const std::string path = dir.file("q.db");
-  auto setup = open_sqlite_queue(path, ns::test::kFastCommits);
+QUEUE_TEST("two workers on their own connections: a heartbeated lease keeps the job with one of them") {
+  QUEUE_BACKEND(db);
+  auto setup = db.open();
   const int64_t id = setup->submit(spec("long job")).id;
 
   std::atomic<bool> holder_running{true};
   std::atomic<int> beats{0};
   std::atomic<int> claim_state{0};  // 0 claiming, 1 holds the job, 2 got nothing
   std::thread holder([&] {
-    auto q = open_sqlite_queue(path, ns::test::kFastCommits);
+    auto q = db.open();
     const std::optional<Job> held = q->claim("holder", 80);
     claim_state = held ? 1 : 2;
     if (!held) return;
@@ -415,7 +410,7 @@ TEST_CASE("two workers on their own connections: a heartbeated lease keeps the j
   if (claim_state.load() != 1) holder.join();  // it has returned already
   REQUIRE(claim_state.load() == 1);
 
-  auto rival = open_sqlite_queue(path, ns::test::kFastCommits);
+  auto rival = db.open();
   const auto until = std::chrono::steady_clock::now() + 300ms;
   int tries = 0, recovered = 0, claimed = 0;
   while (std::chrono::steady_clock::now() < until) {  // a rival daemon polling as fast as it can

@@ -1,6 +1,7 @@
-// The SQLite queue on real database files: submit, claim order, idempotency,
+// The queue contract on both backends (tests/unit/jobs/backends.h: a real
+// SQLite file, a real PostgreSQL database): submit, claim order, idempotency,
 // the state machine (cancel, release, fail, complete), list and counts.
-// Leases, fencing, recovery and retries: sqlite_lease_test.cpp.
+// Leases, fencing, recovery and retries: queue_lease_test.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,11 +12,8 @@
 
 #include "engine/util/error.h"
 #include "jobs/queue.h"
-#include "jobs/sqlite_db.h"
-#include "jobs/sqlite_queue.h"
 #include "jobs/time_format.h"
-#include "tests/unit/jobs/fast_queue.h"
-#include "tests/unit/jobs/temp_dir.h"
+#include "tests/unit/jobs/backends.h"
 
 namespace {
 
@@ -58,9 +56,9 @@ JobResult sample_result() {
 
 }  // namespace
 
-TEST_CASE("submit stores every field and get() reads it back") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("submit stores every field and get() reads it back") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
 
   JobSpec s = spec("Once upon a time, \"quoted\" and ünïcode");
   s.sampling.max_tokens = 77;
@@ -111,9 +109,9 @@ TEST_CASE("submit stores every field and get() reads it back") {
   CHECK_FALSE(q->get(out.id + 1000));
 }
 
-TEST_CASE("submit rejects bad specs before touching the database") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("submit rejects bad specs before touching the database") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
 
   auto expect_invalid = [&](const JobSpec& s, const std::string& needle) {
     try {
@@ -139,9 +137,9 @@ TEST_CASE("submit rejects bad specs before touching the database") {
   CHECK(c.queued + c.running + c.done + c.failed + c.cancelled == 0);
 }
 
-TEST_CASE("submit refuses prompts that are not UTF-8, too long, and out-of-range attempts") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("submit refuses prompts that are not UTF-8, too long, and out-of-range attempts") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   auto problem = [&](const JobSpec& s) -> std::string {
     try {
       q->submit(s);
@@ -173,9 +171,9 @@ TEST_CASE("submit refuses prompts that are not UTF-8, too long, and out-of-range
   CHECK(q->counts().queued == 2);
 }
 
-TEST_CASE("submit_many queues all or nothing in one transaction") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("submit_many queues all or nothing in one transaction") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   std::vector<JobSpec> specs = {spec("a", 0, "k1"), spec("b"), spec("c", 0, "k1")};
   specs[1].max_attempts = 7;
   specs[1].not_before_ms = now_epoch_ms() + 3'600'000;
@@ -202,9 +200,9 @@ TEST_CASE("submit_many queues all or nothing in one transaction") {
   CHECK_FALSE(q->claim("w", kLeaseMs));
 }
 
-TEST_CASE("claim takes the highest priority first, oldest first within a priority") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("claim takes the highest priority first, oldest first within a priority") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t a = q->submit(spec("a", 0)).id;
   const int64_t b = q->submit(spec("b", 5)).id;
   const int64_t c = q->submit(spec("c", 0)).id;
@@ -224,9 +222,9 @@ TEST_CASE("claim takes the highest priority first, oldest first within a priorit
   CHECK(q->counts().queued == 0);
 }
 
-TEST_CASE("an idempotency key returns the first job instead of a second one") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("an idempotency key returns the first job instead of a second one") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   SubmitOutcome first = q->submit(spec("first", 0, "nightly/2025-01-31/doc.txt"));
   SubmitOutcome again = q->submit(spec("changed text", 0, "nightly/2025-01-31/doc.txt"));
   CHECK(first.created);
@@ -247,9 +245,9 @@ TEST_CASE("an idempotency key returns the first job instead of a second one") {
   CHECK(q->submit(spec("later", 0, "nightly/2025-01-31/doc.txt")).id == first.id);
 }
 
-TEST_CASE("complete stores the result with every stat") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("complete stores the result with every stat") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(spec("p")).id;
   const Lease lease = claim_lease(*q);
   REQUIRE(lease.job_id == id);
@@ -284,9 +282,9 @@ TEST_CASE("complete stores the result with every stat") {
   CHECK(q->get(id)->error.empty());
 }
 
-TEST_CASE("fail records the error and the job is not claimed again") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("fail records the error and the job is not claimed again") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t id = q->submit(spec("p")).id;
   const Lease lease = claim_lease(*q);
   CHECK(q->fail(lease, "bad_model", "tensor blk.0.attn_q.weight is truncated"));
@@ -304,9 +302,9 @@ TEST_CASE("fail records the error and the job is not claimed again") {
   CHECK(q->get(queued)->state == JobState::queued);
 }
 
-TEST_CASE("cancel: queued jobs at once, running jobs by request") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("cancel: queued jobs at once, running jobs by request") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t running = q->submit(spec("r", 1)).id;
   const int64_t queued = q->submit(spec("q", 0)).id;
   const Lease lease = claim_lease(*q);
@@ -340,9 +338,9 @@ TEST_CASE("cancel: queued jobs at once, running jobs by request") {
   CHECK_FALSE(q->cancel_requested(999));
 }
 
-TEST_CASE("release puts a running job back in the queue without counting the attempt") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("release puts a running job back in the queue without counting the attempt") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t first = q->submit(spec("first")).id;
   const int64_t second = q->submit(spec("second")).id;
   const Lease lease = claim_lease(*q, "w1");
@@ -372,9 +370,9 @@ TEST_CASE("release puts a running job back in the queue without counting the att
   CHECK(q->claim("w2", kLeaseMs)->id == second);
 }
 
-TEST_CASE("list is newest first, filters by state and honours the limit; counts add up") {
-  ns::test::TempDir dir;
-  auto q = open_sqlite_queue(dir.file("q.db"), ns::test::kFastCommits);
+QUEUE_TEST("list is newest first, filters by state and honours the limit; counts add up") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   std::vector<int64_t> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(q->submit(spec("job " + std::to_string(i))).id);
   // ids[0] done, ids[1] failed, ids[2] running, ids[3] cancelled, ids[4..5] queued.
@@ -427,10 +425,9 @@ TEST_CASE("iso8601_utc formats epoch milliseconds") {
   CHECK(iso8601_utc(-1) == "1969-12-31T23:59:59.999Z");
 }
 
-TEST_CASE("the job_summary view shows one readable line per job") {
-  ns::test::TempDir dir;
-  const std::string path = dir.file("q.db");
-  auto q = open_sqlite_queue(path, ns::test::kFastCommits);
+QUEUE_TEST("the job_summary view shows one readable line per job") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
   const int64_t done = q->submit(spec("p")).id;
   const int64_t failed = q->submit(spec("p")).id;
   q->submit(spec("p"));
@@ -441,27 +438,35 @@ TEST_CASE("the job_summary view shows one readable line per job") {
   REQUIRE(lease.job_id == failed);
   REQUIRE(q->fail(lease, "bad_model", "truncated file"));
 
-  ns::jobs::sqlite::Db db(path);
-  ns::jobs::sqlite::Stmt st(db, "SELECT id, state, model, created, finished, tokens, tok_s, output, error "
-                                "FROM job_summary ORDER BY id");
-  REQUIRE(st.step());
+  // SQLite shows times as ISO-8601 text, PostgreSQL as timestamptz: compare
+  // the instant each names.
+  const std::string created =
+      Backend::kPostgres ? "floor(extract(epoch FROM created) * 1000)::bigint AS created" : "created";
+  const std::string finished =
+      Backend::kPostgres ? "floor(extract(epoch FROM finished) * 1000)::bigint AS finished" : "finished";
+  const std::vector<ns::test::Row> rows = db.query("SELECT id, state, model, " + created + ", " + finished +
+                                                   ", tokens, tok_s, output, error FROM job_summary ORDER BY id");
+  REQUIRE(rows.size() == 3);
+  const ns::test::Row& st = rows[0];
   CHECK(st.int64(0) == done);
   CHECK(st.text(1) == "done");
   CHECK(st.text(2) == "tiny");
-  CHECK(st.text(3) == iso8601_utc(q->get(done)->created_ms));
-  CHECK(st.text(4) == iso8601_utc(q->get(done)->finished_ms));
+  if (Backend::kPostgres) {
+    CHECK(st.int64(3) == q->get(done)->created_ms);
+    CHECK(st.int64(4) == q->get(done)->finished_ms);
+  } else {
+    CHECK(st.text(3) == iso8601_utc(q->get(done)->created_ms));
+    CHECK(st.text(4) == iso8601_utc(q->get(done)->finished_ms));
+  }
   CHECK(st.int64(5) == 33);
   CHECK(st.real(6) == 66);
   const std::string output = st.text(7);
   CHECK(output.size() == 80);
   CHECK(output.rfind("line one line two x", 0) == 0);  // newline flattened for one-line display
   CHECK(st.is_null(8));
-  REQUIRE(st.step());
-  CHECK(st.text(1) == "failed");
-  CHECK(st.is_null(5));
-  CHECK(st.text(8) == "bad_model: truncated file");
-  REQUIRE(st.step());
-  CHECK(st.text(1) == "queued");
-  CHECK(st.is_null(4));
-  CHECK_FALSE(st.step());
+  CHECK(rows[1].text(1) == "failed");
+  CHECK(rows[1].is_null(5));
+  CHECK(rows[1].text(8) == "bad_model: truncated file");
+  CHECK(rows[2].text(1) == "queued");
+  CHECK(rows[2].is_null(4));
 }

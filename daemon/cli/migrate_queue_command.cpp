@@ -1,0 +1,171 @@
+// nightshift migrate-queue --from DB --to DB: moves a queue to another
+// database (a SQLite file to PostgreSQL when one machine becomes a fleet, or
+// back), with every job's state, result, attempt history and checkpoint.
+//
+// Into an empty queue the jobs keep their ids (ids printed by `submit` and
+// used in scripts keep naming the same jobs; later submits get higher ids).
+// Into a queue that already has jobs only with --append: new ids, and a job
+// whose idempotency key is already there is skipped. Jobs are copied in
+// pages, one transaction each. Running jobs are copied as running: their
+// lease expires in the new queue and any daemon there recovers them (from
+// their checkpoint); a job still running under a live lease means a daemon
+// is still working on the source, so it is refused unless --allow-running.
+#include "daemon/cli/migrate_queue_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/cli/command_support.h"
+#include "daemon/cli/commands.h"
+#include "jobs/open_queue.h"
+#include "jobs/pg_conn.h"
+#include "jobs/queue.h"
+#include "jobs/time_format.h"
+
+namespace ns::cli {
+namespace {
+
+struct MigrateArgs {
+  std::string from, to;
+  bool append = false;
+  bool allow_running = false;
+  int32_t page = 500;
+};
+
+int64_t total(const jobs::QueueCounts& c) { return c.queued + c.running + c.done + c.failed + c.cancelled + c.dead; }
+
+std::string shown(const std::string& database) {
+  return jobs::is_postgres_url(database) ? jobs::pg::redact_url(database) : database;
+}
+
+std::string counts_text(const jobs::QueueCounts& c) {
+  return std::to_string(c.queued) + " queued, " + std::to_string(c.running) + " running, " + std::to_string(c.done) +
+         " done, " + std::to_string(c.failed) + " failed, " + std::to_string(c.cancelled) + " cancelled, " +
+         std::to_string(c.dead) + " dead";
+}
+
+std::unique_ptr<jobs::Queue> open(const std::string& database) {
+  jobs::SqliteOptions options;
+  options.integrity_check = jobs::IntegrityCheck::quick;  // never copy from (or into) a damaged file
+  return jobs::open_queue(database, options);
+}
+
+// Running jobs whose lease has not expired: some daemon still holds them.
+void refuse_live_leases(jobs::Queue& source, const std::string& from) {
+  jobs::ListFilter running;
+  running.state = jobs::JobState::running;
+  running.limit = 0;
+  const int64_t now = jobs::now_epoch_ms();
+  int64_t live = 0;
+  std::string example;
+  for (const jobs::Job& j : source.list(running)) {
+    if (j.lease_expires_ms <= now) continue;
+    if (live++ == 0) example = "job " + std::to_string(j.id) + " on worker " + j.worker;
+  }
+  if (live == 0) return;
+  throw CommandError{kFailure, std::to_string(live) + " job(s) in " + shown(from) + " are running under a live lease (" +
+                                   example + "): a daemon is still working on this queue. Stop every nightshiftd "
+                                   "that uses it first (systemctl stop nightshiftd), or pass --allow-running to "
+                                   "copy them as running (they are recovered in the new queue once their lease "
+                                   "expires)"};
+}
+
+void run(const MigrateArgs& a) {
+  if (a.from == a.to) throw CommandError{kUsage, "--from and --to name the same database"};
+  std::error_code ec;
+  if (!jobs::is_postgres_url(a.from) && !std::filesystem::exists(a.from, ec)) {
+    throw CommandError{kFailure, "database " + a.from + " does not exist; --from names the queue to copy"};
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto source = open(a.from);
+  auto target = open(a.to);
+  const jobs::QueueCounts before = target->counts();
+  if (total(before) > 0 && !a.append) {
+    throw CommandError{kFailure, shown(a.to) + " already holds " + std::to_string(total(before)) +
+                                     " job(s); migrate into an empty queue (the jobs keep their ids), or pass "
+                                     "--append to add them under new ids (jobs whose idempotency key is already "
+                                     "there are skipped)"};
+  }
+  if (!a.allow_running) refuse_live_leases(*source, a.from);
+  const jobs::QueueCounts source_counts = source->counts();
+
+  int64_t copied = 0, skipped = 0, attempts = 0, checkpoints = 0, results = 0, after = 0;
+  std::map<jobs::JobState, int64_t> by_state;
+  while (true) {
+    const std::vector<jobs::Queue::JobCopy> page = source->export_jobs(after, a.page);
+    if (page.empty()) break;
+    after = page.back().job.id;
+    std::vector<jobs::SubmitOutcome> out;
+    try {
+      out = target->import_jobs(page, /*keep_ids=*/!a.append);
+    } catch (const Error& e) {
+      throw CommandError{kFailure, std::string(e.what()) + " (while copying jobs " + std::to_string(page.front().job.id) +
+                                       ".." + std::to_string(after) + "; " + std::to_string(copied) +
+                                       " job(s) copied before stay in " + shown(a.to) +
+                                       (a.append ? "" : ": empty it, or use a new database, and run again") + ")"};
+    }
+    for (size_t i = 0; i < page.size(); ++i) {
+      if (!out[i].created) {
+        ++skipped;
+        continue;
+      }
+      ++copied;
+      ++by_state[page[i].job.state];
+      attempts += static_cast<int64_t>(page[i].history.size());
+      checkpoints += page[i].checkpoint ? 1 : 0;
+      results += page[i].job.result ? 1 : 0;
+    }
+    std::fprintf(stderr, "\rmigrate-queue: %lld job(s) copied...", static_cast<long long>(copied));
+  }
+  std::fprintf(stderr, "\r");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::string states;
+  for (const auto& [state, n] : by_state) {
+    states += (states.empty() ? "" : ", ") + std::to_string(n) + " " + jobs::state_name(state);
+  }
+  std::printf("copied %lld job(s) from %s to %s in %.1f s%s\n", static_cast<long long>(copied), shown(a.from).c_str(),
+              shown(a.to).c_str(), seconds, states.empty() ? "" : (" (" + states + ")").c_str());
+  std::printf("  with %lld result(s), %lld attempt record(s), %lld checkpoint(s)\n", static_cast<long long>(results),
+              static_cast<long long>(attempts), static_cast<long long>(checkpoints));
+  if (skipped > 0) {
+    std::printf("  skipped %lld job(s) whose idempotency key the target already had\n",
+                static_cast<long long>(skipped));
+  }
+  const jobs::QueueCounts after_counts = target->counts();
+  std::printf("source: %s\ntarget: %s\n", counts_text(source_counts).c_str(), counts_text(after_counts).c_str());
+  if (!a.append && total(after_counts) != total(source_counts)) {
+    throw CommandError{kFailure, "the target holds " + std::to_string(total(after_counts)) + " job(s) but the source " +
+                                     std::to_string(total(source_counts)) +
+                                     "; was a job submitted to either while copying? Check both and run again into "
+                                     "an empty queue"};
+  }
+  if (by_state.count(jobs::JobState::running) != 0) {
+    std::printf("  the %lld running job(s) are recovered by a daemon on the target once their lease expires\n",
+                static_cast<long long>(by_state[jobs::JobState::running]));
+  }
+}
+
+}  // namespace
+
+void add_migrate_queue_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<MigrateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "migrate-queue",
+      "Copy every job (state, result, attempt history, checkpoint) of one queue into another, e.g. a SQLite file "
+      "into PostgreSQL for a fleet of daemons (docs/fleet.md)");
+  cmd->add_option("--from", a->from, "the queue to copy: a SQLite file or a postgresql:// URL")->required();
+  cmd->add_option("--to", a->to, "where to: a postgresql:// URL or a SQLite file (created if needed)")->required();
+  cmd->add_flag("--append", a->append,
+                "the target may already hold jobs: copy under new ids, skipping jobs whose idempotency key it has");
+  cmd->add_flag("--allow-running", a->allow_running,
+                "copy jobs that a daemon still holds under a live lease (as running; recovered once it expires)");
+  cmd->add_option("--page", a->page, "jobs per transaction")->check(CLI::Range(1, 100000));
+  cmd->callback([a, &exit_code] { run_command("migrate-queue", exit_code, [&] { run(*a); }); });
+}
+
+}  // namespace ns::cli
