@@ -228,19 +228,23 @@ class PgQueue final : public Queue {
     return std::move(jobs.front());
   }
 
-  std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs,
-                               const std::string& model) override {
+  using Queue::claim_batch;
+  std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs, const std::string& model,
+                               const std::vector<std::string>& servable) override {
     std::vector<Job> out;
     if (max_jobs <= 0 || !anything_claimable()) return out;
     Transaction tx(db_);
     // The head of the queue as this claimer can take it (rows other claimers
-    // hold are skipped: they are being taken, so they are no longer ahead).
+    // hold are skipped: they are being taken, so they are no longer ahead;
+    // jobs for models it cannot serve are left to the daemons that can).
     Result head = db_.exec(R"(
       SELECT id, model FROM jobs
       WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= nightshift_now_ms())
+        AND ($2::jsonb IS NULL OR model IN (SELECT jsonb_array_elements_text($2::jsonb)))
       ORDER BY priority DESC, id LIMIT $1
       FOR UPDATE SKIP LOCKED)",
-                           Params().add(int64_t{max_jobs}));
+                           Params().add(int64_t{max_jobs}).add_text_or_null(
+                               servable.empty() ? std::string() : nlohmann::json(servable).dump()));
     std::vector<int64_t> ids;
     std::string want = model;
     for (int i = 0; i < head.rows(); ++i) {

@@ -233,8 +233,15 @@ class Queue {
   // `model` (empty: the first claimed job's model), so a batch never jumps a
   // job that is ahead of it in the queue. Each as claim() does. Empty when
   // none (or when the head of the queue wants another model).
+  // `servable`: the models this worker can run (empty: any). Jobs for other
+  // models are invisible to it, left for the daemons that have them (a fleet
+  // whose machines hold different models); the head-of-queue rule applies to
+  // the rest.
   virtual std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs,
-                                       const std::string& model) = 0;
+                                       const std::string& model, const std::vector<std::string>& servable) = 0;
+  std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs, const std::string& model) {
+    return claim_batch(worker, lease_ms, max_jobs, model, {});
+  }
   // Extends the lease to now + lease_ms and, when given, stores the job's
   // progress. False: the fence is broken.
   virtual bool heartbeat(const Lease& lease, int64_t lease_ms, const std::optional<JobProgress>& progress) = 0;

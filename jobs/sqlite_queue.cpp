@@ -240,21 +240,27 @@ class SqliteQueue final : public Queue {
     return job;
   }
 
-  std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs,
-                               const std::string& model) override {
+  using Queue::claim_batch;
+  std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs, const std::string& model,
+                               const std::vector<std::string>& servable) override {
     static constexpr const char* kHead = R"(
       SELECT id, model FROM jobs WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= ?1)
+        AND (?3 IS NULL OR model IN (SELECT value FROM json_each(?3)))
       ORDER BY priority DESC, id LIMIT ?2)";
     std::vector<Job> out;
     if (max_jobs <= 0) return out;
-    if (!db_.cached(kHead)->bind(1, now_epoch_ms()).bind(2, int64_t{1}).step()) return out;  // idle poll: no lock
+    const std::string models = servable.empty() ? std::string() : nlohmann::json(servable).dump();
+    // Idle poll: look without the write lock first.
+    if (!db_.cached(kHead)->bind(1, now_epoch_ms()).bind(2, int64_t{1}).bind_text_or_null(3, models).step()) {
+      return out;
+    }
 
     WriteTransaction tx(db_);
     const int64_t now = now_epoch_ms();
     std::vector<int64_t> ids;
     {
       auto head = db_.cached(kHead);
-      head->bind(1, now).bind(2, int64_t{max_jobs});
+      head->bind(1, now).bind(2, int64_t{max_jobs}).bind_text_or_null(3, models);
       std::string want = model;
       while (head->step()) {
         const std::string m = head->text(1);

@@ -156,6 +156,14 @@ const std::vector<Option>& option_table() {
                  "cache holds max_batch x context tokens (halved at load until it fits memory_budget); 1 = one "
                  "job at a time (applies at the next model load)",
                  &Config::max_batch),
+      {{"claim_models", "string", "any",
+        "which jobs this daemon claims: any (a job naming a model not under models: fails with that error) or "
+        "configured (only jobs for its own models; for fleets whose machines hold different models)",
+        true},
+       [](Config& c, const YAML::Node& n, const Context& ctx) {
+         c.claim_models = one_of(ctx, n, "claim_models", {"any", "configured"});
+       },
+       same_member(&Config::claim_models)},
       {{"log_level", "string", "info", "trace, debug, info, warn, error, critical or off", true},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          c.log_level = one_of(ctx, n, "log_level", log_level_names());

@@ -23,6 +23,7 @@ struct Config {
   uint64_t memory_budget = 0;                 // bytes the engine plans within; 0 = what the machine has
   std::string io_mode = "uring";              // uring | pread | mmap: how routed experts are read
   int max_batch = 8;                          // jobs decoded together; 1 = one at a time
+  std::string claim_models = "any";           // any | configured: which jobs this daemon claims
   std::string log_level = "info";
   int poll_interval_ms = 1000;                // idle wait between claims
   std::string worker_id;                      // "" = host:pid (see effective_worker_id)

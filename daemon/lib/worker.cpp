@@ -87,6 +87,7 @@ WorkerOptions worker_options_from(const Config& config) {
   o.worker_id = effective_worker_id(config);
   o.models = config.models;
   o.config_source = config.source;
+  o.claim_configured_only = config.claim_models == "configured";
   o.engine.threads = config.threads;
   o.engine.context = config.context;
   o.engine.memory_budget = config.memory_budget;
@@ -238,8 +239,13 @@ Worker::Admitted Worker::admit() {
   if (free_slots <= 0 || stop_.load()) return Admitted::none;
   std::vector<jobs::Job> claimed;
   try {
+    std::vector<std::string> servable;
+    if (options_.claim_configured_only) {
+      for (const auto& [name, path] : options_.models) servable.push_back(name);
+      if (servable.empty()) return Admitted::none;  // no models: nothing this daemon may claim
+    }
     claimed = queue_.claim_batch(options_.worker_id, options_.lease_ms, free_slots,
-                                 active_.empty() ? std::string() : engine_model_);
+                                 active_.empty() ? std::string() : engine_model_, servable);
   } catch (const jobs::DatabaseError& e) {
     if (!e.transient()) throw;
     const int64_t delay = jobs::backoff_delay_ms(options_.database_backoff, 3);

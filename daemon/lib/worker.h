@@ -58,6 +58,7 @@ struct WorkerOptions {
   std::string worker_id;
   std::map<std::string, std::string> models;  // name -> GGUF path
   std::string config_source;                  // named in "unknown model" messages
+  bool claim_configured_only = false;         // claim only jobs for `models` (config claim_models: configured)
   EngineOptions engine;       // engine.max_sequences: the batch size (config max_batch; 1 = sequential)
   int poll_interval_ms = 1000;
   int cancel_poll_ms = 200;  // how often a running job re-reads cancel_requested

@@ -157,6 +157,23 @@ QUEUE_TEST("claim_batch takes the head of the queue for one model and never jump
   CHECK(q->attempts(a1).size() == 1);
 }
 
+QUEUE_TEST("claim_batch with servable models leaves other models' jobs to the daemons that have them") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t x1 = q->submit(completion("x", "1", 9)).id;  // best priority, but this daemon has no x
+  const int64_t a1 = q->submit(completion("a", "2")).id;
+  const int64_t b1 = q->submit(completion("b", "3")).id;
+  const int64_t a2 = q->submit(completion("a", "4")).id;
+  const std::vector<std::string> a_and_b{"a", "b"};
+  // x1 is invisible to it; the head rule applies to the rest: a1, then b1 stops the batch.
+  CHECK(ids_of(q->claim_batch("w", kLeaseMs, 8, "", a_and_b)) == std::vector<int64_t>{a1});
+  CHECK(ids_of(q->claim_batch("w", kLeaseMs, 8, "b", a_and_b)) == std::vector<int64_t>{b1});
+  CHECK(ids_of(q->claim_batch("w", kLeaseMs, 8, "", {"a"})) == std::vector<int64_t>{a2});
+  CHECK(q->claim_batch("w", kLeaseMs, 8, "", {"a", "b"}).empty());
+  CHECK(q->get(x1)->state == JobState::queued);
+  CHECK(ids_of(q->claim_batch("other", kLeaseMs, 8, "", {"x"})) == std::vector<int64_t>{x1});
+}
+
 QUEUE_TEST("heartbeats carry progress; a fenced-out heartbeat writes none") {
   QUEUE_BACKEND(db);
   auto q = db.open();
