@@ -255,3 +255,21 @@ TEST_CASE("a chat job is rendered with the model's chat template and runs beside
   CHECK(c.result->text == p.result->text);
   CHECK(c.result->prompt_tokens == p.result->prompt_tokens);
 }
+
+TEST_CASE("claim_models: configured leaves jobs for models this daemon lacks in the queue") {
+  auto model = test::small_model();
+  if (!model) return;
+  Fixture f(*model, 4);
+  const int64_t foreign = f.submit("for another machine", 5, 0, 1, "elsewhere", /*priority=*/9);
+  const int64_t mine = f.submit("mine", 5);
+  f.options.claim_configured_only = true;
+  daemon::Worker worker(*f.queue, f.options, f.stop);
+  CHECK(worker.run(/*drain=*/true) == 1);
+  CHECK(f.job(mine).state == JobState::done);
+  CHECK(f.job(foreign).state == JobState::queued);  // not failed: another daemon has the model
+  f.options.claim_configured_only = false;             // the default: claim it, fail it, say why
+  daemon::Worker any(*f.queue, f.options, f.stop);
+  CHECK(any.run(/*drain=*/true) == 1);
+  CHECK(f.job(foreign).state == JobState::failed);
+  CHECK(f.job(foreign).error.find("not in the daemon's config") != std::string::npos);
+}
