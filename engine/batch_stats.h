@@ -4,8 +4,10 @@
 // Where the numbers come from:
 // - experts_used counts distinct (layer, expert) pairs the step routed to
 //   (each is read or taken from the cache once per step, for every token
-//   routed to it); experts_cached / experts_read split them into expert-cache
-//   hits and reads from disk (both 0 in io_mode mmap, which has no cache).
+//   routed to it); experts_cached / experts_read split them into experts that
+//   were in the expert cache before the step and experts read from disk
+//   during it, on demand or by a prefetch (both 0 in io_mode mmap, which has
+//   no cache).
 // - bytes_read: weight bytes the reader delivered during the step (prefetches
 //   for a later step included when they landed in this one); in io_mode mmap,
 //   what the process's page faults made the kernel read (/proc/self/io).

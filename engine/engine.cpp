@@ -27,6 +27,7 @@ class EngineImpl final : public Engine {
     mo.threads = opts.threads;
     mo.context = opts.context;
     mo.n_seq = std::max(1, opts.max_sequences);
+    mo.max_batch = std::max(0, opts.max_batch_tokens);
     mo.streaming.memory_budget = opts.memory_budget;
     mo.streaming.io_mode = opts.io_mode;
     mo.streaming.cache_policy = opts.cache_policy;

@@ -21,6 +21,7 @@ struct EngineOptions {
   int threads = 0;        // compute threads; 0 = all cores
   int context = 0;        // KV cache length in tokens per sequence; 0 = min(model's, 4096)
   int max_sequences = 1;  // generations decoded together (KV cache holds this many contexts)
+  int max_batch_tokens = 0;  // tokens per forward pass (prefill chunk); 0 = sized from memory_budget
   // Weight streaming (engine/model/weight_streaming.h): the memory budget in
   // bytes (0 = what the machine has), io_mode uring | pread | mmap, the expert
   // cache's policy lru | lfu, reads in flight.

@@ -47,6 +47,7 @@ struct ForwardState {
   // prefetches the experts it picks; predict_logits/predicted are its scratch.
   stream::ExpertCache* experts = nullptr;
   bool predict_next = false;
+  int64_t predict_width = 0;        // experts prefetched per token; 0 = n_used
   std::vector<kernels::MatrixView> routers;
   std::vector<float> predict_logits;  // [B][n_expert]
   std::vector<int32_t> predicted;     // [n_expert]

@@ -249,8 +249,10 @@ BatchStepStats GenerationBatch::measure(const StepMark& start) const {
   st.experts_used = static_cast<uint32_t>(model_.experts_routed() - start.experts_routed);
   if (model_.streaming().reader) {
     const stream::StreamStats d = model_.stream_stats() - start.stream;
-    st.experts_cached = static_cast<uint32_t>(d.cache.hits);
-    st.experts_read = static_cast<uint32_t>(d.cache.misses);
+    // A hit on an expert a prefetch read during this step came from the disk too.
+    const uint64_t prefetched = std::min(d.cache.prefetch_used, d.cache.hits);
+    st.experts_cached = static_cast<uint32_t>(d.cache.hits - prefetched);
+    st.experts_read = static_cast<uint32_t>(d.cache.misses + prefetched);
     st.bytes_read = d.reader.bytes_read;
     st.prefetch_reads = d.cache.prefetch_reads;
     st.prefetch_used = d.cache.prefetch_used;

@@ -1,6 +1,6 @@
-// matmul: convert the activations once, then hand each thread a contiguous
-// range of row chunks; a chunk is multiplied with every token before the next
-// chunk is touched, so each weight byte comes from memory once per call.
+// matmul: convert the activations once, then hand the row chunks out to the
+// threads one at a time; a chunk is multiplied with every token before the
+// next chunk is touched, so each weight byte comes from memory once per call.
 #include <algorithm>
 #include <string>
 
@@ -104,13 +104,13 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
 
   // 2. Rows in chunks, a contiguous range of chunks per thread. Chunks are a
   // multiple of kRowQuantum rows so micro-tiles of 2, 3 or 4 rows fit them
-  // exactly, and there are at least ~4 per thread so that small matrices still
+  // exactly, and there are at least ~8 per thread so that small matrices still
   // split evenly.
   const int64_t threads = pool.size();
   int64_t chunk_rows =
       std::max<int64_t>(kRowQuantum, static_cast<int64_t>(kChunkBytes / row_bytes) / kRowQuantum * kRowQuantum);
   chunk_rows = std::min(
-      chunk_rows, std::max<int64_t>(kRowQuantum, round_up((w.rows + 4 * threads - 1) / (4 * threads), kRowQuantum)));
+      chunk_rows, std::max<int64_t>(kRowQuantum, round_up((w.rows + 8 * threads - 1) / (8 * threads), kRowQuantum)));
   // F16 follows llama.cpp's summation order (see f16_avx2.cpp): its batched
   // path (llamafile tinyBLAS) declines rows % 4 or cols % 8, and ggml then
   // runs ggml_vec_dot_f16 per token, which is our one-token kernel.
@@ -128,8 +128,10 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
                        y,
                        chunk_rows,
                        token_by_token};
+  // Chunks go to whichever thread is free (the machine may be shared: a
+  // static split waits for the slowest thread at every call).
   const int64_t n_chunks = (w.rows + chunk_rows - 1) / chunk_rows;
-  pool.parallel_for(n_chunks, [&job](int, int64_t b, int64_t e) { job.run(b, e); });
+  pool.parallel_chunks(n_chunks, [&job](int, int64_t c) { job.run(c, c + 1); });
 }
 
 }  // namespace ns::kernels

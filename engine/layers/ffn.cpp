@@ -177,7 +177,8 @@ void prefetch_next_layer(const MoeWeights& w, ForwardState& s) {
   std::fill(s.predicted.begin(), s.predicted.begin() + n_expert, 0);
   for (int64_t t = 0; t < n; ++t) {
     const float* row = &s.predict_logits[t * n_expert];
-    for (int64_t k = 0; k < std::min(w.n_used, n_expert); ++k) {
+    const int64_t width = s.predict_width > 0 ? std::min(s.predict_width, w.n_used) : w.n_used;
+    for (int64_t k = 0; k < std::min(width, n_expert); ++k) {
       int64_t best = -1;
       for (int64_t e = 0; e < n_expert; ++e)
         if (s.predicted[e] != t + 1 && (best < 0 || row[e] > row[best])) best = e;

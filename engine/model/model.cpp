@@ -10,6 +10,28 @@
 
 namespace ns {
 
+int64_t prefill_chunk_tokens(uint64_t memory_budget, uint64_t bytes_per_token) {
+  const uint64_t fit = memory_budget / 20 / std::max<uint64_t>(bytes_per_token, 1);
+  return std::clamp<int64_t>(static_cast<int64_t>(std::min<uint64_t>(fit, 1 << 20)) / 64 * 64, 64, 1024);
+}
+
+namespace {
+
+// Bytes of ForwardState per token of max_batch (the sizes Model::load allocates below).
+uint64_t activation_bytes_per_token(const Hparams& hp, const BufferSizes& bs, bool predict) {
+  const auto w = [](int64_t width) { return static_cast<uint64_t>(std::max<int64_t>(width, 1)); };
+  uint64_t floats = 3 * w(hp.n_embd) + w(bs.q) + w(bs.k) + w(bs.v) + w(bs.att) + 2 * w(bs.ff);
+  uint64_t ints = 2;  // seq, pos
+  if (hp.is_moe()) {
+    floats += w(hp.n_expert) + w(hp.n_expert_used) + 2 * w(hp.n_embd) + 2 * w(hp.n_ff_expert) +
+              w(hp.n_expert_used * hp.n_embd) + (predict ? w(hp.n_expert) : 0);
+    ints += 2 * w(hp.n_expert_used);
+  }
+  return floats * sizeof(float) + ints * sizeof(int32_t);
+}
+
+}  // namespace
+
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& opts) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = gguf::GgufFile::open(path);
@@ -43,7 +65,16 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
 
   ForwardState& s = m->state_;
-  const int64_t B = std::max<int64_t>(1, opts.max_batch);
+  const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";
+  int64_t B = opts.max_batch;
+  if (B <= 0) {
+    const uint64_t budget = opts.streaming.memory_budget ? opts.streaming.memory_budget
+                                                         : current_rss_bytes() + mem_available_bytes() / 4 * 3;
+    B = prefill_chunk_tokens(budget, activation_bytes_per_token(hp, bs, predict));
+    spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
+  }
+  // A decode step takes one token of every sequence at once.
+  B = std::max<int64_t>(B, std::max<int64_t>(1, opts.n_seq));
   const auto sz = [B](int64_t width) { return static_cast<size_t>(B * std::max<int64_t>(width, 1)); };
   s.max_batch = B;
   s.x.resize(sz(hp.n_embd));
@@ -69,7 +100,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     s.ex_b.resize(sz(hp.n_ff_expert));
     s.slot_out.resize(sz(hp.n_expert_used * hp.n_embd));
     s.active.resize(static_cast<size_t>(2 * hp.n_expert));
-    if (opts.streaming.predict_experts && opts.streaming.io_mode != "mmap") {
+    if (predict) {
       s.predict_logits.resize(sz(hp.n_expert));
       s.predicted.resize(static_cast<size_t>(hp.n_expert));
     }

@@ -27,7 +27,10 @@ namespace ns {
 struct ModelOptions {
   int threads = 0;        // 0 = all cores
   int64_t context = 0;    // 0 = min(n_ctx_train, 4096)
-  int64_t max_batch = 256;  // tokens per forward call (prefill chunk, or one token of many sequences)
+  // Tokens per forward call (a prefill chunk, or one token of many sequences).
+  // 0: sized from the memory budget (prefill_chunk_tokens()). Never below
+  // n_seq: a decode step takes one token of every sequence.
+  int64_t max_batch = 0;
   int64_t n_seq = 1;        // sequences the KV cache holds at once (jobs decoded together)
   StreamingOptions streaming;  // memory_budget, io_mode, cache policy (weight_streaming.h)
 };
@@ -40,6 +43,13 @@ struct BatchToken {
   int32_t pos = 0;
   bool logits = false;
 };
+
+// The prefill chunk for a budget: forward-pass buffers of `bytes_per_token`
+// each take at most 1/20 of `memory_budget` (the rest goes to weights, KV
+// cache and the expert cache), in multiples of 64 tokens within [64, 1024]. A
+// long prompt goes through each layer in such chunks, and every expert is read
+// once per chunk, so larger chunks read less per prompt token.
+int64_t prefill_chunk_tokens(uint64_t memory_budget, uint64_t bytes_per_token);
 
 class Model {
  public:

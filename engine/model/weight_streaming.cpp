@@ -107,6 +107,7 @@ void attach_streaming(WeightStreaming& ws, const gguf::GgufFile& f, const Stream
                       ForwardState& s) {
   s.experts = ws.cache.get();
   s.predict_next = ws.cache && opts.predict_experts;
+  s.predict_width = opts.prefetch_per_token;
   s.routers.clear();
   if (!s.predict_next) return;
   // Routers are resident: reading them through the mapping is within the plan.

@@ -37,6 +37,7 @@ struct StreamingOptions {
   std::string cache_policy = "lfu";  // lru | lfu
   uint32_t io_queue_depth = 16;      // reads in flight
   bool predict_experts = true;       // prefetch the next layer's experts from the current hidden state
+  uint32_t prefetch_per_token = 0;   // experts prefetched per token (its best predicted); 0 = as many as it uses
   uint32_t max_cache_experts = 0;    // 0: as many as the plan allows; else at most this many (tests, experiments)
 };
 

@@ -53,8 +53,12 @@ int32_t CacheIndex::victim() const {
     const auto b = static_cast<size_t>(best);
     bool better = last_use_[s] < last_use_[b];
     if (policy_ == CachePolicy::lfu) {
+      // Among equally frequent keys the most recent goes first: when a batch
+      // sweeps more experts than fit, the established entries stay and the
+      // newcomers pass through (LRU, or LFU broken by recency, would evict
+      // each entry just before its next use and hit nothing).
       const uint32_t fs = freq_[static_cast<size_t>(slot_key_[s])], fb = freq_[static_cast<size_t>(slot_key_[b])];
-      better = fs < fb || (fs == fb && better);
+      better = fs < fb || (fs == fb && last_use_[s] > last_use_[b]);
     }
     if (better) best = static_cast<int32_t>(s);
   }

@@ -58,6 +58,47 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int, int64_t, 
   if (error) std::rethrow_exception(error);
 }
 
+void ThreadPool::run_chunks(int index) {
+  for (int64_t c = chunk_next_.fetch_add(1, std::memory_order_relaxed); c < chunk_n_;
+       c = chunk_next_.fetch_add(1, std::memory_order_relaxed))
+    (*chunk_job_)(index, c);
+}
+
+void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int, int64_t)>& fn) {
+  if (n_chunks <= 0) return;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    for (int64_t c = 0; c < n_chunks; ++c) fn(0, c);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    job_ = nullptr;
+    chunk_job_ = &fn;
+    chunk_n_ = n_chunks;
+    chunk_next_.store(0, std::memory_order_relaxed);
+    chunk_open_ = true;
+    chunk_joined_ = 0;
+    error_ = nullptr;
+    ++generation_;
+  }
+  cv_start_.notify_all();
+  std::exception_ptr mine;
+  try {
+    run_chunks(0);
+  } catch (...) {
+    mine = std::current_exception();
+    chunk_next_.store(n_chunks, std::memory_order_relaxed);  // the others stop after their chunk
+  }
+  // Close the job: workers that have not joined yet skip it; wait for those inside.
+  std::unique_lock lock(mu_);
+  chunk_open_ = false;
+  cv_done_.wait(lock, [this] { return chunk_joined_ == 0; });
+  chunk_job_ = nullptr;
+  std::exception_ptr error = mine ? mine : error_;
+  error_ = nullptr;
+  if (error) std::rethrow_exception(error);
+}
+
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
@@ -70,6 +111,23 @@ void ThreadPool::worker(int index) {
       seen = generation_;
       fn = job_;
       n = job_n_;
+      if (!fn) {  // a parallel_chunks job: join it if it is still open
+        if (!chunk_open_) continue;
+        ++chunk_joined_;
+      }
+    }
+    if (!fn) {
+      std::exception_ptr error;
+      try {
+        run_chunks(index);
+      } catch (...) {
+        error = std::current_exception();
+        chunk_next_.store(chunk_n_, std::memory_order_relaxed);
+      }
+      std::lock_guard lock(mu_);
+      if (error && !error_) error_ = error;
+      if (--chunk_joined_ == 0 && !chunk_open_) cv_done_.notify_one();
+      continue;
     }
     std::exception_ptr error;
     try {

@@ -1,0 +1,351 @@
+// Batched decode / prefill / routing bench on one model (run by batch_bench.sh
+// and streaming_bench.sh, not by ctest).
+//
+//   ns_bench_batch decode  MODEL [--batch 1,4,16,32,64] [--tokens 8] [--prompt-tokens 8] [--verify 2]
+//   ns_bench_batch prefill MODEL [--prompt-tokens 512]
+//   ns_bench_batch spread  MODEL [--tokens 64]
+// common options:
+//   --io-mode uring|pread|mmap  --budget SIZE (e.g. 2800MiB; 0 = what the machine has)
+//   --context N  --max-sequences N (default: the largest batch)  --threads N  --seed N
+//   --warm-tokens N   before measuring, prefill N random tokens (fills the expert
+//                     cache: with a budget that holds the whole model, the runs
+//                     after it never read the disk: the "model in RAM" ceiling)
+//   --repeat N        run each configuration N times, report the last
+//   --disk-gib-s X    the disk's O_DIRECT rate (fio), for the disk-bound ceiling
+//   --prefetch-width N  experts prefetched per token from the next layer's
+//                     predicted routing (0: no prediction; default: the engine's)
+//
+// decode: for each batch size N, N sequences with distinct random prompts of
+// about --prompt-tokens tokens decode --tokens greedy tokens each, all in one
+// GenerationBatch. Figures are over the decode steps only (every sequence
+// past its prompt): aggregate tok/s, bytes and experts read per step, I/O
+// wait share, read rate while reading, and the disk-bound ceiling (the rate
+// if each step took exactly its bytes / the disk's rate). --verify K then runs
+// the first K prompts alone and compares their tokens with the batched ones.
+// prefill: one prompt of --prompt-tokens random tokens, tok/s of its prefill.
+// spread: one forward pass over --tokens random tokens, the routing spread of
+// every MoE layer (distinct experts, busiest expert's share, entropy).
+//
+// Every run prints human lines and one "RESULT key=value ..." line per
+// configuration for the scripts.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/generation_batch.h"
+#include "engine/model/model.h"
+#include "engine/model/routing_spread.h"
+#include "engine/stream/human_size.h"
+#include "engine/util/error.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ns::stream::format_size;
+
+struct Args {
+  std::string cmd, model;
+  std::vector<int> batches{1, 4, 16, 32, 64};
+  int tokens = 8;
+  int prompt_tokens = 8;
+  int verify = 0;
+  std::string io_mode = "uring";
+  uint64_t budget = 0;
+  int context = 0;
+  int max_sequences = 0;
+  int threads = 0;
+  uint64_t seed = 1;
+  int warm_tokens = 0;
+  int repeat = 1;
+  double disk_gib_s = 0;
+  int prefetch_width = -1;  // -1: the engine's default; 0: no prediction; N: top N per token
+};
+
+std::vector<int> parse_list(const std::string& v) {
+  std::vector<int> out;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stoi(item));
+  return out;
+}
+
+// Random lowercase words making a prompt of n tokens (n + 1 at worst):
+// distinct prompts route differently, as distinct jobs' texts would.
+std::string random_prompt(const ns::Model& m, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto count = [&m](const std::string& t) { return static_cast<int>(m.tokenizer().encode(t, true, false).size()); };
+  std::string text;
+  for (;;) {
+    const size_t before = text.size();
+    const int len = 2 + static_cast<int>(rng() % 7);
+    if (!text.empty()) text += ' ';
+    for (int i = 0; i < len; ++i) text += static_cast<char>('a' + rng() % 26);
+    const int c = count(text);
+    if (c == n) return text;
+    if (c < n) continue;
+    // One word too many: back off and add letters one at a time (a letter
+    // adds at most a token), so that a 512-token prompt is one prefill chunk.
+    text.resize(before);
+    while (count(text) < n) text += static_cast<char>('a' + rng() % 26);
+    return text;
+  }
+}
+
+ns::SamplingParams greedy(int n) {
+  ns::SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = n;
+  p.ignore_eos = true;
+  return p;
+}
+
+uint64_t hash_tokens(const std::vector<int32_t>& t) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t v : t) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ull;
+  return h;
+}
+
+double rss_mib() { return double(ns::peak_rss_bytes()) / double(1 << 20); }
+
+struct Phase {  // sums over a set of steps
+  ns::BatchRunStats s;
+  uint64_t max_step_bytes = 0;
+  double disk_seconds = 0;  // sum of bytes / disk rate per step
+};
+
+// Runs the prompts to completion in one batch; `decode` sums the steps with
+// no prompt token, `prefill` the others.
+std::vector<ns::GenerationResult> run_batch(ns::Model& m, const std::vector<std::string>& prompts, int tokens,
+                                            double disk_bytes_s, Phase* decode, Phase* prefill) {
+  ns::GenerationBatch b(m);
+  std::vector<ns::GenerationResult> out(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int h = b.add({prompts[i], greedy(tokens), {}, {}});
+    if (h != static_cast<int>(i)) throw ns::Error(ns::ErrorKind::internal, "unexpected handle");
+  }
+  for (;;) {
+    const bool more = b.step();
+    const ns::BatchStepStats& st = b.last_step();
+    Phase* ph = st.prefill_tokens == 0 ? decode : prefill;
+    if (ph && st.tokens > 0) {
+      ph->s.add(st);
+      ph->max_step_bytes = std::max(ph->max_step_bytes, st.bytes_read);
+      if (disk_bytes_s > 0) ph->disk_seconds += double(st.bytes_read) / disk_bytes_s;
+    }
+    for (auto& [h, r] : b.take_finished()) out[static_cast<size_t>(h)] = std::move(r);
+    if (!more) break;
+  }
+  return out;
+}
+
+void load_opts(const Args& a, int n_seq, ns::ModelOptions& mo) {
+  mo.threads = a.threads;
+  mo.context = a.context;
+  mo.n_seq = n_seq;
+  mo.streaming.memory_budget = a.budget;
+  mo.streaming.io_mode = a.io_mode;
+  if (a.prefetch_width == 0) mo.streaming.predict_experts = false;
+  if (a.prefetch_width > 0) mo.streaming.prefetch_per_token = static_cast<uint32_t>(a.prefetch_width);
+}
+
+// One line about the plan instead of the engine's log.
+void print_plan(const ns::Model& m) {
+  const ns::WeightStreaming& ws = m.streaming();
+  if (!ws.planned) return;
+  std::printf("plan: budget %s = resident %s + KV %s + activations %s + overhead %s + expert cache %s (%u of %llu experts)\n",
+              format_size(ws.plan.memory_budget).c_str(), format_size(ws.plan.resident_bytes).c_str(),
+              format_size(ws.plan.kv_cache_bytes).c_str(), format_size(ws.plan.activation_bytes).c_str(),
+              format_size(ws.plan.overhead_bytes).c_str(), format_size(ws.plan.cache_bytes).c_str(), ws.plan.cache_experts,
+              static_cast<unsigned long long>(ws.plan.streamed_experts));
+}
+
+void warm(ns::Model& m, const Args& a) {
+  if (a.warm_tokens <= 0) return;
+  const auto t0 = Clock::now();
+  const auto before = m.stream_stats();
+  run_batch(m, {random_prompt(m, a.warm_tokens, a.seed + 999)}, 1, 0, nullptr, nullptr);
+  const auto d = m.stream_stats() - before;
+  std::printf("warm-up: %d random tokens in %.1f s, read %s into the expert cache\n", a.warm_tokens,
+              std::chrono::duration<double>(Clock::now() - t0).count(), format_size(d.bytes_read()).c_str());
+}
+
+int cmd_decode(const Args& a) {
+  const int largest = *std::max_element(a.batches.begin(), a.batches.end());
+  ns::ModelOptions mo;
+  load_opts(a, a.max_sequences > 0 ? a.max_sequences : largest, mo);
+  // Prompts tokenize to a few more tokens than asked (whole words).
+  if (mo.context <= 0) mo.context = std::max(a.prompt_tokens + a.tokens, a.warm_tokens) + 32;
+  auto m = ns::Model::load(a.model, mo);
+  std::printf("model %s, io_mode %s, budget %s, %lld sequences of %lld context, forward pass up to %lld tokens\n",
+              a.model.c_str(), a.io_mode.c_str(), a.budget ? format_size(a.budget).c_str() : "auto",
+              static_cast<long long>(m->n_seq()), static_cast<long long>(m->n_ctx()),
+              static_cast<long long>(m->max_batch()));
+  print_plan(*m);
+  warm(*m, a);
+  const double disk_bytes_s = a.disk_gib_s * double(1ull << 30);
+  std::map<int, std::vector<int32_t>> alone_tokens;  // prompt index -> its tokens when run alone
+  for (const int n : a.batches) {
+    std::vector<std::string> prompts;
+    for (int i = 0; i < n; ++i) prompts.push_back(random_prompt(*m, a.prompt_tokens, a.seed + static_cast<uint64_t>(i)));
+    Phase dec, pre;
+    std::vector<ns::GenerationResult> res;
+    for (int r = 0; r < a.repeat; ++r) {
+      dec = {};
+      pre = {};
+      res = run_batch(*m, prompts, a.tokens, disk_bytes_s, &dec, &pre);
+    }
+    const ns::BatchRunStats& d = dec.s;
+    // The decode steps' experts per MoE layer and step: what one step had to fetch.
+    const int64_t moe_layers = m->streaming().layout.n_moe_layers();
+    const double experts_per_layer = d.steps && moe_layers ? double(d.experts_used) / double(d.steps * moe_layers) : 0;
+    const double disk_ceiling = dec.disk_seconds > 0 ? double(d.generated) / dec.disk_seconds : 0;
+    // A batch of one is the alone run of prompt 0; the others are run alone once.
+    if (n == 1) alone_tokens[0] = res[0].tokens;
+    std::string verdict = "-";
+    if (a.verify > 0 && n > 1) {
+      bool ok = true;
+      for (int i = 0; i < std::min(a.verify, n); ++i) {
+        if (!alone_tokens.count(i))
+          alone_tokens[i] = run_batch(*m, {prompts[static_cast<size_t>(i)]}, a.tokens, 0, nullptr, nullptr)[0].tokens;
+        ok &= alone_tokens[i] == res[static_cast<size_t>(i)].tokens;
+      }
+      verdict = ok ? "PASS" : "FAIL";
+    }
+    double seq_bytes = 0, seq_avg_batch = 0;
+    for (const auto& r : res) {
+      seq_bytes += double(r.stats.bytes_read);
+      seq_avg_batch += r.stats.avg_batch_size / double(res.size());
+    }
+    std::printf(
+        "decode batch %2d: %7.2f tok/s aggregate (%d steps, %.2f s/step), %7.1f MiB read/step, %5.1f experts/layer/step, "
+        "hits %4.1f%%, io wait %4.1f%%, read %.2f GiB/s while reading, disk ceiling %.2f tok/s, prefill %d tokens %.2f tok/s, "
+        "prefetch %.0f/step %.0f%% used, peak RSS %.0f MiB, outputs alone vs batched %s\n",
+        n, d.tok_s(), static_cast<int>(d.steps), d.steps ? d.seconds / double(d.steps) : 0.0,
+        d.bytes_per_step() / double(1 << 20), experts_per_layer, 100 * d.cache_hit_rate(), 100 * d.io_share(),
+        d.read_gib_s(), disk_ceiling, static_cast<int>(pre.s.tokens), pre.s.forward_tok_s(),
+        d.steps ? double(d.prefetch_reads) / double(d.steps) : 0.0,
+        d.prefetch_reads ? std::min(100.0, 100.0 * double(d.prefetch_used) / double(d.prefetch_reads)) : 0.0, rss_mib(),
+        verdict.c_str());
+    std::printf(
+        "RESULT kind=decode io_mode=%s batch=%d tok_s=%.4f steps=%lld generated=%lld seconds=%.4f bytes_per_step=%.0f "
+        "max_step_bytes=%llu experts_per_layer=%.2f hit_rate=%.4f io_share=%.4f read_gib_s=%.4f disk_ceiling_tok_s=%.4f "
+        "prefill_tokens=%lld prefill_tok_s=%.4f peak_rss_mib=%.0f seq_bytes_sum=%.0f avg_batch=%.2f verify=%s "
+        "hash0=%016llx\n",
+        a.io_mode.c_str(), n, d.tok_s(), static_cast<long long>(d.steps), static_cast<long long>(d.generated), d.seconds,
+        d.bytes_per_step(), static_cast<unsigned long long>(dec.max_step_bytes), experts_per_layer, d.cache_hit_rate(),
+        d.io_share(), d.read_gib_s(), disk_ceiling, static_cast<long long>(pre.s.tokens), pre.s.forward_tok_s(), rss_mib(),
+        seq_bytes, seq_avg_batch, verdict.c_str(), static_cast<unsigned long long>(hash_tokens(res[0].tokens)));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+int cmd_prefill(const Args& a) {
+  ns::ModelOptions mo;
+  load_opts(a, std::max(1, a.max_sequences), mo);
+  if (mo.context <= 0) mo.context = std::max(a.prompt_tokens, a.warm_tokens) + 64;
+  auto m = ns::Model::load(a.model, mo);
+  std::printf("model %s, io_mode %s, budget %s, forward pass up to %lld tokens\n", a.model.c_str(), a.io_mode.c_str(),
+              a.budget ? format_size(a.budget).c_str() : "auto", static_cast<long long>(m->max_batch()));
+  print_plan(*m);
+  std::fflush(stdout);
+  warm(*m, a);
+  const std::string prompt = random_prompt(*m, a.prompt_tokens, a.seed + 500);
+  Phase dec, pre;
+  std::vector<ns::GenerationResult> res;
+  for (int r = 0; r < a.repeat; ++r) {
+    dec = {};
+    pre = {};
+    res = run_batch(*m, {prompt}, 1, 0, &dec, &pre);
+  }
+  const ns::BatchRunStats& p = pre.s;
+  std::printf("prefill %lld tokens: %.2f tok/s (%lld forward passes, %.1f s), read %s, io wait %.1f%%, read %.2f GiB/s "
+              "while reading, hits %.1f%%, peak RSS %.0f MiB\n",
+              static_cast<long long>(p.tokens), p.forward_tok_s(), static_cast<long long>(p.steps), p.seconds,
+              format_size(p.bytes_read).c_str(), 100 * p.io_share(), p.read_gib_s(), 100 * p.cache_hit_rate(), rss_mib());
+  std::printf("RESULT kind=prefill io_mode=%s tokens=%lld tok_s=%.4f steps=%lld seconds=%.4f bytes=%llu io_share=%.4f "
+              "read_gib_s=%.4f hit_rate=%.4f peak_rss_mib=%.0f\n",
+              a.io_mode.c_str(), static_cast<long long>(p.tokens), p.forward_tok_s(), static_cast<long long>(p.steps),
+              p.seconds, static_cast<unsigned long long>(p.bytes_read), p.io_share(), p.read_gib_s(), p.cache_hit_rate(),
+              rss_mib());
+  return 0;
+}
+
+int cmd_spread(const Args& a) {
+  ns::ModelOptions mo;
+  load_opts(a, 1, mo);
+  if (mo.context <= 0) mo.context = a.tokens + 8;
+  mo.max_batch = std::max(a.tokens, 1);
+  auto m = ns::Model::load(a.model, mo);
+  ns::RoutingSpread spread;
+  m->set_routing_observer([&spread](const ns::RoutingEvent& e) { spread.observe(e); });
+  // Random token ids, not text: every id as likely as any other.
+  std::mt19937_64 rng(a.seed);
+  std::vector<int32_t> toks(static_cast<size_t>(a.tokens));
+  for (auto& t : toks) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(m->n_vocab()));
+  std::vector<float> logits;
+  m->forward(toks, 0, false, logits);
+  const auto layers = spread.layers();
+  for (const auto& l : layers) std::printf("  %s\n", ns::RoutingSpread::describe(l).c_str());
+  const ns::LayerSpread mean = ns::RoutingSpread::mean(layers);
+  int64_t lo = mean.n_expert, hi = 0;
+  for (const auto& l : layers) {
+    lo = std::min(lo, l.distinct);
+    hi = std::max(hi, l.distinct);
+  }
+  std::printf("routing spread over %d random tokens: %s (fewest %lld, most %lld)\n", a.tokens,
+              ns::RoutingSpread::describe(mean).c_str(), static_cast<long long>(lo), static_cast<long long>(hi));
+  std::printf("RESULT kind=spread tokens=%d layers=%zu distinct_mean=%lld distinct_min=%lld distinct_max=%lld n_expert=%lld "
+              "busiest_share=%.4f entropy_bits=%.3f\n",
+              a.tokens, layers.size(), static_cast<long long>(mean.distinct), static_cast<long long>(lo),
+              static_cast<long long>(hi), static_cast<long long>(mean.n_expert), mean.busiest_share, mean.entropy_bits);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    spdlog::set_level(spdlog::level::warn);  // the plan is printed as one line (print_plan)
+    Args a;
+    if (argc < 3) throw ns::Error(ns::ErrorKind::invalid_input, "usage: ns_bench_batch decode|prefill|spread MODEL [options]");
+    a.cmd = argv[1];
+    a.model = argv[2];
+    for (int i = 3; i < argc; ++i) {
+      const std::string k = argv[i];
+      if (i + 1 >= argc) throw ns::Error(ns::ErrorKind::invalid_input, k + " needs a value");
+      const std::string v = argv[++i];
+      if (k == "--batch") a.batches = parse_list(v);
+      else if (k == "--tokens") a.tokens = std::stoi(v);
+      else if (k == "--prompt-tokens") a.prompt_tokens = std::stoi(v);
+      else if (k == "--verify") a.verify = std::stoi(v);
+      else if (k == "--io-mode") a.io_mode = v;
+      else if (k == "--budget") a.budget = v == "0" ? 0 : ns::stream::parse_size(v);
+      else if (k == "--context") a.context = std::stoi(v);
+      else if (k == "--max-sequences") a.max_sequences = std::stoi(v);
+      else if (k == "--threads") a.threads = std::stoi(v);
+      else if (k == "--seed") a.seed = std::stoull(v);
+      else if (k == "--warm-tokens") a.warm_tokens = std::stoi(v);
+      else if (k == "--repeat") a.repeat = std::max(1, std::stoi(v));
+      else if (k == "--disk-gib-s") a.disk_gib_s = std::stod(v);
+      else if (k == "--prefetch-width") a.prefetch_width = std::stoi(v);
+      else throw ns::Error(ns::ErrorKind::invalid_input, "unknown option " + k);
+    }
+    if (a.batches.empty()) throw ns::Error(ns::ErrorKind::invalid_input, "--batch needs at least one size");
+    if (a.cmd == "decode") return cmd_decode(a);
+    if (a.cmd == "prefill") return cmd_prefill(a);
+    if (a.cmd == "spread") return cmd_spread(a);
+    throw ns::Error(ns::ErrorKind::invalid_input, "unknown command " + a.cmd);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ns_bench_batch: %s\n", e.what());
+    return 1;
+  }
+}
