@@ -6,8 +6,9 @@
 # its lease expires.
 source "$(dirname "$0")/lib.sh"
 
-# Big enough that 3000 tokens take far longer than this test waits.
-make_model slow.gguf --n-embd 256 --n-layer 4 --n-ff 768 --n-ctx 4096
+# Big enough that 3000 tokens take far longer than this test waits (tens of
+# seconds on two cores: the engine does ~500 tok/s on a 256-wide 4-layer model).
+make_model slow.gguf --n-embd 512 --n-layer 8 --n-ff 1536 --n-ctx 4096
 write_config slow=slow.gguf
 echo "max_batch: 1" >> "$CONFIG"  # the short job must wait, not join the long one
 {
@@ -67,12 +68,15 @@ start_daemon
 wait_for 20 "job $long to run a third time" state_is "$long" running
 sleep 0.3
 mkfifo "$WORK/lock.fifo"
-"$SQLITE3" "$DB" < "$WORK/lock.fifo" > /dev/null 2>&1 &
+# The other writer waits its turn for the lock (the daemon writes often), and
+# says so only once it holds it (.bail: a failed BEGIN ends the shell instead).
+"$SQLITE3" -bail -cmd ".timeout 10000" "$DB" < "$WORK/lock.fifo" > "$WORK/locker.out" 2>&1 &
 EXTRA_PIDS+=($!)
 locker=$!
 exec 3> "$WORK/lock.fifo"
 echo "BEGIN IMMEDIATE;" >&3
-locked() { ! "$SQLITE3" "$DB" "PRAGMA busy_timeout = 0; BEGIN IMMEDIATE; ROLLBACK;" > /dev/null 2>&1; }
+echo "SELECT 'holding the lock';" >&3
+locked() { grep -q "holding the lock" "$WORK/locker.out"; }
 wait_for 5 "the other writer to hold the lock" locked
 t0=$(now_ms)
 kill -TERM "$DAEMON_PID"
