@@ -4,7 +4,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "engine/util/error.h"
 
@@ -82,11 +84,21 @@ Db::Db(const std::string& path, const SqliteOptions& options)
     // busy_timeout first: switching to WAL takes a lock another process may hold.
     sqlite3_busy_timeout(db_, busy_timeout_ms_);
     exec("PRAGMA foreign_keys = ON");
-    {
-      Stmt wal(*this, "PRAGMA journal_mode = WAL");
-      if (!wal.step() || wal.text(0) != "wal") {
-        throw DatabaseError(false, "database " + path_ + ": cannot switch to WAL journal mode (got '" + wal.text(0) +
-                                       "'); WAL needs a local filesystem, not NFS");
+    // Two processes creating the same file at once: the switch to WAL can
+    // meet SQLITE_BUSY without the busy handler being consulted, so it is
+    // retried here for as long as busy_timeout_ms allows.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);
+    for (;;) {
+      try {
+        Stmt wal(*this, "PRAGMA journal_mode = WAL");
+        if (!wal.step() || wal.text(0) != "wal") {
+          throw DatabaseError(false, "database " + path_ + ": cannot switch to WAL journal mode (got '" +
+                                         wal.text(0) + "'); WAL needs a local filesystem, not NFS");
+        }
+        break;
+      } catch (const DatabaseError& e) {
+        if (!e.transient() || std::chrono::steady_clock::now() >= give_up) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     }
     exec(options.synchronous == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");

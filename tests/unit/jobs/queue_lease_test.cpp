@@ -398,11 +398,13 @@ QUEUE_TEST("two workers on their own connections: a heartbeated lease keeps the 
   std::atomic<int> claim_state{0};  // 0 claiming, 1 holds the job, 2 got nothing
   std::thread holder([&] {
     auto q = db.open();
-    const std::optional<Job> held = q->claim("holder", 80);
+    const std::optional<Job> held = q->claim("holder", 300);
     claim_state = held ? 1 : 2;
     if (!held) return;
-    while (holder_running.load()) {  // heartbeat well within the 80 ms lease
-      if (q->heartbeat(held->lease(), 80)) ++beats;
+    // Heartbeats every 15 ms, well within the 300 ms lease even when a
+    // loaded machine deschedules this thread for a while.
+    while (holder_running.load()) {
+      if (q->heartbeat(held->lease(), 300)) ++beats;
       std::this_thread::sleep_for(15ms);
     }
   });
@@ -411,7 +413,7 @@ QUEUE_TEST("two workers on their own connections: a heartbeated lease keeps the 
   REQUIRE(claim_state.load() == 1);
 
   auto rival = db.open();
-  const auto until = std::chrono::steady_clock::now() + 300ms;
+  const auto until = std::chrono::steady_clock::now() + 600ms;
   int tries = 0, recovered = 0, claimed = 0;
   while (std::chrono::steady_clock::now() < until) {  // a rival daemon polling as fast as it can
     recovered += static_cast<int>(rival->recover_expired(kNoBackoff).total());
@@ -427,7 +429,7 @@ QUEUE_TEST("two workers on their own connections: a heartbeated lease keeps the 
   CHECK(rival->get(id)->worker == "holder");
 
   // The holder stops heartbeating (killed): the rival takes over once the lease lapses.
-  std::this_thread::sleep_for(100ms);
+  std::this_thread::sleep_for(350ms);
   CHECK(rival->recover_expired(kNoBackoff).requeued == 1);
   std::optional<Job> taken = rival->claim("rival", kLongLease);
   REQUIRE(taken);

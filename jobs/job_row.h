@@ -1,0 +1,46 @@
+// Reading queue rows, shared by the backends: the job SELECT (the same
+// columns on SQLite and PostgreSQL), the decoding of a job, an attempt and
+// the stop list, whatever database library the row comes from (each backend
+// wraps its own row in a Row).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jobs/queue.h"
+
+namespace ns::jobs {
+
+// One row of a query result, columns 0-based; NULL reads as 0, "" or false.
+class Row {
+ public:
+  virtual ~Row() = default;
+  virtual bool is_null(int col) const = 0;
+  virtual int64_t int64(int col) const = 0;
+  virtual double real(int col) const = 0;
+  virtual std::string text(int col) const = 0;
+  virtual bool boolean(int col) const = 0;
+};
+
+// Column order shared by every job SELECT and read_job(); add the WHERE.
+extern const char* const kSelectJob;
+
+// `db` names the database in error messages.
+Job read_job(const Row& row, const std::string& db);
+// Columns attempt, worker, started_ms, ended_ms, resumed_tokens, outcome,
+// error_kind, error from `first`.
+AttemptRecord read_attempt(const Row& row, int first);
+// The fleet, as `nightshift status` lists it (running first, then by last heartbeat).
+extern const char* const kSelectWorkers;
+// Columns id, host, pid, model, version, started_ms, heartbeat_ms,
+// stopped_ms of kSelectWorkers (the backend reads the 9th, jobs, stored its own way).
+WorkerInfo read_worker(const Row& row);
+
+// The stop list as stored (a JSON array); throws invalid_input for a stop
+// string that is not valid UTF-8.
+std::string stop_to_json(const std::vector<std::string>& stop);
+std::vector<std::string> stop_from_json(const std::string& text, int64_t id, const std::string& db);
+JobState state_from_column(const std::string& s, int64_t id, const std::string& db);
+
+}  // namespace ns::jobs

@@ -1,0 +1,110 @@
+// The PostgreSQL backend's queue class, shared by its source files:
+// pg_queue.cpp (opening, reads, the fleet), pg_transitions.cpp (the state
+// machine's primitives, jobs/queue_transitions.h), pg_copy.cpp
+// (migrate-queue) and pg_binds.cpp (how a job's fields map onto query
+// parameters and back). Internal: everything else sees Queue.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "jobs/pg_conn.h"
+#include "jobs/pg_queue.h"
+#include "jobs/queue_transitions.h"
+
+namespace ns::jobs::pg {
+
+using JobCopy = Queue::JobCopy;
+
+// The fence of every worker write: $1 job id, $2 worker, $3 attempt.
+inline constexpr const char* kFence = " WHERE id = $1 AND state = 'running' AND worker = $2 AND attempt = $3";
+
+// One row of a result.
+class ResultRow final : public Row {
+ public:
+  ResultRow(const Result& r, int row) : r_(r), row_(row) {}
+  bool is_null(int col) const override { return r_.is_null(row_, col); }
+  int64_t int64(int col) const override { return r_.int64(row_, col); }
+  double real(int col) const override { return r_.real(row_, col); }
+  std::string text(int col) const override { return r_.text(row_, col); }
+  bool boolean(int col) const override { return r_.boolean(row_, col); }
+
+ private:
+  const Result& r_;
+  int row_;
+};
+
+// $1 job id, $2 worker, $3 attempt.
+Params fence(const Lease& lease);
+// Error kind and text, or two NULLs.
+Params& add_errors(Params& p, const std::string* error_kind, const std::string* error);
+// The 14 columns from model to idempotency_key.
+Params& add_spec_head(Params& p, const JobSpec& spec);
+// The 5 columns messages, batch, custom_id, source_path, source_line.
+Params& add_spec_input(Params& p, const JobSpec& spec);
+// Columns job_id, then those of read_attempt().
+AttemptRecord read_attempt_row(const Result& r, int i);
+// Columns attempt, tokens, saved_ms from `first`.
+Checkpoint read_checkpoint(const Result& r, int row, int first);
+
+class PgQueue final : public TransitionQueue {
+ public:
+  explicit PgQueue(const std::string& url);
+
+  // ---- reads ------------------------------------------------------------------
+  std::optional<Checkpoint> checkpoint(int64_t id) override;
+  bool cancel_requested(int64_t id) override;
+  std::optional<Job> get(int64_t id) override;
+  std::vector<Job> list(const ListFilter& filter) override;
+  std::vector<AttemptRecord> attempts(int64_t id) override;
+  std::vector<BatchSummary> batches(int32_t limit) override;
+
+  // ---- the fleet ----------------------------------------------------------------
+  void register_worker(const WorkerInfo& info) override;
+  void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) override;
+  void worker_stopped(const std::string& id) override;
+  std::vector<WorkerInfo> workers() override;
+
+  // ---- copying a queue --------------------------------------------------------
+  std::vector<JobCopy> export_jobs(int64_t after_id, int32_t limit) override;
+  std::vector<SubmitOutcome> import_jobs(std::span<const JobCopy> copies, bool keep_ids) override;
+
+ protected:
+  // ---- the state machine's primitives (jobs/queue_transitions.h) ------------------
+  std::unique_ptr<WriteTx> begin_write() override { return std::make_unique<HeldTx<Transaction>>(db_); }
+  std::string storage_problem(const JobSpec& spec, const std::string& which) override;
+  SubmitOutcome insert(const JobSpec& spec) override;
+  bool anything_claimable(const std::string&) override;
+  std::vector<QueueHead> claimable_head(int limit, const std::string& servable_json) override;
+  std::vector<Job> claim_ids(const std::vector<int64_t>& ids, const std::string& worker, int64_t lease_ms) override;
+  std::optional<Orphan> running_under(const Lease& lease) override;
+  bool extend_lease(const Lease& lease, int64_t lease_ms, const JobProgress* progress) override;
+  void put_checkpoint(const Lease& lease, std::span<const int32_t> tokens) override;
+  bool finish_fenced(const Lease& lease, const char* state, const std::string* error_kind,
+                     const std::string* error) override;
+  void requeue_fenced(const Lease& lease, int64_t delay_ms, const std::string& error_kind,
+                      const std::string& error) override;
+  void release_fenced(const Lease& lease) override;
+  void end_attempt(const Lease& lease, const AttemptEnd& end) override;
+  void write_result(int64_t id, const JobResult& r) override;
+  void drop_checkpoint(int64_t id) override;
+  bool any_orphan(const OrphanScope& scope) override;
+  std::vector<Orphan> orphans(const OrphanScope& scope) override;
+  std::optional<std::string> locked_state_of(int64_t id) override;
+  void finish_unfenced(int64_t id, const char* state) override;
+  void request_cancel(int64_t id) override;
+  void reset_to_queued(int64_t id) override;
+  QueueCounts counts_of(const std::string& batch) override;
+
+ private:
+  std::vector<Job> select_jobs(const std::string& where, const Params& p);
+  std::optional<int64_t> id_for_key(const std::string& key);
+  SubmitOutcome import_one(const JobCopy& c, bool keep_ids);
+  Conn db_;
+};
+
+}  // namespace ns::jobs::pg

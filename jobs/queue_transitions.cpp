@@ -1,0 +1,253 @@
+// The job state machine, once for every backend (contract in
+// jobs/queue_transitions.h and jobs/queue.h).
+#include "jobs/queue_transitions.h"
+
+#include <nlohmann/json.hpp>
+
+#include "jobs/time_format.h"
+
+namespace ns::jobs {
+
+Orphan read_orphan(const Row& row) {
+  Orphan o;
+  o.id = row.int64(0);
+  o.attempt = static_cast<int32_t>(row.int64(1));
+  o.attempts = static_cast<int32_t>(row.int64(2));
+  o.max_attempts = static_cast<int32_t>(row.int64(3));
+  o.cancel_requested = row.boolean(4);
+  o.worker = row.text(5);
+  o.lease_expires_ms = row.int64(6);
+  return o;
+}
+
+std::vector<int64_t> leading_run(const std::vector<QueueHead>& head, const std::string& model) {
+  std::vector<int64_t> ids;
+  std::string want = model;
+  for (const QueueHead& h : head) {
+    if (want.empty()) want = h.model;
+    if (h.model != want) break;  // never jump a job ahead in the queue
+    ids.push_back(h.id);
+  }
+  return ids;
+}
+
+void add_count(QueueCounts& c, JobState state, int64_t n) {
+  switch (state) {
+    case JobState::queued: c.queued = n; break;
+    case JobState::running: c.running = n; break;
+    case JobState::done: c.done = n; break;
+    case JobState::failed: c.failed = n; break;
+    case JobState::cancelled: c.cancelled = n; break;
+    case JobState::dead: c.dead = n; break;
+  }
+}
+
+// ---- submitting -------------------------------------------------------------
+
+void TransitionQueue::validate(const JobSpec& spec, const std::string& which) {
+  if (std::string problem = spec_problem(spec); !problem.empty()) {
+    throw Error(ErrorKind::invalid_input, which + problem);
+  }
+  if (std::string problem = storage_problem(spec, which); !problem.empty()) {
+    throw Error(ErrorKind::invalid_input, problem);
+  }
+}
+
+SubmitOutcome TransitionQueue::submit(const JobSpec& spec) {
+  validate(spec, "");
+  auto tx = begin_write();
+  const SubmitOutcome out = insert(spec);
+  tx->commit();  // nothing was written when the key matched: committing nothing is harmless
+  return out;
+}
+
+std::vector<SubmitOutcome> TransitionQueue::submit_many(std::span<const JobSpec> specs) {
+  for (size_t i = 0; i < specs.size(); ++i) validate(specs[i], "job " + std::to_string(i + 1) + ": ");
+  std::vector<SubmitOutcome> out;
+  out.reserve(specs.size());
+  auto tx = begin_write();
+  for (const JobSpec& spec : specs) out.push_back(insert(spec));
+  tx->commit();
+  return out;
+}
+
+// ---- the worker's side ------------------------------------------------------
+
+std::optional<Job> TransitionQueue::claim(const std::string& worker, int64_t lease_ms) {
+  // The best claimable job is the head of the queue, whatever its model.
+  std::vector<Job> jobs = claim_batch(worker, lease_ms, 1, "", {});
+  if (jobs.empty()) return std::nullopt;
+  return std::move(jobs.front());
+}
+
+std::vector<Job> TransitionQueue::claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs,
+                                              const std::string& model, const std::vector<std::string>& servable) {
+  if (max_jobs <= 0) return {};
+  const std::string models = servable.empty() ? std::string() : nlohmann::json(servable).dump();
+  // Idle daemons poll: look without the write lock first, so polling never blocks submitters.
+  if (!anything_claimable(models)) return {};
+  auto tx = begin_write();
+  // Re-read under the lock: another worker may have taken them meanwhile.
+  const std::vector<int64_t> ids = leading_run(claimable_head(max_jobs, models), model);
+  if (ids.empty()) return {};
+  std::vector<Job> out = claim_ids(ids, worker, lease_ms);
+  tx->commit();
+  return out;
+}
+
+bool TransitionQueue::heartbeat(const Lease& lease, int64_t lease_ms, const std::optional<JobProgress>& progress) {
+  auto tx = begin_write();
+  if (!extend_lease(lease, lease_ms, progress ? &*progress : nullptr)) return false;
+  tx->commit();
+  return true;
+}
+
+bool TransitionQueue::save_checkpoint(const Lease& lease, std::span<const int32_t> tokens, int64_t lease_ms) {
+  auto tx = begin_write();
+  if (!extend_lease(lease, lease_ms, nullptr)) return false;
+  put_checkpoint(lease, tokens);
+  tx->commit();
+  return true;
+}
+
+bool TransitionQueue::complete(const Lease& lease, const JobResult& result) {
+  return end_with_result(lease, "done", result);
+}
+
+bool TransitionQueue::fail(const Lease& lease, const std::string& error_kind, const std::string& message) {
+  auto tx = begin_write();
+  if (!end_running(lease, "failed", &error_kind, &message)) return false;
+  end_attempt(lease, {"failed", &error_kind, &message});
+  tx->commit();
+  return true;
+}
+
+std::optional<JobState> TransitionQueue::fail_transient(const Lease& lease, const std::string& error_kind,
+                                                        const std::string& message, const Backoff& backoff) {
+  auto tx = begin_write();
+  std::optional<Orphan> job = running_under(lease);
+  if (!job) return std::nullopt;
+  end_attempt(lease, {"transient_error", &error_kind, &message});
+  const JobState state = requeue_or_bury(*job, error_kind, message, backoff);
+  tx->commit();
+  return state;
+}
+
+bool TransitionQueue::finish_cancelled(const Lease& lease, const JobResult& partial) {
+  return end_with_result(lease, "cancelled", partial);
+}
+
+bool TransitionQueue::end_with_result(const Lease& lease, const char* state, const JobResult& result) {
+  auto tx = begin_write();
+  if (!end_running(lease, state, nullptr, nullptr)) return false;
+  write_result(lease.job_id, result);
+  end_attempt(lease, {state});  // the attempt's outcome is the job's state: done or cancelled
+  tx->commit();
+  return true;
+}
+
+bool TransitionQueue::release(const Lease& lease) {
+  auto tx = begin_write();
+  std::optional<Orphan> job = running_under(lease);
+  if (!job) return false;
+  if (job->cancel_requested) {
+    end_running(lease, "cancelled", nullptr, nullptr);
+    end_attempt(lease, {"cancelled"});
+  } else {
+    release_fenced(lease);
+    end_attempt(lease, {"released"});
+  }
+  tx->commit();
+  return true;
+}
+
+bool TransitionQueue::end_running(const Lease& lease, const char* state, const std::string* error_kind,
+                                  const std::string* error) {
+  if (!finish_fenced(lease, state, error_kind, error)) return false;
+  drop_checkpoint(lease.job_id);
+  return true;
+}
+
+JobState TransitionQueue::requeue_or_bury(const Orphan& job, const std::string& error_kind, const std::string& error,
+                                          const Backoff& backoff) {
+  const Lease lease = job.lease();
+  if (job.cancel_requested) {  // a cancel requested while it ran wins over a retry
+    end_running(lease, "cancelled", nullptr, nullptr);
+    return JobState::cancelled;
+  }
+  if (job.attempts >= job.max_attempts) {
+    const std::string why = error + " (attempt " + std::to_string(job.attempts) + " of " +
+                            std::to_string(job.max_attempts) + "; no attempts left: `nightshift retry " +
+                            std::to_string(job.id) + "` queues it again)";
+    end_running(lease, "dead", &error_kind, &why);
+    return JobState::dead;
+  }
+  requeue_fenced(lease, backoff_delay_ms(backoff, job.attempts), error_kind, error);
+  return JobState::queued;
+}
+
+// ---- recovery ---------------------------------------------------------------
+
+Recovery TransitionQueue::recover_expired(const Backoff& backoff) {
+  return recover(OrphanScope{}, "lease_expired", backoff);
+}
+
+Recovery TransitionQueue::recover_worker(const std::string& worker, const Backoff& backoff) {
+  return recover(OrphanScope{worker}, "abandoned", backoff);
+}
+
+Recovery TransitionQueue::recover(const OrphanScope& scope, const char* outcome, const Backoff& backoff) {
+  // Called on every idle poll: look without the write lock first.
+  if (!any_orphan(scope)) return {};
+  auto tx = begin_write();
+  Recovery r;
+  const std::string kind = outcome;
+  for (const Orphan& o : orphans(scope)) {
+    const std::string n = std::to_string(o.attempt);
+    const std::string error =
+        kind == "abandoned"
+            ? "worker " + o.worker + " was restarted while it ran attempt " + n
+            : "worker " + o.worker + " stopped renewing its lease during attempt " + n +
+                  " (crashed, killed or hung); " +
+                  (o.lease_expires_ms > 0 ? "the lease expired at " + iso8601_utc(o.lease_expires_ms)
+                                          : std::string("it was claimed before the upgrade to leases"));
+    end_attempt(o.lease(), {outcome, &kind, &error});
+    switch (requeue_or_bury(o, kind, error, backoff)) {
+      case JobState::cancelled: ++r.cancelled; break;
+      case JobState::dead: ++r.dead; break;
+      default: ++r.requeued; break;
+    }
+  }
+  tx->commit();
+  return r;
+}
+
+// ---- people's side ----------------------------------------------------------
+
+bool TransitionQueue::cancel(int64_t id) {
+  auto tx = begin_write();
+  const std::optional<std::string> state = locked_state_of(id);
+  if (state == "queued") {
+    finish_unfenced(id, "cancelled");
+    drop_checkpoint(id);
+  } else if (state == "running") {
+    request_cancel(id);
+  } else {
+    return false;  // unknown or already final; nothing written
+  }
+  tx->commit();
+  return true;
+}
+
+RetryOutcome TransitionQueue::retry(int64_t id) {
+  auto tx = begin_write();
+  const std::optional<std::string> state = locked_state_of(id);
+  if (!state) return RetryOutcome::not_found;
+  if (*state != "failed" && *state != "dead" && *state != "cancelled") return RetryOutcome::not_retryable;
+  reset_to_queued(id);
+  drop_checkpoint(id);
+  tx->commit();
+  return RetryOutcome::requeued;
+}
+
+}  // namespace ns::jobs

@@ -1,0 +1,266 @@
+// The SQLite SQL of the job state machine's primitives (contract in
+// jobs/queue_transitions.h; the state machine itself is backend-neutral).
+// Every primitive runs inside the BEGIN IMMEDIATE transaction of
+// begin_write(), which holds the database's write lock, so a read that
+// decides a write sees what the write changes.
+#include "jobs/sqlite_queue_impl.h"
+#include "jobs/time_format.h"
+
+namespace ns::jobs::sqlite {
+
+SubmitOutcome SqliteQueue::insert(const JobSpec& spec) {
+  if (std::optional<int64_t> id = id_for_key(spec.idempotency_key)) return {*id, false};
+  const int64_t now = now_epoch_ms();
+  auto ins = db_.cached(R"(
+    INSERT INTO jobs (model, prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
+                      repeat_last_n, seed, stop, ignore_eos, priority, idempotency_key,
+                      created_ms, created_at, max_attempts, not_before_ms, not_before_at,
+                      messages, batch, custom_id, source_path, source_line)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+            ?20, ?21, ?22, ?23, ?24))");
+  bind_spec_head(*ins, 1, spec).bind(15, now).bind(16, iso8601_utc(now)).bind(17, int64_t{spec.max_attempts});
+  if (spec.not_before_ms > 0) {
+    bind_time(*ins, 18, spec.not_before_ms);
+  } else {
+    ins->bind_null(18).bind_null(19);
+  }
+  bind_spec_input(*ins, 20, spec).run();
+  return {db_.last_insert_rowid(), true};
+}
+
+bool SqliteQueue::anything_claimable(const std::string& servable_json) {
+  return db_.cached(kHead)->bind(1, now_epoch_ms()).bind(2, int64_t{1}).bind_text_or_null(3, servable_json).step();
+}
+
+std::vector<QueueHead> SqliteQueue::claimable_head(int limit, const std::string& servable_json) {
+  claim_now_ = now_epoch_ms();  // one clock reading for the head and the claims
+  auto head = db_.cached(kHead);
+  head->bind(1, claim_now_).bind(2, int64_t{limit}).bind_text_or_null(3, servable_json);
+  std::vector<QueueHead> out;
+  while (head->step()) out.push_back({head->int64(0), head->text(1)});
+  return out;
+}
+
+std::vector<Job> SqliteQueue::claim_ids(const std::vector<int64_t>& ids, const std::string& worker, int64_t lease_ms) {
+  const int64_t expires = claim_now_ + lease_ms;
+  std::vector<Job> out;
+  for (int64_t id : ids) {
+    auto up = db_.cached(R"(
+      UPDATE jobs SET state = 'running', worker = ?2, attempts = attempts + 1, attempt = attempt + 1,
+                      started_ms = ?3, started_at = ?4, lease_expires_ms = ?5, lease_expires_at = ?6,
+                      not_before_ms = NULL, not_before_at = NULL, error_kind = NULL, error = NULL,
+                      progress_prompt_tokens = NULL, progress_prefilled = NULL, progress_generated = NULL,
+                      progress_tok_s = NULL, progress_ms = NULL, progress_at = NULL
+      WHERE id = ?1)");
+    up->bind(1, id).bind(2, worker);
+    bind_time(*up, 3, claim_now_);
+    bind_time(*up, 5, expires).run();
+    db_.cached(R"(
+      INSERT INTO attempts (job_id, attempt, worker, started_ms, started_at, resumed_tokens)
+      SELECT id, attempt, worker, started_ms, started_at,
+             ifnull((SELECT token_count FROM checkpoints WHERE job_id = ?1), 0)
+      FROM jobs WHERE id = ?1)")
+        ->bind(1, id)
+        .run();
+    out.push_back(*get(id));
+  }
+  return out;
+}
+
+std::optional<Orphan> SqliteQueue::running_under(const Lease& lease) {
+  auto st = db_.cached(std::string("SELECT attempts, max_attempts, cancel_requested FROM jobs") + kFence);
+  bind_fence(*st, lease);
+  if (!st->step()) return std::nullopt;
+  Orphan o;
+  o.id = lease.job_id;
+  o.attempt = lease.attempt;
+  o.attempts = static_cast<int32_t>(st->int64(0));
+  o.max_attempts = static_cast<int32_t>(st->int64(1));
+  o.cancel_requested = st->int64(2) != 0;
+  o.worker = lease.worker;
+  return o;
+}
+
+bool SqliteQueue::extend_lease(const Lease& lease, int64_t lease_ms, const JobProgress* progress) {
+  auto up = db_.cached(std::string("UPDATE jobs SET lease_expires_ms = ?4, lease_expires_at = ?5") + kFence);
+  bind_time(bind_fence(*up, lease), 4, now_epoch_ms() + lease_ms).run();
+  if (db_.changes() != 1) return false;
+  if (progress) {
+    auto put = db_.cached(R"(
+      UPDATE jobs SET progress_prompt_tokens = ?2, progress_prefilled = ?3, progress_generated = ?4,
+                      progress_tok_s = ?5, progress_ms = ?6, progress_at = ?7
+      WHERE id = ?1)");
+    put->bind(1, lease.job_id)
+        .bind(2, int64_t{progress->prompt_tokens})
+        .bind(3, int64_t{progress->prefilled})
+        .bind(4, int64_t{progress->generated})
+        .bind(5, progress->tok_s);
+    bind_time(*put, 6, now_epoch_ms()).run();
+  }
+  return true;
+}
+
+void SqliteQueue::put_checkpoint(const Lease& lease, std::span<const int32_t> tokens) {
+  auto put = db_.cached(R"(
+    INSERT OR REPLACE INTO checkpoints (job_id, attempt, token_count, tokens, saved_ms, saved_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6))");
+  put->bind(1, lease.job_id)
+      .bind(2, int64_t{lease.attempt})
+      .bind(3, static_cast<int64_t>(tokens.size()))
+      .bind(4, ints_to_json(tokens));
+  bind_time(*put, 5, now_epoch_ms()).run();
+}
+
+bool SqliteQueue::finish_fenced(const Lease& lease, const char* state, const std::string* error_kind,
+                                const std::string* error) {
+  auto up = db_.cached(std::string(R"(
+    UPDATE jobs SET state = ?4, finished_ms = ?5, finished_at = ?6, error_kind = ?7, error = ?8,
+                    lease_expires_ms = NULL, lease_expires_at = NULL)") +
+                       kFence);
+  bind_fence(*up, lease).bind(4, state);
+  bind_time(*up, 5, now_epoch_ms());
+  bind_errors(*up, 7, error_kind, error).run();
+  return db_.changes() == 1;
+}
+
+void SqliteQueue::requeue_fenced(const Lease& lease, int64_t delay_ms, const std::string& error_kind,
+                                 const std::string& error) {
+  auto up = db_.cached(std::string(R"(
+    UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, started_at = NULL,
+                    lease_expires_ms = NULL, lease_expires_at = NULL,
+                    not_before_ms = ?4, not_before_at = ?5, error_kind = ?6, error = ?7)") +
+                       kFence);
+  bind_time(bind_fence(*up, lease), 4, now_epoch_ms() + delay_ms);
+  bind_errors(*up, 6, &error_kind, &error).run();
+}
+
+void SqliteQueue::release_fenced(const Lease& lease) {
+  auto up = db_.cached(std::string(R"(
+    UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, started_at = NULL,
+                    lease_expires_ms = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0))") +
+                       kFence);
+  bind_fence(*up, lease).run();
+}
+
+void SqliteQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
+  auto up = db_.cached(R"(
+    UPDATE attempts SET ended_ms = ?3, ended_at = ?4, outcome = ?5, error_kind = ?6, error = ?7
+    WHERE job_id = ?1 AND attempt = ?2)");
+  up->bind(1, lease.job_id).bind(2, int64_t{lease.attempt});
+  bind_time(*up, 3, now_epoch_ms()).bind(5, end.outcome);
+  bind_errors(*up, 6, end.error_kind, end.error).run();
+}
+
+void SqliteQueue::write_result(int64_t id, const JobResult& r) {
+  auto ins = db_.cached(R"(
+    INSERT OR REPLACE INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens,
+                                    queue_wait_ms, load_ms, prefill_ms, decode_ms, prefill_tok_s,
+                                    decode_tok_s, peak_rss_bytes, bytes_read, read_gib_s, io_wait_ms,
+                                    compute_ms, cache_hit_rate, prefetch_accuracy, avg_batch_size)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19))");
+  ins->bind(1, id)
+      .bind(2, r.text)
+      .bind(3, r.finish_reason)
+      .bind(4, int64_t{r.prompt_tokens})
+      .bind(5, int64_t{r.completion_tokens})
+      .bind(6, r.queue_wait_ms)
+      .bind(7, r.load_ms)
+      .bind(8, r.prefill_ms)
+      .bind(9, r.decode_ms)
+      .bind(10, r.prefill_tok_s)
+      .bind(11, r.decode_tok_s)
+      .bind(12, static_cast<int64_t>(r.peak_rss_bytes))
+      .bind(13, static_cast<int64_t>(r.bytes_read))
+      .bind(14, r.read_gib_s)
+      .bind(15, r.io_wait_ms)
+      .bind(16, r.compute_ms)
+      .bind(17, r.cache_hit_rate)
+      .bind(18, r.prefetch_accuracy)
+      .bind(19, r.avg_batch_size);
+  ins->run();
+}
+
+void SqliteQueue::drop_checkpoint(int64_t id) {
+  db_.cached("DELETE FROM checkpoints WHERE job_id = ?1")->bind(1, id).run();
+}
+
+bool SqliteQueue::any_orphan(const OrphanScope& scope) {
+  if (scope.expired()) {
+    return db_.cached("SELECT id FROM jobs WHERE state = 'running' AND lease_expires_ms < ?1 LIMIT 1")
+        ->bind(1, now_epoch_ms())
+        .step();
+  }
+  return db_.cached("SELECT id FROM jobs WHERE state = 'running' AND worker = ?1 LIMIT 1")
+      ->bind(1, scope.worker)
+      .step();
+}
+
+std::vector<Orphan> SqliteQueue::orphans(const OrphanScope& scope) {
+  auto st = db_.cached(
+      std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
+                  "ifnull(lease_expires_ms, 0) FROM jobs WHERE state = 'running' AND ") +
+      (scope.expired() ? "lease_expires_ms < ?1" : "worker = ?1") + " ORDER BY id");
+  if (scope.expired()) {
+    st->bind(1, now_epoch_ms());
+  } else {
+    st->bind(1, scope.worker);
+  }
+  std::vector<Orphan> out;
+  while (st->step()) out.push_back(read_orphan(StmtRow(*st)));
+  return out;
+}
+
+// Inside BEGIN IMMEDIATE the whole database is locked for writing.
+std::optional<std::string> SqliteQueue::locked_state_of(int64_t id) {
+  auto st = db_.cached("SELECT state FROM jobs WHERE id = ?1");
+  st->bind(1, id);
+  if (!st->step()) return std::nullopt;
+  return st->text(0);
+}
+
+void SqliteQueue::finish_unfenced(int64_t id, const char* state) {
+  auto up = db_.cached(R"(
+    UPDATE jobs SET state = ?2, finished_ms = ?3, finished_at = ?4, error_kind = NULL, error = NULL,
+                    lease_expires_ms = NULL, lease_expires_at = NULL
+    WHERE id = ?1)");
+  bind_time(up->bind(1, id).bind(2, state), 3, now_epoch_ms()).run();
+}
+
+void SqliteQueue::request_cancel(int64_t id) {
+  db_.cached("UPDATE jobs SET cancel_requested = 1 WHERE id = ?1")->bind(1, id).run();
+}
+
+void SqliteQueue::reset_to_queued(int64_t id) {
+  db_.cached(R"(
+    UPDATE jobs SET state = 'queued', attempts = 0, worker = NULL, started_ms = NULL, started_at = NULL,
+                    finished_ms = NULL, finished_at = NULL, error_kind = NULL, error = NULL,
+                    cancel_requested = 0, not_before_ms = NULL, not_before_at = NULL,
+                    lease_expires_ms = NULL, lease_expires_at = NULL
+    WHERE id = ?1)")
+      ->bind(1, id)
+      .run();
+  db_.cached("DELETE FROM results WHERE job_id = ?1")->bind(1, id).run();
+}
+
+QueueCounts SqliteQueue::counts_of(const std::string& batch) {
+  QueueCounts c;
+  auto st = db_.cached("SELECT state, count(*) FROM jobs WHERE ?1 IS NULL OR batch = ?1 GROUP BY state");
+  st->bind_text_or_null(1, batch);
+  while (st->step()) add_count(c, state_from_column(st->text(0), 0, db_.path()), st->int64(1));
+  auto waiting = db_.cached(
+      "SELECT count(*) FROM jobs WHERE state = 'queued' AND not_before_ms > ?1 AND error_kind IS NOT NULL "
+      "AND (?2 IS NULL OR batch = ?2)");
+  waiting->bind(1, now_epoch_ms()).bind_text_or_null(2, batch);
+  if (waiting->step()) c.retry_waiting = waiting->int64(0);
+  return c;
+}
+
+std::optional<int64_t> SqliteQueue::id_for_key(const std::string& key) {
+  if (key.empty()) return std::nullopt;
+  auto find = db_.cached("SELECT id FROM jobs WHERE idempotency_key = ?1");
+  find->bind(1, key);
+  if (!find->step()) return std::nullopt;
+  return find->int64(0);
+}
+
+}  // namespace ns::jobs::sqlite
