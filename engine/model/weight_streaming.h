@@ -37,7 +37,13 @@ struct StreamingOptions {
   std::string cache_policy = "lfu";  // lru | lfu
   uint32_t io_queue_depth = 16;      // reads in flight
   bool predict_experts = true;       // prefetch the next layer's experts from the current hidden state
-  uint32_t prefetch_per_token = 0;   // experts prefetched per token (its best predicted); 0 = as many as it uses
+  // Experts prefetched per token: its best predicted ones for the next
+  // layer; 0 = as many as it uses. 2 measured best on the DeepSeek-V2-Lite
+  // bench model (top-6 of 64, 3x the budget): a wrong guess costs a whole
+  // expert read on a disk-bound step, and the prediction is right most often
+  // for the first two (1 job: 3.72 tok/s vs 3.10 with all 6, 3.58 with none;
+  // 32 jobs: 10.6 vs 8.5 tok/s; tests/bench/batch_bench.sh --prefetch-width).
+  uint32_t prefetch_per_token = 2;
   uint32_t max_cache_experts = 0;    // 0: as many as the plan allows; else at most this many (tests, experiments)
 };
 
