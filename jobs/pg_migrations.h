@@ -10,17 +10,14 @@
 #pragma once
 
 #include <span>
-#include <string_view>
+
+#include "jobs/migration.h"
 
 namespace ns::jobs::pg {
 
 class Conn;
 
-struct Migration {
-  int version;            // NNN from the file name; 1, 2, 3, ... without gaps
-  const char* file_name;  // e.g. "001_init.sql"
-  std::string_view sql;
-};
+using jobs::Migration;
 
 // All migrations, in version order.
 std::span<const Migration> migrations();
