@@ -125,7 +125,7 @@ void Heartbeat::tick(jobs::Queue* queue) {
       try {
         counts = queue->counts();
         // The fleet's view of this daemon (`nightshift status`).
-        if (!worker_id_.empty()) queue->worker_heartbeat(worker_id_, snap.model, job_ids);
+        if (!worker_id_.empty()) queue->worker_heartbeat(worker_id_, snap.loaded_model, job_ids);
       } catch (const Error& e) {
         spdlog::debug("heartbeat: cannot count the queue or update the workers row: {}", e.what());
       }

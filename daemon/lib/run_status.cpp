@@ -42,6 +42,11 @@ void RunStatus::end_job(int64_t job_id) {
   lost_count_ = static_cast<int>(lost_.size());
 }
 
+void RunStatus::set_loaded_model(const std::string& model) {
+  std::lock_guard lock(mu_);
+  s_.loaded_model = model;
+}
+
 RunStatus::Snapshot RunStatus::snapshot() const {
   std::lock_guard lock(mu_);
   return s_;

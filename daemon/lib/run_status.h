@@ -28,12 +28,14 @@ class RunStatus {
   struct Snapshot {
     std::vector<JobView> jobs;  // running now, oldest start first
     std::string model;          // the model they run on
+    std::string loaded_model;   // the model whose engine is loaded ("" = none), running or not
     int64_t jobs_finished = 0;
   };
 
   void start_job(const jobs::Lease& lease, const std::string& model, int32_t max_tokens, int32_t resumed);
   void progress(int64_t job_id, int32_t prompt_tokens, int32_t prefilled, int32_t generated, double tok_s);
   void end_job(int64_t job_id);
+  void set_loaded_model(const std::string& model);
   Snapshot snapshot() const;
 
   // The heartbeat found the lease taken over: the worker must drop the job.

@@ -204,6 +204,7 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
   }
   engine_model_ = model;
   engine_path_ = path;
+  status_.set_loaded_model(model);
   status_.touch();
   spdlog::info("model {} loaded in {:.0f} ms", model, load_ms);
   return *engine_;
@@ -215,6 +216,7 @@ void Worker::drop_engine() {
   engine_model_.clear();
   engine_path_.clear();
   chat_template_.reset();
+  status_.set_loaded_model("");
 }
 
 std::string Worker::render_prompt(const jobs::Job& job) {
