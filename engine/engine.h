@@ -29,6 +29,9 @@ struct EngineOptions {
   std::string io_mode = "uring";
   std::string cache_policy = "lfu";
   int io_queue_depth = 16;
+  // deepseek2 files with the fused attn_kv_b: cache expanded keys and values
+  // as the reference does (its logits exactly) instead of the latent.
+  bool mla_expanded_cache = false;
 };
 
 class GenerationBatch;

@@ -29,7 +29,7 @@ struct RunArgs {
   std::string model, prompt, prompt_file;
   SamplingParams sampling;
   int threads = 0, context = 0;
-  std::string memory_budget = "0", io_mode = "uring";
+  std::string memory_budget = "0", io_mode = "uring", mla_cache = "latent";
   bool json = false, quiet = false;
 };
 
@@ -37,7 +37,7 @@ struct LogitsArgs {
   std::string model;
   std::vector<std::string> prompts;
   int top = 8, greedy = 16, threads = 0, context = 0;
-  std::string io_mode = "uring";
+  std::string io_mode = "uring", mla_cache = "latent";
   bool json = false;
 };
 
@@ -73,6 +73,7 @@ void run_command(const RunArgs& a) {
   eo.context = a.context;
   eo.memory_budget = stream::parse_size(a.memory_budget);
   eo.io_mode = a.io_mode;
+  eo.mla_expanded_cache = a.mla_cache == "expanded";
   auto engine = Engine::load(a.model, eo);
   // Progress on stderr when it is a terminal; the decode line too when the
   // text is not streamed to that same terminal (--json, or stdout redirected).
@@ -124,6 +125,7 @@ void logits_command(const LogitsArgs& a) {
   mo.threads = a.threads;
   mo.context = a.context;
   mo.streaming.io_mode = a.io_mode;
+  mo.arch.mla_expanded_cache = a.mla_cache == "expanded";
   auto model = Model::load(a.model, mo);
   const int64_t n_vocab = model->n_vocab();
   std::vector<float> logits;
@@ -277,6 +279,10 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   run->add_option("--io-mode", run_args->io_mode, "How expert weights are read: uring, pread or mmap (page cache baseline)")
       ->check(CLI::IsMember({"uring", "pread", "mmap"}))
       ->capture_default_str();
+  run->add_option("--mla-cache", run_args->mla_cache,
+                  "deepseek2 files with the fused attn_kv_b: latent (small) or expanded (the reference's way)")
+      ->check(CLI::IsMember({"latent", "expanded"}))
+      ->capture_default_str();
   run->add_flag("--json", run_args->json, "Print one JSON object {text, finish_reason, stats}");
   run->add_flag("--no-progress", run_args->quiet,
                 "No live prefill/decode progress line on stderr (shown on a terminal for generations over 0.5 s)");
@@ -299,6 +305,11 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   logits->add_option("--context,-c", la->context, "Context length in tokens");
   logits->add_option("--io-mode", la->io_mode, "How expert weights are read: uring, pread or mmap")
       ->check(CLI::IsMember({"uring", "pread", "mmap"}))
+      ->capture_default_str();
+  logits->add_option("--mla-cache", la->mla_cache,
+                     "deepseek2 files with the fused attn_kv_b: latent (small) or expanded (the reference's way; "
+                     "its logits exactly)")
+      ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
   logits->add_flag("--json", la->json, "JSON output");
   logits->callback([la] { logits_command(*la); });

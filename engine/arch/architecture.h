@@ -26,8 +26,18 @@ class Architecture {
   virtual BufferSizes buffer_sizes() const = 0;
 };
 
+// Choices the model file leaves open, made when it is loaded.
+struct ArchOptions {
+  // deepseek2 files with the fused attn_kv_b tensor: false caches the latent
+  // (kv_lora_rank + rope dims per token and layer, as for split files); true
+  // caches expanded keys and values as the reference implementation does for
+  // such files, so that its logits are matched exactly (more memory).
+  bool mla_expanded_cache = false;
+};
+
 // Throws ns::Error(bad_model) for architectures this build does not run.
-std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader);
+std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader,
+                                                const ArchOptions& options = {});
 
 // Architectures known to this build, for messages.
 const char* supported_architectures();

@@ -19,20 +19,6 @@
 namespace ns {
 namespace {
 
-// Files with the fused attn_kv_b cache the latent by default, like split files
-// (a fraction of the memory). NS_MLA_FUSED_KV_B=expanded runs them as the
-// reference does instead, caching expanded keys and values: its results then
-// match the reference's exactly (the conformance goldens are such files).
-constexpr const char* kFusedCacheEnv = "NS_MLA_FUSED_KV_B";
-
-std::string fused_kv_b_cache() {
-  const char* v = std::getenv(kFusedCacheEnv);
-  const std::string mode = v ? v : "latent";
-  if (mode != "latent" && mode != "expanded")
-    throw Error(ErrorKind::invalid_input, std::string(kFusedCacheEnv) + "='" + mode + "': expected latent or expanded");
-  return mode;
-}
-
 struct Deepseek2Layer {
   std::vector<float> attn_norm, ffn_norm;
   MlaWeights attn;
@@ -43,15 +29,18 @@ struct Deepseek2Layer {
 
 class Deepseek2 final : public Architecture {
  public:
-  Deepseek2(const Hparams& hp, TensorLoader& t) : hp_(hp), sh_(mla_shape(hp)) {
+  // Files with the fused attn_kv_b cache the latent unless told otherwise,
+  // like split files (a fraction of the memory); `expanded_cache` runs them as
+  // the reference does (the conformance goldens are such files).
+  Deepseek2(const Hparams& hp, TensorLoader& t, bool expanded_cache) : hp_(hp), sh_(mla_shape(hp)) {
     const int64_t d = hp.n_embd;
     const bool fused = !t.has("blk.0.attn_k_b.weight") && t.has("blk.0.attn_kv_b.weight");
-    sh_.expanded_cache = fused && fused_kv_b_cache() == "expanded";
+    sh_.expanded_cache = fused && expanded_cache;
     if (fused)
-      spdlog::info("deepseek2: fused attn_kv_b layout, {} KV cache ({} values per token and layer; {}={} to change)",
+      spdlog::info("deepseek2: fused attn_kv_b layout, {} KV cache ({} values per token and layer; "
+                   "--mla-cache {} to change)",
                    sh_.expanded_cache ? "expanded (the reference's multi-head path)" : "latent",
-                   sh_.cache_k_width() + sh_.cache_v_width(), kFusedCacheEnv,
-                   sh_.expanded_cache ? "latent" : "expanded");
+                   sh_.cache_k_width() + sh_.cache_v_width(), sh_.expanded_cache ? "latent" : "expanded");
     if (hp.n_layer_dense_lead < hp.n_layer && !hp.is_moe())
       throw Error(ErrorKind::bad_model, "deepseek2: expert_count is missing but layers " +
                                             std::to_string(hp.n_layer_dense_lead) + ".. are MoE layers");
@@ -119,8 +108,8 @@ class Deepseek2 final : public Architecture {
 
 }  // namespace
 
-std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& loader) {
-  return std::make_unique<Deepseek2>(hp, loader);
+std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& loader, bool expanded_cache) {
+  return std::make_unique<Deepseek2>(hp, loader, expanded_cache);
 }
 
 }  // namespace ns

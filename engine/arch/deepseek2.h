@@ -3,5 +3,6 @@
 #include "engine/arch/architecture.h"
 
 namespace ns {
-std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& loader);
+// expanded_cache: see ArchOptions::mla_expanded_cache (fused attn_kv_b files only).
+std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& loader, bool expanded_cache);
 }

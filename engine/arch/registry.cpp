@@ -9,7 +9,7 @@ namespace ns {
 
 const char* supported_architectures() { return "llama, deepseek2, qwen2moe, qwen3moe"; }
 
-std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader) {
+std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
   if (hp.arch == "llama") {
     // engine/arch/llama.cpp rotates with ops::rope, which takes no YaRN parameters.
     if (hp.rope_scaling == RopeScaling::yarn)
@@ -17,7 +17,7 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
                                         "for this architecture yet (supported: none, linear)");
     return make_llama(hp, loader);
   }
-  if (hp.arch == "deepseek2") return make_deepseek2(hp, loader);
+  if (hp.arch == "deepseek2") return make_deepseek2(hp, loader, options.mla_expanded_cache);
   if (hp.arch == "qwen2moe" || hp.arch == "qwen3moe") return make_qwen_moe(hp, loader);
   throw Error(ErrorKind::bad_model, "architecture '" + hp.arch + "' is not supported by this build (supported: " +
                                         supported_architectures() + ")");

@@ -53,7 +53,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   m->output_norm_ = t.vector("output_norm.weight", hp.n_embd);
   // Tied embeddings: no output.weight, the embedding matrix is the output head.
   m->output_ = t.has("output.weight") ? t.matrix("output.weight", hp.n_vocab, hp.n_embd) : m->token_embd_;
-  m->arch_ = make_architecture(hp, t);
+  m->arch_ = make_architecture(hp, t, opts.arch);
   for (const auto& name : t.unused()) spdlog::warn("{}: tensor '{}' is not used by the {} architecture", path, name, hp.arch);
   for (const auto& ti : f.tensors()) m->n_params_ += ti.n_elements();
 

@@ -33,6 +33,7 @@ struct ModelOptions {
   int64_t max_batch = 0;
   int64_t n_seq = 1;        // sequences the KV cache holds at once (jobs decoded together)
   StreamingOptions streaming;  // memory_budget, io_mode, cache policy (weight_streaming.h)
+  ArchOptions arch;            // choices the file leaves open (engine/arch/architecture.h)
 };
 
 // One token of a batch: its id, the KV-cache sequence it belongs to, its

@@ -63,7 +63,7 @@ void compare_row(const float* row, int64_t n_vocab, const json& golden_top, doub
   ++tally.positions;
 }
 
-void check_model(const fs::path& shared, const std::string& name) {
+void check_model(const fs::path& shared, const std::string& name, bool mla_expanded_cache = false) {
   const fs::path model_path = shared / "models" / (name + ".gguf");
   const fs::path golden_path = shared / "models/goldens" / (name + ".json");
   if (!fs::exists(model_path) || !fs::exists(golden_path)) {
@@ -72,6 +72,7 @@ void check_model(const fs::path& shared, const std::string& name) {
   }
   const double tol = tolerance_for(name);
   ns::ModelOptions mo;
+  mo.arch.mla_expanded_cache = mla_expanded_cache;
   mo.context = 256;
   auto model = ns::Model::load(model_path.string(), mo);
   const int64_t n_vocab = model->n_vocab();
@@ -135,11 +136,7 @@ TEST_CASE("logits agree with the reference: Mixtral-style MoE, BPE, Q4_0") {
 // random models amplify F16-level differences into flipped expert choices.
 // So they are checked in the reference's own mode.
 namespace {
-void check_deepseek2(const std::string& name) {
-  setenv("NS_MLA_FUSED_KV_B", "expanded", 1);
-  check_model(NS_SHARED_DIR, name);
-  unsetenv("NS_MLA_FUSED_KV_B");
-}
+void check_deepseek2(const std::string& name) { check_model(NS_SHARED_DIR, name, /*mla_expanded_cache=*/true); }
 }  // namespace
 
 TEST_CASE("logits agree with the reference: deepseek2 with q_lora, sigmoid routing + selection bias, shared expert, Q8_0") {
