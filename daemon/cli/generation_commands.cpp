@@ -63,7 +63,8 @@ json stats_json(const GenerationStats& s) {
           {"bytes_read", s.bytes_read},         {"read_gib_s", s.read_gib_s},
           {"kv_bytes_per_token", s.kv_bytes_per_token},
           {"io_wait_ms", s.io_wait_ms},         {"compute_ms", s.compute_ms},
-          {"cache_hit_rate", s.cache_hit_rate}, {"prefetch_accuracy", s.prefetch_accuracy}};
+          {"cache_hit_rate", s.cache_hit_rate}, {"prefetch_accuracy", s.prefetch_accuracy},
+          {"batch_steps", s.batch_steps},       {"avg_batch_size", s.avg_batch_size}};
 }
 
 void run_command(const RunArgs& a) {
