@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "jobs/valid_utf8.h"
+
 namespace ns::jobs::pg {
 namespace {
 
@@ -59,24 +61,11 @@ std::string sql_excerpt(std::string_view sql) {
   return s;
 }
 
-// PostgreSQL text: valid UTF-8, no NUL. Each byte that breaks that becomes U+FFFD.
+// PostgreSQL text: valid UTF-8 (jobs/valid_utf8.h) and no NUL, which becomes U+FFFD too.
 std::string storable_text(std::string_view v) {
-  std::string out;
-  size_t done = 0;
-  while (true) {
-    const std::string_view rest = v.substr(done);
-    size_t bad = invalid_utf8_offset(rest);
-    const size_t nul = rest.find('\0');
-    if (nul != std::string_view::npos && (bad == std::string_view::npos || nul < bad)) bad = nul;
-    if (bad == std::string_view::npos) {
-      if (done == 0) return std::string(v);
-      out.append(rest);
-      return out;
-    }
-    out.append(rest.substr(0, bad));
-    out.append("\xEF\xBF\xBD");
-    done += bad + 1;
-  }
+  std::string out = to_valid_utf8(v);
+  for (size_t at = out.find('\0'); at != std::string::npos; at = out.find('\0', at)) out.replace(at, 1, "\xEF\xBF\xBD");
+  return out;
 }
 
 template <class T>

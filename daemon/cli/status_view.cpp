@@ -8,6 +8,7 @@
 #include "daemon/cli/batch_export.h"
 #include "daemon/cli/progress_format.h"
 #include "jobs/time_format.h"
+#include "jobs/valid_utf8.h"
 
 namespace ns::cli {
 namespace {
@@ -28,14 +29,9 @@ bool in_prefill(const jobs::Job& job) {
 // escape sequences) become spaces, so it can neither break the layout nor
 // drive the terminal; cut to about max_chars bytes on a character boundary.
 std::string one_line(std::string_view text, size_t max_chars) {
-  std::string out;
-  while (!text.empty()) {
-    const size_t bad = jobs::invalid_utf8_offset(text);
-    const std::string_view good = text.substr(0, std::min(bad, text.size()));
-    for (char c : good) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
-    if (bad == std::string_view::npos) break;
-    out += "\xEF\xBF\xBD";
-    text.remove_prefix(bad + 1);
+  std::string out = jobs::to_valid_utf8(text);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   }
   if (out.size() > max_chars) {
     size_t cut = max_chars - 3;

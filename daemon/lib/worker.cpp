@@ -14,7 +14,7 @@
 
 #include "daemon/lib/config.h"
 #include "daemon/lib/failure.h"
-#include "daemon/lib/valid_utf8.h"
+#include "jobs/valid_utf8.h"
 #include "engine/chat/chat_messages_json.h"
 #include "engine/chat/chat_template.h"
 #include "engine/chat/model_chat_template.h"
@@ -456,7 +456,7 @@ void Worker::finish(Active& a, GenerationResult gen) {
   Execution ex;
   ex.checkpointed = a.checkpointed;
   jobs::JobResult& r = ex.result;
-  r.text = to_valid_utf8(gen.text);
+  r.text = jobs::to_valid_utf8(gen.text);
   r.finish_reason = gen.finish_reason;
   r.prompt_tokens = gen.stats.prompt_tokens;
   r.completion_tokens = gen.stats.completion_tokens;

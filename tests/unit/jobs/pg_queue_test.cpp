@@ -225,7 +225,8 @@ TEST_CASE("PostgreSQL: text it cannot hold: NUL in a prompt is refused, odd byte
   r.text = std::string(kOdd, sizeof kOdd - 1);
   r.finish_reason = "length";
   CHECK(q->complete(job->lease(), r));
-  CHECK(q->get(id)->result->text == "ok \xEF\xBF\xBD\xEF\xBF\xBD cut, nul \xEF\xBF\xBD end");
+  // One U+FFFD per broken character, as jobs/valid_utf8.h (and Python) replace it.
+  CHECK(q->get(id)->result->text == "ok \xEF\xBF\xBD cut, nul \xEF\xBF\xBD end");
 }
 
 TEST_CASE("PostgreSQL: times come from the server's clock") {

@@ -9,11 +9,11 @@
 #include <string>
 #include <string_view>
 
-namespace ns::daemon {
+namespace ns::jobs {
 
 // `text` with every invalid byte sequence replaced by U+FFFD (one per
 // maximal invalid subpart: each byte that cannot start or continue a valid
 // character); valid text is returned unchanged.
 std::string to_valid_utf8(std::string_view text);
 
-}  // namespace ns::daemon
+}  // namespace ns::jobs

@@ -1,8 +1,8 @@
-#include "daemon/lib/valid_utf8.h"
+#include "jobs/valid_utf8.h"
 
 #include <cstdint>
 
-namespace ns::daemon {
+namespace ns::jobs {
 namespace {
 
 // The bytes allowed after lead byte `lead` (Unicode Table 3-7, "well-formed
@@ -57,4 +57,4 @@ std::string to_valid_utf8(std::string_view text) {
   return out;
 }
 
-}  // namespace ns::daemon
+}  // namespace ns::jobs
