@@ -78,8 +78,6 @@ struct Worker::Active {
   Clock::time_point last_poll{}, last_checkpoint{}, checkpoint_blocked_until{};
   std::optional<Clock::time_point> first_token;
   int32_t first_token_count = 0;
-  int64_t steps = 0;           // batch steps it took part in
-  int64_t batch_sum = 0;       // sum of the batch sizes of those steps
 };
 
 WorkerOptions worker_options_from(const Config& config) {
@@ -418,10 +416,6 @@ void Worker::step() {
     return;
   }
   const int64_t size = static_cast<int64_t>(active_.size());
-  for (auto& a : active_) {
-    ++a->steps;
-    a->batch_sum += size;
-  }
   ++totals_.steps;
   const BatchStepStats& st = batch_->last_step();
   spdlog::debug("step {}: {} job(s), {} tokens ({} prefill), {} experts ({} read, {} cached), {:.1f} MiB read, "
@@ -475,7 +469,7 @@ void Worker::finish(Active& a, GenerationResult gen) {
   r.compute_ms = gen.stats.compute_ms;
   r.cache_hit_rate = gen.stats.cache_hit_rate;
   r.prefetch_accuracy = gen.stats.prefetch_accuracy;
-  r.avg_batch_size = a.steps > 0 ? static_cast<double>(a.batch_sum) / static_cast<double>(a.steps) : 1.0;
+  r.avg_batch_size = gen.stats.avg_batch_size;
   ex.tokens = std::move(gen.tokens);
   totals_.tokens += r.completion_tokens - a.resumed;
   // A job that reached its end on the same token the stop or cancel was
