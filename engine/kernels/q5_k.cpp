@@ -7,6 +7,7 @@
 
 #include "engine/kernels/formats.h"
 #include "engine/kernels/half.h"
+#include "engine/kernels/k4_sub_block_fit.h"
 #include "engine/kernels/kquant.h"
 #include "engine/kernels/kquant_search.h"
 
@@ -49,49 +50,7 @@ void quantize(const float* src, void* dst, int64_t n) {
   auto* blk = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
     uint8_t levels[kBlockElems];
-    uint8_t aux[32];
-    float weights[32], scales[8], mins[8];
-    float max_scale = 0, max_min = 0;
-    for (int j = 0; j < 8; ++j) {
-      const float* x = src + 32 * j;
-      float sum_x2 = 0;
-      for (int l = 0; l < 32; ++l) sum_x2 += x[l] * x[l];
-      const float av_x = std::sqrt(sum_x2 / 32);
-      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[l]);
-      scales[j] = kq::make_qkx2_quants(32, 31, x, weights, levels + 32 * j, &mins[j], aux, -0.5f, 0.1f, 15, false);
-      if (scales[j] > max_scale) max_scale = scales[j];
-      if (mins[j] > max_min) max_min = mins[j];
-    }
-    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
-    uint8_t* packed = blk + L::scales;
-    for (int j = 0; j < 8; ++j) {
-      auto ls = static_cast<uint8_t>(kq::nearest_int(inv_scale * scales[j]));
-      auto lm = static_cast<uint8_t>(kq::nearest_int(inv_min * mins[j]));
-      ls = ls < 63 ? ls : 63;
-      lm = lm < 63 ? lm : 63;
-      if (j < 4) {
-        packed[j] = ls;
-        packed[j + 4] = lm;
-      } else {
-        packed[j + 4] = static_cast<uint8_t>((ls & 0x0f) | ((lm & 0x0f) << 4));
-        packed[j - 4] = static_cast<uint8_t>(packed[j - 4] | ((ls >> 4) << 6));
-        packed[j] = static_cast<uint8_t>(packed[j] | ((lm >> 4) << 6));
-      }
-    }
-    store_u16(blk + L::d, float_to_half(max_scale / 63.0f));
-    store_u16(blk + L::dmin, float_to_half(max_min / 63.0f));
-    uint8_t sc[8], mn[8];
-    kq::unpack_k4_scales(packed, sc, mn);
-    for (int j = 0; j < 8; ++j) {
-      const float d = load_fp16(blk + L::d) * static_cast<float>(sc[j]);
-      if (d == 0.0f) continue;  // keeps the levels of the fit
-      const float dm = load_fp16(blk + L::dmin) * static_cast<float>(mn[j]);
-      for (int i = 0; i < 32; ++i) {
-        const int l = kq::nearest_int((src[32 * j + i] + dm) / d);
-        levels[32 * j + i] = static_cast<uint8_t>(l < 0 ? 0 : (l > 31 ? 31 : l));
-      }
-    }
+    kq::fit_k4_sub_blocks(src, blk, 31, -0.5f, 15, levels);
     uint8_t* qh = blk + L::qh;
     uint8_t* ql = blk + L::qs;
     std::memset(qh, 0, 32);
