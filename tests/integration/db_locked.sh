@@ -11,13 +11,16 @@ for i in 1 2 3 4 5 6; do echo "Locked night number $i"; done > "$WORK/prompts.tx
 ns submit --config "$CONFIG" --model tiny --max-tokens 4 --ignore-eos --prompt-lines "$WORK/prompts.txt" > /dev/null
 
 mkfifo "$WORK/lock.fifo"
-"$SQLITE3" "$DB" < "$WORK/lock.fifo" > /dev/null 2>&1 &
+# The other writer says so once it holds the lock (.bail: a failed BEGIN
+# ends the shell instead of leaving the test to guess).
+"$SQLITE3" -bail -cmd ".timeout 10000" "$DB" < "$WORK/lock.fifo" > "$WORK/locker.out" 2>&1 &
 locker=$!
 EXTRA_PIDS+=("$locker")
 exec 3> "$WORK/lock.fifo"
 echo "BEGIN IMMEDIATE;" >&3
-locked() { ! "$SQLITE3" "$DB" "PRAGMA busy_timeout = 0; BEGIN IMMEDIATE; ROLLBACK;" > /dev/null 2>&1; }
-wait_for 5 "the other writer to hold the lock" locked
+echo "SELECT 'holding the lock';" >&3
+locked() { grep -q "holding the lock" "$WORK/locker.out"; }
+wait_for 15 "the other writer to hold the lock" locked
 
 start_daemon 3>&-  # the daemon must not keep the lock fifo open
 expect_exit 1 ns submit --config "$CONFIG" --model tiny "while locked"
