@@ -12,7 +12,7 @@
 namespace ns {
 
 class ThreadPool;
-class KvCache;
+class SequenceState;
 namespace stream {
 class ExpertCache;
 }
@@ -53,7 +53,7 @@ struct ForwardState {
   std::vector<int32_t> predicted;     // [n_expert]
 
   ThreadPool* pool = nullptr;
-  KvCache* kv = nullptr;
+  SequenceState* seqs = nullptr;  // attention cache and recurrent state of every sequence
   kernels::MatmulScratch mm;
 };
 

@@ -120,7 +120,7 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
   const size_t decoded = r.tokens.size() - s.n_resume;
   r.stats.decode_tok_s = r.stats.decode_ms > 0 && decoded > 0 ? decoded * 1000.0 / r.stats.decode_ms : 0;
   r.stats.peak_rss_bytes = peak_rss_bytes();
-  r.stats.kv_bytes_per_token = model_.kv_cache().bytes_per_token();
+  r.stats.kv_bytes_per_token = model_.sequence_state().bytes_per_token();
   r.stats.bytes_read = s.bytes;
   r.stats.read_gib_s = s.read_busy_s > 0 ? double(s.bytes) / s.read_busy_s / double(1ull << 30) : 0;
   r.stats.io_wait_ms = s.io_wait_s * 1e3;

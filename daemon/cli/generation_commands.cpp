@@ -234,7 +234,7 @@ void model_info_command(const ModelInfoArgs& a) {
             {"n_expert_used", hp.n_expert_used},
             {"bytes_per_expert", expert_bytes_one_layer},
             {"resident_bytes", resident_bytes},
-            {"kv_bytes_per_token", model->kv_cache().bytes_per_token()},
+            {"kv_bytes_per_token", model->sequence_state().bytes_per_token()},
             {"context_length", hp.n_ctx_train},
             {"tokenizer", f.get_string_or("tokenizer.ggml.model", "")},
             {"pre_tokenizer", f.get_string_or("tokenizer.ggml.pre", "")}};

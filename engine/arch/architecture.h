@@ -9,13 +9,14 @@
 #include "engine/forward_state.h"
 #include "engine/model/hparams.h"
 #include "engine/model/tensor_loader.h"
+#include "engine/sequence_state.h"
 
 namespace ns {
 
 struct BufferSizes {
   int64_t q = 0, k = 0, v = 0, att = 0;  // per-token widths of the attention buffers
   int64_t ff = 0;                       // widest FFN hidden layer (dense or expert)
-  int64_t kv_k = 0, kv_v = 0;           // per-token, per-layer KV cache widths
+  SequenceLayout cache;                 // what each layer keeps per sequence (attention rows, recurrent state)
 };
 
 class Architecture {

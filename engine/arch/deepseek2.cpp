@@ -22,9 +22,7 @@ namespace {
 struct Deepseek2Layer {
   std::vector<float> attn_norm, ffn_norm;
   MlaWeights attn;
-  FfnWeights ffn;   // leading dense layers
-  MoeWeights moe;   // the others
-  bool is_moe = false;
+  DeepseekFfn ffn;  // dense for the leading layers, routed + shared experts after
 };
 
 class Deepseek2 final : public Architecture {
@@ -52,22 +50,7 @@ class Deepseek2 final : public Architecture {
       L.attn_norm = t.vector(p + "attn_norm.weight", d);
       L.attn = load_mla(t, p, sh_, d);
       L.ffn_norm = t.vector(p + "ffn_norm.weight", d);
-      if (il < hp.n_layer_dense_lead) {
-        L.ffn.gate = t.matrix(p + "ffn_gate.weight", hp.n_ff, d);
-        L.ffn.up = t.matrix(p + "ffn_up.weight", hp.n_ff, d);
-        L.ffn.down = t.matrix(p + "ffn_down.weight", d, hp.n_ff);
-      } else {
-        L.is_moe = true;
-        L.moe = load_moe(t, p, hp);
-        if (hp.n_expert_shared > 0) {
-          // The reference stacks the shared experts into one FFN of n_shared * n_ff_expert.
-          const int64_t width = hp.n_expert_shared * hp.n_ff_expert;
-          L.moe.has_shared = true;
-          L.moe.shared.gate = t.matrix(p + "ffn_gate_shexp.weight", width, d);
-          L.moe.shared.up = t.matrix(p + "ffn_up_shexp.weight", width, d);
-          L.moe.shared.down = t.matrix(p + "ffn_down_shexp.weight", d, width);
-        }
-      }
+      L.ffn = load_deepseek_ffn(t, p, hp, il);
       layers_.push_back(std::move(L));
     }
   }
@@ -78,10 +61,9 @@ class Deepseek2 final : public Architecture {
     b.k = mla_k_width(sh_);
     b.v = mla_v_width(sh_);
     b.att = mla_att_width(sh_);
-    b.ff = std::max({hp_.n_layer_dense_lead > 0 ? hp_.n_ff : 0, hp_.n_ff_expert,
-                     hp_.n_expert_shared * hp_.n_ff_expert});
-    b.kv_k = sh_.cache_k_width();  // latent path: the latent and the rotated key part
-    b.kv_v = sh_.cache_v_width();  // latent path: 0, the values are the latent
+    b.ff = deepseek_ffn_width(hp_);
+    b.cache.k_dim = sh_.cache_k_width();  // latent path: the latent and the rotated key part
+    b.cache.v_dim = sh_.cache_v_width();  // latent path: 0, the values are the latent
     return b;
   }
 
@@ -93,10 +75,7 @@ class Deepseek2 final : public Architecture {
     ops::add(s.x.data(), s.out.data(), s.n * d);
 
     for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.ffn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    if (L.is_moe)
-      moe_ffn(L.moe, s);
-    else
-      swiglu(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
+    deepseek_ffn(L.ffn, s);
     ops::add(s.x.data(), s.out.data(), s.n * d);
   }
 

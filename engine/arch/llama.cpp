@@ -55,7 +55,7 @@ class Llama final : public Architecture {
   BufferSizes buffer_sizes() const override {
     BufferSizes b;
     b.q = b.att = hp_.n_head * hp_.head_dim;
-    b.k = b.v = b.kv_k = b.kv_v = hp_.n_head_kv * hp_.head_dim;
+    b.k = b.v = b.cache.k_dim = b.cache.v_dim = hp_.n_head_kv * hp_.head_dim;
     b.ff = hp_.is_moe() ? hp_.n_ff_expert : hp_.n_ff;
     return b;
   }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/arch/qwen_moe.h"
-#include "engine/kv_cache.h"
+#include "engine/sequence_state.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
 #include "engine/layers/yarn_rope.h"
@@ -95,7 +95,7 @@ class QwenMoe final : public Architecture {
   BufferSizes buffer_sizes() const override {
     BufferSizes b;
     b.q = b.att = hp_.n_head * hp_.head_dim;
-    b.k = b.v = b.kv_k = b.kv_v = hp_.n_head_kv * hp_.head_dim;
+    b.k = b.v = b.cache.k_dim = b.cache.v_dim = hp_.n_head_kv * hp_.head_dim;
     b.ff = std::max(hp_.n_ff_expert, hp_.arch == "qwen2moe" ? shexp_width_ : 0);
     return b;
   }
@@ -127,7 +127,7 @@ class QwenMoe final : public Architecture {
     norm_heads(s.q.data(), w.q_norm, n * n_head, hd, hp_.rms_eps);
     norm_heads(s.k.data(), w.k_norm, n * n_kv, hd, hp_.rms_eps);
 
-    KvCache& kv = *s.kv;
+    SequenceState& kv = *s.seqs;
     for (int64_t t = 0; t < n; ++t) {
       const int64_t pos = s.pos[t], seq = s.seq[t];
       apply_rope(&s.q[t * q_dim], n_head, hd, pos, rope_);

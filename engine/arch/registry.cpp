@@ -1,13 +1,14 @@
 // Maps general.architecture to the file that implements it.
 #include "engine/arch/architecture.h"
 #include "engine/arch/deepseek2.h"
+#include "engine/arch/kimi_linear.h"
 #include "engine/arch/llama.h"
 #include "engine/arch/qwen_moe.h"
 #include "engine/util/error.h"
 
 namespace ns {
 
-const char* supported_architectures() { return "llama, deepseek2, qwen2moe, qwen3moe"; }
+const char* supported_architectures() { return "llama, deepseek2, kimi-linear, qwen2moe, qwen3moe"; }
 
 std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
   if (hp.arch == "llama") {
@@ -18,6 +19,7 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
     return make_llama(hp, loader);
   }
   if (hp.arch == "deepseek2") return make_deepseek2(hp, loader, options.mla_expanded_cache);
+  if (hp.arch == "kimi-linear") return make_kimi_linear(hp, loader, options.mla_expanded_cache);
   if (hp.arch == "qwen2moe" || hp.arch == "qwen3moe") return make_qwen_moe(hp, loader);
   throw Error(ErrorKind::bad_model, "architecture '" + hp.arch + "' is not supported by this build (supported: " +
                                         supported_architectures() + ")");

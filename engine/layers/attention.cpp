@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/kv_cache.h"
+#include "engine/sequence_state.h"
 #include "engine/ops.h"
 #include "engine/util/thread_pool.h"
 
@@ -158,7 +158,7 @@ void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardSt
   kernels::matmul(w.wk, s.xn.data(), n, s.k.data(), *s.pool, s.mm);
   kernels::matmul(w.wv, s.xn.data(), n, s.v.data(), *s.pool, s.mm);
 
-  KvCache& kv = *s.kv;
+  SequenceState& kv = *s.seqs;
   for (int64_t t = 0; t < n; ++t) {
     const int64_t pos = s.pos[t], seq = s.seq[t];
     ops::rope(&s.q[t * q_dim], n_head, hd, hp.rope_dim, pos, hp.rope_base, hp.rope_freq_scale, hp.rope_type);

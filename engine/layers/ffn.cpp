@@ -252,4 +252,36 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   if (w.has_shared) add_shared_experts(w, s);
 }
 
+DeepseekFfn load_deepseek_ffn(TensorLoader& t, const std::string& p, const Hparams& hp, int64_t il) {
+  const int64_t d = hp.n_embd;
+  DeepseekFfn f;
+  if (il < hp.n_layer_dense_lead) {
+    f.dense.gate = t.matrix(p + "ffn_gate.weight", hp.n_ff, d);
+    f.dense.up = t.matrix(p + "ffn_up.weight", hp.n_ff, d);
+    f.dense.down = t.matrix(p + "ffn_down.weight", d, hp.n_ff);
+    return f;
+  }
+  f.is_moe = true;
+  f.moe = load_moe(t, p, hp);
+  if (hp.n_expert_shared > 0) {
+    const int64_t width = hp.n_expert_shared * hp.n_ff_expert;
+    f.moe.has_shared = true;
+    f.moe.shared.gate = t.matrix(p + "ffn_gate_shexp.weight", width, d);
+    f.moe.shared.up = t.matrix(p + "ffn_up_shexp.weight", width, d);
+    f.moe.shared.down = t.matrix(p + "ffn_down_shexp.weight", d, width);
+  }
+  return f;
+}
+
+int64_t deepseek_ffn_width(const Hparams& hp) {
+  return std::max({hp.n_layer_dense_lead > 0 ? hp.n_ff : 0, hp.n_ff_expert, hp.n_expert_shared * hp.n_ff_expert});
+}
+
+void deepseek_ffn(const DeepseekFfn& f, ForwardState& s) {
+  if (f.is_moe)
+    moe_ffn(f.moe, s);
+  else
+    swiglu(f.dense, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
+}
+
 }  // namespace ns

@@ -61,4 +61,19 @@ MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp);
 // s.predict_next the next layer's experts are prefetched meanwhile.
 void moe_ffn(const MoeWeights& w, ForwardState& s);
 
+// A layer's feed-forward part in DeepSeek's pattern (deepseek2, kimi-linear,
+// kimi-k3): a dense SwiGLU for the first leading_dense_block_count layers,
+// then routed experts plus the shared experts (ffn_*_shexp, n_shared experts
+// stacked into one FFN of n_shared * n_ff_expert, always applied).
+struct DeepseekFfn {
+  bool is_moe = false;
+  FfnWeights dense;
+  MoeWeights moe;
+};
+DeepseekFfn load_deepseek_ffn(TensorLoader& t, const std::string& p, const Hparams& hp, int64_t il);
+// Widest hidden layer the block needs in s.ff_a / s.ff_b.
+int64_t deepseek_ffn_width(const Hparams& hp);
+// s.xn -> s.out.
+void deepseek_ffn(const DeepseekFfn& f, ForwardState& s);
+
 }  // namespace ns

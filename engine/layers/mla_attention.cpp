@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/kv_cache.h"
+#include "engine/sequence_state.h"
 #include "engine/layers/attention.h"
 #include "engine/ops.h"
 #include "engine/util/error.h"
@@ -194,6 +194,7 @@ void project(const MlaWeights& w, const MlaShape& sh, ForwardState& s) {
     const int64_t pos = s.pos[t];
     float* c = &s.k[t * lw];
     ops::rms_norm(c, w.kv_a_norm.data(), kv_lora, sh.rms_eps, c);
+    if (!sh.rotary) continue;
     apply_rope(c + kv_lora, 1, sh.qk_rope, pos, sh.rope);
     apply_rope(&s.att[t * q_width + sh.qk_nope], sh.n_head, sh.k_head(), pos, sh.rope);
   }
@@ -204,7 +205,7 @@ void project(const MlaWeights& w, const MlaShape& sh, ForwardState& s) {
 void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s) {
   const int64_t n = s.n, n_head = sh.n_head, kv_lora = sh.kv_lora_rank, lw = sh.latent_width();
   const int64_t q_width = n_head * sh.k_head();
-  KvCache& kv = *s.kv;
+  SequenceState& kv = *s.seqs;
   for (int64_t t = 0; t < n; ++t)
     kernels::quantize_row(gguf::GgmlType::F16, &s.k[t * lw], kv.k(il, s.seq[t], s.pos[t]), lw);
 
@@ -237,7 +238,7 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
 void attend_expanded(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s) {
   const int64_t n = s.n, n_head = sh.n_head, kv_lora = sh.kv_lora_rank, lw = sh.latent_width();
   const int64_t kh = sh.k_head(), vh = sh.v_head, kd = n_head * kh, vd = n_head * vh, per_head = sh.qk_nope + vh;
-  KvCache& kv = *s.kv;
+  SequenceState& kv = *s.seqs;
   float* expanded = s.v.data();  // [t][n_head * (nope + v)]
   for (int64_t t = 0; t < n; ++t)  // the latents, contiguous for the matmul
     std::memcpy(&s.q[t * kv_lora], &s.k[t * lw], sizeof(float) * static_cast<size_t>(kv_lora));
@@ -270,8 +271,8 @@ void attend_expanded(const MlaWeights& w, const MlaShape& sh, int64_t il, Forwar
 }  // namespace
 
 void mla_attention(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s) {
-  if (s.kv->k_dim() != sh.cache_k_width() || s.kv->v_dim() != sh.cache_v_width())
-    bad_shape("the KV cache rows are " + std::to_string(s.kv->k_dim()) + " + " + std::to_string(s.kv->v_dim()) +
+  if (s.seqs->k_dim() != sh.cache_k_width() || s.seqs->v_dim() != sh.cache_v_width())
+    bad_shape("the KV cache rows are " + std::to_string(s.seqs->k_dim()) + " + " + std::to_string(s.seqs->v_dim()) +
               " wide, expected " + std::to_string(sh.cache_k_width()) + " + " + std::to_string(sh.cache_v_width()));
   project(w, sh, s);
   if (sh.expanded_cache)

@@ -40,6 +40,10 @@ struct MlaShape {
   float rms_eps = 1e-6f;     // for the q_a and kv_a norms
   RopeParams rope;
   bool expanded_cache = false;  // fused attn_kv_b run as the reference does (see above)
+  // false: the qk_rope parts of queries and keys are used as they are, never
+  // rotated (kimi-linear and kimi-k3 MLA layers: their position information
+  // comes from the KDA layers between them).
+  bool rotary = true;
 
   int64_t k_head() const { return qk_nope + qk_rope; }            // query/key head size before absorption
   int64_t latent_width() const { return kv_lora_rank + qk_rope; }  // one cached latent row

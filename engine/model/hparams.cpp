@@ -1,5 +1,7 @@
 #include "engine/model/hparams.h"
 
+#include <algorithm>
+
 #include "engine/gguf/gguf_file.h"
 #include "engine/util/error.h"
 
@@ -92,6 +94,46 @@ void read_mla(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
         "is missing: key_length_mla and value_length_mla come together");
 }
 
+// attention.head_count_kv: one number, or one per layer (hybrid models mark
+// their recurrent layers with 0; at least one layer must have attention heads).
+void read_head_count_kv(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  const std::string key = a + "attention.head_count_kv";
+  const gguf::Value* v = f.find(key);
+  if (v == nullptr) {
+    h.n_head_kv = h.n_head;
+    return;
+  }
+  if (v->type == gguf::ValueType::ARRAY) {
+    const std::vector<int32_t> per_layer = f.get_i32_array(key);
+    if (static_cast<int64_t>(per_layer.size()) != h.n_layer)
+      bad(f, key, "has " + std::to_string(per_layer.size()) + " entries, expected one per layer (" +
+                      std::to_string(h.n_layer) + ")");
+    for (size_t il = 0; il < per_layer.size(); ++il) {
+      const int32_t n = per_layer[il];
+      if (n < 0 || n > 4096 || (n > 0 && h.n_head % n != 0))
+        bad(f, key, "entry " + std::to_string(il) + " is " + std::to_string(n) +
+                        ", expected 0 (a recurrent layer) or a divisor of head_count (" + std::to_string(h.n_head) + ")");
+      h.n_head_kv_layers.push_back(n);
+      h.n_head_kv = std::max<int64_t>(h.n_head_kv, n);
+    }
+    return;
+  }
+  h.n_head_kv = positive(f, key, 4096);
+  if (h.n_head % h.n_head_kv != 0)
+    bad(f, key, "(" + std::to_string(h.n_head_kv) + ") must divide head_count (" + std::to_string(h.n_head) + ")");
+}
+
+// Kimi Delta Attention layers (kimi-linear, kimi-k3): short-convolution taps,
+// head size, the decay gate's form.
+void read_kda(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  h.ssm_d_conv = optional_count(f, a + "ssm.conv_kernel", 64);
+  h.kda_head_dim = optional_count(f, a + "kda.head_dim", 1 << 12);
+  if (f.has(a + "kda.gate_lower_bound")) {
+    h.kda_gate_lower_bound = static_cast<float>(f.get_f64(a + "kda.gate_lower_bound"));
+    if (!(h.kda_gate_lower_bound < 0)) bad(f, a + "kda.gate_lower_bound", "must be negative");
+  }
+}
+
 }  // namespace
 
 Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
@@ -102,10 +144,7 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   h.n_embd = positive(f, a + "embedding_length", 1 << 20);
   h.n_layer = positive(f, a + "block_count", 4096);
   h.n_head = positive(f, a + "attention.head_count", 4096);
-  h.n_head_kv = f.has(a + "attention.head_count_kv") ? positive(f, a + "attention.head_count_kv", 4096) : h.n_head;
-  if (h.n_head % h.n_head_kv != 0)
-    bad(f, a + "attention.head_count_kv", "(" + std::to_string(h.n_head_kv) + ") must divide head_count (" +
-                                              std::to_string(h.n_head) + ")");
+  read_head_count_kv(f, a, h);
   h.head_dim = f.has(a + "attention.key_length") ? positive(f, a + "attention.key_length", 1 << 16) : h.n_embd / h.n_head;
   if (h.head_dim == 0) bad(f, a + "attention.head_count", "is larger than embedding_length");
   h.head_dim_v = f.has(a + "attention.value_length") ? positive(f, a + "attention.value_length", 1 << 16) : h.head_dim;
@@ -134,6 +173,7 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   if (!(h.rope_base > 1)) bad(f, a + "rope.freq_base", "must be greater than 1");
   read_rope_scaling(f, a, h);
   read_mla(f, a, h);
+  read_kda(f, a, h);
   if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3") h.rope_type = RopeType::neox;
   return h;
 }

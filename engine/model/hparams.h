@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <vector>
 
 namespace ns::gguf {
 class GgufFile;
@@ -26,7 +28,13 @@ struct Hparams {
   int64_t n_embd = 0;           // embedding_length
   int64_t n_layer = 0;          // block_count
   int64_t n_head = 0;           // attention.head_count
-  int64_t n_head_kv = 0;        // attention.head_count_kv
+  int64_t n_head_kv = 0;        // attention.head_count_kv (the largest, when the file gives one per layer)
+  // attention.head_count_kv as a per-layer array (hybrid models: 0 marks a
+  // recurrent layer, e.g. kimi-linear's KDA layers); empty when it is one number.
+  std::vector<int64_t> n_head_kv_layers;
+  int64_t head_count_kv(int64_t il) const {
+    return n_head_kv_layers.empty() ? n_head_kv : n_head_kv_layers[static_cast<size_t>(il)];
+  }
   int64_t head_dim = 0;         // attention.key_length or n_embd / n_head
   int64_t head_dim_v = 0;       // attention.value_length or head_dim
   int64_t n_ff = 0;             // feed_forward_length (dense layers)
@@ -55,6 +63,13 @@ struct Hparams {
   int64_t head_dim_k_mla = 0;   // attention.key_length_mla (0: legacy file, key_length is the MHA key size)
   int64_t head_dim_v_mla = 0;   // attention.value_length_mla
   bool is_mla() const { return head_dim_k_mla > 0 && head_dim_v_mla > 0; }
+
+  // Linear-attention (recurrent) layers: Kimi Delta Attention (kimi-linear, kimi-k3).
+  int64_t ssm_d_conv = 0;       // ssm.conv_kernel: taps of the causal depthwise short convolution
+  int64_t kda_head_dim = 0;     // kda.head_dim: the key/value head size of the KDA layers
+  // kda.gate_lower_bound: when set (> -inf), the decay gate is lower_bound *
+  // sigmoid(...) instead of A * softplus(...) (kimi-k3).
+  float kda_gate_lower_bound = -std::numeric_limits<float>::infinity();
 
   // RoPE scaling (rope.scaling.*). YaRN as the reference applies it:
   // ext_factor mixes extrapolated and interpolated angles between the

@@ -61,7 +61,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   if (n_ctx < 8) n_ctx = 8;
   const BufferSizes bs = m->arch_->buffer_sizes();
   const uint64_t rss_before_buffers = current_rss_bytes();  // the memory plan's "overhead"
-  m->kv_ = std::make_unique<KvCache>(hp.n_layer, std::max<int64_t>(1, opts.n_seq), n_ctx, bs.kv_k, bs.kv_v);
+  m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, std::max<int64_t>(1, opts.n_seq), n_ctx, bs.cache);
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
 
   ForwardState& s = m->state_;
@@ -109,11 +109,11 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   s.pos.resize(static_cast<size_t>(B));
   m->single_.reserve(static_cast<size_t>(B));
   s.pool = m->pool_.get();
-  s.kv = m->kv_.get();
+  s.seqs = m->seqs_.get();
   s.routing_observer = &m->routing_observer_;
 
   StreamingFootprint fp;
-  fp.kv_cache_bytes = m->kv_->bytes();
+  fp.kv_cache_bytes = m->seqs_->bytes();
   fp.activation_bytes = forward_state_bytes(s) + m->single_.capacity() * sizeof(BatchToken);
   fp.overhead_bytes = rss_before_buffers;
   m->streaming_ = setup_streaming(f, opts.streaming, fp);
@@ -148,6 +148,8 @@ void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>&
                                            " sequences of " + std::to_string(n_ctx()) + ")");
     s.seq[static_cast<size_t>(t)] = b.seq;
     s.pos[static_cast<size_t>(t)] = b.pos;
+    // A sequence that starts over starts from zero recurrent state (sequence_state.h).
+    if (b.pos == 0 && seqs_->n_recurrent_layers() > 0) seqs_->reset_recurrent(b.seq);
     rows += b.logits;
     kernels::dequantize_row(token_embd_.type, static_cast<const uint8_t*>(token_embd_.data) + embd_row * b.token,
                             &s.x[t * d], d);

@@ -15,7 +15,7 @@
 #include "engine/arch/architecture.h"
 #include "engine/forward_state.h"
 #include "engine/gguf/gguf_file.h"
-#include "engine/kv_cache.h"
+#include "engine/sequence_state.h"
 #include "engine/model/hparams.h"
 #include "engine/model/routing.h"
 #include "engine/model/weight_streaming.h"
@@ -59,10 +59,10 @@ class Model {
   const Hparams& hparams() const { return hp_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const gguf::GgufFile& file() const { return *file_; }
-  int64_t n_ctx() const { return kv_->n_ctx(); }
+  int64_t n_ctx() const { return seqs_->n_ctx(); }
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return state_.max_batch; }
-  const KvCache& kv_cache() const { return *kv_; }
+  const SequenceState& sequence_state() const { return *seqs_; }
   uint64_t n_params() const { return n_params_; }
   // Weight streaming: the memory plan (planned false in mmap mode) and the
   // reader / expert-cache counters since load (zeros when not streaming).
@@ -78,7 +78,7 @@ class Model {
   // logits receives one [n_vocab] row per token with .logits set, in batch order.
   // Each token's result is independent of what else is in the batch.
   void forward_batch(std::span<const BatchToken> batch, std::vector<float>& logits);
-  int64_t n_seq() const { return kv_->n_seq(); }
+  int64_t n_seq() const { return seqs_->n_seq(); }
 
   // Routing: fn (empty: none) is called once per MoE layer of every forward
   // pass with the experts chosen for each token (model/routing.h).
@@ -95,7 +95,7 @@ class Model {
   kernels::MatrixView token_embd_, output_;
   std::vector<float> output_norm_;
   std::unique_ptr<WeightStreaming> streaming_;  // state_ points into it: declared before, destroyed after
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<SequenceState> seqs_;
   std::unique_ptr<ThreadPool> pool_;
   ForwardState state_;
   std::vector<BatchToken> single_;  // forward()'s batch, reused

@@ -54,6 +54,21 @@ std::vector<float> TensorLoader::vector(const std::string& name, int64_t n) {
   return out;
 }
 
+std::vector<float> TensorLoader::values(const std::string& name, std::vector<uint64_t> dims) {
+  const auto trimmed = [](std::vector<uint64_t> d) {
+    while (d.size() > 1 && d.back() == 1) d.pop_back();
+    return d;
+  };
+  const gguf::TensorInfo* t = f_.find_tensor(name);
+  // Ask require() for the file's own dims when they match up to trailing 1s, so
+  // its checks (and its message, naming the shape we want) stay in one place.
+  const auto& info = require(name, t && trimmed(t->dims) == trimmed(dims) ? t->dims : dims);
+  const int64_t n = static_cast<int64_t>(info.n_elements());
+  std::vector<float> out(static_cast<size_t>(n));
+  kernels::dequantize_row(info.type, f_.tensor_data(info), out.data(), n);
+  return out;
+}
+
 std::vector<std::string> TensorLoader::unused() const {
   std::vector<std::string> out;
   for (const auto& t : f_.tensors())

@@ -117,12 +117,12 @@ TEST_CASE("deepseek2: the KV cache holds (kv_lora_rank + rope dims) F16 values p
   mo.context = 32;
   for (const std::string& path : {ds3("split", "Q8_0"), ds3("kv_b", "Q8_0")}) {
     auto m = Model::load(path, mo);
-    CHECK(m->kv_cache().bytes_per_token() == (64u + 16u) * 3u * 2u);
-    CHECK(m->kv_cache().bytes() == (64u + 16u) * 3u * 2u * 32u);
+    CHECK(m->sequence_state().bytes_per_token() == (64u + 16u) * 3u * 2u);
+    CHECK(m->sequence_state().bytes() == (64u + 16u) * 3u * 2u * 32u);
   }
   mo.arch.mla_expanded_cache = true;  // the reference's way: n_head * (k_head + v_head)
   auto m = Model::load(ds3("kv_b", "Q8_0"), mo);
-  CHECK(m->kv_cache().bytes_per_token() == 4u * (48u + 32u) * 3u * 2u);
+  CHECK(m->sequence_state().bytes_per_token() == 4u * (48u + 32u) * 3u * 2u);
 }
 
 TEST_CASE("deepseek2: generated files have the shared tiny-ds2 files' metadata keys and tensors") {

@@ -61,8 +61,8 @@ TEST_CASE("qwen3moe and qwen2moe: shapes, NEOX rope and the GQA cache size") {
   CHECK(q3->hparams().head_dim == 32);
   CHECK(q3->hparams().rope_type == RopeType::neox);
   CHECK(q3->hparams().n_ff_expert == 32);
-  CHECK(q3->kv_cache().bytes_per_token() == 2u * (2u * 32u) * 2u * 2u);  // layers * (K + V of 2 heads) * F16
+  CHECK(q3->sequence_state().bytes_per_token() == 2u * (2u * 32u) * 2u * 2u);  // layers * (K + V of 2 heads) * F16
   auto q2 = Model::load(qwen2(), mo);
   CHECK(q2->hparams().n_ff_shexp == 64);
-  CHECK(q2->kv_cache().bytes_per_token() == 2u * (2u * 16u) * 2u * 2u);
+  CHECK(q2->sequence_state().bytes_per_token() == 2u * (2u * 16u) * 2u * 2u);
 }

@@ -1,0 +1,7 @@
+#pragma once
+
+#include "engine/arch/architecture.h"
+
+namespace ns {
+std::unique_ptr<Architecture> make_kimi_linear(const Hparams& hp, TensorLoader& loader, bool expanded_cache);
+}

@@ -1,0 +1,79 @@
+// Kimi Delta Attention (KDA): the linear-attention layer of kimi-linear and
+// kimi-k3, a gated delta rule with a fixed-size state per sequence. Per token x
+// (the normed layer input) and head h (head size S, d_inner = n_head * S):
+//
+//   q, k, v = silu(causal_conv(W_{q,k,v} x))    depthwise, d_conv taps per channel,
+//                                               the last d_conv - 1 inputs kept per sequence
+//   q, k    = l2_norm(q_h), l2_norm(k_h)        per head
+//   g       = A_h * softplus(f_b(f_a(x)) + dt_bias)               (log-decay per key channel, <= 0)
+//          or lower_bound * sigmoid(-A_h * (f_b(f_a(x)) + dt_bias)) (kda.gate_lower_bound set: kimi-k3)
+//   beta    = sigmoid(W_beta x)_h
+//   S       = diag(exp(g)) S                    (S: [key S][value S] per head)
+//   S      += k (beta (v - S^T k))^T            (the delta rule)
+//   o       = S^T q / sqrt(S)
+//   out     = W_o (rms_norm(o_h) * o_norm * sigmoid(g2_h))   g2 = g_b(g_a(x)) (kimi-linear) or ssm_g x (kimi-k3)
+//
+// A_h is stored as -exp(A_log) (ssm_a, folded by the reference's converter).
+// This is the reference's CPU computation (its fused gated-delta-net op):
+// token by token, for prefill as for decode, state stored transposed (row j =
+// value channel j over the key channels, contiguous), float sums. The
+// recurrence is cheap next to the projections (4 S^2 multiply-adds per head
+// and token against 3 d_inner * n_embd for q, k, v), so prefill runs it the
+// same way; tokens of several sequences in one batch each use their own state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/forward_state.h"
+#include "engine/kernels/kernels.h"
+#include "engine/model/hparams.h"
+#include "engine/model/tensor_loader.h"
+
+namespace ns {
+
+struct KdaShape {
+  int64_t n_head = 0, head_dim = 0, d_conv = 0;
+  float rms_eps = 1e-6f;                // the l2 norms and the output norm
+  bool lower_bound_gate = false;        // the sigmoid decay-gate form (kda.gate_lower_bound)
+  float gate_lower_bound = 0.0f;
+
+  int64_t d_inner() const { return n_head * head_dim; }
+  // Per sequence: the q, k and v convolutions' last d_conv - 1 inputs, and the delta-rule states.
+  int64_t conv_floats() const { return 3 * (d_conv - 1) * d_inner(); }
+  int64_t state_floats() const { return n_head * head_dim * head_dim; }
+  // Per-token widths of the ForwardState buffers kda_attention uses.
+  int64_t q_width() const { return d_inner(); }  // s.q, s.k, s.v each
+  int64_t att_width() const { return 2 * d_inner() + head_dim + n_head; }  // s.att: g | g2 | low rank | beta
+};
+
+// Per-thread scratch the recurrence needs in s.q16, in uint16s (two rows of head_dim floats).
+inline int64_t kda_scratch_u16(const KdaShape& sh) { return 4 * sh.head_dim + 2; }
+
+// From kda.head_dim, ssm.conv_kernel, head_count and the gate settings; throws
+// ns::Error(bad_model) naming the missing key.
+KdaShape kda_shape(const Hparams& hp);
+
+struct KdaWeights {
+  kernels::MatrixView wq, wk, wv;          // [d_inner][n_embd]
+  std::vector<float> conv_q, conv_k, conv_v;  // [d_inner][d_conv], oldest tap first
+  kernels::MatrixView f_a, f_b;            // [S][n_embd], [d_inner][S]: the decay gate's low-rank projection
+  kernels::MatrixView beta;                // [n_head][n_embd]
+  std::vector<float> a;                    // [n_head]: -exp(A_log)
+  std::vector<float> dt_bias;              // [d_inner]
+  kernels::MatrixView g_a, g_b;            // [S][n_embd], [d_inner][S]: output gate, low rank (kimi-linear)
+  kernels::MatrixView g;                   // [d_inner][n_embd]: output gate, full rank (kimi-k3); rows == 0 if absent
+  std::vector<float> o_norm;               // [S]
+  kernels::MatrixView wo;                  // [n_embd][d_inner]
+};
+
+// Loads layer prefix p ("blk.N."): attn_q/k/v, ssm_conv1d_q/k/v, ssm_f_a/_b,
+// ssm_beta, ssm_a, ssm_dt.bias, ssm_g_a/_b or ssm_g, ssm_norm, attn_output.
+KdaWeights load_kda(TensorLoader& t, const std::string& p, const KdaShape& sh, int64_t n_embd);
+
+// s.xn -> s.out for s.n tokens (sequence s.seq[t], in position order per
+// sequence), reading and advancing each sequence's state in layer il of s.seqs.
+void kda_attention(const KdaWeights& w, const KdaShape& sh, int64_t il, ForwardState& s);
+
+}  // namespace ns

@@ -1,0 +1,34 @@
+#include "engine/sequence_state.h"
+
+#include <algorithm>
+
+#include "engine/util/error.h"
+
+namespace ns {
+
+SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout)
+    : n_seq_(n_seq), n_ctx_(n_ctx), layout_(layout) {
+  if (!layout_.attends.empty() && static_cast<int64_t>(layout_.attends.size()) != n_layer)
+    throw Error(ErrorKind::internal, "sequence state: a layout for " + std::to_string(layout_.attends.size()) +
+                                         " layers, the model has " + std::to_string(n_layer));
+  for (int64_t il = 0; il < n_layer; ++il) {
+    const bool attends = layout_.attends.empty() || layout_.attends[static_cast<size_t>(il)];
+    index_.push_back(attends ? n_attn_++ : n_rec_++);
+  }
+  const auto count = [&](int64_t layers, int64_t per) { return static_cast<size_t>(layers * n_seq_ * per); };
+  k_.resize(count(n_attn_, n_ctx_ * layout_.k_dim));
+  v_.resize(count(n_attn_, n_ctx_ * layout_.v_dim));
+  conv_.resize(count(n_rec_, layout_.conv_floats));
+  state_.resize(count(n_rec_, layout_.state_floats));
+}
+
+void SequenceState::reset_recurrent(int64_t seq) {
+  for (int64_t r = 0; r < n_rec_; ++r) {
+    const auto c = static_cast<size_t>((r * n_seq_ + seq) * layout_.conv_floats);
+    const auto s = static_cast<size_t>((r * n_seq_ + seq) * layout_.state_floats);
+    std::fill_n(conv_.begin() + static_cast<std::ptrdiff_t>(c), layout_.conv_floats, 0.0f);
+    std::fill_n(state_.begin() + static_cast<std::ptrdiff_t>(s), layout_.state_floats, 0.0f);
+  }
+}
+
+}  // namespace ns
