@@ -18,6 +18,7 @@
 
 #include "engine/util/error.h"
 #include "tools/make_model/architecture.h"
+#include "tools/make_model/plan_builder.h"
 
 namespace ns::make_model {
 namespace {
@@ -154,100 +155,25 @@ class Deepseek2Architecture : public Architecture {
 
   std::vector<TensorPlan> tensors(const Shape& s) const override {
     const Deepseek2Flags& f = f_;
-    const uint64_t n_embd = s.n_embd, n_vocab = s.n_vocab, n_expert = s.n_expert, n_head = s.n_head;
-    const uint64_t k_head = f.qk_nope + f.qk_rope, kv_lora = f.kv_lora_rank, per_head = f.qk_nope + f.v_head;
-    const uint64_t n_ff_exp = f.n_ff_expert, shexp = uint64_t{f.n_ff_expert} * f.n_shared;
-
-    // Scales as in arch_llama.cpp: ~unit outputs for unit inputs, residual
-    // writers scaled by 1/sqrt(2 n_layer).
-    const auto proj = [](uint64_t fan_in) { return Init{Init::Kind::normal, 1.0f / std::sqrt(float(fan_in))}; };
-    const float residual = 1.0f / std::sqrt(2.0f * float(s.n_layer));
-    const auto to_residual = [&](uint64_t fan_in) { return Init{Init::Kind::normal, residual / std::sqrt(float(fan_in))}; };
-    const Init norm{Init::Kind::norm, 0.05f};
-
-    std::vector<TensorPlan> t;
-    auto add = [&](std::string name, std::vector<uint64_t> dims, Init init, bool always_f32 = false,
-                   bool expert = false) { t.push_back({std::move(name), std::move(dims), init, always_f32, expert}); };
-    add("token_embd.weight", {n_embd, n_vocab}, Init{Init::Kind::normal, 1.0f});
-    add("output_norm.weight", {n_embd}, norm, true);
-    if (!s.tied_output) add("output.weight", {n_embd, n_vocab}, proj(n_embd));
+    const uint64_t n_embd = s.n_embd;
+    const MlaDims mla{n_embd, s.n_head, f.q_lora_rank, f.kv_lora_rank, f.qk_rope, f.qk_nope, f.v_head,
+                      f.layout == "kv_b"};
+    const DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared};
+    PlanBuilder p(s.n_layer);
+    p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
+    p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+    if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
     for (uint32_t i = 0; i < s.n_layer; ++i) {
       const std::string b = "blk." + std::to_string(i) + ".";
-      add(b + "attn_norm.weight", {n_embd}, norm, true);
-      if (f.q_lora_rank > 0) {
-        add(b + "attn_q_a_norm.weight", {f.q_lora_rank}, norm, true);
-        add(b + "attn_q_a.weight", {n_embd, f.q_lora_rank}, proj(n_embd));
-        add(b + "attn_q_b.weight", {f.q_lora_rank, n_head * k_head}, proj(f.q_lora_rank));
-      } else {
-        add(b + "attn_q.weight", {n_embd, n_head * k_head}, proj(n_embd));
-      }
-      add(b + "attn_kv_a_norm.weight", {kv_lora}, norm, true);
-      add(b + "attn_kv_a_mqa.weight", {n_embd, kv_lora + f.qk_rope}, proj(n_embd));
-      const Init kv_b_init = proj(kv_lora);
-      if (f.layout == "kv_b") {
-        add(b + "attn_kv_b.weight", {kv_lora, n_head * per_head}, kv_b_init);
-      } else {
-        add_split_kv_b(t, b, kv_b_init, n_head, kv_lora);
-      }
-      add(b + "attn_output.weight", {n_head * f.v_head, n_embd}, to_residual(n_head * f.v_head));
-      add(b + "ffn_norm.weight", {n_embd}, norm, true);
-      if (i < f.n_dense_lead) {
-        add(b + "ffn_gate.weight", {n_embd, s.n_ff}, proj(n_embd));
-        add(b + "ffn_up.weight", {n_embd, s.n_ff}, proj(n_embd));
-        add(b + "ffn_down.weight", {s.n_ff, n_embd}, to_residual(s.n_ff));
-        continue;
-      }
-      add(b + "ffn_gate_inp.weight", {n_embd, n_expert}, proj(n_embd), true);
-      // A small zero-sum selection bias: it moves choices, not the overall balance.
-      add(b + "exp_probs_b.bias", {n_expert}, Init{Init::Kind::normal, 0.05f}, true);
-      add(b + "ffn_gate_exps.weight", {n_embd, n_ff_exp, n_expert}, proj(n_embd), false, true);
-      add(b + "ffn_up_exps.weight", {n_embd, n_ff_exp, n_expert}, proj(n_embd), false, true);
-      add(b + "ffn_down_exps.weight", {n_ff_exp, n_embd, n_expert}, to_residual(n_ff_exp), false, true);
-      if (f.n_shared > 0) {
-        add(b + "ffn_gate_shexp.weight", {n_embd, shexp}, proj(n_embd));
-        add(b + "ffn_up_shexp.weight", {n_embd, shexp}, proj(n_embd));
-        add(b + "ffn_down_shexp.weight", {shexp, n_embd}, to_residual(shexp));
-      }
+      p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      add_mla(p, b, mla);
+      p.add(b + "ffn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      add_deepseek_ffn(p, b, ffn, i < f.n_dense_lead);
     }
-    return t;
+    return p.take();
   }
 
  private:
-  // attn_k_b [nope, kv_lora, n_head] and attn_v_b [kv_lora, v_head, n_head]
-  // computed from the rows attn_kv_b [kv_lora, n_head * (nope + v_head)] would have.
-  void add_split_kv_b(std::vector<TensorPlan>& t, const std::string& b, const Init& kv_b_init, uint64_t n_head,
-                      uint64_t kv_lora) const {
-    const uint64_t nope = f_.qk_nope, v_head = f_.v_head, per_head = nope + v_head;
-    const uint64_t kv_b_key = tensor_key(b + "attn_kv_b.weight");
-    // k_b row (h, r) is column r of the head's nope rows of kv_b: each thread
-    // keeps the last head's block so a head's rows cost one block.
-    TensorPlan k_b{b + "attn_k_b.weight", {nope, kv_lora, n_head}, kv_b_init};
-    k_b.fill = [=](uint64_t seed, uint64_t row, float* out, int64_t) {
-      struct Block {
-        uint64_t seed = 0, key = 0, head = ~0ull;
-        std::vector<float> values;  // [nope][kv_lora]
-      };
-      thread_local Block block;
-      const uint64_t h = row / kv_lora, r = row % kv_lora;
-      if (block.seed != seed || block.key != kv_b_key || block.head != h) {
-        block.values.resize(nope * kv_lora);
-        for (uint64_t d = 0; d < nope; ++d)
-          fill_row(seed, kv_b_key, h * per_head + d, kv_b_init, &block.values[d * kv_lora], static_cast<int64_t>(kv_lora));
-        block.seed = seed;
-        block.key = kv_b_key;
-        block.head = h;
-      }
-      for (uint64_t d = 0; d < nope; ++d) out[d] = block.values[d * kv_lora + r];
-    };
-    TensorPlan v_b{b + "attn_v_b.weight", {kv_lora, v_head, n_head}, kv_b_init};
-    v_b.fill = [=](uint64_t seed, uint64_t row, float* out, int64_t n) {
-      const uint64_t h = row / v_head, j = row % v_head;
-      fill_row(seed, kv_b_key, h * per_head + nope + j, kv_b_init, out, n);
-    };
-    t.push_back(std::move(k_b));
-    t.push_back(std::move(v_b));
-  }
-
   Deepseek2Flags f_;
 };
 
