@@ -32,6 +32,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, q5_1_avx2::vec_dot, q5_1_avx2::tile},
     {GgmlType::IQ4_NL, GgmlType::Q8_0, iq4_nl::dequantize, iq4_nl::quantize, iq4_nl::vec_dot,  //
      nullptr, iq4_nl_avx2::vec_dot, iq4_nl_avx2::tile},
+    {GgmlType::MXFP4, GgmlType::Q8_0, mxfp4::dequantize, mxfp4::quantize, mxfp4::vec_dot,  //
+     nullptr, mxfp4_avx2::vec_dot, mxfp4_avx2::tile},
     {GgmlType::Q8_K, GgmlType::Q8_K, q8_k::dequantize, q8_k::quantize, nullptr,  //
      q8_k_avx2::quantize, nullptr, nullptr},
     {GgmlType::Q2_K, GgmlType::Q8_K, q2_k::dequantize, q2_k::quantize, q2_k::vec_dot,  //

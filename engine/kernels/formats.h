@@ -14,11 +14,13 @@
 //   Q5_1: fp16 d, fp16 m, qh, qs as Q5_0;             x[j] = d * q + m
 //   Q8_1: fp16 d, fp16 s = d * sum(q), int8 q[32];    x[j] = d * q
 //   IQ4_NL: fp16 d, qs[16] as Q4_0;                   x[j] = d * iq4_nl::kValues[nibble]
+//   MXFP4: E8M0 e, qs[16] as Q4_0;                    x[j] = mxfp4::scale(e) * mxfp4::kValues[nibble]
 //   Q2_K..Q6_K, Q8_K: 256-element super-blocks, see kquant.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "engine/kernels/format.h"
 
@@ -141,6 +143,32 @@ namespace iq4_nl_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace iq4_nl_avx2
+
+// MXFP4 (OCP microscaling): 16 E2M1 codes, sign in bit 3, and one power-of-two
+// scale per block. ggml stores the E2M1 values doubled, as int8 (kvalues_mxfp4),
+// and halves the scale to match.
+namespace mxfp4 {
+inline constexpr int64_t kBlockElems = 32;
+inline constexpr size_t kBlockBytes = 1 + 16;
+// ggml's kvalues_mxfp4: 2 * E2M1 value of each code (0 and 8 are both zero).
+inline constexpr int8_t kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// Half the E8M0 scale, 2^(e - 128), exactly (ggml_e8m0_to_fp32_half, which
+// dequantize, quantize and vec_dot all use): float subnormals for e < 2, and
+// e = 255 (NaN in the OCP format, rejected by ggml's row validation) is 2^127.
+static inline float scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_0
+}  // namespace mxfp4
+namespace mxfp4_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace mxfp4_avx2
 
 // The activation format of the K-quants (vec_dot null).
 namespace q8_k {

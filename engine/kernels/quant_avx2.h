@@ -1,5 +1,5 @@
 // Unpacking helpers shared by the AVX2 kernels of the nibble-packed formats
-// (Q4_1, Q5_0, Q5_1, IQ4_NL) and of the K-quants. Like avx2_util.h, only
+// (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) and of the K-quants. Like avx2_util.h, only
 // *_avx2.cpp files include this, and everything is static.
 #pragma once
 

@@ -43,6 +43,23 @@ TEST_CASE("batched prefill equals token-by-token decoding: mixed K-quants") {
   check_batch_equals_sequential(test::kquant_moe_model());
 }
 
+TEST_CASE("batched prefill equals token-by-token decoding: MoE with MXFP4 experts") {
+  const std::string path = test::mxfp4_moe_model();
+  check_batch_equals_sequential(path);
+  // The experts' products are what differs from the other models: the logits
+  // must be finite and depend on the token.
+  ModelOptions mo;
+  mo.context = 16;
+  mo.max_batch = 4;
+  auto m = Model::load(path, mo);
+  std::vector<float> a, b;
+  const int32_t t1[1] = {5}, t2[1] = {6};
+  m->forward(t1, 0, false, a);
+  m->forward(t2, 0, false, b);
+  for (const float v : a) REQUIRE(std::isfinite(v));
+  CHECK(a != b);
+}
+
 TEST_CASE("forward rejects out-of-range tokens and positions") {
   ModelOptions mo;
   mo.context = 16;

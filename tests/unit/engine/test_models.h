@@ -46,4 +46,10 @@ inline std::string kquant_moe_model() {
                                   "--tensor-type attn_k=Q2_K --seed 9");
 }
 
+// MoE with MXFP4 experts and Q8_0 elsewhere, as the MXFP4 MoE releases are laid out.
+inline std::string mxfp4_moe_model() {
+  return make_model("moe-mxfp4", "--arch llama --n-embd 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 96 "
+                                 "--n-expert 8 --n-expert-used 2 --type Q8_0 --tensor-type _exps=MXFP4 --seed 12");
+}
+
 }  // namespace ns::test

@@ -94,6 +94,16 @@ std::vector<float> dequantize(const GgufFile& f, const TensorInfo& t) {
         for (int k = 0; k < 16; ++k) out.push_back(d * ((p[2 + k] >> 4) - 8));
       }
       break;
+    case GgmlType::MXFP4:
+      // OCP MX: E8M0 byte e is 2^(e - 127); E2M1 code s e1 e0 m is sign s
+      // and magnitude 0, 0.5, 1, 1.5, 2, 3, 4 or 6; nibbles ordered as Q4_0.
+      for (uint64_t b = 0; b < n / 32; ++b, p += 17) {
+        static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+        auto v = [&](int code) { return (code & 8 ? -1 : 1) * std::ldexp(e2m1[code & 7], p[0] - 127); };
+        for (int k = 0; k < 16; ++k) out.push_back(v(p[1 + k] & 0xF));
+        for (int k = 0; k < 16; ++k) out.push_back(v(p[1 + k] >> 4));
+      }
+      break;
     default: FAIL("unexpected type " << type_name(t.type));
   }
   return out;
@@ -225,6 +235,34 @@ TEST_CASE("MoE shapes, --tensor-type overrides and --tied-output") {
   CHECK(!f->find_tensor("blk.0.ffn_gate.weight"));
 }
 
+TEST_CASE("MXFP4: --type and --tensor-type write it, with its block bytes and file type") {
+  ScratchDir dir;
+  const auto all =
+      make_and_open(dir, "mxfp4.gguf", "--n-expert 4 --n-expert-used 2 --n-ff 64 --n-layer 1 --type mxfp4");
+  CHECK(all->get_u64("general.file_type") == 38);  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+  const TensorInfo& gate = *all->find_tensor("blk.0.ffn_gate_exps.weight");
+  CHECK(gate.type == GgmlType::MXFP4);
+  CHECK(gate.nbytes == 128 / 32 * 17 * 64 * 4);
+  CHECK(all->find_tensor("blk.0.ffn_gate_inp.weight")->type == GgmlType::F32);
+
+  // Experts in MXFP4, the rest Q8_0: the layout of the MXFP4 MoE releases.
+  const auto experts = make_and_open(dir, "experts.gguf",
+                                     "--n-expert 4 --n-expert-used 2 --n-ff 64 --n-layer 2 --type Q8_0 "
+                                     "--tensor-type _exps=MXFP4");
+  CHECK(experts->get_u64("general.file_type") == 7);  // mostly Q8_0
+  for (const auto& t : experts->tensors()) {
+    CAPTURE(t.name);
+    if (t.name.find("_exps") != std::string::npos) {
+      CHECK(t.type == GgmlType::MXFP4);
+      const Stats s = stats(dequantize(*experts, t));
+      CHECK(std::isfinite(s.std));
+      CHECK(s.std > 0);
+    } else if (t.dims.size() > 1 && t.name.find("ffn_gate_inp") == std::string::npos) {
+      CHECK(t.type == GgmlType::Q8_0);
+    }
+  }
+}
+
 TEST_CASE("same flags and seed give identical bytes, whatever the thread count") {
   ScratchDir dir;
   const std::string flags = " --n-expert 4 --n-expert-used 2 --n-ff 64 --type Q4_0 --tensor-type output=BF16 ";
@@ -262,7 +300,7 @@ TEST_CASE("--print-size-only prints the exact size and writes nothing") {
 
 TEST_CASE("weights are zero-mean after quantization and scaled by fan-in") {
   ScratchDir dir;
-  for (const char* type : {"Q4_0", "Q8_0", "BF16"}) {
+  for (const char* type : {"Q4_0", "Q8_0", "BF16", "MXFP4"}) {
     CAPTURE(type);
     const auto f = make_and_open(dir, std::string(type) + ".gguf",
                                  std::string("--n-embd 256 --n-ff 256 --n-layer 2 --n-expert 4 --n-expert-used 2 "

@@ -32,6 +32,7 @@ TEST_CASE("vec-dot types follow ggml's CPU choices") {
   CHECK(vec_dot_type(GgmlType::Q4_0) == GgmlType::Q8_0);
   CHECK(vec_dot_type(GgmlType::Q5_0) == GgmlType::Q8_0);
   CHECK(vec_dot_type(GgmlType::IQ4_NL) == GgmlType::Q8_0);
+  CHECK(vec_dot_type(GgmlType::MXFP4) == GgmlType::Q8_0);
   CHECK(vec_dot_type(GgmlType::Q4_1) == GgmlType::Q8_1);
   CHECK(vec_dot_type(GgmlType::Q5_1) == GgmlType::Q8_1);
   for (const GgmlType t : kKQuants) CHECK(vec_dot_type(t) == GgmlType::Q8_K);
@@ -60,6 +61,7 @@ TEST_CASE("table rows agree with the GGUF type table") {
       {GgmlType::Q5_1, q5_1::kBlockElems, q5_1::kBlockBytes},
       {GgmlType::Q8_1, q8_1::kBlockElems, q8_1::kBlockBytes},
       {GgmlType::IQ4_NL, iq4_nl::kBlockElems, iq4_nl::kBlockBytes},
+      {GgmlType::MXFP4, mxfp4::kBlockElems, mxfp4::kBlockBytes},
       {GgmlType::Q8_K, q8_k::kBlockElems, q8_k::kBlockBytes},
       {GgmlType::Q2_K, q2_k::kBlockElems, q2_k::kBlockBytes},
       {GgmlType::Q3_K, q3_k::kBlockElems, q3_k::kBlockBytes},

@@ -16,9 +16,10 @@
 
 namespace ns::kernels::test {
 
-inline constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,   GgmlType::Q4_0,
-                                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K,
-                                      GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+inline constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
+                                      GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,
+                                      GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
+                                      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // The K-quants (256-element super-blocks, Q8_K activations).
 inline constexpr GgmlType kKQuants[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
@@ -94,6 +95,26 @@ inline RefDot reference_dot(GgmlType weight, const void* w, const void* x, int64
       exact *= fp16_to_fp32(load_u16(xq));
       const double m = fp16_to_fp32(load_u16(wb + b * wbytes + 2));
       r.format_gap += std::fabs(m) * std::fabs(fp16_to_fp32(load_u16(xq + 2)) - exact);
+    }
+  }
+  if (weight == GgmlType::MXFP4) {
+    // Each block's d_x * d_w is one float product (ggml's order). E8M0 scales
+    // reach 2^-128, so that product can fall among the float subnormals, whose
+    // rounding is coarser than the accumulation bound assumes: it moves the
+    // block's share by its error times the block's integer sum.
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const auto* xb = static_cast<const uint8_t*>(x);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      const uint8_t* wq = wb + b * mxfp4::kBlockBytes;
+      const uint8_t* xq = xb + b * q8_0::kBlockBytes;
+      const float dx = fp16_to_fp32(load_u16(xq)), dw = mxfp4::scale(wq[0]);
+      const float rounded = dx * dw;
+      double sumi = 0;
+      for (int j = 0; j < 16; ++j) {
+        sumi += std::abs(mxfp4::kValues[wq[1 + j] & 0x0f] * static_cast<int8_t>(xq[2 + j]));
+        sumi += std::abs(mxfp4::kValues[wq[1 + j] >> 4] * static_cast<int8_t>(xq[2 + 16 + j]));
+      }
+      r.format_gap += std::fabs(static_cast<double>(rounded) - static_cast<double>(dx) * dw) * sumi;
     }
   }
   return r;

@@ -2,7 +2,10 @@
 // from each format's definition, exact round trips of values on the grid, and
 // hand-derived bytes of one block of each quantized format.
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "engine/kernels/formats.h"
 #include "kernel_test_util.h"
@@ -99,6 +102,22 @@ TEST_CASE("round trip error stays within each format's bound") {
             bound = (14 * d0 + 127 * std::fabs(std::fabs(d) - d0)) * (1 + 1e-5) + 1e-30;
             break;
           }
+          case GgmlType::MXFP4: {
+            // In units u of the stored scale (amax / u in [8, 16), or [4, 8)
+            // where log2f rounds amax up to a power of two) the levels are 0,
+            // 1, 2, 3, 4, 6, 8, 12: within half a gap of a nearest level, or
+            // beyond the top one by |x| - 12 u.
+            const double u = mxfp4::scale(q[static_cast<size_t>(b) * mxfp4::kBlockBytes]);
+            const double a = std::fabs(xb[j]) / u;
+            const double units = a > 12 ? a - 12 : a > 8 ? 2 : a > 4 ? 1 : 0.5;
+            bound = units * u * (1 + 1e-6);
+            if (amax > 0) {
+              // 2^e = 2 u = 2^(floor(log2f(amax)) - 2): amax's exponent, or one below where log2f rounded up.
+              const int e = q[static_cast<size_t>(b) * mxfp4::kBlockBytes] - 127;
+              CHECK((e + 2 == std::ilogb(amax) || e + 1 == std::ilogb(amax)));
+            }
+            break;
+          }
           default:
             FAIL("untested type");
         }
@@ -146,6 +165,13 @@ TEST_CASE("values on a format's grid round-trip exactly") {
   x[9] = -127 * 0x1p-6f;
   x[41] = -127 * 0x1p-6f;
   CHECK(dequantized(GgmlType::IQ4_NL, quantized(GgmlType::IQ4_NL, x.data(), 64).data(), 64) == x);
+
+  // MXFP4: levels in units of 2^-7 with the top level 12 present, which puts
+  // the block's exponent at 2^-7 per unit (amax = 1.5 * 2^-4).
+  for (int j = 0; j < 64; ++j) x[j] = static_cast<float>(mxfp4::kValues[(j * 5) % 16]) * 0x1p-7f;
+  x[9] = -12 * 0x1p-7f;
+  x[41] = 12 * 0x1p-7f;
+  CHECK(dequantized(GgmlType::MXFP4, quantized(GgmlType::MXFP4, x.data(), 64).data(), 64) == x);
 
   // F16 and BF16: values with few mantissa bits.
   for (int j = 0; j < 64; ++j) x[j] = std::ldexp(static_cast<float>(j - 32), j % 20 - 10);
@@ -237,6 +263,78 @@ TEST_CASE("one block of each quantized format, derived by hand") {
     CHECK(qs[17] == 8);
     CHECK(qs[24] == 64);
     CHECK(qs[31] == 119);  // 15 * 7.9375 = 119.06
+  }
+}
+
+TEST_CASE("MXFP4 blocks derived by hand from the OCP MX format") {
+  // E2M1 code s e1 e0 m: sign s, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6; E8M0
+  // byte e: 2^(e - 127). Derived from those definitions, not from the
+  // kernel's doubled table.
+  const double e2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  auto value = [&](int code, int e) { return (code & 8 ? -1 : 1) * std::ldexp(e2m1[code & 7], e - 127); };
+
+  SUBCASE("dequantize: every code under exponents from 2^-127 to 2^127") {
+    for (const int e : {0, 1, 2, 3, 100, 126, 127, 128, 129, 200, 251, 252, 253, 254, 255}) {
+      CAPTURE(e);
+      std::vector<uint8_t> blk(mxfp4::kBlockBytes);
+      blk[0] = static_cast<uint8_t>(e);
+      for (int j = 0; j < 16; ++j) blk[1 + j] = static_cast<uint8_t>(j | (15 - j) << 4);  // codes j, then 15 - j
+      const auto y = dequantized(GgmlType::MXFP4, blk.data(), 32);
+      for (int j = 0; j < 32; ++j) {
+        CAPTURE(j);
+        const double expected = value(j < 16 ? j : 31 - j, e);
+        if (std::fabs(expected) > FLT_MAX) {  // 6 * 2^126 and up: inf, as ggml's float product gives
+          CHECK(std::isinf(y[j]));
+          CHECK(std::signbit(y[j]) == (expected < 0));
+        } else {
+          CHECK(y[j] == static_cast<float>(expected));  // exact, subnormals (e = 0, 1) included; -0 reads as 0
+        }
+      }
+    }
+  }
+  SUBCASE("quantize: the exponent and each value's nearest code") {
+    // amax = 16: e = floor(log2 16) - 2 + 127 = 129, so one scale unit is 2
+    // and x is -8 .. 7.5 of the doubled levels 0, 1, 2, 3, 4, 6, 8, 12.
+    std::vector<float> x(32);
+    for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);
+    const auto q = quantized(GgmlType::MXFP4, x.data(), 32);
+    REQUIRE(q.size() == mxfp4::kBlockBytes);
+    CHECK(q[0] == 129);
+    // Nearest magnitude, ties to the smaller one; the sign bit only on nonzero codes.
+    auto code = [&](float v) {
+      const double a = std::fabs(v) / 2.0;
+      int best = 0;
+      for (int k = 1; k < 8; ++k)
+        if (std::fabs(2 * e2m1[k] - a) < std::fabs(2 * e2m1[best] - a)) best = k;
+      return best | (v < 0 && best != 0 ? 8 : 0);
+    };
+    for (int j = 0; j < 16; ++j) CHECK(q[1 + j] == (code(x[j]) | code(x[j + 16]) << 4));
+    CHECK((q[1] & 0x0f) == 14);     // -16: -8 units, -4.0 in E2M1
+    CHECK((q[1 + 2] & 0x0f) == 13);  // -14: -7 units, a tie of -6 and -8: the smaller magnitude
+    CHECK((q[1 + 15] >> 4) == 6);    // 15: 7.5 units, nearest 8
+    CHECK((q[1 + 0] >> 4) == 0);     // 0: code 0, not -0
+  }
+  SUBCASE("quantize: exponents at the ends of the range") {
+    const std::pair<float, int> cases[] = {
+        {0.0f, 0},                                  // all zero
+        {1.0f, 125},                                // 2^0: 2^-2 per level-2 step
+        {FLT_MAX, 252},                             // floor(log2) = 127
+        {0x1p-125f, 0},                             // floor(log2) = -125: 0
+        {0x1p-126f, 0},                             // ggml's cast would go negative: clamped to 0
+        {0x1p-140f, 0},                             // subnormal
+        // Just below a power of two: log2f (ggml's, and ours) gives exactly
+        // 4 and -100, one above amax's own exponent; just below 1 it keeps -2^-24.
+        {std::nextafter(16.0f, 0.0f), 129},
+        {std::nextafter(0x1p-100f, 0.0f), 25},
+        {std::nextafter(1.0f, 0.0f), 124},
+    };
+    for (const auto& [amax, e] : cases) {
+      CAPTURE(amax);
+      std::vector<float> x(32, 0.0f);
+      x[7] = -amax;
+      const auto q = quantized(GgmlType::MXFP4, x.data(), 32);
+      CHECK(q[0] == e);
+    }
   }
 }
 

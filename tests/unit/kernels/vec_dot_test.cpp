@@ -252,6 +252,46 @@ TEST_CASE("vec_dot on every byte pattern of the newer formats, scales 1 and acro
   }
 }
 
+TEST_CASE("MXFP4 vec_dot on every nibble pattern and E8M0 exponents across the float range") {
+  // As above, with MXFP4's one-byte exponent in place of an fp16 scale: 128
+  // (one unit = 1) for the filled blocks, then exponents from the subnormal
+  // 2^-128 to 2^102 (the largest whose products stay finite against 7.5 *
+  // 127) under activation scales down to an fp16 subnormal. 5 blocks: the odd
+  // last block runs too.
+  const GgmlType t = GgmlType::MXFP4;
+  const int64_t nb = 5, n = nb * 32;
+  auto with_exponents = [&](std::vector<uint8_t> w, const std::function<uint8_t(int64_t)>& e) {
+    for (int64_t b = 0; b < nb; ++b) w[static_cast<size_t>(b) * mxfp4::kBlockBytes] = e(b);
+    return w;
+  };
+  const std::function<int8_t(int64_t)> codes[] = {
+      [](int64_t) { return int8_t{127}; },
+      [](int64_t) { return int8_t{-127}; },
+      [](int64_t i) { return static_cast<int8_t>(i % 2 ? 127 : -127); },
+      [](int64_t i) { return static_cast<int8_t>((i * 7919) % 255 - 127); },
+  };
+  for (const int fill : {0x00, 0xff, 0x88, 0x77, 0x55, 0xaa, -1}) {
+    CAPTURE(fill);
+    const auto w = with_exponents(raw_weights(t, nb, fill, 11, [](int64_t, size_t) { return uint16_t{0}; }),
+                                  [](int64_t) { return uint8_t{128}; });
+    for (const auto& code : codes) {
+      const auto x = raw_activations(
+          t, n, [](int64_t) { return 1.0f; }, code);
+      check_dot(t, w.data(), x.data(), n);
+    }
+  }
+  const uint8_t exponents[] = {0, 1, 2, 60, 127, 128, 129, 200, 230};
+  const float act_scales[] = {0x1p-14f, 1.0f, 0x1p-24f, 7.5f, 0x1p-12f};
+  for (uint32_t seed = 20; seed < 29; ++seed) {
+    CAPTURE(seed);
+    const auto w = with_exponents(raw_weights(t, nb, -1, seed, [](int64_t, size_t) { return uint16_t{0}; }),
+                                  [&](int64_t b) { return exponents[(b + seed) % 9]; });
+    const auto x = raw_activations(
+        t, n, [&](int64_t b) { return act_scales[(b + 2 * seed) % 5]; }, codes[3]);
+    check_dot(t, w.data(), x.data(), n);
+  }
+}
+
 TEST_CASE("vec_dot on extreme finite floats") {
   const int64_t n = 45;  // not a multiple of 8: the tail runs too
   for (const GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
