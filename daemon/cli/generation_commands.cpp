@@ -235,6 +235,7 @@ void model_info_command(const ModelInfoArgs& a) {
             {"bytes_per_expert", expert_bytes_one_layer},
             {"resident_bytes", resident_bytes},
             {"kv_bytes_per_token", model->sequence_state().bytes_per_token()},
+            {"recurrent_bytes_per_sequence", model->sequence_state().recurrent_bytes_per_sequence()},
             {"context_length", hp.n_ctx_train},
             {"tokenizer", f.get_string_or("tokenizer.ggml.model", "")},
             {"pre_tokenizer", f.get_string_or("tokenizer.ggml.pre", "")}};
@@ -244,6 +245,7 @@ void model_info_command(const ModelInfoArgs& a) {
                         {"context", a.context},
                         {"resident_bytes", plan.resident_bytes},
                         {"kv_cache_bytes", plan.kv_cache_bytes},
+                        {"recurrent_bytes", plan.recurrent_bytes},
                         {"cache_experts", plan.cache_experts},
                         {"streamed_experts", plan.streamed_experts},
                         {"minimum_budget", plan.minimum_budget},

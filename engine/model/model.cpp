@@ -113,7 +113,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   s.routing_observer = &m->routing_observer_;
 
   StreamingFootprint fp;
-  fp.kv_cache_bytes = m->seqs_->bytes();
+  fp.kv_cache_bytes = m->seqs_->attention_bytes();
+  fp.recurrent_bytes = m->seqs_->recurrent_bytes();
   fp.activation_bytes = forward_state_bytes(s) + m->single_.capacity() * sizeof(BatchToken);
   fp.overhead_bytes = rss_before_buffers;
   m->streaming_ = setup_streaming(f, opts.streaming, fp);

@@ -76,6 +76,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const 
                  stream::format_size(in.memory_budget));
   }
   in.kv_cache_bytes = fp.kv_cache_bytes;
+  in.recurrent_bytes = fp.recurrent_bytes;
   in.activation_bytes = fp.activation_bytes;
   in.io_buffer_bytes = 0;  // experts are read straight into cache slots
   in.overhead_bytes = fp.overhead_bytes + kRuntimeSlack;

@@ -28,6 +28,7 @@ std::string BudgetPlan::describe() const {
   std::string s = "memory plan for " + model + " (memory_budget " + format_size(memory_budget) + "):\n";
   s += line("resident weights", resident_bytes, std::to_string(resident_tensors) + " tensors");
   s += line("KV cache", kv_cache_bytes);
+  if (recurrent_bytes > 0) s += line("recurrent state", recurrent_bytes, "KDA layers, fixed per sequence");
   s += line("activations", activation_bytes);
   s += line("I/O buffers", io_buffer_bytes);
   s += line("runtime overhead", overhead_bytes);
@@ -60,6 +61,7 @@ BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLa
   }
   p.streamed_experts = layout.total_experts();
   p.kv_cache_bytes = in.kv_cache_bytes;
+  p.recurrent_bytes = in.recurrent_bytes;
   p.activation_bytes = in.activation_bytes;
   p.io_buffer_bytes = in.io_buffer_bytes;
   p.overhead_bytes = in.overhead_bytes;

@@ -23,6 +23,7 @@ namespace ns::stream {
 struct BudgetInputs {
   uint64_t memory_budget = 0;
   uint64_t kv_cache_bytes = 0;     // context × batch × per-token bytes, computed by the engine
+  uint64_t recurrent_bytes = 0;    // batch × per-sequence state of linear-attention (KDA) layers
   uint64_t activation_bytes = 0;   // forward-pass buffers for the largest batch
   uint64_t io_buffer_bytes = 0;    // read staging outside the cache (experts read straight into slots)
   uint64_t overhead_bytes = 0;     // the process itself: code, libraries, tokenizer, heap
@@ -37,14 +38,14 @@ struct BudgetPlan {
   uint64_t streamed_bytes = 0;
   uint32_t streamed_tensors = 0;
   uint64_t streamed_experts = 0;  // (layer, expert) pairs in the model
-  uint64_t kv_cache_bytes = 0, activation_bytes = 0, io_buffer_bytes = 0, overhead_bytes = 0;
+  uint64_t kv_cache_bytes = 0, recurrent_bytes = 0, activation_bytes = 0, io_buffer_bytes = 0, overhead_bytes = 0;
   uint64_t slot_bytes = 0;        // one cache slot (an expert with O_DIRECT slack)
   uint32_t cache_experts = 0;     // the expert cache's capacity
   uint64_t cache_bytes = 0;       // cache_experts × slot_bytes
   uint64_t minimum_budget = 0;    // fixed parts + min_cache_experts slots
 
   uint64_t fixed_bytes() const {
-    return resident_bytes + kv_cache_bytes + activation_bytes + io_buffer_bytes + overhead_bytes;
+    return resident_bytes + kv_cache_bytes + recurrent_bytes + activation_bytes + io_buffer_bytes + overhead_bytes;
   }
   uint64_t planned_bytes() const { return fixed_bytes() + cache_bytes; }
   bool all_experts_fit() const { return cache_experts >= streamed_experts; }

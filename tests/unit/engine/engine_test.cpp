@@ -92,23 +92,34 @@ TEST_CASE("loading a missing or corrupt model fails with the path") {
   CHECK_THROWS_WITH_AS(Engine::load("/nonexistent/x.gguf", {}), doctest::Contains("/nonexistent/x.gguf"), Error);
 }
 
-TEST_CASE("resuming from checkpointed tokens gives the uninterrupted result") {
-  auto e = load();
+namespace {
+// Resumed generations replay the checkpoint and equal the uninterrupted one
+// (for recurrent models: the replay rebuilds the state from position 0).
+void check_resume(Engine& e) {
   SamplingParams p;
   p.temperature = 0.9f;
   p.seed = 5;
   p.max_tokens = 14;
   p.ignore_eos = true;
-  auto full = e->generate("Resume me", p);
+  auto full = e.generate("Resume me", p);
   REQUIRE(full.tokens.size() == 14);
   for (size_t cut : {size_t(1), size_t(6), size_t(13)}) {
     std::vector<int32_t> checkpoint(full.tokens.begin(), full.tokens.begin() + static_cast<long>(cut));
-    auto resumed = e->generate("Resume me", p, {}, checkpoint);
+    auto resumed = e.generate("Resume me", p, {}, checkpoint);
     CAPTURE(cut);
     CHECK(resumed.tokens == full.tokens);
     CHECK(resumed.text == full.text);
     CHECK(resumed.finish_reason == full.finish_reason);
   }
+}
+}  // namespace
+
+TEST_CASE("resuming from checkpointed tokens gives the uninterrupted result") { check_resume(*load()); }
+
+TEST_CASE("kimi-linear: resuming from checkpointed tokens gives the uninterrupted result") {
+  EngineOptions o;
+  o.context = 128;
+  check_resume(*Engine::load(test::kimi_linear_model(), o));
 }
 
 TEST_CASE("progress reports prefill and exposes the tokens for checkpoints") {
@@ -125,11 +136,14 @@ TEST_CASE("progress reports prefill and exposes the tokens for checkpoints") {
   CHECK(seen == r.tokens);
 }
 
-TEST_CASE("batched generation gives each request the tokens it gets alone") {
+namespace {
+// Five requests through three sequence slots (they join as others finish, so
+// slots are reused): each gets exactly the tokens it gets alone.
+void check_batched_equals_alone(const std::string& model) {
   EngineOptions o;
   o.context = 96;
   o.max_sequences = 3;
-  auto e = Engine::load(test::moe_model(), o);
+  auto e = Engine::load(model, o);
   std::vector<std::string> prompts = {"Once upon a time", "The queue runner wakes up at night and", "Hi",
                                       "A much longer prompt that needs several tokens to describe what it wants", "x"};
   std::vector<SamplingParams> params;
@@ -167,4 +181,11 @@ TEST_CASE("batched generation gives each request the tokens it gets alone") {
     CHECK(together[i].text == alone[i].text);
     CHECK(together[i].finish_reason == alone[i].finish_reason);
   }
+}
+}  // namespace
+
+TEST_CASE("batched generation gives each request the tokens it gets alone") { check_batched_equals_alone(test::moe_model()); }
+
+TEST_CASE("kimi-linear: batched generation gives each request the tokens it gets alone (recurrent state per slot)") {
+  check_batched_equals_alone(test::kimi_linear_model());
 }

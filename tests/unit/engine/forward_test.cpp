@@ -71,3 +71,7 @@ TEST_CASE("forward rejects out-of-range tokens and positions") {
   const int32_t ok[1] = {1};
   CHECK_THROWS(m->forward(ok, 16, false, logits));
 }
+
+TEST_CASE("batched prefill equals token-by-token decoding: kimi-linear (KDA + MLA, MXFP4 experts)") {
+  check_batch_equals_sequential(test::kimi_linear_model());
+}

@@ -52,4 +52,13 @@ inline std::string mxfp4_moe_model() {
                                  "--n-expert 8 --n-expert-used 2 --type Q8_0 --tensor-type _exps=MXFP4 --seed 12");
 }
 
+// kimi-linear: KDA layers with an MLA layer every second layer (K M K M), a
+// dense first layer, MXFP4 routed experts and Q8_0 elsewhere.
+inline std::string kimi_linear_model() {
+  return make_model("kimi-linear", "--arch kimi-linear --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 "
+                                   "--n-expert-used 2 --mla-every 2 --kda-head-dim 32 --conv-kernel 4 "
+                                   "--kl-n-ff-expert 64 --kl-kv-lora-rank 32 --kl-qk-rope-dim 16 --kl-qk-nope-dim 32 "
+                                   "--kl-v-head-dim 32 --type Q8_0 --tensor-type _exps=MXFP4 --seed 21");
+}
+
 }  // namespace ns::test
