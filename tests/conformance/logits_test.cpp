@@ -10,9 +10,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
+#include "tests/unit/engine/test_models.h"
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -63,6 +65,12 @@ void compare_row(const float* row, int64_t n_vocab, const json& golden_top, doub
   ++tally.positions;
 }
 
+// Compares a loaded model with goldens (a JSON array of prompts in the
+// schema of ../shared/models/goldens). prefill_chunk > 0 feeds each prompt in
+// chunks of that many tokens (one forward call each) instead of all at once:
+// attention caches and recurrent state must carry over between calls.
+void check_goldens(const std::string& name, ns::Model& model, const json& goldens, double tol, int prefill_chunk = 0);
+
 void check_model(const fs::path& shared, const std::string& name, bool mla_expanded_cache = false) {
   const fs::path model_path = shared / "models" / (name + ".gguf");
   const fs::path golden_path = shared / "models/goldens" / (name + ".json");
@@ -70,14 +78,17 @@ void check_model(const fs::path& shared, const std::string& name, bool mla_expan
     MESSAGE("skipped " << name << ": " << model_path << " or its goldens are absent");
     return;
   }
-  const double tol = tolerance_for(name);
   ns::ModelOptions mo;
   mo.arch.mla_expanded_cache = mla_expanded_cache;
   mo.context = 256;
   auto model = ns::Model::load(model_path.string(), mo);
-  const int64_t n_vocab = model->n_vocab();
   std::ifstream in(golden_path);
-  const json goldens = json::parse(in);
+  check_goldens(name, *model, json::parse(in), tolerance_for(name));
+}
+
+void check_goldens(const std::string& name, ns::Model& model_ref, const json& goldens, double tol, int prefill_chunk) {
+  ns::Model* model = &model_ref;
+  const int64_t n_vocab = model->n_vocab();
   Tally tally;
   std::vector<float> logits, step;
   for (const json& g : goldens) {
@@ -88,7 +99,17 @@ void check_model(const fs::path& shared, const std::string& name, bool mla_expan
     const std::vector<int32_t> toks = model->tokenizer().encode(prompt, true, true);
     CHECK(toks == expected);
     // Feed the reference's ids so logits are compared even if tokenization differed.
-    model->forward(expected, 0, true, logits);
+    if (prefill_chunk <= 0) {
+      model->forward(expected, 0, true, logits);
+    } else {
+      logits.clear();
+      std::vector<float> part;
+      for (size_t at = 0; at < expected.size(); at += static_cast<size_t>(prefill_chunk)) {
+        const size_t len = std::min(expected.size() - at, static_cast<size_t>(prefill_chunk));
+        model->forward(std::span<const int32_t>(expected).subspan(at, len), static_cast<int64_t>(at), true, part);
+        logits.insert(logits.end(), part.begin(), part.end());
+      }
+    }
     for (size_t t = 0; t < expected.size(); ++t)
       compare_row(&logits[t * n_vocab], n_vocab, g["prompt_top_logits"][t], tol, tally,
                   name + " prompt position " + std::to_string(t));
@@ -153,4 +174,33 @@ TEST_CASE("logits agree with the reference: deepseek2 with mixed K-quants") {
     return;
   }
   check_deepseek2("tiny-ds2-kquant");
+}
+
+// Goldens committed in this repository (tests/conformance/goldens/*.json) for
+// models the generator makes: each file names the generator arguments, the
+// reference it came from and its tolerance (tests/conformance/reference/
+// make_goldens.sh redoes them). The model is generated again here, so these
+// run without ../shared. Each is checked twice: the prompt in one forward
+// pass, and in chunks of 7 tokens (state carried across calls).
+TEST_CASE("logits agree with the reference: generated models with goldens in the repository") {
+  const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    const json doc = json::parse(in);
+    const std::string name = doc["model"];
+    CAPTURE(name);
+    std::string flags;
+    for (const auto& arg : doc["generator"]) flags += " '" + arg.get<std::string>() + "'";
+    const std::string path = ns::test::make_model(name, flags);
+    ns::ModelOptions mo;
+    mo.context = 512;
+    auto model = ns::Model::load(path, mo);
+    const double tol = doc["tolerance"].get<double>();
+    check_goldens(name, *model, doc["cases"], tol);
+    check_goldens(name + " (prefill in chunks of 7)", *model, doc["cases"], tol, 7);
+    ++files;
+  }
+  CHECK(files > 0);
 }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Regenerates the goldens in tests/conformance/goldens/ from the reference
+# implementation (llama.cpp of 2026-09-28, see build_reference.sh): for each
+# model below, nightshift-make-model writes the GGUF (deterministic per its
+# arguments and seed), ns-ref-dump runs the reference on prompts.txt, and the
+# JSON records the generator arguments, so the conformance test can make the
+# same file again and compare (tests/conformance/logits_test.cpp).
+#
+#   tests/conformance/reference/make_goldens.sh [BUILD_DIR] [REF_WORKDIR] [NAME...]
+#
+# BUILD_DIR: nightshift's build (default ./build); REF_WORKDIR as for
+# build_reference.sh (default /var/tmp/ns-reference). NAMEs: only those models.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+refwork="${2:-/var/tmp/ns-reference}"
+shift 2 2>/dev/null || shift $#
+only=("$@")
+gen="$build/tools/nightshift-make-model"
+[ -x "$gen" ] || { echo "no $gen: build nightshift first (scripts/build.sh)" >&2; exit 1; }
+refbin="$("$here/build_reference.sh" "$refwork" | tail -1)"
+dump="$refbin/ns-ref-dump"
+commit="$(git -C "$refwork/llama.cpp" log -1 --format='%H %cd' --date=short)"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# name # tolerance # generator arguments (one line each; shared shape first)
+kl_shape="--arch kimi-linear --n-embd 256 --n-layer 6 --n-head 4 --n-ff 512 --n-expert 16 --n-expert-used 4 \
+ --mla-every 3 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 256 --n-ctx 4096 --seed 7"
+models=(
+  "tiny-kimi-linear-f32#0.002#$kl_shape --type F32"
+  "tiny-kimi-linear-q8_0#0.05#$kl_shape --type Q8_0"
+  "tiny-kimi-linear-kquant#0.15#$kl_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_(q|k|v)\.=Q5_K"
+)
+[ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # e.g. an MXFP4 variant once the generator writes it
+
+for entry in "${models[@]}"; do
+  IFS="#" read -r name tol args <<<"$entry"
+  if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $name " ]]; then continue; fi
+  echo "== $name" >&2
+  # shellcheck disable=SC2086
+  "$gen" $args --out "$tmp/$name.gguf" >/dev/null
+  "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.cases.json"
+  python3 - "$name" "$tol" "$commit" "$args" "$tmp/$name.cases.json" "$root/tests/conformance/goldens/$name.json" <<'PY'
+import json, shlex, sys
+name, tol, commit, args, cases_path, out = sys.argv[1:]
+cases = json.load(open(cases_path))
+doc = {"model": name, "reference": "llama.cpp " + commit + " (node-llama-cpp 3.22.1), CPU, flash attention off",
+       "generator": shlex.split(args), "tolerance": float(tol), "cases": cases}
+with open(out, "w") as f:
+    json.dump(doc, f, separators=(",", ":"))
+    f.write("\n")
+print(f"wrote {out}: {len(cases)} prompts", file=sys.stderr)
+PY
+done

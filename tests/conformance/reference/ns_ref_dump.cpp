@@ -1,0 +1,186 @@
+// ns-ref-dump: the reference implementation's outputs for one model, in the
+// goldens' schema. nightshift's own program, compiled against the reference's
+// public header (llama.h) by build_reference.sh; never part of nightshift.
+//
+//   ns-ref-dump MODEL.gguf PROMPTS.txt [TOP=8] [GREEDY=16] > out.json
+//
+// PROMPTS.txt: one prompt per line ("\n" inside a prompt written as the two
+// characters backslash-n). For each prompt: its token ids (with BOS as the
+// vocabulary says, special tokens parsed), the top-TOP logits at every prompt
+// position (the whole prompt in one llama_decode, every position's logits),
+// then GREEDY greedy tokens, each decoded alone, with the top-TOP logits
+// before each choice. Flash attention is off (the 2026 build turns it on for
+// CPU, which moves logits by up to 0.5), one sequence, 2 threads, F16 KV cache.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+
+namespace {
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o;
+}
+
+std::string top_json(const float* logits, int n_vocab, int k) {
+  std::vector<int> ids(static_cast<size_t>(n_vocab));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int a, int b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  std::string o = "[";
+  for (int i = 0; i < k; ++i) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s[%d, %.6g]", i ? ", " : "", ids[static_cast<size_t>(i)],
+                  static_cast<double>(logits[ids[static_cast<size_t>(i)]]));
+    o += buf;
+  }
+  return o + "]";
+}
+
+std::string ids_json(const std::vector<llama_token>& v) {
+  std::string o = "[";
+  for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + std::to_string(v[i]);
+  return o + "]";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s MODEL.gguf PROMPTS.txt [TOP=8] [GREEDY=16]\n", argv[0]);
+    return 2;
+  }
+  const std::string model_path = argv[1];
+  const int top = argc > 3 ? std::atoi(argv[3]) : 8;
+  const int n_greedy = argc > 4 ? std::atoi(argv[4]) : 16;
+  std::vector<std::string> prompts;
+  {
+    std::ifstream in(argv[2]);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::string p;
+      for (size_t i = 0; i < line.size(); ++i) {
+        if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
+          p += '\n';
+          ++i;
+        } else {
+          p += line[i];
+        }
+      }
+      if (!p.empty()) prompts.push_back(p);
+    }
+  }
+
+  llama_backend_init();
+  llama_model_params mp = llama_model_default_params();
+  mp.use_mmap = true;
+  llama_model* model = llama_model_load_from_file(model_path.c_str(), mp);
+  if (!model) {
+    std::fprintf(stderr, "cannot load %s\n", model_path.c_str());
+    return 1;
+  }
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  const int n_vocab = llama_vocab_n_tokens(vocab);
+  std::string name = model_path.substr(model_path.find_last_of('/') + 1);
+
+  std::printf("[\n");
+  for (size_t pi = 0; pi < prompts.size(); ++pi) {
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 4096;
+    cp.n_batch = 4096;
+    cp.n_ubatch = 4096;
+    cp.n_seq_max = 1;
+    cp.n_threads = 2;
+    cp.n_threads_batch = 2;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.no_perf = true;
+    llama_context* ctx = llama_init_from_model(model, cp);
+    if (!ctx) {
+      std::fprintf(stderr, "cannot create a context\n");
+      return 1;
+    }
+    const std::string& prompt = prompts[pi];
+    std::vector<llama_token> toks(prompt.size() + 16);
+    const int n = llama_tokenize(vocab, prompt.c_str(), static_cast<int32_t>(prompt.size()), toks.data(),
+                                 static_cast<int32_t>(toks.size()), true, true);
+    if (n < 0) {
+      std::fprintf(stderr, "tokenize failed\n");
+      return 1;
+    }
+    toks.resize(static_cast<size_t>(n));
+
+    llama_batch batch = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; ++i) {
+      batch.token[i] = toks[static_cast<size_t>(i)];
+      batch.pos[i] = i;
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = 0;
+      batch.logits[i] = 1;
+    }
+    batch.n_tokens = n;
+    if (llama_decode(ctx, batch) != 0) {
+      std::fprintf(stderr, "decode failed\n");
+      return 1;
+    }
+    std::string prompt_top = "[";
+    for (int i = 0; i < n; ++i) prompt_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, i), n_vocab, top);
+    prompt_top += "]";
+    llama_batch_free(batch);
+
+    std::vector<llama_token> greedy;
+    std::string greedy_top = "[";
+    const float* last = llama_get_logits_ith(ctx, n - 1);
+    std::vector<float> prev(last, last + n_vocab);
+    for (int g = 0; g < n_greedy; ++g) {
+      const llama_token next = static_cast<llama_token>(std::max_element(prev.begin(), prev.end()) - prev.begin());
+      greedy.push_back(next);
+      llama_batch one = llama_batch_init(1, 0, 1);
+      one.token[0] = next;
+      one.pos[0] = n + g;
+      one.n_seq_id[0] = 1;
+      one.seq_id[0][0] = 0;
+      one.logits[0] = 1;
+      one.n_tokens = 1;
+      if (llama_decode(ctx, one) != 0) {
+        std::fprintf(stderr, "decode failed\n");
+        return 1;
+      }
+      const float* row = llama_get_logits_ith(ctx, 0);
+      greedy_top += (g ? ", " : "") + top_json(row, n_vocab, top);
+      prev.assign(row, row + n_vocab);
+      llama_batch_free(one);
+    }
+    greedy_top += "]";
+    std::printf("  {\"model\": \"%s\", \"prompt\": \"%s\", \"prompt_tokens\": %s,\n   \"prompt_top_logits\": %s,\n"
+                "   \"greedy\": %s,\n   \"greedy_top_logits\": %s}%s\n",
+                json_escape(name).c_str(), json_escape(prompt).c_str(), ids_json(toks).c_str(), prompt_top.c_str(),
+                ids_json(greedy).c_str(), greedy_top.c_str(), pi + 1 < prompts.size() ? "," : "");
+    llama_free(ctx);
+  }
+  std::printf("]\n");
+  llama_model_free(model);
+  return 0;
+}
