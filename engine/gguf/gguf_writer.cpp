@@ -389,6 +389,24 @@ void GgufWriter::close() {
   }
 }
 
+void GgufWriter::close_without_data() {
+  require_open("close_without_data()");
+  if (cur_ != 0 || cur_written_ != 0)
+    throw Error(ErrorKind::internal, "GgufWriter: close_without_data() after tensor data was written");
+  flush_buffer();
+  if (!regular_file_) throw Error(ErrorKind::invalid_input, "'" + path_ + "' is not a regular file: it cannot be sparse");
+  if (::ftruncate(fd_, static_cast<off_t>(file_size())) != 0) fail_io("extending", errno);
+  file_pos_ = file_size();
+  cur_ = tensors_.size();
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(path_.c_str());
+    throw Error(ErrorKind::io, "closing GGUF file '" + path_ + "' failed: " + std::strerror(err));
+  }
+}
+
 void GgufWriter::put(const uint8_t* p, size_t n) {
   if (n == 0) return;
   if (buf_.size() + n > buf_capacity_) flush_buffer();

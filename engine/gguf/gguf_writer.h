@@ -105,6 +105,11 @@ class GgufWriter {
   uint64_t bytes_written() const { return file_pos_; }
   // Checks every tensor is complete, flushes, syncs (regular files) and closes.
   void close();
+  // Instead of close() right after open(): ends the file at its full size with
+  // no tensor data written, so the data section reads as zeros and takes no
+  // disk space (a sparse file). For planning with a real model's header
+  // (`nightshift model info` on a 1T-parameter shape) without its weights.
+  void close_without_data();
 
  private:
   struct Entry {

@@ -99,6 +99,10 @@ int run(int argc, char** argv) {
   app.add_option("--out", out, "output path");
   app.add_option("--threads", threads, "generator threads (0: all cores)")->capture_default_str();
   app.add_flag("--print-size-only", print_size_only, "print the file size in bytes and write nothing");
+  bool header_only = false;
+  app.add_flag("--header-only", header_only,
+               "write the metadata and tensor table, with every tensor zero and no disk space for the data (a sparse "
+               "file): a real model's shape for `nightshift model info --memory-budget`");
   for (Architecture* a : all_architectures()) a->add_flags(app);
 
   try {
@@ -117,6 +121,12 @@ int run(int argc, char** argv) {
     auto model = plan_model(opt);
     if (print_size_only) {
       std::printf("%llu\n", static_cast<unsigned long long>(model->writer.file_size()));
+      return 0;
+    }
+    if (header_only) {
+      write_header_only(*model, out);
+      print_summary(*model, opt, out);
+      std::printf("  header only: the tensor data reads as zeros and takes no disk space\n");
       return 0;
     }
     ThreadPool pool(threads);

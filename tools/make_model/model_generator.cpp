@@ -90,4 +90,9 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
   w.close();
 }
 
+void write_header_only(PlannedModel& model, const std::string& path) {
+  model.writer.open(path);
+  model.writer.close_without_data();
+}
+
 }  // namespace ns::make_model

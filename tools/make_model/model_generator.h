@@ -55,5 +55,8 @@ using Progress = std::function<void(uint64_t bytes_written, uint64_t total_bytes
 // (the partial file is removed).
 void write_model(PlannedModel& model, const std::string& path, uint64_t seed, ThreadPool& pool,
                  const Progress& progress = {});
+// The planned model's header with zeros for every tensor, as a sparse file
+// (no disk space for the data): real shapes for `nightshift model info`.
+void write_header_only(PlannedModel& model, const std::string& path);
 
 }  // namespace ns::make_model
