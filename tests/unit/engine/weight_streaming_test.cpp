@@ -76,6 +76,16 @@ TEST_CASE("weight streaming: uring, pread and mmap give bit-identical logits") {
   }
 }
 
+// kimi-linear's routed experts (MXFP4) stream like any others, between KDA and MLA layers.
+TEST_CASE("weight streaming: kimi-linear streamed through a 4-slot cache gives the mapping's logits") {
+  const std::string path = test::kimi_linear_model();
+  const Run base = run_model(path, "mmap", 0);
+  const Run r = run_model(path, "uring", 4);
+  CHECK(r.prompt_logits == base.prompt_logits);
+  CHECK(r.decode_logits == base.decode_logits);
+  CHECK(r.stats.cache.evictions > 0);
+}
+
 TEST_CASE("weight streaming: a budget too small fails with the breakdown and the minimum") {
   ModelOptions mo;
   mo.context = 64;
