@@ -96,7 +96,6 @@ int main(int argc, char** argv) {
 
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
-  mp.use_mmap = true;
   llama_model* model = llama_model_load_from_file(model_path.c_str(), mp);
   if (!model) {
     std::fprintf(stderr, "cannot load %s\n", model_path.c_str());
