@@ -43,7 +43,8 @@ std::vector<Case> read_cases() {
     Case k;
     if (c.contains("text_hex")) {
       const std::string hex = c.at("text_hex");
-      for (size_t i = 0; i + 1 < hex.size(); i += 2) k.text.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+      for (size_t i = 0; i + 1 < hex.size(); i += 2)
+        k.text.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
     } else {
       k.text = c.at("text");
     }
