@@ -64,6 +64,7 @@ constexpr PreName kPreNames[] = {
     {"megrez", PreType::qwen2, true, false, -1},
     {"stablelm2", PreType::qwen2, true, false, -1},
     {"hunyuan", PreType::qwen2, false, false, -1},
+    {"kimi-k2", PreType::kimi_k2, false, false, -1},
 };
 
 }  // namespace
@@ -150,6 +151,8 @@ std::vector<std::string> pre_tokenizer_patterns(PreType type) {
     case PreType::qwen2:
       return {
           R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
+    case PreType::kimi_k2:
+      return {kimi_k2_pattern()};
     case PreType::default_:
       break;
   }
@@ -164,6 +167,8 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& patterns, bool use_fa
       steps_.push_back({StepKind::gpt2, nullptr});
     } else if (use_fast_paths && (p == kLlama3Pattern || p == kLlama3PatternCaseless)) {
       steps_.push_back({StepKind::llama3, nullptr});
+    } else if (use_fast_paths && p == kimi_k2_pattern()) {
+      steps_.push_back({StepKind::kimi_k2, nullptr});
     } else {
       steps_.push_back({StepKind::regex, Regex::compile(p)});
     }
@@ -218,6 +223,9 @@ void PreTokenizer::split(std::string_view text, std::vector<WordSpan>& words) co
           break;
         case StepKind::llama3:
           split_llama3_fast(cpts, start, end, next);
+          break;
+        case StepKind::kimi_k2:
+          split_kimi_k2_fast(cpts, start, end, next);
           break;
         case StepKind::regex: {
           if (!subject) subject = std::make_unique<RegexSubject>(cpts);

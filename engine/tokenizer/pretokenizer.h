@@ -3,8 +3,8 @@
 //
 // Like llama.cpp, a pre-tokenizer is a list of regexes applied in turn: each
 // one splits every piece the previous ones produced into its matches and the
-// (non-empty) gaps between them. The GPT-2 and Llama-3 patterns run through
-// hand-written splitters that reproduce llama.cpp's own fast paths; every
+// (non-empty) gaps between them. The GPT-2, Llama-3 and Kimi K2 patterns run
+// through hand-written splitters that reproduce llama.cpp's own fast paths; every
 // other pattern runs through PCRE2 (UTF + UCP, JIT) on the text with each
 // non-ASCII whitespace character replaced by U+000B, which is how llama.cpp
 // makes its regexes treat all Unicode whitespace as \s.
@@ -25,7 +25,9 @@ namespace ns::tok {
 
 class Regex;
 
-enum class PreType { default_, llama3, dbrx, deepseek_llm, deepseek_coder, deepseek3_llm, falcon, starcoder, gpt2, qwen2 };
+enum class PreType {
+  default_, llama3, dbrx, deepseek_llm, deepseek_coder, deepseek3_llm, falcon, starcoder, gpt2, qwen2, kimi_k2
+};
 
 // What a tokenizer.ggml.pre name implies, as llama.cpp's vocabulary loader sets it.
 struct PreTokenizerInfo {
@@ -49,14 +51,14 @@ using WordSpan = std::pair<uint32_t, uint32_t>;
 class PreTokenizer {
  public:
   explicit PreTokenizer(PreType type);
-  // From explicit patterns; with use_fast_paths=false even the GPT-2/Llama-3
-  // patterns go through PCRE2 (tests compare the two).
+  // From explicit patterns; with use_fast_paths=false even the GPT-2/Llama-3/
+  // Kimi K2 patterns go through PCRE2 (tests compare the two).
   explicit PreTokenizer(const std::vector<std::string>& patterns, bool use_fast_paths = true);
 
   void split(std::string_view text, std::vector<WordSpan>& words) const;
 
  private:
-  enum class StepKind { gpt2, llama3, regex };
+  enum class StepKind { gpt2, llama3, kimi_k2, regex };
   struct Step {
     StepKind kind;
     std::shared_ptr<const Regex> re;

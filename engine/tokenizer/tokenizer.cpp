@@ -81,7 +81,9 @@ class VocabTokenizer final : public Tokenizer {
       spm_ = std::make_unique<tok::SpmEncoder>(vocab_);
     } else if (spec.model == "gpt2") {
       const tok::PreTokenizerInfo pre = tok::resolve_pre_tokenizer(spec.pre);
-      if (spec.merges.empty())
+      // llama.cpp lets a Kimi K2 vocabulary leave its merges out; BPE then
+      // merges nothing: each byte of a word stays its own token.
+      if (spec.merges.empty() && pre.type != tok::PreType::kimi_k2)
         throw Error(ErrorKind::bad_model, "tokenizer.ggml.merges is missing or empty: a gpt2 (BPE) vocabulary needs its merges");
       // llama.cpp's BPE defaults: BOS = EOS = 11 (when inside the vocabulary), no BOS added.
       vocab_ = Vocab::build(spec, tok::ModelKind::bpe, 11, 11, -1, pre.add_bos.value_or(false),

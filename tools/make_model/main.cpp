@@ -92,6 +92,9 @@ int run(int argc, char** argv) {
   app.add_flag("--tied-output", s.tied_output, "omit output.weight (the head reuses token_embd)");
   app.add_option("--vocab", opt.vocab_path, "copy every tokenizer.* key from this GGUF (default: built-in BPE)")
       ->check(CLI::ExistingFile);
+  app.add_option("--vocab-pre", opt.vocab_pre,
+                 "tokenizer.ggml.pre of the built-in vocabulary (e.g. kimi-k2); its tokens and merges stay the same")
+      ->capture_default_str();
   app.add_option("--seed", opt.seed, "random seed")->capture_default_str();
   app.add_option("--name", opt.name, "general.name (default: random-<arch>)");
   app.add_option("--chat-template", opt.chat_template,

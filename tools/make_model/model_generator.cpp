@@ -22,7 +22,13 @@ std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
   // The type list must be known before any tensor is planned (general.file_type).
   const uint32_t file_type = file_type_of(opt.type);
 
-  const Vocabulary vocab = opt.vocab_path.empty() ? builtin_vocabulary() : vocabulary_from_gguf(opt.vocab_path);
+  if (!opt.vocab_path.empty() && opt.vocab_pre != kBuiltinPre)
+    throw Error(ErrorKind::invalid_input, "--vocab-pre applies to the built-in vocabulary only; a --vocab file keeps "
+                                          "its own tokenizer.ggml.pre (drop one of the two)");
+  if (opt.vocab_pre.empty())
+    throw Error(ErrorKind::invalid_input, "--vocab-pre is empty: name a pre-tokenizer such as gpt-2 or kimi-k2");
+  const Vocabulary vocab =
+      opt.vocab_path.empty() ? builtin_vocabulary(opt.vocab_pre) : vocabulary_from_gguf(opt.vocab_path);
   Shape shape = opt.shape;
   shape.n_vocab = vocab.n_vocab;
   arch->validate(shape);

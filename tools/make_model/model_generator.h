@@ -18,6 +18,7 @@
 #include "engine/gguf/gguf_writer.h"
 #include "tools/make_model/architecture.h"
 #include "tools/make_model/tensor_types.h"
+#include "tools/make_model/vocabulary.h"
 
 namespace ns {
 class ThreadPool;
@@ -31,6 +32,7 @@ struct GeneratorOptions {
   gguf::GgmlType type = gguf::GgmlType::Q8_0;
   std::vector<TypeOverride> overrides;
   std::string vocab_path;  // empty: the built-in vocabulary
+  std::string vocab_pre = kBuiltinPre;  // the built-in vocabulary's tokenizer.ggml.pre
   std::string name;        // general.name; empty: "random-<arch>"
   std::string chat_template;  // tokenizer.chat_template (Jinja text); empty: none, or the --vocab file's
   uint64_t seed = 0;

@@ -21,8 +21,11 @@ struct Vocabulary {
 // "gpt-2"): the 256 byte tokens in GPT-2's byte-to-unicode order, kBuiltinMerges
 // merges learned deterministically from a built-in English text, then the
 // control tokens <|bos|> and <|eos|>. 512 tokens in all; add_bos_token true.
+// `pre` replaces only the tokenizer.ggml.pre value (e.g. "kimi-k2", to test
+// another pre-tokenizer on the same tokens and merges); it is not checked.
 inline constexpr size_t kBuiltinMerges = 254;
-Vocabulary builtin_vocabulary();
+inline constexpr const char* kBuiltinPre = "gpt-2";
+Vocabulary builtin_vocabulary(const std::string& pre = kBuiltinPre);
 
 // Every tokenizer.* key of the GGUF at `path` (e.g. ../shared/vocab/ggml-vocab-llama-spm.gguf).
 // Throws ns::Error (io / bad_model) naming the path if it cannot be read or has no tokens.

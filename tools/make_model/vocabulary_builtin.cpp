@@ -142,7 +142,7 @@ std::vector<std::string_view> pre_tokenize(std::string_view text) {
 
 std::string byte_to_unicode(uint8_t b) { return utf8(byte_order().codepoint[b]); }
 
-Vocabulary builtin_vocabulary() {
+Vocabulary builtin_vocabulary(const std::string& pre) {
   const ByteOrder& order = byte_order();
   std::vector<std::string> tokens;
   std::map<std::string, int32_t> token_id;
@@ -223,10 +223,10 @@ Vocabulary builtin_vocabulary() {
   Vocabulary v;
   v.n_vocab = static_cast<uint32_t>(tokens.size());
   v.source = "built-in byte-level BPE (" + std::to_string(v.n_vocab) + " tokens, " + std::to_string(merges.size()) +
-             " merges)";
+             " merges" + (pre == kBuiltinPre ? std::string() : ", pre-tokenizer " + pre) + ")";
   v.metadata = {
       {"tokenizer.ggml.model", val::str("gpt2")},
-      {"tokenizer.ggml.pre", val::str("gpt-2")},
+      {"tokenizer.ggml.pre", val::str(pre)},
       {"tokenizer.ggml.tokens", val::string_array(tokens)},
       {"tokenizer.ggml.token_type", val::i32_array(types)},
       {"tokenizer.ggml.merges", val::string_array(merges)},

@@ -202,6 +202,19 @@ TEST_CASE("the default model is a llama with the built-in BPE vocabulary") {
   CHECK(f->get_bool_or("tokenizer.ggml.add_bos_token", false));
 }
 
+TEST_CASE("--vocab-pre relabels the built-in vocabulary's pre-tokenizer and keeps the rest") {
+  ScratchDir dir;
+  const auto gpt2 = make_and_open(dir, "gpt2.gguf", "--seed 1");
+  const auto kimi = make_and_open(dir, "kimi.gguf", "--seed 1 --vocab-pre kimi-k2");
+  CHECK(kimi->get_string("tokenizer.ggml.pre") == "kimi-k2");
+  CHECK(kimi->get_string_array("tokenizer.ggml.tokens") == gpt2->get_string_array("tokenizer.ggml.tokens"));
+  CHECK(kimi->get_string_array("tokenizer.ggml.merges") == gpt2->get_string_array("tokenizer.ggml.merges"));
+  // A --vocab file keeps its own pre-tokenizer.
+  const Run both = make_model("--vocab " + dir.file("gpt2.gguf") + " --vocab-pre kimi-k2 --out " + dir.file("x.gguf"));
+  CHECK(both.exit_code == 4);
+  CHECK(both.output.find("--vocab-pre applies to the built-in vocabulary only") != std::string::npos);
+}
+
 TEST_CASE("MoE shapes, --tensor-type overrides and --tied-output") {
   ScratchDir dir;
   const auto f = make_and_open(dir, "moe.gguf",
@@ -416,6 +429,7 @@ TEST_CASE("impossible requests fail with the exit code and a message naming the 
       {"--tensor-type token_embd", 4, "PATTERN=TYPE"},
       {"--arch nonesuch", 4, "llama"},
       {"--vocab /nonexistent.gguf", 2, "nonexistent"},
+      {"--vocab-pre \"\"", 4, "--vocab-pre"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.flags);

@@ -54,6 +54,20 @@ TEST_CASE("Llama-3 style ignore_merges: a word that is a token is taken whole") 
   CHECK(gpt2->encode("xyz", false, false) == ids_of(*gpt2, {"x", "y", "z"}));
 }
 
+TEST_CASE("kimi-k2 may have no merges: then every byte is its own token") {
+  // llama.cpp accepts a kimi-k2 vocabulary without tokenizer.ggml.merges and
+  // then finds no merge rank for any pair: each character of the byte-level
+  // spelling (one per byte) is looked up on its own.
+  const std::string e_acute = "\xC3\x83\xC2\xA9";  // byte-level spelling of U+00E9 (bytes C3 A9)
+  const auto t = ns::Tokenizer::from_spec(tiny::bpe({"ab", e_acute}, {}, "kimi-k2"));
+  CHECK(t->encode("ab", false, false) == std::vector<int32_t>{'a', 'b'});  // "ab" is a token, but nothing merges
+  CHECK(t->encode("\xC3\xA9", false, false) == std::vector<int32_t>{0xC3, 0xA9});
+  // With merges, kimi-k2 merges inside its words as any BPE vocabulary does.
+  const auto merged = ns::Tokenizer::from_spec(tiny::bpe({"ab", e_acute}, {"a b", "\xC3\x83 \xC2\xA9"}, "kimi-k2"));
+  CHECK(merged->encode("ab\xC3\xA9", false, false) == ids_of(*merged, {"ab", e_acute}));
+  // Other pre-tokenizers still need their merges (see the errors below).
+}
+
 TEST_CASE("BPE vocabulary errors name the problem") {
   auto expect_bad_model = [](const ns::VocabSpec& spec, const std::string& needle) {
     try {
@@ -87,6 +101,8 @@ TEST_CASE("BPE decode undoes the byte-level spelling; clean_spaces follows the p
   CHECK(gpt2->decode_with(ids, raw) == "Hi , you 're");
   const auto coder = ns::Tokenizer::from_spec(tiny::bpe({}, {"a b"}, "deepseek-coder"));
   CHECK(coder->decode(coder->encode("Hi , you 're", false, false)) == "Hi , you 're");
+  const auto kimi = ns::Tokenizer::from_spec(tiny::bpe({}, {}, "kimi-k2"));
+  CHECK(kimi->decode(kimi->encode("Hi , you 're", false, false)) == "Hi , you 're");
   CHECK(gpt2->token_to_piece(' ') == " ");
   CHECK(gpt2->token_text(' ') == "\xC4\xA0");
 }

@@ -72,14 +72,68 @@ TEST_CASE("deepseek-llm pre-tokenizer: Kelvin sign and friends stay inside the l
   CHECK(words(p, "hi  ") == W{"hi", "  "});  // \s+$ takes trailing whitespace
 }
 
-TEST_CASE("the hand-written GPT-2 and Llama-3 splitters agree with PCRE2 on the same patterns") {
+// Expected words worked out by hand from llama.cpp's
+// unicode_regex_split_custom_kimi_k2 (see fast_splitters.h for how it differs
+// from the regex its comment quotes); tests/conformance/tokenizer_kimi_k2_test.cpp
+// checks hundreds more against the reference's own output.
+TEST_CASE("kimi-k2 pre-tokenizer: Han runs apart from other letters") {
+  const PreTokenizer p(PreType::kimi_k2);
+  CHECK(words(p, "你好world") == W{"你好", "world"});
+  CHECK(words(p, "中文English混合") == W{"中文", "English", "混合"});
+  CHECK(words(p, "hello 世界 ok") == W{"hello", " ", "世界", " ok"});  // a space never leads Han
+  CHECK(words(p, "，你好") == W{"，", "你好"});
+  CHECK(words(p, "你's") == W{"你", "'s"});  // no contraction after Han: the apostrophe leads a word
+  // Kana and hangul are letters, not Han; so is U+3005 (Lm).
+  CHECK(words(p, "カタカナ漢字ひらがな") == W{"カタカナ", "漢字", "ひらがな"});
+  CHECK(words(p, "東京タワー") == W{"東京", "タワー"});
+  CHECK(words(p, "人々") == W{"人", "々"});
+  CHECK(words(p, "안녕하세요 세계") == W{"안녕하세요", " 세계"});
+  // Compatibility ideographs and Extension B are Han too.
+  CHECK(words(p, "a\xEF\xA4\x80\xF0\xA0\x80\x80" "b") == W{"a", "\xEF\xA4\x80\xF0\xA0\x80\x80", "b"});
+}
+
+TEST_CASE("kimi-k2 pre-tokenizer: contractions end the word in any ASCII case, no case rules") {
+  const PreTokenizer p(PreType::kimi_k2);
+  CHECK(words(p, "I'M") == W{"I'M"});
+  CHECK(words(p, "he's") == W{"he's"});
+  CHECK(words(p, "THEY'LL go") == W{"THEY'LL", " go"});
+  CHECK(words(p, "We'Re") == W{"We'Re"});
+  CHECK(words(p, "don't'll") == W{"don't", "'ll"});   // one contraction per word
+  CHECK(words(p, "rock'n'roll") == W{"rock", "'n", "'roll"});
+  CHECK(words(p, "x 'll") == W{"x", " '", "ll"});
+  CHECK(words(p, "HelloWorld iPhone") == W{"HelloWorld", " iPhone"});
+}
+
+TEST_CASE("kimi-k2 pre-tokenizer: digits, punctuation, marks, emoji, whitespace") {
+  const PreTokenizer p(PreType::kimi_k2);
+  CHECK(words(p, "1234567") == W{"123", "456", "7"});
+  CHECK(words(p, "a1234") == W{"a", "123", "4"});
+  CHECK(words(p, "\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93\xEF\xBC\x94") ==
+        W{"\xEF\xBC\x91\xEF\xBC\x92\xEF\xBC\x93", "\xEF\xBC\x94"});  // full-width digits
+  CHECK(words(p, "Hi!!! ...") == W{"Hi", "!!!", " ..."});
+  CHECK(words(p, "end.\n\nNext") == W{"end", ".\n\n", "Next"});
+  CHECK(words(p, "(hello") == W{"(hello"});
+  // A combining mark is not a letter: it ends the word and leads the next one.
+  CHECK(words(p, "cafe\xCC\x81") == W{"cafe", "\xCC\x81"});
+  CHECK(words(p, "nai\xCC\x88ve") == W{"nai", "\xCC\x88ve"});
+  CHECK(words(p, "hi \xF0\x9F\x91\x8B there") == W{"hi", " \xF0\x9F\x91\x8B", " there"});
+  CHECK(words(p, "\xF0\x9F\x91\x8Bhello") == W{"\xF0\x9F\x91\x8Bhello"});
+  CHECK(words(p, "a\n\nb") == W{"a", "\n\n", "b"});
+  CHECK(words(p, "a  \n  b") == W{"a", "  \n", " ", " b"});
+  CHECK(words(p, "a   b") == W{"a", "  ", " b"});
+  CHECK(words(p, "a   ") == W{"a", "   "});
+  CHECK(words(p, "a  你") == W{"a", " ", " ", "你"});
+}
+
+TEST_CASE("the hand-written GPT-2, Llama-3 and Kimi K2 splitters agree with PCRE2 on the same patterns") {
   // The fast paths are the optimised versions; PCRE2 running the patterns
   // themselves is the reference (with llama.cpp's whitespace rule applied).
   const std::vector<std::string> alphabet = {
       " ", "  ", "\t", "\n", "\r", "a", "Z", "'", "s", "t", "re", "LL", "1", "\xD9\xA3", "\xC3\xA9", "\xE4\xB8\xAD",
       "!", ".", "\xC2\x85", "\xC2\xA0", "\xE3\x80\x80", "\xF0\x9F\xA6\x99", "\xCC\x81", "\xE2\x80\x8B", "_", "\xFF",
-      "\xE4\xB8", "'S", "\x80"};
-  for (const char* pattern : {kGpt2Pattern, kLlama3Pattern}) {
+      "\xE4\xB8", "'S", "\x80", "\xE3\x82\xAB", "\xE3\x80\x85", "\xEF\xA4\x80", "\xF0\xA0\x80\x80",
+      "\xE9\xBF\xBF", "M", "'", "\xEA\xB0\x80"};
+  for (const std::string& pattern : {std::string(kGpt2Pattern), std::string(kLlama3Pattern), kimi_k2_pattern()}) {
     CAPTURE(pattern);
     const PreTokenizer fast({pattern}, true), reference({pattern}, false);
     std::mt19937 rng(1234);
@@ -105,6 +159,9 @@ TEST_CASE("pre-tokenizer names resolve like llama.cpp's, unknown ones are reject
   CHECK(resolve_pre_tokenizer("gpt-2").clean_spaces == true);
   CHECK(resolve_pre_tokenizer("phi-2").type == PreType::gpt2);
   CHECK(resolve_pre_tokenizer("").type == PreType::default_);
+  CHECK(resolve_pre_tokenizer("kimi-k2").type == PreType::kimi_k2);
+  CHECK(resolve_pre_tokenizer("kimi-k2").clean_spaces == false);
+  CHECK(resolve_pre_tokenizer("kimi-k2").ignore_merges == false);
   try {
     resolve_pre_tokenizer("no-such-pre");
     FAIL("expected an error");
@@ -118,7 +175,8 @@ TEST_CASE("pre-tokenizer names resolve like llama.cpp's, unknown ones are reject
 
 TEST_CASE("every supported pre-tokenizer's regexes compile and split any bytes") {
   for (PreType t : {PreType::default_, PreType::llama3, PreType::dbrx, PreType::deepseek_llm, PreType::deepseek_coder,
-                    PreType::deepseek3_llm, PreType::falcon, PreType::starcoder, PreType::gpt2, PreType::qwen2}) {
+                    PreType::deepseek3_llm, PreType::falcon, PreType::starcoder, PreType::gpt2, PreType::qwen2,
+                    PreType::kimi_k2}) {
     const PreTokenizer p(t);
     std::string all;
     for (int b = 255; b >= 0; --b) all.push_back(static_cast<char>(b));
