@@ -44,6 +44,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, q5_k_avx2::vec_dot, q5_k_avx2::tile},
     {GgmlType::Q6_K, GgmlType::Q8_K, q6_k::dequantize, q6_k::quantize, q6_k::vec_dot,  //
      nullptr, q6_k_avx2::vec_dot, q6_k_avx2::tile},
+    {GgmlType::IQ2_XXS, GgmlType::Q8_K, iq2_xxs::dequantize, nullptr, iq2_xxs::vec_dot,  //
+     nullptr, iq2_xxs_avx2::vec_dot, iq2_xxs_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.
@@ -118,6 +120,12 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
 
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
   const auto& f = require_format(t, "quantize_row");
+  if (f.quantize == nullptr) {
+    throw Error(ErrorKind::invalid_input,
+                "quantize_row: " + std::string(gguf::type_name(t)) +
+                    " is read-only in nightshift (it computes with such weights but cannot make them; ggml's "
+                    "quantizer needs an importance matrix): quantize with llama.cpp's llama-quantize instead");
+  }
   require_whole_blocks(t, n, "quantize_row");
   f.quantize(src, dst, n);
 }

@@ -15,6 +15,7 @@
 //   Q8_1: fp16 d, fp16 s = d * sum(q), int8 q[32];    x[j] = d * q
 //   IQ4_NL: fp16 d, qs[16] as Q4_0;                   x[j] = d * iq4_nl::kValues[nibble]
 //   Q2_K..Q6_K, Q8_K: 256-element super-blocks, see kquant.h.
+//   IQ2_XXS, IQ1_S, ...: 256-element super-blocks on grids, see iquant.h.
 #pragma once
 
 #include <cstddef>
@@ -213,5 +214,19 @@ namespace q6_k_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q6_k_avx2
+
+// The i-quants, dotted against Q8_K. Read-only: no quantizer (their table row's
+// quantize is null; ggml's needs importance matrices and grid searches).
+// Block layouts: iquant.h.
+namespace iq2_xxs {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 64;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq2_xxs
+namespace iq2_xxs_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq2_xxs_avx2
 
 }  // namespace ns::kernels
