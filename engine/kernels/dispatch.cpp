@@ -46,6 +46,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, q6_k_avx2::vec_dot, q6_k_avx2::tile},
     {GgmlType::IQ2_XXS, GgmlType::Q8_K, iq2_xxs::dequantize, nullptr, iq2_xxs::vec_dot,  //
      nullptr, iq2_xxs_avx2::vec_dot, iq2_xxs_avx2::tile},
+    {GgmlType::IQ1_S, GgmlType::Q8_K, iq1_s::dequantize, nullptr, iq1_s::vec_dot,  //
+     nullptr, iq1_s_avx2::vec_dot, iq1_s_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

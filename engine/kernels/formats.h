@@ -229,4 +229,15 @@ float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace iq2_xxs_avx2
 
+namespace iq1_s {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 32 + 16;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq1_s
+namespace iq1_s_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq1_s_avx2
+
 }  // namespace ns::kernels

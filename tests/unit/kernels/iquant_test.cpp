@@ -152,6 +152,34 @@ TEST_CASE("IQ2_XXS dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::IQ2_XXS, w.data(), 512), expected);
 }
 
+TEST_CASE("IQ1_S dequantizes hand-built blocks") {
+  // Block 0, d = 1. Sub-block 0: group indices 0, 1, 0x400, 0x7ff (low bytes
+  // 0, 1, 0, 0xff; high bits 0, 0, 4, 7 in qh), scale s = 2 (ls = 5), delta
+  // -1/8: x = 5 * (grid - 0.125). Sub-blocks 1..7: all zero, grid entry 0
+  // (all -1), ls = 1, delta +1/8: x = -0.875. Block 1, d = -2: sub-block 3
+  // has s = 7 (ls = 15): -2 * 15 * -0.875 = 26.25; the others -2 * -0.875 = 1.75.
+  std::vector<uint8_t> w(2 * iq1_s::kBlockBytes, 0);
+  uint8_t* b0 = w.data();
+  uint8_t* b1 = w.data() + iq1_s::kBlockBytes;
+  store_u16(b0, kOne);
+  b0[2 + 1] = 1;
+  b0[2 + 3] = 0xff;
+  store_u16(b0 + 34, static_cast<uint16_t>((4 << 6) | (7 << 9) | (2 << 12) | 0x8000));
+  store_u16(b1, kMinusTwo);
+  store_u16(b1 + 34 + 2 * 3, static_cast<uint16_t>(7 << 12));
+
+  std::vector<float> expected;
+  for (int j = 0; j < 8; ++j) expected.push_back(-5.625f);  // grid[0]: all -1
+  expected.push_back(4.375f);                               // grid[1] = 0xffffffffffffff01: 1, then -1s
+  for (int j = 1; j < 8; ++j) expected.push_back(-5.625f);
+  // grid[0x400] = 0x0000000000ff0100: 0, 1, -1, then 0s
+  for (const float g : {0.0f, 1.0f, -1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}) expected.push_back(5 * (g - 0.125f));
+  for (int j = 0; j < 8; ++j) expected.push_back(4.375f);  // grid[0x7ff]: all 1
+  for (int e = 32; e < 256; ++e) expected.push_back(-0.875f);
+  for (int e = 0; e < 256; ++e) expected.push_back(e / 32 == 3 ? 26.25f : 1.75f);
+  check_values(dequantized(GgmlType::IQ1_S, w.data(), 512), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {
