@@ -48,6 +48,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, iq2_xxs_avx2::vec_dot, iq2_xxs_avx2::tile},
     {GgmlType::IQ1_S, GgmlType::Q8_K, iq1_s::dequantize, nullptr, iq1_s::vec_dot,  //
      nullptr, iq1_s_avx2::vec_dot, iq1_s_avx2::tile},
+    {GgmlType::IQ1_M, GgmlType::Q8_K, iq1_m::dequantize, nullptr, iq1_m::vec_dot,  //
+     nullptr, iq1_m_avx2::vec_dot, iq1_m_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

@@ -240,4 +240,15 @@ float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace iq1_s_avx2
 
+namespace iq1_m {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 32 + 16 + 8;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq1_m
+namespace iq1_m_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq1_m_avx2
+
 }  // namespace ns::kernels

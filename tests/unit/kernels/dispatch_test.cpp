@@ -69,6 +69,7 @@ TEST_CASE("table rows agree with the GGUF type table") {
       {GgmlType::Q6_K, q6_k::kBlockElems, q6_k::kBlockBytes},
       {GgmlType::IQ2_XXS, iq2_xxs::kBlockElems, iq2_xxs::kBlockBytes},
       {GgmlType::IQ1_S, iq1_s::kBlockElems, iq1_s::kBlockBytes},
+      {GgmlType::IQ1_M, iq1_m::kBlockElems, iq1_m::kBlockBytes},
   };
   for (const auto& g : declared) {
     CAPTURE(name(g.type));

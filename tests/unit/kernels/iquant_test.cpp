@@ -180,6 +180,39 @@ TEST_CASE("IQ1_S dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::IQ1_S, w.data(), 512), expected);
 }
 
+TEST_CASE("IQ1_M dequantizes hand-built blocks") {
+  // Block 0, d = 1 = fp16 0x3c00, its nibbles 0, 0, 0xc, 0x3 the top nibbles
+  // of scale words 0..3. Sub-block 0: scale 1 (ls = 3) for groups 0, 1 (word
+  // 0, bits 0..2) and 6 (ls = 13) for groups 2, 3 (bits 3..5); group indices
+  // 1, 0, 0x7ff, 0x400 (low bytes 1, 0, 0xff, 0; high bits 0, 0, 7, 4 in the
+  // qh nibbles, whose bit 3 makes delta -1/8 for groups 0 and 3).
+  // Sub-blocks 1..7: grid entry 0 (all -1), ls = 1, delta +1/8: -0.875.
+  // Block 1, d = 0.5 (0x3800), all else zero: 0.5 * -0.875 = -0.4375.
+  std::vector<uint8_t> w(2 * iq1_m::kBlockBytes, 0);
+  uint8_t* b0 = w.data();
+  uint8_t* b1 = w.data() + iq1_m::kBlockBytes;
+  b0[0] = 1;
+  b0[2] = 0xff;
+  b0[32] = 0x08;                       // group 0: high bits 0, delta -; group 1: high bits 0, delta +
+  b0[33] = 0x07 | ((0x4 | 0x8) << 4);  // group 2: high bits 7, delta +; group 3: high bits 4, delta -
+  store_u16(b0 + 48, static_cast<uint16_t>(1 | (6 << 3)));
+  store_u16(b0 + 52, 0xc000);
+  store_u16(b0 + 54, 0x3000);
+  store_u16(b1 + 52, 0x8000);
+  store_u16(b1 + 54, 0x3000);
+
+  std::vector<float> expected;
+  expected.push_back(2.625f);  // grid[1]: 1, then -1s; 3 * (g - 0.125)
+  for (int j = 1; j < 8; ++j) expected.push_back(-3.375f);
+  for (int j = 0; j < 8; ++j) expected.push_back(-2.625f);                 // grid[0]: all -1; 3 * (g + 0.125)
+  for (int j = 0; j < 8; ++j) expected.push_back(14.625f);                 // grid[0x7ff]: all 1; 13 * (g + 0.125)
+  for (const float g : {0.0f, 1.0f, -1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f})  // grid[0x400]; 13 * (g - 0.125)
+    expected.push_back(13 * (g - 0.125f));
+  for (int e = 32; e < 256; ++e) expected.push_back(-0.875f);
+  for (int e = 0; e < 256; ++e) expected.push_back(-0.4375f);
+  check_values(dequantized(GgmlType::IQ1_M, w.data(), 512), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {
