@@ -50,6 +50,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, iq1_s_avx2::vec_dot, iq1_s_avx2::tile},
     {GgmlType::IQ1_M, GgmlType::Q8_K, iq1_m::dequantize, nullptr, iq1_m::vec_dot,  //
      nullptr, iq1_m_avx2::vec_dot, iq1_m_avx2::tile},
+    {GgmlType::IQ4_XS, GgmlType::Q8_K, iq4_xs::dequantize, nullptr, iq4_xs::vec_dot,  //
+     nullptr, iq4_xs_avx2::vec_dot, iq4_xs_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

@@ -213,6 +213,32 @@ TEST_CASE("IQ1_M dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::IQ1_M, w.data(), 512), expected);
 }
 
+TEST_CASE("IQ4_XS dequantizes hand-built blocks") {
+  // d = 0.5. Sub-block 0: 6-bit scale 33 (low nibble 1 in scales_l[0], high
+  // bits 2 in scales_h bits 0..1), so x = 0.5 * (33 - 32) * level; byte j of
+  // its qs holds nibbles j (element j) and 15 - j (element j + 16), walking
+  // all 16 levels -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38,
+  // 53, 69, 89, 113. Sub-block 7: scale 63 (high nibble 15 of scales_l[3],
+  // scales_h bits 14..15 = 3), nibbles 15: 0.5 * 31 * 113. The others: scale
+  // 0, nibbles 0: 0.5 * -32 * -127 = 2032.
+  std::vector<uint8_t> w(iq4_xs::kBlockBytes, 0);
+  store_u16(w.data(), 0x3800);
+  store_u16(w.data() + 2, static_cast<uint16_t>(2 | (3 << 14)));
+  w[4] = 0x01;
+  w[4 + 3] = 0xf0;
+  for (int j = 0; j < 16; ++j) w[8 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  for (int j = 0; j < 16; ++j) w[8 + 16 * 7 + j] = 0xff;
+
+  const float half_levels[16] = {-63.5f, -52.0f, -41.5f, -32.5f, -24.5f, -17.5f, -11.0f, -5.0f,
+                                 0.5f,   6.5f,   12.5f,  19.0f,  26.5f,  34.5f,  44.5f,  56.5f};
+  std::vector<float> expected;
+  for (int j = 0; j < 16; ++j) expected.push_back(half_levels[j]);
+  for (int j = 0; j < 16; ++j) expected.push_back(half_levels[15 - j]);
+  for (int e = 32; e < 224; ++e) expected.push_back(2032.0f);
+  for (int e = 224; e < 256; ++e) expected.push_back(1751.5f);
+  check_values(dequantized(GgmlType::IQ4_XS, w.data(), 256), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {
