@@ -52,6 +52,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, iq1_m_avx2::vec_dot, iq1_m_avx2::tile},
     {GgmlType::IQ4_XS, GgmlType::Q8_K, iq4_xs::dequantize, nullptr, iq4_xs::vec_dot,  //
      nullptr, iq4_xs_avx2::vec_dot, iq4_xs_avx2::tile},
+    {GgmlType::IQ3_XXS, GgmlType::Q8_K, iq3_xxs::dequantize, nullptr, iq3_xxs::vec_dot,  //
+     nullptr, iq3_xxs_avx2::vec_dot, iq3_xxs_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

@@ -148,6 +148,34 @@ static inline void set_super_scale(gguf::GgmlType t, uint8_t* blk, uint16_t d) {
   }
 }
 
+// IQ3_XXS sub-block v: the index of group k (4 elements) and the sign/scale word.
+static inline uint8_t iq3xxs_index(const uint8_t* blk, int v, int k) { return blk[Iq3xxs::qs + 8 * v + k]; }
+static inline uint32_t iq3xxs_signs_scale(const uint8_t* blk, int v) { return load_u32(blk + Iq3xxs::sas + 4 * v); }
+
+// IQ2_XS sub-block v, group l: the 16-bit field (index and sign bits).
+static inline uint16_t iq2xs_field(const uint8_t* blk, int v, int l) {
+  return load_u16(blk + Iq2xs::qs + 8 * v + 2 * l);
+}
+
+// IQ2_S sub-block v, group l: the 10-bit index and the 8 sign bits.
+static inline int iq2s_index(const uint8_t* blk, int v, int l) {
+  return blk[Iq2s::qs + 4 * v + l] | ((blk[Iq2s::qh + v] << (8 - 2 * l)) & 0x300);
+}
+static inline uint8_t iq2s_signs(const uint8_t* blk, int v, int l) { return blk[Iq2s::signs + 4 * v + l]; }
+
+// IQ2_XS / IQ2_S sub-block v: the 4-bit scale s of groups 0, 1 (half 0) or 2, 3.
+static inline int iq2_half_scale(const uint8_t* scales, int v, int half) { return (scales[v] >> (4 * half)) & 0x0f; }
+
+// IQ3_S sub-block v: the 9-bit index of group k (4 elements), the 8 sign bits
+// of group l (8 elements), and the scale 2s + 1.
+static inline int iq3s_index(const uint8_t* blk, int v, int k) {
+  return blk[Iq3s::qs + 8 * v + k] | ((blk[Iq3s::qh + v] << (8 - k)) & 256);
+}
+static inline uint8_t iq3s_signs(const uint8_t* blk, int v, int l) { return blk[Iq3s::signs + 4 * v + l]; }
+static inline int iq3s_scale(const uint8_t* blk, int v) {
+  return 2 * ((blk[Iq3s::scales + v / 2] >> (4 * (v % 2))) & 0x0f) + 1;
+}
+
 // IQ4_XS sub-block v: its 6-bit scale minus 32.
 static inline int iq4xs_scale(const uint8_t* blk, int v) {
   const int lo = (blk[Iq4xs::scales_l + v / 2] >> (4 * (v % 2))) & 0x0f;

@@ -239,6 +239,32 @@ TEST_CASE("IQ4_XS dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::IQ4_XS, w.data(), 256), expected);
 }
 
+TEST_CASE("IQ3_XXS dequantizes hand-built blocks") {
+  // Block 0, d = 1. Sub-block 0: group indices 0, 255, then 0s (4 magnitudes
+  // each); sign field 1 for its first 8 elements (kSigns: elements 0 and 7),
+  // 0 for the rest; scale s = 1, so magnitudes times (0.5 + 1) / 2 = 0.75.
+  // Sub-blocks 1..7: all zero, grid entry 0 (4, 4, 4, 4), scale 0.5 / 2: 1.
+  // Block 1, d = -2: sub-block 5 has s = 15: -2 * 15.5 / 2 * 4 = -62; the
+  // others -2 * 0.25 * 4 = -2.
+  std::vector<uint8_t> w(2 * iq3_xxs::kBlockBytes, 0);
+  uint8_t* b0 = w.data();
+  uint8_t* b1 = w.data() + iq3_xxs::kBlockBytes;
+  store_u16(b0, kOne);
+  b0[2 + 1] = 255;
+  const uint32_t word = 1u | (1u << 28);
+  std::memcpy(b0 + 66, &word, 4);
+  store_u16(b1, kMinusTwo);
+  const uint32_t word5 = 15u << 28;
+  std::memcpy(b1 + 66 + 4 * 5, &word5, 4);
+
+  // grid[0] = 0x04040404, grid[255] = 0x3e341c04: 4, 28, 52, 62
+  std::vector<float> expected = {-3.0f, 3.0f, 3.0f, 3.0f, 3.0f, 21.0f, 39.0f, -46.5f};
+  for (int e = 8; e < 32; ++e) expected.push_back(3.0f);
+  for (int e = 32; e < 256; ++e) expected.push_back(1.0f);
+  for (int e = 0; e < 256; ++e) expected.push_back(e / 32 == 5 ? -62.0f : -2.0f);
+  check_values(dequantized(GgmlType::IQ3_XXS, w.data(), 512), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {
