@@ -54,6 +54,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, iq4_xs_avx2::vec_dot, iq4_xs_avx2::tile},
     {GgmlType::IQ3_XXS, GgmlType::Q8_K, iq3_xxs::dequantize, nullptr, iq3_xxs::vec_dot,  //
      nullptr, iq3_xxs_avx2::vec_dot, iq3_xxs_avx2::tile},
+    {GgmlType::IQ2_XS, GgmlType::Q8_K, iq2_xs::dequantize, nullptr, iq2_xs::vec_dot,  //
+     nullptr, iq2_xs_avx2::vec_dot, iq2_xs_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

@@ -273,4 +273,15 @@ float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace iq3_xxs_avx2
 
+namespace iq2_xs {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 64 + 8;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq2_xs
+namespace iq2_xs_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq2_xs_avx2
+
 }  // namespace ns::kernels

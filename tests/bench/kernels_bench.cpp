@@ -154,10 +154,10 @@ int main(int argc, char** argv) {
   std::printf("\n%-6s %6s  %-8s %9s %9s %8s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s", "GB/s",
               "vs scalar", "vs deq+dot", "vs deq+simd");
 
-  const GgmlType types[] = {GgmlType::F32,   GgmlType::F16,   GgmlType::BF16,   GgmlType::Q8_0,   GgmlType::Q4_0,
-                            GgmlType::Q4_1,  GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::IQ4_NL, GgmlType::Q2_K,
-                            GgmlType::Q3_K,  GgmlType::Q4_K,  GgmlType::Q5_K,   GgmlType::Q6_K,   GgmlType::IQ2_XXS,
-                            GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS, GgmlType::IQ3_XXS};
+  const GgmlType types[] = {GgmlType::F32,   GgmlType::F16,   GgmlType::BF16,   GgmlType::Q8_0,    GgmlType::Q4_0,
+                            GgmlType::Q4_1,  GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::IQ4_NL,  GgmlType::Q2_K,
+                            GgmlType::Q3_K,  GgmlType::Q4_K,  GgmlType::Q5_K,   GgmlType::Q6_K,    GgmlType::IQ2_XXS,
+                            GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ2_XS};
   for (const GgmlType type : types) {
     const auto& tt = ns::gguf::traits(type);
     const std::string name(tt.name);

@@ -72,6 +72,7 @@ TEST_CASE("table rows agree with the GGUF type table") {
       {GgmlType::IQ1_M, iq1_m::kBlockElems, iq1_m::kBlockBytes},
       {GgmlType::IQ4_XS, iq4_xs::kBlockElems, iq4_xs::kBlockBytes},
       {GgmlType::IQ3_XXS, iq3_xxs::kBlockElems, iq3_xxs::kBlockBytes},
+      {GgmlType::IQ2_XS, iq2_xs::kBlockElems, iq2_xs::kBlockBytes},
   };
   for (const auto& g : declared) {
     CAPTURE(name(g.type));

@@ -265,6 +265,39 @@ TEST_CASE("IQ3_XXS dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::IQ3_XXS, w.data(), 512), expected);
 }
 
+TEST_CASE("IQ2_XS dequantizes hand-built blocks") {
+  // Block 0, d = 1. Sub-block 0: 16-bit fields (index | sign field << 9)
+  // 0 | 0, 1 | 1 << 9, 511 | 127 << 9, 2 | 3 << 9 (kSigns: none, elements 0
+  // and 7, all 8, elements 0 and 1); scales byte 0x31: groups 0, 1 times
+  // (0.5 + 1) / 4 = 0.375, groups 2, 3 times (0.5 + 3) / 4 = 0.875.
+  // Sub-blocks 1..7: grid entry 0 (all 8), scale 0.5 / 4: 1. Block 1, d = -2:
+  // sub-block 2 has scales 0xf0: its first half -2 * 0.125 * 8 = -2, its
+  // second -2 * 15.5 / 4 * 8 = -62; all else -2.
+  std::vector<uint8_t> w(2 * iq2_xs::kBlockBytes, 0);
+  uint8_t* b0 = w.data();
+  uint8_t* b1 = w.data() + iq2_xs::kBlockBytes;
+  store_u16(b0, kOne);
+  store_u16(b0 + 2 + 2, static_cast<uint16_t>(1 | (1 << 9)));
+  store_u16(b0 + 2 + 4, static_cast<uint16_t>(511 | (127 << 9)));
+  store_u16(b0 + 2 + 6, static_cast<uint16_t>(2 | (3 << 9)));
+  b0[66] = 0x31;
+  store_u16(b1, kMinusTwo);
+  b1[66 + 2] = 0xf0;
+
+  std::vector<float> expected;
+  for (int j = 0; j < 8; ++j) expected.push_back(3.0f);  // grid[0]: all 8
+  expected.push_back(-16.125f);                          // grid[1]: 43, then 8s
+  for (int j = 1; j < 7; ++j) expected.push_back(3.0f);
+  expected.push_back(-3.0f);
+  for (int j = 0; j < 8; ++j) expected.push_back(-37.625f);  // grid[511]: all 43
+  expected.push_back(-21.875f);                              // grid[2]: 25, 25, then 8s
+  expected.push_back(-21.875f);
+  for (int j = 2; j < 8; ++j) expected.push_back(7.0f);
+  for (int e = 32; e < 256; ++e) expected.push_back(1.0f);
+  for (int e = 0; e < 256; ++e) expected.push_back(e >= 80 && e < 96 ? -62.0f : -2.0f);
+  check_values(dequantized(GgmlType::IQ2_XS, w.data(), 512), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {
