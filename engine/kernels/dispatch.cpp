@@ -56,6 +56,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, iq3_xxs_avx2::vec_dot, iq3_xxs_avx2::tile},
     {GgmlType::IQ2_XS, GgmlType::Q8_K, iq2_xs::dequantize, nullptr, iq2_xs::vec_dot,  //
      nullptr, iq2_xs_avx2::vec_dot, iq2_xs_avx2::tile},
+    {GgmlType::TQ2_0, GgmlType::Q8_K, tq2_0::dequantize, nullptr, tq2_0::vec_dot,  //
+     nullptr, tq2_0_avx2::vec_dot, tq2_0_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

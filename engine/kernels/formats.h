@@ -284,4 +284,15 @@ float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace iq2_xs_avx2
 
+namespace tq2_0 {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 64 + 2;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace tq2_0
+namespace tq2_0_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace tq2_0_avx2
+
 }  // namespace ns::kernels

@@ -36,6 +36,14 @@
 //   IQ3_S    fp16 d; the index of group k (4 elements) is qs[8v + k] with bit
 //            k of qh[v] as bit 8 (kIq3sGrid); signs[4v + l] 8 sign bits;
 //            scales[v / 2], nibble v % 2, the scale s. x = d * (2s + 1) * grid * sign.
+//   TQ2_0    ternary, no grid: qs[64], then fp16 d. Element 128h + 32l + m is
+//            bits 2l..2l+1 of qs[32h + m], q in 0..2; x = d * (q - 1).
+//   TQ1_0    ternary, 5 base-3 digits per byte: qs[48], qh[4], then fp16 d.
+//            Digit n of byte b is (uint8(b * 3^n) * 3) >> 8 (ggml stores a
+//            byte as ceil(value * 256 / 243) so that the top digit comes out
+//            first); element 32n + m (< 160) is digit n of qs[m], 160 + 16n + m
+//            (< 240) digit n of qs[32 + m], 240 + 4n + j digit n of qh[j].
+//            x = d * (digit - 1).
 //
 // Included by *_avx2.cpp: everything here has internal linkage (see format.h).
 #pragma once
@@ -75,6 +83,19 @@ struct Iq2s {
 struct Iq3s {
   static constexpr size_t d = 0, qs = 2, qh = 66, signs = 74, scales = 106, bytes = 110;
 };
+struct Tq2 {
+  static constexpr size_t qs = 0, d = 64, bytes = 66;
+};
+struct Tq1 {
+  static constexpr size_t qs = 0, qh = 48, d = 52, bytes = 54;
+};
+
+// TQ1_0: base-3 digit n (n < 5) of a packed byte, in 0..2.
+static inline int tq1_digit(uint8_t b, int n) {
+  constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  const auto t = static_cast<uint8_t>(b * kPow3[n]);
+  return (t * 3) >> 8;
+}
 
 // IQ1_S / IQ1_M: grid entries are -1, 0, 1, and delta is +-1/8 (ggml's
 // IQ1S_DELTA, IQ1M_DELTA).
@@ -134,10 +155,15 @@ static inline int iq1m_scale(const uint8_t* blk, int v, int half) {
   return 2 * ((load_u16(blk + Iq1m::scales + 2 * (v / 2)) >> (6 * (v % 2) + 3 * half)) & 7) + 1;
 }
 
-// Writes d (fp16 bits) as the super-scale of a block of t, an i-quant: every
-// one keeps it in its first two bytes but IQ1_M (see iq1m_d_bits). For tests
-// and benchmarks, which build blocks from random bytes.
+// Writes d (fp16 bits) as the super-scale of a block of t, an i-quant or
+// ternary type: the i-quants keep it in their first two bytes but IQ1_M (see
+// iq1m_d_bits), the ternary types in their last two. For tests and
+// benchmarks, which build blocks from random bytes.
 static inline void set_super_scale(gguf::GgmlType t, uint8_t* blk, uint16_t d) {
+  if (t == gguf::GgmlType::TQ1_0 || t == gguf::GgmlType::TQ2_0) {
+    store_u16(blk + (t == gguf::GgmlType::TQ1_0 ? Tq1::d : Tq2::d), d);
+    return;
+  }
   if (t != gguf::GgmlType::IQ1_M) {
     store_u16(blk, d);
     return;

@@ -298,6 +298,23 @@ TEST_CASE("IQ2_XS dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::IQ2_XS, w.data(), 512), expected);
 }
 
+TEST_CASE("TQ2_0 dequantizes hand-built blocks") {
+  // d = 0.5 in the last two bytes. Codes 1 (0x55 bytes: value 0) everywhere
+  // but qs[0] = 0b00'10'01'00, whose 2-bit fields are elements 0, 32, 64, 96
+  // (codes 0, 1, 2, 0: -1, 0, 1, -1), and qs[37] = 0xff, code 3 in elements
+  // 128 + 5, 160 + 5, 192 + 5, 224 + 5 (read as 3 - 1 = 2, as ggml does).
+  std::vector<uint8_t> w(tq2_0::kBlockBytes, 0x55);
+  store_u16(w.data() + 64, 0x3800);
+  w[0] = 0x24;
+  w[37] = 0xff;
+  std::vector<float> expected(256, 0.0f);
+  expected[0] = -0.5f;
+  expected[64] = 0.5f;
+  expected[96] = -0.5f;
+  for (const int e : {133, 165, 197, 229}) expected[e] = 1.0f;
+  check_values(dequantized(GgmlType::TQ2_0, w.data(), 256), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {
