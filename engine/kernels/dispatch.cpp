@@ -58,6 +58,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, iq2_xs_avx2::vec_dot, iq2_xs_avx2::tile},
     {GgmlType::TQ2_0, GgmlType::Q8_K, tq2_0::dequantize, nullptr, tq2_0::vec_dot,  //
      nullptr, tq2_0_avx2::vec_dot, tq2_0_avx2::tile},
+    {GgmlType::TQ1_0, GgmlType::Q8_K, tq1_0::dequantize, nullptr, tq1_0::vec_dot,  //
+     nullptr, tq1_0_avx2::vec_dot, tq1_0_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

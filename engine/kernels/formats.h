@@ -295,4 +295,15 @@ float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace tq2_0_avx2
 
+namespace tq1_0 {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 48 + 4 + 2;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace tq1_0
+namespace tq1_0_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace tq1_0_avx2
+
 }  // namespace ns::kernels

@@ -315,6 +315,30 @@ TEST_CASE("TQ2_0 dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::TQ2_0, w.data(), 256), expected);
 }
 
+TEST_CASE("TQ1_0 dequantizes hand-built blocks") {
+  // Digit n of byte b is (uint8(b * 3^n) * 3) >> 8, weight digit - 1; d = -2
+  // in the last two bytes. Byte 128 has every digit 1 (128 * odd = 128 mod
+  // 256, 384 >> 8 = 1): weight 0, the background. Byte 108 = ceil(102 * 256 /
+  // 243) carries 102 = 10210 in base 3: digits 1, 0, 2, 1, 0 (108 -> 324 >> 8
+  // = 1; 68 -> 0; 204 -> 2; 100 -> 1; 44 -> 0), weights 0, -1, 1, 0, -1.
+  // Byte 0 has every digit 0: weight -1.
+  std::vector<uint8_t> w(tq1_0::kBlockBytes, 128);
+  store_u16(w.data() + 52, kMinusTwo);
+  w[0] = 0;         // elements 0, 32, 64, 96, 128 (qs[m], digit n: 32n + m)
+  w[3] = 108;       // elements 3, 35, 67, 99, 131
+  w[32 + 5] = 108;  // elements 165, 181, 197, 213, 229 (qs[32 + m], digit n: 160 + 16n + m)
+  w[48 + 2] = 108;  // elements 242, 246, 250, 254 (qh[j], digit n < 4: 240 + 4n + j)
+  std::vector<float> expected(256, 0.0f);
+  for (const int e : {0, 32, 64, 96, 128}) expected[e] = 2.0f;
+  const float pattern[5] = {0.0f, 2.0f, -2.0f, 0.0f, 2.0f};  // weights 0, -1, 1, 0, -1 times -2
+  for (int n = 0; n < 5; ++n) {
+    expected[32 * n + 3] = pattern[n];
+    expected[160 + 16 * n + 5] = pattern[n];
+    if (n < 4) expected[240 + 4 * n + 2] = pattern[n];
+  }
+  check_values(dequantized(GgmlType::TQ1_0, w.data(), 256), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {

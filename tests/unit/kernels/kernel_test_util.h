@@ -25,7 +25,7 @@ inline constexpr GgmlType kKQuants[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType
 
 // The read-only i-quants (no quantizer: tests build their blocks from random bytes).
 inline constexpr GgmlType kIQuants[] = {GgmlType::IQ2_XXS, GgmlType::IQ1_S,  GgmlType::IQ1_M, GgmlType::IQ4_XS,
-                                        GgmlType::IQ3_XXS, GgmlType::IQ2_XS, GgmlType::TQ2_0};
+                                        GgmlType::IQ3_XXS, GgmlType::IQ2_XS, GgmlType::TQ2_0, GgmlType::TQ1_0};
 
 inline bool is_block_type(GgmlType t) { return gguf::traits(t).block_elems > 1; }
 
