@@ -60,6 +60,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, tq2_0_avx2::vec_dot, tq2_0_avx2::tile},
     {GgmlType::TQ1_0, GgmlType::Q8_K, tq1_0::dequantize, nullptr, tq1_0::vec_dot,  //
      nullptr, tq1_0_avx2::vec_dot, tq1_0_avx2::tile},
+    {GgmlType::IQ2_S, GgmlType::Q8_K, iq2_s::dequantize, nullptr, iq2_s::vec_dot,  //
+     nullptr, iq2_s_avx2::vec_dot, iq2_s_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

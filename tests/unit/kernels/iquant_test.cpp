@@ -339,6 +339,36 @@ TEST_CASE("TQ1_0 dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::TQ1_0, w.data(), 256), expected);
 }
 
+TEST_CASE("IQ2_S dequantizes hand-built blocks") {
+  // Block 0, d = 1. Sub-block 0: index low bytes 1, 0xff, 2, 0 with qh[0] =
+  // 0b00'00'11'00 putting 3 above group 1's (index 0x3ff); explicit sign
+  // bytes 0x81, 0xff, 0x03, 0x00; scales byte 0x31: groups 0, 1 times
+  // (0.5 + 1) / 4 = 0.375, groups 2, 3 times (0.5 + 3) / 4 = 0.875.
+  // Sub-blocks 1..7: grid entry 0 (all 8), scale 0.5 / 4: 1.
+  std::vector<uint8_t> w(iq2_s::kBlockBytes, 0);
+  store_u16(w.data(), kOne);
+  w[2 + 0] = 1;
+  w[2 + 1] = 0xff;
+  w[2 + 2] = 2;
+  w[34 + 0] = 0x81;
+  w[34 + 1] = 0xff;
+  w[34 + 2] = 0x03;
+  w[66] = 0x0c;
+  w[74] = 0x31;
+
+  std::vector<float> expected;
+  expected.push_back(-16.125f);  // grid[1] = 0x080808080808082b: 43, then 8s; signs on elements 0, 7
+  for (int j = 1; j < 7; ++j) expected.push_back(3.0f);
+  expected.push_back(-3.0f);
+  for (int j = 0; j < 8; ++j) expected.push_back(-16.125f);  // grid[0x3ff]: all 43, all negative
+  expected.push_back(-21.875f);                              // grid[2]: 25, 25, then 8s; signs on 0, 1
+  expected.push_back(-21.875f);
+  for (int j = 2; j < 8; ++j) expected.push_back(7.0f);
+  for (int j = 0; j < 8; ++j) expected.push_back(7.0f);  // grid[0]
+  for (int e = 32; e < 256; ++e) expected.push_back(1.0f);
+  check_values(dequantized(GgmlType::IQ2_S, w.data(), 256), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {
