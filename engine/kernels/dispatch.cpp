@@ -62,6 +62,8 @@ constexpr FormatKernels kFormats[] = {
      nullptr, tq1_0_avx2::vec_dot, tq1_0_avx2::tile},
     {GgmlType::IQ2_S, GgmlType::Q8_K, iq2_s::dequantize, nullptr, iq2_s::vec_dot,  //
      nullptr, iq2_s_avx2::vec_dot, iq2_s_avx2::tile},
+    {GgmlType::IQ3_S, GgmlType::Q8_K, iq3_s::dequantize, nullptr, iq3_s::vec_dot,  //
+     nullptr, iq3_s_avx2::vec_dot, iq3_s_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.

@@ -317,4 +317,15 @@ float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace iq2_s_avx2
 
+namespace iq3_s {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 64 + 8 + 32 + 4;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq3_s
+namespace iq3_s_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq3_s_avx2
+
 }  // namespace ns::kernels

@@ -76,6 +76,7 @@ TEST_CASE("table rows agree with the GGUF type table") {
       {GgmlType::TQ2_0, tq2_0::kBlockElems, tq2_0::kBlockBytes},
       {GgmlType::TQ1_0, tq1_0::kBlockElems, tq1_0::kBlockBytes},
       {GgmlType::IQ2_S, iq2_s::kBlockElems, iq2_s::kBlockBytes},
+      {GgmlType::IQ3_S, iq3_s::kBlockElems, iq3_s::kBlockBytes},
   };
   for (const auto& g : declared) {
     CAPTURE(name(g.type));

@@ -369,6 +369,28 @@ TEST_CASE("IQ2_S dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::IQ2_S, w.data(), 256), expected);
 }
 
+TEST_CASE("IQ3_S dequantizes hand-built blocks") {
+  // Block 0, d = 0.5. Sub-block 0: group index low bytes 1, 0xff, then 0s,
+  // with qh[0] = 0b10 putting bit 8 above group 1's (index 0x1ff); sign byte
+  // 0x81 for its first 8 elements; scales[0] low nibble 2: times 2 * 2 + 1 = 5.
+  // Sub-block 1 (scales[0] high nibble 7: times 15) and the rest (scale 1):
+  // grid entry 0 (1, 1, 1, 1).
+  std::vector<uint8_t> w(iq3_s::kBlockBytes, 0);
+  store_u16(w.data(), 0x3800);
+  w[2 + 0] = 1;
+  w[2 + 1] = 0xff;
+  w[66] = 0x02;
+  w[74] = 0x81;
+  w[106] = 0x72;
+
+  // grid[1] = 0x01010103: 3, 1, 1, 1; grid[0x1ff] = 0x0f0f0101: 1, 1, 15, 15
+  std::vector<float> expected = {-7.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 37.5f, -37.5f};
+  for (int e = 8; e < 32; ++e) expected.push_back(2.5f);
+  for (int e = 32; e < 64; ++e) expected.push_back(7.5f);
+  for (int e = 64; e < 256; ++e) expected.push_back(0.5f);
+  check_values(dequantized(GgmlType::IQ3_S, w.data(), 256), expected);
+}
+
 TEST_CASE("i-quants: the scalar dot is the dot of the dequantized rows") {
   uint32_t seed = 300;
   for (const GgmlType t : kIQuants) {
