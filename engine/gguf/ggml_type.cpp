@@ -20,7 +20,8 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::I8, "I8", 1, 1},          TypeTraits{GgmlType::I16, "I16", 1, 2},
     TypeTraits{GgmlType::I32, "I32", 1, 4},        TypeTraits{GgmlType::I64, "I64", 1, 8},
     TypeTraits{GgmlType::F64, "F64", 1, 8},        TypeTraits{GgmlType::IQ1_M, "IQ1_M", 256, 56},
-    TypeTraits{GgmlType::BF16, "BF16", 1, 2},      TypeTraits{GgmlType::MXFP4, "MXFP4", 32, 1 + 16},
+    TypeTraits{GgmlType::BF16, "BF16", 1, 2},      TypeTraits{GgmlType::TQ1_0, "TQ1_0", 256, 54},
+    TypeTraits{GgmlType::TQ2_0, "TQ2_0", 256, 66}, TypeTraits{GgmlType::MXFP4, "MXFP4", 32, 1 + 16},
 };
 
 }  // namespace

@@ -46,6 +46,26 @@ constexpr FormatKernels kFormats[] = {
      nullptr, q5_k_avx2::vec_dot, q5_k_avx2::tile},
     {GgmlType::Q6_K, GgmlType::Q8_K, q6_k::dequantize, q6_k::quantize, q6_k::vec_dot,  //
      nullptr, q6_k_avx2::vec_dot, q6_k_avx2::tile},
+    {GgmlType::IQ2_XXS, GgmlType::Q8_K, iq2_xxs::dequantize, nullptr, iq2_xxs::vec_dot,  //
+     nullptr, iq2_xxs_avx2::vec_dot, iq2_xxs_avx2::tile},
+    {GgmlType::IQ1_S, GgmlType::Q8_K, iq1_s::dequantize, nullptr, iq1_s::vec_dot,  //
+     nullptr, iq1_s_avx2::vec_dot, iq1_s_avx2::tile},
+    {GgmlType::IQ1_M, GgmlType::Q8_K, iq1_m::dequantize, nullptr, iq1_m::vec_dot,  //
+     nullptr, iq1_m_avx2::vec_dot, iq1_m_avx2::tile},
+    {GgmlType::IQ4_XS, GgmlType::Q8_K, iq4_xs::dequantize, nullptr, iq4_xs::vec_dot,  //
+     nullptr, iq4_xs_avx2::vec_dot, iq4_xs_avx2::tile},
+    {GgmlType::IQ3_XXS, GgmlType::Q8_K, iq3_xxs::dequantize, nullptr, iq3_xxs::vec_dot,  //
+     nullptr, iq3_xxs_avx2::vec_dot, iq3_xxs_avx2::tile},
+    {GgmlType::IQ2_XS, GgmlType::Q8_K, iq2_xs::dequantize, nullptr, iq2_xs::vec_dot,  //
+     nullptr, iq2_xs_avx2::vec_dot, iq2_xs_avx2::tile},
+    {GgmlType::TQ2_0, GgmlType::Q8_K, tq2_0::dequantize, nullptr, tq2_0::vec_dot,  //
+     nullptr, tq2_0_avx2::vec_dot, tq2_0_avx2::tile},
+    {GgmlType::TQ1_0, GgmlType::Q8_K, tq1_0::dequantize, nullptr, tq1_0::vec_dot,  //
+     nullptr, tq1_0_avx2::vec_dot, tq1_0_avx2::tile},
+    {GgmlType::IQ2_S, GgmlType::Q8_K, iq2_s::dequantize, nullptr, iq2_s::vec_dot,  //
+     nullptr, iq2_s_avx2::vec_dot, iq2_s_avx2::tile},
+    {GgmlType::IQ3_S, GgmlType::Q8_K, iq3_s::dequantize, nullptr, iq3_s::vec_dot,  //
+     nullptr, iq3_s_avx2::vec_dot, iq3_s_avx2::tile},
 };
 
 // Ids are small (ggml's enum), so the lookup is an array indexed by id.
@@ -120,6 +140,12 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
 
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
   const auto& f = require_format(t, "quantize_row");
+  if (f.quantize == nullptr) {
+    throw Error(ErrorKind::invalid_input,
+                "quantize_row: " + std::string(gguf::type_name(t)) +
+                    " is read-only in nightshift (it computes with such weights but cannot make them; ggml's "
+                    "quantizer needs an importance matrix): quantize with llama.cpp's llama-quantize instead");
+  }
   require_whole_blocks(t, n, "quantize_row");
   f.quantize(src, dst, n);
 }

@@ -40,7 +40,8 @@ struct FormatKernels {
   GgmlType type;
   GgmlType vec_dot_type;
   RowToFloatFn dequantize;       // reference
-  RowFromFloatFn quantize;       // reference; also the scalar activation converter
+  RowFromFloatFn quantize;       // reference; also the scalar activation converter; null: a
+                                 // read-only weight format (quantize_row refuses it)
   VecDotFn vec_dot;              // reference; null for activation-only formats
   RowFromFloatFn quantize_avx2;  // activation converter under AVX2; null: the reference
   VecDotFn vec_dot_avx2;         // null: no AVX2 version yet

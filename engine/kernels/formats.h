@@ -16,6 +16,7 @@
 //   IQ4_NL: fp16 d, qs[16] as Q4_0;                   x[j] = d * iq4_nl::kValues[nibble]
 //   MXFP4: E8M0 e, qs[16] as Q4_0;                    x[j] = mxfp4::scale(e) * mxfp4::kValues[nibble]
 //   Q2_K..Q6_K, Q8_K: 256-element super-blocks, see kquant.h.
+//   IQ2_XXS, IQ1_S, ...: 256-element super-blocks on grids, see iquant.h.
 #pragma once
 
 #include <cstddef>
@@ -241,5 +242,118 @@ namespace q6_k_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q6_k_avx2
+
+// The i-quants, dotted against Q8_K. Read-only: no quantizer (their table row's
+// quantize is null; ggml's needs importance matrices and grid searches).
+// Block layouts: iquant.h.
+namespace iq2_xxs {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 64;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq2_xxs
+namespace iq2_xxs_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq2_xxs_avx2
+
+namespace iq1_s {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 32 + 16;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq1_s
+namespace iq1_s_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq1_s_avx2
+
+namespace iq1_m {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 32 + 16 + 8;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq1_m
+namespace iq1_m_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq1_m_avx2
+
+namespace iq4_xs {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 2 + 4 + 128;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq4_xs
+namespace iq4_xs_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq4_xs_avx2
+
+namespace iq3_xxs {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 64 + 32;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq3_xxs
+namespace iq3_xxs_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq3_xxs_avx2
+
+namespace iq2_xs {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 64 + 8;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq2_xs
+namespace iq2_xs_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq2_xs_avx2
+
+namespace tq2_0 {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 64 + 2;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace tq2_0
+namespace tq2_0_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace tq2_0_avx2
+
+namespace tq1_0 {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 48 + 4 + 2;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace tq1_0
+namespace tq1_0_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace tq1_0_avx2
+
+namespace iq2_s {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 32 + 32 + 8 + 8;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq2_s
+namespace iq2_s_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq2_s_avx2
+
+namespace iq3_s {
+inline constexpr int64_t kBlockElems = 256;
+inline constexpr size_t kBlockBytes = 2 + 64 + 8 + 32 + 4;
+void dequantize(const void* src, float* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace iq3_s
+namespace iq3_s_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq3_s_avx2
 
 }  // namespace ns::kernels

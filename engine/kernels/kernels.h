@@ -8,7 +8,8 @@
 //
 // As in the reference implementation, activations are converted to the
 // weight type's "vec-dot type" before the dot product: Q8_0 for Q4_0/Q8_0 (integer
-// dot products), F16 for F16, BF16 for BF16, F32 for F32.
+// dot products), Q8_K for the K-quants, i-quants and ternary types, F16 for F16,
+// BF16 for BF16, F32 for F32.
 //
 // Thread-safety: everything here is reentrant except set_isa (a global switch
 // for tests and benchmarks) and a MatmulScratch, which belongs to one caller.
@@ -42,7 +43,9 @@ bool is_supported(GgmlType t);         // this build can compute with t
 GgmlType vec_dot_type(GgmlType weight_type);
 
 // Reference conversions (scalar, exact definitions of the formats). n must be a
-// multiple of the block size. Throw ns::Error for types without kernels.
+// multiple of the block size. Throw ns::Error for types without kernels;
+// quantize_row also for the read-only weight types (the i-quants, TQ1_0, TQ2_0),
+// which this build computes with but cannot produce.
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 

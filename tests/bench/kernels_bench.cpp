@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/format.h"
+#include "engine/kernels/iquant.h"
 #include "engine/kernels/kernels.h"
 #include "engine/util/thread_pool.h"
 
@@ -152,16 +154,28 @@ int main(int argc, char** argv) {
   std::printf("\n%-6s %6s  %-8s %9s %9s %8s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s", "GB/s",
               "vs scalar", "vs deq+dot", "vs deq+simd");
 
-  const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,  GgmlType::Q4_0,
-                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL, GgmlType::MXFP4,
-                            GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,   GgmlType::Q5_K,  GgmlType::Q6_K};
+  const GgmlType types[] = {GgmlType::F32,   GgmlType::F16,   GgmlType::BF16,   GgmlType::Q8_0,    GgmlType::Q4_0,
+                            GgmlType::Q4_1,  GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::IQ4_NL,  GgmlType::MXFP4,
+                            GgmlType::Q2_K,  GgmlType::Q3_K,  GgmlType::Q4_K,   GgmlType::Q5_K,    GgmlType::Q6_K,
+                            GgmlType::IQ2_XXS,
+                            GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ2_XS,
+                            GgmlType::TQ2_0, GgmlType::TQ1_0, GgmlType::IQ2_S,  GgmlType::IQ3_S};
   for (const GgmlType type : types) {
     const auto& tt = ns::gguf::traits(type);
     const std::string name(tt.name);
     if (!opt.only.empty() && opt.only != name) continue;
     const size_t row_bytes = ns::gguf::row_bytes(tt, static_cast<uint64_t>(n));
     std::vector<uint8_t> wq(row_bytes * static_cast<size_t>(n));
-    for (int64_t r = 0; r < n; ++r) ns::kernels::quantize_row(type, wf.data() + r * n, wq.data() + r * row_bytes, n);
+    if (ns::kernels::find_format(type)->quantize != nullptr) {
+      for (int64_t r = 0; r < n; ++r) ns::kernels::quantize_row(type, wf.data() + r * n, wq.data() + r * row_bytes, n);
+    } else {
+      // Read-only formats (the i-quants) have no quantizer: random bytes are
+      // valid blocks once the fp16 super-scale is finite; 2^-9 keeps the
+      // weights near the others' 0.02 scale.
+      for (auto& b : wq) b = static_cast<uint8_t>(rng());
+      for (size_t b = 0; b < wq.size(); b += tt.block_bytes)
+        ns::kernels::iq::set_super_scale(type, wq.data() + b, 0x1800);
+    }
     const ns::kernels::MatrixView w{type, wq.data(), n, n, row_bytes};
     const double weight_gb = static_cast<double>(wq.size()) / 1e9;
 

@@ -90,6 +90,36 @@ TEST_CASE("a hand-made valid file parses, nested arrays included") {
   CHECK(v == 7.0f);
 }
 
+TEST_CASE("files with the low-bit i-quant and ternary weight types parse") {
+  // One [512, 2] tensor per type: 2 rows of 2 super-blocks. Ids and block
+  // bytes are ggml's (ggml.h's enum, ggml-common.h's block structs).
+  struct Case {
+    uint32_t id;
+    GgmlType type;
+    const char* name;
+    uint64_t block_bytes;
+  };
+  const Case cases[] = {{16, GgmlType::IQ2_XXS, "IQ2_XXS", 66}, {17, GgmlType::IQ2_XS, "IQ2_XS", 74},
+                        {18, GgmlType::IQ3_XXS, "IQ3_XXS", 98}, {19, GgmlType::IQ1_S, "IQ1_S", 50},
+                        {21, GgmlType::IQ3_S, "IQ3_S", 110},    {22, GgmlType::IQ2_S, "IQ2_S", 82},
+                        {23, GgmlType::IQ4_XS, "IQ4_XS", 136},  {29, GgmlType::IQ1_M, "IQ1_M", 56},
+                        {34, GgmlType::TQ1_0, "TQ1_0", 54},     {35, GgmlType::TQ2_0, "TQ2_0", 66}};
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    Image im;
+    im.header(3, 1, 0);
+    im.str("w").raw<uint32_t>(2).raw<uint64_t>(512).raw<uint64_t>(2).raw<uint32_t>(c.id).raw<uint64_t>(0);
+    im.pad_to(32);
+    im.b.resize(im.b.size() + 4 * c.block_bytes, 0x5a);
+    GgufFile f = GgufFile::parse(im.b);
+    REQUIRE(f.tensors().size() == 1);
+    CHECK(f.tensors()[0].type == c.type);
+    CHECK(f.tensors()[0].nbytes == 4 * c.block_bytes);
+    CHECK(type_name(c.type) == c.name);
+    CHECK(traits(c.type).block_elems == 256);
+  }
+}
+
 TEST_CASE("every truncation of a valid file is rejected with an offset") {
   const Image im = valid_image();
   for (size_t n = 0; n < im.b.size(); ++n) {

@@ -24,6 +24,11 @@ inline constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::
 // The K-quants (256-element super-blocks, Q8_K activations).
 inline constexpr GgmlType kKQuants[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
+// The read-only i-quants (no quantizer: tests build their blocks from random bytes).
+inline constexpr GgmlType kIQuants[] = {GgmlType::IQ2_XXS, GgmlType::IQ1_S,  GgmlType::IQ1_M, GgmlType::IQ4_XS,
+                                        GgmlType::IQ3_XXS, GgmlType::IQ2_XS, GgmlType::TQ2_0, GgmlType::TQ1_0,
+                                        GgmlType::IQ2_S,   GgmlType::IQ3_S};
+
 inline bool is_block_type(GgmlType t) { return gguf::traits(t).block_elems > 1; }
 
 inline int64_t block_elems(GgmlType t) { return gguf::traits(t).block_elems; }

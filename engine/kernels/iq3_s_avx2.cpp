@@ -1,0 +1,31 @@
+// IQ3_S weights x Q8_K activations, AVX2, on the shared i-quant micro-kernel
+// (iquant_avx2.h): a sub-block decodes to 8 grid entries of 4 magnitudes and
+// the sign-factor words of its 4 sign bytes; its scale 2s + 1 covers all 32
+// elements.
+#include "engine/kernels/formats.h"
+#include "engine/kernels/iquant_avx2.h"
+
+namespace ns::kernels::iq3_s_avx2 {
+namespace {
+
+struct Decoder {
+  static constexpr size_t kBytes = iq::Iq3s::bytes;
+  static constexpr float kFactor = 1.0f;
+  static float scale(const uint8_t* blk) { return load_fp16(blk + iq::Iq3s::d); }
+  static void decode(const uint8_t* blk, int v, __m256i* wabs, __m256i* wsign, __m256i* sc) {
+    const auto g = [&](int k) { return static_cast<int>(iq::kIq3sGrid[iq::iq3s_index(blk, v, k)]); };
+    *wabs = _mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7));
+    *wsign = iq_avx2::signs4(iq::iq3s_signs(blk, v, 0), iq::iq3s_signs(blk, v, 1), iq::iq3s_signs(blk, v, 2),
+                             iq::iq3s_signs(blk, v, 3));
+    *sc = _mm256_set1_epi16(static_cast<int16_t>(iq::iq3s_scale(blk, v)));
+  }
+};
+
+using K = iq_avx2::Kernels<Decoder>;
+
+}  // namespace
+
+float vec_dot(const void* w, const void* x, int64_t n) { return K::vec_dot(w, x, n); }
+void tile(const Tile& t) { K::tile(t); }
+
+}  // namespace ns::kernels::iq3_s_avx2
