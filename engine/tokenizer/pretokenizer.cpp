@@ -64,6 +64,9 @@ constexpr PreName kPreNames[] = {
     {"megrez", PreType::qwen2, true, false, -1},
     {"stablelm2", PreType::qwen2, true, false, -1},
     {"hunyuan", PreType::qwen2, false, false, -1},
+    {"kormo", PreType::qwen2, false, false, -1},
+    {"f2llmv2", PreType::qwen2, false, false, -1},
+    {"qwen35", PreType::qwen35, false, false, -1},
     {"kimi-k2", PreType::kimi_k2, false, false, -1},
 };
 
@@ -151,6 +154,10 @@ std::vector<std::string> pre_tokenizer_patterns(PreType type) {
     case PreType::qwen2:
       return {
           R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
+    case PreType::qwen35:
+      // As qwen2, with combining marks (\p{M}) inside letter runs and out of punctuation runs.
+      return {
+          R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
     case PreType::kimi_k2:
       return {kimi_k2_pattern()};
     case PreType::default_:
