@@ -13,6 +13,7 @@
 #include "engine/arch/deepseek2.h"
 #include "engine/layers/ffn.h"
 #include "engine/layers/mla_attention.h"
+#include "engine/layers/residual.h"
 #include "engine/ops.h"
 #include "engine/util/error.h"
 
@@ -69,14 +70,8 @@ class Deepseek2 final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const Deepseek2Layer& L = layers_[static_cast<size_t>(il)];
-    const int64_t d = hp_.n_embd;
-    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.attn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    mla_attention(L.attn, sh_, il, s);
-    ops::add(s.x.data(), s.out.data(), s.n * d);
-
-    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.ffn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    deepseek_ffn(L.ffn, s);
-    ops::add(s.x.data(), s.out.data(), s.n * d);
+    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] { mla_attention(L.attn, sh_, il, s); });
+    pre_norm_residual(s, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { deepseek_ffn(L.ffn, s); });
   }
 
  private:

@@ -19,6 +19,7 @@
 #include "engine/layers/ffn.h"
 #include "engine/layers/kda.h"
 #include "engine/layers/mla_attention.h"
+#include "engine/layers/residual.h"
 #include "engine/ops.h"
 #include "engine/util/error.h"
 
@@ -88,17 +89,13 @@ class KimiLinear final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const KimiLinearLayer& L = layers_[static_cast<size_t>(il)];
-    const int64_t d = hp_.n_embd;
-    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.attn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    if (L.recurrent)
-      kda_attention(L.kda, kda_, il, s);
-    else
-      mla_attention(L.mla, mla_, il, s);
-    ops::add(s.x.data(), s.out.data(), s.n * d);
-
-    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.ffn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    deepseek_ffn(L.ffn, s);
-    ops::add(s.x.data(), s.out.data(), s.n * d);
+    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] {
+      if (L.recurrent)
+        kda_attention(L.kda, kda_, il, s);
+      else
+        mla_attention(L.mla, mla_, il, s);
+    });
+    pre_norm_residual(s, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { deepseek_ffn(L.ffn, s); });
   }
 
  private:

@@ -7,6 +7,7 @@
 #include "engine/arch/llama.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
+#include "engine/layers/residual.h"
 #include "engine/ops.h"
 
 namespace ns {
@@ -62,17 +63,13 @@ class Llama final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const LlamaLayer& L = layers_[static_cast<size_t>(il)];
-    const int64_t d = hp_.n_embd;
-    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.attn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    gqa_attention(L.attn, hp_, il, s);
-    ops::add(s.x.data(), s.out.data(), s.n * d);
-
-    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.ffn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    if (L.is_moe)
-      moe_ffn(L.moe, s);
-    else
-      swiglu(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
-    ops::add(s.x.data(), s.out.data(), s.n * d);
+    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] { gqa_attention(L.attn, hp_, il, s); });
+    pre_norm_residual(s, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] {
+      if (L.is_moe)
+        moe_ffn(L.moe, s);
+      else
+        swiglu(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
+    });
   }
 
  private:

@@ -14,6 +14,7 @@
 #include "engine/sequence_state.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
+#include "engine/layers/residual.h"
 #include "engine/layers/yarn_rope.h"
 #include "engine/ops.h"
 #include "engine/util/error.h"
@@ -102,14 +103,8 @@ class QwenMoe final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const QwenLayer& L = layers_[static_cast<size_t>(il)];
-    const int64_t d = hp_.n_embd;
-    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.attn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    attention(L.attn, il, s);
-    ops::add(s.x.data(), s.out.data(), s.n * d);
-
-    for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&s.x[t * d], L.ffn_norm.data(), d, hp_.rms_eps, &s.xn[t * d]);
-    moe_ffn(L.moe, s);
-    ops::add(s.x.data(), s.out.data(), s.n * d);
+    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] { attention(L.attn, il, s); });
+    pre_norm_residual(s, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { moe_ffn(L.moe, s); });
   }
 
  private:
