@@ -32,6 +32,11 @@ struct Tally {
   double max_diff = 0, sum_diff = 0;
   long n_diff = 0;
   int positions = 0, greedy_checked = 0;
+  // Quantized generated models (see the goldens' "outliers"): a logit over the
+  // tolerance, or a top-k member the reference lacks, is counted, not failed;
+  // the file's budget for them and a mean bound are checked at the end.
+  bool budgeted = false;
+  long over = 0;
 };
 
 // Compares one logits row with a golden top-k list.
@@ -49,7 +54,10 @@ void compare_row(const float* row, int64_t n_vocab, const json& golden_top, doub
     tally.max_diff = std::max(tally.max_diff, diff);
     tally.sum_diff += diff;
     ++tally.n_diff;
-    CHECK_MESSAGE(diff <= tol, where << ": token " << id << " logit " << row[id] << " vs reference " << logit);
+    if (tally.budgeted)
+      tally.over += diff > tol;
+    else
+      CHECK_MESSAGE(diff <= tol, where << ": token " << id << " logit " << row[id] << " vs reference " << logit);
   }
   // Our top-k may differ from the reference's only by tokens tied (within tol) with its last entry.
   std::vector<int> ids(static_cast<size_t>(n_vocab));
@@ -58,7 +66,9 @@ void compare_row(const float* row, int64_t n_vocab, const json& golden_top, doub
   std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(k), ids.end(),
                     [&](int a, int b) { return row[a] > row[b]; });
   for (size_t i = 0; i < k; ++i)
-    if (!golden_ids.count(ids[i]))
+    if (!golden_ids.count(ids[i]) && tally.budgeted)
+      tally.over += row[ids[i]] > golden_last + tol;
+    else if (!golden_ids.count(ids[i]))
       CHECK_MESSAGE(row[ids[i]] <= golden_last + tol,
                     where << ": token " << ids[i] << " (logit " << row[ids[i]] << ") is in our top-" << k
                           << " but not the reference's (its last logit " << golden_last << ")");
@@ -69,7 +79,11 @@ void compare_row(const float* row, int64_t n_vocab, const json& golden_top, doub
 // schema of ../shared/models/goldens). prefill_chunk > 0 feeds each prompt in
 // chunks of that many tokens (one forward call each) instead of all at once:
 // attention caches and recurrent state must carry over between calls.
-void check_goldens(const std::string& name, ns::Model& model, const json& goldens, double tol, int prefill_chunk = 0);
+// outliers > 0: that fraction of the compared logits may exceed tol (near-tie
+// expert choices that flip under any rounding change), and the mean |dlogit|
+// must stay within tol / 5.
+void check_goldens(const std::string& name, ns::Model& model, const json& goldens, double tol, int prefill_chunk = 0,
+                   double outliers = 0);
 
 void check_model(const fs::path& shared, const std::string& name, bool mla_expanded_cache = false) {
   const fs::path model_path = shared / "models" / (name + ".gguf");
@@ -86,10 +100,12 @@ void check_model(const fs::path& shared, const std::string& name, bool mla_expan
   check_goldens(name, *model, json::parse(in), tolerance_for(name));
 }
 
-void check_goldens(const std::string& name, ns::Model& model_ref, const json& goldens, double tol, int prefill_chunk) {
+void check_goldens(const std::string& name, ns::Model& model_ref, const json& goldens, double tol, int prefill_chunk,
+                   double outliers) {
   ns::Model* model = &model_ref;
   const int64_t n_vocab = model->n_vocab();
   Tally tally;
+  tally.budgeted = outliers > 0;
   std::vector<float> logits, step;
   for (const json& g : goldens) {
     const std::string prompt = g["prompt"];
@@ -138,7 +154,14 @@ void check_goldens(const std::string& name, ns::Model& model_ref, const json& go
   }
   MESSAGE(name << ": " << tally.positions << " positions, max |dlogit| " << tally.max_diff << ", mean "
                << tally.sum_diff / std::max(1L, tally.n_diff) << " (tolerance " << tol
-               << "), " << tally.greedy_checked << " greedy choices checked");
+               << "), " << tally.greedy_checked << " greedy choices checked, " << tally.over << " logits over it");
+  if (tally.budgeted) {
+    const double mean = tally.sum_diff / std::max(1L, tally.n_diff);
+    CHECK_MESSAGE(tally.over <= static_cast<long>(outliers * static_cast<double>(tally.n_diff)),
+                  name << ": " << tally.over << " of " << tally.n_diff << " logits over " << tol << ", the budget is "
+                       << outliers * 100 << " %");
+    CHECK_MESSAGE(mean <= tol / 5, name << ": mean |dlogit| " << mean << " over " << tol / 5);
+  }
 }
 
 }  // namespace
@@ -198,8 +221,9 @@ TEST_CASE("logits agree with the reference: generated models with goldens in the
     mo.context = 512;
     auto model = ns::Model::load(path, mo);
     const double tol = doc["tolerance"].get<double>();
-    check_goldens(name, *model, doc["cases"], tol);
-    check_goldens(name + " (prefill in chunks of 7)", *model, doc["cases"], tol, 7);
+    const double outliers = doc.value("outliers", 0.0);
+    check_goldens(name, *model, doc["cases"], tol, 0, outliers);
+    check_goldens(name + " (prefill in chunks of 7)", *model, doc["cases"], tol, 7, outliers);
     ++files;
   }
   CHECK(files > 0);

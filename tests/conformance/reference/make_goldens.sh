@@ -23,31 +23,54 @@ refbin="$("$here/build_reference.sh" "$refwork" | tail -1)"
 dump="$refbin/ns-ref-dump"
 commit="$(git -C "$refwork/llama.cpp" log -1 --format='%H %cd' --date=short)"
 tmp="$(mktemp -d)"
+mkdir -p "$root/tests/conformance/goldens"
 trap 'rm -rf "$tmp"' EXIT
 
-# name # tolerance # generator arguments (one line each; shared shape first)
+# name # tolerance # outliers # generator arguments. Tolerance: |dlogit| allowed per logit. Outliers: the
+# fraction of logits that may exceed it (0: none). Quantized MoE models get a budget because near-tie expert
+# choices flip under any rounding change, the reference's own two prefill modes included: each golden records
+# that self-check (the reference with the prompt in one batch vs token by token), and its F32 twin is strict.
 kl_shape="--arch kimi-linear --n-embd 256 --n-layer 6 --n-head 4 --n-ff 512 --n-expert 16 --n-expert-used 4 \
  --mla-every 3 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 256 --n-ctx 4096 --seed 7"
 models=(
-  "tiny-kimi-linear-f32#0.002#$kl_shape --type F32"
-  "tiny-kimi-linear-q8_0#0.05#$kl_shape --type Q8_0"
-  "tiny-kimi-linear-kquant#0.15#$kl_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_(q|k|v)\.=Q5_K"
+  "tiny-kimi-linear-f32#0.002#0#$kl_shape --type F32"
+  "tiny-kimi-linear-q8_0#0.05#0.03#$kl_shape --type Q8_0"
+  "tiny-kimi-linear-mxfp4#0.15#0.03#$kl_shape --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre kimi-k2"
+  "tiny-kimi-linear-kquant#0.15#0.03#$kl_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_q.weight=Q5_K --tensor-type attn_k.weight=Q5_K --tensor-type attn_v.weight=Q5_K"
 )
-[ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # e.g. an MXFP4 variant once the generator writes it
+[ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # one more "name#tolerance#outliers#arguments"
 
 for entry in "${models[@]}"; do
-  IFS="#" read -r name tol args <<<"$entry"
+  IFS="#" read -r name tol outliers args <<<"$entry"
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $name " ]]; then continue; fi
   echo "== $name" >&2
   # shellcheck disable=SC2086
   "$gen" $args --out "$tmp/$name.gguf" >/dev/null
-  "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.cases.json"
-  python3 - "$name" "$tol" "$commit" "$args" "$tmp/$name.cases.json" "$root/tests/conformance/goldens/$name.json" <<'PY'
+  "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.cases.json" 2> "$tmp/$name.log" ||
+    { tail -20 "$tmp/$name.log" >&2; exit 1; }
+  NS_REF_UBATCH=1 "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.ub1.json" 2> "$tmp/$name.log" ||
+    { tail -20 "$tmp/$name.log" >&2; exit 1; }
+  python3 - "$name" "$tol" "$outliers" "$commit" "$args" "$tmp/$name.cases.json" "$tmp/$name.ub1.json" \
+    "$root/tests/conformance/goldens/$name.json" <<'PY'
 import json, shlex, sys
-name, tol, commit, args, cases_path, out = sys.argv[1:]
+name, tol, outliers, commit, args, cases_path, ub1_path, out = sys.argv[1:]
 cases = json.load(open(cases_path))
+# The reference against itself: the same prompts fed token by token.
+mx = total = 0.0
+n = over = 0
+for a, b in zip(cases, json.load(open(ub1_path))):
+    for ra, rb in zip(a["prompt_top_logits"], b["prompt_top_logits"]):
+        ref = dict((i, l) for i, l in ra)
+        for i, l in rb:
+            if i in ref:
+                d = abs(ref[i] - l)
+                mx, total, n, over = max(mx, d), total + d, n + 1, over + (d > float(tol))
 doc = {"model": name, "reference": "llama.cpp " + commit + " (node-llama-cpp 3.22.1), CPU, flash attention off",
-       "generator": shlex.split(args), "tolerance": float(tol), "cases": cases}
+       "generator": shlex.split(args), "tolerance": float(tol), "outliers": float(outliers),
+       "reference_self_check": {"what": "the reference, whole prompt vs token by token, prompt logits",
+                                "max_abs_diff": round(mx, 6), "mean_abs_diff": round(total / max(n, 1), 7),
+                                "over_tolerance": over, "compared": n},
+       "cases": cases}
 with open(out, "w") as f:
     json.dump(doc, f, separators=(",", ":"))
     f.write("\n")

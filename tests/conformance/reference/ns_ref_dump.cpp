@@ -96,6 +96,11 @@ int main(int argc, char** argv) {
 
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
+  // NS_REF_REPACK=1 keeps the CPU backend's weight repacking (interleaved
+  // Q4_0/Q8_0/... layouts with their own GEMM kernels and summation order);
+  // by default the goldens use the plain kernels, whose order nightshift's follow.
+  const char* repack = std::getenv("NS_REF_REPACK");
+  mp.use_extra_bufts = repack != nullptr && std::string(repack) == "1";
   llama_model* model = llama_model_load_from_file(model_path.c_str(), mp);
   if (!model) {
     std::fprintf(stderr, "cannot load %s\n", model_path.c_str());
@@ -110,7 +115,9 @@ int main(int argc, char** argv) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = 4096;
     cp.n_batch = 4096;
-    cp.n_ubatch = 4096;
+    // NS_REF_UBATCH=N splits the prompt into physical batches of N tokens (1: token by token).
+    const char* ub = std::getenv("NS_REF_UBATCH");
+    cp.n_ubatch = ub ? static_cast<uint32_t>(std::atoi(ub)) : 4096;
     cp.n_seq_max = 1;
     cp.n_threads = 2;
     cp.n_threads_batch = 2;
