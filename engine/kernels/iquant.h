@@ -279,4 +279,62 @@ static float signed_grid_vec_dot(const void* w, const void* x, int64_t n) {
 // its groups of 4, 2l and 2l + 1, as one word.
 static inline uint64_t grid_pair(uint32_t lo, uint32_t hi) { return lo | (static_cast<uint64_t>(hi) << 32); }
 
+// Scalar reference of IQ1_S and IQ1_M: group l of sub-block v is 8 grid
+// values -1, 0, 1 (kIq1sGrid) plus a shift delta = +-1/8, and every half
+// sub-block (16 elements) has one scale 2s + 1. A format supplies G:
+//   G::L                     its layout
+//   G::d(blk)                the super-scale as a float
+//   G::index(blk, v, l)      group l's 11-bit grid index
+//   G::negative_delta(blk, v, l)  whether group l's delta is -1/8
+//   G::scale(blk, v, h)      the scale 2s + 1 of half h
+//   G::delta_xsum(blk, xb, q8, v, h)  the sum over half h of +-x (delta's
+//                            sign), q8 its 16 activations, xb the Q8_K block
+//                            (IQ1_S takes it from bsums as ggml does)
+// dequantize: x = d * scale * (grid + delta). vec_dot: per super-block the
+// exact sums of scale * grid * x and of scale * delta_xsum, then
+// d_w d_x (sum + sum_delta / 8).
+template <class G>
+static void iq1_dequantize(const void* src, float* dst, int64_t n) {
+  const auto* blk = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < n / kElems; ++b, blk += G::L::bytes) {
+    const float d = G::d(blk);
+    for (int v = 0; v < 8; ++v) {
+      for (int l = 0; l < 4; ++l) {
+        const float dl = d * static_cast<float>(G::scale(blk, v, l / 2));
+        const float delta = G::negative_delta(blk, v, l) ? -kIq1Delta : kIq1Delta;
+        const uint64_t grid = kIq1sGrid[G::index(blk, v, l)];
+        for (int j = 0; j < 8; ++j)
+          *dst++ = dl * (static_cast<float>(static_cast<int8_t>(grid_byte(grid, j))) + delta);
+      }
+    }
+  }
+}
+
+template <class G>
+static float iq1_vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kElems; ++b, wb += G::L::bytes, xb += kq::Q8K::bytes) {
+    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
+    int32_t sumi = 0, sumi_delta = 0;
+    for (int v = 0; v < 8; ++v) {
+      for (int half = 0; half < 2; ++half) {
+        const int ls = G::scale(wb, v, half);
+        const int32_t sd = G::delta_xsum(wb, xb, q8, v, half);
+        int32_t s = 0;
+        for (int l = 2 * half; l < 2 * half + 2; ++l, q8 += 8) {
+          const uint64_t grid = kIq1sGrid[G::index(wb, v, l)];
+          for (int j = 0; j < 8; ++j) s += static_cast<int8_t>(grid_byte(grid, j)) * q8[j];
+        }
+        sumi += ls * s;
+        sumi_delta += ls * sd;
+      }
+    }
+    sum += G::d(wb) * kq::load_f32(xb + kq::Q8K::d) *
+           (static_cast<float>(sumi) + kIq1Delta * static_cast<float>(sumi_delta));
+  }
+  return sum;
+}
+
 }  // namespace ns::kernels::iq
