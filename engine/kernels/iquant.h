@@ -45,8 +45,8 @@
 //            (< 240) digit n of qs[32 + m], 240 + 4n + j digit n of qh[j].
 //            x = d * (digit - 1).
 //
-// The scalar skeletons below (signed_grid_*, iq1_*) hold the loops the scalar
-// files share; each format's file keeps its own block decoding.
+// The scalar skeletons below (signed_grid_*, iq1_*, ternary_*) hold the loops
+// the scalar files share; each format's file keeps its own block decoding.
 //
 // Included by the scalar i-quant files and *_avx2.cpp: everything here has
 // internal linkage or is a template (see format.h).
@@ -333,6 +333,36 @@ static float iq1_vec_dot(const void* w, const void* x, int64_t n) {
     }
     sum += G::d(wb) * kq::load_f32(xb + kq::Q8K::d) *
            (static_cast<float>(sumi) + kIq1Delta * static_cast<float>(sumi_delta));
+  }
+  return sum;
+}
+
+// Scalar reference of the ternary types (TQ1_0, TQ2_0): a block unpacks to
+// 256 weights -1, 0, 1 (U::unpack, element order) times d (fp16 at U::L::d).
+// vec_dot: per super-block the exact sum of w * x, times d_w d_x.
+template <class U>
+static void ternary_dequantize(const void* src, float* dst, int64_t n) {
+  const auto* blk = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < n / kElems; ++b, blk += U::L::bytes, dst += kElems) {
+    const float d = load_fp16(blk + U::L::d);
+    int8_t w[kElems];
+    U::unpack(blk, w);
+    for (int e = 0; e < kElems; ++e) dst[e] = static_cast<float>(w[e]) * d;
+  }
+}
+
+template <class U>
+static float ternary_vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kElems; ++b, wb += U::L::bytes, xb += kq::Q8K::bytes) {
+    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
+    int8_t wv[kElems];
+    U::unpack(wb, wv);
+    int32_t s = 0;
+    for (int e = 0; e < kElems; ++e) s += wv[e] * q8[e];
+    sum += static_cast<float>(s) * (load_fp16(wb + U::L::d) * kq::load_f32(xb + kq::Q8K::d));
   }
   return sum;
 }
