@@ -13,15 +13,9 @@
 namespace ns::kernels::iq2_s {
 namespace {
 
-// Scales as IQ2_XS (a 4-bit s per half sub-block, 0.25 and 1/8); a 10-bit
-// grid index and 8 explicit sign bits per group.
-struct Grid {
-  using L = iq::Iq2s;
-  static constexpr float kFactor = 0.125f;
-  static float dl(float d, const uint8_t* blk, int v, int half) {
-    return d * (0.5f + static_cast<float>(iq::iq2_half_scale(blk + L::scales, v, half))) * 0.25f;
-  }
-  static int32_t ls(const uint8_t* blk, int v, int half) { return 2 * iq::iq2_half_scale(blk + L::scales, v, half) + 1; }
+// Scales: iq::Iq2HalfScales; a 10-bit grid index and 8 explicit sign bits
+// per group.
+struct Grid : iq::Iq2HalfScales<iq::Iq2s> {
   static uint64_t magnitudes(const uint8_t* blk, int v, int l) { return iq::kIq2sGrid[iq::iq2s_index(blk, v, l)]; }
   static uint8_t signs(const uint8_t* blk, int v, int l) { return iq::iq2s_signs(blk, v, l); }
 };

@@ -13,16 +13,9 @@
 namespace ns::kernels::iq2_xs {
 namespace {
 
-// A 4-bit scale s per half sub-block: x = d * (0.5 + s) * 0.25 * grid *
-// sign; the dot uses ls = 2s + 1 and 1/8. Group l's 16-bit field: low 9 bits
-// the grid index, top 7 the sign bits.
-struct Grid {
-  using L = iq::Iq2xs;
-  static constexpr float kFactor = 0.125f;
-  static float dl(float d, const uint8_t* blk, int v, int half) {
-    return d * (0.5f + static_cast<float>(iq::iq2_half_scale(blk + L::scales, v, half))) * 0.25f;
-  }
-  static int32_t ls(const uint8_t* blk, int v, int half) { return 2 * iq::iq2_half_scale(blk + L::scales, v, half) + 1; }
+// Scales: iq::Iq2HalfScales. Group l's 16-bit field: low 9 bits the grid
+// index, top 7 the sign bits.
+struct Grid : iq::Iq2HalfScales<iq::Iq2xs> {
   static uint64_t magnitudes(const uint8_t* blk, int v, int l) { return iq::kIq2xsGrid[iq::iq2xs_field(blk, v, l) & 511]; }
   static uint8_t signs(const uint8_t* blk, int v, int l) { return iq::kSigns[iq::iq2xs_field(blk, v, l) >> 9]; }
 };

@@ -275,6 +275,19 @@ static float signed_grid_vec_dot(const void* w, const void* x, int64_t n) {
   return G::kFactor * sum;
 }
 
+// IQ2_XS, IQ2_S (layout L): a 4-bit scale s per half sub-block in
+// L::scales; x = d * (0.5 + s) * 0.25 * grid * sign, the dot uses 2s + 1 and
+// 1/8. A signed_grid decoder's scale part: the format adds its grid and signs.
+template <class Layout>
+struct Iq2HalfScales {
+  using L = Layout;
+  static constexpr float kFactor = 0.125f;
+  static float dl(float d, const uint8_t* blk, int v, int half) {
+    return d * (0.5f + static_cast<float>(iq2_half_scale(blk + L::scales, v, half))) * 0.25f;
+  }
+  static int32_t ls(const uint8_t* blk, int v, int half) { return 2 * iq2_half_scale(blk + L::scales, v, half) + 1; }
+};
+
 // The 8 magnitudes of group l of an IQ3 sub-block: grid entries (4 bytes) of
 // its groups of 4, 2l and 2l + 1, as one word.
 static inline uint64_t grid_pair(uint32_t lo, uint32_t hi) { return lo | (static_cast<uint64_t>(hi) << 32); }
