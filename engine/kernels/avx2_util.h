@@ -40,6 +40,24 @@ static inline void prefetch_next_rows(const uint8_t* p, int64_t rows, size_t str
   _mm_prefetch(reinterpret_cast<const char*>(p + rows * stride), _MM_HINT_T0);
 }
 
+// prefetch_next_rows for every 64-byte line of the R blocks (one per row,
+// ws bytes apart) at wb: the K-quant and i-quant blocks span several lines.
+template <int R>
+static inline void prefetch_next_blocks(const uint8_t* wb, size_t ws, size_t bytes) {
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    for (size_t off = 0; off < bytes; off += 64) prefetch_next_rows(wb + r * ws + off, R, ws);
+}
+
+// Zeroes a micro-tile's R x T accumulators (float or integer vectors, or floats).
+template <int R, int T, class V>
+static inline void zero_tile(V (&a)[R][T]) {
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) a[r][t] = V{};
+}
+
 // R rows x T tokens of the product over whole rows of n elements; R and T are
 // template arguments of the kernel, one instantiation per table entry.
 using MicroFn = void (*)(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, int64_t n, float* y,

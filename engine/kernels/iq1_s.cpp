@@ -5,57 +5,32 @@
 // bit-exact with ggml's dequantize_row_iq1_s; dotted against Q8_K in ggml's
 // integer order, the shift through the activations' bsums.
 // Read-only: quantizing needs ggml's importance-matrix grid search.
+// The loops are iquant.h's iq1_dequantize / iq1_vec_dot; this file holds
+// the block decoding.
 #include "engine/kernels/formats.h"
 #include "engine/kernels/iquant.h"
-#include "engine/kernels/kquant.h"
 
 namespace ns::kernels::iq1_s {
+namespace {
 
-using L = iq::Iq1s;
-static_assert(L::bytes == kBlockBytes);
-
-void dequantize(const void* src, float* dst, int64_t n) {
-  const auto* blk = static_cast<const uint8_t*>(src);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes) {
-    const float d = load_fp16(blk + L::d);
-    for (int v = 0; v < 8; ++v) {
-      const uint16_t qh = iq::iq1s_qh(blk, v);
-      const float dl = d * static_cast<float>(iq::iq1s_scale(qh));
-      const float delta = iq::iq1s_negative_delta(qh) ? -iq::kIq1Delta : iq::kIq1Delta;
-      for (int l = 0; l < 4; ++l) {
-        const uint64_t grid = iq::kIq1sGrid[iq::iq1s_index(blk, v, l)];
-        for (int j = 0; j < 8; ++j)
-          *dst++ = dl * (static_cast<float>(static_cast<int8_t>(iq::grid_byte(grid, j))) + delta);
-      }
-    }
+// One scale and one delta sign per sub-block, both in qh[v]; the dot takes
+// a half's activation sum from the Q8_K bsums, as ggml does.
+struct Group {
+  using L = iq::Iq1s;
+  static float d(const uint8_t* blk) { return load_fp16(blk + L::d); }
+  static int index(const uint8_t* blk, int v, int l) { return iq::iq1s_index(blk, v, l); }
+  static bool negative_delta(const uint8_t* blk, int v, int) { return iq::iq1s_negative_delta(iq::iq1s_qh(blk, v)); }
+  static int scale(const uint8_t* blk, int v, int) { return iq::iq1s_scale(iq::iq1s_qh(blk, v)); }
+  static int32_t delta_xsum(const uint8_t* blk, const uint8_t* xb, const int8_t*, int v, int half) {
+    const int32_t xs = kq::load_i16(xb + kq::Q8K::bsums + 4 * v + 2 * half);
+    return negative_delta(blk, v, half) ? -xs : xs;
   }
-}
+};
+static_assert(Group::L::bytes == kBlockBytes);
 
-// Per super-block the exact sums of ls * grid * x and of ls * (+-1) * (the
-// sub-block's activation sum, from bsums); d_w d_x (sum + sum_delta / 8).
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_k::kBlockBytes) {
-    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
-    int32_t sumi = 0, sumi_delta = 0;
-    for (int v = 0; v < 8; ++v) {
-      const uint16_t qh = iq::iq1s_qh(wb, v);
-      const int ls = iq::iq1s_scale(qh);
-      int32_t s = 0;
-      for (int l = 0; l < 4; ++l, q8 += 8) {
-        const uint64_t grid = iq::kIq1sGrid[iq::iq1s_index(wb, v, l)];
-        for (int j = 0; j < 8; ++j) s += static_cast<int8_t>(iq::grid_byte(grid, j)) * q8[j];
-      }
-      const int32_t xsum = kq::load_i16(xb + kq::Q8K::bsums + 4 * v) + kq::load_i16(xb + kq::Q8K::bsums + 4 * v + 2);
-      sumi += ls * s;
-      sumi_delta += (iq::iq1s_negative_delta(qh) ? -ls : ls) * xsum;
-    }
-    sum += load_fp16(wb + L::d) * kq::load_f32(xb + kq::Q8K::d) *
-           (static_cast<float>(sumi) + iq::kIq1Delta * static_cast<float>(sumi_delta));
-  }
-  return sum;
-}
+}  // namespace
+
+void dequantize(const void* src, float* dst, int64_t n) { iq::iq1_dequantize<Group>(src, dst, n); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq::iq1_vec_dot<Group>(w, x, n); }
 
 }  // namespace ns::kernels::iq1_s

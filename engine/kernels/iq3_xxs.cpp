@@ -4,59 +4,36 @@
 // weight). Layout: iquant.h. Scalar reference, bit-exact with ggml's
 // dequantize_row_iq3_xxs; dotted against Q8_K in ggml's integer order.
 // Read-only: quantizing needs ggml's importance-matrix grid search.
+// The loops are iquant.h's signed_grid_dequantize / signed_grid_vec_dot;
+// this file holds the block decoding.
 #include "engine/kernels/formats.h"
 #include "engine/kernels/iquant.h"
-#include "engine/kernels/kquant.h"
 
 namespace ns::kernels::iq3_xxs {
+namespace {
 
-using L = iq::Iq3xxs;
-static_assert(L::bytes == kBlockBytes);
-
-void dequantize(const void* src, float* dst, int64_t n) {
-  const auto* blk = static_cast<const uint8_t*>(src);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes) {
-    const float d = load_fp16(blk + L::d);
-    for (int v = 0; v < 8; ++v) {
-      const uint32_t word = iq::iq3xxs_signs_scale(blk, v);
-      const float db = d * (0.5f + static_cast<float>(word >> 28)) * 0.5f;
-      for (int l = 0; l < 4; ++l) {
-        const uint8_t signs = iq::signs7(word, l);
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t grid = iq::kIq3xxsGrid[iq::iq3xxs_index(blk, v, 2 * l + j / 4)];
-          *dst++ = db * static_cast<float>(iq::grid_byte(grid, j % 4)) * ((signs >> j) & 1 ? -1.0f : 1.0f);
-        }
-      }
-    }
+// Sub-block v's sign/scale word: scale s in bits 28..31 for both halves,
+// x = d * (0.5 + s) * 0.5 * grid * sign; the dot uses ls = 2s + 1 and 1/4.
+struct Grid {
+  using L = iq::Iq3xxs;
+  static constexpr float kFactor = 0.25f;
+  static float dl(float d, const uint8_t* blk, int v, int) {
+    return d * (0.5f + static_cast<float>(iq::iq3xxs_signs_scale(blk, v) >> 28)) * 0.5f;
   }
-}
-
-// Per super-block the exact sum of ls * w * x with ls = 2s + 1, then
-// d_w d_x * sum into the float total, which is scaled by 1/4 at the end.
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_k::kBlockBytes) {
-    const float d = load_fp16(wb + L::d) * kq::load_f32(xb + kq::Q8K::d);
-    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
-    int32_t bsum = 0;
-    for (int v = 0; v < 8; ++v) {
-      const uint32_t word = iq::iq3xxs_signs_scale(wb, v);
-      int32_t s = 0;
-      for (int l = 0; l < 4; ++l, q8 += 8) {
-        const uint8_t signs = iq::signs7(word, l);
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t grid = iq::kIq3xxsGrid[iq::iq3xxs_index(wb, v, 2 * l + j / 4)];
-          const int p = iq::grid_byte(grid, j % 4) * q8[j];
-          s += (signs >> j) & 1 ? -p : p;
-        }
-      }
-      bsum += s * static_cast<int32_t>(2 * (word >> 28) + 1);
-    }
-    sum += d * static_cast<float>(bsum);
+  static int32_t ls(const uint8_t* blk, int v, int) {
+    return static_cast<int32_t>(2 * (iq::iq3xxs_signs_scale(blk, v) >> 28) + 1);
   }
-  return 0.25f * sum;
-}
+  static uint64_t magnitudes(const uint8_t* blk, int v, int l) {
+    return iq::grid_pair(iq::kIq3xxsGrid[iq::iq3xxs_index(blk, v, 2 * l)],
+                         iq::kIq3xxsGrid[iq::iq3xxs_index(blk, v, 2 * l + 1)]);
+  }
+  static uint8_t signs(const uint8_t* blk, int v, int l) { return iq::signs7(iq::iq3xxs_signs_scale(blk, v), l); }
+};
+static_assert(Grid::L::bytes == kBlockBytes);
+
+}  // namespace
+
+void dequantize(const void* src, float* dst, int64_t n) { iq::signed_grid_dequantize<Grid>(src, dst, n); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq::signed_grid_vec_dot<Grid>(w, x, n); }
 
 }  // namespace ns::kernels::iq3_xxs

@@ -45,7 +45,11 @@
 //            (< 240) digit n of qs[32 + m], 240 + 4n + j digit n of qh[j].
 //            x = d * (digit - 1).
 //
-// Included by *_avx2.cpp: everything here has internal linkage (see format.h).
+// The scalar skeletons below (signed_grid_*, iq1_*, ternary_*) hold the loops
+// the scalar files share; each format's file keeps its own block decoding.
+//
+// Included by the scalar i-quant files and *_avx2.cpp: everything here has
+// internal linkage or is a template (see format.h).
 #pragma once
 
 #include <cstddef>
@@ -54,6 +58,7 @@
 
 #include "engine/kernels/format.h"
 #include "engine/kernels/iq_tables.h"
+#include "engine/kernels/kquant.h"
 
 namespace ns::kernels::iq {
 
@@ -207,6 +212,172 @@ static inline int iq4xs_scale(const uint8_t* blk, int v) {
   const int lo = (blk[Iq4xs::scales_l + v / 2] >> (4 * (v % 2))) & 0x0f;
   const int hi = (load_u16(blk + Iq4xs::scales_h) >> (2 * v)) & 3;
   return (lo | (hi << 4)) - 32;
+}
+
+// Scalar reference of the signed-grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ3_S): every group of 8 elements is 8 grid magnitudes times 8
+// signs, and every half sub-block (16 elements) has one scale. A format
+// supplies a decoder G:
+//   G::L                  its layout (iquant.h); fp16 d at L::d
+//   G::kFactor            the constant the dot's float sum is multiplied by at
+//                         the end (ggml's 1/8, 1/4 or 1)
+//   G::dl(d, blk, v, h)   the float scale of half h of sub-block v, in the
+//                         format's own float expression (ggml's order)
+//   G::ls(blk, v, h)      its integer scale in the dot
+//   G::magnitudes(blk, v, l)  group l's 8 magnitudes, byte j element j
+//   G::signs(blk, v, l)   group l's 8 sign bits, bit j element j
+// dequantize: x = dl * magnitude * (+-1). vec_dot: per super-block the exact
+// sum of ls * (+-magnitude) * x over the halves, then d_w d_x * sum into the
+// float total, times kFactor at the end. The integer sum is exact, so summing
+// per half or per sub-block gives the same int32.
+template <class G>
+static void signed_grid_dequantize(const void* src, float* dst, int64_t n) {
+  const auto* blk = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < n / kElems; ++b, blk += G::L::bytes) {
+    const float d = load_fp16(blk + G::L::d);
+    for (int v = 0; v < 8; ++v) {
+      for (int l = 0; l < 4; ++l) {
+        const float db = G::dl(d, blk, v, l / 2);
+        const uint64_t grid = G::magnitudes(blk, v, l);
+        const uint8_t signs = G::signs(blk, v, l);
+        for (int j = 0; j < 8; ++j)
+          *dst++ = db * static_cast<float>(grid_byte(grid, j)) * ((signs >> j) & 1 ? -1.0f : 1.0f);
+      }
+    }
+  }
+}
+
+template <class G>
+static float signed_grid_vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kElems; ++b, wb += G::L::bytes, xb += kq::Q8K::bytes) {
+    const float d = load_fp16(wb + G::L::d) * kq::load_f32(xb + kq::Q8K::d);
+    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
+    int32_t bsum = 0;
+    for (int v = 0; v < 8; ++v) {
+      for (int half = 0; half < 2; ++half) {
+        int32_t s = 0;
+        for (int l = 2 * half; l < 2 * half + 2; ++l, q8 += 8) {
+          const uint64_t grid = G::magnitudes(wb, v, l);
+          const uint8_t signs = G::signs(wb, v, l);
+          for (int j = 0; j < 8; ++j) {
+            const int p = grid_byte(grid, j) * q8[j];
+            s += (signs >> j) & 1 ? -p : p;
+          }
+        }
+        bsum += s * G::ls(wb, v, half);
+      }
+    }
+    sum += d * static_cast<float>(bsum);
+  }
+  return G::kFactor * sum;
+}
+
+// IQ2_XS, IQ2_S (layout L): a 4-bit scale s per half sub-block in
+// L::scales; x = d * (0.5 + s) * 0.25 * grid * sign, the dot uses 2s + 1 and
+// 1/8. A signed_grid decoder's scale part: the format adds its grid and signs.
+template <class Layout>
+struct Iq2HalfScales {
+  using L = Layout;
+  static constexpr float kFactor = 0.125f;
+  static float dl(float d, const uint8_t* blk, int v, int half) {
+    return d * (0.5f + static_cast<float>(iq2_half_scale(blk + L::scales, v, half))) * 0.25f;
+  }
+  static int32_t ls(const uint8_t* blk, int v, int half) { return 2 * iq2_half_scale(blk + L::scales, v, half) + 1; }
+};
+
+// The 8 magnitudes of group l of an IQ3 sub-block: grid entries (4 bytes) of
+// its groups of 4, 2l and 2l + 1, as one word.
+static inline uint64_t grid_pair(uint32_t lo, uint32_t hi) { return lo | (static_cast<uint64_t>(hi) << 32); }
+
+// Scalar reference of IQ1_S and IQ1_M: group l of sub-block v is 8 grid
+// values -1, 0, 1 (kIq1sGrid) plus a shift delta = +-1/8, and every half
+// sub-block (16 elements) has one scale 2s + 1. A format supplies G:
+//   G::L                     its layout
+//   G::d(blk)                the super-scale as a float
+//   G::index(blk, v, l)      group l's 11-bit grid index
+//   G::negative_delta(blk, v, l)  whether group l's delta is -1/8
+//   G::scale(blk, v, h)      the scale 2s + 1 of half h
+//   G::delta_xsum(blk, xb, q8, v, h)  the sum over half h of +-x (delta's
+//                            sign), q8 its 16 activations, xb the Q8_K block
+//                            (IQ1_S takes it from bsums as ggml does)
+// dequantize: x = d * scale * (grid + delta). vec_dot: per super-block the
+// exact sums of scale * grid * x and of scale * delta_xsum, then
+// d_w d_x (sum + sum_delta / 8).
+template <class G>
+static void iq1_dequantize(const void* src, float* dst, int64_t n) {
+  const auto* blk = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < n / kElems; ++b, blk += G::L::bytes) {
+    const float d = G::d(blk);
+    for (int v = 0; v < 8; ++v) {
+      for (int l = 0; l < 4; ++l) {
+        const float dl = d * static_cast<float>(G::scale(blk, v, l / 2));
+        const float delta = G::negative_delta(blk, v, l) ? -kIq1Delta : kIq1Delta;
+        const uint64_t grid = kIq1sGrid[G::index(blk, v, l)];
+        for (int j = 0; j < 8; ++j)
+          *dst++ = dl * (static_cast<float>(static_cast<int8_t>(grid_byte(grid, j))) + delta);
+      }
+    }
+  }
+}
+
+template <class G>
+static float iq1_vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kElems; ++b, wb += G::L::bytes, xb += kq::Q8K::bytes) {
+    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
+    int32_t sumi = 0, sumi_delta = 0;
+    for (int v = 0; v < 8; ++v) {
+      for (int half = 0; half < 2; ++half) {
+        const int ls = G::scale(wb, v, half);
+        const int32_t sd = G::delta_xsum(wb, xb, q8, v, half);
+        int32_t s = 0;
+        for (int l = 2 * half; l < 2 * half + 2; ++l, q8 += 8) {
+          const uint64_t grid = kIq1sGrid[G::index(wb, v, l)];
+          for (int j = 0; j < 8; ++j) s += static_cast<int8_t>(grid_byte(grid, j)) * q8[j];
+        }
+        sumi += ls * s;
+        sumi_delta += ls * sd;
+      }
+    }
+    sum += G::d(wb) * kq::load_f32(xb + kq::Q8K::d) *
+           (static_cast<float>(sumi) + kIq1Delta * static_cast<float>(sumi_delta));
+  }
+  return sum;
+}
+
+// Scalar reference of the ternary types (TQ1_0, TQ2_0): a block unpacks to
+// 256 weights -1, 0, 1 (U::unpack, element order) times d (fp16 at U::L::d).
+// vec_dot: per super-block the exact sum of w * x, times d_w d_x.
+template <class U>
+static void ternary_dequantize(const void* src, float* dst, int64_t n) {
+  const auto* blk = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < n / kElems; ++b, blk += U::L::bytes, dst += kElems) {
+    const float d = load_fp16(blk + U::L::d);
+    int8_t w[kElems];
+    U::unpack(blk, w);
+    for (int e = 0; e < kElems; ++e) dst[e] = static_cast<float>(w[e]) * d;
+  }
+}
+
+template <class U>
+static float ternary_vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kElems; ++b, wb += U::L::bytes, xb += kq::Q8K::bytes) {
+    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
+    int8_t wv[kElems];
+    U::unpack(wb, wv);
+    int32_t s = 0;
+    for (int e = 0; e < kElems; ++e) s += wv[e] * q8[e];
+    sum += static_cast<float>(s) * (load_fp16(wb + U::L::d) * kq::load_f32(xb + kq::Q8K::d));
+  }
+  return sum;
 }
 
 }  // namespace ns::kernels::iq

@@ -32,22 +32,14 @@ struct Micro {
     using XL = kq::Q8K;
     const int64_t nb = n / iq::kElems;
     __m256 acc[R][T];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    avx2::zero_tile(acc);
 
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* wb = w + b * D::kBytes;
       const uint8_t* xb = x + b * XL::bytes;
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
-        for (size_t off = 0; off < D::kBytes; off += 64) avx2::prefetch_next_rows(wb + r * ws + off, R, ws);
+      avx2::prefetch_next_blocks<R>(wb, ws, D::kBytes);
       __m256i sum[R][T];
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) sum[r][t] = _mm256_setzero_si256();
+      avx2::zero_tile(sum);
 #pragma GCC unroll 8
       for (int v = 0; v < 8; ++v) {
         __m256i wabs[R], wsign[R], sc[R];

@@ -27,17 +27,12 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
   const __m256i low2 = _mm256_set1_epi8(3);
   const __m128i low4 = _mm_set1_epi8(0x0f);
   __m256 acc[R][T];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  avx2::zero_tile(acc);
 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w + b * WL::bytes;
     const uint8_t* xb = x + b * XL::bytes;
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-      for (size_t off = 0; off < WL::bytes; off += 64) avx2::prefetch_next_rows(wb + r * ws + off, R, ws);
+    avx2::prefetch_next_blocks<R>(wb, ws, WL::bytes);
     // Per row: the 16 scales as int16, sub-blocks 8h..8h+7 in both lanes of
     // scales[h]; the 16 mins as int16.
     __m256i scales[R][2], mins[R];
@@ -50,10 +45,7 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
       mins[r] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
     }
     __m256i sum[R][T];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) sum[r][t] = _mm256_setzero_si256();
+    avx2::zero_tile(sum);
 
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {  // elements 32 v..32 v + 31: bits 2k of qs[32 h ...], h = v / 4, k = v % 4

@@ -44,17 +44,12 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
   const __m256i low2 = _mm256_set1_epi8(3);
   const __m256i bit2 = _mm256_set1_epi8(4);
   __m256 acc[R][T];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  avx2::zero_tile(acc);
 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w + b * WL::bytes;
     const uint8_t* xb = x + b * XL::bytes;
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-      for (size_t off = 0; off < WL::bytes; off += 64) avx2::prefetch_next_rows(wb + r * ws + off, R, ws);
+    avx2::prefetch_next_blocks<R>(wb, ws, WL::bytes);
     // Per row: sub-blocks 8h..8h+7 in both lanes of scales[h].
     __m256i scales[R][2];
 #pragma GCC unroll 4
@@ -64,10 +59,7 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
       scales[r][1] = _mm256_permute2x128_si256(all, all, 0x11);
     }
     __m256i sum[R][T];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) sum[r][t] = _mm256_setzero_si256();
+    avx2::zero_tile(sum);
 
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {  // elements 32 v..: bits 2k of qs[32 h ...], bit v of hmask; h = v / 4, k = v % 4

@@ -29,29 +29,19 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256 acc[R][T];
   __m128 acc_m[R][T];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      acc[r][t] = _mm256_setzero_ps();
-      acc_m[r][t] = _mm_setzero_ps();
-    }
+  avx2::zero_tile(acc);
+  avx2::zero_tile(acc_m);
 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = w + b * WL::bytes;
     const uint8_t* xb = x + b * XL::bytes;
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-      for (size_t off = 0; off < WL::bytes; off += 64) avx2::prefetch_next_rows(wb + r * ws + off, R, ws);
+    avx2::prefetch_next_blocks<R>(wb, ws, WL::bytes);
     __m256i scales[R];
     __m128i mins[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) avx2::unpack_k4_scales(wb + r * ws + WL::scales, &scales[r], &mins[r]);
     __m256i sum[R][T];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) sum[r][t] = _mm256_setzero_si256();
+    avx2::zero_tile(sum);
 
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {  // sub-block v: nibble half v % 2 of qs[32 (v / 2) ...]
