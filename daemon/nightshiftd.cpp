@@ -10,7 +10,9 @@
 // Signals: SIGINT/SIGTERM stop at the next token, checkpoint, release the job
 // and exit 0 (after drain_timeout_ms at the latest); a second one kills at
 // once. SIGHUP reloads the config (docs/operations.md lists what applies at
-// run time; the rest is reported as needing a restart).
+// run time; the rest is reported as needing a restart); a config that does
+// not parse, or names no models, is rejected with an error line and the
+// running one stays in effect.
 //
 // Exit status: 0 after SIGINT/SIGTERM or, with --drain, once nothing is left
 // to run; 1 when the database is unusable; 2 for a bad command line or config.
@@ -155,6 +157,13 @@ class Supervisor {
     notifier_.reloading();
     try {
       Config fresh = ns::daemon::load_config(config_path_);
+      // A file caught half-written (an editor, a config manager) parses
+      // with no models; taking it would leave every job unservable.
+      if (fresh.models.empty()) {
+        throw ns::Error(ns::ErrorKind::invalid_input,
+                        config_path_ + ": models: is empty or missing (a half-written file?); a daemon with no "
+                                       "models can serve nothing");
+      }
       std::string applied, restart;
       Config running;
       {

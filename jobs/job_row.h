@@ -34,7 +34,7 @@ AttemptRecord read_attempt(const Row& row, int first);
 // The fleet, as `nightshift status` lists it (running first, then by last heartbeat).
 extern const char* const kSelectWorkers;
 // Columns id, host, pid, model, version, started_ms, heartbeat_ms,
-// stopped_ms of kSelectWorkers (the backend reads the 9th, jobs, stored its own way).
+// stopped_ms, problem of kSelectWorkers (the backend reads the 9th, jobs, stored its own way).
 WorkerInfo read_worker(const Row& row);
 
 // The stop list as stored (a JSON array); throws invalid_input for a stop

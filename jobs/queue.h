@@ -208,6 +208,9 @@ struct WorkerInfo {
   int64_t heartbeat_ms = 0;   // set by register_worker / worker_heartbeat
   int64_t stopped_ms = 0;     // 0 = running (or died without saying so: see heartbeat_ms)
   std::vector<int64_t> jobs;  // the jobs it is running now
+  // What its own configuration keeps it from serving ("" = nothing), e.g.
+  // "model 'kimi' is not in /etc/nightshift/config.yaml (2 jobs left queued)".
+  std::string problem;
 };
 
 class Queue {
@@ -262,10 +265,12 @@ class Queue {
                                                  const std::string& message, const Backoff& backoff) = 0;
   // Marks the job cancelled (the worker saw cancel_requested), keeping the partial result.
   virtual bool finish_cancelled(const Lease& lease, const JobResult& partial) = 0;
-  // Back to queued at once (graceful shutdown mid-job) keeping its checkpoint;
-  // the attempt does not count (attempts - 1). A job whose cancel was
-  // requested meanwhile becomes cancelled instead.
-  virtual bool release(const Lease& lease) = 0;
+  // Back to queued at once (graceful shutdown mid-job, or a daemon whose own
+  // configuration cannot run it) keeping its checkpoint; the attempt does not
+  // count (attempts - 1). `reason` (may be empty) goes to the attempt's error,
+  // with error_kind "daemon_config" (`nightshift show` lists it). A job whose
+  // cancel was requested meanwhile becomes cancelled instead.
+  virtual bool release(const Lease& lease, const std::string& reason = "") = 0;
 
   // ---- recovery -------------------------------------------------------------
   // Running jobs whose lease expired: back to queued after a backoff (the
@@ -300,7 +305,8 @@ class Queue {
   // stopped_ms), keeps its row fresh with each heartbeat, and marks it
   // stopped when it exits cleanly. Rows stay for `nightshift status`.
   virtual void register_worker(const WorkerInfo& info) = 0;
-  virtual void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) = 0;
+  virtual void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
+                                const std::string& problem = "") = 0;
   virtual void worker_stopped(const std::string& id) = 0;
   virtual std::vector<WorkerInfo> workers() = 0;
 

@@ -99,7 +99,7 @@ class TransitionQueue : public Queue {
   std::optional<JobState> fail_transient(const Lease& lease, const std::string& error_kind,
                                          const std::string& message, const Backoff& backoff) override;
   bool finish_cancelled(const Lease& lease, const JobResult& partial) override;
-  bool release(const Lease& lease) override;
+  bool release(const Lease& lease, const std::string& reason) override;
 
   Recovery recover_expired(const Backoff& backoff) override;
   Recovery recover_worker(const std::string& worker, const Backoff& backoff) override;

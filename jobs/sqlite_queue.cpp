@@ -119,13 +119,14 @@ void SqliteQueue::register_worker(const WorkerInfo& info) {
   tx.commit();
 }
 
-void SqliteQueue::worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) {
+void SqliteQueue::worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
+                                   const std::string& problem) {
   WriteTransaction tx(db_);
   const int64_t now = now_epoch_ms();
   auto up = db_.cached(
       "UPDATE workers SET heartbeat_ms = ?2, heartbeat_at = ?3, model = ?4, jobs = ?5, stopped_ms = NULL, "
-      "stopped_at = NULL WHERE id = ?1");
-  up->bind(1, id).bind(2, now).bind(3, iso8601_utc(now)).bind(4, model).bind(5, ints_to_json(jobs));
+      "stopped_at = NULL, problem = ?6 WHERE id = ?1");
+  up->bind(1, id).bind(2, now).bind(3, iso8601_utc(now)).bind(4, model).bind(5, ints_to_json(jobs)).bind(6, problem);
   up->run();
   tx.commit();
 }

@@ -74,7 +74,8 @@ class SqliteQueue final : public TransitionQueue {
 
   // ---- the fleet ----------------------------------------------------------------
   void register_worker(const WorkerInfo& info) override;
-  void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) override;
+  void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
+                        const std::string& problem) override;
   void worker_stopped(const std::string& id) override;
   std::vector<WorkerInfo> workers() override;
 

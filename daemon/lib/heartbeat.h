@@ -1,7 +1,8 @@
 // The daemon's periodic thread (its "cron"): renews the running jobs' leases
 // every min(lease_ms / 3, progress_interval_ms), writing each job's progress
 // with it; reports STATUS= and WATCHDOG=1 to systemd and refreshes this
-// daemon's row in the workers table every status_interval_ms; and calls the
+// daemon's row in the workers table every status_interval_ms (and at once when
+// the running jobs or the worker's configuration problem change); and calls the
 // daemon's own hook (config reload, drain deadline) every tick.
 //
 // Contract: runs from construction to destruction (the destructor stops and
@@ -77,6 +78,7 @@ class Heartbeat {
   std::map<int64_t, Renewal> renewed_;  // by job id
   int64_t last_watchdog_ms_ = 0, last_status_ms_ = 0;
   std::vector<int64_t> status_jobs_;    // the jobs the last STATUS= was about
+  std::string status_problem_;          // and the configuration problem it reported
   bool stall_reported_ = false;
 
   std::mutex mu_;
