@@ -333,6 +333,9 @@ int main(int argc, char** argv) {
       spdlog::info("nightshiftd: queue drained after {} job(s)", claimed);
     }
     notifier.stopping("stopped after " + std::to_string(claimed) + " job(s)");
+    // The heartbeat refreshes the workers row (clearing stopped_ms): it must
+    // be gone before the row is marked stopped, or a last tick undoes it.
+    heartbeat.stop();
     try {
       queue->worker_stopped(opts.worker_id);
     } catch (const ns::jobs::DatabaseError& e) {

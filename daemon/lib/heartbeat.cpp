@@ -35,13 +35,15 @@ Heartbeat::Heartbeat(QueueFactory open_queue, RunStatus& status, const ServiceNo
       worker_id_(options.worker_id),
       thread_([this] { loop(); }) {}
 
-Heartbeat::~Heartbeat() {
+Heartbeat::~Heartbeat() { stop(); }
+
+void Heartbeat::stop() {
   {
     std::lock_guard lock(mu_);
     quit_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void Heartbeat::set_timing(int64_t lease_ms, int64_t stall_timeout_ms) {
