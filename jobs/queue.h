@@ -87,6 +87,13 @@ struct JobSpec {
 // Every backend's submit() calls it; the daemon calls it again on claimed
 // rows (they may have been written by hand or by an older client).
 std::string spec_problem(const JobSpec& spec);
+// What a job submitted under an existing idempotency key asks for that the
+// job the key names does not have: "" when they agree, else the differing
+// parts ("prompt", "model", "sampling (max_tokens, seed)", ...). Priority,
+// max_attempts and provenance are not content. `submit --key` refuses a
+// difference rather than silently returning the old job.
+std::string spec_difference(const JobSpec& existing, const JobSpec& wanted);
+
 // Empty when `messages` is a non-empty JSON array of {"role": string,
 // "content": string} objects, else what is wrong with it.
 std::string messages_problem(const std::string& messages);

@@ -46,6 +46,14 @@ std::string read_prompt(const std::string& positional, const std::string& file) 
 
 // ---- submit -----------------------------------------------------------------
 
+// Keys that named other content (see add_submit): one line each, exit 4.
+void refuse_conflicts(const std::vector<std::string>& conflicts) {
+  if (conflicts.empty()) return;
+  std::string message = conflicts.front();
+  for (size_t i = 1; i < conflicts.size(); ++i) message += "\nnightshift submit: " + conflicts[i];
+  throw CommandError{kInvalidInput, message};
+}
+
 // One job per non-empty line of `text` (a trailing \r is dropped), all with
 // the flags of `base`; with a key, line N gets "KEY:N".
 std::vector<jobs::JobSpec> specs_from_lines(const std::string& text, const jobs::JobSpec& base,
@@ -214,7 +222,8 @@ void add_submit(CLI::App& app, int& exit_code) {
   cmd->get_option("--stop")->allow_extra_args(false);
   cmd->add_option("--priority", a->spec.priority, "higher runs first; ties run oldest first")->capture_default_str();
   cmd->add_option("--key", a->spec.idempotency_key,
-                  "idempotency key: submitting the same key again returns the first job's id "
+                  "idempotency key: submitting the same request with the same key again returns the first "
+                  "job's id; the key with other content is refused (exit 4) "
                   "(with --prompt-lines, line N gets KEY:N; --jsonl and --dir make their own)");
   cmd->add_option("--max-attempts", a->spec.max_attempts,
                   "attempts that may end in a crash or a transient failure before the job is dead (1..100)")
@@ -234,14 +243,30 @@ void add_submit(CLI::App& app, int& exit_code) {
       "  nightshift submit --dir ~/notes --glob '*.md' --model k2 --max-tokens 800\n"
       "Submitting the same JSONL file or folder again queues only what is new or changed.\n"
       "Exit status: 0 queued (or already queued), 2 bad command line, 4 input rejected (empty or\n"
-      "non-UTF-8 prompt, sampling value out of range; with --jsonl/--dir: some lines or documents were\n"
-      "rejected, the others are queued), 1 database failure.\n");
+      "non-UTF-8 prompt, sampling value out of range, a --key that already names a job with other\n"
+      "content; with --jsonl/--dir: some lines or documents were rejected, the others are queued),\n"
+      "1 database failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("submit", exit_code, [&] {
       if (a->spec.model.empty() && a->jsonl.empty()) throw CommandError{kUsage, "--model is required"};
       if (!a->jsonl.empty()) return submit_jsonl_file(*a, exit_code);
       if (!a->dir.empty()) return submit_document_dir(*a, exit_code);
-      auto print = [&](const jobs::SubmitOutcome& out, const std::string& key) {
+      // A key names one request: the same key with other content is refused
+      // (exit 4), as a changed JSONL line is, instead of returning the old job.
+      std::vector<std::string> conflicts;
+      auto print = [&](jobs::Queue& queue, const jobs::SubmitOutcome& out, const jobs::JobSpec& spec) {
+        const std::string& key = spec.idempotency_key;
+        if (!out.created) {
+          const std::optional<jobs::Job> old = queue.get(out.id);
+          const std::string diff = old ? jobs::spec_difference(old->spec, spec) : std::string();
+          if (!diff.empty()) {
+            conflicts.push_back("key '" + key + "' already names job " + std::to_string(out.id) + " (" +
+                                jobs::state_name(old->state) + ") with another " + diff +
+                                "; nothing was queued for it: give the changed request a new --key, or `nightshift "
+                                "show " + std::to_string(out.id) + "` to see what the key holds");
+            return;
+          }
+        }
         if (a->json) {
           std::cout << daemon::json_text({{"id", out.id}, {"created", out.created}}) << "\n";
         } else {
@@ -262,9 +287,10 @@ void add_submit(CLI::App& app, int& exit_code) {
         for (size_t i = 0; i < specs.size(); i += kChunk) {
           const size_t n = std::min(kChunk, specs.size() - i);
           const std::vector<jobs::SubmitOutcome> outs = queue->submit_many(std::span(specs).subspan(i, n));
-          for (size_t k = 0; k < outs.size(); ++k) print(outs[k], specs[i + k].idempotency_key);
+          for (size_t k = 0; k < outs.size(); ++k) print(*queue, outs[k], specs[i + k]);
         }
         std::cout.flush();
+        refuse_conflicts(conflicts);
         return;
       }
       if (a->prompt.empty() && a->prompt_file.empty()) {
@@ -273,7 +299,8 @@ void add_submit(CLI::App& app, int& exit_code) {
       }
       a->spec.prompt = read_prompt(a->prompt, a->prompt_file);
       auto queue = open_queue(a->db);
-      print(queue->submit(a->spec), a->spec.idempotency_key);
+      print(*queue, queue->submit(a->spec), a->spec);
+      refuse_conflicts(conflicts);
     });
   });
 }

@@ -1,0 +1,24 @@
+# What `nightshift submit`, `list` and `show` refuse or guard against, found by
+# trying hostile input: an idempotency key reused with other content.
+source "$(dirname "$0")/lib.sh"
+
+make_model tiny.gguf
+write_config tiny=tiny.gguf
+
+# --key names one request: the same request again returns the same job, the
+# key with other text (or other sampling) is refused, naming the key and the job.
+first=$(ns submit --config "$CONFIG" --model tiny --max-tokens 8 --key notes-0131 "the first text")
+expect_exit 0 ns submit --config "$CONFIG" --model tiny --max-tokens 8 --key notes-0131 "the first text"
+expect_contains "$OUT" "$first" "the same request under the same key returns the first job"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --max-tokens 8 --key notes-0131 "other text"
+expect_contains "$OUT" "key 'notes-0131' already names job $first (queued) with another prompt" \
+  "a changed text under an old key is refused, naming the key and the job"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --max-tokens 9 --key notes-0131 "the first text"
+expect_contains "$OUT" "with another sampling (max_tokens)" "changed sampling under an old key"
+printf 'one\ntwo\n' > "$WORK/lines.txt"
+expect_exit 0 ns submit --config "$CONFIG" --model tiny --key lines-v1 --prompt-lines "$WORK/lines.txt"
+printf 'one\nTWO\n' > "$WORK/lines.txt"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny --key lines-v1 --prompt-lines "$WORK/lines.txt"
+expect_contains "$OUT" "key 'lines-v1:2' already names job" "--prompt-lines: the changed line is named"
+expect_eq "$(sql "SELECT count(*) FROM jobs")" 3 "nothing queued for a refused key"
+echo "ok"
