@@ -5,6 +5,8 @@
 // else $NIGHTSHIFT_DB, else ./nightshift.db. Errors print one line on stderr
 // and set an exit code from daemon/cli/commands.h (command_support.h).
 // `submit --jsonl` and `submit --dir` are jsonl_submit.h and document_submit.h.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -381,7 +383,10 @@ void add_show(CLI::App& app, int& exit_code) {
         j["history"] = daemon::attempts_to_json(history);
         std::cout << daemon::json_text(j, 2) << "\n";
       } else {
-        std::cout << daemon::format_job_details(*job) << daemon::format_attempts(history);
+        // On a terminal, control characters in prompts and outputs are shown,
+        // not obeyed; into a pipe or file the text goes out as it is.
+        std::cout << daemon::format_job_details(*job, ::isatty(STDOUT_FILENO) == 1)
+                  << daemon::format_attempts(history);
       }
     });
   });

@@ -21,4 +21,20 @@ printf 'one\nTWO\n' > "$WORK/lines.txt"
 expect_exit 4 ns submit --config "$CONFIG" --model tiny --key lines-v1 --prompt-lines "$WORK/lines.txt"
 expect_contains "$OUT" "key 'lines-v1:2' already names job" "--prompt-lines: the changed line is named"
 expect_eq "$(sql "SELECT count(*) FROM jobs")" 3 "nothing queued for a refused key"
+
+# A prompt holding terminal escapes: `list` never sends them raw, `show`
+# escapes them on a terminal and writes the text as it is into a pipe.
+esc=$(ns submit --config "$CONFIG" --model tiny $'clear \x1b[2J the screen and ring \x07 the bell')
+listing=$(ns list --config "$CONFIG")
+[[ "$listing" == *$'\x1b'* || "$listing" == *$'\x07'* ]] && fail "list printed raw control characters: $listing"
+expect_contains "$listing" '> clear \x1b[2J the screen and ring \x07' "list shows the escapes as text"
+piped=$(ns show "$esc" --config "$CONFIG")
+expect_contains "$piped" $'clear \x1b[2J the screen' "show into a pipe keeps the prompt as it is"
+if command -v script > /dev/null; then
+  on_tty=$(script -qec "'$NIGHTSHIFT' show $esc --config '$CONFIG'" /dev/null)
+  [[ "$on_tty" == *$'\x1b'* ]] && fail "show on a terminal printed a raw ESC: $on_tty"
+  expect_contains "$on_tty" 'clear \x1b[2J the screen and ring \x07 the bell' "show on a terminal escapes"
+else
+  echo "script(1) not installed: show on a terminal not checked"
+fi
 echo "ok"
