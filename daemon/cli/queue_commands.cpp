@@ -87,6 +87,7 @@ struct SubmitArgs {
   std::vector<std::string> globs;
   jobs::JobSpec spec;
   bool json = false;
+  bool follow_symlinks = false;
 };
 
 // submit --jsonl FILE: every valid line queued, every invalid one reported.
@@ -145,7 +146,15 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
                                "and its content"};
   }
   const std::vector<std::string>& globs = a.globs.empty() ? kDefaultDocumentGlobs : a.globs;
-  const std::vector<Document> docs = find_documents(a.dir, globs);
+  std::vector<std::string> links;
+  const std::vector<Document> docs = find_documents(a.dir, globs, a.follow_symlinks, &links);
+  for (const std::string& link : links) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(std::filesystem::path(a.dir) / link, ec);
+    std::fprintf(stderr, "nightshift submit: warning: %s/%s is a symbolic link%s; skipped (--follow-symlinks queues "
+                 "what links point to)\n",
+                 a.dir.c_str(), link.c_str(), ec ? "" : (" to " + target.string()).c_str());
+  }
   const std::string batch = a.batch.empty() ? batch_name_from_dir(a.dir) : a.batch;
   std::string glob_list;
   for (const std::string& g : globs) glob_list += (glob_list.empty() ? "" : " ") + g;
@@ -207,6 +216,10 @@ void add_submit(CLI::App& app, int& exit_code) {
                                 "with --jsonl or --dir: the batch's name (default: the file's name without "
                                 "extension, or the folder's name)");
   glob->needs(dir);
+  cmd->add_flag("--follow-symlinks", a->follow_symlinks,
+                "with --dir: queue what symbolic links point to, even outside the folder (default: links are "
+                "skipped with a warning naming them)")
+      ->needs(dir);
   batch->excludes(positional);
   batch->excludes(file);
   batch->excludes(lines);

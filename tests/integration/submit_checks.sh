@@ -37,4 +37,24 @@ if command -v script > /dev/null; then
 else
   echo "script(1) not installed: show on a terminal not checked"
 fi
+
+# submit --dir does not follow symbolic links out of the folder (under the
+# nightly service one could queue a config holding a database password):
+# each is skipped with a warning naming it, unless --follow-symlinks.
+mkdir -p "$WORK/docs" "$WORK/outside"
+echo "a real note" > "$WORK/docs/note.md"
+echo "database: postgresql://night:hunter2@db/q" > "$WORK/secret.txt"
+ln -s "$WORK/secret.txt" "$WORK/docs/leak.txt"
+echo "a document elsewhere" > "$WORK/outside/far.md"
+ln -s "$WORK/outside" "$WORK/docs/linked"
+expect_exit 0 ns submit --config "$CONFIG" --model tiny --dir "$WORK/docs" --batch docs
+expect_contains "$OUT" "warning: $WORK/docs/leak.txt is a symbolic link to $WORK/secret.txt; skipped" \
+  "a linked file is named and skipped"
+expect_contains "$OUT" "warning: $WORK/docs/linked is a symbolic link to $WORK/outside; skipped" \
+  "a linked folder is named and skipped"
+expect_contains "$OUT" "1 documents in $WORK/docs, 1 new jobs" "only the real document is queued"
+expect_eq "$(sql "SELECT count(*) FROM jobs WHERE prompt LIKE '%hunter2%'")" 0 "the linked secret is not queued"
+expect_exit 0 ns submit --config "$CONFIG" --model tiny --dir "$WORK/docs" --batch docs --follow-symlinks
+expect_contains "$OUT" "3 documents in $WORK/docs, 2 new jobs" "--follow-symlinks queues what links point to"
+expect_exit 2 ns submit --config "$CONFIG" --model tiny --follow-symlinks "no folder"
 echo "ok"
