@@ -57,4 +57,15 @@ expect_eq "$(sql "SELECT count(*) FROM jobs WHERE prompt LIKE '%hunter2%'")" 0 "
 expect_exit 0 ns submit --config "$CONFIG" --model tiny --dir "$WORK/docs" --batch docs --follow-symlinks
 expect_contains "$OUT" "3 documents in $WORK/docs, 2 new jobs" "--follow-symlinks queues what links point to"
 expect_exit 2 ns submit --config "$CONFIG" --model tiny --follow-symlinks "no folder"
+
+# A new database file is private (0600) whatever the umask; an existing one
+# keeps the mode it was given (0640: group-readable by choice).
+for mask in 022 000 077; do
+  (umask "$mask" && "$NIGHTSHIFT" submit --db "$WORK/fresh-$mask.db" --model tiny "x" > /dev/null)
+  expect_eq "$(stat -c %a "$WORK/fresh-$mask.db")" 600 "a database created under umask $mask"
+done
+: > "$WORK/shared.db"
+chmod 0640 "$WORK/shared.db"
+(umask 022 && "$NIGHTSHIFT" submit --db "$WORK/shared.db" --model tiny "x" > /dev/null)
+expect_eq "$(stat -c %a "$WORK/shared.db")" 640 "an existing database keeps its mode"
 echo "ok"
