@@ -244,7 +244,8 @@ int main(int argc, char** argv) {
                  "$NIGHTSHIFT_DB and ./nightshift.db");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off; overrides log_level:");
   app.add_flag("--drain", drain,
-               "exit 0 as soon as nothing is claimable and no job waits for a retry (for batch runs and timers)");
+               "exit 0 once nothing is claimable, no job waits for a retry and none runs anywhere (a killed "
+               "daemon's jobs are taken over when their leases expire) (for batch runs and timers)");
   app.footer(
       "Examples:\n"
       "  nightshiftd --config /etc/nightshift/config.yaml\n"

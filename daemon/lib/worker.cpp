@@ -697,9 +697,19 @@ JobOutcome Worker::run_next() {
   return o;
 }
 
-bool Worker::retries_pending() {
+bool Worker::work_left() {
   try {
-    return queue_.counts().retry_waiting > 0;
+    const jobs::QueueCounts c = queue_.counts();
+    // Running jobs are not ours here (the batch is empty): another daemon's,
+    // or a dead one's under an unexpired lease. Those are taken over once
+    // the lease expires (recover_orphans), so the drain waits for them.
+    if (c.running > 0 && !waiting_for_others_) {
+      spdlog::info("drain: {} job(s) running under another worker; waiting until they end or their leases expire "
+                   "(then they are taken over here)",
+                   c.running);
+    }
+    waiting_for_others_ = c.running > 0;
+    return c.retry_waiting > 0 || c.running > 0;
   } catch (const jobs::DatabaseError& e) {
     if (!e.transient()) throw;
     return true;  // cannot tell: keep going rather than leave work behind
@@ -722,7 +732,7 @@ int Worker::run(bool drain) {
     switch (run_next()) {
       case JobOutcome::none_queued:
         if (stop_.load()) return claimed;
-        if (drain && !retries_pending()) {
+        if (drain && !work_left()) {
           if (!blocked_.empty()) {
             spdlog::error("drained what this daemon can serve; jobs it cannot serve are left queued: {}",
                           status_.snapshot().problem);

@@ -106,9 +106,10 @@ class Worker {
   JobOutcome run_next();
 
   // Runs jobs until `stop` (then the running ones are checkpointed and
-  // released); with `drain`, also returns once nothing runs, nothing is
-  // claimable and no job is waiting out a retry backoff. Returns how many
-  // jobs reached an end.
+  // released); with `drain`, also returns once nothing runs anywhere, nothing
+  // is claimable and no job is waiting out a retry backoff: a job left
+  // running by a killed daemon is waited for until its lease expires, then
+  // taken over. Returns how many jobs reached an end.
   int run(bool drain);
   // Jobs in the batch now.
   int active() const { return static_cast<int>(active_.size()); }
@@ -144,7 +145,9 @@ class Worker {
   void drop_engine();
   JobOutcome record(const jobs::Job& job, const Execution& ex);
   void recover_orphans();
-  bool retries_pending();
+  // For --drain: a job waits out a retry backoff, or runs under another
+  // worker (a killed daemon's, until its lease expires and it is taken over).
+  bool work_left();
   void sleep_unless_stopped(int64_t ms) const;
   // A model this daemon's configuration cannot serve: claims skip it until `until`.
   void block(const std::string& model, const std::string& reason, const std::vector<jobs::Job>& released);
@@ -168,6 +171,7 @@ class Worker {
   std::vector<std::unique_ptr<Active>> active_;  // the jobs in batch_ (stable addresses: progress callbacks)
   std::deque<JobOutcome> outcomes_;              // ends not yet returned by run_next()
   Clock::time_point last_admit_{};
+  bool waiting_for_others_ = false;              // work_left() said so once
   struct Blocked {
     std::string reason;        // the first line of the error
     Clock::time_point until{};  // no claims for the model before this

@@ -22,4 +22,27 @@ done
 status=$(ns status --config "$CONFIG")
 [[ "$status" == *"crashed or hung"* ]] && fail "status calls a cleanly drained daemon crashed: $status"
 [[ "$status" =~ stopped\ ([0-9]+s\ ago|just\ now) ]] || fail "status does not show the drained daemon stopped: $status"
+
+# A daemon killed mid-job leaves the job `running` under a lease nobody
+# renews: a --drain daemon started then must not exit 0 with that work left.
+# It waits for the lease to expire, takes the job over, finishes it, then exits.
+{
+  echo "lease_ms: 2000"
+  echo "checkpoint_tokens: 8"
+  echo "checkpoint_interval_ms: 0"
+} >> "$CONFIG"
+sed 's/^worker_id: night-run$/worker_id: killed/' "$CONFIG" > "$WORK/killed.yaml"
+job=$(ns submit --config "$CONFIG" --model tiny --max-tokens 300 --ignore-eos "a long job")
+"$NIGHTSHIFTD" --config "$WORK/killed.yaml" > "$WORK/killed.log" 2>&1 &
+killed=$!
+EXTRA_PIDS+=("$killed")
+checkpointed() { (($(sql "SELECT ifnull((SELECT token_count FROM checkpoints WHERE job_id = $job), 0)") >= 8)); }
+wait_for 30 "job $job to checkpoint" checkpointed
+{ kill -KILL "$killed" && wait "$killed"; } 2> /dev/null || true
+expect_eq "$(job_state "$job")" running "the killed daemon's job, right after kill -9"
+start_daemon --drain
+wait_daemon 0
+expect_eq "$(sql "SELECT state || ',' || worker FROM jobs WHERE id = $job")" "done,night-run" \
+  "--drain took the killed daemon's job over and finished it before exiting"
+expect_contains "$(cat "$WORK/daemon.log")" "drain: 1 job(s) running under another worker; waiting" "the wait is logged"
 echo "ok"
