@@ -33,7 +33,7 @@ expect_eq "$(sql "SELECT state || ',' || attempts || ',' || error_kind FROM jobs
 expect_contains "$(sql "SELECT error FROM jobs WHERE id = $missing")" "nowhere/missing.gguf" "missing file message"
 expect_eq "$(sql "SELECT group_concat(outcome) FROM attempts WHERE job_id = $missing")" \
   "transient_error,transient_error,transient_error" "missing file attempts"
-expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id IN ($unknown, $corrupt, $text)")" 3 \
+expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id IN ($corrupt, $text)")" 2 \
   "permanent failures are not retried"
 expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $corrupt")" "bad_model" "truncated file kind"
 expect_contains "$(sql "SELECT error FROM jobs WHERE id = $corrupt")" "corrupt.gguf" "truncated file message"
