@@ -297,7 +297,9 @@ class Queue {
   // A failed, dead or cancelled job goes back to queued as new: attempts 0,
   // error, result and checkpoint cleared (it starts over; the history stays
   // in the attempts table).
-  virtual RetryOutcome retry(int64_t id) = 0;
+  // `model` not empty: the job runs on that model from now on (the fix for
+  // jobs queued under a wrong model name; submit checks no names).
+  virtual RetryOutcome retry(int64_t id, const std::string& model = "") = 0;
   virtual std::optional<Job> get(int64_t id) = 0;
   virtual std::vector<Job> list(const ListFilter& filter) = 0;
   virtual std::vector<AttemptRecord> attempts(int64_t id) = 0;

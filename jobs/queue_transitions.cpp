@@ -240,12 +240,12 @@ bool TransitionQueue::cancel(int64_t id) {
   return true;
 }
 
-RetryOutcome TransitionQueue::retry(int64_t id) {
+RetryOutcome TransitionQueue::retry(int64_t id, const std::string& model) {
   auto tx = begin_write();
   const std::optional<std::string> state = locked_state_of(id);
   if (!state) return RetryOutcome::not_found;
   if (*state != "failed" && *state != "dead" && *state != "cancelled") return RetryOutcome::not_retryable;
-  reset_to_queued(id);
+  reset_to_queued(id, model);
   drop_checkpoint(id);
   tx->commit();
   return RetryOutcome::requeued;

@@ -107,7 +107,7 @@ class SqliteQueue final : public TransitionQueue {
   std::optional<std::string> locked_state_of(int64_t id) override;
   void finish_unfenced(int64_t id, const char* state) override;
   void request_cancel(int64_t id) override;
-  void reset_to_queued(int64_t id) override;
+  void reset_to_queued(int64_t id, const std::string& model) override;
   QueueCounts counts_of(const std::string& batch) override;
 
  private:

@@ -7,6 +7,7 @@
 // `submit --jsonl` and `submit --dir` are jsonl_submit.h and document_submit.h.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -407,35 +408,90 @@ void add_show(CLI::App& app, int& exit_code) {
 
 // ---- cancel -----------------------------------------------------------------
 
+// Which jobs `cancel` and `retry` act on: the ids given, or the jobs of
+// --batch NAME in --state STATE (default: every state in `wanted`). Jobs of
+// other states are left alone. Throws kUsage for neither or both, kNotFound
+// for a batch with no job at all.
+struct Selection {
+  std::vector<int64_t> ids;
+  std::string batch, state;
+};
+
+void add_selection_options(CLI::App* cmd, Selection& sel, const char* states) {
+  cmd->add_option("id", sel.ids, "job ids (several may be given)");
+  cmd->add_option("--batch", sel.batch, "every job of this batch (nightshift status lists the batches)");
+  cmd->add_option("--state", sel.state, std::string("with --batch: only jobs in this state (default: ") + states + ")")
+      ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled", "dead"}));
+}
+
+std::vector<int64_t> selected_ids(jobs::Queue& queue, const Selection& sel, std::vector<jobs::JobState> wanted,
+                                  const char* command) {
+  if (!sel.ids.empty() && !sel.batch.empty()) throw CommandError{kUsage, "give job ids or --batch NAME, not both"};
+  if (sel.ids.empty() && sel.batch.empty()) throw CommandError{kUsage, "give job ids or --batch NAME"};
+  if (!sel.state.empty() && sel.batch.empty()) throw CommandError{kUsage, "--state goes with --batch NAME"};
+  if (!sel.ids.empty()) return sel.ids;
+  if (!sel.state.empty()) wanted = {*jobs::parse_state(sel.state)};
+  jobs::ListFilter filter;
+  filter.batch = sel.batch;
+  filter.limit = 0;
+  filter.order = jobs::ListFilter::Order::oldest_first;
+  const std::vector<jobs::Job> all = queue.list(filter);
+  if (all.empty()) throw CommandError{kNotFound, "no job of batch " + sel.batch + " in this database"};
+  std::vector<int64_t> ids;
+  for (const jobs::Job& j : all) {
+    if (std::find(wanted.begin(), wanted.end(), j.state) != wanted.end()) ids.push_back(j.id);
+  }
+  if (ids.empty()) {
+    std::string names;
+    for (jobs::JobState w : wanted) names += (names.empty() ? "" : " or ") + std::string(jobs::state_name(w));
+    std::fprintf(stderr, "nightshift %s: batch %s has no %s job\n", command, sel.batch.c_str(), names.c_str());
+  }
+  return ids;
+}
+
 void add_cancel(CLI::App& app, int& exit_code) {
   struct Args {
     DatabaseArgs db;
-    int64_t id = 0;
+    Selection sel;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "cancel", "Cancel a job: a queued job at once, a running one when the daemon next checks (within ~1 s)");
-  cmd->add_option("id", a->id, "job id")->required();
+      "cancel", "Cancel jobs: a queued job at once, a running one when the daemon next checks (within ~1 s)");
+  add_selection_options(cmd, a->sel, "queued and running");
   add_database_options(cmd, a->db);
   cmd->footer(
-      "Example:\n"
+      "Examples:\n"
       "  nightshift cancel 42\n"
-      "Exit status: 0 cancelled or cancel requested, 3 no such job, 1 the job had already finished.\n");
+      "  nightshift cancel 42 43 44\n"
+      "  nightshift cancel --batch nightly              # every queued or running job of the batch\n"
+      "  nightshift cancel --batch nightly --state queued\n"
+      "Exit status: 0 cancelled or cancel requested, 3 no such job (or batch), 1 a job had already finished.\n");
   cmd->callback([a, &exit_code] {
     run_command("cancel", exit_code, [&] {
       auto queue = open_existing(a->db);
-      const bool accepted = queue->cancel(a->id);
-      std::optional<jobs::Job> job = queue->get(a->id);
-      if (!job) throw CommandError{kNotFound, "no job " + std::to_string(a->id) + " in this database"};
-      if (!accepted) {
-        throw CommandError{kFailure, "job " + std::to_string(a->id) + " is already " +
-                                         jobs::state_name(job->state) + "; nothing to cancel"};
+      const std::vector<int64_t> ids =
+          selected_ids(*queue, a->sel, {jobs::JobState::queued, jobs::JobState::running}, "cancel");
+      // One job: its problem is the error line; several: one line each, then a summary.
+      std::optional<CommandError> first_error;
+      const auto refuse = [&](int code, const std::string& message) {
+        if (ids.size() > 1) std::fprintf(stderr, "nightshift cancel: %s\n", message.c_str());
+        if (!first_error) first_error = CommandError{code, ids.size() > 1 ? "some jobs were not cancelled" : message};
+      };
+      for (int64_t id : ids) {
+        const std::string name = "job " + std::to_string(id);
+        const bool accepted = queue->cancel(id);
+        const std::optional<jobs::Job> job = queue->get(id);
+        if (!job) {
+          refuse(kNotFound, "no " + name + " in this database");
+        } else if (!accepted) {
+          refuse(kFailure, name + " is already " + jobs::state_name(job->state) + "; nothing to cancel");
+        } else if (job->state == jobs::JobState::running) {
+          std::cout << name << " is running; cancel requested (the daemon stops it at its next check)\n";
+        } else {
+          std::cout << name << " " << jobs::state_name(job->state) << "\n";
+        }
       }
-      if (job->state == jobs::JobState::running) {
-        std::cout << "job " << a->id << " is running; cancel requested (the daemon stops it at its next check)\n";
-      } else {
-        std::cout << "job " << a->id << " " << jobs::state_name(job->state) << "\n";
-      }
+      if (first_error) throw *first_error;
     });
   });
 }
@@ -445,28 +501,34 @@ void add_cancel(CLI::App& app, int& exit_code) {
 void add_retry(CLI::App& app, int& exit_code) {
   struct Args {
     DatabaseArgs db;
-    std::vector<int64_t> ids;
+    Selection sel;
+    std::string model;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "retry", "Queue failed, dead or cancelled jobs again, as new (attempts reset, result and checkpoint dropped)");
-  cmd->add_option("id", a->ids, "job ids")->required();
+  add_selection_options(cmd, a->sel, "failed, dead and cancelled");
+  cmd->add_option("--model", a->model,
+                  "run the retried jobs on this model from now on (jobs queued under a wrong model name)");
   add_database_options(cmd, a->db);
   cmd->footer(
       "Examples:\n"
-      "  nightshift retry 42\n"
+      "  nightshift retry 42 43\n"
+      "  nightshift retry --batch nightly --state failed --model mixtral   # a night queued under a wrong name\n"
       "  nightshift list --state dead --json | jq -r '.[].id' | xargs nightshift retry\n"
       "The attempts so far stay in the job's history (nightshift show ID).\n"
-      "Exit status: 0 all queued again, 3 an id is unknown, 1 a job is queued, running or done.\n");
+      "Exit status: 0 all queued again, 3 an id (or the batch) is unknown, 1 a job is queued, running or done.\n");
   cmd->callback([a, &exit_code] {
     run_command("retry", exit_code, [&] {
       auto queue = open_existing(a->db);
+      const std::vector<int64_t> ids = selected_ids(
+          *queue, a->sel, {jobs::JobState::failed, jobs::JobState::dead, jobs::JobState::cancelled}, "retry");
       std::optional<CommandError> first_error;
-      for (int64_t id : a->ids) {
+      for (int64_t id : ids) {
         const std::string name = "job " + std::to_string(id);
-        switch (queue->retry(id)) {
+        switch (queue->retry(id, a->model)) {
           case jobs::RetryOutcome::requeued:
-            std::cout << name << " queued again\n";
+            std::cout << name << " queued again" << (a->model.empty() ? "" : " on model " + a->model) << "\n";
             break;
           case jobs::RetryOutcome::not_found:
             std::fprintf(stderr, "nightshift retry: no %s in this database\n", name.c_str());

@@ -297,3 +297,53 @@ QUEUE_TEST("the summary views read the new columns") {
   CHECK(bs.int64(2) == 1);
   CHECK(bs.is_null(3));
 }
+
+QUEUE_TEST("a worker's configuration problem is kept with its heartbeat and cleared by the next one") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  WorkerInfo w;
+  w.id = "host-a:1";
+  w.host = "host-a";
+  w.pid = 1;
+  w.version = "0.1.0";
+  q->register_worker(w);
+  CHECK(q->workers().at(0).problem.empty());
+  q->worker_heartbeat("host-a:1", "", {}, "model tinny: not in the config (2 job(s) left queued)");
+  CHECK(q->workers().at(0).problem == "model tinny: not in the config (2 job(s) left queued)");
+  q->worker_heartbeat("host-a:1", "tiny", {});
+  CHECK(q->workers().at(0).problem.empty());
+}
+
+QUEUE_TEST("a released job's reason goes to its attempt; the attempt is given back") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t id = q->submit(completion("tinny", "x")).id;
+  const Job j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+  REQUIRE(q->release(j.lease(), "model 'tinny' is not in the daemon's config"));
+  const Job after = *q->get(id);
+  CHECK(after.state == JobState::queued);
+  CHECK(after.attempts == 0);
+  const auto history = q->attempts(id);
+  REQUIRE(history.size() == 1);
+  CHECK(history[0].outcome == "released");
+  CHECK(history[0].error_kind == "daemon_config");
+  CHECK(history[0].error == "model 'tinny' is not in the daemon's config");
+}
+
+QUEUE_TEST("retry with a model runs the job on that model from now on; without one the model stays") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t a = q->submit(completion("tinny", "a")).id;
+  const int64_t b = q->submit(completion("tinny", "b")).id;
+  for (int i = 0; i < 2; ++i) {
+    const Job j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+    REQUIRE(q->fail(j.lease(), "invalid_input", "wrong model"));
+  }
+  CHECK(q->retry(a, "tiny") == RetryOutcome::requeued);
+  CHECK(q->retry(b) == RetryOutcome::requeued);
+  CHECK(q->get(a)->spec.model == "tiny");
+  CHECK(q->get(a)->state == JobState::queued);
+  CHECK(q->get(b)->spec.model == "tinny");
+  CHECK(q->retry(a, "other") == RetryOutcome::not_retryable);  // queued: nothing changes
+  CHECK(q->get(a)->spec.model == "tiny");
+}
