@@ -151,7 +151,11 @@ void Worker::block(const std::string& model, const std::string& reason, const st
     ids += (ids.empty() ? "" : ", ") + std::to_string(job.id);
   }
   b.reason = reason.substr(0, reason.find('\n'));
-  const int64_t delay = jobs::backoff_delay_ms(options_.retry_backoff, b.failures);
+  // At least a second (and a poll interval): even with retry_backoff_ms 0
+  // the job must not be claimed hot, and a --drain run must see the model
+  // blocked once to end.
+  const int64_t delay = std::max<int64_t>(jobs::backoff_delay_ms(options_.retry_backoff, b.failures),
+                                          std::max(1000, options_.poll_interval_ms));
   b.until = Clock::now() + std::chrono::milliseconds(delay);
   spdlog::error("THIS DAEMON CANNOT SERVE MODEL {}: {}. Job(s) {} left queued, attempts not counted ({} job(s) "
                 "so far); its jobs are not claimed for {} ms. Fix the config and reload it (SIGHUP) to try again at "

@@ -21,7 +21,7 @@
 //   models:, memory_budget cannot load the model: DaemonConfigError) is
 //   released, its attempt not counted, and stays queued. The worker then
 //   claims no job of that model for a backoff (retry_backoff, doubling per
-//   failure) while it serves the others, logs an error each time and shows
+//   failure, at least 1 s and poll_interval_ms) while it serves the others, logs an error each time and shows
 //   the reason in RunStatus::problem (the workers row, `nightshift status`).
 //   A reloaded config (update_options) tries every model again at once.
 // - While a job generates, its tokens are checkpointed every

@@ -14,7 +14,7 @@ typo=$(ns submit --config "$CONFIG" --model tinny --max-tokens 3 --ignore-eos --
 good=$(ns submit --config "$CONFIG" --model tiny --max-tokens 3 --ignore-eos "a job the daemon can run")
 start_daemon
 wait_for 20 "job $good (behind the unservable one)" state_is "$good" done
-# retry_backoff_ms 100 doubles: 4 refusals take ~1.5 s; a hot loop would make hundreds.
+# The backoff (at least 1 s, doubling): 4 refusals take ~3 s; a hot loop would make thousands.
 refusals() { grep -c "THIS DAEMON CANNOT SERVE MODEL tinny" "$WORK/daemon.log" || true; }
 wait_for 20 "the daemon to back off from model tinny 4 times" bash -c "(( \$(grep -c 'THIS DAEMON CANNOT SERVE MODEL tinny' '$WORK/daemon.log') >= 4 ))"
 claims=$(sql "SELECT count(*) FROM attempts WHERE job_id = $typo")
