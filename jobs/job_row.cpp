@@ -130,6 +130,15 @@ AttemptRecord read_attempt(const Row& row, int first) {
   return a;
 }
 
+std::string final_states_csv(const std::vector<JobState>& states) {
+  std::string list;
+  for (JobState s : states) {
+    if (s == JobState::queued || s == JobState::running) continue;
+    list += (list.empty() ? "" : ",") + std::string(state_name(s));
+  }
+  return list;
+}
+
 WorkerInfo read_worker(const Row& row) {
   WorkerInfo w;
   w.id = row.text(0);

@@ -31,6 +31,8 @@ Job read_job(const Row& row, const std::string& db);
 // Columns attempt, worker, started_ms, ended_ms, resumed_tokens, outcome,
 // error_kind, error from `first`.
 AttemptRecord read_attempt(const Row& row, int first);
+// "done,failed" for prune(): the final states among `states`, "" when none.
+std::string final_states_csv(const std::vector<JobState>& states);
 // The fleet, as `nightshift status` lists it (running first, then by last heartbeat).
 extern const char* const kSelectWorkers;
 // Columns id, host, pid, model, version, started_ms, heartbeat_ms,

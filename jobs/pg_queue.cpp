@@ -104,6 +104,22 @@ std::vector<BatchSummary> PgQueue::batches(int32_t limit) {
   return out;
 }
 
+int64_t PgQueue::prune(int64_t older_than_ms, const std::vector<JobState>& states) {
+  const std::string list = final_states_csv(states);
+  if (list.empty()) return 0;
+  Transaction tx(db_);
+  // attempts, checkpoints and results go with their job (ON DELETE CASCADE).
+  Result r = db_.exec(R"(
+    WITH gone AS (
+      DELETE FROM jobs WHERE finished_ms < nightshift_now_ms() - $1 AND state = ANY (string_to_array($2, ','))
+      RETURNING 1)
+    SELECT count(*) FROM gone)",
+                      Params().add(older_than_ms).add(list));
+  const int64_t n = r.int64(0, 0);
+  tx.commit();
+  return n;
+}
+
 void PgQueue::register_worker(const WorkerInfo& info) {
   Transaction tx(db_);
   db_.exec(R"(

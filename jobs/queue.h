@@ -309,6 +309,14 @@ class Queue {
   // Batches, most recently created first; limit <= 0: all of them.
   virtual std::vector<BatchSummary> batches(int32_t limit) = 0;
 
+  // ---- housekeeping (nightshift prune) ---------------------------------------
+  // Deletes the jobs in `states` that finished more than older_than_ms ago
+  // (by the backend's clock), with their attempts, checkpoints and results,
+  // in one transaction; returns how many jobs went. Only final states are
+  // ever deleted (queued and running jobs are skipped whatever `states`
+  // says), so it is safe while daemons run.
+  virtual int64_t prune(int64_t older_than_ms, const std::vector<JobState>& states) = 0;
+
   // ---- the fleet ------------------------------------------------------------
   // A daemon announces itself at start-up (insert or replace by id; clears
   // stopped_ms), keeps its row fresh with each heartbeat, and marks it

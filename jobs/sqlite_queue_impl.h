@@ -71,6 +71,7 @@ class SqliteQueue final : public TransitionQueue {
   std::vector<Job> list(const ListFilter& filter) override;
   std::vector<AttemptRecord> attempts(int64_t id) override;
   std::vector<BatchSummary> batches(int32_t limit) override;
+  int64_t prune(int64_t older_than_ms, const std::vector<JobState>& states) override;
 
   // ---- the fleet ----------------------------------------------------------------
   void register_worker(const WorkerInfo& info) override;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -548,6 +549,66 @@ void add_retry(CLI::App& app, int& exit_code) {
   });
 }
 
+// ---- prune ------------------------------------------------------------------
+
+// "30d", "12h", "90m", "3600s" in milliseconds; CommandError (kUsage) otherwise.
+int64_t parse_age_ms(const std::string& text) {
+  size_t used = 0;
+  int64_t n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string unit = n >= 0 ? text.substr(used) : "";
+  const int64_t per = unit == "d" ? 86'400'000 : unit == "h" ? 3'600'000 : unit == "m" ? 60'000 : unit == "s" ? 1000 : 0;
+  if (n < 0 || per == 0 || n > INT64_MAX / per) {
+    throw CommandError{kUsage, "--older-than takes a whole number of days, hours, minutes or seconds (30d, 12h, 90m, "
+                               "3600s), got '" + text + "'"};
+  }
+  return n * per;
+}
+
+void add_prune(CLI::App& app, int& exit_code) {
+  struct Args {
+    DatabaseArgs db;
+    std::string older_than;
+    std::vector<std::string> states;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "prune", "Delete old finished jobs with their attempts, checkpoints and results (safe while daemons run)");
+  cmd->add_option("--older-than", a->older_than, "jobs that finished longer ago than this: 30d, 12h, 90m, 3600s")
+      ->required();
+  cmd->add_option("--state", a->states,
+                  "only jobs in this final state (repeatable; default: done, failed, cancelled and dead)")
+      ->check(CLI::IsMember({"done", "failed", "cancelled", "dead"}))
+      ->allow_extra_args(false);
+  add_database_options(cmd, a->db);
+  cmd->footer(
+      "Queued and running jobs are never deleted. Everything goes in one transaction: a prune that fails\n"
+      "deletes nothing. The file does not shrink (SQLite reuses the pages); see docs/operations.md.\n"
+      "Examples:\n"
+      "  nightshift prune --older-than 30d --state done\n"
+      "  nightshift prune --older-than 90d\n"
+      "Exit status: 0 pruned (also when nothing was old enough), 2 bad command line, 1 database failure.\n");
+  cmd->callback([a, &exit_code] {
+    run_command("prune", exit_code, [&] {
+      const int64_t age_ms = parse_age_ms(a->older_than);
+      std::vector<jobs::JobState> states;
+      for (const std::string& s : a->states) states.push_back(*jobs::parse_state(s));
+      if (states.empty()) {
+        states = {jobs::JobState::done, jobs::JobState::failed, jobs::JobState::cancelled, jobs::JobState::dead};
+      }
+      auto queue = open_existing(a->db);
+      const int64_t n = queue->prune(age_ms, states);
+      std::string names;
+      for (jobs::JobState s : states) names += (names.empty() ? "" : ", ") + std::string(jobs::state_name(s));
+      std::cout << "deleted " << n << " job(s) (" << names << ") that finished more than " << a->older_than
+                << " ago, with their attempts and results\n";
+    });
+  });
+}
+
 }  // namespace
 
 void add_queue_commands(CLI::App& app, int& exit_code) {
@@ -556,6 +617,7 @@ void add_queue_commands(CLI::App& app, int& exit_code) {
   add_show(app, exit_code);
   add_cancel(app, exit_code);
   add_retry(app, exit_code);
+  add_prune(app, exit_code);
 }
 
 }  // namespace ns::cli

@@ -347,3 +347,32 @@ QUEUE_TEST("retry with a model runs the job on that model from now on; without o
   CHECK(q->retry(a, "other") == RetryOutcome::not_retryable);  // queued: nothing changes
   CHECK(q->get(a)->spec.model == "tiny");
 }
+
+QUEUE_TEST("prune deletes finished jobs of the given states older than the age, with their rows; never queued ones") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t done = q->submit(completion("m", "done")).id;
+  const int64_t failed = q->submit(completion("m", "failed")).id;
+  const int64_t queued = q->submit(completion("m", "queued", -1)).id;
+  Job j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+  REQUIRE(j.id == done);
+  JobResult r;
+  r.text = "ok";
+  r.finish_reason = "stop";
+  REQUIRE(q->complete(j.lease(), r));
+  j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+  REQUIRE(q->fail(j.lease(), "invalid_input", "bad"));
+
+  const std::vector<JobState> every = {JobState::queued, JobState::running, JobState::done,
+                                       JobState::failed, JobState::cancelled, JobState::dead};
+  CHECK(q->prune(3'600'000, every) == 0);  // finished just now: younger than an hour
+  // A negative age puts the cut-off in the future: everything finished counts as old.
+  CHECK(q->prune(-60'000, {JobState::done}) == 1);
+  CHECK_FALSE(q->get(done).has_value());
+  CHECK(q->attempts(done).empty());
+  CHECK(q->get(failed).has_value());
+  CHECK(q->prune(-60'000, every) == 1);  // the failed one; never the queued one
+  CHECK_FALSE(q->get(failed).has_value());
+  CHECK(q->get(queued)->state == JobState::queued);
+  CHECK(q->counts().queued == 1);
+}
