@@ -7,7 +7,8 @@ source "$(dirname "$0")/lib.sh"
 # heartbeat tick undid the stopped mark (before the fix: 3 runs of 3 failed
 # within 5 rounds; a 1 MB model hit it rarely).
 make_model tiny.gguf --n-embd 512 --n-layer 8 --n-ff 2048 --type F32
-write_config tiny=tiny.gguf
+make_model slow.gguf --n-embd 256 --n-layer 8 --n-ff 768 --n-ctx 4096  # as kill9_resume.sh
+write_config tiny=tiny.gguf slow=slow.gguf
 echo "worker_id: night-run" >> "$CONFIG"
 
 # Several rounds: the late tick raced the exit, so one round could pass by luck.
@@ -27,12 +28,13 @@ status=$(ns status --config "$CONFIG")
 # renews: a --drain daemon started then must not exit 0 with that work left.
 # It waits for the lease to expire, takes the job over, finishes it, then exits.
 {
+  echo "context: 1024"
   echo "lease_ms: 2000"
   echo "checkpoint_tokens: 8"
   echo "checkpoint_interval_ms: 0"
 } >> "$CONFIG"
 sed 's/^worker_id: night-run$/worker_id: killed/' "$CONFIG" > "$WORK/killed.yaml"
-job=$(ns submit --config "$CONFIG" --model tiny --max-tokens 300 --ignore-eos "a long job")
+job=$(ns submit --config "$CONFIG" --model slow --max-tokens 400 --ignore-eos "a long job")
 "$NIGHTSHIFTD" --config "$WORK/killed.yaml" > "$WORK/killed.log" 2>&1 &
 killed=$!
 EXTRA_PIDS+=("$killed")
