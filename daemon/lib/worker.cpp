@@ -173,8 +173,8 @@ void Worker::unblock(const std::string& model) {
 void Worker::publish_problem() {
   std::string problem;
   for (const auto& [model, b] : blocked_) {
-    problem += (problem.empty() ? "" : "; ") + ("model " + model + ": " + b.reason + " (" + std::to_string(b.jobs.size()) +
-                                                 " job(s) left queued)");
+    problem += (problem.empty() ? "" : "; ") +
+               ("model " + model + ": " + b.reason + " (" + std::to_string(b.jobs.size()) + " job(s) left queued)");
   }
   status_.set_problem(problem);
 }
@@ -205,7 +205,8 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
                                 "); add it under models: in " +
                                 (options_.config_source.empty() ? std::string("the config")
                                                                 : options_.config_source) +
-                                " and reload (SIGHUP), or `nightshift retry --model NAME` the jobs");
+                                " and reload (SIGHUP); if the name is wrong, `nightshift cancel` the jobs and "
+                                "`nightshift retry --model RIGHT` them (docs/operations.md, \"A bad night\")");
   }
   const std::string& path = it->second;
   if (engine_ && engine_model_ == model && engine_path_ == path) return *engine_;
@@ -323,8 +324,7 @@ Worker::Admitted Worker::admit() {
       // Not the jobs' fault: they go back, this daemon stays away from the model for a while.
       Execution ex;
       ex.outcome = JobOutcome::unservable;
-      ex.error_kind = "daemon_config";
-      ex.error = e.what();
+      ex.error = e.what();  // the attempt's error; its kind is daemon_config (Queue::release)
       for (const jobs::Job& job : claimed) end(job, ex);
       block(claimed.front().spec.model, e.what(), claimed);
       return Admitted::some;
