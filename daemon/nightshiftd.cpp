@@ -10,7 +10,9 @@
 // Signals: SIGINT/SIGTERM stop at the next token, checkpoint, release the job
 // and exit 0 (after drain_timeout_ms at the latest); a second one kills at
 // once. SIGHUP reloads the config (docs/operations.md lists what applies at
-// run time; the rest is reported as needing a restart).
+// run time; the rest is reported as needing a restart); a config that does
+// not parse, or names no models, is rejected with an error line and the
+// running one stays in effect.
 //
 // Exit status: 0 after SIGINT/SIGTERM or, with --drain, once nothing is left
 // to run; 1 when the database is unusable; 2 for a bad command line or config.
@@ -155,6 +157,13 @@ class Supervisor {
     notifier_.reloading();
     try {
       Config fresh = ns::daemon::load_config(config_path_);
+      // A file caught half-written (an editor, a config manager) parses
+      // with no models; taking it would leave every job unservable.
+      if (fresh.models.empty()) {
+        throw ns::Error(ns::ErrorKind::invalid_input,
+                        config_path_ + ": models: is empty or missing (a half-written file?); a daemon with no "
+                                       "models can serve nothing");
+      }
       std::string applied, restart;
       Config running;
       {
@@ -235,7 +244,8 @@ int main(int argc, char** argv) {
                  "$NIGHTSHIFT_DB and ./nightshift.db");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off; overrides log_level:");
   app.add_flag("--drain", drain,
-               "exit 0 as soon as nothing is claimable and no job waits for a retry (for batch runs and timers)");
+               "exit 0 once nothing is claimable, no job waits for a retry and none runs anywhere (a killed "
+               "daemon's jobs are taken over when their leases expire) (for batch runs and timers)");
   app.footer(
       "Examples:\n"
       "  nightshiftd --config /etc/nightshift/config.yaml\n"
@@ -324,6 +334,9 @@ int main(int argc, char** argv) {
       spdlog::info("nightshiftd: queue drained after {} job(s)", claimed);
     }
     notifier.stopping("stopped after " + std::to_string(claimed) + " job(s)");
+    // The heartbeat refreshes the workers row (clearing stopped_ms): it must
+    // be gone before the row is marked stopped, or a last tick undoes it.
+    heartbeat.stop();
     try {
       queue->worker_stopped(opts.worker_id);
     } catch (const ns::jobs::DatabaseError& e) {

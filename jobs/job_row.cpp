@@ -23,7 +23,7 @@ FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id
 )";
 
 const char* const kSelectWorkers = R"(
-SELECT id, host, pid, model, version, started_ms, heartbeat_ms, stopped_ms, jobs FROM workers
+SELECT id, host, pid, model, version, started_ms, heartbeat_ms, stopped_ms, jobs, problem FROM workers
 ORDER BY stopped_ms IS NOT NULL, heartbeat_ms DESC, id)";
 
 std::string stop_to_json(const std::vector<std::string>& stop) {
@@ -130,6 +130,15 @@ AttemptRecord read_attempt(const Row& row, int first) {
   return a;
 }
 
+std::string final_states_csv(const std::vector<JobState>& states) {
+  std::string list;
+  for (JobState s : states) {
+    if (s == JobState::queued || s == JobState::running) continue;
+    list += (list.empty() ? "" : ",") + std::string(state_name(s));
+  }
+  return list;
+}
+
 WorkerInfo read_worker(const Row& row) {
   WorkerInfo w;
   w.id = row.text(0);
@@ -140,6 +149,7 @@ WorkerInfo read_worker(const Row& row) {
   w.started_ms = row.int64(5);
   w.heartbeat_ms = row.int64(6);
   w.stopped_ms = row.int64(7);
+  w.problem = row.text(9);  // column 8, jobs, is read by the backend (JSON text or an array)
   return w;
 }
 

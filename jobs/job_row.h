@@ -31,10 +31,12 @@ Job read_job(const Row& row, const std::string& db);
 // Columns attempt, worker, started_ms, ended_ms, resumed_tokens, outcome,
 // error_kind, error from `first`.
 AttemptRecord read_attempt(const Row& row, int first);
+// "done,failed" for prune(): the final states among `states`, "" when none.
+std::string final_states_csv(const std::vector<JobState>& states);
 // The fleet, as `nightshift status` lists it (running first, then by last heartbeat).
 extern const char* const kSelectWorkers;
 // Columns id, host, pid, model, version, started_ms, heartbeat_ms,
-// stopped_ms of kSelectWorkers (the backend reads the 9th, jobs, stored its own way).
+// stopped_ms, problem of kSelectWorkers (the backend reads the 9th, jobs, stored its own way).
 WorkerInfo read_worker(const Row& row);
 
 // The stop list as stored (a JSON array); throws invalid_input for a stop

@@ -108,4 +108,29 @@ std::string spec_problem(const JobSpec& spec) {
   return "";
 }
 
+std::string spec_difference(const JobSpec& existing, const JobSpec& wanted) {
+  std::string parts, sampling;
+  const auto add = [](std::string& list, const char* what, bool differs) {
+    if (differs) list += (list.empty() ? "" : ", ") + std::string(what);
+  };
+  add(parts, "model", existing.model != wanted.model);
+  add(parts, "prompt", existing.prompt != wanted.prompt);
+  add(parts, "messages", existing.messages != wanted.messages);
+  const SamplingParams& a = existing.sampling;
+  const SamplingParams& b = wanted.sampling;
+  // Floats round-trip exactly through the database's REAL columns.
+  add(sampling, "max_tokens", a.max_tokens != b.max_tokens);
+  add(sampling, "temperature", a.temperature != b.temperature);
+  add(sampling, "top_k", a.top_k != b.top_k);
+  add(sampling, "top_p", a.top_p != b.top_p);
+  add(sampling, "min_p", a.min_p != b.min_p);
+  add(sampling, "repeat_penalty", a.repeat_penalty != b.repeat_penalty);
+  add(sampling, "repeat_last_n", a.repeat_last_n != b.repeat_last_n);
+  add(sampling, "seed", a.seed != b.seed);
+  add(sampling, "stop", a.stop != b.stop);
+  add(sampling, "ignore_eos", a.ignore_eos != b.ignore_eos);
+  if (!sampling.empty()) parts += (parts.empty() ? "" : ", ") + ("sampling (" + sampling + ")");
+  return parts;
+}
+
 }  // namespace ns::jobs

@@ -104,6 +104,22 @@ std::vector<BatchSummary> PgQueue::batches(int32_t limit) {
   return out;
 }
 
+int64_t PgQueue::prune(int64_t older_than_ms, const std::vector<JobState>& states) {
+  const std::string list = final_states_csv(states);
+  if (list.empty()) return 0;
+  Transaction tx(db_);
+  // attempts, checkpoints and results go with their job (ON DELETE CASCADE).
+  Result r = db_.exec(R"(
+    WITH gone AS (
+      DELETE FROM jobs WHERE finished_ms < nightshift_now_ms() - $1 AND state = ANY (string_to_array($2, ','))
+      RETURNING 1)
+    SELECT count(*) FROM gone)",
+                      Params().add(older_than_ms).add(list));
+  const int64_t n = r.int64(0, 0);
+  tx.commit();
+  return n;
+}
+
 void PgQueue::register_worker(const WorkerInfo& info) {
   Transaction tx(db_);
   db_.exec(R"(
@@ -111,7 +127,7 @@ void PgQueue::register_worker(const WorkerInfo& info) {
     VALUES ($1, $2, $3, $4, $5, nightshift_now_ms(), nightshift_now_ms(), NULL, $6::bigint[])
     ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, model = EXCLUDED.model,
       version = EXCLUDED.version, started_ms = EXCLUDED.started_ms, heartbeat_ms = EXCLUDED.heartbeat_ms,
-      stopped_ms = NULL, jobs = EXCLUDED.jobs)",
+      stopped_ms = NULL, jobs = EXCLUDED.jobs, problem = '')",
            Params()
                .add(info.id)
                .add(info.host)
@@ -122,12 +138,14 @@ void PgQueue::register_worker(const WorkerInfo& info) {
   tx.commit();
 }
 
-void PgQueue::worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) {
+void PgQueue::worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
+                               const std::string& problem) {
   Transaction tx(db_);
   db_.exec(R"(
-    UPDATE workers SET heartbeat_ms = nightshift_now_ms(), model = $2, jobs = $3::bigint[], stopped_ms = NULL
+    UPDATE workers SET heartbeat_ms = nightshift_now_ms(), model = $2, jobs = $3::bigint[], stopped_ms = NULL,
+      problem = $4
     WHERE id = $1)",
-           Params().add(id).add(model).add_array(jobs));
+           Params().add(id).add(model).add_array(jobs).add(problem));
   tx.commit();
 }
 

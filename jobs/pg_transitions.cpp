@@ -235,13 +235,13 @@ void PgQueue::request_cancel(int64_t id) {
   db_.exec("UPDATE jobs SET cancel_requested = true WHERE id = $1", Params().add(id));
 }
 
-void PgQueue::reset_to_queued(int64_t id) {
+void PgQueue::reset_to_queued(int64_t id, const std::string& model) {
   db_.exec(R"(
     UPDATE jobs SET state = 'queued', attempts = 0, worker = NULL, started_ms = NULL, finished_ms = NULL,
                     error_kind = NULL, error = NULL, cancel_requested = false, not_before_ms = NULL,
-                    lease_expires_ms = NULL
+                    lease_expires_ms = NULL, model = coalesce($2, model)
     WHERE id = $1)",
-           Params().add(id));
+           Params().add(id).add_text_or_null(model));
   db_.exec("DELETE FROM results WHERE job_id = $1", Params().add(id));
 }
 

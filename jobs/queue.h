@@ -87,6 +87,13 @@ struct JobSpec {
 // Every backend's submit() calls it; the daemon calls it again on claimed
 // rows (they may have been written by hand or by an older client).
 std::string spec_problem(const JobSpec& spec);
+// What a job submitted under an existing idempotency key asks for that the
+// job the key names does not have: "" when they agree, else the differing
+// parts ("prompt", "model", "sampling (max_tokens, seed)", ...). Priority,
+// max_attempts and provenance are not content. `submit --key` refuses a
+// difference rather than silently returning the old job.
+std::string spec_difference(const JobSpec& existing, const JobSpec& wanted);
+
 // Empty when `messages` is a non-empty JSON array of {"role": string,
 // "content": string} objects, else what is wrong with it.
 std::string messages_problem(const std::string& messages);
@@ -208,6 +215,9 @@ struct WorkerInfo {
   int64_t heartbeat_ms = 0;   // set by register_worker / worker_heartbeat
   int64_t stopped_ms = 0;     // 0 = running (or died without saying so: see heartbeat_ms)
   std::vector<int64_t> jobs;  // the jobs it is running now
+  // What its own configuration keeps it from serving ("" = nothing), e.g.
+  // "model 'kimi' is not in /etc/nightshift/config.yaml (2 jobs left queued)".
+  std::string problem;
 };
 
 class Queue {
@@ -262,10 +272,12 @@ class Queue {
                                                  const std::string& message, const Backoff& backoff) = 0;
   // Marks the job cancelled (the worker saw cancel_requested), keeping the partial result.
   virtual bool finish_cancelled(const Lease& lease, const JobResult& partial) = 0;
-  // Back to queued at once (graceful shutdown mid-job) keeping its checkpoint;
-  // the attempt does not count (attempts - 1). A job whose cancel was
-  // requested meanwhile becomes cancelled instead.
-  virtual bool release(const Lease& lease) = 0;
+  // Back to queued at once (graceful shutdown mid-job, or a daemon whose own
+  // configuration cannot run it) keeping its checkpoint; the attempt does not
+  // count (attempts - 1). `reason` (may be empty) goes to the attempt's error,
+  // with error_kind "daemon_config" (`nightshift show` lists it). A job whose
+  // cancel was requested meanwhile becomes cancelled instead.
+  virtual bool release(const Lease& lease, const std::string& reason = "") = 0;
 
   // ---- recovery -------------------------------------------------------------
   // Running jobs whose lease expired: back to queued after a backoff (the
@@ -285,7 +297,9 @@ class Queue {
   // A failed, dead or cancelled job goes back to queued as new: attempts 0,
   // error, result and checkpoint cleared (it starts over; the history stays
   // in the attempts table).
-  virtual RetryOutcome retry(int64_t id) = 0;
+  // `model` not empty: the job runs on that model from now on (the fix for
+  // jobs queued under a wrong model name; submit checks no names).
+  virtual RetryOutcome retry(int64_t id, const std::string& model = "") = 0;
   virtual std::optional<Job> get(int64_t id) = 0;
   virtual std::vector<Job> list(const ListFilter& filter) = 0;
   virtual std::vector<AttemptRecord> attempts(int64_t id) = 0;
@@ -295,12 +309,21 @@ class Queue {
   // Batches, most recently created first; limit <= 0: all of them.
   virtual std::vector<BatchSummary> batches(int32_t limit) = 0;
 
+  // ---- housekeeping (nightshift prune) ---------------------------------------
+  // Deletes the jobs in `states` that finished more than older_than_ms ago
+  // (by the backend's clock), with their attempts, checkpoints and results,
+  // in one transaction; returns how many jobs went. Only final states are
+  // ever deleted (queued and running jobs are skipped whatever `states`
+  // says), so it is safe while daemons run.
+  virtual int64_t prune(int64_t older_than_ms, const std::vector<JobState>& states) = 0;
+
   // ---- the fleet ------------------------------------------------------------
   // A daemon announces itself at start-up (insert or replace by id; clears
   // stopped_ms), keeps its row fresh with each heartbeat, and marks it
   // stopped when it exits cleanly. Rows stay for `nightshift status`.
   virtual void register_worker(const WorkerInfo& info) = 0;
-  virtual void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) = 0;
+  virtual void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
+                                const std::string& problem = "") = 0;
   virtual void worker_stopped(const std::string& id) = 0;
   virtual std::vector<WorkerInfo> workers() = 0;
 

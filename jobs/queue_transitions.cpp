@@ -146,7 +146,7 @@ bool TransitionQueue::end_with_result(const Lease& lease, const char* state, con
   return true;
 }
 
-bool TransitionQueue::release(const Lease& lease) {
+bool TransitionQueue::release(const Lease& lease, const std::string& reason) {
   auto tx = begin_write();
   std::optional<Orphan> job = running_under(lease);
   if (!job) return false;
@@ -155,7 +155,8 @@ bool TransitionQueue::release(const Lease& lease) {
     end_attempt(lease, {"cancelled"});
   } else {
     release_fenced(lease);
-    end_attempt(lease, {"released"});
+    static const std::string kDaemonConfig = "daemon_config";
+    end_attempt(lease, reason.empty() ? AttemptEnd{"released"} : AttemptEnd{"released", &kDaemonConfig, &reason});
   }
   tx->commit();
   return true;
@@ -239,12 +240,12 @@ bool TransitionQueue::cancel(int64_t id) {
   return true;
 }
 
-RetryOutcome TransitionQueue::retry(int64_t id) {
+RetryOutcome TransitionQueue::retry(int64_t id, const std::string& model) {
   auto tx = begin_write();
   const std::optional<std::string> state = locked_state_of(id);
   if (!state) return RetryOutcome::not_found;
   if (*state != "failed" && *state != "dead" && *state != "cancelled") return RetryOutcome::not_retryable;
-  reset_to_queued(id);
+  reset_to_queued(id, model);
   drop_checkpoint(id);
   tx->commit();
   return RetryOutcome::requeued;

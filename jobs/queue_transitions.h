@@ -99,13 +99,13 @@ class TransitionQueue : public Queue {
   std::optional<JobState> fail_transient(const Lease& lease, const std::string& error_kind,
                                          const std::string& message, const Backoff& backoff) override;
   bool finish_cancelled(const Lease& lease, const JobResult& partial) override;
-  bool release(const Lease& lease) override;
+  bool release(const Lease& lease, const std::string& reason) override;
 
   Recovery recover_expired(const Backoff& backoff) override;
   Recovery recover_worker(const std::string& worker, const Backoff& backoff) override;
 
   bool cancel(int64_t id) override;
-  RetryOutcome retry(int64_t id) override;
+  RetryOutcome retry(int64_t id, const std::string& model) override;
   QueueCounts counts() override { return counts_of(""); }
   QueueCounts counts(const std::string& batch) override { return counts_of(batch); }
 
@@ -168,8 +168,8 @@ class TransitionQueue : public Queue {
   virtual void finish_unfenced(int64_t id, const char* state) = 0;
   virtual void request_cancel(int64_t id) = 0;
   // In a write: a final job back to queued as new (attempts 0, error, times,
-  // cancel flag, backoff and result cleared).
-  virtual void reset_to_queued(int64_t id) = 0;
+  // cancel flag, backoff and result cleared), on `model` unless it is empty.
+  virtual void reset_to_queued(int64_t id, const std::string& model) = 0;
   // The counts of one batch's jobs ("" = every job).
   virtual QueueCounts counts_of(const std::string& batch) = 0;
 

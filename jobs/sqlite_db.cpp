@@ -1,6 +1,9 @@
 #include "jobs/sqlite_db.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -61,12 +64,25 @@ std::string shorten(std::string_view sql) {
   return s;
 }
 
+// A database file that does not exist yet is created here, empty and 0600
+// (fchmod: the umask cannot widen or narrow it), before SQLite opens it:
+// SQLite would create it 0644 under the usual umask. Memory databases and
+// URIs are left to SQLite; a failure here is reported by the open that follows.
+void create_private(const std::string& path) {
+  if (path.empty() || path == ":memory:" || path.starts_with("file:")) return;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;  // exists already (keeps its mode), or the open below names the problem
+  (void)::fchmod(fd, 0600);
+  ::close(fd);
+}
+
 }  // namespace
 
 // ---- Db ---------------------------------------------------------------------
 
 Db::Db(const std::string& path, const SqliteOptions& options)
     : path_(path), busy_timeout_ms_(options.busy_timeout_ms) {
+  create_private(path);
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {

@@ -75,7 +75,10 @@ class CachedStmt {
 class Db {
  public:
   // Opens (creating if needed) the file, then: busy_timeout, foreign keys
-  // on, WAL journal, synchronous (see SqliteOptions in jobs/queue.h).
+  // on, WAL journal, synchronous (see SqliteOptions in jobs/queue.h). A new
+  // file is created 0600 whatever the umask (results may be private; the
+  // -wal and -shm files take the database's mode); an existing file keeps
+  // its mode, so `chmod 0660` makes it group-writable for good.
   explicit Db(const std::string& path, const SqliteOptions& options = {});
   ~Db();
   Db(const Db&) = delete;

@@ -100,6 +100,31 @@ std::vector<BatchSummary> SqliteQueue::batches(int32_t limit) {
   return out;
 }
 
+int64_t SqliteQueue::prune(int64_t older_than_ms, const std::vector<JobState>& states) {
+  const std::string list = final_states_csv(states);
+  if (list.empty()) return 0;
+  WriteTransaction tx(db_);
+  const int64_t cutoff = now_epoch_ms() - older_than_ms;
+  // The jobs' rows in the other tables go first (not left to ON DELETE CASCADE,
+  // so a connection with foreign keys off cannot leave orphans).
+  const char* const kOld = "SELECT id FROM jobs WHERE finished_ms < ?1 AND instr(',' || ?2 || ',', ',' || state || ',') > 0";
+  for (const char* table : {"results", "attempts", "checkpoints"}) {
+    Stmt del(db_, std::string("DELETE FROM ") + table + " WHERE job_id IN (" + kOld + ")");
+    del.bind(1, cutoff).bind(2, list);
+    del.run();
+  }
+  Stmt count(db_, std::string("SELECT count(*) FROM (") + kOld + ")");
+  count.bind(1, cutoff).bind(2, list);
+  count.step();
+  const int64_t n = count.int64(0);
+  count.reset();
+  Stmt del(db_, "DELETE FROM jobs WHERE finished_ms < ?1 AND instr(',' || ?2 || ',', ',' || state || ',') > 0");
+  del.bind(1, cutoff).bind(2, list);
+  del.run();
+  tx.commit();
+  return n;
+}
+
 void SqliteQueue::register_worker(const WorkerInfo& info) {
   WriteTransaction tx(db_);
   const int64_t now = now_epoch_ms();
@@ -119,13 +144,14 @@ void SqliteQueue::register_worker(const WorkerInfo& info) {
   tx.commit();
 }
 
-void SqliteQueue::worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) {
+void SqliteQueue::worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
+                                   const std::string& problem) {
   WriteTransaction tx(db_);
   const int64_t now = now_epoch_ms();
   auto up = db_.cached(
       "UPDATE workers SET heartbeat_ms = ?2, heartbeat_at = ?3, model = ?4, jobs = ?5, stopped_ms = NULL, "
-      "stopped_at = NULL WHERE id = ?1");
-  up->bind(1, id).bind(2, now).bind(3, iso8601_utc(now)).bind(4, model).bind(5, ints_to_json(jobs));
+      "stopped_at = NULL, problem = ?6 WHERE id = ?1");
+  up->bind(1, id).bind(2, now).bind(3, iso8601_utc(now)).bind(4, model).bind(5, ints_to_json(jobs)).bind(6, problem);
   up->run();
   tx.commit();
 }

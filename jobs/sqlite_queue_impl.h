@@ -71,10 +71,12 @@ class SqliteQueue final : public TransitionQueue {
   std::vector<Job> list(const ListFilter& filter) override;
   std::vector<AttemptRecord> attempts(int64_t id) override;
   std::vector<BatchSummary> batches(int32_t limit) override;
+  int64_t prune(int64_t older_than_ms, const std::vector<JobState>& states) override;
 
   // ---- the fleet ----------------------------------------------------------------
   void register_worker(const WorkerInfo& info) override;
-  void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs) override;
+  void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
+                        const std::string& problem) override;
   void worker_stopped(const std::string& id) override;
   std::vector<WorkerInfo> workers() override;
 
@@ -106,7 +108,7 @@ class SqliteQueue final : public TransitionQueue {
   std::optional<std::string> locked_state_of(int64_t id) override;
   void finish_unfenced(int64_t id, const char* state) override;
   void request_cancel(int64_t id) override;
-  void reset_to_queued(int64_t id) override;
+  void reset_to_queued(int64_t id, const std::string& model) override;
   QueueCounts counts_of(const std::string& batch) override;
 
  private:

@@ -230,14 +230,15 @@ void SqliteQueue::request_cancel(int64_t id) {
   db_.cached("UPDATE jobs SET cancel_requested = 1 WHERE id = ?1")->bind(1, id).run();
 }
 
-void SqliteQueue::reset_to_queued(int64_t id) {
+void SqliteQueue::reset_to_queued(int64_t id, const std::string& model) {
   db_.cached(R"(
     UPDATE jobs SET state = 'queued', attempts = 0, worker = NULL, started_ms = NULL, started_at = NULL,
                     finished_ms = NULL, finished_at = NULL, error_kind = NULL, error = NULL,
                     cancel_requested = 0, not_before_ms = NULL, not_before_at = NULL,
-                    lease_expires_ms = NULL, lease_expires_at = NULL
+                    lease_expires_ms = NULL, lease_expires_at = NULL, model = coalesce(?2, model)
     WHERE id = ?1)")
       ->bind(1, id)
+      .bind_text_or_null(2, model)
       .run();
   db_.cached("DELETE FROM results WHERE job_id = ?1")->bind(1, id).run();
 }

@@ -16,7 +16,7 @@ enum ExitCode : int {
 
 // run, logits, model info  (daemon/cli/generation_commands.cpp)
 void add_generation_commands(CLI::App& app, int& exit_code);
-// submit, list, show, cancel, retry  (daemon/cli/queue_commands.cpp)
+// submit, list, show, cancel, retry, prune  (daemon/cli/queue_commands.cpp)
 void add_queue_commands(CLI::App& app, int& exit_code);
 // export, status, watch  (daemon/cli/workflow_commands.cpp)
 void add_workflow_commands(CLI::App& app, int& exit_code);

@@ -48,13 +48,16 @@ std::string read_document(const fs::path& path, std::string& problem) {
 
 }  // namespace
 
-std::vector<Document> find_documents(const fs::path& dir, const std::vector<std::string>& globs) {
+std::vector<Document> find_documents(const fs::path& dir, const std::vector<std::string>& globs,
+                                     bool follow_symlinks, std::vector<std::string>* skipped_symlinks) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw Error(ErrorKind::invalid_input, dir.string() + " is not a folder: --dir takes the folder of documents");
   }
   std::vector<Document> docs;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec);
+  std::vector<std::string> skipped;
+  fs::recursive_directory_iterator it(
+      dir, follow_symlinks ? fs::directory_options::follow_directory_symlink : fs::directory_options::none, ec);
   if (ec) throw Error(ErrorKind::invalid_input, "cannot read the folder " + dir.string() + ": " + ec.message());
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) throw Error(ErrorKind::invalid_input, "cannot read the folder " + dir.string() + ": " + ec.message());
@@ -63,14 +66,20 @@ std::vector<Document> find_documents(const fs::path& dir, const std::vector<std:
       if (it->is_directory(ec)) it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file(ec) || is_export_output(name)) continue;
     const std::string relative = it->path().lexically_relative(dir).generic_string();
+    if (!follow_symlinks && it->is_symlink(ec)) {
+      skipped.push_back(relative);
+      continue;
+    }
+    if (!it->is_regular_file(ec) || is_export_output(name)) continue;
     if (std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return matches(g, relative, name); })) {
       docs.push_back({relative, it->path()});
     }
   }
   std::sort(docs.begin(), docs.end(),
             [](const Document& a, const Document& b) { return a.relative_path < b.relative_path; });
+  std::sort(skipped.begin(), skipped.end());
+  if (skipped_symlinks != nullptr) *skipped_symlinks = std::move(skipped);
   return docs;
 }
 

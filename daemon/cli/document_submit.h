@@ -7,6 +7,10 @@
 //   against the path relative to the folder). Hidden files and folders
 //   (".name") and the files `export --dir` writes ("*.continued.*") are
 //   never documents, so exporting into the documents' folder is safe.
+// - Symbolic links (to files or folders) are skipped and named in
+//   `skipped_symlinks`, so a link cannot queue a file from outside the folder
+//   (under the nightly service: /etc/nightshift/config.yaml with a database
+//   password) unless follow_symlinks (`--follow-symlinks`) says they belong.
 // - A job's prompt is the document's text; source_path is the file's
 //   absolute path; custom_id is "<relative path>@<first 16 hex digits of the
 //   SHA-256 of the text>", which names the document and its version (export
@@ -36,8 +40,11 @@ struct Document {
 };
 
 // Sorted by relative path. Throws ns::Error(invalid_input) when `dir` is not
-// a readable folder.
-std::vector<Document> find_documents(const std::filesystem::path& dir, const std::vector<std::string>& globs);
+// a readable folder. Skipped links go to *skipped_symlinks (relative paths,
+// sorted) when it is given.
+std::vector<Document> find_documents(const std::filesystem::path& dir, const std::vector<std::string>& globs,
+                                     bool follow_symlinks = false,
+                                     std::vector<std::string>* skipped_symlinks = nullptr);
 
 // "notes/one.md@3f2a9c1e4b5d6e7f" for the document's text.
 std::string document_custom_id(const std::string& relative_path, std::string_view text);

@@ -5,7 +5,11 @@
 // else $NIGHTSHIFT_DB, else ./nightshift.db. Errors print one line on stderr
 // and set an exit code from daemon/cli/commands.h (command_support.h).
 // `submit --jsonl` and `submit --dir` are jsonl_submit.h and document_submit.h.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -46,6 +50,14 @@ std::string read_prompt(const std::string& positional, const std::string& file) 
 
 // ---- submit -----------------------------------------------------------------
 
+// Keys that named other content (see add_submit): one line each, exit 4.
+void refuse_conflicts(const std::vector<std::string>& conflicts) {
+  if (conflicts.empty()) return;
+  std::string message = conflicts.front();
+  for (size_t i = 1; i < conflicts.size(); ++i) message += "\nnightshift submit: " + conflicts[i];
+  throw CommandError{kInvalidInput, message};
+}
+
 // One job per non-empty line of `text` (a trailing \r is dropped), all with
 // the flags of `base`; with a key, line N gets "KEY:N".
 std::vector<jobs::JobSpec> specs_from_lines(const std::string& text, const jobs::JobSpec& base,
@@ -77,6 +89,7 @@ struct SubmitArgs {
   std::vector<std::string> globs;
   jobs::JobSpec spec;
   bool json = false;
+  bool follow_symlinks = false;
 };
 
 // submit --jsonl FILE: every valid line queued, every invalid one reported.
@@ -135,7 +148,15 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
                                "and its content"};
   }
   const std::vector<std::string>& globs = a.globs.empty() ? kDefaultDocumentGlobs : a.globs;
-  const std::vector<Document> docs = find_documents(a.dir, globs);
+  std::vector<std::string> links;
+  const std::vector<Document> docs = find_documents(a.dir, globs, a.follow_symlinks, &links);
+  for (const std::string& link : links) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(std::filesystem::path(a.dir) / link, ec);
+    std::fprintf(stderr, "nightshift submit: warning: %s/%s is a symbolic link%s; skipped (--follow-symlinks queues "
+                 "what links point to)\n",
+                 a.dir.c_str(), link.c_str(), ec ? "" : (" to " + target.string()).c_str());
+  }
   const std::string batch = a.batch.empty() ? batch_name_from_dir(a.dir) : a.batch;
   std::string glob_list;
   for (const std::string& g : globs) glob_list += (glob_list.empty() ? "" : " ") + g;
@@ -197,6 +218,10 @@ void add_submit(CLI::App& app, int& exit_code) {
                                 "with --jsonl or --dir: the batch's name (default: the file's name without "
                                 "extension, or the folder's name)");
   glob->needs(dir);
+  cmd->add_flag("--follow-symlinks", a->follow_symlinks,
+                "with --dir: queue what symbolic links point to, even outside the folder (default: links are "
+                "skipped with a warning naming them)")
+      ->needs(dir);
   batch->excludes(positional);
   batch->excludes(file);
   batch->excludes(lines);
@@ -214,7 +239,8 @@ void add_submit(CLI::App& app, int& exit_code) {
   cmd->get_option("--stop")->allow_extra_args(false);
   cmd->add_option("--priority", a->spec.priority, "higher runs first; ties run oldest first")->capture_default_str();
   cmd->add_option("--key", a->spec.idempotency_key,
-                  "idempotency key: submitting the same key again returns the first job's id "
+                  "idempotency key: submitting the same request with the same key again returns the first "
+                  "job's id; the key with other content is refused (exit 4) "
                   "(with --prompt-lines, line N gets KEY:N; --jsonl and --dir make their own)");
   cmd->add_option("--max-attempts", a->spec.max_attempts,
                   "attempts that may end in a crash or a transient failure before the job is dead (1..100)")
@@ -234,14 +260,30 @@ void add_submit(CLI::App& app, int& exit_code) {
       "  nightshift submit --dir ~/notes --glob '*.md' --model k2 --max-tokens 800\n"
       "Submitting the same JSONL file or folder again queues only what is new or changed.\n"
       "Exit status: 0 queued (or already queued), 2 bad command line, 4 input rejected (empty or\n"
-      "non-UTF-8 prompt, sampling value out of range; with --jsonl/--dir: some lines or documents were\n"
-      "rejected, the others are queued), 1 database failure.\n");
+      "non-UTF-8 prompt, sampling value out of range, a --key that already names a job with other\n"
+      "content; with --jsonl/--dir: some lines or documents were rejected, the others are queued),\n"
+      "1 database failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("submit", exit_code, [&] {
       if (a->spec.model.empty() && a->jsonl.empty()) throw CommandError{kUsage, "--model is required"};
       if (!a->jsonl.empty()) return submit_jsonl_file(*a, exit_code);
       if (!a->dir.empty()) return submit_document_dir(*a, exit_code);
-      auto print = [&](const jobs::SubmitOutcome& out, const std::string& key) {
+      // A key names one request: the same key with other content is refused
+      // (exit 4), as a changed JSONL line is, instead of returning the old job.
+      std::vector<std::string> conflicts;
+      auto print = [&](jobs::Queue& queue, const jobs::SubmitOutcome& out, const jobs::JobSpec& spec) {
+        const std::string& key = spec.idempotency_key;
+        if (!out.created) {
+          const std::optional<jobs::Job> old = queue.get(out.id);
+          const std::string diff = old ? jobs::spec_difference(old->spec, spec) : std::string();
+          if (!diff.empty()) {
+            conflicts.push_back("key '" + key + "' already names job " + std::to_string(out.id) + " (" +
+                                jobs::state_name(old->state) + ") with another " + diff +
+                                "; nothing was queued for it: give the changed request a new --key, or `nightshift "
+                                "show " + std::to_string(out.id) + "` to see what the key holds");
+            return;
+          }
+        }
         if (a->json) {
           std::cout << daemon::json_text({{"id", out.id}, {"created", out.created}}) << "\n";
         } else {
@@ -262,9 +304,10 @@ void add_submit(CLI::App& app, int& exit_code) {
         for (size_t i = 0; i < specs.size(); i += kChunk) {
           const size_t n = std::min(kChunk, specs.size() - i);
           const std::vector<jobs::SubmitOutcome> outs = queue->submit_many(std::span(specs).subspan(i, n));
-          for (size_t k = 0; k < outs.size(); ++k) print(outs[k], specs[i + k].idempotency_key);
+          for (size_t k = 0; k < outs.size(); ++k) print(*queue, outs[k], specs[i + k]);
         }
         std::cout.flush();
+        refuse_conflicts(conflicts);
         return;
       }
       if (a->prompt.empty() && a->prompt_file.empty()) {
@@ -273,7 +316,8 @@ void add_submit(CLI::App& app, int& exit_code) {
       }
       a->spec.prompt = read_prompt(a->prompt, a->prompt_file);
       auto queue = open_queue(a->db);
-      print(queue->submit(a->spec), a->spec.idempotency_key);
+      print(*queue, queue->submit(a->spec), a->spec);
+      refuse_conflicts(conflicts);
     });
   });
 }
@@ -354,7 +398,10 @@ void add_show(CLI::App& app, int& exit_code) {
         j["history"] = daemon::attempts_to_json(history);
         std::cout << daemon::json_text(j, 2) << "\n";
       } else {
-        std::cout << daemon::format_job_details(*job) << daemon::format_attempts(history);
+        // On a terminal, control characters in prompts and outputs are shown,
+        // not obeyed; into a pipe or file the text goes out as it is.
+        std::cout << daemon::format_job_details(*job, ::isatty(STDOUT_FILENO) == 1)
+                  << daemon::format_attempts(history);
       }
     });
   });
@@ -362,35 +409,90 @@ void add_show(CLI::App& app, int& exit_code) {
 
 // ---- cancel -----------------------------------------------------------------
 
+// Which jobs `cancel` and `retry` act on: the ids given, or the jobs of
+// --batch NAME in --state STATE (default: every state in `wanted`). Jobs of
+// other states are left alone. Throws kUsage for neither or both, kNotFound
+// for a batch with no job at all.
+struct Selection {
+  std::vector<int64_t> ids;
+  std::string batch, state;
+};
+
+void add_selection_options(CLI::App* cmd, Selection& sel, const char* states) {
+  cmd->add_option("id", sel.ids, "job ids (several may be given)");
+  cmd->add_option("--batch", sel.batch, "every job of this batch (nightshift status lists the batches)");
+  cmd->add_option("--state", sel.state, std::string("with --batch: only jobs in this state (default: ") + states + ")")
+      ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled", "dead"}));
+}
+
+std::vector<int64_t> selected_ids(jobs::Queue& queue, const Selection& sel, std::vector<jobs::JobState> wanted,
+                                  const char* command) {
+  if (!sel.ids.empty() && !sel.batch.empty()) throw CommandError{kUsage, "give job ids or --batch NAME, not both"};
+  if (sel.ids.empty() && sel.batch.empty()) throw CommandError{kUsage, "give job ids or --batch NAME"};
+  if (!sel.state.empty() && sel.batch.empty()) throw CommandError{kUsage, "--state goes with --batch NAME"};
+  if (!sel.ids.empty()) return sel.ids;
+  if (!sel.state.empty()) wanted = {*jobs::parse_state(sel.state)};
+  jobs::ListFilter filter;
+  filter.batch = sel.batch;
+  filter.limit = 0;
+  filter.order = jobs::ListFilter::Order::oldest_first;
+  const std::vector<jobs::Job> all = queue.list(filter);
+  if (all.empty()) throw CommandError{kNotFound, "no job of batch " + sel.batch + " in this database"};
+  std::vector<int64_t> ids;
+  for (const jobs::Job& j : all) {
+    if (std::find(wanted.begin(), wanted.end(), j.state) != wanted.end()) ids.push_back(j.id);
+  }
+  if (ids.empty()) {
+    std::string names;
+    for (jobs::JobState w : wanted) names += (names.empty() ? "" : " or ") + std::string(jobs::state_name(w));
+    std::fprintf(stderr, "nightshift %s: batch %s has no %s job\n", command, sel.batch.c_str(), names.c_str());
+  }
+  return ids;
+}
+
 void add_cancel(CLI::App& app, int& exit_code) {
   struct Args {
     DatabaseArgs db;
-    int64_t id = 0;
+    Selection sel;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "cancel", "Cancel a job: a queued job at once, a running one when the daemon next checks (within ~1 s)");
-  cmd->add_option("id", a->id, "job id")->required();
+      "cancel", "Cancel jobs: a queued job at once, a running one when the daemon next checks (within ~1 s)");
+  add_selection_options(cmd, a->sel, "queued and running");
   add_database_options(cmd, a->db);
   cmd->footer(
-      "Example:\n"
+      "Examples:\n"
       "  nightshift cancel 42\n"
-      "Exit status: 0 cancelled or cancel requested, 3 no such job, 1 the job had already finished.\n");
+      "  nightshift cancel 42 43 44\n"
+      "  nightshift cancel --batch nightly              # every queued or running job of the batch\n"
+      "  nightshift cancel --batch nightly --state queued\n"
+      "Exit status: 0 cancelled or cancel requested, 3 no such job (or batch), 1 a job had already finished.\n");
   cmd->callback([a, &exit_code] {
     run_command("cancel", exit_code, [&] {
       auto queue = open_existing(a->db);
-      const bool accepted = queue->cancel(a->id);
-      std::optional<jobs::Job> job = queue->get(a->id);
-      if (!job) throw CommandError{kNotFound, "no job " + std::to_string(a->id) + " in this database"};
-      if (!accepted) {
-        throw CommandError{kFailure, "job " + std::to_string(a->id) + " is already " +
-                                         jobs::state_name(job->state) + "; nothing to cancel"};
+      const std::vector<int64_t> ids =
+          selected_ids(*queue, a->sel, {jobs::JobState::queued, jobs::JobState::running}, "cancel");
+      // One job: its problem is the error line; several: one line each, then a summary.
+      std::optional<CommandError> first_error;
+      const auto refuse = [&](int code, const std::string& message) {
+        if (ids.size() > 1) std::fprintf(stderr, "nightshift cancel: %s\n", message.c_str());
+        if (!first_error) first_error = CommandError{code, ids.size() > 1 ? "some jobs were not cancelled" : message};
+      };
+      for (int64_t id : ids) {
+        const std::string name = "job " + std::to_string(id);
+        const bool accepted = queue->cancel(id);
+        const std::optional<jobs::Job> job = queue->get(id);
+        if (!job) {
+          refuse(kNotFound, "no " + name + " in this database");
+        } else if (!accepted) {
+          refuse(kFailure, name + " is already " + jobs::state_name(job->state) + "; nothing to cancel");
+        } else if (job->state == jobs::JobState::running) {
+          std::cout << name << " is running; cancel requested (the daemon stops it at its next check)\n";
+        } else {
+          std::cout << name << " " << jobs::state_name(job->state) << "\n";
+        }
       }
-      if (job->state == jobs::JobState::running) {
-        std::cout << "job " << a->id << " is running; cancel requested (the daemon stops it at its next check)\n";
-      } else {
-        std::cout << "job " << a->id << " " << jobs::state_name(job->state) << "\n";
-      }
+      if (first_error) throw *first_error;
     });
   });
 }
@@ -400,28 +502,34 @@ void add_cancel(CLI::App& app, int& exit_code) {
 void add_retry(CLI::App& app, int& exit_code) {
   struct Args {
     DatabaseArgs db;
-    std::vector<int64_t> ids;
+    Selection sel;
+    std::string model;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "retry", "Queue failed, dead or cancelled jobs again, as new (attempts reset, result and checkpoint dropped)");
-  cmd->add_option("id", a->ids, "job ids")->required();
+  add_selection_options(cmd, a->sel, "failed, dead and cancelled");
+  cmd->add_option("--model", a->model,
+                  "run the retried jobs on this model from now on (jobs queued under a wrong model name)");
   add_database_options(cmd, a->db);
   cmd->footer(
       "Examples:\n"
-      "  nightshift retry 42\n"
+      "  nightshift retry 42 43\n"
+      "  nightshift retry --batch nightly --state failed --model mixtral   # a night queued under a wrong name\n"
       "  nightshift list --state dead --json | jq -r '.[].id' | xargs nightshift retry\n"
       "The attempts so far stay in the job's history (nightshift show ID).\n"
-      "Exit status: 0 all queued again, 3 an id is unknown, 1 a job is queued, running or done.\n");
+      "Exit status: 0 all queued again, 3 an id (or the batch) is unknown, 1 a job is queued, running or done.\n");
   cmd->callback([a, &exit_code] {
     run_command("retry", exit_code, [&] {
       auto queue = open_existing(a->db);
+      const std::vector<int64_t> ids = selected_ids(
+          *queue, a->sel, {jobs::JobState::failed, jobs::JobState::dead, jobs::JobState::cancelled}, "retry");
       std::optional<CommandError> first_error;
-      for (int64_t id : a->ids) {
+      for (int64_t id : ids) {
         const std::string name = "job " + std::to_string(id);
-        switch (queue->retry(id)) {
+        switch (queue->retry(id, a->model)) {
           case jobs::RetryOutcome::requeued:
-            std::cout << name << " queued again\n";
+            std::cout << name << " queued again" << (a->model.empty() ? "" : " on model " + a->model) << "\n";
             break;
           case jobs::RetryOutcome::not_found:
             std::fprintf(stderr, "nightshift retry: no %s in this database\n", name.c_str());
@@ -441,6 +549,66 @@ void add_retry(CLI::App& app, int& exit_code) {
   });
 }
 
+// ---- prune ------------------------------------------------------------------
+
+// "30d", "12h", "90m", "3600s" in milliseconds; CommandError (kUsage) otherwise.
+int64_t parse_age_ms(const std::string& text) {
+  size_t used = 0;
+  int64_t n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string unit = n >= 0 ? text.substr(used) : "";
+  const int64_t per = unit == "d" ? 86'400'000 : unit == "h" ? 3'600'000 : unit == "m" ? 60'000 : unit == "s" ? 1000 : 0;
+  if (n < 0 || per == 0 || n > INT64_MAX / per) {
+    throw CommandError{kUsage, "--older-than takes a whole number of days, hours, minutes or seconds (30d, 12h, 90m, "
+                               "3600s), got '" + text + "'"};
+  }
+  return n * per;
+}
+
+void add_prune(CLI::App& app, int& exit_code) {
+  struct Args {
+    DatabaseArgs db;
+    std::string older_than;
+    std::vector<std::string> states;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "prune", "Delete old finished jobs with their attempts, checkpoints and results (safe while daemons run)");
+  cmd->add_option("--older-than", a->older_than, "jobs that finished longer ago than this: 30d, 12h, 90m, 3600s")
+      ->required();
+  cmd->add_option("--state", a->states,
+                  "only jobs in this final state (repeatable; default: done, failed, cancelled and dead)")
+      ->check(CLI::IsMember({"done", "failed", "cancelled", "dead"}))
+      ->allow_extra_args(false);
+  add_database_options(cmd, a->db);
+  cmd->footer(
+      "Queued and running jobs are never deleted. Everything goes in one transaction: a prune that fails\n"
+      "deletes nothing. The file does not shrink (SQLite reuses the pages); see docs/operations.md.\n"
+      "Examples:\n"
+      "  nightshift prune --older-than 30d --state done\n"
+      "  nightshift prune --older-than 90d\n"
+      "Exit status: 0 pruned (also when nothing was old enough), 2 bad command line, 1 database failure.\n");
+  cmd->callback([a, &exit_code] {
+    run_command("prune", exit_code, [&] {
+      const int64_t age_ms = parse_age_ms(a->older_than);
+      std::vector<jobs::JobState> states;
+      for (const std::string& s : a->states) states.push_back(*jobs::parse_state(s));
+      if (states.empty()) {
+        states = {jobs::JobState::done, jobs::JobState::failed, jobs::JobState::cancelled, jobs::JobState::dead};
+      }
+      auto queue = open_existing(a->db);
+      const int64_t n = queue->prune(age_ms, states);
+      std::string names;
+      for (jobs::JobState s : states) names += (names.empty() ? "" : ", ") + std::string(jobs::state_name(s));
+      std::cout << "deleted " << n << " job(s) (" << names << ") that finished more than " << a->older_than
+                << " ago, with their attempts and results\n";
+    });
+  });
+}
+
 }  // namespace
 
 void add_queue_commands(CLI::App& app, int& exit_code) {
@@ -449,6 +617,7 @@ void add_queue_commands(CLI::App& app, int& exit_code) {
   add_show(app, exit_code);
   add_cancel(app, exit_code);
   add_retry(app, exit_code);
+  add_prune(app, exit_code);
 }
 
 }  // namespace ns::cli

@@ -190,6 +190,7 @@ std::string format_status(const StatusSnapshot& s, const StatusStyle& style) {
     }
     if (!w->version.empty()) o << "  version " << w->version;
     o << "\n";
+    if (w->stopped_ms == 0 && !w->problem.empty()) o << "    CANNOT SERVE: " << w->problem << "\n";
   }
   return o.str();
 }
@@ -252,6 +253,7 @@ nlohmann::json status_to_json(const StatusSnapshot& s) {
                        {"heartbeat_ms", w.heartbeat_ms},
                        {"stopped_ms", w.stopped_ms == 0 ? json() : json(w.stopped_ms)},
                        {"state", worker_state_text(w, s.now_ms)},
+                       {"problem", w.problem.empty() ? json() : json(w.problem)},
                        {"jobs", w.jobs}});
   }
   return {{"now_ms", s.now_ms},

@@ -157,7 +157,8 @@ const std::vector<Option>& option_table() {
                  "job at a time (applies at the next model load)",
                  &Config::max_batch),
       {{"claim_models", "string", "any",
-        "which jobs this daemon claims: any (a job naming a model not under models: fails with that error) or "
+        "which jobs this daemon claims: any (a job naming a model not under models: goes back to the queue, and "
+        "the daemon says so) or "
         "configured (only jobs for its own models; for fleets whose machines hold different models)",
         true},
        [](Config& c, const YAML::Node& n, const Context& ctx) {

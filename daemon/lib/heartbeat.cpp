@@ -35,13 +35,15 @@ Heartbeat::Heartbeat(QueueFactory open_queue, RunStatus& status, const ServiceNo
       worker_id_(options.worker_id),
       thread_([this] { loop(); }) {}
 
-Heartbeat::~Heartbeat() {
+Heartbeat::~Heartbeat() { stop(); }
+
+void Heartbeat::stop() {
   {
     std::lock_guard lock(mu_);
     quit_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void Heartbeat::set_timing(int64_t lease_ms, int64_t stall_timeout_ms) {
@@ -117,15 +119,17 @@ void Heartbeat::tick(jobs::Queue* queue) {
   }
 
   // Periodically, and at once when a job starts or ends.
-  if (!stalled && (now - last_status_ms_ >= status_interval_ms_ || job_ids != status_jobs_)) {
+  if (!stalled && (now - last_status_ms_ >= status_interval_ms_ || job_ids != status_jobs_ ||
+                   snap.problem != status_problem_)) {
     last_status_ms_ = now;
     status_jobs_ = job_ids;
+    status_problem_ = snap.problem;
     std::optional<jobs::QueueCounts> counts;
     if (queue != nullptr) {
       try {
         counts = queue->counts();
         // The fleet's view of this daemon (`nightshift status`).
-        if (!worker_id_.empty()) queue->worker_heartbeat(worker_id_, snap.loaded_model, job_ids);
+        if (!worker_id_.empty()) queue->worker_heartbeat(worker_id_, snap.loaded_model, job_ids, snap.problem);
       } catch (const Error& e) {
         spdlog::debug("heartbeat: cannot count the queue or update the workers row: {}", e.what());
       }

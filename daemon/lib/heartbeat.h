@@ -1,11 +1,13 @@
 // The daemon's periodic thread (its "cron"): renews the running jobs' leases
 // every min(lease_ms / 3, progress_interval_ms), writing each job's progress
 // with it; reports STATUS= and WATCHDOG=1 to systemd and refreshes this
-// daemon's row in the workers table every status_interval_ms; and calls the
+// daemon's row in the workers table every status_interval_ms (and at once when
+// the running jobs or the worker's configuration problem change); and calls the
 // daemon's own hook (config reload, drain deadline) every tick.
 //
-// Contract: runs from construction to destruction (the destructor stops and
-// joins it). It uses its own Queue, opened on its thread (a Queue is used from
+// Contract: runs from construction until stop() or destruction (both stop
+// and join it; stop() is idempotent). The daemon stops it before it marks
+// itself stopped in the workers table, so no late heartbeat clears that mark. It uses its own Queue, opened on its thread (a Queue is used from
 // one thread). A renewal refused by the fence marks the lease lost in
 // RunStatus, which makes the worker drop the job at its next token. When the
 // worker has been quiet for longer than stall_timeout_ms (a hung generation),
@@ -50,6 +52,8 @@ class Heartbeat {
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
 
+  // Stops and joins the thread; nothing is written after it returns.
+  void stop();
   // SIGHUP: new timings apply from the next tick.
   void set_timing(int64_t lease_ms, int64_t stall_timeout_ms);
   // Lease renewals that held (for tests and the log).
@@ -77,6 +81,7 @@ class Heartbeat {
   std::map<int64_t, Renewal> renewed_;  // by job id
   int64_t last_watchdog_ms_ = 0, last_status_ms_ = 0;
   std::vector<int64_t> status_jobs_;    // the jobs the last STATUS= was about
+  std::string status_problem_;          // and the configuration problem it reported
   bool stall_reported_ = false;
 
   std::mutex mu_;

@@ -17,18 +17,25 @@ json iso_or_null(int64_t ms) { return ms == 0 ? json(nullptr) : json(jobs::iso86
 json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 // The first `max_chars` UTF-8 characters of `s` on one line.
+// The first max_chars characters of s on one line: newlines and tabs as
+// spaces, other controls escaped (an escape counts as one character).
 std::string preview(const std::string& s, size_t max_chars) {
+  std::string flat = s;
+  for (char& c : flat) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  const std::string shown = escape_controls(flat, false);
   std::string out;
   size_t chars = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(shown[i]);
     const bool starts_char = (c & 0xC0) != 0x80;
     if (starts_char && chars == max_chars) {
       out += "...";
       break;
     }
     if (starts_char) ++chars;
-    out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : static_cast<char>(c);
+    out += static_cast<char>(c);
   }
   return out;
 }
@@ -59,6 +66,26 @@ std::string input_preview(const jobs::JobSpec& spec) {
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
 
 }  // namespace
+
+std::string escape_controls(std::string_view s, bool keep_layout) {
+  std::string out;
+  out.reserve(s.size());
+  const auto hex = [&out](unsigned v) { out += fmt::format("\\x{:02x}", v); };
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (keep_layout && (c == '\n' || c == '\t')) {
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      hex(c);
+    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      hex(static_cast<unsigned char>(s[++i]));  // U+0080..U+009F: C1 controls (CSI is U+009B)
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 std::string json_text(const json& value, int indent) {
   return value.dump(indent, ' ', false, json::error_handler_t::replace);
@@ -186,12 +213,13 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs) {
   return out;
 }
 
-std::string format_job_details(const jobs::Job& job) {
+std::string format_job_details(const jobs::Job& job, bool escape) {
   const SamplingParams& sp = job.spec.sampling;
   const std::string stop = json_text(json(sp.stop));
   std::string out;
+  const auto shown = [escape](const std::string& text) { return escape ? escape_controls(text, true) : text; };
   auto field = [&](const char* name, const std::string& value) {
-    out += fmt::format("  {:<17}{}\n", name, value.empty() ? "-" : value);
+    out += fmt::format("  {:<17}{}\n", name, value.empty() ? "-" : escape_controls(value, true));
   };
   out += fmt::format("job {}: {}{}\n", job.id, jobs::state_name(job.state),
                      job.cancel_requested && job.state == jobs::JobState::running ? " (cancel requested)" : "");
@@ -247,9 +275,9 @@ std::string format_job_details(const jobs::Job& job) {
   if (job.spec.is_chat()) {
     out += "--- messages ---\n" + json_text(json::parse(job.spec.messages, nullptr, false), 2) + "\n";
   } else {
-    out += "--- prompt ---\n" + job.spec.prompt + "\n";
+    out += "--- prompt ---\n" + shown(job.spec.prompt) + "\n";
   }
-  if (job.result) out += "--- output ---\n" + job.result->text + "\n";
+  if (job.result) out += "--- output ---\n" + shown(job.result->text) + "\n";
   return out;
 }
 

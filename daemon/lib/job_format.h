@@ -22,12 +22,21 @@ nlohmann::json job_to_json(const jobs::Job& job);
 // making the output fail. indent < 0: one line.
 std::string json_text(const nlohmann::json& value, int indent = -1);
 
+// `s` with its control characters shown as text instead of acting on a
+// terminal: C0 controls, DEL and the C1 range U+0080..U+009F become "\x1b"
+// style escapes (a prompt holding ESC [ 2 J must not clear the screen of
+// whoever lists the queue); newline and tab stay when keep_layout.
+std::string escape_controls(std::string_view s, bool keep_layout);
+
 // One line per job: id, state, model, priority, created, tokens, tok/s and
-// the start of the output (or the error).
+// the start of the output (or the error). Control characters are always
+// escaped (escape_controls), newlines and tabs shown as spaces.
 std::string format_job_table(const std::vector<jobs::Job>& jobs);
 
-// Every field, the result's stats and the full prompt and output.
-std::string format_job_details(const jobs::Job& job);
+// Every field, the result's stats and the full prompt and output. With
+// escape (`nightshift show` on a terminal) every text is escape_controls'ed,
+// keeping newlines and tabs; without it, prompt and output are written as they are.
+std::string format_job_details(const jobs::Job& job, bool escape = false);
 
 // A job's claims and how each ended (`nightshift show`): a JSON array, and
 // one line per attempt ("" when it never ran).

@@ -47,6 +47,11 @@ void RunStatus::set_loaded_model(const std::string& model) {
   s_.loaded_model = model;
 }
 
+void RunStatus::set_problem(const std::string& problem) {
+  std::lock_guard lock(mu_);
+  s_.problem = problem;
+}
+
 RunStatus::Snapshot RunStatus::snapshot() const {
   std::lock_guard lock(mu_);
   return s_;
@@ -107,6 +112,7 @@ std::string status_line(const RunStatus::Snapshot& s, const jobs::QueueCounts* c
     if (counts->running > mine) line += fmt::format(", {} running elsewhere", counts->running - mine);
   }
   line += fmt::format("; {} finished since start", s.jobs_finished);
+  if (!s.problem.empty()) line += "; CANNOT SERVE: " + s.problem;
   return line;
 }
 

@@ -30,12 +30,16 @@ class RunStatus {
     std::string model;          // the model they run on
     std::string loaded_model;   // the model whose engine is loaded ("" = none), running or not
     int64_t jobs_finished = 0;
+    std::string problem;        // what the daemon's own configuration keeps it from serving ("" = nothing)
   };
 
   void start_job(const jobs::Lease& lease, const std::string& model, int32_t max_tokens, int32_t resumed);
   void progress(int64_t job_id, int32_t prompt_tokens, int32_t prefilled, int32_t generated, double tok_s);
   void end_job(int64_t job_id);
   void set_loaded_model(const std::string& model);
+  // The worker's configuration problem (Worker: models it cannot serve), for
+  // the workers row, STATUS= and `nightshift status`.
+  void set_problem(const std::string& problem);
   Snapshot snapshot() const;
 
   // The heartbeat found the lease taken over: the worker must drop the job.

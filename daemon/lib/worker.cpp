@@ -110,6 +110,7 @@ const char* outcome_name(JobOutcome o) {
     case JobOutcome::released: return "released";
     case JobOutcome::lease_lost: return "lease_lost";
     case JobOutcome::database_unavailable: return "database_unavailable";
+    case JobOutcome::unservable: return "unservable";
   }
   return "failed";
 }
@@ -134,6 +135,48 @@ void Worker::update_options(WorkerOptions options) {
     drop_engine();
   }
   options_ = std::move(options);
+  if (!blocked_.empty()) {
+    spdlog::info("config reloaded: trying the model(s) this daemon could not serve again");
+    blocked_.clear();
+    publish_problem();
+  }
+}
+
+void Worker::block(const std::string& model, const std::string& reason, const std::vector<jobs::Job>& released) {
+  Blocked& b = blocked_[model];
+  ++b.failures;
+  std::string ids;
+  for (const jobs::Job& job : released) {
+    b.jobs.insert(job.id);
+    ids += (ids.empty() ? "" : ", ") + std::to_string(job.id);
+  }
+  b.reason = reason.substr(0, reason.find('\n'));
+  // At least a second (and a poll interval): even with retry_backoff_ms 0
+  // the job must not be claimed hot, and a --drain run must see the model
+  // blocked once to end.
+  const int64_t delay = std::max<int64_t>(jobs::backoff_delay_ms(options_.retry_backoff, b.failures),
+                                          std::max(1000, options_.poll_interval_ms));
+  b.until = Clock::now() + std::chrono::milliseconds(delay);
+  spdlog::error("THIS DAEMON CANNOT SERVE MODEL {}: {}. Job(s) {} left queued, attempts not counted ({} job(s) "
+                "so far); its jobs are not claimed for {} ms. Fix the config and reload it (SIGHUP) to try again at "
+                "once.",
+                model, reason, ids, b.jobs.size(), delay);
+  publish_problem();
+}
+
+void Worker::unblock(const std::string& model) {
+  if (blocked_.erase(model) == 0) return;
+  spdlog::info("model {}: served again", model);
+  publish_problem();
+}
+
+void Worker::publish_problem() {
+  std::string problem;
+  for (const auto& [model, b] : blocked_) {
+    problem += (problem.empty() ? "" : "; ") +
+               ("model " + model + ": " + b.reason + " (" + std::to_string(b.jobs.size()) + " job(s) left queued)");
+  }
+  status_.set_problem(problem);
 }
 
 template <class F>
@@ -157,11 +200,13 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
   load_ms = 0;
   auto it = options_.models.find(model);
   if (it == options_.models.end()) {
-    throw Error(ErrorKind::invalid_input,
-                "model '" + model + "' is not in the daemon's config (" + known_models(options_.models) +
-                    "); add it under models: in " +
-                    (options_.config_source.empty() ? std::string("the config") : options_.config_source) +
-                    " or resubmit with one of those names");
+    throw DaemonConfigError(ErrorKind::invalid_input,
+                            "model '" + model + "' is not in the daemon's config (" + known_models(options_.models) +
+                                "); add it under models: in " +
+                                (options_.config_source.empty() ? std::string("the config")
+                                                                : options_.config_source) +
+                                " and reload (SIGHUP); if the name is wrong, `nightshift cancel` the jobs and "
+                                "`nightshift retry --model RIGHT` them (docs/operations.md, \"A bad night\")");
   }
   const std::string& path = it->second;
   if (engine_ && engine_model_ == model && engine_path_ == path) return *engine_;
@@ -187,7 +232,13 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
     } catch (const Error& e) {
       // The KV cache grows with the batch: a budget that cannot hold
       // max_batch contexts may hold fewer. Halve rather than fail the jobs.
-      if (e.kind() != ErrorKind::invalid_input || eo.max_sequences <= 1) throw;
+      if (e.kind() != ErrorKind::invalid_input) throw;
+      // Loading sees no job: an invalid_input here is the engine settings
+      // (memory_budget, io_mode, context) against this model.
+      if (eo.max_sequences <= 1) {
+        throw DaemonConfigError(ErrorKind::invalid_input,
+                                "this daemon's configuration cannot load model '" + model + "': " + e.what());
+      }
       spdlog::warn("model {}: a batch of {} jobs does not fit ({}); trying {}", model, eo.max_sequences, e.what(),
                    eo.max_sequences / 2);
       eo.max_sequences /= 2;
@@ -240,8 +291,16 @@ Worker::Admitted Worker::admit() {
   std::vector<jobs::Job> claimed;
   try {
     std::vector<std::string> servable;
-    if (options_.claim_configured_only) {
-      for (const auto& [name, path] : options_.models) servable.push_back(name);
+    // Backing off from a model its config cannot serve: claim only the
+    // configured models not blocked (a model not configured is never one).
+    const auto now = Clock::now();
+    const bool backing_off = std::any_of(blocked_.begin(), blocked_.end(),
+                                         [&](const auto& kv) { return kv.second.until > now; });
+    if (options_.claim_configured_only || backing_off) {
+      for (const auto& [name, path] : options_.models) {
+        const auto b = blocked_.find(name);
+        if (b == blocked_.end() || b->second.until <= now) servable.push_back(name);
+      }
       if (servable.empty()) return Admitted::none;  // no models: nothing this daemon may claim
     }
     claimed = queue_.claim_batch(options_.worker_id, options_.lease_ms, free_slots,
@@ -260,6 +319,15 @@ Worker::Admitted Worker::admit() {
     try {
       engine_for(claimed.front().spec.model, load_ms);
       if (!batch_) batch_ = engine_->open_batch();
+      unblock(claimed.front().spec.model);
+    } catch (const DaemonConfigError& e) {
+      // Not the jobs' fault: they go back, this daemon stays away from the model for a while.
+      Execution ex;
+      ex.outcome = JobOutcome::unservable;
+      ex.error = e.what();  // the attempt's error; its kind is daemon_config (Queue::release)
+      for (const jobs::Job& job : claimed) end(job, ex);
+      block(claimed.front().spec.model, e.what(), claimed);
+      return Admitted::some;
     } catch (const Error& e) {
       // Every claimed job names this model: they share its fate.
       Execution ex;
@@ -552,6 +620,10 @@ JobOutcome Worker::record(const jobs::Job& job, const Execution& ex) {
       }
       break;
     }
+    case JobOutcome::unservable:
+      held = persist("release the job", job.id, [&] { return queue_.release(lease, ex.error); });
+      if (held) spdlog::warn("job {} (model {}) left queued, its attempt not counted", job.id, job.spec.model);
+      break;
     case JobOutcome::released:
       if (static_cast<int32_t>(ex.tokens.size()) > ex.checkpointed) {
         held = persist("save the checkpoint", job.id,
@@ -629,9 +701,19 @@ JobOutcome Worker::run_next() {
   return o;
 }
 
-bool Worker::retries_pending() {
+bool Worker::work_left() {
   try {
-    return queue_.counts().retry_waiting > 0;
+    const jobs::QueueCounts c = queue_.counts();
+    // Running jobs are not ours here (the batch is empty): another daemon's,
+    // or a dead one's under an unexpired lease. Those are taken over once
+    // the lease expires (recover_orphans), so the drain waits for them.
+    if (c.running > 0 && !waiting_for_others_) {
+      spdlog::info("drain: {} job(s) running under another worker; waiting until they end or their leases expire "
+                   "(then they are taken over here)",
+                   c.running);
+    }
+    waiting_for_others_ = c.running > 0;
+    return c.retry_waiting > 0 || c.running > 0;
   } catch (const jobs::DatabaseError& e) {
     if (!e.transient()) throw;
     return true;  // cannot tell: keep going rather than leave work behind
@@ -654,11 +736,19 @@ int Worker::run(bool drain) {
     switch (run_next()) {
       case JobOutcome::none_queued:
         if (stop_.load()) return claimed;
-        if (drain && !retries_pending()) return claimed;
+        if (drain && !work_left()) {
+          if (!blocked_.empty()) {
+            spdlog::error("drained what this daemon can serve; jobs it cannot serve are left queued: {}",
+                          status_.snapshot().problem);
+          }
+          return claimed;
+        }
         sleep_unless_stopped(options_.poll_interval_ms);
         break;
       case JobOutcome::database_unavailable:
         break;  // run_next waited already
+      case JobOutcome::unservable:
+        break;  // not an end: the job is still queued
       default:
         ++claimed;
         break;

@@ -14,9 +14,16 @@
 //
 // Contract:
 // - A job that cannot run ends `failed` at once when retrying cannot help
-//   (model not in the config, corrupt model, invalid parameters, prompt too
-//   long, ...) and goes back to the queue after a backoff when it can
-//   (I/O errors, out of memory; `dead` after max_attempts): daemon/lib/failure.h.
+//   (corrupt model, invalid parameters, prompt too long, ...) and goes back
+//   to the queue after a backoff when it can (I/O errors, out of memory;
+//   `dead` after max_attempts): daemon/lib/failure.h.
+// - A job this daemon's own configuration cannot run (its model is not under
+//   models:, memory_budget cannot load the model: DaemonConfigError) is
+//   released, its attempt not counted, and stays queued. The worker then
+//   claims no job of that model for a backoff (retry_backoff, doubling per
+//   failure, at least 1 s and poll_interval_ms) while it serves the others, logs an error each time and shows
+//   the reason in RunStatus::problem (the workers row, `nightshift status`).
+//   A reloaded config (update_options) tries every model again at once.
 // - While a job generates, its tokens are checkpointed every
 //   checkpoint_tokens tokens or checkpoint_interval_ms, whichever comes first
 //   (one small write, never one per token); a job claimed again resumes there.
@@ -41,6 +48,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,6 +89,7 @@ enum class JobOutcome {
   released,              // stopped mid-job: queued again, resumes from the checkpoint
   lease_lost,            // another worker took the job over; nothing written
   database_unavailable,  // the claim met a locked database or a full disk; try again later
+  unservable,            // this daemon's configuration cannot run it: released, left queued (DaemonConfigError)
 };
 const char* outcome_name(JobOutcome o);
 
@@ -97,9 +106,10 @@ class Worker {
   JobOutcome run_next();
 
   // Runs jobs until `stop` (then the running ones are checkpointed and
-  // released); with `drain`, also returns once nothing runs, nothing is
-  // claimable and no job is waiting out a retry backoff. Returns how many
-  // jobs reached an end.
+  // released); with `drain`, also returns once nothing runs anywhere, nothing
+  // is claimable and no job is waiting out a retry backoff: a job left
+  // running by a killed daemon is waited for until its lease expires, then
+  // taken over. Returns how many jobs reached an end.
   int run(bool drain);
   // Jobs in the batch now.
   int active() const { return static_cast<int>(active_.size()); }
@@ -135,8 +145,14 @@ class Worker {
   void drop_engine();
   JobOutcome record(const jobs::Job& job, const Execution& ex);
   void recover_orphans();
-  bool retries_pending();
+  // For --drain: a job waits out a retry backoff, or runs under another
+  // worker (a killed daemon's, until its lease expires and it is taken over).
+  bool work_left();
   void sleep_unless_stopped(int64_t ms) const;
+  // A model this daemon's configuration cannot serve: claims skip it until `until`.
+  void block(const std::string& model, const std::string& reason, const std::vector<jobs::Job>& released);
+  void unblock(const std::string& model);
+  void publish_problem();
   // Runs a queue write, retrying transient database errors with backoff.
   template <class F>
   auto persist(const char* what, int64_t job_id, F&& write) -> decltype(write());
@@ -155,6 +171,14 @@ class Worker {
   std::vector<std::unique_ptr<Active>> active_;  // the jobs in batch_ (stable addresses: progress callbacks)
   std::deque<JobOutcome> outcomes_;              // ends not yet returned by run_next()
   Clock::time_point last_admit_{};
+  bool waiting_for_others_ = false;              // work_left() said so once
+  struct Blocked {
+    std::string reason;        // the first line of the error
+    Clock::time_point until{};  // no claims for the model before this
+    int32_t failures = 0;      // for the backoff
+    std::set<int64_t> jobs;    // the jobs released for it so far
+  };
+  std::map<std::string, Blocked> blocked_;        // by model name
   bool slot_freed_ = false;                      // a job left the batch since the last claim
   // The batch run in progress (from the first job joining an empty batch to
   // the last one leaving), for its summary line.

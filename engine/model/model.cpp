@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/ops.h"
+#include "engine/stream/memory_limit.h"
 #include "engine/util/error.h"
 
 namespace ns {
@@ -69,7 +70,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   int64_t B = opts.max_batch;
   if (B <= 0) {
     const uint64_t budget = opts.streaming.memory_budget ? opts.streaming.memory_budget
-                                                         : current_rss_bytes() + mem_available_bytes() / 4 * 3;
+                                                         : stream::default_memory_budget().bytes;
     B = prefill_chunk_tokens(budget, activation_bytes_per_token(hp, bs, predict));
     spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
   }

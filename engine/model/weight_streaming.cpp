@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/stream/human_size.h"
+#include "engine/stream/memory_limit.h"
 #include "engine/util/error.h"
 
 namespace ns {
@@ -36,7 +37,6 @@ uint64_t bytes_of(const std::vector<T>& v) {
 }  // namespace
 
 uint64_t current_rss_bytes() { return proc_kib("/proc/self/status", "VmRSS:"); }
-uint64_t mem_available_bytes() { return proc_kib("/proc/meminfo", "MemAvailable:"); }
 
 uint64_t forward_state_bytes(const ForwardState& s) {
   return bytes_of(s.seq) + bytes_of(s.pos) + bytes_of(s.x) + bytes_of(s.xn) + bytes_of(s.out) + bytes_of(s.q) +
@@ -71,9 +71,10 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const 
   stream::BudgetInputs in;
   in.memory_budget = opts.memory_budget;
   if (in.memory_budget == 0) {
-    in.memory_budget = current_rss_bytes() + mem_available_bytes() / 4 * 3;
-    spdlog::info("memory_budget not set: planning with {} (this process plus 3/4 of the available memory)",
-                 stream::format_size(in.memory_budget));
+    const stream::DefaultBudget d = stream::default_memory_budget();
+    in.memory_budget = d.bytes;
+    in.budget_source = d.describe();
+    spdlog::info("memory_budget 0: planning with {}", d.describe());
   }
   in.kv_cache_bytes = fp.kv_cache_bytes;
   in.recurrent_bytes = fp.recurrent_bytes;

@@ -7,9 +7,10 @@
 //   reader on the model file and an expert cache of plan.cache_experts slots.
 //   It throws ns::Error(invalid_input) for a bad io_mode / cache_policy or a
 //   budget too small to run (the message has the breakdown and the minimum).
-// - memory_budget 0 means "what this machine has": the plan uses the current
-//   RSS plus 3/4 of MemAvailable, so a model whose experts all fit caches them
-//   all and a larger one caches what the machine can hold, never more.
+// - memory_budget 0 means "what this process may use": the lower of its
+//   cgroup memory limit and the machine's memory, minus headroom
+//   (stream::default_memory_budget, memory_limit.h); the plan's first line
+//   says which limit it came from.
 // - In a streaming mode the expert stacks are never read through the mapping;
 //   the mapping is switched to MADV_RANDOM so faults on resident tensors do
 //   not read ahead into them (peak RSS then stays within the plan).
@@ -80,8 +81,7 @@ void attach_streaming(WeightStreaming& ws, const gguf::GgufFile& f, const Stream
 // Bytes held by s's buffers (their capacity).
 uint64_t forward_state_bytes(const ForwardState& s);
 
-// This process's resident set now (VmRSS) and the machine's MemAvailable; 0 if unknown.
+// This process's resident set now (VmRSS); 0 if unknown.
 uint64_t current_rss_bytes();
-uint64_t mem_available_bytes();
 
 }  // namespace ns

@@ -25,7 +25,8 @@ std::string percent(uint64_t part, uint64_t whole) {
 }  // namespace
 
 std::string BudgetPlan::describe() const {
-  std::string s = "memory plan for " + model + " (memory_budget " + format_size(memory_budget) + "):\n";
+  std::string s = "memory plan for " + model + " (memory_budget " +
+                  (budget_source.empty() ? format_size(memory_budget) : budget_source) + "):\n";
   s += line("resident weights", resident_bytes, std::to_string(resident_tensors) + " tensors");
   s += line("KV cache", kv_cache_bytes);
   if (recurrent_bytes > 0) s += line("recurrent state", recurrent_bytes, "KDA layers, fixed per sequence");
@@ -50,6 +51,7 @@ BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLa
   BudgetPlan p;
   p.model = model_name;
   p.memory_budget = in.memory_budget;
+  p.budget_source = in.budget_source;
   for (const gguf::TensorInfo& t : tensors) {
     if (ExpertLayout::is_streamed(t.name)) {
       p.streamed_bytes += t.nbytes;

@@ -22,6 +22,7 @@ namespace ns::stream {
 
 struct BudgetInputs {
   uint64_t memory_budget = 0;
+  std::string budget_source;       // where a default budget came from (memory_limit.h); empty: set explicitly
   uint64_t kv_cache_bytes = 0;     // context × batch × per-token bytes, computed by the engine
   uint64_t recurrent_bytes = 0;    // batch × per-sequence state of linear-attention (KDA) layers
   uint64_t activation_bytes = 0;   // forward-pass buffers for the largest batch
@@ -33,6 +34,7 @@ struct BudgetInputs {
 struct BudgetPlan {
   std::string model;
   uint64_t memory_budget = 0;
+  std::string budget_source;  // BudgetInputs::budget_source
   uint64_t resident_bytes = 0;
   uint32_t resident_tensors = 0;
   uint64_t streamed_bytes = 0;

@@ -23,20 +23,22 @@ JOURNAL_STREAM=$(stat -c '%d:%i' "$WORK/daemon.log") start_daemon --drain
 wait_daemon 0
 
 expect_eq "$(job_state "$good1"),$(job_state "$good2")" "done,done" "good jobs"
-expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $unknown")" "invalid_input" "unknown model kind"
-expect_contains "$(sql "SELECT error FROM jobs WHERE id = $unknown")" "model 'no-such-model' is not in the daemon's config" \
-  "unknown model message"
+# A model the config lacks is the daemon's mistake, not the job's: it stays
+# queued (tests/integration/daemon_config.sh), its attempt given back.
+expect_eq "$(sql "SELECT state || ',' || attempts FROM jobs WHERE id = $unknown")" "queued,0" "unknown model: left queued"
+expect_contains "$(sql "SELECT error FROM attempts WHERE job_id = $unknown")" \
+  "model 'no-such-model' is not in the daemon's config" "unknown model message"
 expect_eq "$(sql "SELECT state || ',' || attempts || ',' || error_kind FROM jobs WHERE id = $missing")" "dead,3,io" \
   "a missing model file is retried (a disk mounted late?), then dead"
 expect_contains "$(sql "SELECT error FROM jobs WHERE id = $missing")" "nowhere/missing.gguf" "missing file message"
 expect_eq "$(sql "SELECT group_concat(outcome) FROM attempts WHERE job_id = $missing")" \
   "transient_error,transient_error,transient_error" "missing file attempts"
-expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id IN ($unknown, $corrupt, $text)")" 3 \
+expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id IN ($corrupt, $text)")" 2 \
   "permanent failures are not retried"
 expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $corrupt")" "bad_model" "truncated file kind"
 expect_contains "$(sql "SELECT error FROM jobs WHERE id = $corrupt")" "corrupt.gguf" "truncated file message"
 expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $text")" "bad_model" "non-GGUF file kind"
-expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'failed' AND finished_ms IS NOT NULL")" 3 "failed rows"
+expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'failed' AND finished_ms IS NOT NULL")" 2 "failed rows"
 expect_eq "$(sql "SELECT count(*) FROM results")" 2 "no result rows for failed jobs"
 expect_eq "$(sql "SELECT count(*) FROM job_summary WHERE error LIKE 'bad_model: %'")" 2 "errors in job_summary"
 expect_contains "$(cat "$WORK/daemon.log")" "<4>warning: job $corrupt failed (bad_model)" "failure logged"

@@ -10,8 +10,9 @@ echo "The third prompt, read from a file." > "$WORK/prompt.txt"
 id1=$(ns submit --config "$CONFIG" --model tiny --max-tokens 6 --ignore-eos "First prompt")
 id2=$(echo "Second prompt, from stdin" | ns submit --config "$CONFIG" --model tiny --max-tokens 7 --ignore-eos --priority 5 -)
 id3=$(ns submit --config "$CONFIG" --model tiny --max-tokens 8 --ignore-eos --prompt-file "$WORK/prompt.txt" --key doc-3 --stop "never")
-again=$(ns submit --config "$CONFIG" --model tiny --prompt-file "$WORK/prompt.txt" --key doc-3 2>/dev/null)
-expect_eq "$again" "$id3" "a repeated idempotency key returns the first job"
+again=$(ns submit --config "$CONFIG" --model tiny --max-tokens 8 --ignore-eos --prompt-file "$WORK/prompt.txt" --key doc-3 --stop "never" 2>/dev/null)
+expect_eq "$again" "$id3" "the same request under the same idempotency key returns the first job"
+# (the key with other sampling values is refused: submit_checks.sh)
 expect_eq "$(sql 'SELECT count(*) FROM jobs')" 3 "jobs queued"
 expect_eq "$(sql "SELECT group_concat(state) FROM jobs")" "queued,queued,queued" "states before the daemon"
 expect_eq "$(sql "SELECT prompt FROM jobs WHERE id = $id2")" "Second prompt, from stdin" "stdin prompt"

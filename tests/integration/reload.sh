@@ -40,6 +40,22 @@ expect_contains "$(cat "$WORK/daemon.log")" "config.yaml:3: threads must be an i
 third=$(ns submit --db "$DB" --model second --max-tokens 3 --ignore-eos "still running on the old config")
 wait_for 10 "job $third" state_is "$third" done
 
+# A file caught half-written: `models:` with nothing under it, then a YAML
+# syntax error. Both refused; jobs for the old config's models still run.
+rejections() { grep -c "config reload failed, the running config stays in effect" "$WORK/daemon.log" || true; }
+before=$(rejections)
+printf 'database: q.db\nmodels:\n' > "$CONFIG"
+kill -HUP "$DAEMON_PID"
+wait_for 10 "the empty models: to be refused" bash -c "(( \$(grep -c 'config reload failed, the running config stays in effect' '$WORK/daemon.log') > $before ))"
+expect_contains "$(cat "$WORK/daemon.log")" "models: is empty or missing (a half-written file?)" "why models: empty is refused"
+before=$(rejections)
+printf 'database: q.db\nmodels:\n  tiny: [tiny.gguf\n' > "$CONFIG"
+kill -HUP "$DAEMON_PID"
+wait_for 10 "the YAML error to be refused" bash -c "(( \$(grep -c 'config reload failed, the running config stays in effect' '$WORK/daemon.log') > $before ))"
+fourth=$(ns submit --db "$DB" --model second --max-tokens 3 --ignore-eos "the half-written configs changed nothing")
+wait_for 10 "job $fourth" state_is "$fourth" done
+expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state <> 'done'")" 0 "no job failed because of a bad reload"
+
 kill -TERM "$DAEMON_PID"
 wait_daemon 0
 echo "ok"

@@ -181,3 +181,30 @@ TEST_CASE("the attempt history: one JSON object and one line per attempt") {
   CHECK(lines.find("#2 host:2 2025-01-31 22:06:10 -> - running (resumed at token 96)") != std::string::npos);
   CHECK(daemon::format_attempts({}).empty());
 }
+
+TEST_CASE("list and show escape terminal control sequences from prompts and outputs") {
+  CHECK(daemon::escape_controls("a\x1b[2Jb\x07", false) == "a\\x1b[2Jb\\x07");
+  CHECK(daemon::escape_controls("line\n\tindent\r", true) == "line\n\tindent\\x0d");
+  CHECK(daemon::escape_controls("line\n", false) == "line\\x0a");
+  CHECK(daemon::escape_controls("csi \xc2\x9b" "31m, del \x7f, caf\xc3\xa9", false) == "csi \\x9b31m, del \\x7f, caf\xc3\xa9");
+
+  jobs::Job j = done_job();
+  j.spec.prompt = "clear \x1b[2J the screen";
+  j.result->text = "ring\x07 the \x1b]0;title\x07 bell\nsecond line";
+  j.state = jobs::JobState::queued;
+  std::string table = daemon::format_job_table({j});
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find("clear \\x1b[2J the screen") != std::string::npos);
+  j.state = jobs::JobState::done;
+  table = daemon::format_job_table({j});
+  CHECK(table.find('\x07') == std::string::npos);
+  CHECK(table.find("ring\\x07 the") != std::string::npos);
+
+  const std::string shown = daemon::format_job_details(j, /*escape=*/true);
+  CHECK(shown.find('\x1b') == std::string::npos);
+  CHECK(shown.find('\x07') == std::string::npos);
+  CHECK(shown.find("clear \\x1b[2J the screen\n") != std::string::npos);
+  CHECK(shown.find(" bell\nsecond line") != std::string::npos);  // newlines kept
+  const std::string raw = daemon::format_job_details(j, /*escape=*/false);
+  CHECK(raw.find("clear \x1b[2J the screen\n") != std::string::npos);  // into a pipe: as it is
+}

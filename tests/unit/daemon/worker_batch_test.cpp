@@ -267,9 +267,16 @@ TEST_CASE("claim_models: configured leaves jobs for models this daemon lacks in 
   CHECK(worker.run(/*drain=*/true) == 1);
   CHECK(f.job(mine).state == JobState::done);
   CHECK(f.job(foreign).state == JobState::queued);  // not failed: another daemon has the model
-  f.options.claim_configured_only = false;             // the default: claim it, fail it, say why
-  daemon::Worker any(*f.queue, f.options, f.stop);
-  CHECK(any.run(/*drain=*/true) == 1);
-  CHECK(f.job(foreign).state == JobState::failed);
-  CHECK(f.job(foreign).error.find("not in the daemon's config") != std::string::npos);
+  f.options.claim_configured_only = false;  // the default: claim it, give it back, say why
+  daemon::RunStatus status;
+  daemon::Worker any(*f.queue, f.options, f.stop, &status);
+  CHECK(any.run(/*drain=*/true) == 0);
+  CHECK(f.job(foreign).state == JobState::queued);  // the daemon's config is at fault, not the job
+  CHECK(f.job(foreign).attempts == 0);
+  const auto history = f.queue->attempts(foreign);
+  REQUIRE(history.size() == 1);
+  CHECK(history[0].outcome == "released");
+  CHECK(history[0].error_kind == "daemon_config");
+  CHECK(history[0].error.find("not in the daemon's config") != std::string::npos);
+  CHECK(status.snapshot().problem.find("model elsewhere: model 'elsewhere' is not in the daemon's config") == 0);
 }

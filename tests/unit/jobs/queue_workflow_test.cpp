@@ -297,3 +297,82 @@ QUEUE_TEST("the summary views read the new columns") {
   CHECK(bs.int64(2) == 1);
   CHECK(bs.is_null(3));
 }
+
+QUEUE_TEST("a worker's configuration problem is kept with its heartbeat and cleared by the next one") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  WorkerInfo w;
+  w.id = "host-a:1";
+  w.host = "host-a";
+  w.pid = 1;
+  w.version = "0.1.0";
+  q->register_worker(w);
+  CHECK(q->workers().at(0).problem.empty());
+  q->worker_heartbeat("host-a:1", "", {}, "model tinny: not in the config (2 job(s) left queued)");
+  CHECK(q->workers().at(0).problem == "model tinny: not in the config (2 job(s) left queued)");
+  q->worker_heartbeat("host-a:1", "tiny", {});
+  CHECK(q->workers().at(0).problem.empty());
+}
+
+QUEUE_TEST("a released job's reason goes to its attempt; the attempt is given back") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t id = q->submit(completion("tinny", "x")).id;
+  const Job j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+  REQUIRE(q->release(j.lease(), "model 'tinny' is not in the daemon's config"));
+  const Job after = *q->get(id);
+  CHECK(after.state == JobState::queued);
+  CHECK(after.attempts == 0);
+  const auto history = q->attempts(id);
+  REQUIRE(history.size() == 1);
+  CHECK(history[0].outcome == "released");
+  CHECK(history[0].error_kind == "daemon_config");
+  CHECK(history[0].error == "model 'tinny' is not in the daemon's config");
+}
+
+QUEUE_TEST("retry with a model runs the job on that model from now on; without one the model stays") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t a = q->submit(completion("tinny", "a")).id;
+  const int64_t b = q->submit(completion("tinny", "b")).id;
+  for (int i = 0; i < 2; ++i) {
+    const Job j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+    REQUIRE(q->fail(j.lease(), "invalid_input", "wrong model"));
+  }
+  CHECK(q->retry(a, "tiny") == RetryOutcome::requeued);
+  CHECK(q->retry(b) == RetryOutcome::requeued);
+  CHECK(q->get(a)->spec.model == "tiny");
+  CHECK(q->get(a)->state == JobState::queued);
+  CHECK(q->get(b)->spec.model == "tinny");
+  CHECK(q->retry(a, "other") == RetryOutcome::not_retryable);  // queued: nothing changes
+  CHECK(q->get(a)->spec.model == "tiny");
+}
+
+QUEUE_TEST("prune deletes finished jobs of the given states older than the age, with their rows; never queued ones") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t done = q->submit(completion("m", "done")).id;
+  const int64_t failed = q->submit(completion("m", "failed")).id;
+  const int64_t queued = q->submit(completion("m", "queued", -1)).id;
+  Job j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+  REQUIRE(j.id == done);
+  JobResult r;
+  r.text = "ok";
+  r.finish_reason = "stop";
+  REQUIRE(q->complete(j.lease(), r));
+  j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+  REQUIRE(q->fail(j.lease(), "invalid_input", "bad"));
+
+  const std::vector<JobState> every = {JobState::queued, JobState::running, JobState::done,
+                                       JobState::failed, JobState::cancelled, JobState::dead};
+  CHECK(q->prune(3'600'000, every) == 0);  // finished just now: younger than an hour
+  // A negative age puts the cut-off in the future: everything finished counts as old.
+  CHECK(q->prune(-60'000, {JobState::done}) == 1);
+  CHECK_FALSE(q->get(done).has_value());
+  CHECK(q->attempts(done).empty());
+  CHECK(q->get(failed).has_value());
+  CHECK(q->prune(-60'000, every) == 1);  // the failed one; never the queued one
+  CHECK_FALSE(q->get(failed).has_value());
+  CHECK(q->get(queued)->state == JobState::queued);
+  CHECK(q->counts().queued == 1);
+}

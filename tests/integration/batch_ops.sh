@@ -1,0 +1,48 @@
+# Recovering from a bad night with batch operations: the nightly timer queued
+# a folder under a wrong model name; the daemon leaves those jobs queued
+# (its config lacks the name); `cancel --batch` and `retry --batch --model`
+# move the whole batch to the right model, and several ids work at once.
+source "$(dirname "$0")/lib.sh"
+
+make_model tiny.gguf
+write_config tiny=tiny.gguf
+mkdir -p "$WORK/docs"
+for n in one two three; do echo "Document $n." > "$WORK/docs/$n.md"; done
+ns submit --config "$CONFIG" --model tinny --max-tokens 3 --ignore-eos --dir "$WORK/docs" --batch nightly > /dev/null
+start_daemon --drain
+wait_daemon 0
+expect_eq "$(sql "SELECT group_concat(state) FROM jobs WHERE batch = 'nightly'")" "queued,queued,queued" \
+  "a night under a wrong model name leaves the jobs queued"
+expect_contains "$(cat "$WORK/daemon.log")" "jobs it cannot serve are left queued: model tinny" "the drain says so"
+
+expect_exit 0 ns cancel --config "$CONFIG" --batch nightly --state queued
+expect_eq "$(sql "SELECT group_concat(state) FROM jobs WHERE batch = 'nightly'")" "cancelled,cancelled,cancelled" \
+  "cancel --batch --state queued"
+expect_exit 0 ns retry --config "$CONFIG" --batch nightly --model tiny
+expect_contains "$OUT" "queued again on model tiny" "retry --model says so"
+expect_eq "$(sql "SELECT group_concat(state || ':' || model) FROM jobs WHERE batch = 'nightly'")" \
+  "queued:tiny,queued:tiny,queued:tiny" "retry --batch --model moves the batch to the right model"
+start_daemon --drain
+wait_daemon 0
+expect_eq "$(sql "SELECT group_concat(state) FROM jobs WHERE batch = 'nightly'")" "done,done,done" "the batch ran"
+
+# Several ids at once; one unknown id is named and makes the exit status 3.
+a=$(ns submit --config "$CONFIG" --model tiny "a")
+b=$(ns submit --config "$CONFIG" --model tiny "b")
+expect_exit 0 ns cancel --config "$CONFIG" "$a" "$b"
+expect_eq "$(job_state "$a"),$(job_state "$b")" "cancelled,cancelled" "cancel of several ids"
+expect_exit 3 ns retry --config "$CONFIG" "$a" 999 "$b"
+expect_contains "$OUT" "no job 999 in this database" "the unknown id is named"
+expect_eq "$(job_state "$a"),$(job_state "$b")" "queued,queued" "the known ids were retried"
+expect_exit 1 ns cancel --config "$CONFIG" "$a" "$(sql "SELECT min(id) FROM jobs")"
+expect_contains "$OUT" "is already done; nothing to cancel" "a finished job among several is named"
+
+# Usage mistakes.
+expect_exit 2 ns cancel --config "$CONFIG"
+expect_exit 2 ns cancel --config "$CONFIG" "$a" --batch nightly
+expect_exit 2 ns retry --config "$CONFIG" "$a" --state failed
+expect_exit 2 ns retry --config "$CONFIG" --batch nightly --state finished
+expect_exit 3 ns cancel --config "$CONFIG" --batch no-such-batch
+expect_exit 0 ns retry --config "$CONFIG" --batch nightly
+expect_contains "$OUT" "batch nightly has no failed or dead or cancelled job" "nothing to retry is said"
+echo "ok"
