@@ -1,0 +1,158 @@
+// The AVX-512 + VNNI kernel of the formats whose 32-element blocks are dotted
+// against Q8_0 activations as exact int8 products, one scale per block: Q8_0,
+// Q4_0, IQ4_NL and MXFP4. Only *_avx512.cpp files include this (it needs
+// -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni on top of AVX2's
+// flags); everything is static or a template over a format type of the
+// including file's anonymous namespace, so no copy is shared with a file
+// compiled for a lesser CPU (see avx2_util.h).
+//
+// The integer products: vpdpbusd multiplies unsigned bytes by signed bytes
+// and adds groups of four products to an int32 lane. Of the ways to feed it
+// signed weights, this kernel uses unsigned weights with an offset: a format
+// decodes a weight block to bytes u = w + o, o = 8 for Q4_0 (the nibbles as
+// stored) and 128 for the int8-valued formats (Q8_0 with its sign bit
+// flipped, IQ4_NL and MXFP4 by looking up a table of level + 128). Then
+// sum(u * x) = sum(w * x) + o * sum(x), and o * sum(x) per group of four is
+// itself one vpdpbusd of o-bytes with x: computed once per activation block,
+// shared by the R weight rows of a micro-tile, and negated, it is the value
+// each row's vpdpbusd starts from, so one instruction per row x token leaves
+// sum(w * x) per group of four, exactly (|o * sum4 x| + 4 * 255 * 127 < 2^31;
+// Q8_0 weights of -128, which the quantizers never write, are exact too).
+// The alternatives cost more here: sign transfer has no 512-bit vpsignb (a
+// masked subtract per row x token), and offsetting the activations needs a
+// per-row correction from the weights, which change at every block while
+// several tokens share one decoded row.
+//
+// Two blocks per 512-bit register: int32 lanes 0-7 hold block b, 8-15 block
+// b + 1; the float scales d_w * d_x come as one vector with each block's
+// product in its half, and an odd last block runs with the upper half zero.
+// Per row x token and block pair: vpdpbusd, convert to float, the scale
+// product, an FMA (AVX2: sign, maddubs, madd, convert, multiply, FMA per
+// block). The float sums differ from AVX2's only in their order: the int32
+// per group of four is exact on both paths, and each is multiplied by the
+// same float d_w * d_x.
+//
+// Each weight block of the micro-tile's R rows is decoded once for its T
+// tokens, and each activation block loaded once for the R rows; the next
+// micro-tile's rows are prefetched (avx2_util.h has the measurements).
+//
+// A format supplies F with kBlockBytes, kOffset (o), scale(block) (the weight
+// block's scale as a float), and decode(qs) (16 or 32 bytes of one block at
+// qs = block + kQsOffset into the 32 bytes u of one 256-bit half).
+#pragma once
+
+// GCC 12's AVX-512 intrinsics pass a self-initialised "undefined" vector as
+// the unused merge source (_mm512_cvtepi32_ps, _mm512_inserti64x4, ...), which
+// its uninitialized-use analysis reports once inlined (GCC bug 105593, fixed
+// in GCC 13). The including *_avx512.cpp files are only these kernels.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include "engine/kernels/formats.h"
+#include "engine/kernels/quant_avx2.h"
+
+namespace ns::kernels::avx512 {
+
+// The two halves of a 512-bit register from two 256-bit ones.
+static inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+
+// a in float lanes 0-7, b in lanes 8-15.
+static inline __m512 halves(float a, float b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+
+// The 16 unsigned bytes kValues[i] + 128 of a 16-level int8 table, for a
+// byte shuffle that decodes nibbles straight to offset weights.
+static inline __m256i offset_table(const int8_t* values) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values));
+  return _mm256_broadcastsi128_si256(_mm_xor_si128(v, _mm_set1_epi8(static_cast<char>(0x80))));
+}
+
+template <class F, int R, int T>
+struct Int8Micro {
+  static constexpr size_t kWBytes = F::kBlockBytes;
+  static constexpr size_t kXBytes = q8_0::kBlockBytes;
+
+  // Blocks b (and b + 1 when kPair) of R rows x T tokens into acc.
+  template <bool kPair>
+  static inline void step(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t b, __m512 (&acc)[R][T]) {
+    const __m512i offset = _mm512_set1_epi8(static_cast<char>(F::kOffset));
+    __m512i u[R];
+    __m512 dw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* wb = w + r * ws + b * kWBytes;
+      avx2::prefetch_next_rows(wb, R, ws);
+      if constexpr (kPair && 2 * kWBytes > 64) avx2::prefetch_next_rows(wb + 64, R, ws);
+      if constexpr (kPair) {
+        u[r] = join(F::decode(wb + F::kQsOffset), F::decode(wb + kWBytes + F::kQsOffset));
+        dw[r] = halves(F::scale(wb), F::scale(wb + kWBytes));
+      } else {
+        u[r] = _mm512_zextsi256_si512(F::decode(wb + F::kQsOffset));
+        dw[r] = halves(F::scale(wb), 0.0f);
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + t * xs + b * kXBytes;
+      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
+      __m512i xq;
+      __m512 dx;
+      if constexpr (kPair) {
+        xq = join(x0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXBytes + 2)));
+        dx = halves(load_fp16(xb), load_fp16(xb + kXBytes));
+      } else {
+        xq = _mm512_zextsi256_si512(x0);
+        dx = halves(load_fp16(xb), 0.0f);
+      }
+      const __m512i zero = _mm512_setzero_si512();
+      const __m512i start = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, offset, xq));  // -o * sum4(x)
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start, u[r], xq));
+        acc[r][t] = _mm512_fmadd_ps(p, _mm512_mul_ps(dw[r], dx), acc[r][t]);
+      }
+    }
+  }
+
+  static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
+    const int64_t nb = n / q8_0::kBlockElems;
+    __m512 acc[R][T];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) step<true>(w, ws, x, xs, b, acc);
+    if (b < nb) step<false>(w, ws, x, xs, b, acc);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+};
+
+// Micro-tile shapes, measured with ns_bench_kernels (Q4_0 and Q8_0, 4096 x
+// 4096, one and two threads of an AMD EPYC (Zen 4) VM): see the constants'
+// uses in the format files.
+inline constexpr int kRowsSingle = 4, kRowsBatch = 4, kTokens = 4;
+
+// The vec_dot and tile entry points of format F.
+template <class F>
+struct Int8Kernels {
+  static_assert(F::kBlockElems == q8_0::kBlockElems, "one weight block per Q8_0 block");
+  template <int R, int T>
+  using Micro = Int8Micro<F, R, T>;
+  static constexpr avx2::MicroTable<Micro, (kRowsSingle > kRowsBatch ? kRowsSingle : kRowsBatch), kTokens> kMicro{};
+
+  static float vec_dot(const void* w, const void* x, int64_t n) {
+    float y;
+    Micro<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
+    return y;
+  }
+  static void tile(const Tile& t) { avx2::run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
+};
+
+}  // namespace ns::kernels::avx512
