@@ -181,11 +181,8 @@ std::string cpu_feature_summary() {
   return s.empty() ? "none of avx2 fma f16c avx512f avx512bw avx512vl avx512dq avx512vnni" : s;
 }
 
-void set_isa_override(std::string_view cpu_features) {
-  if (cpu_features == "auto") {
-    g_forced_isa.store(-1, std::memory_order_relaxed);
-    return;
-  }
+std::optional<Isa> parse_cpu_features(std::string_view cpu_features) {
+  if (cpu_features == "auto") return std::nullopt;
   for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
     if (cpu_features != isa_name(isa)) continue;
     if (isa > detected_isa()) {
@@ -197,11 +194,15 @@ void set_isa_override(std::string_view cpu_features) {
                                                 isa_name(detected_isa()) + "); use auto or " +
                                                 isa_name(detected_isa()));
     }
-    g_forced_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
-    return;
+    return isa;
   }
   throw Error(ErrorKind::invalid_input, "cpu_features: '" + std::string(cpu_features) +
                                             "' is not one of: auto, avx512, avx2, scalar");
+}
+
+void set_isa_override(std::string_view cpu_features) {
+  const std::optional<Isa> isa = parse_cpu_features(cpu_features);
+  g_forced_isa.store(isa ? static_cast<int>(*isa) : -1, std::memory_order_relaxed);
 }
 
 const char* isa_name(Isa isa) {

@@ -137,7 +137,7 @@ struct Int8Micro {
 // Micro-tile shapes, measured with ns_bench_kernels (Q4_0 and Q8_0, 4096 x
 // 4096, one and two threads of an AMD EPYC (Zen 4) VM): see the constants'
 // uses in the format files.
-inline constexpr int kRowsSingle = 4, kRowsBatch = 4, kTokens = 4;
+inline constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 8;
 
 // The vec_dot and tile entry points of format F.
 template <class F>

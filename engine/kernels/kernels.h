@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,9 +63,10 @@ Isa active_isa();        // what matmul uses now
 void set_isa(Isa isa);   // tests and benchmarks: force a path (clamped to detected)
 const char* isa_name(Isa isa);
 // The cpu_features setting (config key, --cpu-features): "auto" selects the
-// detected ISA; "scalar", "avx2" or "avx512" force that path. Throws ns::Error
-// (invalid_input) for another name, or when the CPU lacks the forced path,
-// naming what this CPU has.
+// detected ISA (nullopt here); "scalar", "avx2" or "avx512" force that path.
+// Throws ns::Error (invalid_input) for another name, or when the CPU lacks the
+// forced path, naming what this CPU has. parse checks; set also applies it.
+std::optional<Isa> parse_cpu_features(std::string_view cpu_features);
 void set_isa_override(std::string_view cpu_features);
 // What the CPU offers, for messages: e.g. "avx2 fma f16c avx512f avx512bw ...".
 std::string cpu_feature_summary();
