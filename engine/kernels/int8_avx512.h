@@ -23,20 +23,24 @@
 // per-row correction from the weights, which change at every block while
 // several tokens share one decoded row.
 //
-// Two blocks per 512-bit register: int32 lanes 0-7 hold block b, 8-15 block
-// b + 1; the float scales d_w * d_x come as one vector with each block's
-// product in its half, and an odd last block runs with the upper half zero.
-// Per row x token and block pair: vpdpbusd, convert to float, the scale
-// product, an FMA (AVX2: sign, maddubs, madd, convert, multiply, FMA per
-// block). The float sums differ from AVX2's only in their order: the int32
-// per group of four is exact on both paths, and each is multiplied by the
-// same float d_w * d_x.
+// The float side repeats the AVX2 kernel's operations exactly, so the two
+// paths give the same bits (the int32 lanes are the same sums of four
+// products, the scale the same d_w * d_x): Q8_0 and Q4_0 (kEvenOdd false)
+// run one block at a time in 256-bit registers, one accumulator over the
+// blocks in order, as their AVX2 kernels do; IQ4_NL and MXFP4 (kEvenOdd
+// true) put two blocks in a 512-bit register, int32 lanes 0-7 block b and
+// 8-15 block b + 1, with one scale vector holding each block's product in its
+// half: the halves are table4_avx2.h's even and odd accumulators, and an odd
+// last block is added to their total as there. Per row x token and block:
+// vpdpbusd, convert, the scale product, FMA (AVX2: sign, maddubs, madd,
+// convert, multiply, FMA). On Zen 4 a 512-bit operation costs two 256-bit
+// ones, so the gain there is VNNI's, not the width's.
 //
 // Each weight block of the micro-tile's R rows is decoded once for its T
 // tokens, and each activation block loaded once for the R rows; the next
 // micro-tile's rows are prefetched (avx2_util.h has the measurements).
 //
-// A format supplies F with kBlockBytes, kOffset (o), scale(block) (the weight
+// A format supplies F with kBlockBytes, kOffset (o), kEvenOdd, scale(block) (the weight
 // block's scale as a float), and decode(qs) (16 or 32 bytes of one block at
 // qs = block + kQsOffset into the 32 bytes u of one 256-bit half).
 #pragma once
@@ -75,9 +79,8 @@ struct Int8Micro {
   static constexpr size_t kWBytes = F::kBlockBytes;
   static constexpr size_t kXBytes = q8_0::kBlockBytes;
 
-  // Blocks b (and b + 1 when kPair) of R rows x T tokens into acc.
-  template <bool kPair>
-  static inline void step(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t b, __m512 (&acc)[R][T]) {
+  // Blocks b and b + 1 of R rows x T tokens into acc (kEvenOdd formats).
+  static inline void pair(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t b, __m512 (&acc)[R][T]) {
     const __m512i offset = _mm512_set1_epi8(static_cast<char>(F::kOffset));
     __m512i u[R];
     __m512 dw[R];
@@ -85,28 +88,16 @@ struct Int8Micro {
     for (int r = 0; r < R; ++r) {
       const uint8_t* wb = w + r * ws + b * kWBytes;
       avx2::prefetch_next_rows(wb, R, ws);
-      if constexpr (kPair && 2 * kWBytes > 64) avx2::prefetch_next_rows(wb + 64, R, ws);
-      if constexpr (kPair) {
-        u[r] = join(F::decode(wb + F::kQsOffset), F::decode(wb + kWBytes + F::kQsOffset));
-        dw[r] = halves(F::scale(wb), F::scale(wb + kWBytes));
-      } else {
-        u[r] = _mm512_zextsi256_si512(F::decode(wb + F::kQsOffset));
-        dw[r] = halves(F::scale(wb), 0.0f);
-      }
+      if constexpr (2 * kWBytes > 64) avx2::prefetch_next_rows(wb + 64, R, ws);
+      u[r] = join(F::decode(wb + F::kQsOffset), F::decode(wb + kWBytes + F::kQsOffset));
+      dw[r] = halves(F::scale(wb), F::scale(wb + kWBytes));
     }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const uint8_t* xb = x + t * xs + b * kXBytes;
-      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
-      __m512i xq;
-      __m512 dx;
-      if constexpr (kPair) {
-        xq = join(x0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXBytes + 2)));
-        dx = halves(load_fp16(xb), load_fp16(xb + kXBytes));
-      } else {
-        xq = _mm512_zextsi256_si512(x0);
-        dx = halves(load_fp16(xb), 0.0f);
-      }
+      const __m512i xq = join(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2)),
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXBytes + 2)));
+      const __m512 dx = halves(load_fp16(xb), load_fp16(xb + kXBytes));
       const __m512i zero = _mm512_setzero_si512();
       const __m512i start = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, offset, xq));  // -o * sum4(x)
 #pragma GCC unroll 8
@@ -117,26 +108,90 @@ struct Int8Micro {
     }
   }
 
+  // Block b alone in 256-bit registers (vpdpbusd on ymm, AVX512_VL): each
+  // row x token's exact int32 lanes go to f(r, t, p, d_w * d_x).
+  template <class Fn>
+  static inline void one_block(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t b, Fn&& f) {
+    const __m256i offset = _mm256_set1_epi8(static_cast<char>(F::kOffset));
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i u[R];
+    __m256 dw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* wb = w + r * ws + b * kWBytes;
+      avx2::prefetch_next_rows(wb, R, ws);
+      u[r] = F::decode(wb + F::kQsOffset);
+      dw[r] = _mm256_set1_ps(F::scale(wb));
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + t * xs + b * kXBytes;
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
+      const __m256 dx = _mm256_set1_ps(load_fp16(xb));
+      const __m256i start = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, offset, xq));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) f(r, t, _mm256_dpbusd_epi32(start, u[r], xq), _mm256_mul_ps(dw[r], dx));
+    }
+  }
+
   static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
     const int64_t nb = n / q8_0::kBlockElems;
-    __m512 acc[R][T];
+    if constexpr (!F::kEvenOdd) {
+      // One accumulator per row x token over the blocks in order, then
+      // avx2::hsum: the AVX2 kernel's float operations exactly.
+      __m256 acc[R][T];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) step<true>(w, ws, x, xs, b, acc);
-    if (b < nb) step<false>(w, ws, x, xs, b, acc);
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        one_block(w, ws, x, xs, b, [&acc](int r, int t, __m256i p, __m256 d) {
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc[r][t]);
+        });
+      }
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+        for (int t = 0; t < T; ++t) y[t * ys + r] = avx2::hsum(acc[r][t]);
+    } else {
+      // Even blocks in the low half, odd ones in the high half: the AVX2
+      // table kernel's two accumulators; an odd last block's exact sum is
+      // added to their total as there.
+      __m512 acc[R][T];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+      int64_t b = 0;
+      for (; b + 1 < nb; b += 2) pair(w, ws, x, xs, b, acc);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t)
+          y[t * ys + r] = avx2::hsum(
+              _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm512_extractf32x8_ps(acc[r][t], 1)));
+      if (b < nb) {
+        one_block(w, ws, x, xs, b, [y, ys](int r, int t, __m256i p, __m256 d) {
+          __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+          s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+          s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+          float& out = y[t * ys + r];
+          out = _mm_cvtss_f32(_mm_fmadd_ss(_mm256_castps256_ps128(d), _mm_cvtepi32_ps(s), _mm_set_ss(out)));
+        });
+      }
+    }
   }
 };
 
-// Micro-tile shapes, measured with ns_bench_kernels (Q4_0 and Q8_0, 4096 x
-// 4096, one and two threads of an AMD EPYC (Zen 4) VM): see the constants'
-// uses in the format files.
+// Micro-tile shapes: 4 rows for a lone token, 2 rows x 8 tokens otherwise
+// (16 accumulators + 2 x 2 row registers; 4 x 4 keeps 16 + 8). Measured with
+// ns_bench_kernels on one thread of a shared 2-core AMD EPYC (Zen 4) VM,
+// 4096 x 4096, 16 tokens, ms per call 4 x 4 -> 2 x 8: Q4_0 10.2 -> 6.1, Q8_0
+// 5.3 -> 5.9 (single runs; this machine's load moves figures by 30 %).
+// At 64 tokens both paths lose per-token speed (Q4_0 AVX-512: 94 GFLOP/s at
+// 16 tokens, 61 at 64): each 2-row micro-tile reads its 8 tokens' whole
+// activation rows (35 KB at 4096 columns, more than L1), so splitting the
+// rows along k is the next step for large batches.
 inline constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 8;
 
 // The vec_dot and tile entry points of format F.
