@@ -183,16 +183,14 @@ struct Int8Micro {
   }
 };
 
-// Micro-tile shapes: 4 rows for a lone token, 2 rows x 8 tokens otherwise
-// (16 accumulators + 2 x 2 row registers; 4 x 4 keeps 16 + 8). Measured with
-// ns_bench_kernels on one thread of a shared 2-core AMD EPYC (Zen 4) VM,
-// 4096 x 4096, 16 tokens, ms per call 4 x 4 -> 2 x 8: Q4_0 10.2 -> 6.1, Q8_0
-// 5.3 -> 5.9 (single runs; this machine's load moves figures by 30 %).
-// At 64 tokens both paths lose per-token speed (Q4_0 AVX-512: 94 GFLOP/s at
-// 16 tokens, 61 at 64): each 2-row micro-tile reads its 8 tokens' whole
-// activation rows (35 KB at 4096 columns, more than L1), so splitting the
-// rows along k is the next step for large batches.
-inline constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 8;
+// Micro-tile shapes: 4 rows x 4 tokens (a lone token: 4 rows). Measured
+// with ns_bench_kernels on one thread of a shared 2-core AMD EPYC (Zen 4) VM,
+// 4096 x 4096, two interleaved rounds, ms per call for 4 x 4 vs 2 x 8:
+//   64 tokens: Q4_0 28.8, 19.8 vs 33.6, 29.0; Q8_0 27.7, 19.7 vs 33.1, 30.2;
+//              MXFP4 29.0, 20.6 vs 34.5, 30.8
+//   16 tokens: Q4_0 6.9, 5.2 vs 5.4, 5.4; Q8_0 6.6, 5.1 vs 10.7, 5.9
+// (this machine's load moves single figures by 30 % or more).
+inline constexpr int kRowsSingle = 4, kRowsBatch = 4, kTokens = 4;
 
 // The vec_dot and tile entry points of format F.
 template <class F>

@@ -96,10 +96,9 @@ TEST_CASE("matmul splits a larger matrix into many chunks without gaps or overla
 }
 
 TEST_CASE("AVX2 and AVX-512 tiles give every row and token the one-token kernel's result, bit for bit") {
-  // The micro-tiles (AVX2 up to 4 rows x 4 tokens, AVX-512 4 rows x 1 token
-  // or 2 x 8; edges smaller) run each row and token through the same float
-  // operations as vec_dot; 13 rows and 1..9 tokens reach every micro-tile
-  // shape, 3 and 16 blocks both parities of the block count. The scalar
+  // The micro-tiles (up to 4 rows x 4 tokens, edges smaller) run each row
+  // and token through the same float operations as vec_dot; 13 rows and 1..9
+  // tokens reach every micro-tile shape, 3 and 16 blocks both parities of the block count. The scalar
   // kernels are checked against the same product.
   ns::ThreadPool pool(1);
   for (const Isa isa : simd_isas_to_test("SIMD tiles")) {
