@@ -101,10 +101,11 @@ std::string running_ids(const ns::daemon::RunStatus::Snapshot& s) {
 
 void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, const std::string& db, bool drain) {
   spdlog::info("nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}, "
-               "lease {} ms, checkpoint every {} tokens / {} ms{}",
+               "lease {} ms, checkpoint every {} tokens / {} ms, kernels {} (cpu_features {}; CPU has {}){}",
                opts.worker_id, ns::jobs::pg::redact_url(db), config.source, config.models.size(), config.threads, config.context,
                config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
-               drain ? ", drain mode" : "");
+               ns::kernels::isa_name(ns::kernels::active_isa()), config.cpu_features,
+               ns::kernels::cpu_feature_summary(), drain ? ", drain mode" : "");
   if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
   for (const auto& [name, path] : config.models) {
     std::error_code ec;

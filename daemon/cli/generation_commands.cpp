@@ -12,6 +12,7 @@
 #include "daemon/cli/run_progress.h"
 #include "daemon/cli/sampling_flags.h"
 #include "engine/engine.h"
+#include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/stream/budget_planner.h"
 #include "engine/stream/human_size.h"
@@ -29,7 +30,7 @@ struct RunArgs {
   std::string model, prompt, prompt_file;
   SamplingParams sampling;
   int threads = 0, context = 0;
-  std::string memory_budget = "0", io_mode = "uring", mla_cache = "latent";
+  std::string memory_budget = "0", io_mode = "uring", mla_cache = "latent", cpu_features = "auto";
   bool json = false, quiet = false;
 };
 
@@ -37,7 +38,7 @@ struct LogitsArgs {
   std::string model;
   std::vector<std::string> prompts;
   int top = 8, greedy = 16, threads = 0, context = 0;
-  std::string io_mode = "uring", mla_cache = "latent";
+  std::string io_mode = "uring", mla_cache = "latent", cpu_features = "auto";
   bool json = false;
 };
 
@@ -67,7 +68,17 @@ json stats_json(const GenerationStats& s) {
           {"batch_steps", s.batch_steps},       {"avg_batch_size", s.avg_batch_size}};
 }
 
+// --cpu-features: which compute kernels run (kernels::set_isa_override).
+void add_cpu_features_option(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--cpu-features", value,
+                  "Compute kernels: auto (the best this CPU has), avx512 (AVX-512 + VNNI), avx2 or scalar; a path "
+                  "the CPU lacks is an error naming what it has")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}))
+      ->capture_default_str();
+}
+
 void run_command(const RunArgs& a) {
+  kernels::set_isa_override(a.cpu_features);
   const std::string prompt = read_prompt(a.prompt, a.prompt_file);
   EngineOptions eo;
   eo.threads = a.threads;
@@ -122,6 +133,7 @@ json top_logits(const float* row, int64_t n_vocab, int k) {
 }
 
 void logits_command(const LogitsArgs& a) {
+  kernels::set_isa_override(a.cpu_features);
   ModelOptions mo;
   mo.threads = a.threads;
   mo.context = a.context;
@@ -286,6 +298,7 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                   "deepseek2 files with the fused attn_kv_b: latent (small) or expanded (the reference's way)")
       ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
+  add_cpu_features_option(run, run_args->cpu_features);
   run->add_flag("--json", run_args->json, "Print one JSON object {text, finish_reason, stats}");
   run->add_flag("--no-progress", run_args->quiet,
                 "No live prefill/decode progress line on stderr (shown on a terminal for generations over 0.5 s)");
@@ -314,6 +327,7 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                      "its logits exactly)")
       ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
+  add_cpu_features_option(logits, la->cpu_features);
   logits->add_flag("--json", la->json, "JSON output");
   logits->callback([la] { logits_command(*la); });
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/kernels/kernels.h"
 #include "engine/util/error.h"
 #include "engine/stream/human_size.h"
 #include "jobs/open_queue.h"
@@ -151,6 +152,19 @@ const std::vector<Option>& option_table() {
          c.io_mode = one_of(ctx, n, "io_mode", {"uring", "pread", "mmap"});
        },
        same_member(&Config::io_mode)},
+      {{"cpu_features", "string", "auto",
+        "which compute kernels run: auto (the best this CPU has), avx512 (AVX-512 with VNNI), avx2 or scalar "
+        "(the reference); a path the CPU lacks is an error naming what it has. For comparisons and tests",
+        true},
+       [](Config& c, const YAML::Node& n, const Context& ctx) {
+         c.cpu_features = one_of(ctx, n, "cpu_features", {"auto", "avx512", "avx2", "scalar"});
+         try {
+           (void)kernels::parse_cpu_features(c.cpu_features);
+         } catch (const Error& e) {
+           reject(ctx, n, e.what());
+         }
+       },
+       same_member(&Config::cpu_features)},
       int_option("max_batch", "8", 1, 1024, true,
                  "jobs of one model decoded together, each expert read once per step for all of them; the KV "
                  "cache holds max_batch x context tokens (halved at load until it fits memory_budget); 1 = one "

@@ -22,6 +22,7 @@ struct Config {
   int context = 0;                            // 0 = the model's, capped by the engine
   uint64_t memory_budget = 0;                 // bytes the engine plans within; 0 = what the machine has
   std::string io_mode = "uring";              // uring | pread | mmap: how routed experts are read
+  std::string cpu_features = "auto";          // auto | avx512 | avx2 | scalar: the kernels' ISA path
   int max_batch = 8;                          // jobs decoded together; 1 = one at a time
   std::string claim_models = "any";           // any | configured: which jobs this daemon claims
   std::string log_level = "info";

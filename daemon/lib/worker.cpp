@@ -19,6 +19,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/chat/model_chat_template.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/kernels/kernels.h"
 #include "engine/util/error.h"
 
 namespace ns::daemon {
@@ -90,6 +91,7 @@ WorkerOptions worker_options_from(const Config& config) {
   o.engine.context = config.context;
   o.engine.memory_budget = config.memory_budget;
   o.engine.io_mode = config.io_mode;
+  o.cpu_features = config.cpu_features;
   o.engine.max_sequences = config.max_batch;
   o.poll_interval_ms = config.poll_interval_ms;
   o.lease_ms = config.lease_ms;
@@ -116,7 +118,9 @@ const char* outcome_name(JobOutcome o) {
 }
 
 Worker::Worker(jobs::Queue& queue, WorkerOptions options, const std::atomic<bool>& stop, RunStatus* status)
-    : queue_(queue), options_(std::move(options)), stop_(stop), status_(status != nullptr ? *status : own_status_) {}
+    : queue_(queue), options_(std::move(options)), stop_(stop), status_(status != nullptr ? *status : own_status_) {
+  kernels::set_isa_override(options_.cpu_features);
+}
 
 Worker::~Worker() = default;
 
@@ -133,6 +137,12 @@ void Worker::update_options(WorkerOptions options) {
     spdlog::info("model {}: its path or the engine options changed; it is loaded again for the next job",
                  engine_model_);
     drop_engine();
+  }
+  if (options.cpu_features != options_.cpu_features) {
+    // Between jobs, like the other options; every matmul reads the path once.
+    kernels::set_isa_override(options.cpu_features);
+    spdlog::info("cpu_features {}: compute kernels now {}", options.cpu_features,
+                 kernels::isa_name(kernels::active_isa()));
   }
   options_ = std::move(options);
   if (!blocked_.empty()) {

@@ -68,6 +68,7 @@ struct WorkerOptions {
   std::string config_source;                  // named in "unknown model" messages
   bool claim_configured_only = false;         // claim only jobs for `models` (config claim_models: configured)
   EngineOptions engine;       // engine.max_sequences: the batch size (config max_batch; 1 = sequential)
+  std::string cpu_features = "auto";  // the kernels' ISA path (config cpu_features), set by the worker
   int poll_interval_ms = 1000;
   int cancel_poll_ms = 200;  // how often a running job re-reads cancel_requested
   int64_t lease_ms = 60'000;

@@ -1,8 +1,9 @@
-// Helpers shared by the *_avx2.cpp files (and only them: this header needs
-// -mavx2 -mfma -mf16c). Everything is static so no AVX2 code can leak, through
-// the linker's choice among inline copies, into a path that runs on a CPU
-// without AVX2; for the same reason the AVX2 files call no std:: function
-// templates (std::integer_sequence below is a type and generates no code).
+// Helpers shared by the *_avx2.cpp files (and the *_avx512.cpp ones, whose
+// flags include these; no other file: this header needs -mavx2 -mfma -mf16c).
+// Everything is static so no AVX2 code can leak, through the linker's choice
+// among inline copies, into a path that runs on a CPU without AVX2; for the
+// same reason the AVX2 files call no std:: function templates
+// (std::integer_sequence below is a type and generates no code).
 //
 // The product is computed in micro-tiles of R weight rows x T tokens whose
 // accumulators live in registers: each weight block is loaded and unpacked once

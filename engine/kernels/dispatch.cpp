@@ -1,8 +1,10 @@
 // The format table (one row per weight or activation format), ISA detection
 // and the public entry points that look a format up.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "engine/kernels/formats.h"
 #include "engine/util/error.h"
@@ -10,7 +12,8 @@
 namespace ns::kernels {
 namespace {
 
-// type, vec-dot type, reference {dequantize, quantize, vec_dot}, AVX2 {activation quantizer, vec_dot, tile}.
+// type, vec-dot type, reference {dequantize, quantize, vec_dot}, AVX2 {activation quantizer, vec_dot, tile},
+// AVX-512 {vec_dot, tile} where a format has them (omitted: its AVX2 kernels).
 constexpr FormatKernels kFormats[] = {
     {GgmlType::F32, GgmlType::F32, f32::dequantize, f32::quantize, f32::vec_dot,  //
      nullptr, f32_avx2::vec_dot, f32_avx2::tile},
@@ -19,9 +22,11 @@ constexpr FormatKernels kFormats[] = {
     {GgmlType::BF16, GgmlType::BF16, bf16::dequantize, bf16::quantize, bf16::vec_dot,  //
      bf16_avx2::quantize, bf16_avx2::vec_dot, bf16_avx2::tile},
     {GgmlType::Q8_0, GgmlType::Q8_0, q8_0::dequantize, q8_0::quantize, q8_0::vec_dot,  //
-     q8_0_avx2::quantize, q8_0_avx2::vec_dot, q8_0_avx2::tile},
+     q8_0_avx2::quantize, q8_0_avx2::vec_dot, q8_0_avx2::tile,  //
+     q8_0_avx512::vec_dot, q8_0_avx512::tile},
     {GgmlType::Q4_0, GgmlType::Q8_0, q4_0::dequantize, q4_0::quantize, q4_0::vec_dot,  //
-     nullptr, q4_0_avx2::vec_dot, q4_0_avx2::tile},
+     nullptr, q4_0_avx2::vec_dot, q4_0_avx2::tile,  //
+     q4_0_avx512::vec_dot, q4_0_avx512::tile},
     {GgmlType::Q8_1, GgmlType::Q8_1, q8_1::dequantize, q8_1::quantize, nullptr,  //
      q8_1_avx2::quantize, nullptr, nullptr},
     {GgmlType::Q4_1, GgmlType::Q8_1, q4_1::dequantize, q4_1::quantize, q4_1::vec_dot,  //
@@ -31,9 +36,11 @@ constexpr FormatKernels kFormats[] = {
     {GgmlType::Q5_1, GgmlType::Q8_1, q5_1::dequantize, q5_1::quantize, q5_1::vec_dot,  //
      nullptr, q5_1_avx2::vec_dot, q5_1_avx2::tile},
     {GgmlType::IQ4_NL, GgmlType::Q8_0, iq4_nl::dequantize, iq4_nl::quantize, iq4_nl::vec_dot,  //
-     nullptr, iq4_nl_avx2::vec_dot, iq4_nl_avx2::tile},
+     nullptr, iq4_nl_avx2::vec_dot, iq4_nl_avx2::tile,  //
+     iq4_nl_avx512::vec_dot, iq4_nl_avx512::tile},
     {GgmlType::MXFP4, GgmlType::Q8_0, mxfp4::dequantize, mxfp4::quantize, mxfp4::vec_dot,  //
-     nullptr, mxfp4_avx2::vec_dot, mxfp4_avx2::tile},
+     nullptr, mxfp4_avx2::vec_dot, mxfp4_avx2::tile,  //
+     mxfp4_avx512::vec_dot, mxfp4_avx512::tile},
     {GgmlType::Q8_K, GgmlType::Q8_K, q8_k::dequantize, q8_k::quantize, nullptr,  //
      q8_k_avx2::quantize, nullptr, nullptr},
     {GgmlType::Q2_K, GgmlType::Q8_K, q2_k::dequantize, q2_k::quantize, q2_k::vec_dot,  //
@@ -110,10 +117,34 @@ void require_whole_blocks(GgmlType t, int64_t n, const char* what) {
 
 namespace {
 
-Isa detect_isa() {
+// The CPU flags each level needs (GCC's __builtin_cpu_supports names).
+constexpr const char* kAvx2Flags[] = {"avx2", "fma", "f16c"};
+constexpr const char* kAvx512Flags[] = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni"};
+
+// __builtin_cpu_supports wants a string literal, so the flags are spelled out.
+bool cpu_has(std::string_view flag) {
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  return avx2 ? Isa::avx2 : Isa::scalar;
+  if (flag == "avx2") return __builtin_cpu_supports("avx2");
+  if (flag == "fma") return __builtin_cpu_supports("fma");
+  if (flag == "f16c") return __builtin_cpu_supports("f16c");
+  if (flag == "avx512f") return __builtin_cpu_supports("avx512f");
+  if (flag == "avx512bw") return __builtin_cpu_supports("avx512bw");
+  if (flag == "avx512vl") return __builtin_cpu_supports("avx512vl");
+  if (flag == "avx512dq") return __builtin_cpu_supports("avx512dq");
+  if (flag == "avx512vnni") return __builtin_cpu_supports("avx512vnni");
+  return false;
+}
+
+template <size_t N>
+bool cpu_has_all(const char* const (&flags)[N]) {
+  for (const char* f : flags)
+    if (!cpu_has(f)) return false;
+  return true;
+}
+
+Isa detect_isa() {
+  if (!cpu_has_all(kAvx2Flags)) return Isa::scalar;
+  return cpu_has_all(kAvx512Flags) ? Isa::avx512 : Isa::avx2;
 }
 
 std::atomic<int> g_forced_isa{-1};  // -1: use the detected ISA
@@ -161,8 +192,43 @@ Isa active_isa() {
 }
 
 void set_isa(Isa isa) {
-  if (isa == Isa::avx2 && detected_isa() != Isa::avx2) isa = Isa::scalar;
-  g_forced_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
+  g_forced_isa.store(static_cast<int>(std::min(isa, detected_isa())), std::memory_order_relaxed);
+}
+
+std::string cpu_feature_summary() {
+  std::string s;
+  std::vector<const char*> all(std::begin(kAvx2Flags), std::end(kAvx2Flags));
+  all.insert(all.end(), std::begin(kAvx512Flags), std::end(kAvx512Flags));
+  for (const char* f : all) {
+    if (!cpu_has(f)) continue;
+    if (!s.empty()) s += ' ';
+    s += f;
+  }
+  return s.empty() ? "none of avx2 fma f16c avx512f avx512bw avx512vl avx512dq avx512vnni" : s;
+}
+
+std::optional<Isa> parse_cpu_features(std::string_view cpu_features) {
+  if (cpu_features == "auto") return std::nullopt;
+  for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (cpu_features != isa_name(isa)) continue;
+    if (isa > detected_isa()) {
+      const std::string needs = isa == Isa::avx512 ? "AVX-512 F/BW/VL/DQ with VNNI (avx512f avx512bw avx512vl "
+                                                     "avx512dq avx512vnni) and AVX2/FMA/F16C"
+                                                   : "AVX2, FMA and F16C (avx2 fma f16c)";
+      throw Error(ErrorKind::invalid_input, "cpu_features: " + std::string(cpu_features) + " needs " + needs +
+                                                "; this CPU has: " + cpu_feature_summary() + " (best path: " +
+                                                isa_name(detected_isa()) + "); use auto or " +
+                                                isa_name(detected_isa()));
+    }
+    return isa;
+  }
+  throw Error(ErrorKind::invalid_input, "cpu_features: '" + std::string(cpu_features) +
+                                            "' is not one of: auto, avx512, avx2, scalar");
+}
+
+void set_isa_override(std::string_view cpu_features) {
+  const std::optional<Isa> isa = parse_cpu_features(cpu_features);
+  g_forced_isa.store(isa ? static_cast<int>(*isa) : -1, std::memory_order_relaxed);
 }
 
 const char* isa_name(Isa isa) {
@@ -171,21 +237,30 @@ const char* isa_name(Isa isa) {
       return "scalar";
     case Isa::avx2:
       return "avx2";
+    case Isa::avx512:
+      return "avx512";
   }
   return "unknown";
 }
 
-VecDotFn vec_dot(GgmlType t, Isa isa) {
-  const auto& f = require_format(t, "vec_dot");
-  if (isa == Isa::avx2 && detected_isa() == Isa::avx2 && f.vec_dot_avx2 != nullptr) return f.vec_dot_avx2;
-  return f.vec_dot;
+IsaKernels kernels_for(const FormatKernels& f, Isa isa) {
+  isa = std::min(isa, detected_isa());
+  if (isa == Isa::avx512 && f.vec_dot_avx512 != nullptr) {
+    return {f.quantize_avx2 ? f.quantize_avx2 : f.quantize, f.vec_dot_avx512, f.tile_avx512};
+  }
+  if (isa >= Isa::avx2 && f.vec_dot_avx2 != nullptr) {
+    return {f.quantize_avx2 ? f.quantize_avx2 : f.quantize, f.vec_dot_avx2, f.tile_avx2};
+  }
+  if (isa >= Isa::avx2) return {f.quantize_avx2 ? f.quantize_avx2 : f.quantize, f.vec_dot, nullptr};
+  return {f.quantize, f.vec_dot, nullptr};
 }
+
+VecDotFn vec_dot(GgmlType t, Isa isa) { return kernels_for(require_format(t, "vec_dot"), isa).vec_dot; }
 
 void convert_activations(GgmlType weight_type, Isa isa, const float* src, void* dst, int64_t n) {
   const auto& act = *find_format(require_format(weight_type, "convert_activations").vec_dot_type);
   require_whole_blocks(act.type, n, "convert_activations");
-  const bool avx2 = isa == Isa::avx2 && detected_isa() == Isa::avx2 && act.quantize_avx2 != nullptr;
-  (avx2 ? act.quantize_avx2 : act.quantize)(src, dst, n);
+  kernels_for(act, isa).quantize(src, dst, n);
 }
 
 }  // namespace ns::kernels

@@ -1,9 +1,10 @@
 // Internal contract between the dispatcher (dispatch.cpp, matmul.cpp) and the
 // per-format kernel files. Each format contributes one FormatKernels row to
 // the table in dispatch.cpp; a format without an AVX2 version leaves those
-// pointers null and runs its scalar reference instead.
+// pointers null and runs its scalar reference instead, and one without an
+// AVX-512 version runs its AVX2 kernels under Isa::avx512 (kernels_for()).
 //
-// This header is included by *_avx2.cpp too, so everything defined here has
+// This header is included by *_avx2.cpp and *_avx512.cpp too, so everything defined here has
 // internal linkage or is a plain declaration: an inline function with external
 // linkage compiled once with -mavx2 could be the copy the linker keeps for
 // scalar callers.
@@ -46,7 +47,19 @@ struct FormatKernels {
   RowFromFloatFn quantize_avx2;  // activation converter under AVX2; null: the reference
   VecDotFn vec_dot_avx2;         // null: no AVX2 version yet
   TileFn tile_avx2;              // null: matmul loops over vec_dot_avx2
+  VecDotFn vec_dot_avx512 = nullptr;  // AVX-512 + VNNI; null: the AVX2 kernels
+  TileFn tile_avx512 = nullptr;       // null (with vec_dot_avx512 null): tile_avx2
 };
+
+// The kernels a format runs under an ISA the CPU has (the fallbacks above
+// resolved): the activation converter, the one-token dot and the tile (null:
+// loop over vec_dot).
+struct IsaKernels {
+  RowFromFloatFn quantize;
+  VecDotFn vec_dot;
+  TileFn tile;
+};
+IsaKernels kernels_for(const FormatKernels& f, Isa isa);
 
 // The row for t, or nullptr when this build has no kernels for it.
 const FormatKernels* find_format(GgmlType t);

@@ -1,6 +1,6 @@
 // The kernel files of each format, one namespace per file. Adding a format
-// means one <format>.cpp (scalar reference), optionally one <format>_avx2.cpp,
-// their declarations here and one row in dispatch.cpp's table. A format that
+// means one <format>.cpp (scalar reference), optionally one <format>_avx2.cpp
+// and one <format>_avx512.cpp, their declarations here and one row in dispatch.cpp's table. A format that
 // only ever holds activations (Q8_K, for the K-quants) is a row whose vec_dot
 // is null: matmul finds its quantizers, is_supported() says no.
 //
@@ -71,6 +71,10 @@ void quantize(const float* src, void* dst, int64_t n);
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q8_0_avx2
+namespace q8_0_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q8_0_avx512
 
 namespace q4_0 {
 inline constexpr int64_t kBlockElems = 32;
@@ -83,6 +87,10 @@ namespace q4_0_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q4_0_avx2
+namespace q4_0_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q4_0_avx512
 
 // The activation format of Q4_1 and Q5_1 weights (vec_dot null).
 namespace q8_1 {
@@ -144,6 +152,10 @@ namespace iq4_nl_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace iq4_nl_avx2
+namespace iq4_nl_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace iq4_nl_avx512
 
 // MXFP4 (OCP microscaling): 16 E2M1 codes, sign in bit 3, and one power-of-two
 // scale per block. ggml stores the E2M1 values doubled, as int8 (kvalues_mxfp4),
@@ -170,6 +182,10 @@ namespace mxfp4_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace mxfp4_avx2
+namespace mxfp4_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace mxfp4_avx512
 
 // The activation format of the K-quants (vec_dot null).
 namespace q8_k {

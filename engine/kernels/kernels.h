@@ -3,8 +3,10 @@
 //
 // Every weight type has a scalar reference (<format>.cpp) and, where the CPU
 // has it, an AVX2 version (<format>_avx2.cpp, compiled with -mavx2 -mfma -mf16c)
-// chosen at run time through the table in dispatch.cpp. Tests compare the two
-// on random and edge-case blocks.
+// and for the hot formats an AVX-512 + VNNI version (<format>_avx512.cpp,
+// compiled with -mavx512{f,bw,vl,dq,vnni} as well), chosen at run time through
+// the table in dispatch.cpp. Tests compare each with the scalar reference on
+// random and edge-case blocks.
 //
 // As in the reference implementation, activations are converted to the
 // weight type's "vec-dot type" before the dot product: Q8_0 for Q4_0/Q8_0 (integer
@@ -17,6 +19,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/gguf/ggml_type.h"
@@ -49,11 +54,25 @@ GgmlType vec_dot_type(GgmlType weight_type);
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 
-enum class Isa { scalar, avx2 };
+// Ordered: each level includes the one before it. avx512 means AVX-512
+// F/BW/VL/DQ with VNNI (Ice Lake, Zen 4 and later), on top of avx2 (AVX2, FMA,
+// F16C); a format without AVX-512 kernels runs its AVX2 ones under it, and
+// every AVX-512 path converts activations with the AVX2 quantizer, so the two
+// paths see the same activation bytes. Code with only an AVX2 version tests
+// isa >= Isa::avx2.
+enum class Isa { scalar, avx2, avx512 };
 Isa detected_isa();      // best the CPU supports
 Isa active_isa();        // what matmul uses now
-void set_isa(Isa isa);   // tests and benchmarks: force scalar or avx2 (clamped to detected)
+void set_isa(Isa isa);   // tests and benchmarks: force a path (clamped to detected)
 const char* isa_name(Isa isa);
+// The cpu_features setting (config key, --cpu-features): "auto" selects the
+// detected ISA (nullopt here); "scalar", "avx2" or "avx512" force that path.
+// Throws ns::Error (invalid_input) for another name, or when the CPU lacks the
+// forced path, naming what this CPU has. parse checks; set also applies it.
+std::optional<Isa> parse_cpu_features(std::string_view cpu_features);
+void set_isa_override(std::string_view cpu_features);
+// What the CPU offers, for messages: e.g. "avx2 fma f16c avx512f avx512bw ...".
+std::string cpu_feature_summary();
 
 // Dot product of one weight row (type t, n elements) with one activation row
 // already converted to vec_dot_type(t).

@@ -83,7 +83,8 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
     std::fill(y, y + n_tokens * w.rows, 0.0f);
     return;
   }
-  const bool avx2 = active_isa() == Isa::avx2;
+  const Isa isa = active_isa();
+  const IsaKernels k = kernels_for(f, isa);
 
   // 1. Activations in the vec-dot format (F32 weights use x as it is).
   const uint8_t* xa = reinterpret_cast<const uint8_t*>(x);
@@ -92,8 +93,7 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
     x_stride = gguf::row_bytes(gguf::traits(act.type), static_cast<uint64_t>(w.cols));
     const size_t need = x_stride * static_cast<size_t>(n_tokens);
     if (scratch.act.size() < need) scratch.act.resize(need);
-    const ConvertJob convert{avx2 && act.quantize_avx2 ? act.quantize_avx2 : act.quantize, x, w.cols,
-                             scratch.act.data(), x_stride};
+    const ConvertJob convert{kernels_for(act, isa).quantize, x, w.cols, scratch.act.data(), x_stride};
     if (n_tokens > 1 && pool.size() > 1 && n_tokens * w.cols >= kParallelConvertElems) {
       pool.parallel_for(n_tokens, [&convert](int, int64_t b, int64_t e) { convert.run(b, e); });
     } else {
@@ -116,8 +116,8 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
   // runs ggml_vec_dot_f16 per token, which is our one-token kernel.
   const bool token_by_token =
       w.type == GgmlType::F16 && n_tokens > 1 && (per_token || w.rows % 4 != 0 || w.cols % 8 != 0);
-  const ProductJob job{avx2 ? f.tile_avx2 : nullptr,
-                       avx2 && f.vec_dot_avx2 ? f.vec_dot_avx2 : f.vec_dot,
+  const ProductJob job{k.tile,
+                       k.vec_dot,
                        static_cast<const uint8_t*>(w.data),
                        w.row_stride,
                        w.rows,

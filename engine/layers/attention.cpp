@@ -121,7 +121,7 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
   float* row = scratch.row.data();
 
   // kq = mul_mat(K, Q), then soft_max_ext: scale, max, ggml_vec_soft_max_f32.
-  const bool avx2 = kernels::active_isa() == kernels::Isa::avx2;
+  const bool avx2 = kernels::active_isa() >= kernels::Isa::avx2;
   kernels::dequantize_row(gguf::GgmlType::F16, q16, query, qk_dim);
   if (avx2 && qk_dim % kLanes == 0)
     scores_avx2(k_base, k_stride, query, qk_dim, n, scale, scores);

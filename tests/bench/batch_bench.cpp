@@ -7,6 +7,7 @@
 // common options:
 //   --io-mode uring|pread|mmap  --budget SIZE (e.g. 2800MiB; 0 = what the machine has)
 //   --context N  --max-sequences N (default: the largest batch)  --threads N  --seed N
+//   --cpu-features auto|avx512|avx2|scalar   which compute kernels run
 //   --warm-tokens N   before measuring, prefill N random tokens (fills the expert
 //                     cache: with a budget that holds the whole model, the runs
 //                     after it never read the disk: the "model in RAM" ceiling)
@@ -41,6 +42,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/generation_batch.h"
+#include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/model/routing_spread.h"
 #include "engine/stream/human_size.h"
@@ -58,6 +60,7 @@ struct Args {
   int prompt_tokens = 8;
   int verify = 0;
   std::string io_mode = "uring";
+  std::string cpu_features = "auto";
   uint64_t budget = 0;
   int context = 0;
   int max_sequences = 0;
@@ -328,6 +331,7 @@ int main(int argc, char** argv) {
       else if (k == "--prompt-tokens") a.prompt_tokens = std::stoi(v);
       else if (k == "--verify") a.verify = std::stoi(v);
       else if (k == "--io-mode") a.io_mode = v;
+      else if (k == "--cpu-features") a.cpu_features = v;
       else if (k == "--budget") a.budget = v == "0" ? 0 : ns::stream::parse_size(v);
       else if (k == "--context") a.context = std::stoi(v);
       else if (k == "--max-sequences") a.max_sequences = std::stoi(v);
@@ -340,6 +344,9 @@ int main(int argc, char** argv) {
       else throw ns::Error(ns::ErrorKind::invalid_input, "unknown option " + k);
     }
     if (a.batches.empty()) throw ns::Error(ns::ErrorKind::invalid_input, "--batch needs at least one size");
+    ns::kernels::set_isa_override(a.cpu_features);
+    std::printf("kernels %s (CPU has %s)\n", ns::kernels::isa_name(ns::kernels::active_isa()),
+                ns::kernels::cpu_feature_summary().c_str());
     if (a.cmd == "decode") return cmd_decode(a);
     if (a.cmd == "prefill") return cmd_prefill(a);
     if (a.cmd == "spread") return cmd_spread(a);

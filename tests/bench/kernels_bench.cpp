@@ -1,7 +1,9 @@
-// Kernel benchmark: a 4096 x 4096 matmul per weight type at 1 and 16 tokens,
-// timed side by side for four paths on the same pool:
+// Kernel benchmark: a 4096 x 4096 matmul per weight type at 1, 16 and 64
+// tokens, timed side by side for the paths the CPU has, on the same pool:
 //   scalar    matmul with the scalar reference kernels (set_isa(scalar))
 //   avx2      matmul with the AVX2 kernels
+//   avx512    matmul with the AVX-512 + VNNI kernels (the AVX2 ones for a
+//             format without them)
 //   deq+dot   the plain path: dequantize each weight row to floats with the
 //             reference dequantizer, then a plain float loop per token
 //   deq+simd  the same with the AVX2 F32 dot: what working in the quantized
@@ -10,7 +12,7 @@
 // noisy; ratios measured in one run are the figures that mean something). The
 // time of a path is its fastest call.
 //
-// usage: ns_bench_kernels [--threads N] [--min-time SECONDS] [--size N] [--type NAME]
+// usage: ns_bench_kernels [--threads N] [--min-time SECONDS] [--size N] [--type NAME] [--tokens N,N,..]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,6 +40,7 @@ struct Options {
   double min_time = 0.4;
   int64_t size = 4096;
   std::string only;  // one type name, or all
+  std::vector<int64_t> tokens{1, 16, 64};
 };
 
 Options parse(int argc, char** argv) {
@@ -52,10 +55,22 @@ Options parse(int argc, char** argv) {
       o.only = argv[++i];
     } else if (a == "--size" && i + 1 < argc) {
       o.size = std::atoll(argv[++i]);
+    } else if (a == "--tokens" && i + 1 < argc) {
+      o.tokens.clear();
+      for (const char* p = argv[++i]; *p != '\0';) {
+        char* end = nullptr;
+        o.tokens.push_back(std::strtoll(p, &end, 10));
+        if (end == p || o.tokens.back() <= 0) {
+          std::fprintf(stderr, "--tokens takes positive counts separated by commas, e.g. 1,16,64\n");
+          std::exit(2);
+        }
+        p = *end == ',' ? end + 1 : end;
+      }
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 256)] [--type NAME, e.g. Q4_K]\n",
+          "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 256)] [--type NAME, e.g. Q4_K] "
+          "[--tokens N,N,.. (default 1,16,64)]\n",
           argv[0]);
       std::exit(a == "--help" ? 0 : 2);
     }
@@ -145,14 +160,17 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> wf(static_cast<size_t>(n * n));
   for (auto& v : wf) v = 0.02f * normal(rng);
-  std::vector<float> x(static_cast<size_t>(16 * n));
+  const int64_t max_tokens = *std::max_element(opt.tokens.begin(), opt.tokens.end());
+  std::vector<float> x(static_cast<size_t>(max_tokens * n));
   for (auto& v : x) v = normal(rng);
 
   std::vector<std::vector<float>> row_buffers(static_cast<size_t>(pool.size()), std::vector<float>(n));
-  const bool have_avx2 = ns::kernels::detected_isa() == Isa::avx2;
+  const bool have_avx2 = ns::kernels::detected_isa() >= Isa::avx2;
+  const bool have_avx512 = ns::kernels::detected_isa() >= Isa::avx512;
   if (!have_avx2) std::printf("no AVX2 on this CPU: the avx2 and deq+simd paths are skipped\n");
-  std::printf("\n%-6s %6s  %-8s %9s %9s %8s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s", "GB/s",
-              "vs scalar", "vs deq+dot", "vs deq+simd");
+  if (!have_avx512) std::printf("no AVX-512 F/BW/VL/DQ + VNNI on this CPU: the avx512 path is skipped\n");
+  std::printf("\n%-6s %6s  %-8s %9s %9s %8s %10s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s", "GB/s",
+              "vs scalar", "vs deq+dot", "vs deq+simd", "vs avx2");
 
   const GgmlType types[] = {GgmlType::F32,   GgmlType::F16,   GgmlType::BF16,   GgmlType::Q8_0,    GgmlType::Q4_0,
                             GgmlType::Q4_1,  GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::IQ4_NL,  GgmlType::MXFP4,
@@ -179,7 +197,7 @@ int main(int argc, char** argv) {
     const ns::kernels::MatrixView w{type, wq.data(), n, n, row_bytes};
     const double weight_gb = static_cast<double>(wq.size()) / 1e9;
 
-    for (const int64_t tokens : {int64_t{1}, int64_t{16}}) {
+    for (const int64_t tokens : opt.tokens) {
       const double gflop = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(tokens) / 1e9;
       ns::kernels::MatmulScratch scratch;
       auto matmul_with = [&](Isa isa) {
@@ -195,6 +213,8 @@ int main(int argc, char** argv) {
       std::vector<Path> paths;
       paths.push_back({"scalar", matmul_with(Isa::scalar), std::vector<float>(ny)});
       if (have_avx2) paths.push_back({"avx2", matmul_with(Isa::avx2), std::vector<float>(ny)});
+      if (have_avx512) paths.push_back({"avx512", matmul_with(Isa::avx512), std::vector<float>(ny)});
+      const size_t i_plain = paths.size();
       paths.push_back({"deq+dot", dequantize_with(plain_dot), std::vector<float>(ny)});
       if (have_avx2) {
         paths.push_back(
@@ -203,12 +223,13 @@ int main(int argc, char** argv) {
       measure(paths, opt.min_time);
 
       const double t_scalar = paths[0].best;
-      const double t_plain = paths[have_avx2 ? 2 : 1].best;
-      const double t_simd = have_avx2 ? paths[3].best : 0;
+      const double t_plain = paths[i_plain].best;
+      const double t_simd = have_avx2 ? paths[i_plain + 1].best : 0;
+      const double t_avx2 = have_avx2 ? paths[1].best : 0;
       for (const auto& p : paths) {
         std::printf("%-6s %6lld  %-8s %9.3f %9.2f %8.2f %9.2fx %9.2fx", name.c_str(), static_cast<long long>(tokens),
                     p.name, p.best * 1e3, gflop / p.best, weight_gb / p.best, t_scalar / p.best, t_plain / p.best);
-        if (have_avx2) std::printf(" %9.2fx", t_simd / p.best);
+        if (have_avx2) std::printf(" %9.2fx %9.2fx", t_simd / p.best, t_avx2 / p.best);
         std::printf("\n");
       }
       // The paths compute the same product; they differ by the rounding of the

@@ -14,6 +14,7 @@
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
 #include "daemon/lib/logging.h"
+#include "engine/kernels/kernels.h"
 #include "engine/util/error.h"
 #include "tests/unit/jobs/temp_dir.h"
 
@@ -171,7 +172,7 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "max_batch", "claim_models", "log_level", "poll_interval_ms",
+  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "cpu_features", "max_batch", "claim_models", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
                                        "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});
@@ -287,4 +288,23 @@ TEST_CASE("memory_budget takes human sizes and io_mode names a read path") {
   CHECK(parse_config("", "/x.yaml").memory_budget == 0);
   CHECK(error_for("memory_budget: lots\n").find("memory_budget") != std::string::npos);
   CHECK(error_for("io_mode: floppy\n").find("uring, pread, mmap") != std::string::npos);
+}
+
+TEST_CASE("cpu_features: auto by default, a path this CPU has, else an error naming its flags") {
+  using ns::kernels::Isa;
+  CHECK(parse_config("", "/x.yaml").cpu_features == "auto");
+  CHECK(parse_config("cpu_features: scalar\n", "/x.yaml").cpu_features == "scalar");
+  const std::string bad = error_for("threads: 1\ncpu_features: avx9\n");
+  CHECK_MESSAGE(contains(bad, "/etc/nightshift/config.yaml:2:"), bad);
+  CHECK_MESSAGE(contains(bad, "auto, avx512, avx2, scalar"), bad);
+  for (const Isa isa : {Isa::avx2, Isa::avx512}) {
+    const std::string yaml = std::string("cpu_features: ") + ns::kernels::isa_name(isa) + "\n";
+    if (isa <= ns::kernels::detected_isa()) {
+      CHECK(parse_config(yaml, "/x.yaml").cpu_features == ns::kernels::isa_name(isa));
+    } else {
+      const std::string msg = error_for(yaml);
+      CHECK_MESSAGE(contains(msg, "this CPU has: " + ns::kernels::cpu_feature_summary()), msg);
+    }
+  }
+  CHECK(is_reloadable("cpu_features"));
 }

@@ -1,6 +1,6 @@
 // The format table and ISA switch: which types have kernels, their vec-dot
 // types, block geometry agreeing with the GGUF type table, exact output sizes,
-// and set_isa's clamping.
+// set_isa's clamping, the cpu_features override and the per-ISA fallbacks.
 #include "engine/kernels/formats.h"
 #include "engine/util/error.h"
 #include "kernel_test_util.h"
@@ -125,12 +125,68 @@ TEST_CASE("conversions reject partial blocks and unsupported types") {
   }
 }
 
-TEST_CASE("set_isa forces scalar and clamps avx2 to what the CPU has") {
+TEST_CASE("set_isa forces a path and clamps it to what the CPU has") {
   IsaScope scope(Isa::scalar);
   CHECK(active_isa() == Isa::scalar);
   set_isa(Isa::avx2);
+  CHECK(active_isa() == std::min(Isa::avx2, detected_isa()));
+  set_isa(Isa::avx512);
   CHECK(active_isa() == detected_isa());
   CHECK(std::string(isa_name(Isa::scalar)) == "scalar");
   CHECK(std::string(isa_name(Isa::avx2)) == "avx2");
-  MESSAGE("detected ISA: " << std::string(isa_name(detected_isa())));
+  CHECK(std::string(isa_name(Isa::avx512)) == "avx512");
+  MESSAGE("detected ISA: " << std::string(isa_name(detected_isa())) << "; CPU flags: " << cpu_feature_summary());
+}
+
+TEST_CASE("set_isa_override (cpu_features) forces a supported path and names the CPU's flags otherwise") {
+  IsaScope scope(detected_isa());
+  for (const Isa isa : kIsas) {
+    CAPTURE(isa_name(isa));
+    if (isa <= detected_isa()) {
+      set_isa_override(isa_name(isa));
+      CHECK(active_isa() == isa);
+      continue;
+    }
+    try {
+      set_isa_override(isa_name(isa));
+      FAIL("no error for a path the CPU lacks");
+    } catch (const ns::Error& e) {
+      const std::string what = e.what();
+      CHECK(e.kind() == ns::ErrorKind::invalid_input);
+      CHECK(what.find(isa_name(isa)) != std::string::npos);
+      CHECK(what.find("this CPU has: " + cpu_feature_summary()) != std::string::npos);
+    }
+  }
+  set_isa_override("scalar");
+  set_isa_override("auto");
+  CHECK(active_isa() == detected_isa());
+  try {
+    set_isa_override("avx9");
+    FAIL("no error for an unknown name");
+  } catch (const ns::Error& e) {
+    CHECK(std::string(e.what()).find("'avx9' is not one of: auto, avx512, avx2, scalar") != std::string::npos);
+  }
+  CHECK(active_isa() == detected_isa());
+}
+
+TEST_CASE("kernels_for prefers a format's AVX-512 kernels, else its AVX2 ones, and converts activations alike") {
+  const FormatKernels& q4 = *find_format(GgmlType::Q4_0);
+  const FormatKernels& q8 = *find_format(GgmlType::Q8_0);
+  const FormatKernels& q6k = *find_format(GgmlType::Q6_K);
+  CHECK((kernels_for(q4, Isa::scalar).vec_dot == q4.vec_dot));
+  CHECK((kernels_for(q4, Isa::scalar).tile == nullptr));
+  CHECK((kernels_for(q8, Isa::scalar).quantize == q8.quantize));
+  if (detected_isa() >= Isa::avx2) {
+    CHECK((kernels_for(q4, Isa::avx2).tile == q4.tile_avx2));
+    CHECK((kernels_for(q8, Isa::avx2).quantize == q8.quantize_avx2));
+  }
+  if (detected_isa() >= Isa::avx512) {
+    CHECK((kernels_for(q4, Isa::avx512).vec_dot == q4.vec_dot_avx512));
+    CHECK((kernels_for(q4, Isa::avx512).tile == q4.tile_avx512));
+    CHECK((kernels_for(q8, Isa::avx512).quantize == q8.quantize_avx2));  // the same activation bytes as AVX2
+    CHECK((kernels_for(q6k, Isa::avx512).tile == q6k.tile_avx2));          // no AVX-512 version: AVX2's
+  } else {
+    // Clamped: a path the CPU lacks is never handed out.
+    CHECK((kernels_for(q4, Isa::avx512).tile == kernels_for(q4, detected_isa()).tile));
+  }
 }

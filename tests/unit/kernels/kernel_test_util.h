@@ -139,17 +139,42 @@ inline double tolerance(GgmlType weight, int64_t n, const RefDot& ref) {
   return accumulation_tolerance(weight, n, ref.abs_sum) + ref.format_gap;
 }
 
+// Every ISA path, best last.
+inline constexpr Isa kIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512};
+
+// What each path needs, for skip messages.
+inline const char* isa_needs(Isa isa) {
+  return isa == Isa::avx512 ? "AVX-512 F/BW/VL/DQ + VNNI" : isa == Isa::avx2 ? "AVX2/FMA/F16C" : "nothing";
+}
+
+// The paths this CPU runs (scalar always).
 inline std::vector<Isa> isas_to_test() {
-  std::vector<Isa> v{Isa::scalar};
-  if (detected_isa() == Isa::avx2) v.push_back(Isa::avx2);
+  std::vector<Isa> v;
+  for (const Isa isa : kIsas)
+    if (isa <= detected_isa()) v.push_back(isa);
   return v;
 }
 
-inline bool have_avx2(const char* what) {
-  if (detected_isa() == Isa::avx2) return true;
-  MESSAGE("skipping " << what << ": this CPU has no AVX2/FMA/F16C");
+// The SIMD paths this CPU runs; says which it skips.
+inline std::vector<Isa> simd_isas_to_test(const char* what) {
+  std::vector<Isa> v;
+  for (const Isa isa : {Isa::avx2, Isa::avx512}) {
+    if (isa <= detected_isa()) {
+      v.push_back(isa);
+    } else {
+      MESSAGE("skipping " << what << " under " << isa_name(isa) << ": this CPU has no " << isa_needs(isa));
+    }
+  }
+  return v;
+}
+
+inline bool have_isa(Isa isa, const char* what) {
+  if (isa <= detected_isa()) return true;
+  MESSAGE("skipping " << what << ": this CPU has no " << isa_needs(isa));
   return false;
 }
+
+inline bool have_avx2(const char* what) { return have_isa(Isa::avx2, what); }
 
 // Restores the ISA matmul uses when the test ends.
 struct IsaScope {

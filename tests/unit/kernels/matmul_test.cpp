@@ -51,7 +51,7 @@ void check_against_reference(const Weights& w, const std::vector<float>& x, int6
 }  // namespace
 
 TEST_CASE("matmul matches dequantize-then-dot for 1 and 7 tokens, 1 and 2 threads, each ISA") {
-  if (detected_isa() != Isa::avx2) MESSAGE("AVX2 matmul skipped: this CPU has no AVX2/FMA/F16C");
+  (void)simd_isas_to_test("matmul");
   for (const GgmlType t : kTypes) {
     // 37 rows: not a multiple of the 4-row micro-tiles. F-type rows of 203
     // elements leave an 8-lane tail.
@@ -95,34 +95,36 @@ TEST_CASE("matmul splits a larger matrix into many chunks without gaps or overla
   }
 }
 
-TEST_CASE("AVX2 tiles give every row and token the one-token kernel's result, bit for bit") {
-  // The micro-tiles (up to 4 rows x 4 tokens, edges smaller) run each row and
-  // token through the same float operations as vec_dot; 13 rows and 1..9
-  // tokens reach every micro-tile shape, 3 and 16 blocks both parities of the
-  // block count. The scalar kernels are checked against the same product.
-  if (!have_avx2("AVX2 tiles")) return;
+TEST_CASE("AVX2 and AVX-512 tiles give every row and token the one-token kernel's result, bit for bit") {
+  // The micro-tiles (up to 4 rows x 4 tokens, edges smaller) run each row
+  // and token through the same float operations as vec_dot; 13 rows and 1..9
+  // tokens reach every micro-tile shape, 3 and 16 blocks both parities of the block count. The scalar
+  // kernels are checked against the same product.
   ns::ThreadPool pool(1);
-  for (const GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
-    for (const int64_t cols : {int64_t{96}, int64_t{512}}) {
-      const Weights w = random_weights(t, 13, cols, 3, 6000);
-      for (int64_t n_tokens = 1; n_tokens <= 9; ++n_tokens) {
-        CAPTURE(name(t));
-        CAPTURE(cols);
-        CAPTURE(n_tokens);
-        const auto x = random_normal(static_cast<size_t>(n_tokens * cols), 80, 2.0f);
-        IsaScope scope(Isa::avx2);
-        MatmulScratch scratch;
-        std::vector<float> y(static_cast<size_t>(n_tokens * w.rows));
-        matmul(w.view(), x.data(), n_tokens, y.data(), pool, scratch);
-        for (int64_t k = 0; k < n_tokens; ++k) {
-          const auto xa = activations(t, Isa::avx2, x.data() + k * cols, cols);
-          for (int64_t r = 0; r < w.rows; ++r) {
-            const uint8_t* wr = w.bytes.data() + r * w.stride;
-            const float one = vec_dot(t, Isa::avx2)(wr, xa.data(), cols);
-            const float scalar = vec_dot(t, Isa::scalar)(wr, xa.data(), cols);
-            const float got = y[static_cast<size_t>(k * w.rows + r)];
-            if (got != one) FAIL_CHECK("token " << k << " row " << r << ": tile " << got << ", vec_dot " << one);
-            CHECK(std::fabs(got - scalar) <= tolerance(t, cols, reference_dot(t, wr, xa.data(), cols)));
+  for (const Isa isa : simd_isas_to_test("SIMD tiles")) {
+    for (const GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+      for (const int64_t cols : {int64_t{96}, int64_t{512}}) {
+        const Weights w = random_weights(t, 13, cols, 3, 6000);
+        for (int64_t n_tokens = 1; n_tokens <= 9; ++n_tokens) {
+          CAPTURE(isa_name(isa));
+          CAPTURE(name(t));
+          CAPTURE(cols);
+          CAPTURE(n_tokens);
+          const auto x = random_normal(static_cast<size_t>(n_tokens * cols), 80, 2.0f);
+          IsaScope scope(isa);
+          MatmulScratch scratch;
+          std::vector<float> y(static_cast<size_t>(n_tokens * w.rows));
+          matmul(w.view(), x.data(), n_tokens, y.data(), pool, scratch);
+          for (int64_t k = 0; k < n_tokens; ++k) {
+            const auto xa = activations(t, isa, x.data() + k * cols, cols);
+            for (int64_t r = 0; r < w.rows; ++r) {
+              const uint8_t* wr = w.bytes.data() + r * w.stride;
+              const float one = vec_dot(t, isa)(wr, xa.data(), cols);
+              const float scalar = vec_dot(t, Isa::scalar)(wr, xa.data(), cols);
+              const float got = y[static_cast<size_t>(k * w.rows + r)];
+              if (got != one) FAIL_CHECK("token " << k << " row " << r << ": tile " << got << ", vec_dot " << one);
+              CHECK(std::fabs(got - scalar) <= tolerance(t, cols, reference_dot(t, wr, xa.data(), cols)));
+            }
           }
         }
       }

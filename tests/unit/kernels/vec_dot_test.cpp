@@ -1,5 +1,5 @@
 // vec_dot: the scalar reference against a double-precision dot of the
-// dequantized rows, and the AVX2 kernels against the scalar ones, on random
+// dequantized rows, and the AVX2 and AVX-512 kernels against the scalar ones, on random
 // rows of several lengths and on edge-case blocks (every byte pattern the
 // formats can hold, scales across the fp16 range, activations at +-127).
 #include <cfloat>
@@ -26,11 +26,14 @@ void check_dot(GgmlType t, const void* w, const void* x, int64_t n) {
   const double tol = tolerance(t, n, ref);
   const float scalar = vec_dot(t, Isa::scalar)(w, x, n);
   CHECK(std::fabs(scalar - ref.value) <= tol);
-  if (detected_isa() != Isa::avx2) return;
-  const float fast = vec_dot(t, Isa::avx2)(w, x, n);
-  CHECK((vec_dot(t, Isa::avx2) != vec_dot(t, Isa::scalar)));
-  CHECK(std::fabs(fast - ref.value) <= tol);
-  CHECK(std::fabs(fast - scalar) <= tol);
+  for (const Isa isa : {Isa::avx2, Isa::avx512}) {
+    if (isa > detected_isa()) continue;
+    CAPTURE(isa_name(isa));
+    const float fast = vec_dot(t, isa)(w, x, n);
+    CHECK((vec_dot(t, isa) != vec_dot(t, Isa::scalar)));
+    CHECK(std::fabs(fast - ref.value) <= tol);
+    CHECK(std::fabs(fast - scalar) <= tol);
+  }
 }
 
 std::vector<uint8_t> raw_q8_0_blocks(int64_t nb, uint16_t d, int8_t lo, int8_t hi, uint32_t seed) {
@@ -121,8 +124,8 @@ std::vector<uint8_t> raw_weights(GgmlType t, int64_t nb, int fill, uint32_t seed
 
 }  // namespace
 
-TEST_CASE("vec_dot on random rows: scalar vs double reference, AVX2 vs scalar") {
-  if (detected_isa() != Isa::avx2) MESSAGE("AVX2 comparisons skipped: this CPU has no AVX2/FMA/F16C");
+TEST_CASE("vec_dot on random rows: scalar vs double reference, AVX2 and AVX-512 vs scalar") {
+  (void)simd_isas_to_test("vec_dot comparisons");
   uint32_t seed = 100;
   for (const GgmlType t : kTypes) {
     for (const int64_t n : lengths(t)) {

@@ -1,0 +1,28 @@
+// MXFP4 weights x Q8_0 activations, AVX-512 + VNNI (int8_avx512.h): a byte
+// shuffle looks the E2M1 codes up in the table of doubled values + 128,
+// under the block's E8M0 scale (halved, see formats.h).
+#include "engine/kernels/int8_avx512.h"
+
+namespace ns::kernels::mxfp4_avx512 {
+namespace {
+
+struct Format {
+  static constexpr int64_t kBlockElems = mxfp4::kBlockElems;
+  static constexpr size_t kBlockBytes = mxfp4::kBlockBytes;
+  static constexpr size_t kQsOffset = 1;
+  static constexpr int kOffset = 128;
+  static constexpr bool kEvenOdd = true;  // AVX2 (table4_avx2.h) sums even and odd blocks apart
+  static float scale(const uint8_t* block) { return mxfp4::scale(block[0]); }
+  static __m256i decode(const uint8_t* qs) {
+    return _mm256_shuffle_epi8(avx512::offset_table(mxfp4::kValues), avx2::unpack_nibbles(qs));
+  }
+};
+using Kernels = avx512::Int8Kernels<Format>;
+
+}  // namespace
+
+float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
+
+void tile(const Tile& t) { Kernels::tile(t); }
+
+}  // namespace ns::kernels::mxfp4_avx512
