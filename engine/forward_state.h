@@ -38,6 +38,7 @@ struct ForwardState {
   std::vector<float> ex_in, ex_a, ex_b, ex_out;                  // [B][...] one expert's tokens
   std::vector<float> slot_out;      // [B][n_used][n_embd] each (token, slot) expert output, reduced in slot order
   std::vector<int32_t> active;      // [2][n_expert] the distinct experts this layer routed to (+ a copy)
+  std::vector<float> moe_latent;    // [B][latent] latent experts' input, then their weighted sum (kimi-k3)
   uint64_t experts_routed = 0;      // distinct (layer, expert) pairs routed to, summed over forward passes
   const RoutingObserver* routing_observer = nullptr;  // called once per MoE layer (routing.h)
 
@@ -51,6 +52,10 @@ struct ForwardState {
   std::vector<kernels::MatrixView> routers;
   std::vector<float> predict_logits;  // [B][n_expert]
   std::vector<int32_t> predicted;     // [n_expert]
+
+  // Cross-layer attention residuals (kimi-k3): each token's banked layer
+  // inputs, [B][n_ckpt][n_embd], and its mixing scores, [B][n_ckpt + 1].
+  std::vector<float> res_ckpt, res_scores;
 
   ThreadPool* pool = nullptr;
   SequenceState* seqs = nullptr;  // attention cache and recurrent state of every sequence

@@ -89,6 +89,16 @@ void silu_mul(float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+void situ_mul(float* g, const float* u, int64_t n, float beta, float linear_beta) {
+  const float inv_beta = 1.0f / beta;
+  const float inv_linear = linear_beta > 0.0f ? 1.0f / linear_beta : 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::tanh(g[i] * inv_beta) * beta * (1.0f / (1.0f + std::exp(-g[i])));
+    const float up = linear_beta > 0.0f ? std::tanh(u[i] * inv_linear) * linear_beta : u[i];
+    g[i] = a * up;
+  }
+}
+
 void add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }

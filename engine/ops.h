@@ -21,6 +21,10 @@ void softmax(float* x, int64_t n);
 float expf_ggml(float x);
 // g[i] = silu(g[i]) * u[i]
 void silu_mul(float* g, const float* u, int64_t n);
+// g[i] = situ(g[i], u[i]) = beta*tanh(g/beta)*sigmoid(g) * (linear_beta > 0 ?
+// linear_beta*tanh(u/linear_beta) : u): kimi-k3's activation, in the
+// reference's order of float operations (scales by 1/beta, not divisions).
+void situ_mul(float* g, const float* u, int64_t n, float beta, float linear_beta);
 void add(float* x, const float* y, int64_t n);              // x += y
 void add_scaled(float* x, const float* y, float s, int64_t n);  // x += s * y
 

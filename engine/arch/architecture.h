@@ -17,6 +17,7 @@ struct BufferSizes {
   int64_t q = 0, k = 0, v = 0, att = 0;  // per-token widths of the attention buffers
   int64_t ff = 0;                       // widest FFN hidden layer (dense or expert)
   SequenceLayout cache;                 // what each layer keeps per sequence (attention rows, recurrent state)
+  int64_t res_checkpoints = 0;          // n_embd vectors banked per token within a forward pass (s.res_ckpt)
 };
 
 class Architecture {
@@ -24,6 +25,9 @@ class Architecture {
   virtual ~Architecture() = default;
   // s.x -> s.x through layer il.
   virtual void layer(int64_t il, ForwardState& s) = 0;
+  // s.x -> s.x after the last layer, before the output norm (kimi-k3's final
+  // residual mix); most architectures have nothing to do here.
+  virtual void before_output(ForwardState& s) { (void)s; }
   virtual BufferSizes buffer_sizes() const = 0;
 };
 

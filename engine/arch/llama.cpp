@@ -68,7 +68,7 @@ class Llama final : public Architecture {
       if (L.is_moe)
         moe_ffn(L.moe, s);
       else
-        swiglu(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
+        gated_ffn(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
     });
   }
 

@@ -14,12 +14,29 @@
 
 namespace ns {
 
-void swiglu(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s,
-            bool per_token) {
+FfnActivation FfnActivation::of(const Hparams& hp) {
+  FfnActivation a;
+  if (hp.situ_beta > 0.0f) {
+    a.kind = Kind::situ;
+    a.beta = hp.situ_beta;
+    a.linear_beta = hp.situ_linear_beta;
+  }
+  return a;
+}
+
+void FfnActivation::apply(float* gate, const float* up, int64_t n) const {
+  if (kind == Kind::situ)
+    ops::situ_mul(gate, up, n, beta, linear_beta);
+  else
+    ops::silu_mul(gate, up, n);
+}
+
+void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s,
+               bool per_token) {
   const int64_t n_ff = w.gate.rows;
   kernels::matmul(w.gate, in, m, a, *s.pool, s.mm, per_token);
   kernels::matmul(w.up, in, m, b, *s.pool, s.mm, per_token);
-  ops::silu_mul(a, b, m * n_ff);
+  w.act.apply(a, b, m * n_ff);
   kernels::matmul(w.down, a, m, out, *s.pool, s.mm, per_token);
 }
 
@@ -32,13 +49,20 @@ int64_t layer_of_prefix(const std::string& p) {
 }  // namespace
 
 MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp) {
-  const int64_t d = hp.n_embd;
+  const int64_t d = hp.n_embd, ew = hp.expert_width();
   MoeWeights m;
   m.layer = layer_of_prefix(p);
   m.router = t.matrix(p + "ffn_gate_inp.weight", hp.n_expert, d);
-  m.gate = t.experts(p + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_expert, d);
-  m.up = t.experts(p + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_expert, d);
-  m.down = t.experts(p + "ffn_down_exps.weight", hp.n_expert, d, hp.n_ff_expert);
+  m.gate = t.experts(p + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_expert, ew);
+  m.up = t.experts(p + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_expert, ew);
+  m.down = t.experts(p + "ffn_down_exps.weight", hp.n_expert, ew, hp.n_ff_expert);
+  m.act = FfnActivation::of(hp);
+  if (hp.n_expert_latent > 0) {
+    m.routed_down = t.matrix(p + "ffn_routed_down.weight", ew, d);
+    m.routed_up = t.matrix(p + "ffn_routed_up.weight", d, ew);
+    if (t.has(p + "ffn_routed_norm.weight")) m.routed_norm = t.vector(p + "ffn_routed_norm.weight", ew);
+    m.rms_eps = hp.rms_eps;
+  }
   if (t.has(p + "exp_probs_b.bias")) m.selection_bias = t.vector(p + "exp_probs_b.bias", hp.n_expert);
   m.n_used = hp.n_expert_used;
   m.normalize_weights = hp.expert_weights_norm;
@@ -129,7 +153,7 @@ void route_token(const float* logits, int64_t n_expert, const MoeWeights& w, flo
 // s.out += shared experts(s.xn), gated per token when the layer has a gate.
 void add_shared_experts(const MoeWeights& w, ForwardState& s) {
   const int64_t n = s.n, n_embd = w.router.cols;
-  swiglu(w.shared, s.xn.data(), n, s.ff_a.data(), s.ff_b.data(), s.ex_out.data(), s);
+  gated_ffn(w.shared, s.xn.data(), n, s.ff_a.data(), s.ff_b.data(), s.ex_out.data(), s);
   for (int64_t t = 0; t < n; ++t) {
     float gate = 1.0f;
     if (!w.shared_gate_inp.empty()) {
@@ -144,16 +168,17 @@ void add_shared_experts(const MoeWeights& w, ForwardState& s) {
   }
 }
 
-// Runs expert e over the tokens routed to it and stores each (token, slot)
-// output in s.slot_out (unweighted: the per-token reduction weighs them).
-void run_expert(int32_t e, const FfnWeights& fw, int64_t n_used, int64_t n_embd, ForwardState& s) {
+// Runs expert e over the tokens routed to it (their rows of `in`, `width`
+// wide) and stores each (token, slot) output in s.slot_out (unweighted: the
+// per-token reduction weighs them).
+void run_expert(int32_t e, const FfnWeights& fw, int64_t n_used, const float* in, int64_t width, ForwardState& s) {
   const int64_t m = s.expert_count[e];
   const int32_t* rows = &s.expert_rows[s.expert_first[e]];
   for (int64_t j = 0; j < m; ++j)
-    std::memcpy(&s.ex_in[j * n_embd], &s.xn[(rows[j] / n_used) * n_embd], sizeof(float) * n_embd);
-  swiglu(fw, s.ex_in.data(), m, s.ex_a.data(), s.ex_b.data(), s.ex_out.data(), s, /*per_token=*/true);
+    std::memcpy(&s.ex_in[j * width], &in[(rows[j] / n_used) * width], sizeof(float) * width);
+  gated_ffn(fw, s.ex_in.data(), m, s.ex_a.data(), s.ex_b.data(), s.ex_out.data(), s, /*per_token=*/true);
   for (int64_t j = 0; j < m; ++j)
-    std::memcpy(&s.slot_out[static_cast<size_t>(rows[j]) * n_embd], &s.ex_out[j * n_embd], sizeof(float) * n_embd);
+    std::memcpy(&s.slot_out[static_cast<size_t>(rows[j]) * width], &s.ex_out[j * width], sizeof(float) * width);
 }
 
 // One expert's matrices inside a cache slot: the file's layout, so the
@@ -162,7 +187,7 @@ FfnWeights slot_weights(const MoeWeights& w, const stream::ExpertWeights& ew) {
   const auto view = [](const ExpertsView& v, const uint8_t* data) {
     return kernels::MatrixView{v.type, data, v.rows, v.cols, v.row_stride};
   };
-  return {view(w.gate, ew.gate()), view(w.up, ew.up()), view(w.down, ew.down())};
+  return {view(w.gate, ew.gate()), view(w.up, ew.up()), view(w.down, ew.down()), w.act};
 }
 
 // Guesses the next layer's experts by applying its router to this layer's
@@ -194,8 +219,12 @@ void prefetch_next_layer(const MoeWeights& w, ForwardState& s) {
 }  // namespace
 
 void moe_ffn(const MoeWeights& w, ForwardState& s) {
-  const int64_t n = s.n, n_expert = w.router.rows, n_used = w.n_used, n_embd = w.router.cols;
+  const int64_t n = s.n, n_expert = w.router.rows, n_used = w.n_used;
+  const bool latent = w.routed_down.rows > 0;
+  const int64_t width = w.gate.cols;  // the experts' input and output width
   kernels::matmul(w.router, s.xn.data(), n, s.router.data(), *s.pool, s.mm);
+  if (latent) kernels::matmul(w.routed_down, s.xn.data(), n, s.moe_latent.data(), *s.pool, s.mm);
+  const float* expert_in = latent ? s.moe_latent.data() : s.xn.data();
   for (int64_t t = 0; t < n; ++t)
     route_token(&s.router[t * n_expert], n_expert, w, &s.router[t * n_expert], &s.chosen[t * n_used],
                 &s.chosen_w[t * n_used]);
@@ -232,23 +261,27 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     for (size_t done = 0; done < n_active; ++done) {
       stream::ExpertWeights ew;
       const size_t i = cache.wait_next(&ew);
-      run_expert(s.active[static_cast<size_t>(n_expert) + i], slot_weights(w, ew), n_used, n_embd, s);
+      run_expert(s.active[static_cast<size_t>(n_expert) + i], slot_weights(w, ew), n_used, expert_in, width, s);
       cache.release(i);
     }
   } else {
     for (size_t i = 0; i < n_active; ++i) {
       const int32_t e = s.active[i];
-      run_expert(e, {w.gate.expert(e), w.up.expert(e), w.down.expert(e)}, n_used, n_embd, s);
+      run_expert(e, {w.gate.expert(e), w.up.expert(e), w.down.expert(e), w.act}, n_used, expert_in, width, s);
     }
   }
 
-  // Slot order per token, whatever order the experts ran in.
+  // Slot order per token, whatever order the experts ran in. Latent experts
+  // sum into s.moe_latent (their input is no longer needed), then go back up.
+  float* sum = latent ? s.moe_latent.data() : s.out.data();
   for (int64_t t = 0; t < n; ++t) {
-    float* o = &s.out[t * n_embd];
-    std::fill(o, o + n_embd, 0.0f);
+    float* o = &sum[t * width];
+    std::fill(o, o + width, 0.0f);
     for (int64_t k = 0; k < n_used; ++k)
-      ops::add_scaled(o, &s.slot_out[(t * n_used + k) * n_embd], s.chosen_w[t * n_used + k], n_embd);
+      ops::add_scaled(o, &s.slot_out[(t * n_used + k) * width], s.chosen_w[t * n_used + k], width);
+    if (latent && !w.routed_norm.empty()) ops::rms_norm(o, w.routed_norm.data(), width, w.rms_eps, o);
   }
+  if (latent) kernels::matmul(w.routed_up, sum, n, s.out.data(), *s.pool, s.mm);
   if (w.has_shared) add_shared_experts(w, s);
 }
 
@@ -259,6 +292,7 @@ DeepseekFfn load_deepseek_ffn(TensorLoader& t, const std::string& p, const Hpara
     f.dense.gate = t.matrix(p + "ffn_gate.weight", hp.n_ff, d);
     f.dense.up = t.matrix(p + "ffn_up.weight", hp.n_ff, d);
     f.dense.down = t.matrix(p + "ffn_down.weight", d, hp.n_ff);
+    f.dense.act = FfnActivation::of(hp);
     return f;
   }
   f.is_moe = true;
@@ -269,6 +303,7 @@ DeepseekFfn load_deepseek_ffn(TensorLoader& t, const std::string& p, const Hpara
     f.moe.shared.gate = t.matrix(p + "ffn_gate_shexp.weight", width, d);
     f.moe.shared.up = t.matrix(p + "ffn_up_shexp.weight", width, d);
     f.moe.shared.down = t.matrix(p + "ffn_down_shexp.weight", d, width);
+    f.moe.shared.act = FfnActivation::of(hp);
   }
   return f;
 }
@@ -281,7 +316,7 @@ void deepseek_ffn(const DeepseekFfn& f, ForwardState& s) {
   if (f.is_moe)
     moe_ffn(f.moe, s);
   else
-    swiglu(f.dense, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
+    gated_ffn(f.dense, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
 }
 
 }  // namespace ns

@@ -10,14 +10,25 @@
 
 namespace ns {
 
-struct FfnWeights {
-  kernels::MatrixView gate, up, down;
+// The gated FFN's activation act(gate, up): silu(gate) * up (SwiGLU, every
+// architecture but one), or kimi-k3's situ (ops::situ_mul) with its two betas.
+struct FfnActivation {
+  enum class Kind { silu, situ } kind = Kind::silu;
+  float beta = 0.0f, linear_beta = 0.0f;  // situ only
+  // situ when the file sets activation.situ_beta, else silu.
+  static FfnActivation of(const Hparams& hp);
+  void apply(float* gate, const float* up, int64_t n) const;  // gate = act(gate, up)
 };
 
-// out[m][n_embd] = down(silu(gate(in)) * up(in)) for m rows of in; a, b are [m][n_ff] scratch.
+struct FfnWeights {
+  kernels::MatrixView gate, up, down;
+  FfnActivation act;
+};
+
+// out[m][down rows] = down(act(gate(in), up(in))) for m rows of in; a, b are [m][n_ff] scratch.
 // per_token: expert matmuls sum per token like the reference's mul_mat_id (see kernels::matmul).
-void swiglu(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s,
-            bool per_token = false);
+void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s,
+               bool per_token = false);
 
 // One MoE layer as the reference's build_moe_ffn computes it:
 //   probs  = softmax or sigmoid of the router logits
@@ -25,10 +36,19 @@ void swiglu(const FfnWeights& w, const float* in, int64_t m, float* a, float* b,
 //            best groups (a group scores the sum of its two best) when grouped
 //   weight = probs of the chosen (not biased), renormalized if asked, times weights_scale
 //   out    = sum of weight * expert(x), plus the shared experts (gated or not)
+// Latent MoE (kimi-k3, routed_down set): the router still reads x, but the
+// experts run on routed_down(x) in the latent width, and
+//   out    = routed_up(rms_norm(sum of weight * expert) * routed_norm) + shared experts(x)
+// (the norm only with routed_norm).
 struct MoeWeights {
   int64_t layer = -1;                  // block index: the expert cache's key (load_moe sets it)
   kernels::MatrixView router;          // [n_expert rows][n_embd]
-  ExpertsView gate, up, down;
+  ExpertsView gate, up, down;          // [n_ff_expert][width], [width][n_ff_expert]: width = n_embd or the latent width
+  FfnActivation act;                   // the routed experts' activation
+  kernels::MatrixView routed_down;     // [latent][n_embd]; rows == 0: no latent projection
+  kernels::MatrixView routed_up;       // [n_embd][latent]
+  std::vector<float> routed_norm;      // [latent], or empty
+  float rms_eps = 1e-6f;               // for routed_norm
   int64_t n_used = 0;
   bool normalize_weights = true;       // renormalize the chosen experts' weights to sum to 1
   ExpertGating gating = ExpertGating::softmax;
@@ -47,7 +67,8 @@ struct MoeWeights {
 };
 
 // Loads the routed experts, router and selection bias of layer prefix p
-// ("blk.N.") with the routing settings in hp.
+// ("blk.N.") with the routing settings in hp, and the latent projections
+// (ffn_routed_down/_up/_norm) when hp.n_expert_latent > 0.
 MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp);
 
 // s.xn -> s.out: route every token to its top n_used experts, then run each
@@ -55,14 +76,15 @@ MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp);
 // (token, slot) output in s.slot_out and sum them per token in slot order
 // (so the result does not depend on the order experts arrive in); then add
 // the shared experts. Scratch: s.ff_a/s.ff_b must hold [n][shared width] when
-// has_shared.
+// has_shared; s.ex_in/s.ex_out/s.slot_out rows are max(n_embd, expert width)
+// wide; s.moe_latent holds [n][latent] for latent experts.
 // With s.experts set, the routed experts come from the expert cache (acquired
 // for w.layer, taken as their reads land) instead of the mapping, and with
 // s.predict_next the next layer's experts are prefetched meanwhile.
 void moe_ffn(const MoeWeights& w, ForwardState& s);
 
 // A layer's feed-forward part in DeepSeek's pattern (deepseek2, kimi-linear,
-// kimi-k3): a dense SwiGLU for the first leading_dense_block_count layers,
+// kimi-k3): a dense gated FFN for the first leading_dense_block_count layers,
 // then routed experts plus the shared experts (ffn_*_shexp, n_shared experts
 // stacked into one FFN of n_shared * n_ff_expert, always applied).
 struct DeepseekFfn {

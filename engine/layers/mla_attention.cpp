@@ -15,8 +15,10 @@
 //          then [t][n_head * v_head]    the expanded attention output, input of wo (latent path)
 //   s.v    [t][q_lora]                  the low-rank query (q_a), then
 //          [t][n_head * kv_lora]        each head's attended latent (latent path), or
-//          [t][n_head * (nope + v)]     attn_kv_b's expansion (expanded path)
-//   s.q    [t][n_head * latent_width]   absorbed queries [q_lat | q_pe] per head (latent path), or
+//          [t][n_head * (nope + v)]     attn_kv_b's expansion (expanded path), then
+//          [t][n_head * v_head]         the output gate's logits (expanded path, attn_gate)
+//   s.q    [t][n_head * latent_width]   absorbed queries [q_lat | q_pe] per head (latent path), then
+//          [t][n_head * v_head]         the output gate's logits (latent path, attn_gate), or
 //          [t][kv_lora] the latents for attn_kv_b, then [t][n_head * v_head] the attention output (expanded path)
 //   s.k    [t][latent_width]            this batch's latents [normed latent | roped k_pe]
 //   s.q16  per thread: one F16 query, or one activation row converted for a per-head product
@@ -154,12 +156,14 @@ MlaWeights load_mla(TensorLoader& t, const std::string& p, const MlaShape& sh, i
     w.v_b.row_stride = kv_b.row_stride;
     w.v_b.expert_stride = static_cast<size_t>(sh.qk_nope + sh.v_head) * kv_b.row_stride;
   }
+  if (t.has(p + "attn_gate.weight")) w.gate = t.matrix(p + "attn_gate.weight", sh.n_head * sh.v_head, n_embd);
   w.wo = t.matrix(p + "attn_output.weight", n_embd, sh.n_head * sh.v_head);
   return w;
 }
 
 int64_t mla_q_width(const MlaShape& sh) {
-  return sh.expanded_cache ? std::max(sh.n_head * sh.v_head, sh.kv_lora_rank) : sh.n_head * sh.latent_width();
+  // n_head * v_head: the expanded path's output, or the latent path's gate logits.
+  return std::max(sh.n_head * sh.v_head, sh.expanded_cache ? sh.kv_lora_rank : sh.n_head * sh.latent_width());
 }
 int64_t mla_k_width(const MlaShape& sh) {
   // Also sizes each thread's s.q16 slot: one F16 query head, or an activation
@@ -173,6 +177,15 @@ int64_t mla_v_width(const MlaShape& sh) {
 int64_t mla_att_width(const MlaShape& sh) { return sh.n_head * std::max(sh.k_head(), sh.v_head); }
 
 namespace {
+
+// att[t][n_head * v_head] *= sigmoid(gate · s.xn[t]) when the layer has an
+// output gate; logits is [n][n_head * v_head] scratch.
+void apply_output_gate(const MlaWeights& w, float* att, float* logits, ForwardState& s) {
+  if (w.gate.rows == 0) return;
+  kernels::matmul(w.gate, s.xn.data(), s.n, logits, *s.pool, s.mm);
+  const int64_t n = s.n * w.gate.rows;
+  for (int64_t i = 0; i < n; ++i) att[i] *= 1.0f / (1.0f + std::exp(-logits[i]));
+}
 
 // Queries into s.att (RoPE applied to each head's rope part) and this batch's
 // latents into s.k: [rms_norm(latent) | rope(k_pe)].
@@ -230,6 +243,7 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
 
   const int64_t v_width = n_head * sh.v_head;
   per_head_product(w.v_b, latent_out, n_head * kv_lora, kv_lora, s.att.data(), v_width, sh.v_head, s);
+  apply_output_gate(w, s.att.data(), s.q.data(), s);
   kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
 }
 
@@ -265,6 +279,7 @@ void attend_expanded(const MlaWeights& w, const MlaShape& sh, int64_t il, Forwar
                       &att_out[t * vd + h * vh]);
     }
   });
+  apply_output_gate(w, att_out, s.v.data(), s);
   kernels::matmul(w.wo, att_out, n, s.out.data(), *s.pool, s.mm);
 }
 

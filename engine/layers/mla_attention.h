@@ -65,11 +65,15 @@ struct MlaWeights {
   ExpertsView v_b;                         // per head [v_head rows][kv_lora cols]
   kernels::MatrixView kv_b;                // fused files: [n_head * (qk_nope + v_head)][kv_lora]
   kernels::MatrixView wo;                  // [n_embd][n_head * v_head]
+  // kimi-k3's output gate (attn_gate): the attention output is multiplied by
+  // sigmoid(gate · x), x the normed layer input, before wo. rows == 0: none.
+  kernels::MatrixView gate;                // [n_head * v_head][n_embd]
   std::unique_ptr<uint8_t[]> k_b_owned;    // k_b transposed out of a fused attn_kv_b (k_b points here; move-only)
 };
 
 // Loads layer prefix p ("blk.N."): attn_q or attn_q_a/_norm/_b, attn_kv_a_mqa,
-// attn_kv_a_norm, then attn_k_b + attn_v_b or the fused attn_kv_b, attn_output.
+// attn_kv_a_norm, then attn_k_b + attn_v_b or the fused attn_kv_b, attn_gate
+// if present, attn_output.
 MlaWeights load_mla(TensorLoader& t, const std::string& p, const MlaShape& sh, int64_t n_embd);
 
 // Per-token widths of the ForwardState buffers mla_attention uses (see the .cpp).

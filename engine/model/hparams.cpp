@@ -134,6 +134,21 @@ void read_kda(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
   }
 }
 
+// kimi-k3's additions: attention residual blocks, latent experts, situ betas.
+void read_kimi_k3(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  h.attn_res_block_size = optional_count(f, a + "attn_res.block_size", static_cast<uint64_t>(h.n_layer));
+  h.n_expert_latent = optional_count(f, a + "expert_latent_length", 1 << 20);
+  if (f.has(a + "activation.situ_beta")) {
+    h.situ_beta = static_cast<float>(f.get_f64(a + "activation.situ_beta"));
+    if (!(h.situ_beta > 0 && h.situ_beta < 1e6)) bad(f, a + "activation.situ_beta", "must be in (0, 1e6)");
+  }
+  if (f.has(a + "activation.situ_linear_beta")) {
+    h.situ_linear_beta = static_cast<float>(f.get_f64(a + "activation.situ_linear_beta"));
+    if (!(h.situ_linear_beta < 1e6)) bad(f, a + "activation.situ_linear_beta", "must be below 1e6 (<= 0: off)");
+    if (h.situ_beta <= 0) bad(f, a + "activation.situ_beta", "is missing: situ_linear_beta needs it");
+  }
+}
+
 }  // namespace
 
 Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
@@ -174,6 +189,7 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   read_rope_scaling(f, a, h);
   read_mla(f, a, h);
   read_kda(f, a, h);
+  read_kimi_k3(f, a, h);
   if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3") h.rope_type = RopeType::neox;
   return h;
 }

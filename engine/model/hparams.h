@@ -71,6 +71,16 @@ struct Hparams {
   // sigmoid(...) instead of A * softplus(...) (kimi-k3).
   float kda_gate_lower_bound = -std::numeric_limits<float>::infinity();
 
+  // kimi-k3 (llama.cpp's src/models/kimi-k3.cpp).
+  int64_t attn_res_block_size = 0;  // attn_res.block_size: cross-layer attention residuals every N layers (0: off)
+  int64_t n_expert_latent = 0;      // expert_latent_length: routed experts' width (0: n_embd, no latent MoE)
+  // activation.situ_beta / situ_linear_beta: the situ activation's betas
+  // (situ_beta > 0 selects situ; linear_beta <= 0 leaves the up branch as is).
+  float situ_beta = 0.0f;
+  float situ_linear_beta = 0.0f;
+  // Routed experts' input and output width: the latent width, or n_embd.
+  int64_t expert_width() const { return n_expert_latent > 0 ? n_expert_latent : n_embd; }
+
   // RoPE scaling (rope.scaling.*). YaRN as the reference applies it:
   // ext_factor mixes extrapolated and interpolated angles between the
   // correction dims given by beta_fast/beta_slow over n_ctx_orig.

@@ -23,9 +23,11 @@ uint64_t activation_bytes_per_token(const Hparams& hp, const BufferSizes& bs, bo
   const auto w = [](int64_t width) { return static_cast<uint64_t>(std::max<int64_t>(width, 1)); };
   uint64_t floats = 3 * w(hp.n_embd) + w(bs.q) + w(bs.k) + w(bs.v) + w(bs.att) + 2 * w(bs.ff);
   uint64_t ints = 2;  // seq, pos
+  if (bs.res_checkpoints > 0) floats += w(bs.res_checkpoints * hp.n_embd) + w(bs.res_checkpoints + 1);
   if (hp.is_moe()) {
-    floats += w(hp.n_expert) + w(hp.n_expert_used) + 2 * w(hp.n_embd) + 2 * w(hp.n_ff_expert) +
-              w(hp.n_expert_used * hp.n_embd) + (predict ? w(hp.n_expert) : 0);
+    const int64_t ew = std::max(hp.n_embd, hp.expert_width());
+    floats += w(hp.n_expert) + w(hp.n_expert_used) + 2 * w(ew) + 2 * w(hp.n_ff_expert) + w(hp.n_expert_used * ew) +
+              (hp.n_expert_latent > 0 ? w(hp.n_expert_latent) : 0) + (predict ? w(hp.n_expert) : 0);
     ints += 2 * w(hp.n_expert_used);
   }
   return floats * sizeof(float) + ints * sizeof(int32_t);
@@ -88,18 +90,24 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   s.ff_a.resize(sz(bs.ff));
   s.ff_b.resize(sz(bs.ff));
   s.q16.resize(static_cast<size_t>(m->pool_->size() * std::max(bs.q, bs.k)));
+  if (bs.res_checkpoints > 0) {
+    s.res_ckpt.resize(sz(bs.res_checkpoints * hp.n_embd));
+    s.res_scores.resize(sz(bs.res_checkpoints + 1));
+  }
   if (hp.is_moe()) {
+    const int64_t ew = std::max(hp.n_embd, hp.expert_width());  // expert rows: full or latent width
     s.router.resize(sz(hp.n_expert));
     s.chosen.resize(sz(hp.n_expert_used));
     s.chosen_w.resize(sz(hp.n_expert_used));
     s.expert_count.resize(static_cast<size_t>(hp.n_expert));
     s.expert_first.resize(static_cast<size_t>(hp.n_expert));
     s.expert_rows.resize(sz(hp.n_expert_used));
-    s.ex_in.resize(sz(hp.n_embd));
-    s.ex_out.resize(sz(hp.n_embd));
+    s.ex_in.resize(sz(ew));
+    s.ex_out.resize(sz(ew));
     s.ex_a.resize(sz(hp.n_ff_expert));
     s.ex_b.resize(sz(hp.n_ff_expert));
-    s.slot_out.resize(sz(hp.n_expert_used * hp.n_embd));
+    s.slot_out.resize(sz(hp.n_expert_used * ew));
+    if (hp.n_expert_latent > 0) s.moe_latent.resize(sz(hp.n_expert_latent));
     s.active.resize(static_cast<size_t>(2 * hp.n_expert));
     if (predict) {
       s.predict_logits.resize(sz(hp.n_expert));
@@ -157,6 +165,7 @@ void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>&
                             &s.x[t * d], d);
   }
   for (int64_t il = 0; il < hp_.n_layer; ++il) arch_->layer(il, s);
+  arch_->before_output(s);
 
   // Only the rows whose logits are wanted go through the output head.
   int64_t r = 0;

@@ -55,12 +55,14 @@ std::vector<float> TensorLoader::vector(const std::string& name, int64_t n) {
 }
 
 std::vector<float> TensorLoader::values(const std::string& name, std::vector<uint64_t> dims) {
-  const auto trimmed = [](std::vector<uint64_t> d) {
-    while (d.size() > 1 && d.back() == 1) d.pop_back();
-    return d;
+  const auto trimmed = [](const std::vector<uint64_t>& d) {
+    std::vector<uint64_t> out;
+    for (uint64_t v : d)
+      if (v != 1) out.push_back(v);
+    return out;
   };
   const gguf::TensorInfo* t = f_.find_tensor(name);
-  // Ask require() for the file's own dims when they match up to trailing 1s, so
+  // Ask require() for the file's own dims when they match up to dims of 1, so
   // its checks (and its message, naming the shape we want) stay in one place.
   const auto& info = require(name, t && trimmed(t->dims) == trimmed(dims) ? t->dims : dims);
   const int64_t n = static_cast<int64_t>(info.n_elements());

@@ -37,9 +37,10 @@ class TensorLoader {
   ExpertsView experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols);
   // A 1-D tensor of n values (norm weights, biases), converted to F32.
   std::vector<float> vector(const std::string& name, int64_t n);
-  // Any small tensor of shape `dims`, all its values converted to F32. Trailing
-  // dimensions of 1 may be present or not (converters write conv weights as
-  // [d_conv, 1, d_inner, 1] and quantizers drop the last 1).
+  // Any small tensor of shape `dims`, all its values converted to F32.
+  // Dimensions of 1 may be present or not, anywhere (converters write conv
+  // weights as [d_conv, 1, d_inner, 1] and quantizers drop the last 1;
+  // kimi-linear's ssm_a is [1, n_head, 1, 1], kimi-k3's [n_head]).
   std::vector<float> values(const std::string& name, std::vector<uint64_t> dims);
 
   // Names of tensors in the file that no lookup asked for (an architecture

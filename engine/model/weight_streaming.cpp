@@ -43,7 +43,8 @@ uint64_t forward_state_bytes(const ForwardState& s) {
          bytes_of(s.k) + bytes_of(s.v) + bytes_of(s.att) + bytes_of(s.ff_a) + bytes_of(s.ff_b) + bytes_of(s.q16) +
          bytes_of(s.router) + bytes_of(s.chosen) + bytes_of(s.chosen_w) + bytes_of(s.expert_count) +
          bytes_of(s.expert_first) + bytes_of(s.expert_rows) + bytes_of(s.ex_in) + bytes_of(s.ex_a) +
-         bytes_of(s.ex_b) + bytes_of(s.ex_out) + bytes_of(s.slot_out) + bytes_of(s.active) +
+         bytes_of(s.ex_b) + bytes_of(s.ex_out) + bytes_of(s.slot_out) + bytes_of(s.active) + bytes_of(s.moe_latent) +
+         bytes_of(s.res_ckpt) + bytes_of(s.res_scores) +
          bytes_of(s.predict_logits) + bytes_of(s.predicted) + bytes_of(s.routers);
 }
 

@@ -55,6 +55,7 @@ void add_mla(PlanBuilder& p, const std::string& b, const MlaDims& d) {
     p.add(b + "attn_kv_b.weight", {d.kv_lora, d.n_head * per_head}, kv_b_init);
   else
     add_split_kv_b(p, b, kv_b_init, d);
+  if (d.output_gate) p.add(b + "attn_gate.weight", {d.n_embd, d.n_head * d.v_head}, PlanBuilder::proj(d.n_embd));
   p.add(b + "attn_output.weight", {d.n_head * d.v_head, d.n_embd}, p.to_residual(d.n_head * d.v_head));
 }
 
@@ -69,15 +70,53 @@ void add_deepseek_ffn(PlanBuilder& p, const std::string& b, const DeepseekFfnDim
   p.add(b + "ffn_gate_inp.weight", {n_embd, d.n_expert}, PlanBuilder::proj(n_embd), true);
   // A small zero-sum selection bias: it moves choices, not the overall balance.
   p.add(b + "exp_probs_b.bias", {d.n_expert}, Init{Init::Kind::normal, 0.05f}, true);
-  p.add(b + "ffn_gate_exps.weight", {n_embd, d.n_ff_expert, d.n_expert}, PlanBuilder::proj(n_embd), false, true);
-  p.add(b + "ffn_up_exps.weight", {n_embd, d.n_ff_expert, d.n_expert}, PlanBuilder::proj(n_embd), false, true);
-  p.add(b + "ffn_down_exps.weight", {d.n_ff_expert, n_embd, d.n_expert}, p.to_residual(d.n_ff_expert), false, true);
+  const uint64_t width = d.latent > 0 ? d.latent : n_embd;  // the experts' width
+  p.add(b + "ffn_gate_exps.weight", {width, d.n_ff_expert, d.n_expert}, PlanBuilder::proj(width), false, true);
+  p.add(b + "ffn_up_exps.weight", {width, d.n_ff_expert, d.n_expert}, PlanBuilder::proj(width), false, true);
+  // Latent experts write the latent sum; ffn_routed_up writes the residual.
+  p.add(b + "ffn_down_exps.weight", {d.n_ff_expert, width, d.n_expert},
+        d.latent > 0 ? PlanBuilder::proj(d.n_ff_expert) : p.to_residual(d.n_ff_expert), false, true);
+  if (d.latent > 0) {
+    p.add(b + "ffn_routed_down.weight", {n_embd, d.latent}, PlanBuilder::proj(n_embd));
+    p.add(b + "ffn_routed_up.weight", {d.latent, n_embd}, p.to_residual(d.latent));
+    if (d.routed_norm) p.add(b + "ffn_routed_norm.weight", {d.latent}, PlanBuilder::norm(), true);
+  }
   if (d.n_shared > 0) {
     const uint64_t shexp = d.n_ff_expert * d.n_shared;
     p.add(b + "ffn_gate_shexp.weight", {n_embd, shexp}, PlanBuilder::proj(n_embd));
     p.add(b + "ffn_up_shexp.weight", {n_embd, shexp}, PlanBuilder::proj(n_embd));
     p.add(b + "ffn_down_shexp.weight", {shexp, n_embd}, p.to_residual(shexp));
   }
+}
+
+void add_kda(PlanBuilder& p, const std::string& b, const KdaDims& d) {
+  const uint64_t n_embd = d.n_embd, n_head = d.n_head, S = d.head_dim, d_inner = n_head * S;
+  // Each channel's taps are a row: centred like every "normal" row.
+  const Init conv{Init::Kind::normal, 1.0f / std::sqrt(float(d.d_conv))};
+  for (const char* which : {"q", "k", "v"})
+    p.add(b + "ssm_conv1d_" + which + ".weight", {d.d_conv, 1, d_inner, 1}, conv, true);
+  p.add(b + "attn_q.weight", {n_embd, d_inner}, PlanBuilder::proj(n_embd));
+  p.add(b + "attn_k.weight", {n_embd, d_inner}, PlanBuilder::proj(n_embd));
+  p.add(b + "attn_v.weight", {n_embd, d_inner}, PlanBuilder::proj(n_embd));
+  p.add(b + "ssm_f_a.weight", {n_embd, S}, PlanBuilder::proj(n_embd));
+  p.add(b + "ssm_f_b.weight", {S, d_inner}, PlanBuilder::proj(S));
+  p.add(b + "ssm_beta.weight", {n_embd, n_head}, PlanBuilder::proj(n_embd));
+  // ssm_a = -exp(A_log) < 0, one per head: -1, -1.5, -2, -2.5, -1, ... (exact, seed-independent).
+  const std::vector<uint64_t> a_dims = d.flat_a ? std::vector<uint64_t>{n_head} : std::vector<uint64_t>{1, n_head, 1, 1};
+  TensorPlan a{b + "ssm_a", a_dims, Init{Init::Kind::normal, 1.0f}, true};
+  a.fill = [flat = d.flat_a](uint64_t, uint64_t row, float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = -(1.0f + 0.5f * float((flat ? uint64_t(i) : row) % 4));
+  };
+  p.add(std::move(a));
+  p.add(b + "ssm_dt.bias", {d_inner}, Init{Init::Kind::normal, 0.5f}, true);
+  if (d.full_rank_gate) {
+    p.add(b + "ssm_g.weight", {n_embd, d_inner}, PlanBuilder::proj(n_embd));
+  } else {
+    p.add(b + "ssm_g_a.weight", {n_embd, S}, PlanBuilder::proj(n_embd));
+    p.add(b + "ssm_g_b.weight", {S, d_inner}, PlanBuilder::proj(S));
+  }
+  p.add(b + "ssm_norm.weight", {S}, PlanBuilder::norm(), true);
+  p.add(b + "attn_output.weight", {d_inner, n_embd}, p.to_residual(d_inner));
 }
 
 }  // namespace ns::make_model

@@ -39,17 +39,34 @@ struct MlaDims {
   uint64_t q_lora = 0;        // 0: one attn_q projection
   uint64_t kv_lora = 0, qk_rope = 0, qk_nope = 0, v_head = 0;
   bool fused_kv_b = false;    // attn_kv_b instead of attn_k_b + attn_v_b
+  bool output_gate = false;   // attn_gate [n_embd, n_head * v_head] (kimi-k3)
 };
 // attn_q or attn_q_a(_norm)/attn_q_b, attn_kv_a_norm, attn_kv_a_mqa, attn_kv_b
 // or attn_k_b + attn_v_b (holding exactly the values the fused attn_kv_b would
-// have for the same seed), attn_output.
+// have for the same seed), attn_gate if asked, attn_output.
 void add_mla(PlanBuilder& p, const std::string& b, const MlaDims& d);
 
 // DeepSeek-style FFN of block prefix b: dense (ffn_gate/up/down of n_ff) when
 // `dense`, else router, selection bias, routed experts and n_shared shared experts.
+// With `latent` > 0 (kimi-k3's latent MoE) the routed experts run in that
+// width between ffn_routed_down and ffn_routed_up (ffn_routed_norm if
+// routed_norm); the router and shared experts stay n_embd wide.
 struct DeepseekFfnDims {
   uint64_t n_embd = 0, n_ff = 0, n_expert = 0, n_ff_expert = 0, n_shared = 0;
+  uint64_t latent = 0;
+  bool routed_norm = false;
 };
 void add_deepseek_ffn(PlanBuilder& p, const std::string& b, const DeepseekFfnDims& d, bool dense);
+
+// Kimi Delta Attention of block prefix b (kimi-linear, kimi-k3), as the
+// converters write it: conv weights [d_conv, 1, d_inner, 1], ssm_a holding
+// -exp(A_log) ([1, n_head, 1, 1], or [n_head] with flat_a), the output gate as
+// ssm_g_a/ssm_g_b or (full_rank_gate) one ssm_g.
+struct KdaDims {
+  uint64_t n_embd = 0, n_head = 0, head_dim = 0, d_conv = 0;
+  bool full_rank_gate = false;
+  bool flat_a = false;
+};
+void add_kda(PlanBuilder& p, const std::string& b, const KdaDims& d);
 
 }  // namespace ns::make_model

@@ -122,6 +122,12 @@ TEST_CASE("kimi-linear: resuming from checkpointed tokens gives the uninterrupte
   check_resume(*Engine::load(test::kimi_linear_model(), o));
 }
 
+TEST_CASE("kimi-k3: resuming from checkpointed tokens gives the uninterrupted result") {
+  EngineOptions o;
+  o.context = 128;
+  check_resume(*Engine::load(test::kimi_k3_model(), o));
+}
+
 TEST_CASE("progress reports prefill and exposes the tokens for checkpoints") {
   auto e = load();
   std::vector<int32_t> seen;
@@ -188,4 +194,12 @@ TEST_CASE("batched generation gives each request the tokens it gets alone") { ch
 
 TEST_CASE("kimi-linear: batched generation gives each request the tokens it gets alone (recurrent state per slot)") {
   check_batched_equals_alone(test::kimi_linear_model());
+}
+
+TEST_CASE("kimi-k3: batched generation gives each request the tokens it gets alone (attention residuals, latent MoE)") {
+  check_batched_equals_alone(test::kimi_k3_model());
+}
+
+TEST_CASE("kimi-k3 with its optional parts off: batched generation gives each request the tokens it gets alone") {
+  check_batched_equals_alone(test::kimi_k3_plain_model());
 }

@@ -75,3 +75,11 @@ TEST_CASE("forward rejects out-of-range tokens and positions") {
 TEST_CASE("batched prefill equals token-by-token decoding: kimi-linear (KDA + MLA, MXFP4 experts)") {
   check_batch_equals_sequential(test::kimi_linear_model());
 }
+
+TEST_CASE("batched prefill equals token-by-token decoding: kimi-k3 (attention residuals, latent MXFP4 experts)") {
+  check_batch_equals_sequential(test::kimi_k3_model());
+}
+
+TEST_CASE("batched prefill equals token-by-token decoding: kimi-k3 with its optional parts off") {
+  check_batch_equals_sequential(test::kimi_k3_plain_model());
+}

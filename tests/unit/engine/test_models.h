@@ -61,4 +61,27 @@ inline std::string kimi_linear_model() {
                                    "--kl-v-head-dim 32 --type Q8_0 --tensor-type _exps=MXFP4 --seed 21");
 }
 
+// kimi-k3: the kimi-linear stack (K M K M, a dense first layer) with every K3
+// part on: attention residuals every 2 layers, latent MoE (32 of 64) with the
+// routed norm, the MLA output gate, situ, the lower-bound KDA gate; MXFP4
+// routed experts and Q8_0 elsewhere.
+inline std::string kimi_k3_model() {
+  return make_model("kimi-k3", "--arch kimi-k3 --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 "
+                               "--n-expert-used 2 --mla-every 2 --kda-head-dim 32 --conv-kernel 4 "
+                               "--kl-n-ff-expert 64 --kl-kv-lora-rank 32 --kl-qk-rope-dim 16 --kl-qk-nope-dim 32 "
+                               "--kl-v-head-dim 32 --attn-res-block 2 --expert-latent 32 --routed-norm true "
+                               "--attn-gate true --type Q8_0 --tensor-type _exps=MXFP4 --seed 31");
+}
+
+// kimi-k3 with its optional parts off: no attention residuals, full-width
+// experts, no attn_gate, no lower-bound gate, situ without the up-branch beta.
+inline std::string kimi_k3_plain_model() {
+  return make_model("kimi-k3-plain", "--arch kimi-k3 --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 "
+                                     "--n-expert-used 2 --mla-every 2 --kda-head-dim 32 --conv-kernel 4 "
+                                     "--kl-n-ff-expert 64 --kl-kv-lora-rank 32 --kl-qk-rope-dim 16 "
+                                     "--kl-qk-nope-dim 32 --kl-v-head-dim 32 --attn-res-block 0 --expert-latent 0 "
+                                     "--attn-gate false --kda-lower-bound 0 --situ-linear-beta 0 --type Q8_0 "
+                                     "--seed 32");
+}
+
 }  // namespace ns::test

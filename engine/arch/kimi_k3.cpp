@@ -1,0 +1,113 @@
+// kimi-k3: Kimi K3 (llama.cpp's src/models/kimi-k3.cpp, 2026-09-28). The
+// kimi-linear layer stack (kimi_hybrid.h: KDA where head_count_kv[il] == 0,
+// rope-less MLA elsewhere, DeepSeek-pattern FFN) with:
+//   - the situ activation in every FFN (dense, routed, shared: ffn.h),
+//   - latent MoE: routed experts in expert_latent_length (ffn.h, MoeWeights),
+//   - MLA's sigmoid output gate attn_gate (mla_attention.h),
+//   - KDA's full-rank gate ssm_g and lower-bound decay gate (kda.h),
+//   - cross-layer attention residuals (attn_res.block_size = B > 0,
+//     attn_residuals.h), owned here. With x the residual stream entering
+//     layer il and mix_w(x) the mix of the checkpoints banked so far and x:
+//       a   = attn(rms_norm(mix_attn_res_score(x)) * attn_norm)
+//       bank x (the raw layer input) when il % B == 0
+//       x   = a if banked, else x + a       (the stream restarts on banked layers)
+//       x  += ffn(rms_norm(mix_ffn_res_score(x)) * ffn_norm)
+//     and after the last layer x = mix_output_res_score(x) before the output
+//     norm. The attention mix of a banked layer does not see its own input
+//     yet; the FFN mix does. Layer 0's attention mix has nothing banked: x.
+// expert_weights_norm is read from the file (kimi-linear forces it on).
+#include "engine/arch/kimi_k3.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/arch/kimi_hybrid.h"
+#include "engine/layers/attn_residuals.h"
+#include "engine/ops.h"
+#include "engine/util/error.h"
+
+namespace ns {
+namespace {
+
+const Hparams& checked(const Hparams& hp) {
+  if (hp.situ_beta <= 0)
+    throw Error(ErrorKind::bad_model, "kimi-k3: metadata key 'kimi-k3.activation.situ_beta' is missing (every "
+                                      "kimi-k3 FFN uses the situ activation)");
+  return hp;
+}
+
+class KimiK3 final : public KimiHybrid {
+ public:
+  KimiK3(const Hparams& hp, TensorLoader& t, bool expanded_cache)
+      : KimiHybrid("kimi-k3", checked(hp), t, expanded_cache), block_(hp.attn_res_block_size) {
+    if (block_ <= 0) return;
+    const int64_t d = hp.n_embd;
+    n_ckpt_ = (hp.n_layer - 1) / block_ + 1;
+    output_score_ = t.vector("output_res_score.weight", d);
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      attn_score_.push_back(t.vector(p + "attn_res_score.weight", d));
+      ffn_score_.push_back(t.vector(p + "ffn_res_score.weight", d));
+    }
+  }
+
+  BufferSizes buffer_sizes() const override {
+    BufferSizes b = KimiHybrid::buffer_sizes();
+    b.res_checkpoints = n_ckpt_;
+    return b;
+  }
+
+  void layer(int64_t il, ForwardState& s) override {
+    const Layer& L = layers_[static_cast<size_t>(il)];
+    const int64_t d = hp_.n_embd, n = s.n * d;
+    if (block_ <= 0) {
+      norm(s.x.data(), L.attn_norm, s);
+      attention(il, s);
+      ops::add(s.x.data(), s.out.data(), n);
+      norm(s.x.data(), L.ffn_norm, s);
+      ffn(il, s);
+      ops::add(s.x.data(), s.out.data(), n);
+      return;
+    }
+    const size_t i = static_cast<size_t>(il);
+    // The mix goes through s.out, free until the attention writes it.
+    res_mix_all(s, (il + block_ - 1) / block_, n_ckpt_, attn_score_[i].data(), d, hp_.rms_eps, s.out.data());
+    const bool banked = il % block_ == 0;
+    if (banked)
+      for (int64_t t = 0; t < s.n; ++t)
+        std::memcpy(&s.res_ckpt[static_cast<size_t>((t * n_ckpt_ + il / block_) * d)], &s.x[t * d],
+                    sizeof(float) * static_cast<size_t>(d));
+    norm(s.out.data(), L.attn_norm, s);
+    attention(il, s);
+    if (banked)
+      std::memcpy(s.x.data(), s.out.data(), sizeof(float) * static_cast<size_t>(n));
+    else
+      ops::add(s.x.data(), s.out.data(), n);
+    res_mix_all(s, il / block_ + 1, n_ckpt_, ffn_score_[i].data(), d, hp_.rms_eps, s.out.data());
+    norm(s.out.data(), L.ffn_norm, s);
+    ffn(il, s);
+    ops::add(s.x.data(), s.out.data(), n);
+  }
+
+  void before_output(ForwardState& s) override {
+    if (block_ <= 0) return;
+    const int64_t d = hp_.n_embd;
+    res_mix_all(s, n_ckpt_, n_ckpt_, output_score_.data(), d, hp_.rms_eps, s.out.data());
+    std::memcpy(s.x.data(), s.out.data(), sizeof(float) * static_cast<size_t>(s.n * d));
+  }
+
+ private:
+  int64_t block_ = 0;   // attn_res.block_size (0: plain residual stream)
+  int64_t n_ckpt_ = 0;  // checkpoints banked per token by the last layer
+  std::vector<std::vector<float>> attn_score_, ffn_score_;
+  std::vector<float> output_score_;
+};
+
+}  // namespace
+
+std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& loader, bool expanded_cache) {
+  return std::make_unique<KimiK3>(hp, loader, expanded_cache);
+}
+
+}  // namespace ns

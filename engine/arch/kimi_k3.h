@@ -1,0 +1,7 @@
+#pragma once
+
+#include "engine/arch/architecture.h"
+
+namespace ns {
+std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& loader, bool expanded_cache);
+}

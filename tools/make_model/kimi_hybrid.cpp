@@ -1,0 +1,119 @@
+#include "tools/make_model/kimi_hybrid.h"
+
+#include <CLI/CLI.hpp>
+
+#include "engine/util/error.h"
+
+namespace ns::make_model {
+
+KimiHybridFlags& kimi_hybrid_flags() {
+  static KimiHybridFlags flags;
+  return flags;
+}
+
+void add_kimi_hybrid_flags(CLI::App& app) {
+  if (app.get_option_no_throw("--mla-every") != nullptr) return;
+  KimiHybridFlags& f = kimi_hybrid_flags();
+  const std::string g = "kimi-linear, kimi-k3";
+  app.add_option("--mla-every", f.mla_every, "kimi: every Nth layer is MLA, the others KDA")->capture_default_str()->group(g);
+  app.add_option("--kda-head-dim", f.kda_head_dim, "kimi: KDA head size (key = value)")->capture_default_str()->group(g);
+  app.add_option("--conv-kernel", f.d_conv, "kimi: KDA short convolution taps")->capture_default_str()->group(g);
+  app.add_option("--kl-kv-lora-rank", f.kv_lora_rank, "kimi: MLA latent width")->capture_default_str()->group(g);
+  app.add_option("--kl-qk-rope-dim", f.qk_rope, "kimi: MLA rope-part dims per head (never rotated)")
+      ->capture_default_str()->group(g);
+  app.add_option("--kl-qk-nope-dim", f.qk_nope, "kimi: MLA nope dims per head")->capture_default_str()->group(g);
+  app.add_option("--kl-v-head-dim", f.v_head, "kimi: MLA value dims per head")->capture_default_str()->group(g);
+  app.add_option("--kl-q-lora-rank", f.q_lora_rank, "kimi: MLA query low-rank width (0: attn_q)")
+      ->capture_default_str()->group(g);
+  app.add_option("--kl-n-ff-expert", f.n_ff_expert, "kimi: hidden width of each routed (and shared) expert")
+      ->capture_default_str()->group(g);
+  app.add_option("--kl-n-shared-expert", f.n_shared, "kimi: shared experts")->capture_default_str()->group(g);
+  app.add_option("--kl-n-dense-lead", f.n_dense_lead, "kimi: leading dense layers (FFN width --n-ff)")
+      ->capture_default_str()->group(g);
+  app.add_option("--kl-expert-weights-scale", f.weights_scale, "kimi: routed weights multiplier")
+      ->capture_default_str()->group(g);
+}
+
+void validate_kimi_hybrid(const std::string& arch, const Shape& s) {
+  const KimiHybridFlags& f = kimi_hybrid_flags();
+  auto bad = [&](const std::string& m) { throw Error(ErrorKind::invalid_input, arch + ": " + m); };
+  if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_ctx == 0)
+    bad("--n-embd, --n-layer, --n-head and --n-ctx must be positive");
+  if (f.mla_every == 0) bad("--mla-every must be positive (1: every layer MLA)");
+  if (f.kda_head_dim == 0 || f.d_conv == 0) bad("--kda-head-dim and --conv-kernel must be positive");
+  if (f.kv_lora_rank == 0 || f.qk_nope == 0 || f.v_head == 0 || f.qk_rope == 0)
+    bad("--kl-kv-lora-rank, --kl-qk-nope-dim, --kl-qk-rope-dim, --kl-v-head-dim must be positive");
+  if (f.n_dense_lead > s.n_layer) bad("--kl-n-dense-lead exceeds --n-layer");
+  if (f.n_dense_lead > 0 && s.n_ff == 0) bad("--n-ff (the dense layers' width) must be positive");
+  if (f.n_dense_lead < s.n_layer && (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert))
+    bad("MoE layers need --n-expert and --n-expert-used between 1 and --n-expert");
+}
+
+void add_kimi_hybrid_metadata(gguf::GgufWriter& w, const Shape& s, const std::string& arch) {
+  using namespace gguf;
+  const KimiHybridFlags& f = kimi_hybrid_flags();
+  const std::string a = arch + ".";
+  w.set(a + "context_length", val::u32(s.n_ctx));
+  w.set(a + "embedding_length", val::u32(s.n_embd));
+  w.set(a + "feed_forward_length", val::u32(s.n_ff));
+  w.set(a + "attention.head_count", val::u32(s.n_head));
+  std::vector<int32_t> kv;
+  for (uint32_t il = 0; il < s.n_layer; ++il) kv.push_back(f.is_mla(il) ? 1 : 0);
+  w.set(a + "block_count", val::u32(s.n_layer));
+  w.set(a + "attention.head_count_kv", val::i32_array(kv));
+  w.set(a + "rope.freq_base", val::f32(s.rope_base));
+  w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+  w.set(a + "expert_count", val::u32(s.n_expert));
+  w.set(a + "expert_used_count", val::u32(s.n_expert_used));
+  w.set(a + "expert_gating_func", val::u32(2));  // sigmoid
+  w.set(a + "vocab_size", val::u32(s.n_vocab));
+  w.set(a + "ssm.conv_kernel", val::u32(f.d_conv));
+  w.set(a + "kda.head_dim", val::u32(f.kda_head_dim));
+  if (f.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.q_lora_rank));
+  w.set(a + "attention.kv_lora_rank", val::u32(f.kv_lora_rank));
+  w.set(a + "rope.dimension_count", val::u32(f.qk_rope));
+  w.set(a + "attention.key_length", val::u32(f.kv_lora_rank + f.qk_rope));
+  w.set(a + "attention.key_length_mla", val::u32(f.qk_nope + f.qk_rope));
+  w.set(a + "attention.value_length_mla", val::u32(f.v_head));
+  w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
+  w.set(a + "expert_shared_count", val::u32(f.n_shared));
+  w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
+  w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
+}
+
+std::vector<TensorPlan> kimi_hybrid_tensors(const Shape& s, const KimiParts& parts) {
+  const KimiHybridFlags& f = kimi_hybrid_flags();
+  const uint64_t n_embd = s.n_embd;
+  MlaDims mla{n_embd, s.n_head, f.q_lora_rank, f.kv_lora_rank, f.qk_rope, f.qk_nope, f.v_head, false};
+  mla.output_gate = parts.attn_gate;
+  KdaDims kda{n_embd, s.n_head, f.kda_head_dim, f.d_conv};
+  kda.full_rank_gate = parts.full_rank_kda_gate;
+  kda.flat_a = parts.flat_ssm_a;
+  DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared};
+  ffn.latent = parts.expert_latent;
+  ffn.routed_norm = parts.routed_norm;
+  // The residual mix scores: ~unit score spread for a unit-RMS input.
+  const Init score = PlanBuilder::proj(n_embd);
+  PlanBuilder p(s.n_layer);
+  p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
+  p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+  if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
+  if (parts.attn_res_block > 0) p.add("output_res_score.weight", {n_embd}, score, true);
+  for (uint32_t i = 0; i < s.n_layer; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+    if (parts.attn_res_block > 0) {
+      p.add(b + "attn_res_score.weight", {n_embd}, score, true);
+      p.add(b + "ffn_res_score.weight", {n_embd}, score, true);
+    }
+    if (f.is_mla(i))
+      add_mla(p, b, mla);
+    else
+      add_kda(p, b, kda);
+    p.add(b + "ffn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+    add_deepseek_ffn(p, b, ffn, i < f.n_dense_lead);
+  }
+  return p.take();
+}
+
+}  // namespace ns::make_model
