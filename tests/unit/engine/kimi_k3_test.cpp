@@ -172,11 +172,6 @@ TEST_CASE("kimi-k3: latent experts streamed through a small cache give the mappi
 }
 
 TEST_CASE("kimi-k3: peak RSS stays within memory_budget for a latent-MoE model larger than it") {
-  const std::filesystem::path cli = std::filesystem::path(NS_BINARY_DIR) / "daemon" / "nightshift";
-  if (!std::filesystem::exists(cli)) {
-    MESSAGE("skipped: build the nightshift target first (" << cli.string() << ")");
-    return;
-  }
   // ~240 MB: 8 layers (one dense) of 32 latent experts (1024 -> 512) in MXFP4, Q8_0 elsewhere.
   const std::string path = test::make_model(
       "kimi-k3-stream", "--arch kimi-k3 --n-embd 1024 --n-layer 8 --n-head 8 --n-ff 1024 --n-expert 32 "
@@ -186,18 +181,13 @@ TEST_CASE("kimi-k3: peak RSS stays within memory_budget for a latent-MoE model l
                         "--tensor-type _exps=MXFP4 --seed 33");
   const uint64_t budget = 150ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
-  const std::string cmd = cli.string() + " run -m " + path +
-                          " --memory-budget 150MiB --io-mode pread --threads 2 --context 128 --temperature 0 -n 8 "
-                          "--json 'Once upon a time there was' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  REQUIRE(pclose(p) == 0);
-  const auto j = nlohmann::json::parse(out);
-  const auto& st = j.at("stats");
-  CAPTURE(out);
+  const auto st = test::run_cli_stats("-m " + path + " --memory-budget 150MiB --io-mode pread --threads 2 "
+                                      "--context 128 --temperature 0 -n 8");
+  if (st.is_null()) {
+    MESSAGE("skipped: build the nightshift target first");
+    return;
+  }
+  CAPTURE(st.dump());
   CHECK(st.at("completion_tokens").get<int>() == 8);
   CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= budget);
   CHECK(st.at("bytes_read").get<uint64_t>() > 0);

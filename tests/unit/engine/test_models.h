@@ -2,7 +2,10 @@
 // own generator binary (built alongside the tests), cached per build.
 #pragma once
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <filesystem>
 #include <stdexcept>
@@ -82,6 +85,21 @@ inline std::string kimi_k3_plain_model() {
                                      "--kl-qk-nope-dim 32 --kl-v-head-dim 32 --attn-res-block 0 --expert-latent 0 "
                                      "--attn-gate false --kda-lower-bound 0 --situ-linear-beta 0 --type Q8_0 "
                                      "--seed 32");
+}
+
+// Runs `nightshift run ARGS --json` in a fresh process (its own VmHWM) and
+// returns the output's "stats"; empty when the CLI is not built (the caller skips).
+inline nlohmann::json run_cli_stats(const std::string& args) {
+  const std::filesystem::path cli = std::filesystem::path(NS_BINARY_DIR) / "daemon" / "nightshift";
+  if (!std::filesystem::exists(cli)) return {};
+  const std::string cmd = cli.string() + " run " + args + " --json 'Once upon a time there was' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) throw std::runtime_error("cannot run: " + cmd);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  if (pclose(p) != 0) throw std::runtime_error("failed: " + cmd + "\n" + out);
+  return nlohmann::json::parse(out).at("stats");
 }
 
 }  // namespace ns::test

@@ -107,29 +107,19 @@ TEST_CASE("weight streaming: a budget too small fails with the breakdown and the
 // The real CLI in a fresh process (VmHWM is per process): a model about twice
 // the budget runs, and the peak RSS it reports stays within the budget.
 TEST_CASE("weight streaming: peak RSS stays within memory_budget for a model larger than it") {
-  const std::filesystem::path cli = std::filesystem::path(NS_BINARY_DIR) / "daemon" / "nightshift";
-  if (!std::filesystem::exists(cli)) {
-    MESSAGE("skipped: build the nightshift target first (" << cli.string() << ")");
-    return;
-  }
   // ~230 MB: 8 layers of 32 experts at Q4_0.
   const std::string path = test::make_model("stream-rss-q4", "--arch llama --n-embd 512 --n-layer 8 --n-head 8 "
                                                              "--n-head-kv 2 --n-ff 1024 --n-expert 32 --n-expert-used 4 "
                                                              "--type Q4_0 --seed 7");
   const uint64_t budget = 120ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.8 * budget);
-  const std::string cmd = cli.string() + " run -m " + path +
-                          " --memory-budget 120MiB --io-mode uring --threads 2 --context 128 --temperature 0 -n 12 "
-                          "--json 'Once upon a time there was' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  REQUIRE(pclose(p) == 0);
-  const auto j = nlohmann::json::parse(out);
-  const auto& st = j.at("stats");
-  CAPTURE(out);
+  const auto st = test::run_cli_stats("-m " + path + " --memory-budget 120MiB --io-mode uring --threads 2 "
+                                      "--context 128 --temperature 0 -n 12");
+  if (st.is_null()) {
+    MESSAGE("skipped: build the nightshift target first");
+    return;
+  }
+  CAPTURE(st.dump());
   CHECK(st.at("completion_tokens").get<int>() == 12);
   CHECK(st.at("peak_rss_bytes").get<uint64_t>() > 0);
   CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= budget);
