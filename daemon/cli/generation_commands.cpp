@@ -188,6 +188,7 @@ void logits_command(const LogitsArgs& a) {
 
 struct ModelInfoArgs {
   std::string path, memory_budget;
+  std::string disk_rate;  // e.g. "2.3GiB" (per second): the disk-bound estimate's rate
   int64_t context = 4096;
   bool json = false;
 };
@@ -262,14 +263,43 @@ void model_info_command(const ModelInfoArgs& a) {
                         {"streamed_experts", plan.streamed_experts},
                         {"minimum_budget", plan.minimum_budget},
                         {"summary", plan.describe()}};
+    const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(stream::parse_size(a.disk_rate));
+    const stream::DiskBoundEstimate e = stream::estimate_disk_bound(
+        plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()), hp.n_expert, hp.n_expert_used, rate);
+    if (e.bytes_per_expert > 0) {
+      std::string text;
+      const auto mib = [](double b) { return b / (1 << 20); };
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "  expert cache hit rate  %.0f %% (the cached share of the experts, routing spread evenly)\n"
+                    "  1 sequence             %.1f MiB read per token",
+                    100 * e.hit_rate, mib(e.bytes_per_token_batch1));
+      text += line;
+      if (rate > 0) text += (std::snprintf(line, sizeof line, ": at most %.2f tok/s", e.tok_s_batch1), line);
+      std::snprintf(line, sizeof line, "\n  %lld sequences          %.1f MiB read per token (each step touches 99 %% of the experts)",
+                    static_cast<long long>(e.full_batch), mib(e.bytes_per_token_full));
+      text += line;
+      if (rate > 0) text += (std::snprintf(line, sizeof line, ": at most %.2f tok/s", e.tok_s_full), line);
+      text += rate > 0 ? "\n  (disk " + a.disk_rate + "/s; compute and resident weights not counted: upper bounds)\n"
+                       : "\n  (give --disk-rate 2GiB for tokens per second)\n";
+      o["disk_bound"] = {{"hit_rate", e.hit_rate},
+                         {"bytes_per_token_batch1", e.bytes_per_token_batch1},
+                         {"tok_s_batch1", e.tok_s_batch1},
+                         {"full_batch", e.full_batch},
+                         {"bytes_per_token_full_batch", e.bytes_per_token_full},
+                         {"tok_s_full_batch", e.tok_s_full},
+                         {"disk_bytes_per_s", rate},
+                         {"summary", text}};
+    }
   }
   if (a.json) {
     std::cout << o.dump(2, ' ', false, kReplaceInvalid) << "\n";
     return;
   }
   for (auto it = o.begin(); it != o.end(); ++it)
-    if (it.key() != "memory_plan") std::cout << it.key() << ": " << it.value().dump(-1, ' ', false, kReplaceInvalid) << "\n";
+    if (it.key() != "memory_plan" && it.key() != "disk_bound") std::cout << it.key() << ": " << it.value().dump(-1, ' ', false, kReplaceInvalid) << "\n";
   if (o.contains("memory_plan")) std::cout << "memory plan:\n" << o["memory_plan"]["summary"].get<std::string>() << "\n";
+  if (o.contains("disk_bound")) std::cout << "disk-bound speed:\n" << o["disk_bound"]["summary"].get<std::string>();
 }
 
 }  // namespace
@@ -341,6 +371,9 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   info->add_option("path", ia->path, "GGUF model file")->required();
   info->add_option("--memory-budget", ia->memory_budget, "Show what this budget holds resident (e.g. 8GiB)");
   info->add_option("--context,-c", ia->context, "Context length the plan sizes the KV cache for")->capture_default_str();
+  info->add_option("--disk-rate", ia->disk_rate,
+                   "With --memory-budget: the disk's read rate per second (e.g. 2.3GiB, fio's O_DIRECT figure) for "
+                   "the disk-bound tokens per second at 1 sequence and at the batch that touches every expert");
   info->add_flag("--json", ia->json, "JSON output");
   info->callback([ia] { model_info_command(*ia); });
   (void)exit_code;

@@ -1,6 +1,7 @@
 #include "engine/stream/budget_planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "engine/stream/direct_io.h"
@@ -89,6 +90,26 @@ BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLa
     p.cache_bytes = p.cache_experts * p.slot_bytes;
   }
   return p;
+}
+
+DiskBoundEstimate estimate_disk_bound(const BudgetPlan& plan, int64_t n_moe_layers, int64_t n_expert, int64_t n_used,
+                                      double disk_bytes_per_s) {
+  DiskBoundEstimate e;
+  if (plan.streamed_experts == 0 || n_expert <= 0 || n_used <= 0 || n_moe_layers <= 0) return e;
+  const double all = static_cast<double>(plan.streamed_experts);
+  e.hit_rate = std::min(1.0, static_cast<double>(plan.cache_experts) / all);
+  e.bytes_per_expert = static_cast<double>(plan.streamed_bytes) / all;
+  const double miss = 1.0 - e.hit_rate;
+  e.bytes_per_token_batch1 = static_cast<double>(n_moe_layers * n_used) * e.bytes_per_expert * miss;
+  const double p = std::min(1.0, static_cast<double>(n_used) / static_cast<double>(n_expert));
+  e.full_batch = p >= 1.0 ? 1 : static_cast<int64_t>(std::ceil(std::log(0.01) / std::log(1.0 - p)));
+  const double touched = 1.0 - std::pow(1.0 - p, static_cast<double>(e.full_batch));
+  e.bytes_per_token_full = all * touched * e.bytes_per_expert * miss / static_cast<double>(e.full_batch);
+  if (disk_bytes_per_s > 0) {
+    e.tok_s_batch1 = e.bytes_per_token_batch1 > 0 ? disk_bytes_per_s / e.bytes_per_token_batch1 : 0;
+    e.tok_s_full = e.bytes_per_token_full > 0 ? disk_bytes_per_s / e.bytes_per_token_full : 0;
+  }
+  return e;
 }
 
 }  // namespace ns::stream

@@ -55,6 +55,28 @@ struct BudgetPlan {
   std::string describe() const;
 };
 
+// How fast a plan can go when the disk is the limit: the honest answer to
+// "how fast can this model run here". Assumes routing spread evenly over the
+// experts (trained MoE models are balanced for it) and a cache that holds a
+// fixed share of them (hit rate = cached / all experts), and counts only the
+// routed experts' bytes: compute, and the resident weights already in memory,
+// are not in it, so these are upper bounds on tokens per second.
+struct DiskBoundEstimate {
+  double hit_rate = 0;             // cache_experts / streamed_experts
+  double bytes_per_expert = 0;     // streamed bytes / streamed experts
+  // One sequence: n_moe_layers x n_used experts a token, the misses read.
+  double bytes_per_token_batch1 = 0;
+  double tok_s_batch1 = 0;
+  // The batch whose step touches 99 % of every layer's experts (uniform
+  // routing: 1 - (1 - n_used/n_expert)^B >= 0.99): each step reads every
+  // uncached expert once for all its tokens.
+  int64_t full_batch = 0;
+  double bytes_per_token_full = 0;
+  double tok_s_full = 0;
+};
+DiskBoundEstimate estimate_disk_bound(const BudgetPlan& plan, int64_t n_moe_layers, int64_t n_expert, int64_t n_used,
+                                      double disk_bytes_per_s);
+
 BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
                        const std::string& model_name);
 

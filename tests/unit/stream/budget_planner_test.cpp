@@ -1,6 +1,7 @@
 // The memory plan's arithmetic and its error, on tensor lists shaped like a model.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -188,4 +189,28 @@ TEST_CASE("sizes format in the largest binary unit") {
   CHECK(format_size(1024) == "1.00 KiB");
   CHECK(format_size(2500ull << 20) == "2.44 GiB");
   CHECK(format_size(3ull << 29) == "1.50 GiB");
+}
+
+TEST_CASE("disk-bound estimate: bytes per token at one sequence and at the batch that touches every expert") {
+  ns::stream::BudgetPlan plan;
+  plan.streamed_experts = 16;         // 2 MoE layers of 8 experts
+  plan.streamed_bytes = 16ull << 20;  // 1 MiB each
+  plan.cache_experts = 4;             // a quarter cached
+  const double mib = 1 << 20;
+  const auto e = ns::stream::estimate_disk_bound(plan, 2, 8, 2, 3 * mib);
+  CHECK(e.hit_rate == doctest::Approx(0.25));
+  CHECK(e.bytes_per_expert == doctest::Approx(mib));
+  // 2 layers x 2 experts, three quarters of them read.
+  CHECK(e.bytes_per_token_batch1 == doctest::Approx(3 * mib));
+  CHECK(e.tok_s_batch1 == doctest::Approx(1.0));
+  // p = 2/8: 1 - 0.75^B >= 0.99 first at B = 17.
+  CHECK(e.full_batch == 17);
+  const double touched = 1 - std::pow(0.75, 17);
+  CHECK(e.bytes_per_token_full == doctest::Approx(16 * mib * touched * 0.75 / 17));
+  CHECK(e.tok_s_full == doctest::Approx(3 * mib / e.bytes_per_token_full));
+  // 17 tokens share a step that reads about 4 times what one token reads (16 experts vs 4).
+  CHECK(e.tok_s_full > 4 * e.tok_s_batch1);
+  // Everything cached: nothing to read.
+  plan.cache_experts = 16;
+  CHECK(ns::stream::estimate_disk_bound(plan, 2, 8, 2, 3 * mib).bytes_per_token_batch1 == 0);
 }
