@@ -63,6 +63,7 @@ std::string detect_inst_family(const Markers& m) {
 std::string detect_family_name(const std::string& text) {
   for (std::string_view name : kLlamaCppNames)
     if (text == name) return std::string(name);
+  if (text == template_name(ChatTemplate::kimi_k3)) return text;  // nightshift's name; see chat_template.h
 
   const Markers m(text);
   if (m.has("<|im_start|>")) {
@@ -108,6 +109,9 @@ std::string detect_family_name(const std::string& text) {
   if (m.has("<seed:bos>")) return "seed_oss";
   if (m.has("'Assistant: '  + message['content'] + '<|separator|>")) return "grok-2";
   if (m.has("[unused9]系统：[unused10]")) return "pangu-embedded";
+  // Last, so it never overrides a choice of llama.cpp's chain: the markers
+  // llama.cpp's common/chat.cpp tests to send Kimi K3's template down its own path.
+  if (m.has_all({"<|open|>", "<|close|>", "<|end_of_msg|>"})) return template_name(ChatTemplate::kimi_k3);
   return "";
 }
 

@@ -1,6 +1,7 @@
 // Rendering a conversation in each family, as llama.cpp's built-in renderer
 // (llm_chat_apply_template in src/llama-chat.cpp) writes it: the same markers,
 // spaces, newlines and trimming, so prompts match llama.cpp's byte for byte.
+// Kimi K3, which has no built-in renderer there, follows its Jinja template.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -160,6 +161,40 @@ std::string render_kimi_k2(const Messages& messages, bool add_assistant) {
   return out;
 }
 
+// Kimi K3 has no built-in renderer in llama.cpp (its server runs the Jinja), so
+// this writes what the model's own template (the reference's
+// models/templates/Kimi-K3.jinja) gives for text messages with the template's
+// defaults, thinking=true and thinking_effort='max', which llama.cpp's server
+// leaves in place (it passes enable_thinking, a variable this template does not
+// read). Each message is <|open|>message role="..."<|sep|>...<|close|>message<|sep|>
+// then <|end_of_msg|>, the turn end the GGUF names as EOS. With thinking on, the
+// template starts with a system message naming the effort, writes each assistant
+// reply after a think section (empty here: a ChatMessage carries no reasoning),
+// and the generation prompt opens the think section. Content goes in as given,
+// untrimmed and unescaped (the template escapes attribute values only).
+// Checked against that template's output: tests/unit/chat/kimi_k3_vectors.json.
+std::string kimi_k3_message(std::string_view attributes, std::string_view body) {
+  return "<|open|>message " + std::string(attributes) + "<|sep|>" + std::string(body) +
+         "<|close|>message<|sep|><|end_of_msg|>";
+}
+
+std::string render_kimi_k3(const Messages& messages, bool add_assistant) {
+  std::string out = kimi_k3_message(
+      "role=\"system\" type=\"thinking-effort\"",
+      "`thinking_effort` guides on how much to think in your thinking channel (not including the response "
+      "channel), supported values include `low`, `medium`, `high`, and `max`.\nNow the system is invoked with "
+      "`thinking_effort=max`.");
+  for (const auto& m : messages) {
+    if (m.role == "assistant")
+      out += kimi_k3_message("role=\"assistant\"", "<|open|>think<|sep|><|close|>think<|sep|><|open|>response<|sep|>" +
+                                                      m.content + "<|close|>response<|sep|>");
+    else
+      out += kimi_k3_message("role=\"" + m.role + "\"", m.content);  // system or user
+  }
+  if (add_assistant) out += "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>";
+  return out;
+}
+
 }  // namespace
 
 std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, bool add_assistant) {
@@ -179,6 +214,7 @@ std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages
     case ChatTemplate::deepseek2: return render_deepseek2(messages, add_assistant);
     case ChatTemplate::deepseek3: return render_deepseek3(messages, add_assistant);
     case ChatTemplate::kimi_k2: return render_kimi_k2(messages, add_assistant);
+    case ChatTemplate::kimi_k3: return render_kimi_k3(messages, add_assistant);
   }
   throw Error(ErrorKind::internal, "render_chat: unhandled chat template family");
 }

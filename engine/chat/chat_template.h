@@ -8,7 +8,8 @@
 // ("chatml", "llama3", "kimi-k2", ...): a name is always accepted where a
 // template text is. Rendering reproduces llama.cpp's built-in (non-Jinja)
 // renderer, llm_chat_apply_template, byte for byte; docs/chat-templates.md
-// lists where that differs from the models' own Jinja templates.
+// lists where that differs from the models' own Jinja templates. kimi-k3,
+// which that renderer lacks, reproduces the model's Jinja template instead.
 //
 // Contract:
 // - Pure functions, thread-safe.
@@ -31,7 +32,9 @@ struct ChatMessage {
   std::string content;
 };
 
-// The families nightshift renders. Each has the name llama.cpp gives it.
+// The families nightshift renders. Each has the name llama.cpp gives it, but
+// for kimi-k3, which llama.cpp's built-in list lacks (its server recognises the
+// template in common/chat.cpp and renders the Jinja itself).
 enum class ChatTemplate {
   chatml,             // "chatml": <|im_start|>role\n...<|im_end|>\n (Qwen 1.5-3, Yi, OpenHermes, ...)
   llama2,             // "llama2": [INST] ... [/INST], system folded into the first turn
@@ -48,6 +51,8 @@ enum class ChatTemplate {
   deepseek2,          // "deepseek2": User: ...\n\nAssistant: ... (DeepSeek V2, V2.5 chat)
   deepseek3,          // "deepseek3": <｜User｜>...<｜Assistant｜>... (DeepSeek V3, R1)
   kimi_k2,            // "kimi-k2": <|im_user|>user<|im_middle|>...<|im_end|> (Kimi K2)
+  kimi_k3,            // "kimi-k3": <|open|>message role="user"<|sep|>...<|close|>message<|sep|><|end_of_msg|>
+                      //   (Kimi K3; llama.cpp renders it through its Jinja path only, see chat_render.cpp)
 };
 
 // llama.cpp's name for a family.
@@ -62,7 +67,8 @@ std::optional<ChatTemplate> template_from_name(std::string_view name);
 // llama.cpp's name for the family of `template_text` (a Jinja template, or a
 // family name), as llm_chat_detect_template would choose it, including the
 // families nightshift does not render ("phi3", "gemma", ...). "" if llama.cpp
-// would not recognise it either.
+// would not recognise it either. One addition: a template llama.cpp's chain
+// leaves unrecognised but that has Kimi K3's markers is "kimi-k3".
 std::string detect_family_name(const std::string& template_text);
 
 // The family of `template_text_or_name`, if nightshift renders it.

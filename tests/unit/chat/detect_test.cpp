@@ -35,6 +35,11 @@ const Excerpt kExcerpts[] = {
      "'assistant' -%}{{ '<|im_assistant|>assistant<|im_middle|>' }}{%- endif -%}{{- message['content'] + "
      "'<|im_end|>' -}}",
      ChatTemplate::kimi_k2},
+    {"Kimi-K3",
+     "{%- macro open_tag(tag, attrs=[]) -%}{{- '<|open|>' + tag -}}{{- '<|sep|>' -}}{%- endmacro -%}{%- macro "
+     "close_tag(tag) -%}{{- '<|close|>' + tag + '<|sep|>' -}}{%- endmacro -%}{{- close_tag('message') -}}{{- "
+     "'<|end_of_msg|>' -}}",
+     ChatTemplate::kimi_k3},
     {"DeepSeek-V3", "{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>' + message['content'] + '<｜end▁of▁sentence｜>'}}",
      ChatTemplate::deepseek3},
     {"DeepSeek-V2-Chat",
@@ -96,7 +101,7 @@ TEST_CASE("every supported family is also accepted by its llama.cpp name") {
     CHECK(ns::chat::template_from_name(name) == t);
     CHECK(ns::chat::supported_template_names().find(name) != std::string::npos);
   }
-  CHECK(ns::chat::supported_templates().size() == 14);
+  CHECK(ns::chat::supported_templates().size() == 15);
   CHECK_FALSE(ns::chat::template_from_name("qwen").has_value());  // not a llama.cpp name
   CHECK_FALSE(ns::chat::template_from_name("ChatML").has_value());  // names are exact
 }
@@ -121,6 +126,9 @@ TEST_CASE("the order of llama.cpp's checks decides between families sharing a ma
   CHECK(detect_family_name("[INST] <|start_header_id|><|end_header_id|>") == "llama2");
   // A v3 marker with " [INST]" is v1.
   CHECK(detect_family_name("[AVAILABLE_TOOLS] ... ' [INST] '") == "mistral-v1");
+  // Kimi K3 (not in llama.cpp's chain) needs all three markers, and comes after every family of the chain.
+  CHECK(detect_family_name("<|open|>message<|sep|>...<|close|>message<|sep|>") == "");
+  CHECK(detect_family_name("<|open|><|close|><|end_of_msg|><|im_start|>") == "chatml");
 }
 
 TEST_CASE("families llama.cpp knows and nightshift does not render are named, not guessed") {

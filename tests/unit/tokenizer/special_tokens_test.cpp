@@ -86,6 +86,30 @@ TEST_CASE("end-of-generation tokens: EOS, EOT and the texts llama.cpp recognises
   CHECK(d->is_end_of_generation(id_of(*d, ds_end)));
 }
 
+TEST_CASE("Kimi K3: generation stops at <|end_of_msg|>, the turn end its GGUF names as EOS") {
+  // The reference's conversion/kimi_k3.py writes the config's eos_token_id,
+  // <|end_of_msg|>, over the tokenizer's [EOS] (the document end): with [EOS]
+  // alone a chat reply would never stop at the end of its turn.
+  auto spec = with_specials({{"[EOS]", 3}, {"<|open|>", 3}, {"<|close|>", 3}, {"<|sep|>", 3}, {"<|end_of_msg|>", 3}});
+  const int32_t end_of_msg = 260;
+  spec.eos_id = end_of_msg;
+  const auto t = ns::Tokenizer::from_spec(spec);
+  REQUIRE(id_of(*t, "<|end_of_msg|>") == end_of_msg);
+  CHECK(t->eos() == end_of_msg);
+  CHECK(t->is_end_of_generation(end_of_msg));
+  CHECK(t->is_end_of_generation(id_of(*t, "[EOS]")));  // in llama.cpp's end-of-generation texts too
+  for (const char* marker : {"<|open|>", "<|close|>", "<|sep|>"}) {
+    CAPTURE(marker);
+    CHECK_FALSE(t->is_end_of_generation(id_of(*t, marker)));
+  }
+  CHECK(t->end_of_generation_ids() == std::vector<int32_t>{256, end_of_msg});
+  // A rendered turn's markers are single control tokens, and the turn end is hidden in the text.
+  const auto ids = t->encode("<|close|>message<|sep|><|end_of_msg|>", false, true);
+  CHECK(ids.front() == id_of(*t, "<|close|>"));
+  CHECK(ids.back() == end_of_msg);
+  CHECK(t->decode(ids) == "message");
+}
+
 TEST_CASE("Phi-3: whitespace after special tokens is swallowed (RSTRIP), as llama.cpp does by model name") {
   const auto phi = ns::Tokenizer::from_spec(with_specials({{"<|user|>", 3}, {"<|endoftext|>", 3}}, "Phi3"));
   const int32_t user = id_of(*phi, "<|user|>");
