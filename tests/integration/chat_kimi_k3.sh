@@ -1,0 +1,34 @@
+# A JSONL chat line on a kimi-k3 file through the daemon: the file's template
+# carries Kimi K3's markers, so the messages are rendered in K3's format (as
+# the reference's Kimi-K3.jinja renders them, tests/unit/chat/kimi_k3_vectors.json),
+# and the job's greedy text equals `nightshift run` on that rendered prompt.
+source "$(dirname "$0")/lib.sh"
+
+# Only the markers matter for the family; the renderer is ours (chat_render.cpp).
+K3_TEMPLATE="{# Kimi K3: <|open|>message role=...<|sep|> ... <|close|>message<|sep|><|end_of_msg|> #}"
+make_model k3.gguf --arch kimi-k3 --n-embd 128 --n-layer 4 --n-head 2 --n-ff 256 --n-expert 8 --n-expert-used 2 \
+  --mla-every 2 --kda-head-dim 64 --kl-n-ff-expert 128 --attn-res-block 2 --expert-latent 64 --type Q8_0 \
+  --tensor-type _exps=MXFP4 --chat-template "$K3_TEMPLATE"
+write_config k3=k3.gguf
+
+cat > "$WORK/chat.jsonl" <<'JSONL'
+{"custom_id": "hello", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "k3", "messages": [{"role": "system", "content": "You are a helpful assistant"}, {"role": "user", "content": "Hello"}], "max_tokens": 12, "temperature": 0, "ignore_eos": true}}
+JSONL
+ns submit --config "$CONFIG" --jsonl "$WORK/chat.jsonl" > /dev/null
+start_daemon --drain
+wait_daemon 0
+expect_eq "$(sql "SELECT state FROM jobs")" "done" "the chat job ran"
+
+prompt=$(python3 -c '
+import json, sys
+case = json.load(open(sys.argv[1]))["cases"][0]
+assert case["name"] == "system and user" and case["add_generation_prompt"]
+sys.stdout.write(case["expected"])' "$NS_SOURCE_DIR/tests/unit/chat/kimi_k3_vectors.json")
+valid_utf8() { python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }
+alone=$(ns run --model "$WORK/k3.gguf" --threads 2 --max-tokens 12 --ignore-eos --temperature 0 --no-progress \
+          "$prompt" 2>/dev/null | valid_utf8)
+expect_eq "$(sql "SELECT text FROM results")" "$alone" "chat job text vs run on the K3-rendered prompt"
+expect_eq "$(sql "SELECT prompt_tokens FROM results")" \
+  "$(ns run --model "$WORK/k3.gguf" --threads 2 --max-tokens 1 --temperature 0 --no-progress --json "$prompt" 2>/dev/null |
+     python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["prompt_tokens"])')" "prompt tokens"
+echo "ok"
