@@ -208,6 +208,7 @@ void model_info_command(const ModelInfoArgs& a) {
   mo.threads = 1;
   mo.streaming.io_mode = a.memory_budget.empty() ? "mmap" : "uring";
   if (!a.memory_budget.empty()) mo.streaming.memory_budget = stream::parse_size(a.memory_budget);
+  mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
   auto model = Model::load(a.path, mo);
   const gguf::GgufFile& f = model->file();
   const Hparams& hp = model->hparams();

@@ -85,7 +85,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const 
   ws->plan = stream::plan_budget(f.tensors(), ws->layout, in, f.path());
   ws->planned = true;
   spdlog::info("memory plan for {}:\n{}", f.path(), ws->plan.describe());
-  if (ws->layout.n_moe_layers() == 0) return ws;
+  if (ws->layout.n_moe_layers() == 0 || opts.plan_only) return ws;
 
   // Faults on resident tensors must not read ahead into the expert stacks.
   if (!f.advise_random())

@@ -46,6 +46,11 @@ struct StreamingOptions {
   // 32 jobs: 10.6 vs 8.5 tok/s; tests/bench/batch_bench.sh --prefetch-width).
   uint32_t prefetch_per_token = 2;
   uint32_t max_cache_experts = 0;    // 0: as many as the plan allows; else at most this many (tests, experiments)
+  // Make the plan, open no reader and allocate no expert cache: for `model
+  // info`, which reports the plan of a model it will not run (a 48B plan's
+  // cache is gigabytes of slots to allocate and zero). forward() then reads
+  // experts through the mapping.
+  bool plan_only = false;
 };
 
 // Memory the rest of the model takes, measured by Model::load.

@@ -1,0 +1,26 @@
+# `model info` on a real model's shape without its weights: a Kimi-Linear-48B-A3B
+# header over a sparse, all-zero data section (26 GiB that take no disk space)
+# prints the 8 GiB memory plan with the KDA recurrent state as its own line and
+# the disk-bound speed at 1 sequence and at the batch that touches every expert.
+source "$(dirname "$0")/lib.sh"
+
+make_model kl48b.gguf --arch kimi-linear --n-embd 2304 --n-layer 27 --n-head 32 --n-ff 9216 --n-expert 256 \
+  --n-expert-used 8 --mla-every 4 --kda-head-dim 128 --kl-kv-lora-rank 512 --kl-qk-rope-dim 64 --kl-qk-nope-dim 128 \
+  --kl-v-head-dim 128 --kl-n-ff-expert 1024 --n-ctx 1048576 --type Q8_0 --tensor-type _exps=Q4_K --header-only
+size=$(stat -c %s "$WORK/kl48b.gguf")
+((size > 25 * 1024 * 1024 * 1024)) || fail "the 48B header file is only $size bytes"
+((($(stat -c %b "$WORK/kl48b.gguf") * 512) < 64 * 1024 * 1024)) || fail "the header-only file takes disk space"
+
+out=$(ns model info "$WORK/kl48b.gguf" --memory-budget 8GiB --context 8192 --disk-rate 2.3GiB)
+expect_contains "$out" "parameters: 48380465696" "48B parameters"
+expect_contains "$out" "recurrent state       44.95 MiB  (KDA layers, fixed per sequence)" "recurrent state line"
+expect_contains "$out" "KV cache              54.00 MiB" "KV cache of the 7 MLA layers only"
+# The cache's share depends on the process's own measured overhead by a slot or two: match the figures' range.
+grep -qE "1 sequence +58[0-9]\.[0-9] MiB read per token: at most 4\.0[0-9] tok/s" <<<"$out" ||
+  fail "disk-bound figure for 1 sequence not as planned: $(grep '1 sequence' <<<"$out")"
+expect_contains "$out" "146 sequences" "the batch that touches every expert"
+
+json=$(ns model info "$WORK/kl48b.gguf" --memory-budget 8GiB --context 8192 --disk-rate 2.3GiB --json)
+expect_eq "$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["recurrent_bytes_per_sequence"], d["memory_plan"]["recurrent_bytes"], d["disk_bound"]["full_batch"])' <<<"$json")" \
+  "47136768 47136768 146" "JSON fields"
+echo "ok"
