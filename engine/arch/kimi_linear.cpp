@@ -13,7 +13,6 @@
 #include "engine/arch/kimi_linear.h"
 #include "engine/arch/kimi_hybrid.h"
 #include "engine/layers/residual.h"
-#include "engine/ops.h"
 
 namespace ns {
 namespace {
