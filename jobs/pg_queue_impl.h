@@ -90,7 +90,7 @@ class PgQueue final : public TransitionQueue {
                      const std::string* error) override;
   void requeue_fenced(const Lease& lease, int64_t delay_ms, const std::string& error_kind,
                       const std::string& error) override;
-  void release_fenced(const Lease& lease) override;
+  void release_fenced(const Lease& lease, bool run_alone) override;
   void end_attempt(const Lease& lease, const AttemptEnd& end) override;
   void write_result(int64_t id, const JobResult& r) override;
   void drop_checkpoint(int64_t id) override;

@@ -48,14 +48,14 @@ bool PgQueue::anything_claimable(const std::string&) {
 // jobs for models it cannot serve are left to the daemons that can).
 std::vector<QueueHead> PgQueue::claimable_head(int limit, const std::string& servable_json) {
   Result head = db_.exec(R"(
-    SELECT id, model FROM jobs
+    SELECT id, model, run_alone FROM jobs
     WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= nightshift_now_ms())
       AND ($2::jsonb IS NULL OR model IN (SELECT jsonb_array_elements_text($2::jsonb)))
     ORDER BY priority DESC, id LIMIT $1
     FOR UPDATE SKIP LOCKED)",
                          Params().add(int64_t{limit}).add_text_or_null(servable_json));
   std::vector<QueueHead> out;
-  for (int i = 0; i < head.rows(); ++i) out.push_back({head.int64(i, 0), head.text(i, 1)});
+  for (int i = 0; i < head.rows(); ++i) out.push_back({head.int64(i, 0), head.text(i, 1), head.boolean(i, 2)});
   return out;
 }
 
@@ -134,12 +134,12 @@ void PgQueue::requeue_fenced(const Lease& lease, int64_t delay_ms, const std::st
            fence(lease).add(delay_ms).add(error_kind).add(error));
 }
 
-void PgQueue::release_fenced(const Lease& lease) {
+void PgQueue::release_fenced(const Lease& lease, bool run_alone) {
   db_.exec(std::string(R"(
     UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, lease_expires_ms = NULL,
-                    attempts = greatest(attempts - 1, 0))") +
+                    attempts = greatest(attempts - 1, 0), run_alone = run_alone OR $4)") +
                kFence,
-           fence(lease));
+           fence(lease).add(run_alone));
 }
 
 void PgQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
@@ -208,7 +208,8 @@ std::vector<Orphan> PgQueue::orphans(const OrphanScope& scope) {
   if (!scope.expired()) p.add(scope.worker);
   Result r = db_.exec(
       std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
-                  "coalesce(lease_expires_ms, 0) FROM jobs WHERE state = 'running' AND ") +
+                  "coalesce(lease_expires_ms, 0), run_alone, ") + kSharedCrash +
+          " FROM jobs WHERE state = 'running' AND " +
           (scope.expired() ? "lease_expires_ms < nightshift_now_ms()" : "worker = $1") +
           " ORDER BY id FOR UPDATE SKIP LOCKED",
       p);
@@ -239,7 +240,7 @@ void PgQueue::reset_to_queued(int64_t id, const std::string& model) {
   db_.exec(R"(
     UPDATE jobs SET state = 'queued', attempts = 0, worker = NULL, started_ms = NULL, finished_ms = NULL,
                     error_kind = NULL, error = NULL, cancel_requested = false, not_before_ms = NULL,
-                    lease_expires_ms = NULL, model = coalesce($2, model)
+                    lease_expires_ms = NULL, run_alone = false, model = coalesce($2, model)
     WHERE id = $1)",
            Params().add(id).add_text_or_null(model));
   db_.exec("DELETE FROM results WHERE job_id = $1", Params().add(id));

@@ -2,6 +2,8 @@
 // jobs/queue_transitions.h and jobs/queue.h).
 #include "jobs/queue_transitions.h"
 
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "jobs/time_format.h"
@@ -17,13 +19,25 @@ Orphan read_orphan(const Row& row) {
   o.cancel_requested = row.boolean(4);
   o.worker = row.text(5);
   o.lease_expires_ms = row.int64(6);
+  o.run_alone = row.boolean(7);
+  o.shared = row.boolean(8);
   return o;
 }
+
+const char* const kSharedCrash = R"(EXISTS (
+    SELECT 1 FROM attempts AS other
+    WHERE other.worker = jobs.worker AND other.job_id <> jobs.id
+      AND (other.ended_ms IS NULL
+           OR (other.outcome IN ('lease_expired', 'abandoned') AND other.ended_ms >= jobs.started_ms))))";
 
 std::vector<int64_t> leading_run(const std::vector<QueueHead>& head, const std::string& model) {
   std::vector<int64_t> ids;
   std::string want = model;
   for (const QueueHead& h : head) {
+    if (h.run_alone) {  // by itself, and only into an empty batch
+      if (ids.empty() && model.empty()) ids.push_back(h.id);
+      break;
+    }
     if (want.empty()) want = h.model;
     if (h.model != want) break;  // never jump a job ahead in the queue
     ids.push_back(h.id);
@@ -154,7 +168,7 @@ bool TransitionQueue::release(const Lease& lease, const std::string& reason) {
     end_running(lease, "cancelled", nullptr, nullptr);
     end_attempt(lease, {"cancelled"});
   } else {
-    release_fenced(lease);
+    release_fenced(lease, false);
     static const std::string kDaemonConfig = "daemon_config";
     end_attempt(lease, reason.empty() ? AttemptEnd{"released"} : AttemptEnd{"released", &kDaemonConfig, &reason});
   }
@@ -165,7 +179,7 @@ bool TransitionQueue::release(const Lease& lease, const std::string& reason) {
 bool TransitionQueue::end_running(const Lease& lease, const char* state, const std::string* error_kind,
                                   const std::string* error) {
   if (!finish_fenced(lease, state, error_kind, error)) return false;
-  drop_checkpoint(lease.job_id);
+  if (std::string_view(state) != "dead") drop_checkpoint(lease.job_id);
   return true;
 }
 
@@ -212,6 +226,16 @@ Recovery TransitionQueue::recover(const OrphanScope& scope, const char* outcome,
                   " (crashed, killed or hung); " +
                   (o.lease_expires_ms > 0 ? "the lease expired at " + iso8601_utc(o.lease_expires_ms)
                                           : std::string("it was claimed before the upgrade to leases"));
+    if (o.shared && !o.run_alone && !o.cancel_requested) {
+      // Which job of the batch (if any) brought the process down is unknown:
+      // charge none of them; each runs alone next, where a crash is its own.
+      const std::string unblamed = error + "; other jobs ran beside it, so the attempt is not counted and it runs "
+                                           "alone next";
+      end_attempt(o.lease(), {outcome, &kind, &unblamed});
+      release_fenced(o.lease(), true);
+      ++r.requeued;
+      continue;
+    }
     end_attempt(o.lease(), {outcome, &kind, &error});
     switch (requeue_or_bury(o, kind, error, backoff)) {
       case JobState::cancelled: ++r.cancelled; break;
@@ -246,7 +270,7 @@ RetryOutcome TransitionQueue::retry(int64_t id, const std::string& model) {
   if (!state) return RetryOutcome::not_found;
   if (*state != "failed" && *state != "dead" && *state != "cancelled") return RetryOutcome::not_retryable;
   reset_to_queued(id, model);
-  drop_checkpoint(id);
+  if (*state != "dead" || !model.empty()) drop_checkpoint(id);  // a dead job resumes where it stopped
   tx->commit();
   return RetryOutcome::requeued;
 }

@@ -53,12 +53,21 @@ struct Orphan {
   bool cancel_requested = false;
   std::string worker;
   int64_t lease_expires_ms = 0;
+  bool run_alone = false;
+  // Its worker ran other jobs beside it when it stopped (kSharedCrash), so
+  // the crash is not charged to it (recovery only; false elsewhere).
+  bool shared = false;
 
   Lease lease() const { return {id, worker, attempt}; }
 };
 // Columns id, attempt, attempts, max_attempts, cancel_requested, worker,
-// lease_expires_ms (NULL as 0).
+// lease_expires_ms (NULL as 0), run_alone, and the kSharedCrash test.
 Orphan read_orphan(const Row& row);
+
+// SQL, both backends, over a running row `jobs`: whether another attempt of
+// its worker was open, or was ended by recovery after this job's attempt
+// began: the worker died (or hung) with that job beside this one.
+extern const char* const kSharedCrash;
 
 // Which running jobs recovery takes: those whose lease expired, or (worker
 // not empty) every job running under that worker.
@@ -71,11 +80,13 @@ struct OrphanScope {
 struct QueueHead {
   int64_t id = 0;
   std::string model;
+  bool run_alone = false;
 };
 
 // The ids to claim from the head of the queue (in claim order): the leading
 // run of jobs for `model` (empty: the first job's model), never jumping a
-// job ahead in the queue.
+// job ahead in the queue. A run_alone job only by itself and only for a
+// caller with nothing running (`model` empty); the run ends before it.
 std::vector<int64_t> leading_run(const std::vector<QueueHead>& head, const std::string& model);
 
 // Adds `n` jobs in `state` to the counts.
@@ -146,8 +157,9 @@ class TransitionQueue : public Queue {
   // attempt's error; worker, start and lease cleared.
   virtual void requeue_fenced(const Lease& lease, int64_t delay_ms, const std::string& error_kind,
                               const std::string& error) = 0;
-  // In a write: running -> queued at once, giving the attempt back (attempts - 1, not below 0).
-  virtual void release_fenced(const Lease& lease) = 0;
+  // In a write: running -> queued at once, giving the attempt back (attempts - 1, not below 0);
+  // run_alone set when asked (a crash beside other jobs), else left as it is.
+  virtual void release_fenced(const Lease& lease, bool run_alone) = 0;
   // In a write: closes the attempts row of `lease` (ended now).
   virtual void end_attempt(const Lease& lease, const AttemptEnd& end) = 0;
   // In a write: stores (or replaces) the job's result.
@@ -167,8 +179,8 @@ class TransitionQueue : public Queue {
   // In a write: a job that is not running -> `state` (finished now, error and lease cleared).
   virtual void finish_unfenced(int64_t id, const char* state) = 0;
   virtual void request_cancel(int64_t id) = 0;
-  // In a write: a final job back to queued as new (attempts 0, error, times,
-  // cancel flag, backoff and result cleared), on `model` unless it is empty.
+  // In a write: a final job back to queued as new (attempts 0, run_alone,
+  // error, times, cancel flag, backoff and result cleared), on `model` unless it is empty.
   virtual void reset_to_queued(int64_t id, const std::string& model) = 0;
   // The counts of one batch's jobs ("" = every job).
   virtual QueueCounts counts_of(const std::string& batch) = 0;
@@ -177,7 +189,7 @@ class TransitionQueue : public Queue {
   void validate(const JobSpec& spec, const std::string& which);
   // The fenced end of an attempt with a result (done, or cancelled with the partial one).
   bool end_with_result(const Lease& lease, const char* state, const JobResult& result);
-  // In a write: finish_fenced() and the checkpoint dropped.
+  // In a write: finish_fenced() and the checkpoint dropped (kept for `dead`: retry resumes it).
   bool end_running(const Lease& lease, const char* state, const std::string* error_kind, const std::string* error);
   // In a write, for a running job whose attempt has ended without a result:
   // cancelled if asked, queued after a backoff while attempts are left, else dead.

@@ -99,7 +99,7 @@ class SqliteQueue final : public TransitionQueue {
                      const std::string* error) override;
   void requeue_fenced(const Lease& lease, int64_t delay_ms, const std::string& error_kind,
                       const std::string& error) override;
-  void release_fenced(const Lease& lease) override;
+  void release_fenced(const Lease& lease, bool run_alone) override;
   void end_attempt(const Lease& lease, const AttemptEnd& end) override;
   void write_result(int64_t id, const JobResult& r) override;
   void drop_checkpoint(int64_t id) override;
@@ -114,7 +114,7 @@ class SqliteQueue final : public TransitionQueue {
  private:
   // Claimable jobs in claim order: ?1 now, ?2 limit, ?3 NULL or a JSON array of servable models.
   static constexpr const char* kHead = R"(
-      SELECT id, model FROM jobs WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= ?1)
+      SELECT id, model, run_alone FROM jobs WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= ?1)
         AND (?3 IS NULL OR model IN (SELECT value FROM json_each(?3)))
       ORDER BY priority DESC, id LIMIT ?2)";
   std::optional<int64_t> id_for_key(const std::string& key);

@@ -37,7 +37,7 @@ std::vector<QueueHead> SqliteQueue::claimable_head(int limit, const std::string&
   auto head = db_.cached(kHead);
   head->bind(1, claim_now_).bind(2, int64_t{limit}).bind_text_or_null(3, servable_json);
   std::vector<QueueHead> out;
-  while (head->step()) out.push_back({head->int64(0), head->text(1)});
+  while (head->step()) out.push_back({head->int64(0), head->text(1), head->int64(2) != 0});
   return out;
 }
 
@@ -134,12 +134,13 @@ void SqliteQueue::requeue_fenced(const Lease& lease, int64_t delay_ms, const std
   bind_errors(*up, 6, &error_kind, &error).run();
 }
 
-void SqliteQueue::release_fenced(const Lease& lease) {
+void SqliteQueue::release_fenced(const Lease& lease, bool run_alone) {
   auto up = db_.cached(std::string(R"(
     UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, started_at = NULL,
-                    lease_expires_ms = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0))") +
+                    lease_expires_ms = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0),
+                    run_alone = max(run_alone, ?4))") +
                        kFence);
-  bind_fence(*up, lease).run();
+  bind_fence(*up, lease).bind(4, int64_t{run_alone}).run();
 }
 
 void SqliteQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
@@ -198,7 +199,8 @@ bool SqliteQueue::any_orphan(const OrphanScope& scope) {
 std::vector<Orphan> SqliteQueue::orphans(const OrphanScope& scope) {
   auto st = db_.cached(
       std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
-                  "ifnull(lease_expires_ms, 0) FROM jobs WHERE state = 'running' AND ") +
+                  "ifnull(lease_expires_ms, 0), run_alone, ") + kSharedCrash +
+      " FROM jobs WHERE state = 'running' AND " +
       (scope.expired() ? "lease_expires_ms < ?1" : "worker = ?1") + " ORDER BY id");
   if (scope.expired()) {
     st->bind(1, now_epoch_ms());
@@ -234,7 +236,7 @@ void SqliteQueue::reset_to_queued(int64_t id, const std::string& model) {
   db_.cached(R"(
     UPDATE jobs SET state = 'queued', attempts = 0, worker = NULL, started_ms = NULL, started_at = NULL,
                     finished_ms = NULL, finished_at = NULL, error_kind = NULL, error = NULL,
-                    cancel_requested = 0, not_before_ms = NULL, not_before_at = NULL,
+                    cancel_requested = 0, not_before_ms = NULL, not_before_at = NULL, run_alone = 0,
                     lease_expires_ms = NULL, lease_expires_at = NULL, model = coalesce(?2, model)
     WHERE id = ?1)")
       ->bind(1, id)

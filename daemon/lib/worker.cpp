@@ -298,6 +298,8 @@ Worker::Admitted Worker::admit() {
   const int free_slots = batch_ ? batch_->free_slots() : std::max(1, options_.engine.max_sequences);
   last_admit_ = Clock::now();
   if (free_slots <= 0 || stop_.load()) return Admitted::none;
+  // A job suspected of a crash runs by itself (Queue::claim_batch, crash blame).
+  if (std::any_of(active_.begin(), active_.end(), [](const auto& a) { return a->job.run_alone; })) return Admitted::none;
   std::vector<jobs::Job> claimed;
   try {
     std::vector<std::string> servable;
@@ -364,11 +366,12 @@ void Worker::start(const jobs::Job& job, double load_ms) {
   } catch (const jobs::DatabaseError& e) {  // a damaged checkpoint row costs the saved work, not the daemon
     spdlog::error("job {}: its checkpoint cannot be read, starting over: {}", job.id, e.what());
   }
-  spdlog::info("job {} running: model {}, priority {}, attempt {} ({} of at most {}), waited {} ms{}{}", job.id,
+  spdlog::info("job {} running: model {}, priority {}, attempt {} ({} of at most {}), waited {} ms{}{}{}", job.id,
                job.spec.model, job.spec.priority, job.attempt, job.attempts, job.spec.max_attempts,
                job.started_ms - job.created_ms,
                resume.empty() ? "" : ", resuming from " + std::to_string(resume.size()) + " checkpointed tokens",
-               active_.empty() ? "" : ", joining a batch of " + std::to_string(active_.size()));
+               active_.empty() ? "" : ", joining a batch of " + std::to_string(active_.size()),
+               job.run_alone ? ", alone (a daemon died while it ran beside others)" : "");
   status_.start_job(job.lease(), job.spec.model, job.spec.sampling.max_tokens, static_cast<int32_t>(resume.size()));
 
   auto a = std::make_unique<Active>();

@@ -10,7 +10,9 @@
 // leave as they finish; each keeps its own sampling, seed, stops and limits
 // and gets the tokens it would get alone. When the head of the queue wants
 // another model, no more jobs join; once the batch is empty the engine is
-// replaced. max_batch 1 is strictly sequential execution.
+// replaced. max_batch 1 is strictly sequential execution. A job whose daemon
+// died while it ran beside others (jobs/queue.h, crash blame) runs alone:
+// nothing joins it, and it joins nothing.
 //
 // Contract:
 // - A job that cannot run ends `failed` at once when retrying cannot help

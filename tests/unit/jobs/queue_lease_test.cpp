@@ -188,7 +188,8 @@ QUEUE_TEST("a job whose lease expires max_attempts times is dead, with its histo
   CHECK(j.error_kind == "lease_expired");
   CHECK_MESSAGE(j.error.find("attempt 2 of 2; no attempts left") != std::string::npos, j.error);
   CHECK_MESSAGE(j.error.find("nightshift retry " + std::to_string(poison)) != std::string::npos, j.error);
-  CHECK_FALSE(q->checkpoint(poison));
+  REQUIRE(q->checkpoint(poison));  // a dead job keeps its work: retry resumes it
+  CHECK(q->checkpoint(poison)->tokens == std::vector<int32_t>{1, 2});
   CHECK(q->attempts(poison).size() == 2);
   CHECK(q->counts().dead == 1);
 
@@ -196,6 +197,98 @@ QUEUE_TEST("a job whose lease expires max_attempts times is dead, with its histo
   std::optional<Job> next = q->claim("w", kLongLease);
   REQUIRE(next);
   CHECK(next->id == other);
+}
+
+QUEUE_TEST("a crash beside other jobs is charged to none of them; each runs alone next, where a crash counts") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t a = q->submit(spec("a", 1)).id;
+  const int64_t b = q->submit(spec("b", 1)).id;
+  const int64_t c = q->submit(spec("c", 1)).id;
+
+  // One batch of three under daemon w, which dies: with max_attempts 1 all
+  // three would be dead if the crash were charged to each of them.
+  REQUIRE(q->claim_batch("w", 1, 3, "").size() == 3);
+  std::this_thread::sleep_for(5ms);
+  const Recovery r = q->recover_expired(kNoBackoff);
+  CHECK(r.requeued == 3);
+  CHECK(r.dead == 0);
+  for (int64_t id : {a, b, c}) {
+    CAPTURE(id);
+    const Job j = *q->get(id);
+    CHECK(j.state == JobState::queued);
+    CHECK(j.attempts == 0);
+    CHECK(j.run_alone);
+    const std::vector<AttemptRecord> history = q->attempts(id);
+    REQUIRE(history.size() == 1);
+    CHECK(history[0].outcome == "lease_expired");
+    CHECK_MESSAGE(history[0].error.find("the attempt is not counted and it runs alone next") != std::string::npos,
+                  history[0].error);
+  }
+
+  // A suspect is claimed only alone, and only by a daemon with nothing running.
+  CHECK(q->claim_batch("w2", kLongLease, 3, "tiny").empty());
+  std::vector<Job> alone = q->claim_batch("w2", kLongLease, 3, "");
+  REQUIRE(alone.size() == 1);
+  CHECK(alone[0].id == a);
+  CHECK(alone[0].run_alone);
+  // It brings w2 down by itself: that crash is its own and counts.
+  CHECK(q->recover_worker("w2", kNoBackoff).dead == 1);
+  CHECK(q->get(a)->state == JobState::dead);
+
+  // The others run alone and finish; a retried job is an ordinary job again.
+  for (int64_t id : {b, c}) {
+    std::vector<Job> next = q->claim_batch("w2", kLongLease, 3, "");
+    REQUIRE(next.size() == 1);
+    CHECK(next[0].id == id);
+    CHECK(q->complete(next[0].lease(), result("ok")));
+  }
+  REQUIRE(q->retry(a) == RetryOutcome::requeued);
+  CHECK_FALSE(q->get(a)->run_alone);
+}
+
+QUEUE_TEST("crash blame: batch mates whose leases lapse at different times are both unblamed; suspects are not twice") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t early = q->submit(spec("early", 1)).id;
+  const int64_t late = q->submit(spec("late", 1)).id;
+  claim(*q, "w", 1);            // its lease lapses first
+  claim(*q, "w", kLongLease);   // joined the batch later, lease still live when the first is recovered
+  std::this_thread::sleep_for(5ms);
+  CHECK(q->recover_expired(kNoBackoff).requeued == 1);  // `late` still open beside it
+  CHECK(q->get(early)->run_alone);
+  CHECK(q->get(late)->state == JobState::running);
+  CHECK(q->recover_worker("w", kNoBackoff).requeued == 1);  // `early` was lost after `late` began
+  CHECK(q->get(late)->run_alone);
+  CHECK(q->get(late)->attempts == 0);
+
+  // Two suspects that end up side by side anyway (claim() takes the head one
+  // at a time) are charged: suspicion is given once.
+  CHECK(claim(*q, "w3").job_id == early);
+  CHECK(claim(*q, "w3").job_id == late);
+  const Recovery r = q->recover_worker("w3", kNoBackoff);
+  CHECK(r.dead == 2);
+}
+
+QUEUE_TEST("retry resumes a dead job from its checkpoint unless its model changes") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t same = q->submit(spec("same", 1)).id;
+  const int64_t moved = q->submit(spec("moved", 1)).id;
+  for (int i = 0; i < 2; ++i) {
+    const Lease l = claim(*q, "w");
+    REQUIRE(q->save_checkpoint(l, std::vector<int32_t>{7, 8, 9}, kLongLease));
+    REQUIRE(q->fail_transient(l, "io", "disk gone", kNoBackoff) == JobState::dead);
+  }
+  REQUIRE(q->retry(same) == RetryOutcome::requeued);
+  REQUIRE(q->retry(moved, "other-model") == RetryOutcome::requeued);
+  REQUIRE(q->checkpoint(same));
+  CHECK(q->checkpoint(same)->tokens == std::vector<int32_t>{7, 8, 9});
+  CHECK_FALSE(q->checkpoint(moved));  // token ids of another model's vocabulary mean nothing
+  const std::optional<Job> again = q->claim("w", kLongLease);
+  REQUIRE(again);
+  CHECK(again->id == same);
+  CHECK(q->attempts(same).back().resumed_tokens == 3);
 }
 
 QUEUE_TEST("recovery leaves live leases alone and waits out the backoff") {
@@ -235,8 +328,8 @@ QUEUE_TEST("recover_worker takes back one worker's jobs at once, expired or not"
   CHECK(r.requeued == 1);
   CHECK(r.cancelled == 1);
   CHECK(q->get(mine)->state == JobState::queued);
-  CHECK(q->get(mine)->attempts == 1);  // the crashed attempt counts
-  CHECK(q->get(mine)->error_kind == "abandoned");
+  CHECK(q->get(mine)->attempts == 0);  // it ran beside another job: the crash is not charged to it
+  CHECK(q->get(mine)->run_alone);
   CHECK(q->get(mine_cancelled)->state == JobState::cancelled);
   CHECK(q->get(theirs)->state == JobState::running);  // another live worker's job is untouched
   CHECK(q->attempts(mine)[0].outcome == "abandoned");
@@ -245,8 +338,12 @@ QUEUE_TEST("recover_worker takes back one worker's jobs at once, expired or not"
   std::optional<Job> again = q->claim("host:worker-1", kLongLease);
   REQUIRE(again);
   CHECK(again->id == mine);
-  CHECK(again->attempts == 2);
+  CHECK(again->attempts == 1);
   CHECK(again->attempt == 2);
+  // Alone this time: its crash counts.
+  CHECK(q->recover_worker("host:worker-1", kNoBackoff).requeued == 1);
+  CHECK(q->get(mine)->attempts == 1);
+  CHECK(q->get(mine)->error_kind == "abandoned");
 }
 
 QUEUE_TEST("a transient failure retries after an exponential backoff, then the job is dead") {
@@ -282,7 +379,7 @@ QUEUE_TEST("a transient failure retries after an exponential backoff, then the j
   CHECK(j.state == JobState::dead);
   CHECK(j.error_kind == "io");
   CHECK_MESSAGE(j.error.find("read failed again (attempt 3 of 3; no attempts left") == 0, j.error);
-  CHECK_FALSE(q->checkpoint(id));
+  CHECK(q->checkpoint(id));  // kept for a retry
   const std::vector<AttemptRecord> history = q->attempts(id);
   REQUIRE(history.size() == 3);
   for (const AttemptRecord& a : history) CHECK(a.outcome == "transient_error");
