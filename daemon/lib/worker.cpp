@@ -700,9 +700,12 @@ JobOutcome Worker::run_next() {
     } else {
       // Room in the batch: queued jobs join between steps, at once after a
       // job left, else every cancel_poll_ms (a claim is a write transaction,
-      // not worth one on every step).
-      if (!stop_.load() && (slot_freed_ ||
-                            Clock::now() - last_admit_ >= std::chrono::milliseconds(options_.cancel_poll_ms))) {
+      // not worth one on every step). Expired leases are taken back at the
+      // same pace, busy or not: a killed daemon's jobs must not wait for
+      // every survivor to run dry (measured before: 21.8 s under a 5 s lease).
+      const bool poll_due = Clock::now() - last_admit_ >= std::chrono::milliseconds(options_.cancel_poll_ms);
+      if (!stop_.load() && poll_due) recover_orphans();
+      if (!stop_.load() && (slot_freed_ || poll_due)) {
         slot_freed_ = false;
         admit();
       }

@@ -34,6 +34,8 @@
 // - When `stop` becomes true (SIGINT/SIGTERM) the generation stops at the
 //   next token, the tokens so far are checkpointed and the job is released
 //   back to `queued` (the attempt does not count).
+// - Jobs whose lease expired (a crashed daemon's) are taken back at start-up,
+//   on every idle poll and every cancel_poll_ms while a batch runs.
 // - When the lease is lost (RunStatus::lease_lost, set by the heartbeat, or a
 //   fenced write refused) the worker drops the job without writing anything.
 // - A queue write that meets a transient database error (locked beyond the
