@@ -36,10 +36,12 @@
 #include "daemon/lib/run_status.h"
 #include "daemon/lib/service_notify.h"
 #include "daemon/lib/worker.h"
+#include "daemon/lib/worker_identity.h"
 #include "engine/util/error.h"
 #include "jobs/queue.h"
 #include "jobs/open_queue.h"
 #include "jobs/pg_conn.h"
+#include "jobs/time_format.h"
 
 namespace {
 
@@ -75,13 +77,17 @@ void install_signal_handlers() {
 
 const char* signal_name() { return g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM"; }
 
+std::string host_name() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  return host;
+}
+
 // This daemon's row in the workers table (`nightshift status` shows the fleet).
 void announce(ns::jobs::Queue& queue, const std::string& worker_id) {
   ns::jobs::WorkerInfo me;
   me.id = worker_id;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
-  me.host = host;
+  me.host = host_name();
   me.pid = getpid();
   me.version = NS_VERSION;
   try {
@@ -282,6 +288,16 @@ int main(int argc, char** argv) {
     for (int32_t failures = 1; !g_stop.load(); ++failures) {
       try {
         if (!queue) queue = ns::jobs::open_queue(db, db_options);
+        // Before taking its worker id's jobs back: is another live daemon using that id?
+        const std::string conflict = ns::daemon::worker_id_conflict(
+            queue->workers(), {opts.worker_id, host_name(), config.source, getpid()}, ns::jobs::now_epoch_ms(),
+            config.lease_ms, ns::daemon::pid_runs_nightshiftd);
+        if (!conflict.empty()) {
+          spdlog::critical("nightshiftd: {}", conflict);
+          notifier.stopping("refused: " + conflict);
+          return 2;
+        }
+        announce(*queue, opts.worker_id);  // at once, so a second daemon under this id sees this one
         log_recovery("jobs left running by an earlier nightshiftd with worker id " + opts.worker_id,
                      queue->recover_worker(opts.worker_id, opts.retry_backoff));
         log_recovery("jobs whose lease expired", queue->recover_expired(opts.retry_backoff));
@@ -314,7 +330,6 @@ int main(int argc, char** argv) {
     spdlog::info("ready: {} queued, {} running elsewhere", counts ? counts->queued : -1, counts ? counts->running : -1);
     ns::jobs::SqliteOptions heartbeat_db = db_options;
     heartbeat_db.integrity_check = ns::jobs::IntegrityCheck::off;  // checked once above
-    announce(*queue, opts.worker_id);
     ns::daemon::Heartbeat heartbeat([&] { return ns::jobs::open_queue(db, heartbeat_db); }, status, notifier,
                                     {.lease_ms = config.lease_ms,
                                      .stall_timeout_ms = config.stall_timeout_ms,
