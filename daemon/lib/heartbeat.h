@@ -8,8 +8,9 @@
 // Contract: runs from construction until stop() or destruction (both stop
 // and join it; stop() is idempotent). The daemon stops it before it marks
 // itself stopped in the workers table, so no late heartbeat clears that mark. It uses its own Queue, opened on its thread (a Queue is used from
-// one thread). A renewal refused by the fence marks the lease lost in
-// RunStatus, which makes the worker drop the job at its next token. When the
+// one thread). A renewal refused by the fence because the job was recovered
+// (ended_by_recovery) marks the lease lost in RunStatus, which makes the
+// worker drop the job at its next token. When the
 // worker has been quiet for longer than stall_timeout_ms (a hung generation),
 // the heartbeat stops renewing the lease and pinging the watchdog, so another
 // daemon can take the job over and systemd can restart this one. Database
@@ -42,6 +43,10 @@ struct HeartbeatOptions {
   std::string worker_id;  // "" = do not touch the workers table
 };
 
+// Whether a lease the fence refused was taken by recovery (or by a later
+// claim), as the attempts history says, rather than ended by its own holder.
+bool ended_by_recovery(const std::vector<jobs::AttemptRecord>& history, const jobs::Lease& lease);
+
 class Heartbeat {
  public:
   using QueueFactory = std::function<std::unique_ptr<jobs::Queue>()>;
@@ -58,6 +63,9 @@ class Heartbeat {
   void set_timing(int64_t lease_ms, int64_t stall_timeout_ms);
   // Lease renewals that held (for tests and the log).
   int64_t renewals() const { return renewals_.load(); }
+  // Renewals the fence refused: a take-over, or the worker's own final
+  // write landing first (only the former marks the lease lost).
+  int64_t refusals() const { return refusals_.load(); }
 
  private:
   void loop();
@@ -72,7 +80,7 @@ class Heartbeat {
   const int status_interval_ms_, progress_interval_ms_, tick_ms_;
   const std::string worker_id_;
 
-  std::atomic<int64_t> renewals_{0};
+  std::atomic<int64_t> renewals_{0}, refusals_{0};
   // Owned by the thread.
   struct Renewal {
     jobs::Lease lease;
