@@ -36,17 +36,56 @@ bool transient_connect_failure(const std::string& message) {
   static const char* kPermanent[] = {"authentication failed", "does not exist", "no password supplied",
                                      "invalid connection option", "invalid URI", "invalid integer value",
                                      "invalid sslmode", "missing \"=\"", "unterminated quoted string",
-                                     "no pg_hba.conf entry", "permission denied"};
+                                     "no pg_hba.conf entry", "permission denied",
+                                     "invalid percent-encoded token",  // a bad escape in the URL (the password?)
+                                     "server does not support SSL, but SSL was required",
+                                     "SSL is not supported by this build"};
   for (const char* p : kPermanent) {
     if (message.find(p) != std::string::npos) return false;
   }
   return true;
 }
 
+// libpq's message on one line: trailing newlines dropped, each inner line
+// break (and the tab libpq indents hints with) folded into "; ", so a log
+// entry stays one entry.
 std::string trimmed(const char* s) {
-  std::string out = s != nullptr ? s : "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  std::string in = s != nullptr ? s : "";
+  while (!in.empty() && (in.back() == '\n' || in.back() == ' ')) in.pop_back();
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '\n') {
+      out += in[i];
+      continue;
+    }
+    while (i + 1 < in.size() && (in[i + 1] == '\t' || in[i + 1] == ' ' || in[i + 1] == '\n')) ++i;
+    out += "; ";
+  }
   return out;
+}
+
+// The password a connection string carries (URL user:password@, a
+// password= query parameter or keyword), as written; "" when none.
+std::string url_password(const std::string& url) {
+  static const std::regex kUserPassword(R"(^postgres(?:ql)?://[^:/@?]*:([^@/?]*)@)");
+  static const std::regex kPasswordParam(R"((?:^|[?&\s])password\s*=\s*([^&\s]*))");
+  std::smatch m;
+  if (std::regex_search(url, m, kUserPassword)) return m[1];
+  if (std::regex_search(url, m, kPasswordParam)) return m[1];
+  return "";
+}
+
+// libpq echoes parts of a bad connection string ("invalid percent-encoded
+// token: \"<the password>\""): the password never reaches a log.
+std::string without_password(std::string message, const std::string& url) {
+  const std::string pw = url_password(url);
+  if (pw.empty()) return message;
+  // A short password would match ordinary words: then only where quoted whole.
+  const std::string needle = pw.size() >= 3 ? pw : "\"" + pw + "\"";
+  const std::string mask = pw.size() >= 3 ? "***" : "\"***\"";
+  for (size_t at = message.find(needle); at != std::string::npos; at = message.find(needle, at + mask.size()))
+    message.replace(at, needle.size(), mask);
+  return message;
 }
 
 // The first line of `sql`, shortened: enough to recognise the statement.
@@ -210,7 +249,7 @@ void Conn::connect() {
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) throw DatabaseError(true, "database " + name_ + ": out of memory while connecting");
   if (PQstatus(conn_) != CONNECTION_OK) {
-    const std::string message = trimmed(PQerrorMessage(conn_));
+    const std::string message = without_password(trimmed(PQerrorMessage(conn_)), url_);
     PQfinish(conn_);
     conn_ = nullptr;
     const bool transient = transient_connect_failure(message);

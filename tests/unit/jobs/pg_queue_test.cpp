@@ -4,6 +4,11 @@
 // PostgreSQL cannot store, and passwords kept out of messages.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -250,6 +255,53 @@ TEST_CASE("passwords never appear in messages") {
   const DatabaseError e = database_error_from(
       [] { open_pg_queue("postgresql://night:s3cret@/q?host=/nonexistent-ns-dir&connect_timeout=1"); });
   CHECK(std::string(e.what()).find("s3cret") == std::string::npos);
+}
+
+TEST_CASE("libpq errors: a bad escape in the password is permanent and never echoed; messages are one line") {
+  // libpq quotes the bad token, which here is the password itself.
+  const DatabaseError bad = database_error_from(
+      [] { open_pg_queue("postgresql://night:s3%zzcret@/q?host=/nonexistent-ns-dir&connect_timeout=1"); });
+  CHECK_FALSE(bad.transient());  // waiting cannot fix a URL
+  CHECK_MESSAGE(std::string(bad.what()).find("invalid percent-encoded token") != std::string::npos, bad.what());
+  CHECK_MESSAGE(std::string(bad.what()).find("zzcret") == std::string::npos, bad.what());
+  const DatabaseError keyword = database_error_from(
+      [] { open_pg_queue("postgresql:///q?host=/nonexistent-ns-dir&password=s3%zzcret"); });
+  CHECK_MESSAGE(std::string(keyword.what()).find("zzcret") == std::string::npos, keyword.what());
+  // "connection to server ... failed: ...\n\tIs the server running ...": one line.
+  const DatabaseError down = database_error_from(
+      [] { open_pg_queue("postgresql://night@127.0.0.1:1/q?connect_timeout=1"); });
+  CHECK(down.transient());
+  CHECK_MESSAGE(std::string(down.what()).find('\n') == std::string::npos, down.what());
+  CHECK_MESSAGE(std::string(down.what()).find("Connection refused; Is the server running") != std::string::npos,
+                down.what());
+}
+
+TEST_CASE("libpq errors: SSL required by the URL but the server has none is permanent") {
+  // A server without SSL answers an SSLRequest with 'N' (the protocol's "no"); this one does only that.
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  REQUIRE(listen(fd, 4) == 0);
+  std::thread server([fd] {
+    const int c = accept(fd, nullptr, nullptr);
+    if (c < 0) return;
+    char request[8];
+    if (recv(c, request, sizeof request, MSG_WAITALL) == 8) (void)!send(c, "N", 1, MSG_NOSIGNAL);
+    close(c);
+  });
+  const std::string url =
+      "postgresql://night@127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/q?sslmode=require&connect_timeout=5";
+  const DatabaseError e = database_error_from([&] { open_pg_queue(url); });
+  server.join();
+  close(fd);
+  CHECK_FALSE(e.transient());
+  CHECK_MESSAGE(std::string(e.what()).find("server does not support SSL, but SSL was required") != std::string::npos,
+                e.what());
 }
 
 TEST_CASE("the views people read have the same columns on both backends; so do the tables") {
