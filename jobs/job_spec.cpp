@@ -85,6 +85,12 @@ std::string spec_problem(const JobSpec& spec) {
     return std::string(what) + " not valid UTF-8 (bad byte sequence at byte " + std::to_string(at) +
            "); convert the file to UTF-8 first (e.g. iconv -f latin1 -t utf-8)";
   }
+  // One rule for every backend and every way in: PostgreSQL text cannot hold
+  // U+0000, and a NUL in a prompt is a binary file read as text anyway.
+  if (const size_t at = input.find('\0'); at != std::string::npos) {
+    return std::string(spec.is_chat() ? "the chat messages hold" : "the prompt holds") + " a NUL byte (at byte " +
+           std::to_string(at) + "), which no queue stores: remove it (tr -d '\\000') or check the file is text";
+  }
   if (spec.is_chat()) {
     if (std::string problem = messages_problem(spec.messages); !problem.empty()) return problem;
   }
@@ -98,6 +104,9 @@ std::string spec_problem(const JobSpec& spec) {
   for (size_t i = 0; i < spec.sampling.stop.size(); ++i) {
     if (invalid_utf8_offset(spec.sampling.stop[i]) != std::string_view::npos) {
       return "invalid sampling parameters: stop[" + std::to_string(i) + "] is not valid UTF-8";
+    }
+    if (spec.sampling.stop[i].find('\0') != std::string::npos) {
+      return "invalid sampling parameters: stop[" + std::to_string(i) + "] holds a NUL byte";
     }
   }
   if (spec.max_attempts < 1 || spec.max_attempts > kMaxMaxAttempts) {

@@ -78,7 +78,6 @@ class PgQueue final : public TransitionQueue {
  protected:
   // ---- the state machine's primitives (jobs/queue_transitions.h) ------------------
   std::unique_ptr<WriteTx> begin_write() override { return std::make_unique<HeldTx<Transaction>>(db_); }
-  std::string storage_problem(const JobSpec& spec, const std::string& which) override;
   SubmitOutcome insert(const JobSpec& spec) override;
   bool anything_claimable(const std::string&) override;
   std::vector<QueueHead> claimable_head(int limit, const std::string& servable_json) override;

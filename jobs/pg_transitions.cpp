@@ -6,15 +6,6 @@
 
 namespace ns::jobs::pg {
 
-// Valid UTF-8 may hold U+0000, which PostgreSQL text cannot.
-std::string PgQueue::storage_problem(const JobSpec& spec, const std::string& which) {
-  const std::string& input = spec.is_chat() ? spec.messages : spec.prompt;
-  const size_t at = input.find('\0');
-  if (at == std::string::npos) return {};
-  return which + (spec.is_chat() ? "the chat messages hold" : "the prompt holds") + " a NUL byte (at byte " +
-         std::to_string(at) + "), which a PostgreSQL queue cannot store; remove it";
-}
-
 SubmitOutcome PgQueue::insert(const JobSpec& spec) {
   Params p;
   add_spec_head(p, spec).add(spec.max_attempts).add_or_null(spec.not_before_ms);

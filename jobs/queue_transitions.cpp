@@ -62,9 +62,6 @@ void TransitionQueue::validate(const JobSpec& spec, const std::string& which) {
   if (std::string problem = spec_problem(spec); !problem.empty()) {
     throw Error(ErrorKind::invalid_input, which + problem);
   }
-  if (std::string problem = storage_problem(spec, which); !problem.empty()) {
-    throw Error(ErrorKind::invalid_input, problem);
-  }
 }
 
 SubmitOutcome TransitionQueue::submit(const JobSpec& spec) {

@@ -123,9 +123,6 @@ class TransitionQueue : public Queue {
  protected:
   // ---- transactions and submitting --------------------------------------------
   virtual std::unique_ptr<WriteTx> begin_write() = 0;
-  // What the backend cannot store beyond spec_problem() ("" = nothing);
-  // `which` prefixes the message ("job 3: ").
-  virtual std::string storage_problem(const JobSpec& spec, const std::string& which) = 0;
   // In a write: one new job, or the job its idempotency key already names.
   virtual SubmitOutcome insert(const JobSpec& spec) = 0;
 

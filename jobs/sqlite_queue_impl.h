@@ -87,7 +87,6 @@ class SqliteQueue final : public TransitionQueue {
  protected:
   // ---- the state machine's primitives (jobs/queue_transitions.h) ------------------
   std::unique_ptr<WriteTx> begin_write() override { return std::make_unique<HeldTx<WriteTransaction>>(db_); }
-  std::string storage_problem(const JobSpec&, const std::string&) override { return {}; }
   SubmitOutcome insert(const JobSpec& spec) override;
   bool anything_claimable(const std::string& servable_json) override;
   std::vector<QueueHead> claimable_head(int limit, const std::string& servable_json) override;

@@ -99,6 +99,18 @@ void run(const MigrateArgs& a) {
     const std::vector<jobs::Queue::JobCopy> page = source->export_jobs(after, a.page);
     if (page.empty()) break;
     after = page.back().job.id;
+    // Rows from before NUL bytes were refused at submit (jobs/job_spec.cpp):
+    // copied, PostgreSQL would change them; no queue should hold them.
+    for (const jobs::Queue::JobCopy& c : page) {
+      const std::string& input = c.job.spec.is_chat() ? c.job.spec.messages : c.job.spec.prompt;
+      if (input.find('\0') == std::string::npos) continue;
+      throw CommandError{kFailure, "job " + std::to_string(c.job.id) + " in " + shown(a.from) +
+                                       " holds a NUL byte in its prompt (submitted before such prompts were refused); "
+                                       "it cannot be copied unchanged. Cancel it there (nightshift cancel " +
+                                       std::to_string(c.job.id) + "; then prune it), resubmit its text without the "
+                                       "NUL, and run migrate-queue again (" + std::to_string(copied) +
+                                       " job(s) copied before stay in " + shown(a.to) + ")"};
+    }
     std::vector<jobs::SubmitOutcome> out;
     try {
       out = target->import_jobs(page, /*keep_ids=*/!a.append);

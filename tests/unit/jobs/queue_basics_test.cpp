@@ -157,6 +157,11 @@ QUEUE_TEST("submit refuses prompts that are not UTF-8, too long, and out-of-rang
   JobSpec bad_stop = spec("fine");
   bad_stop.sampling.stop = {"\xfe"};
   CHECK(problem(bad_stop).find("stop[0] is not valid UTF-8") != std::string::npos);
+  // NUL: refused by every backend alike (PostgreSQL text cannot hold it; before, SQLite took it).
+  CHECK(problem(spec(std::string("a\0b", 3))).find("the prompt holds a NUL byte (at byte 1)") != std::string::npos);
+  JobSpec nul_stop = spec("fine");
+  nul_stop.sampling.stop = {std::string("x\0", 2)};
+  CHECK(problem(nul_stop).find("stop[0] holds a NUL byte") != std::string::npos);
   JobSpec zero_attempts = spec("fine");
   zero_attempts.max_attempts = 0;
   CHECK(problem(zero_attempts).find("max_attempts = 0") != std::string::npos);
