@@ -40,9 +40,23 @@ std::string known_models(const std::map<std::string, std::string>& models) {
   return "known models: " + list;
 }
 
-// A model file that exists but that this user may not read is a
-// configuration problem: retrying will not fix it.
-void require_readable(const std::string& model, const std::string& path) {
+// A model file this daemon's user may not reach (a directory on the way it
+// cannot enter) or read is a problem of the daemon's deployment, not of the
+// jobs: they stay queued (DaemonConfigError) until the permissions are fixed
+// and the daemon reloaded. Names the first directory it cannot enter, as
+// "does not exist" would send the user looking for a missing file.
+void require_reachable(const std::string& model, const std::string& path) {
+  const std::string who = " (the daemon runs as uid " + std::to_string(geteuid()) + ")";
+  const std::string after = "; fix the permissions and reload the daemon (systemctl reload nightshiftd): its jobs "
+                            "stay queued meanwhile";
+  std::filesystem::path dir;
+  for (const auto& part : std::filesystem::path(path).parent_path()) {
+    dir /= part;
+    if (::access(dir.c_str(), X_OK) != 0 && (errno == EACCES || errno == EPERM)) {
+      throw DaemonConfigError(ErrorKind::io, "model '" + model + "': cannot enter directory " + dir.string() +
+                                                 " on the way to " + path + ": " + std::strerror(errno) + who + after);
+    }
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     ::close(fd);
@@ -50,11 +64,9 @@ void require_readable(const std::string& model, const std::string& path) {
   }
   const int err = errno;
   if (err == EACCES || err == EPERM) {
-    throw PermanentError(ErrorKind::io, "model '" + model + "': cannot read " + path + ": " + std::strerror(err) +
-                                            " (the daemon runs as uid " + std::to_string(geteuid()) +
-                                            "); fix the file's permissions, then `nightshift retry` the job");
+    throw DaemonConfigError(ErrorKind::io, "model '" + model + "': cannot read " + path + ": " + std::strerror(err) +
+                                               who + after);
   }
-  throw Error(ErrorKind::io, "model '" + model + "': cannot open " + path + ": " + std::strerror(err));
 }
 
 }  // namespace
@@ -221,6 +233,7 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
   const std::string& path = it->second;
   if (engine_ && engine_model_ == model && engine_path_ == path) return *engine_;
 
+  require_reachable(model, path);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     // Transient: a model on a disk that is mounted late, or still being copied.
@@ -228,7 +241,6 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
                                    " does not exist or is not a regular file (check models." + model +
                                    " in the config; the job is retried in case the disk is not mounted yet)");
   }
-  require_readable(model, path);
 
   // Free the previous model first: two models may not fit in memory together.
   drop_engine();

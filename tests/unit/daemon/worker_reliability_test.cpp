@@ -262,18 +262,28 @@ TEST_CASE("a model file that appears after the first attempt: retried after the 
   CHECK(history[1].outcome == "done");
 }
 
-TEST_CASE("a model file this user may not read fails at once with how to fix it") {
+TEST_CASE("a model this user may not read, or behind a directory it cannot enter, leaves its jobs queued with how to fix it") {
   const auto model = test::small_model();
   if (!model) return;
   Fixture f(*model);
   const std::string locked = f.dir.file("locked.gguf");
   std::filesystem::copy_file(*model, locked);
   chmod(locked.c_str(), 0);
+  const std::string closed_dir = f.dir.file("closed");
+  std::filesystem::create_directory(closed_dir);
+  const std::string hidden = closed_dir + "/hidden.gguf";
+  std::filesystem::copy_file(*model, hidden);
+  chmod(closed_dir.c_str(), 0700);
   f.options.models["locked"] = locked;
-  jobs::JobSpec s;
-  s.model = "locked";
-  s.prompt = "x";
-  const int64_t id = f.queue->submit(s).id;
+  f.options.models["hidden"] = hidden;
+  auto submit_for = [&](const char* name) {
+    jobs::JobSpec s;
+    s.model = name;
+    s.prompt = "x";
+    return f.queue->submit(s).id;
+  };
+  const int64_t id = submit_for("locked");
+  const int64_t behind = submit_for("hidden");
   const int64_t good = f.submit(3);
 
   if (geteuid() == 0) {
@@ -298,17 +308,26 @@ TEST_CASE("a model file this user may not read fails at once with how to fix it"
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid);
     REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 2);  // both jobs claimed once
+    CHECK(WEXITSTATUS(status) == 1);  // the good job; the two others were handed back
   } else {
     daemon::Worker worker(*f.queue, f.options, f.stop);
-    CHECK(worker.run(/*drain=*/true) == 2);
+    CHECK(worker.run(/*drain=*/true) == 1);
   }
-  const jobs::Job j = f.job(id);
-  CHECK(j.state == JobState::failed);
-  CHECK(j.attempts == 1);
-  CHECK(j.error_kind == "io");
-  CHECK_MESSAGE(j.error.find("cannot read " + locked + ": Permission denied") != std::string::npos, j.error);
-  CHECK_MESSAGE(j.error.find("fix the file's permissions") != std::string::npos, j.error);
+  // Not the jobs' fault: queued, no attempt counted, the reason in their history.
+  for (int64_t stuck : {id, behind}) {
+    const jobs::Job j = f.job(stuck);
+    CHECK(j.state == JobState::queued);
+    CHECK(j.attempts == 0);
+  }
+  const jobs::AttemptRecord read = f.queue->attempts(id).front();
+  CHECK(read.error_kind == "daemon_config");
+  CHECK_MESSAGE(read.error.find("cannot read " + locked + ": Permission denied") != std::string::npos, read.error);
+  CHECK_MESSAGE(read.error.find("fix the permissions and reload the daemon") != std::string::npos, read.error);
+  const jobs::AttemptRecord enter = f.queue->attempts(behind).front();
+  CHECK_MESSAGE(enter.error.find("cannot enter directory " + closed_dir + " on the way to " + hidden) !=
+                    std::string::npos,
+                enter.error);
+  CHECK(enter.error.find("does not exist") == std::string::npos);
   CHECK(f.job(good).state == JobState::done);
 }
 
