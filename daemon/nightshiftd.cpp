@@ -245,6 +245,7 @@ int main(int argc, char** argv) {
                "nightshiftd"};
   std::string config_path, db_path, log_level;
   bool drain = false;
+  app.set_version_flag("--version", std::string("nightshiftd ") + NS_VERSION);
   app.add_option("--config", config_path, "YAML config (see examples/config.yaml)")->required()->check(CLI::ExistingFile);
   app.add_option("--db", db_path,
                  "the queue (a SQLite file or a postgresql:// URL); overrides the config's database:, "

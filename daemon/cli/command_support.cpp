@@ -74,10 +74,12 @@ void run_command(const char* name, int& exit_code, const std::function<void()>& 
   }
 }
 
+int missing_file_code(int err) { return err == ENOENT || err == ENOTDIR ? kNotFound : kInvalidInput; }
+
 std::string read_file_or_stdin(const std::string& path, const char* what) {
   if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw CommandError{kInvalidInput, std::string("cannot read ") + what + " " + path + ": " + std::strerror(errno)};
+  if (!in) throw CommandError{missing_file_code(errno), std::string("cannot read ") + what + " " + path + ": " + std::strerror(errno)};
   std::string text(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
   if (in.bad()) throw CommandError{kInvalidInput, std::string("cannot read ") + what + " " + path + ": read error"};
   return text;

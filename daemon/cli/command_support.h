@@ -37,7 +37,11 @@ std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args);
 // a partial success (e.g. some JSONL lines rejected); that value is kept.
 void run_command(const char* name, int& exit_code, const std::function<void()>& body);
 
-// The whole file (binary), or stdin for "-"; a CommandError (kInvalidInput) naming the file otherwise.
+// The exit code for a file that cannot be opened: kNotFound when it is not
+// there (errno ENOENT, ENOTDIR), kInvalidInput otherwise (permissions, a directory).
+int missing_file_code(int err);
+
+// The whole file (binary), or stdin for "-"; a CommandError (missing_file_code) naming the file otherwise.
 std::string read_file_or_stdin(const std::string& path, const char* what);
 
 }  // namespace ns::cli

@@ -26,13 +26,27 @@ int main(int argc, char** argv) {
       "  move to PostgreSQL:    nightshift migrate-queue --from queue.db --to postgresql://host/db\n"
       "Guides: docs/ (batch-jsonl.md, nightly-continuation.md, watching-progress.md, browsing-results.md).\n"
       "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 invalid input.");
-  app.set_version_flag("--version", "nightshift 0.1.0");
+  app.set_version_flag("--version", std::string("nightshift ") + NS_VERSION);
   spdlog::set_level(spdlog::level::warn);
   int exit_code = ns::cli::kOk;
   ns::cli::add_generation_commands(app, exit_code);
   ns::cli::add_queue_commands(app, exit_code);
   ns::cli::add_workflow_commands(app, exit_code);
   ns::cli::add_migrate_queue_command(app, exit_code);
+  // A mistyped command is named as such (CLI11 alone says "A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->check_name(argv[1]);
+    }
+    if (!known) {
+      std::cerr << "nightshift: unknown command '" << argv[1] << "' (commands: " << names
+                << "); nightshift --help describes them\n";
+      return ns::cli::kUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -41,7 +41,7 @@ std::string read_all(std::istream& in) {
 std::string read_prompt(const std::string& positional, const std::string& file) {
   if (!file.empty() && file != "-") {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw CommandError{kInvalidInput, "cannot read prompt file " + file + ": " + std::strerror(errno)};
+    if (!in) throw CommandError{missing_file_code(errno), "cannot read prompt file " + file + ": " + std::strerror(errno)};
     return read_all(in);
   }
   if (file == "-" || positional == "-") return read_all(std::cin);
@@ -90,6 +90,7 @@ struct SubmitArgs {
   jobs::JobSpec spec;
   bool json = false;
   bool follow_symlinks = false;
+  bool prompt_given = false;  // the positional was on the command line (possibly "")
 };
 
 // submit --jsonl FILE: every valid line queued, every invalid one reported.
@@ -263,7 +264,8 @@ void add_submit(CLI::App& app, int& exit_code) {
       "non-UTF-8 prompt, sampling value out of range, a --key that already names a job with other\n"
       "content; with --jsonl/--dir: some lines or documents were rejected, the others are queued),\n"
       "1 database failure.\n");
-  cmd->callback([a, &exit_code] {
+  cmd->callback([a, positional, &exit_code] {
+    a->prompt_given = positional->count() > 0;
     run_command("submit", exit_code, [&] {
       if (a->spec.model.empty() && a->jsonl.empty()) throw CommandError{kUsage, "--model is required"};
       if (!a->jsonl.empty()) return submit_jsonl_file(*a, exit_code);
@@ -309,6 +311,9 @@ void add_submit(CLI::App& app, int& exit_code) {
         std::cout.flush();
         refuse_conflicts(conflicts);
         return;
+      }
+      if (a->prompt_given && a->prompt.empty()) {
+        throw CommandError{kInvalidInput, "the prompt is empty; give the text to continue"};
       }
       if (a->prompt.empty() && a->prompt_file.empty()) {
         throw CommandError{kUsage, "give the prompt as an argument, with --prompt-file FILE, --prompt-lines FILE, "

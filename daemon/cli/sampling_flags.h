@@ -15,7 +15,15 @@ inline void add_sampling_flags(CLI::App* cmd, SamplingParams& p) {
   cmd->add_option("--min-p", p.min_p, "Drop tokens below min-p x the best one's probability (0 = off)")->capture_default_str();
   cmd->add_option("--repeat-penalty", p.repeat_penalty, "Penalty for repeated tokens (1 = off)")->capture_default_str();
   cmd->add_option("--repeat-last-n", p.repeat_last_n, "How far back the penalty looks")->capture_default_str();
-  cmd->add_option("--seed", p.seed, "Random seed: same seed, same text")->capture_default_str();
+  cmd->add_option("--seed", p.seed, "Random seed: same seed, same text (0 .. 2^64-1)")
+      // "-1" would wrap to 2^64-1 (JSONL refuses it too).
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return !v.empty() && v[0] == '-' ? "must be 0 or more (an unsigned 64-bit number), got " + v
+                                             : std::string();
+          },
+          "UINT64"))
+      ->capture_default_str();
   cmd->add_option("--stop", p.stop, "Stop string (repeatable); not included in the output")->allow_extra_args(false);
   cmd->add_flag("--ignore-eos", p.ignore_eos, "Keep generating past the end-of-text token");
 }

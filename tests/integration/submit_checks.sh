@@ -68,4 +68,19 @@ done
 chmod 0640 "$WORK/shared.db"
 (umask 022 && "$NIGHTSHIFT" submit --db "$WORK/shared.db" --model tiny "x" > /dev/null)
 expect_eq "$(stat -c %a "$WORK/shared.db")" 640 "an existing database keeps its mode"
+
+# Exit codes as README states them: 2 usage, 3 a file that is not there, 4 invalid input.
+expect_exit 2 ns frobnicate
+expect_contains "$OUT" "unknown command 'frobnicate' (commands: run, " "an unknown command is named"
+expect_exit 4 ns submit --config "$CONFIG" --model tiny ""
+expect_contains "$OUT" "the prompt is empty" "an empty prompt is invalid input"
+expect_exit 3 ns submit --config "$CONFIG" --model tiny --prompt-file "$WORK/no-such-file.txt"
+expect_exit 3 ns submit --config "$CONFIG" --model tiny --jsonl "$WORK/no-such-file.jsonl"
+# The seed is unsigned on every way in (the CLI once stored -1 as 2^64-1; JSONL refuses it).
+expect_exit 2 ns submit --config "$CONFIG" --model tiny --seed -1 "x"
+expect_contains "$OUT" "--seed: must be 0 or more" "a negative seed is refused"
+expect_exit 0 ns --version
+expect_contains "$OUT" "nightshift " "nightshift --version"
+expect_exit 0 "$NIGHTSHIFTD" --version
+expect_contains "$OUT" "nightshiftd " "nightshiftd --version (no --config needed)"
 echo "ok"
