@@ -66,7 +66,7 @@ expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id = $missing")" 4 "th
 
 # Bad input at submit: refused with exit 4 and the reason; nothing is queued.
 before=$(sql "SELECT count(*) FROM jobs")
-expect_exit 2 ns submit --config "$CONFIG" --model tiny ""
+expect_exit 4 ns submit --config "$CONFIG" --model tiny ""
 printf '' > "$WORK/empty.txt"
 expect_exit 4 ns submit --config "$CONFIG" --model tiny --prompt-file "$WORK/empty.txt"
 expect_contains "$OUT" "prompt is empty" "empty prompt"
