@@ -82,6 +82,10 @@ void create_private(const std::string& path) {
 
 Db::Db(const std::string& path, const SqliteOptions& options)
     : path_(path), busy_timeout_ms_(options.busy_timeout_ms) {
+  if (options.read_only) {
+    open_read_only();
+    return;
+  }
   create_private(path);
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
@@ -122,6 +126,42 @@ Db::Db(const std::string& path, const SqliteOptions& options)
     sqlite3_close(db_);
     db_ = nullptr;
     throw;
+  }
+}
+
+void Db::open_read_only() {
+  // A URI so that "immutable" can be asked for; the path is percent-escaped where URIs need it.
+  std::string uri = "file:";
+  for (char c : path_) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      uri += buf;
+    } else {
+      uri += c;
+    }
+  }
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+  for (const char* query : {"?mode=ro", "?mode=ro&immutable=1"}) {
+    int rc = sqlite3_open_v2((uri + query).c_str(), &db_, flags, nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_extended_result_codes(db_, 1);
+      sqlite3_busy_timeout(db_, busy_timeout_ms_);
+      // A WAL database without a -shm file it may create fails on the first read, not at open.
+      rc = sqlite3_exec(db_, "PRAGMA query_only = ON; SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) return;
+    }
+    if (std::string_view(query).find("immutable") != std::string_view::npos) {
+      try {
+        raise(rc, "open read-only");
+      } catch (...) {
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw;
+      }
+    }
+    sqlite3_close(db_);
+    db_ = nullptr;
   }
 }
 

@@ -79,6 +79,7 @@ class Db {
   // file is created 0600 whatever the umask (results may be private; the
   // -wal and -shm files take the database's mode); an existing file keeps
   // its mode, so `chmod 0660` makes it group-writable for good.
+  // options.read_only: opened read-only instead (nothing created or changed).
   explicit Db(const std::string& path, const SqliteOptions& options = {});
   ~Db();
   Db(const Db&) = delete;
@@ -104,6 +105,8 @@ class Db {
   std::string integrity_problems(IntegrityCheck mode);
 
  private:
+  void open_read_only();
+
   std::string path_;
   int busy_timeout_ms_ = 0;
   sqlite3* db_ = nullptr;

@@ -22,7 +22,18 @@ SqliteQueue::SqliteQueue(const std::string& path, const SqliteOptions& options) 
                                    "with `sqlite3 " + path + " .recover | sqlite3 recovered.db` (see "
                                    "docs/operations.md)");
   }
-  sqlite::migrate(db_);
+  if (!options.read_only) {
+    sqlite::migrate(db_);
+    return;
+  }
+  const int64_t version = db_.scalar_int("PRAGMA user_version");
+  if (version != sqlite::latest_schema_version()) {
+    throw DatabaseError(false, "database " + path + " has schema version " + std::to_string(version) +
+                                   " and this nightshift reads version " +
+                                   std::to_string(sqlite::latest_schema_version()) +
+                                   "; it is open read-only here, so it cannot be upgraded: run the daemon (or any "
+                                   "nightshift command) once as a user that may write it, then read it again");
+  }
 }
 
 std::optional<Checkpoint> SqliteQueue::checkpoint(int64_t id) {

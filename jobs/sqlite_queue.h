@@ -22,6 +22,12 @@ struct SqliteOptions {
   int busy_timeout_ms = 5000;  // how long a write waits for another writer's lock
   Synchronous synchronous = Synchronous::full;
   IntegrityCheck integrity_check = IntegrityCheck::off;
+  // For people reading a database they may not write (a read-only mount,
+  // another user's file): opened read-only, nothing written (no WAL switch,
+  // no migration: an older schema is refused with how to upgrade it). A WAL
+  // database whose -shm file cannot be created is read as immutable, which
+  // is consistent while no daemon writes it (one that does keeps -shm there).
+  bool read_only = false;
 };
 
 // Opens (creating if needed) a SQLite queue, applying schema/sqlite

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -44,6 +46,16 @@ std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args) {
   return jobs::open_queue(daemon::resolve_database_path(args.db, config ? &*config : nullptr), options);
 }
 
+namespace {
+
+// Whether this user may change the database file and create its -wal/-shm files beside it.
+bool may_write(const std::string& path) {
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  return ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+}  // namespace
+
 std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args) {
   const std::optional<daemon::Config> config = args.db.empty() ? config_of(args) : std::nullopt;
   const std::string path = daemon::resolve_database_path(args.db, config ? &*config : nullptr);
@@ -52,7 +64,17 @@ std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args) {
     throw CommandError{kFailure, "database " + path + " does not exist; pass --db PATH (or --config FILE, or set " +
                                      std::string(daemon::kDatabaseEnv) + ") or submit a job first"};
   }
-  return open_queue(args);
+  try {
+    return open_queue(args);
+  } catch (const jobs::DatabaseError& e) {
+    // A database this user may only read (a read-only mount, another user's
+    // file, a directory where the -wal/-shm files cannot be made): read it
+    // read-only rather than fail (list, show, status, export only read).
+    if (e.transient() || jobs::is_postgres_url(path) || may_write(path)) throw;
+    jobs::SqliteOptions options = daemon::sqlite_options_from(config ? &*config : nullptr);
+    options.read_only = true;
+    return jobs::open_queue(path, options);
+  }
 }
 
 void run_command(const char* name, int& exit_code, const std::function<void()>& body) {

@@ -29,7 +29,8 @@ struct CommandError {
 // Opens (creating if needed) the queue; the config's busy timeout and
 // synchronous setting apply. For commands that write (submit).
 std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args);
-// For reading commands: a mistyped path is an error, not a new empty database.
+// For reading commands: a mistyped path is an error, not a new empty database;
+// a SQLite file this user may only read is opened read-only (SqliteOptions::read_only).
 std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args);
 
 // Runs a command body: exit_code = kOk, or the failure's code with
