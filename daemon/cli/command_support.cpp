@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "daemon/cli/commands.h"
+#include "daemon/cli/model_check.h"
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
 #include "engine/util/error.h"
@@ -30,6 +31,12 @@ std::optional<daemon::Config> config_of(const DatabaseArgs& args) {
 }
 
 }  // namespace
+
+ModelCheck model_check_for(const DatabaseArgs& args, bool any_model) {
+  if (any_model) return ModelCheck();
+  const std::optional<daemon::Config> config = config_of(args);
+  return config ? ModelCheck(*config) : ModelCheck();
+}
 
 void add_database_options(CLI::App* cmd, DatabaseArgs& args) {
   cmd->add_option("--db", args.db, "the queue: a SQLite file or a postgresql:// URL (else the config's database:, $NIGHTSHIFT_DB, "

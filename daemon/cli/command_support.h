@@ -20,6 +20,11 @@ struct DatabaseArgs {
 };
 void add_database_options(CLI::App* cmd, DatabaseArgs& args);
 
+// submit's check of model names (and chat templates) against --config's
+// models: (daemon/cli/model_check.h); checks nothing without --config or with `any_model`.
+class ModelCheck;
+ModelCheck model_check_for(const DatabaseArgs& args, bool any_model);
+
 // A failure with its exit code, thrown inside a command body.
 struct CommandError {
   int code;

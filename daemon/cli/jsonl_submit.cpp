@@ -68,6 +68,9 @@ jobs::JobSpec jsonl_job_spec(const BatchRequest& request, const JsonlSubmitOptio
   } else {
     spec.prompt = request.prompt;
   }
+  if (options.check) {
+    if (std::string problem = options.check(spec); !problem.empty()) throw Error(ErrorKind::invalid_input, problem);
+  }
   spec.sampling = request.sampling;
   spec.priority = options.priority;
   spec.max_attempts = options.max_attempts;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,9 @@ struct JsonlSubmitOptions {
   SamplingParams defaults;  // for body fields left out
   int32_t priority = 0;
   int32_t max_attempts = jobs::kDefaultMaxAttempts;
+  // A line whose job this returns a problem for is rejected with it (submit
+  // --config's model check, daemon/cli/model_check.h); empty = none.
+  std::function<std::string(const jobs::JobSpec&)> check;
 };
 
 struct JsonlSubmitted {

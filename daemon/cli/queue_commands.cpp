@@ -26,6 +26,7 @@
 #include "daemon/cli/commands.h"
 #include "daemon/cli/document_submit.h"
 #include "daemon/cli/jsonl_submit.h"
+#include "daemon/cli/model_check.h"
 #include "daemon/cli/sampling_flags.h"
 #include "daemon/lib/job_format.h"
 #include "engine/util/error.h"
@@ -91,7 +92,14 @@ struct SubmitArgs {
   bool json = false;
   bool follow_symlinks = false;
   bool prompt_given = false;  // the positional was on the command line (possibly "")
+  bool any_model = false;     // --any-model: no check of the model against --config
 };
+
+// The model of a job submitted with one spec (a prompt, lines, a folder), checked once.
+void check_model(const SubmitArgs& a) {
+  ModelCheck check = model_check_for(a.db, a.any_model);
+  if (std::string problem = check.problem(a.spec); !problem.empty()) throw CommandError{kInvalidInput, problem};
+}
 
 // submit --jsonl FILE: every valid line queued, every invalid one reported.
 void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
@@ -111,6 +119,8 @@ void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
   options.defaults = a.spec.sampling;
   options.priority = a.spec.priority;
   options.max_attempts = a.spec.max_attempts;
+  auto check = std::make_shared<ModelCheck>(model_check_for(a.db, a.any_model));
+  options.check = [check](const jobs::JobSpec& spec) { return check->problem(spec); };
   const std::string text = read_file_or_stdin(a.jsonl, "the JSONL file");
   auto queue = open_queue(a.db);
   const JsonlSubmitReport report = submit_jsonl(*queue, text, options);
@@ -165,6 +175,7 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
     std::fprintf(stderr, "nightshift submit: no document in %s matches %s; nothing to queue\n", a.dir.c_str(),
                  glob_list.c_str());
   }
+  check_model(a);
   auto queue = open_queue(a.db);
   const DocumentSubmitReport report = submit_documents(*queue, docs, a.spec, batch);
   for (const DocumentOutcome& d : report.documents) {
@@ -219,6 +230,10 @@ void add_submit(CLI::App& app, int& exit_code) {
                                 "with --jsonl or --dir: the batch's name (default: the file's name without "
                                 "extension, or the folder's name)");
   glob->needs(dir);
+  cmd->add_flag("--any-model", a->any_model,
+                "queue the jobs whatever the models: of --config say (for a daemon with another config); by "
+                "default a model name --config does not list, or chat jobs for a model without a chat template, "
+                "are refused (exit 4)");
   cmd->add_flag("--follow-symlinks", a->follow_symlinks,
                 "with --dir: queue what symbolic links point to, even outside the folder (default: links are "
                 "skipped with a warning naming them)")
@@ -301,6 +316,7 @@ void add_submit(CLI::App& app, int& exit_code) {
         const std::vector<jobs::JobSpec> specs =
             specs_from_lines(read_prompt("", a->prompt_lines), a->spec, line_numbers);
         if (specs.empty()) throw CommandError{kInvalidInput, a->prompt_lines + " has no non-empty line"};
+        check_model(*a);
         auto queue = open_queue(a->db);
         constexpr size_t kChunk = 200;  // one commit per chunk: fast, and short write locks for the daemon
         for (size_t i = 0; i < specs.size(); i += kChunk) {
@@ -320,6 +336,7 @@ void add_submit(CLI::App& app, int& exit_code) {
                                    "--jsonl FILE, --dir FOLDER, or - for stdin"};
       }
       a->spec.prompt = read_prompt(a->prompt, a->prompt_file);
+      check_model(*a);
       auto queue = open_queue(a->db);
       print(*queue, queue->submit(a->spec), a->spec);
       refuse_conflicts(conflicts);

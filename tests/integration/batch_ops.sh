@@ -8,7 +8,8 @@ make_model tiny.gguf
 write_config tiny=tiny.gguf
 mkdir -p "$WORK/docs"
 for n in one two three; do echo "Document $n." > "$WORK/docs/$n.md"; done
-ns submit --config "$CONFIG" --model tinny --max-tokens 3 --ignore-eos --dir "$WORK/docs" --batch nightly > /dev/null
+# (--any-model: as from a timer whose environment names a model its --config lacks)
+ns submit --config "$CONFIG" --model tinny --any-model --max-tokens 3 --ignore-eos --dir "$WORK/docs" --batch nightly > /dev/null
 start_daemon --drain
 wait_daemon 0
 expect_eq "$(sql "SELECT group_concat(state) FROM jobs WHERE batch = 'nightly'")" "queued,queued,queued" \

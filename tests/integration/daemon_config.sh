@@ -10,7 +10,11 @@ make_model tiny.gguf
 write_config tiny=tiny.gguf
 echo "worker_id: night-1" >> "$CONFIG"
 
-typo=$(ns submit --config "$CONFIG" --model tinny --max-tokens 3 --ignore-eos --priority 5 "a typo in the model name")
+# Refused at submit when --config is given (the evening catches the typo) ...
+expect_exit 4 ns submit --config "$CONFIG" --model tinny --max-tokens 3 "a typo in the model name"
+expect_contains "$OUT" "model 'tinny' is not under models: in $CONFIG (tiny); did you mean 'tiny'?" "submit checks the name"
+# ... and left queued by the daemon when it gets through anyway (another config, --any-model).
+typo=$(ns submit --config "$CONFIG" --model tinny --any-model --max-tokens 3 --ignore-eos --priority 5 "a typo in the model name")
 good=$(ns submit --config "$CONFIG" --model tiny --max-tokens 3 --ignore-eos "a job the daemon can run")
 start_daemon
 wait_for 20 "job $good (behind the unservable one)" state_is "$good" done

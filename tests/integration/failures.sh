@@ -10,7 +10,7 @@ printf 'not a model at all\n' > "$WORK/text.gguf"
 write_config tiny=tiny.gguf missing=nowhere/missing.gguf corrupt=corrupt.gguf text=text.gguf
 
 good1=$(ns submit --config "$CONFIG" --model tiny --max-tokens 4 "before the failures")
-unknown=$(ns submit --config "$CONFIG" --model no-such-model --max-tokens 4 "x")
+unknown=$(ns submit --config "$CONFIG" --model no-such-model --any-model --max-tokens 4 "x")
 missing=$(ns submit --config "$CONFIG" --model missing --max-tokens 4 "x")
 corrupt=$(ns submit --config "$CONFIG" --model corrupt --max-tokens 4 "x")
 text=$(ns submit --config "$CONFIG" --model text --max-tokens 4 "x")

@@ -25,7 +25,16 @@ cat > "$WORK/requests.jsonl" <<'JSONL'
 {"custom_id": "no-template", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "tiny", "messages": [{"role": "user", "content": "Hello?"}], "max_tokens": 3}}
 JSONL
 
-expect_exit 4 ns submit --config "$CONFIG" --jsonl "$WORK/requests.jsonl"
+# With --config, submit refuses a chat line for a model whose GGUF has no chat
+# template (nothing queued); --any-model below lets it through to show how the
+# daemon fails it (a daemon with another config would get it that way).
+sed -n '6p' "$WORK/requests.jsonl" > "$WORK/probe.jsonl"
+expect_exit 4 ns submit --config "$CONFIG" --jsonl "$WORK/probe.jsonl"
+expect_contains "$OUT" "line 1 (custom_id \"no-template\"): model 'tiny' ($WORK/tiny.gguf) has no chat template" \
+  "submit checks the chat template"
+expect_eq "$(sql "SELECT count(*) FROM jobs")" 0 "the refused line is not queued"
+
+expect_exit 4 ns submit --config "$CONFIG" --any-model --jsonl "$WORK/requests.jsonl"
 expect_contains "$OUT" 'line 3: not valid JSON' "bad JSON reported by line"
 expect_contains "$OUT" 'line 5 (custom_id "typo"): ' "bad field reported by line"
 expect_contains "$OUT" "temprature" "the bad field is named"
@@ -40,7 +49,7 @@ expect_eq "$(sql "SELECT json_extract(messages, '\$[1].content') || '|' || ifnul
 expect_eq "$(sql "SELECT model FROM jobs WHERE custom_id = 'diary'")" "tiny" "body.model names the model"
 
 # Again: nothing new (exit 4 still: the bad lines are still bad).
-expect_exit 4 ns submit --config "$CONFIG" --jsonl "$WORK/requests.jsonl"
+expect_exit 4 ns submit --config "$CONFIG" --any-model --jsonl "$WORK/requests.jsonl"
 expect_contains "$OUT" "0 new jobs, 4 already queued, 2 invalid" "a resubmit queues nothing twice"
 expect_eq "$(sql "SELECT count(*) FROM jobs")" 4 "no duplicates"
 # The fixed lines alone, as another file for the same batch: only they are new.
