@@ -6,7 +6,8 @@
 
 namespace ns {
 
-SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout)
+SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout,
+                             bool allocate)
     : n_seq_(n_seq), n_ctx_(n_ctx), layout_(layout) {
   if (!layout_.attends.empty() && static_cast<int64_t>(layout_.attends.size()) != n_layer)
     throw Error(ErrorKind::internal, "sequence state: a layout for " + std::to_string(layout_.attends.size()) +
@@ -15,6 +16,7 @@ SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, cons
     const bool attends = layout_.attends.empty() || layout_.attends[static_cast<size_t>(il)];
     index_.push_back(attends ? n_attn_++ : n_rec_++);
   }
+  if (!allocate) return;
   const auto count = [&](int64_t layers, int64_t per) { return static_cast<size_t>(layers * n_seq_ * per); };
   k_.resize(count(n_attn_, n_ctx_ * layout_.k_dim));
   v_.resize(count(n_attn_, n_ctx_ * layout_.v_dim));

@@ -38,7 +38,9 @@ struct SequenceLayout {
 
 class SequenceState {
  public:
-  SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout);
+  // allocate false: sizes only (a memory plan for `model info`), no buffers:
+  // the accessors below must not be called.
+  SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout, bool allocate = true);
 
   int64_t n_seq() const { return n_seq_; }
   int64_t n_ctx() const { return n_ctx_; }
@@ -56,8 +58,8 @@ class SequenceState {
   // Zeroes sequence seq's recurrent state in every recurrent layer.
   void reset_recurrent(int64_t seq);
 
-  uint64_t attention_bytes() const { return (k_.size() + v_.size()) * sizeof(uint16_t); }
-  uint64_t recurrent_bytes() const { return (conv_.size() + state_.size()) * sizeof(float); }
+  uint64_t attention_bytes() const { return bytes_per_token() * static_cast<uint64_t>(n_seq_ * n_ctx_); }
+  uint64_t recurrent_bytes() const { return recurrent_bytes_per_sequence() * static_cast<uint64_t>(n_seq_); }
   uint64_t bytes() const { return attention_bytes() + recurrent_bytes(); }
   // Attention cache bytes one token of context takes (all layers).
   uint64_t bytes_per_token() const {

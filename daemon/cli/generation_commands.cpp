@@ -190,6 +190,7 @@ struct ModelInfoArgs {
   std::string path, memory_budget;
   std::string disk_rate;  // e.g. "2.3GiB" (per second): the disk-bound estimate's rate
   int64_t context = 4096;
+  int max_batch = 1;
   bool json = false;
 };
 
@@ -203,13 +204,30 @@ void model_info_command(const ModelInfoArgs& a) {
   // Loading builds the tokenizer, the architecture's shape checks and the KV
   // cache geometry; mmap mode reads no weights, a budget adds the memory plan.
   ModelOptions mo;
+  // As Engine::load sizes a daemon's model: max_batch sequences of `context`
+  // tokens, the tokens per forward pass sized from the budget.
   mo.context = a.context;
-  mo.max_batch = 1;
+  mo.n_seq = a.max_batch;
+  mo.max_batch = 0;
   mo.threads = 1;
   mo.streaming.io_mode = a.memory_budget.empty() ? "mmap" : "uring";
   if (!a.memory_budget.empty()) mo.streaming.memory_budget = stream::parse_size(a.memory_budget);
   mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
-  auto model = Model::load(a.path, mo);
+  // As the daemon does (Worker::engine_for): a budget that cannot hold
+  // max_batch contexts may hold fewer; halve, and say so.
+  std::unique_ptr<Model> model;
+  std::string halved;
+  for (;;) {
+    try {
+      model = Model::load(a.path, mo);
+      break;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::invalid_input || a.memory_budget.empty() || mo.n_seq <= 1) throw;
+      halved = "max_batch " + std::to_string(a.max_batch) + " does not fit memory_budget " + a.memory_budget +
+               "; the daemon halves it at load";
+      mo.n_seq /= 2;
+    }
+  }
   const gguf::GgufFile& f = model->file();
   const Hparams& hp = model->hparams();
   uint64_t params = 0, active = 0, resident_bytes = 0, expert_bytes_one_layer = 0;
@@ -257,13 +275,18 @@ void model_info_command(const ModelInfoArgs& a) {
     const stream::BudgetPlan& plan = model->streaming().plan;
     o["memory_plan"] = {{"memory_budget", stream::parse_size(a.memory_budget)},
                         {"context", a.context},
+                        {"max_batch", mo.n_seq},
+                        {"max_batch_asked", a.max_batch},
                         {"resident_bytes", plan.resident_bytes},
                         {"kv_cache_bytes", plan.kv_cache_bytes},
                         {"recurrent_bytes", plan.recurrent_bytes},
                         {"cache_experts", plan.cache_experts},
                         {"streamed_experts", plan.streamed_experts},
                         {"minimum_budget", plan.minimum_budget},
-                        {"summary", plan.describe()}};
+                        {"summary", "  for " + std::to_string(mo.n_seq) + " sequence(s) of " +
+                                        std::to_string(a.context) + " tokens" +
+                                        (halved.empty() ? "" : " (" + halved + " to " + std::to_string(mo.n_seq) + ")") +
+                                        "\n" + plan.describe()}};
     const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(stream::parse_size(a.disk_rate));
     const stream::DiskBoundEstimate e = stream::estimate_disk_bound(
         plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()), hp.n_expert, hp.n_expert_used, rate);
@@ -372,6 +395,11 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   info->add_option("path", ia->path, "GGUF model file")->required();
   info->add_option("--memory-budget", ia->memory_budget, "Show what this budget holds resident (e.g. 8GiB)");
   info->add_option("--context,-c", ia->context, "Context length the plan sizes the KV cache for")->capture_default_str();
+  info->add_option("--max-batch", ia->max_batch,
+                   "Sequences the plan holds at once, as the daemon's max_batch (halved until it fits the budget, "
+                   "as the daemon does)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   info->add_option("--disk-rate", ia->disk_rate,
                    "With --memory-budget: the disk's read rate per second (e.g. 2.3GiB, fio's O_DIRECT figure) for "
                    "the disk-bound tokens per second at 1 sequence and at the batch that touches every expert");

@@ -64,7 +64,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   if (n_ctx < 8) n_ctx = 8;
   const BufferSizes bs = m->arch_->buffer_sizes();
   const uint64_t rss_before_buffers = current_rss_bytes();  // the memory plan's "overhead"
-  m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, std::max<int64_t>(1, opts.n_seq), n_ctx, bs.cache);
+  // A plan-only load (model info) sizes the sequence state without allocating it: 64 x 128K contexts may not fit RAM.
+  m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, std::max<int64_t>(1, opts.n_seq), n_ctx, bs.cache,
+                                             /*allocate=*/!opts.streaming.plan_only);
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
 
   ForwardState& s = m->state_;
