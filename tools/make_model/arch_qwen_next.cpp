@@ -8,7 +8,10 @@
 // -exp(A_log), qwen3next's beta/alpha as one ssm_ba (per key head: the b of its
 // value heads, then their a), qwen35moe's as ssm_beta and ssm_alpha, and
 // qwen35moe's rope.dimension_sections. Norm weights are written as the
-// converter leaves them (its +1 is folded in already).
+// converter leaves them (its +1 is folded in already). --qn-nextn-layers appends
+// NextN blocks as the converter does (block_count counts them,
+// nextn_predict_layers says how many); --qn-layer-types writes
+// attention.recurrent_layers as a config with layer_types gets.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -31,6 +34,8 @@ struct QwenNextFlags {
   uint32_t d_conv = 4;
   uint32_t n_ff_shexp = 128;
   std::vector<int32_t> rope_sections = {3, 3, 2, 0};  // qwen35moe (Qwen3.5: 11, 11, 10, 0 of 32 pairs)
+  uint32_t nextn = 0;          // NextN (multi-token prediction) blocks appended after the trunk
+  bool layer_types = false;    // write attention.recurrent_layers (as for a config with layer_types)
 
   bool is_attention(uint32_t il) const { return (il + 1) % full_attn_every == 0; }
 };
@@ -65,6 +70,11 @@ class QwenNextArchitecture : public Architecture {
     app.add_option("--qn-n-ff-shexp", f.n_ff_shexp, "qwen3next/35moe: shared expert width")->capture_default_str()->group(g);
     app.add_option("--qn-rope-sections", f.rope_sections, "qwen35moe: rope.dimension_sections (4 numbers)")
         ->delimiter(',')->capture_default_str()->group(g);
+    app.add_option("--qn-nextn-layers", f.nextn, "qwen3next/35moe: NextN (MTP) blocks after --n-layer (never run)")
+        ->capture_default_str()->group(g);
+    app.add_option("--qn-layer-types", f.layer_types,
+                   "qwen3next/35moe: also write attention.recurrent_layers, one flag per block (true/false)")
+        ->capture_default_str()->group(g);
   }
 
   void validate(const Shape& s) const override {
@@ -99,7 +109,7 @@ class QwenNextArchitecture : public Architecture {
     const std::string a = name() + ".";
     w.set(a + "context_length", val::u32(s.n_ctx));
     w.set(a + "embedding_length", val::u32(s.n_embd));
-    w.set(a + "block_count", val::u32(s.n_layer));
+    w.set(a + "block_count", val::u32(s.n_layer + f.nextn));
     w.set(a + "feed_forward_length", val::u32(s.n_ff));
     w.set(a + "attention.head_count", val::u32(s.n_head));
     w.set(a + "attention.head_count_kv", val::u32(s.n_head_kv));
@@ -116,9 +126,15 @@ class QwenNextArchitecture : public Architecture {
     w.set(a + "ssm.group_count", val::u32(f.gdn_k_heads));
     w.set(a + "ssm.time_step_rank", val::u32(f.gdn_v_heads));
     w.set(a + "ssm.inner_size", val::u32(f.gdn_head_dim * f.gdn_v_heads));
+    if (f.layer_types) {  // the NextN blocks are attention blocks: false
+      std::vector<Value> flags;
+      for (uint32_t il = 0; il < s.n_layer + f.nextn; ++il) flags.push_back(val::boolean(il < s.n_layer && !f.is_attention(il)));
+      w.set(a + "attention.recurrent_layers", val::array(ValueType::BOOL, std::move(flags)));
+    }
     w.set(a + "full_attention_interval", val::u32(f.full_attn_every));
     w.set(a + "rope.dimension_count", val::u32(f.rope_dim));
     if (qwen35_) w.set(a + "rope.dimension_sections", val::i32_array(f.rope_sections));
+    if (f.nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.nextn));
     w.set(a + "vocab_size", val::u32(s.n_vocab));
   }
 
@@ -132,10 +148,17 @@ class QwenNextArchitecture : public Architecture {
     p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
     p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
     if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
-    for (uint32_t i = 0; i < s.n_layer; ++i) {
+    for (uint32_t i = 0; i < s.n_layer + f.nextn; ++i) {
       const std::string b = "blk." + std::to_string(i) + ".";
+      const bool nextn = i >= s.n_layer;  // a full-attention block plus the NextN projections
+      if (nextn) {
+        p.add(b + "nextn.eh_proj.weight", {2 * n_embd, n_embd}, PlanBuilder::proj(2 * n_embd));
+        p.add(b + "nextn.enorm.weight", {n_embd}, PlanBuilder::norm(), true);
+        p.add(b + "nextn.hnorm.weight", {n_embd}, PlanBuilder::norm(), true);
+        p.add(b + "nextn.shared_head_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      }
       p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      if (f.is_attention(i)) {
+      if (nextn || f.is_attention(i)) {
         p.add(b + "attn_q.weight", {n_embd, 2 * q_dim}, PlanBuilder::proj(n_embd));
         p.add(b + "attn_k.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
         p.add(b + "attn_v.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));

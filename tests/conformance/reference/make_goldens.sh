@@ -50,7 +50,9 @@ models=(
   "tiny-qwen3next-f32#0.002#0#--arch qwen3next $qn_shape --type F32"
   "tiny-qwen3next-q8_0#0.05#0.03#--arch qwen3next $qn_shape --type Q8_0"
   "tiny-qwen3next-kquant#0.15#0.03#--arch qwen3next $qn_shape $qn_kquant"
+  "tiny-qwen3next-mtp-f32#0.002#0#--arch qwen3next $qn_shape --qn-nextn-layers 1 --qn-layer-types true --type F32"
   "tiny-qwen35moe-f32#0.002#0#--arch qwen35moe $qn_shape --type F32"
+  "tiny-qwen35moe-mtp-f32#0.002#0#--arch qwen35moe $qn_shape --qn-nextn-layers 1 --qn-layer-types true --type F32"
   "tiny-qwen35moe-q8_0#0.05#0.03#--arch qwen35moe $qn_shape --type Q8_0"
   "tiny-qwen35moe-kquant#0.15#0.03#--arch qwen35moe $qn_shape $qn_kquant"
 )

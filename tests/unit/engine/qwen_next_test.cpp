@@ -65,3 +65,29 @@ TEST_CASE("qwen3next/qwen35moe: a restarted sequence starts from zero state; a c
     for (float v : first) REQUIRE(std::isfinite(v));
   }
 }
+
+TEST_CASE("qwen3next/qwen35moe: NextN blocks are not layers, and are neither run, resident nor streamed") {
+  for (const char* arch : {"qwen3next", "qwen35moe"}) {
+    CAPTURE(arch);
+    ModelOptions mo;
+    mo.context = 32;
+    mo.streaming.io_mode = "pread";
+    mo.streaming.memory_budget = 1ull << 30;
+    auto plain = Model::load(test::qwen_next_model(arch), mo);
+    auto mtp = Model::load(test::qwen_next_model(arch, "--qn-nextn-layers 1 --qn-layer-types true"), mo);
+    CHECK(mtp->hparams().n_layer == 4);
+    CHECK(mtp->hparams().n_layer_nextn == 1);
+    CHECK(mtp->hparams().recurrent_layers == plain->hparams().recurrent_layers);
+    const auto& a = plain->streaming().plan;
+    const auto& b = mtp->streaming().plan;
+    CHECK(b.streamed_experts == a.streamed_experts);
+    CHECK(b.streamed_bytes == a.streamed_bytes);
+    CHECK(b.resident_tensors == a.resident_tensors);
+    // The trunk's tensors are the same (values keyed by name and seed): so are the logits.
+    const std::vector<int32_t> toks = {5, 77, 123, 9, 300};
+    std::vector<float> x, y;
+    plain->forward(toks, 0, true, x);
+    mtp->forward(toks, 0, true, y);
+    CHECK(x == y);
+  }
+}
