@@ -63,10 +63,15 @@ std::string detect_inst_family(const Markers& m) {
 std::string detect_family_name(const std::string& text) {
   for (std::string_view name : kLlamaCppNames)
     if (text == name) return std::string(name);
-  if (text == template_name(ChatTemplate::kimi_k3)) return text;  // nightshift's name; see chat_template.h
+  if (text == template_name(ChatTemplate::kimi_k3)) return text;  // nightshift's names; see chat_template.h
+  if (text == template_name(ChatTemplate::qwen35)) return text;
 
   const Markers m(text);
   if (m.has("<|im_start|>")) {
+    // Qwen 3.5 (its template in the reference's models/templates/Qwen3.5-4B.jinja): llama.cpp's built-in
+    // chain takes it for chatml, but its server renders the Jinja (the default), which opens a think
+    // section at the generation prompt; the one departure from the chain, so that prompt is the model's.
+    if (m.has_all({"<tool_response>", "<function=", "'<think>\\n'", "last_query_index"})) return template_name(ChatTemplate::qwen35);
     if (m.has("<|im_sep|>")) return "phi4";
     if (m.has("<end_of_utterance>")) return "smolvlm";
     return "chatml";

@@ -26,7 +26,8 @@ std::string trim(std::string_view s) {
 
 bool renders_tool_role(ChatTemplate t) {
   // These put the role's name in the turn header; the others have no place for it.
-  return t == ChatTemplate::chatml || t == ChatTemplate::llama3 || t == ChatTemplate::kimi_k2;
+  return t == ChatTemplate::chatml || t == ChatTemplate::llama3 || t == ChatTemplate::kimi_k2 ||
+         t == ChatTemplate::qwen35;
 }
 
 void check_messages(ChatTemplate t, const Messages& messages) {
@@ -195,6 +196,71 @@ std::string render_kimi_k3(const Messages& messages, bool add_assistant) {
   return out;
 }
 
+// Qwen 3.5 (the reference's models/templates/Qwen3.5-4B.jinja) for text
+// messages, no tools declared, with the template's defaults (thinking on),
+// as llama.cpp's server renders it:
+// - a system message must come first; its content is trimmed;
+// - the last user query is the last user message that is not only a
+//   <tool_response> block (there must be one);
+// - user: <|im_start|>user\n{trimmed}<|im_end|>\n;
+// - assistant: a "<think>...</think>" in its content is taken out as its
+//   reasoning; after the last user query the reply is written as
+//   "<think>\n{reasoning}\n</think>\n\n{reply}", before it the reply alone;
+// - tool: consecutive tool results share one user turn, each as
+//   "\n<tool_response>\n{trimmed}\n</tool_response>";
+// - the generation prompt opens the think section: <|im_start|>assistant\n<think>\n.
+// Checked against the template's output: tests/unit/chat/qwen35_vectors.json.
+// (Jinja's trim strips Unicode whitespace; this strips C whitespace.)
+std::string render_qwen35(const Messages& messages, bool add_assistant) {
+  const std::string_view tool_open = "<tool_response>", tool_close = "</tool_response>";
+  int64_t last_query = -1;
+  for (int64_t i = static_cast<int64_t>(messages.size()) - 1; i >= 0 && last_query < 0; --i) {
+    const ChatMessage& m = messages[static_cast<size_t>(i)];
+    if (m.role != "user") continue;
+    const std::string c = trim(m.content);
+    if (!(c.starts_with(tool_open) && c.ends_with(tool_close))) last_query = i;
+  }
+  if (last_query < 0)
+    throw Error(ErrorKind::invalid_input,
+                "the qwen3.5 chat template needs a user message that is not only a <tool_response>: add one");
+  std::string out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    std::string content = trim(m.content);
+    if (m.role == "system") {
+      if (i != 0)
+        throw Error(ErrorKind::invalid_input, "messages[" + std::to_string(i) +
+                                                  "] is a system message: the qwen3.5 chat template takes one, first");
+      out += "<|im_start|>system\n" + content + "<|im_end|>\n";
+    } else if (m.role == "user") {
+      out += "<|im_start|>user\n" + content + "<|im_end|>\n";
+    } else if (m.role == "assistant") {
+      std::string reasoning;
+      if (const size_t close = content.find("</think>"); close != std::string::npos) {
+        std::string before = content.substr(0, close);
+        while (!before.empty() && before.back() == '\n') before.pop_back();
+        if (const size_t open = before.rfind("<think>"); open != std::string::npos) before = before.substr(open + 7);
+        reasoning = trim(before);
+        std::string after = content.substr(content.rfind("</think>") + 8);
+        size_t lead = 0;
+        while (lead < after.size() && after[lead] == '\n') ++lead;
+        content = after.substr(lead);
+      }
+      if (static_cast<int64_t>(i) > last_query)
+        out += "<|im_start|>assistant\n<think>\n" + reasoning + "\n</think>\n\n" + content;
+      else
+        out += "<|im_start|>assistant\n" + content;
+      out += "<|im_end|>\n";
+    } else {  // tool
+      if (i > 0 && messages[i - 1].role != "tool") out += "<|im_start|>user";
+      out += "\n<tool_response>\n" + content + "\n</tool_response>";
+      if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+    }
+  }
+  if (add_assistant) out += "<|im_start|>assistant\n<think>\n";
+  return out;
+}
+
 }  // namespace
 
 std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, bool add_assistant) {
@@ -215,6 +281,7 @@ std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages
     case ChatTemplate::deepseek3: return render_deepseek3(messages, add_assistant);
     case ChatTemplate::kimi_k2: return render_kimi_k2(messages, add_assistant);
     case ChatTemplate::kimi_k3: return render_kimi_k3(messages, add_assistant);
+    case ChatTemplate::qwen35: return render_qwen35(messages, add_assistant);
   }
   throw Error(ErrorKind::internal, "render_chat: unhandled chat template family");
 }

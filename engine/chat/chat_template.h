@@ -53,6 +53,10 @@ enum class ChatTemplate {
   kimi_k2,            // "kimi-k2": <|im_user|>user<|im_middle|>...<|im_end|> (Kimi K2)
   kimi_k3,            // "kimi-k3": <|open|>message role="user"<|sep|>...<|close|>message<|sep|><|end_of_msg|>
                       //   (Kimi K3; llama.cpp renders it through its Jinja path only, see chat_render.cpp)
+  qwen35,             // "qwen3.5": ChatML with Qwen 3.5's thinking: the generation prompt opens <think>\n, replies
+                      //   after the last user query carry a <think>...</think> section, tool results go in
+                      //   <tool_response> blocks of a user turn (Qwen 3.5; llama.cpp's built-in chain says
+                      //   chatml, its server renders the Jinja: see chat_render.cpp)
 };
 
 // llama.cpp's name for a family.
@@ -68,7 +72,9 @@ std::optional<ChatTemplate> template_from_name(std::string_view name);
 // family name), as llm_chat_detect_template would choose it, including the
 // families nightshift does not render ("phi3", "gemma", ...). "" if llama.cpp
 // would not recognise it either. One addition: a template llama.cpp's chain
-// leaves unrecognised but that has Kimi K3's markers is "kimi-k3".
+// leaves unrecognised but that has Kimi K3's markers is "kimi-k3", and a
+// ChatML template with Qwen 3.5's thinking and tool-call markers is "qwen3.5"
+// (llama.cpp's chain says "chatml").
 std::string detect_family_name(const std::string& template_text);
 
 // The family of `template_text_or_name`, if nightshift renders it.

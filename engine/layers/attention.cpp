@@ -181,4 +181,20 @@ void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardSt
   kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
 }
 
+void attend_cached(const float* q, int64_t q_stride, int64_t q_head_stride, int64_t n_head, int64_t n_kv, int64_t hd,
+                   float scale, int64_t il, ForwardState& s, float* out) {
+  SequenceState& kv = *s.seqs;
+  const int64_t kv_dim = n_kv * hd, group = n_head / n_kv;
+  const size_t slot = s.q16.size() / static_cast<size_t>(s.pool->size());
+  s.pool->parallel_for(s.n * n_head, [&](int thread, int64_t begin, int64_t end) {
+    uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * slot];
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / n_head, h = i % n_head, kh = h / group;
+      kernels::quantize_row(gguf::GgmlType::F16, q + t * q_stride + h * q_head_stride, q16, hd);
+      attend_one_head(q16, kv.k(il, s.seq[t], 0) + kh * hd, kv_dim, kv.v(il, s.seq[t], 0) + kh * hd, kv_dim, hd, hd,
+                      s.pos[t], scale, out + t * n_head * hd + h * hd);
+    }
+  });
+}
+
 }  // namespace ns

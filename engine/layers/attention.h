@@ -26,6 +26,14 @@ struct GqaWeights {
 // s.xn -> s.out for s.n tokens at (s.seq[t], s.pos[t]), appending K/V to layer il of the cache.
 void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardState& s);
 
+// Every (token, head) of the batch attending over layer il's cache (K and V
+// already written for these tokens): query head h of token t is the hd floats
+// at q[t * q_stride + h * q_head_stride]; it reads KV head h / (n_head / n_kv)
+// of the [n_kv * hd]-wide cache rows; out[t][n_head * hd]. Threads over
+// (token, head) pairs; each rounds its query to F16 in s.q16.
+void attend_cached(const float* q, int64_t q_stride, int64_t q_head_stride, int64_t n_head, int64_t n_kv, int64_t hd,
+                   float scale, int64_t il, ForwardState& s, float* out);
+
 // Causal softmax attention of one query head over F16 cached keys/values at
 // positions 0..last_pos: out[v_dim] = sum_j softmax(q·k_j * scale)_j v_j,
 // computed as described above. q16 is the query already rounded to F16; key

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/layers/delta_rule.h"
 #include "engine/ops.h"
 #include "engine/sequence_state.h"
 #include "engine/util/error.h"
-#include "engine/util/thread_pool.h"
 
 // Buffer use (per-token widths from KdaShape, rows of s.n tokens):
 //   s.q, s.k, s.v  [t][d_inner]   projections, convolved in place; s.v then holds o
@@ -17,81 +17,6 @@ namespace ns {
 namespace {
 
 [[noreturn]] void bad_shape(const std::string& what) { throw Error(ErrorKind::bad_model, "KDA layer: " + what); }
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
-// Causal depthwise convolution over one channel group (d_inner channels) of
-// the tokens in batch order, each sequence continuing from its saved inputs;
-// then SiLU. `which` picks the q (0), k (1) or v (2) part of the conv state.
-void causal_conv(float* x, const std::vector<float>& w, int which, const KdaShape& sh, int64_t il, ForwardState& s) {
-  const int64_t d_inner = sh.d_inner(), taps = sh.d_conv, keep = taps - 1;
-  s.pool->parallel_for(d_inner, [&](int, int64_t c0, int64_t c1) {
-    for (int64_t t = 0; t < s.n; ++t) {
-      float* saved = s.seqs->conv(il, s.seq[t]) + which * keep * d_inner;  // [channel][keep], oldest first
-      float* row = x + t * d_inner;
-      for (int64_t c = c0; c < c1; ++c) {
-        float* hist = saved + c * keep;
-        const float* wc = &w[static_cast<size_t>(c * taps)];
-        const float in = row[c];
-        float sum = 0.0f;
-        for (int64_t j = 0; j < keep; ++j) sum += hist[j] * wc[j];
-        sum += in * wc[keep];
-        for (int64_t j = 0; j + 1 < keep; ++j) hist[j] = hist[j + 1];
-        if (keep > 0) hist[keep - 1] = in;
-        row[c] = silu(sum);
-      }
-    }
-  });
-}
-
-// x / sqrt(sum x^2 + eps), computed as the reference does: an RMS norm with
-// eps / n, then a scale by 1/sqrt(n).
-void l2_norm(float* x, int64_t n, float eps) {
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
-  const float mean = static_cast<float>(sum / static_cast<double>(n));
-  const float scale = 1.0f / std::sqrt(mean + eps / static_cast<float>(n));
-  const float post = 1.0f / std::sqrt(static_cast<float>(n));
-  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * scale * post;
-}
-
-// The gated delta rule for one head over the batch's tokens: q, k, v rows of
-// that head (q and k normalized), g its log-decay, beta its mixing weight; o
-// is written over v. `decay` is S floats of scratch.
-void delta_rule_head(int64_t h, const KdaShape& sh, int64_t il, ForwardState& s, const float* g, const float* beta,
-                     float* decay, float* delta) {
-  const int64_t S = sh.head_dim, d_inner = sh.d_inner();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(S));
-  for (int64_t t = 0; t < s.n; ++t) {
-    float* M = s.seqs->recurrent(il, s.seq[t]) + h * S * S;  // M[j][i] = S[i][j]: row j is value channel j
-    const float* q = &s.q[t * d_inner + h * S];
-    const float* k = &s.k[t * d_inner + h * S];
-    float* v = &s.v[t * d_inner + h * S];
-    const float* gt = &g[t * d_inner + h * S];
-    const float b = beta[t * sh.n_head + h];
-    for (int64_t i = 0; i < S; ++i) decay[i] = std::exp(gt[i]);
-    for (int64_t j = 0; j < S; ++j) {
-      float* row = M + j * S;
-      float sk = 0.0f;
-      for (int64_t i = 0; i < S; ++i) {
-        row[i] *= decay[i];
-        sk += row[i] * k[i];
-      }
-      delta[j] = (v[j] - sk) * b;
-    }
-    for (int64_t j = 0; j < S; ++j) {
-      float* row = M + j * S;
-      float o = 0.0f;
-      for (int64_t i = 0; i < S; ++i) {
-        row[i] += k[i] * delta[j];
-        o += row[i] * q[i];
-      }
-      v[j] = o * scale;
-    }
-  }
-}
 
 }  // namespace
 
@@ -145,9 +70,11 @@ void kda_attention(const KdaWeights& w, const KdaShape& sh, int64_t il, ForwardS
   kernels::matmul(w.wq, s.xn.data(), n, s.q.data(), *s.pool, s.mm);
   kernels::matmul(w.wk, s.xn.data(), n, s.k.data(), *s.pool, s.mm);
   kernels::matmul(w.wv, s.xn.data(), n, s.v.data(), *s.pool, s.mm);
-  causal_conv(s.q.data(), w.conv_q, 0, sh, il, s);
-  causal_conv(s.k.data(), w.conv_k, 1, sh, il, s);
-  causal_conv(s.v.data(), w.conv_v, 2, sh, il, s);
+  // The conv state holds the q, k and v parts one after the other, [d_inner][d_conv - 1] each.
+  const int64_t part = (sh.d_conv - 1) * d_inner;
+  causal_conv_silu(s.q.data(), d_inner, d_inner, w.conv_q.data(), sh.d_conv, 0, il, s);
+  causal_conv_silu(s.k.data(), d_inner, d_inner, w.conv_k.data(), sh.d_conv, part, il, s);
+  causal_conv_silu(s.v.data(), d_inner, d_inner, w.conv_v.data(), sh.d_conv, 2 * part, il, s);
 
   // Decay gate, mixing weights, output gate.
   kernels::matmul(w.f_a, s.xn.data(), n, low, *s.pool, s.mm);
@@ -174,14 +101,18 @@ void kda_attention(const KdaWeights& w, const KdaShape& sh, int64_t il, ForwardS
     }
   }
 
-  // The recurrence, heads spread over the threads (each thread's scratch in s.q16).
-  const size_t slot = s.q16.size() / static_cast<size_t>(s.pool->size()) / 2 * 2;  // uint16s, even: floats stay aligned
-  if (slot < static_cast<size_t>(kda_scratch_u16(sh)))
-    throw Error(ErrorKind::internal, "KDA layer: per-thread scratch of " + std::to_string(slot) + " too small");
-  s.pool->parallel_for(n_head, [&](int thread, int64_t h0, int64_t h1) {
-    auto* scratch = reinterpret_cast<float*>(&s.q16[static_cast<size_t>(thread) * slot]);
-    for (int64_t h = h0; h < h1; ++h) delta_rule_head(h, sh, il, s, g, beta, scratch, scratch + S);
-  });
+  // The recurrence.
+  DeltaRuleIo io;
+  io.n_head = io.n_k_head = n_head;
+  io.head_dim = S;
+  io.q = s.q.data();
+  io.k = s.k.data();
+  io.qk_stride = io.v_stride = d_inner;
+  io.v = s.v.data();
+  io.g = g;
+  io.per_channel_decay = true;
+  io.beta = beta;
+  delta_rule(io, il, s);
 
   // Per-head RMS norm, sigmoid gate, output projection.
   for (int64_t t = 0; t < n; ++t)

@@ -14,12 +14,9 @@
 //   out     = W_o (rms_norm(o_h) * o_norm * sigmoid(g2_h))   g2 = g_b(g_a(x)) (kimi-linear) or ssm_g x (kimi-k3)
 //
 // A_h is stored as -exp(A_log) (ssm_a, folded by the reference's converter).
-// This is the reference's CPU computation (its fused gated-delta-net op):
-// token by token, for prefill as for decode, state stored transposed (row j =
-// value channel j over the key channels, contiguous), float sums. The
-// recurrence is cheap next to the projections (4 S^2 multiply-adds per head
-// and token against 3 d_inner * n_embd for q, k, v), so prefill runs it the
-// same way; tokens of several sequences in one batch each use their own state.
+// The convolutions, l2 norms and the recurrence are the shared delta-rule
+// pieces (delta_rule.h: the reference's CPU computation, token by token, for
+// prefill as for decode), here with one decay per key channel.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +25,7 @@
 
 #include "engine/forward_state.h"
 #include "engine/kernels/kernels.h"
+#include "engine/layers/delta_rule.h"
 #include "engine/model/hparams.h"
 #include "engine/model/tensor_loader.h"
 
@@ -49,7 +47,7 @@ struct KdaShape {
 };
 
 // Per-thread scratch the recurrence needs in s.q16, in uint16s (two rows of head_dim floats).
-inline int64_t kda_scratch_u16(const KdaShape& sh) { return 4 * sh.head_dim + 2; }
+inline int64_t kda_scratch_u16(const KdaShape& sh) { return delta_rule_scratch_u16(sh.head_dim); }
 
 // From kda.head_dim, ssm.conv_kernel, head_count and the gate settings; throws
 // ns::Error(bad_model) naming the missing key.

@@ -50,6 +50,7 @@ RopeParams rope_params(const Hparams& hp) {
   const float end = std::ceil(corr_dim(p.n_dims, n_ctx_orig, hp.yarn_beta_slow, p.base));
   p.corr_dims[0] = std::max(0.0f, start);
   p.corr_dims[1] = std::min(static_cast<float>(p.n_dims - 1), end);
+  for (int i = 0; i < 4; ++i) p.sections[i] = hp.rope_sections[i];
   return p;
 }
 
@@ -58,13 +59,22 @@ void apply_rope(float* v, int64_t n_heads, int64_t head_stride, int64_t pos, con
   const float theta_scale = std::pow(p.base, -2.0f / static_cast<float>(p.n_dims));
   float mscale = p.attn_factor;
   if (p.ext_factor != 0.0f) mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+  const int64_t* sec = p.sections;
+  const int64_t sect_dims = sec[0] + sec[1] + sec[2] + sec[3];
   float theta_extrap = static_cast<float>(pos);
   for (int64_t i = 0; i < half; ++i, theta_extrap *= theta_scale) {
-    float theta = p.freq_scale * theta_extrap;
+    float theta_pos = theta_extrap;
+    if (p.type == RopeType::imrope && sect_dims > 0) {
+      const int64_t sector = i % sect_dims;
+      const bool text = (sector % 3 == 0 && sector < 3 * sec[0]) || (sector % 3 == 1 && sector < 3 * sec[1]) ||
+                        (sector % 3 == 2 && sector < 3 * sec[2]);
+      if (!text) theta_pos = 0.0f;  // the fourth section: position 0
+    }
+    float theta = p.freq_scale * theta_pos;
     if (p.ext_factor != 0.0f) {
       const float y = (static_cast<float>(i) - p.corr_dims[0]) / std::max(0.001f, p.corr_dims[1] - p.corr_dims[0]);
       const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
-      theta = theta * (1.0f - ramp_mix) + theta_extrap * ramp_mix;
+      theta = theta * (1.0f - ramp_mix) + theta_pos * ramp_mix;
     }
     const float c = std::cos(theta) * mscale, s = std::sin(theta) * mscale;
     // norm: adjacent pairs (2i, 2i+1); neox: (i, i + n_dims/2).

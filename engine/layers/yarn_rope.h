@@ -5,7 +5,12 @@
 // on a ramp between the correction dims, and cos/sin are scaled by the
 // magnitude factor. Without scaling this is plain RoPE.
 //
-// Used by the architectures that can carry YaRN metadata (deepseek2, qwen*moe).
+// Used by the architectures that can carry YaRN metadata (deepseek2, qwen*moe,
+// qwen3next). qwen35moe's interleaved multi-section RoPE (imrope) rotates pair
+// i by the position of section (i mod sum(sections)) in the interleaved order
+// t h w t h w ...; a text token has t = h = w = its position and the fourth
+// section at 0, so imrope is neox rope with those fourth-section pairs held
+// at angle 0.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,7 @@ struct RopeParams {
   float ext_factor = 0.0f;   // YaRN extrapolation mix (0: none)
   float attn_factor = 1.0f;  // magnitude applied to cos/sin (times YaRN's own correction when ext_factor != 0)
   float corr_dims[2] = {0, 0};
+  int64_t sections[4] = {0, 0, 0, 0};  // imrope: rope.dimension_sections
 };
 
 // The reference's attn_factor for this model's rope: YaRN's magnitude

@@ -134,6 +134,40 @@ void read_kda(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
   }
 }
 
+// Gated DeltaNet hybrids (qwen3next, qwen35moe): the ssm.* sizes and which
+// layers are recurrent.
+void read_gated_delta_net(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  h.ssm_d_state = optional_count(f, a + "ssm.state_size", 1 << 12);
+  h.ssm_n_group = optional_count(f, a + "ssm.group_count", 1 << 12);
+  h.ssm_dt_rank = optional_count(f, a + "ssm.time_step_rank", 1 << 12);
+  h.ssm_d_inner = optional_count(f, a + "ssm.inner_size", 1 << 24);
+  if (h.arch != "qwen3next" && h.arch != "qwen35moe") return;
+  // block_count includes the multi-token-prediction blocks the converter
+  // appends (nextn_predict_layers); they are never run, so they are not layers here.
+  h.n_layer_nextn = optional_count(f, a + "nextn_predict_layers", static_cast<uint64_t>(h.n_layer - 1));
+  h.n_layer -= h.n_layer_nextn;
+  const std::string key = a + "attention.recurrent_layers";
+  if (f.has(key)) {
+    const std::vector<int32_t> flags = f.get_i32_array(key);
+    // The converter appends entries for the NextN layers, which are never run.
+    if (static_cast<int64_t>(flags.size()) < h.n_layer)
+      bad(f, key, "has " + std::to_string(flags.size()) + " entries, expected one per layer (" + std::to_string(h.n_layer) + ")");
+    for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back(flags[static_cast<size_t>(il)] != 0);
+  } else {
+    const uint64_t interval = f.get_u64_or(a + "full_attention_interval", 4);
+    if (interval == 0) bad(f, a + "full_attention_interval", "is 0, expected a positive layer interval");
+    for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back((il + 1) % interval != 0);
+  }
+  if (f.has(a + "rope.dimension_sections")) {
+    const std::vector<int32_t> sec = f.get_i32_array(a + "rope.dimension_sections");
+    if (sec.size() > 4) bad(f, a + "rope.dimension_sections", "has " + std::to_string(sec.size()) + " entries, expected 4");
+    for (size_t i = 0; i < sec.size(); ++i) {
+      if (sec[i] < 0) bad(f, a + "rope.dimension_sections", "has a negative entry");
+      h.rope_sections[i] = sec[i];
+    }
+  }
+}
+
 // kimi-k3's additions: attention residual blocks, latent experts, situ betas.
 void read_kimi_k3(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
   h.attn_res_block_size = optional_count(f, a + "attn_res.block_size", static_cast<uint64_t>(h.n_layer));
@@ -170,7 +204,7 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
     if (h.n_expert > (1 << 16)) bad(f, a + "expert_count", "is " + std::to_string(h.n_expert) + ", at most 65536 supported");
     h.n_expert_used = positive(f, a + "expert_used_count", static_cast<uint64_t>(h.n_expert));
     // Qwen MoE files without the key size each expert as n_ff / n_expert_used, as the reference does.
-    const bool qwen_moe = h.arch == "qwen2moe" || h.arch == "qwen3moe";
+    const bool qwen_moe = h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen3next" || h.arch == "qwen35moe";
     h.n_ff_expert = f.has(a + "expert_feed_forward_length") ? positive(f, a + "expert_feed_forward_length", 1 << 24)
                     : qwen_moe                             ? h.n_ff / h.n_expert_used
                                                            : h.n_ff;
@@ -190,7 +224,14 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   read_mla(f, a, h);
   read_kda(f, a, h);
   read_kimi_k3(f, a, h);
-  if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3") h.rope_type = RopeType::neox;
+  read_gated_delta_net(f, a, h);
+  if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3" || h.arch == "qwen3next")
+    h.rope_type = RopeType::neox;
+  if (h.arch == "qwen35moe") {
+    h.rope_type = RopeType::imrope;
+    if (h.rope_sections[0] + h.rope_sections[1] + h.rope_sections[2] + h.rope_sections[3] == 0)
+      bad(f, a + "rope.dimension_sections", "is missing (qwen35moe needs its interleaved rope sections)");
+  }
   return h;
 }
 

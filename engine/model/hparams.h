@@ -15,7 +15,10 @@ class GgufFile;
 
 namespace ns {
 
-enum class RopeType { norm, neox };  // adjacent pairs (llama, deepseek2) or split halves (neox: qwen)
+// Adjacent pairs (llama, deepseek2), split halves (neox: qwen), or split halves
+// with interleaved position sections (imrope: qwen35moe; text positions rotate
+// every section but the fourth, which stays at position 0).
+enum class RopeType { norm, neox, imrope };
 enum class RopeScaling { none, linear, yarn };
 // How router logits become expert probabilities (`expert_gating_func`: 1 softmax, 2 sigmoid).
 enum class ExpertGating { softmax, sigmoid };
@@ -26,7 +29,8 @@ struct Hparams {
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;      // context_length
   int64_t n_embd = 0;           // embedding_length
-  int64_t n_layer = 0;          // block_count
+  int64_t n_layer = 0;          // block_count, less the NextN blocks (qwen3next, qwen35moe)
+  int64_t n_layer_nextn = 0;    // nextn_predict_layers: trailing multi-token-prediction blocks, not run
   int64_t n_head = 0;           // attention.head_count
   int64_t n_head_kv = 0;        // attention.head_count_kv (the largest, when the file gives one per layer)
   // attention.head_count_kv as a per-layer array (hybrid models: 0 marks a
@@ -70,6 +74,20 @@ struct Hparams {
   // kda.gate_lower_bound: when set (> -inf), the decay gate is lower_bound *
   // sigmoid(...) instead of A * softplus(...) (kimi-k3).
   float kda_gate_lower_bound = -std::numeric_limits<float>::infinity();
+
+  // Gated DeltaNet layers (qwen3next, qwen35moe): ssm.state_size (head size),
+  // ssm.group_count (key heads), ssm.time_step_rank (value heads),
+  // ssm.inner_size (value heads * head size). ssm_d_conv above is shared.
+  int64_t ssm_d_state = 0, ssm_n_group = 0, ssm_dt_rank = 0, ssm_d_inner = 0;
+  // [n_layer]: 1 where the layer is recurrent (attention.recurrent_layers, or
+  // every layer but each full_attention_interval-th, default 4, as the
+  // reference derives it). Empty for the other architectures.
+  std::vector<uint8_t> recurrent_layers;
+  bool is_recurrent(int64_t il) const {
+    return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(il)] != 0;
+  }
+  // rope.dimension_sections (qwen35moe's interleaved multi-section RoPE; all 0: absent).
+  int64_t rope_sections[4] = {0, 0, 0, 0};
 
   // kimi-k3 (llama.cpp's src/models/kimi-k3.cpp).
   int64_t attn_res_block_size = 0;  // attn_res.block_size: cross-layer attention residuals every N layers (0: off)

@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "engine/stream/human_size.h"
 #include "engine/stream/memory_limit.h"
@@ -62,7 +66,18 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const 
   check_io_mode(opts.io_mode);
   const stream::CachePolicy policy = stream::parse_cache_policy(opts.cache_policy);
   auto ws = std::make_unique<WeightStreaming>();
-  ws->layout = stream::ExpertLayout::from_tensors(f.tensors(), f.path());
+  // The tensors the model reads: all, or those of its first fp.n_layer blocks and the global ones.
+  std::vector<gguf::TensorInfo> kept;
+  std::span<const gguf::TensorInfo> tensors = f.tensors();
+  if (fp.n_layer >= 0) {
+    for (const gguf::TensorInfo& t : f.tensors()) {
+      int64_t block = -1;
+      if (std::sscanf(t.name.c_str(), "blk.%" SCNd64 ".", &block) == 1 && block >= fp.n_layer) continue;
+      kept.push_back(t);
+    }
+    tensors = kept;
+  }
+  ws->layout = stream::ExpertLayout::from_tensors(tensors, f.path());
   if (opts.io_mode == "mmap") {
     spdlog::info("{}: io_mode mmap: weights are read through the page cache; memory_budget is not enforced",
                  f.path());
@@ -82,7 +97,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const 
   in.activation_bytes = fp.activation_bytes;
   in.io_buffer_bytes = 0;  // experts are read straight into cache slots
   in.overhead_bytes = fp.overhead_bytes + kRuntimeSlack;
-  ws->plan = stream::plan_budget(f.tensors(), ws->layout, in, f.path());
+  ws->plan = stream::plan_budget(tensors, ws->layout, in, f.path());
   ws->planned = true;
   spdlog::info("memory plan for {}:\n{}", f.path(), ws->plan.describe());
   if (ws->layout.n_moe_layers() == 0 || opts.plan_only) return ws;

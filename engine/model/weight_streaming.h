@@ -56,9 +56,13 @@ struct StreamingOptions {
 // Memory the rest of the model takes, measured by Model::load.
 struct StreamingFootprint {
   uint64_t kv_cache_bytes = 0;    // attention cache of every sequence
-  uint64_t recurrent_bytes = 0;   // recurrent (KDA) state of every sequence
+  uint64_t recurrent_bytes = 0;   // recurrent (delta-rule) state of every sequence
   uint64_t activation_bytes = 0;  // forward_state_bytes()
   uint64_t overhead_bytes = 0;    // RSS before the KV cache and buffers (setup adds slack for lazy scratch)
+  // Blocks the model runs: tensors of later blocks (the NextN blocks of
+  // qwen3next/qwen35moe files) are never read, so neither resident nor
+  // streamed. -1: every block runs.
+  int64_t n_layer = -1;
 };
 
 struct WeightStreaming {

@@ -30,7 +30,7 @@ std::string BudgetPlan::describe() const {
                   (budget_source.empty() ? format_size(memory_budget) : budget_source) + "):\n";
   s += line("resident weights", resident_bytes, std::to_string(resident_tensors) + " tensors");
   s += line("KV cache", kv_cache_bytes);
-  if (recurrent_bytes > 0) s += line("recurrent state", recurrent_bytes, "KDA layers, fixed per sequence");
+  if (recurrent_bytes > 0) s += line("recurrent state", recurrent_bytes, "delta-rule layers, fixed per sequence");
   s += line("activations", activation_bytes);
   s += line("I/O buffers", io_buffer_bytes);
   s += line("runtime overhead", overhead_bytes);

@@ -13,7 +13,7 @@ size=$(stat -c %s "$WORK/kl48b.gguf")
 
 out=$(ns model info "$WORK/kl48b.gguf" --memory-budget 8GiB --context 8192 --disk-rate 2.3GiB)
 expect_contains "$out" "parameters: 48380465696" "48B parameters"
-expect_contains "$out" "recurrent state       44.95 MiB  (KDA layers, fixed per sequence)" "recurrent state line"
+expect_contains "$out" "recurrent state       44.95 MiB  (delta-rule layers, fixed per sequence)" "recurrent state line"
 expect_contains "$out" "KV cache              54.00 MiB" "KV cache of the 7 MLA layers only"
 # The cache's share depends on the process's own measured overhead by a slot or two: match the figures' range.
 # (The plan sizes the prefill activations from the budget, as the daemon's engine does.)

@@ -34,6 +34,10 @@ kl_shape="--arch kimi-linear --n-embd 256 --n-layer 6 --n-head 4 --n-ff 512 --n-
  --mla-every 3 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 256 --n-ctx 4096 --seed 7"
 k3_shape="--arch kimi-k3 --n-embd 256 --n-layer 6 --n-head 4 --n-ff 512 --n-expert 16 --n-expert-used 4 \
  --mla-every 3 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 256 --n-ctx 4096 --seed 7"
+qn_shape="--n-embd 256 --n-layer 6 --n-head 4 --n-head-kv 2 --n-ff 256 --n-expert 16 --n-expert-used 4 \
+ --full-attn-every 3 --qn-head-dim 64 --qn-rope-dim 16 --gdn-head-dim 32 --gdn-k-heads 2 --gdn-v-heads 4 \
+ --gdn-conv-kernel 4 --qn-n-ff-shexp 256 --n-ctx 4096 --seed 7"
+qn_kquant="--type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K"
 models=(
   "tiny-kimi-linear-f32#0.002#0#$kl_shape --type F32"
   "tiny-kimi-linear-q8_0#0.05#0.03#$kl_shape --type Q8_0"
@@ -43,6 +47,14 @@ models=(
   "tiny-kimi-k3-plain-f32#0.002#0#$k3_shape --attn-res-block 0 --expert-latent 0 --attn-gate false --kda-lower-bound 0 --type F32"
   "tiny-kimi-k3-mxfp4#0.15#0.03#$k3_shape --attn-res-block 2 --expert-latent 128 --type Q8_0 --tensor-type _exps=MXFP4"
   "tiny-kimi-k3-kquant#0.15#0.03#$k3_shape --attn-res-block 2 --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_q.weight=Q5_K --tensor-type attn_k.weight=Q5_K --tensor-type attn_v.weight=Q5_K"
+  "tiny-qwen3next-f32#0.002#0#--arch qwen3next $qn_shape --type F32"
+  "tiny-qwen3next-q8_0#0.05#0.03#--arch qwen3next $qn_shape --type Q8_0"
+  "tiny-qwen3next-kquant#0.15#0.03#--arch qwen3next $qn_shape $qn_kquant"
+  "tiny-qwen3next-mtp-f32#0.002#0#--arch qwen3next $qn_shape --qn-nextn-layers 1 --qn-layer-types true --type F32"
+  "tiny-qwen35moe-f32#0.002#0#--arch qwen35moe $qn_shape --type F32"
+  "tiny-qwen35moe-mtp-f32#0.002#0#--arch qwen35moe $qn_shape --qn-nextn-layers 1 --qn-layer-types true --type F32"
+  "tiny-qwen35moe-q8_0#0.05#0.03#--arch qwen35moe $qn_shape --type Q8_0"
+  "tiny-qwen35moe-kquant#0.15#0.03#--arch qwen35moe $qn_shape $qn_kquant"
 )
 [ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # one more "name#tolerance#outliers#arguments"
 

@@ -203,3 +203,8 @@ TEST_CASE("kimi-k3: batched generation gives each request the tokens it gets alo
 TEST_CASE("kimi-k3 with its optional parts off: batched generation gives each request the tokens it gets alone") {
   check_batched_equals_alone(test::kimi_k3_plain_model());
 }
+
+TEST_CASE("qwen3next/qwen35moe: batched generation gives each request the tokens it gets alone (delta-net state per slot)") {
+  check_batched_equals_alone(test::qwen_next_model("qwen3next"));
+  check_batched_equals_alone(test::qwen_next_model("qwen35moe"));
+}

@@ -83,3 +83,8 @@ TEST_CASE("batched prefill equals token-by-token decoding: kimi-k3 (attention re
 TEST_CASE("batched prefill equals token-by-token decoding: kimi-k3 with its optional parts off") {
   check_batch_equals_sequential(test::kimi_k3_plain_model());
 }
+
+TEST_CASE("batched prefill equals token-by-token decoding: qwen3next and qwen35moe (Gated DeltaNet + gated attention)") {
+  check_batch_equals_sequential(test::qwen_next_model("qwen3next"));
+  check_batch_equals_sequential(test::qwen_next_model("qwen35moe"));
+}

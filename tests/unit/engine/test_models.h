@@ -87,6 +87,18 @@ inline std::string kimi_k3_plain_model() {
                                      "--seed 32");
 }
 
+// qwen3next / qwen35moe: Gated DeltaNet layers with a gated full-attention
+// layer every second layer (G A G A), 2 key heads shared by 4 value heads,
+// partial RoPE, routed experts plus the gated shared expert; MXFP4 routed
+// experts and Q8_0 elsewhere.
+// `extra`: more generator flags (the file name keeps them apart).
+inline std::string qwen_next_model(const std::string& arch, const std::string& extra = "") {
+  return make_model(arch, extra + " --arch " + arch + " --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 64 "
+                          "--n-expert 8 --n-expert-used 2 --full-attn-every 2 --qn-head-dim 32 --qn-rope-dim 8 "
+                          "--gdn-head-dim 16 --gdn-k-heads 2 --gdn-v-heads 4 --gdn-conv-kernel 4 --qn-n-ff-shexp 64 "
+                          "--qn-rope-sections 1,1,1,1 --type Q8_0 --tensor-type _exps=MXFP4 --seed 41");
+}
+
 // Runs `nightshift run ARGS --json` in a fresh process (its own VmHWM) and
 // returns the output's "stats"; empty when the CLI is not built (the caller skips).
 inline nlohmann::json run_cli_stats(const std::string& args) {

@@ -1,0 +1,172 @@
+// qwen3next (Qwen3-Next) and qwen35moe (Qwen3.5 MoE): hybrids of Gated
+// DeltaNet and gated full-attention layers over routed experts plus a gated
+// shared expert (llama.cpp's src/models/qwen3next.cpp and qwen35moe.cpp,
+// 2026-09-28). A layer is
+//   x += gdn(rms_norm(x) * attn_norm)        where the layer is recurrent
+//     or attn(rms_norm(x) * attn_norm)       elsewhere: every
+//                                            full_attention_interval-th layer
+//                                            (or attention.recurrent_layers)
+//   x += moe(rms_norm(x) * post_attention_norm)
+// attn: attn_q yields per head [query | gate]; per-head RMS norms of Q and K,
+// RoPE on the first rope.dimension_count dims (neox; qwen35moe: imrope with
+// rope.dimension_sections), GQA softmax attention over the F16 cache, times
+// sigmoid(gate), then attn_output.
+// moe: softmax routing, chosen weights renormalized (the reference fixes this
+// for both), plus the shared expert scaled by sigmoid(ffn_gate_inp_shexp · x).
+// The two differ in the Gated DeltaNet layer's head broadcast and beta/alpha
+// tensors (gated_delta_net.h) and the RoPE form. NextN (multi-token
+// prediction) blocks the file carries are not layers here (Hparams drops
+// them) and are never read.
+#include "engine/arch/qwen_next.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/layers/attention.h"
+#include "engine/layers/ffn.h"
+#include "engine/layers/gated_delta_net.h"
+#include "engine/layers/residual.h"
+#include "engine/layers/yarn_rope.h"
+#include "engine/ops.h"
+#include "engine/sequence_state.h"
+#include "engine/util/error.h"
+
+namespace ns {
+namespace {
+
+struct GatedAttention {
+  kernels::MatrixView wq;  // [n_head * 2 hd][n_embd]: per head query then gate
+  kernels::MatrixView wk, wv, wo;
+  std::vector<float> q_norm, k_norm;  // [hd], shared by all heads
+};
+
+struct Layer {
+  std::vector<float> attn_norm, post_norm;
+  bool recurrent = false;
+  GdnWeights gdn;       // recurrent layers
+  GatedAttention attn;  // the others
+  MoeWeights moe;
+};
+
+class QwenNext final : public Architecture {
+ public:
+  QwenNext(const Hparams& hp, TensorLoader& t) : hp_(hp), rope_(rope_params(hp)) {
+    const std::string& a = hp.arch;
+    if (!hp.is_moe()) throw Error(ErrorKind::bad_model, a + ": expert_count is missing (every layer is MoE)");
+    if (hp.head_dim_v != hp.head_dim)
+      throw Error(ErrorKind::bad_model, a + ": attention.value_length " + std::to_string(hp.head_dim_v) +
+                                            " must equal attention.key_length " + std::to_string(hp.head_dim));
+    int64_t n_rec = 0;
+    for (int64_t il = 0; il < hp.n_layer; ++il) n_rec += hp.is_recurrent(il);
+    if (n_rec > 0) gdn_ = gdn_shape(hp);
+    const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
+    shexp_width_ = hp.n_ff_shexp > 0 ? hp.n_ff_shexp : hp.n_ff;
+    if (shexp_width_ <= 0)
+      throw Error(ErrorKind::bad_model, a + ": expert_shared_feed_forward_length and feed_forward_length are missing");
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      Layer L;
+      L.attn_norm = t.vector(p + "attn_norm.weight", d);
+      L.post_norm = t.vector(p + "post_attention_norm.weight", d);
+      L.recurrent = hp.is_recurrent(il);
+      if (L.recurrent) {
+        L.gdn = load_gdn(t, p, gdn_, d);
+      } else {
+        L.attn.wq = t.matrix(p + "attn_q.weight", 2 * q_dim, d);
+        L.attn.wk = t.matrix(p + "attn_k.weight", kv_dim, d);
+        L.attn.wv = t.matrix(p + "attn_v.weight", kv_dim, d);
+        L.attn.wo = t.matrix(p + "attn_output.weight", d, q_dim);
+        L.attn.q_norm = t.vector(p + "attn_q_norm.weight", hd);
+        L.attn.k_norm = t.vector(p + "attn_k_norm.weight", hd);
+      }
+      L.moe = load_moe(t, p, hp);
+      // The reference fixes the routing for both architectures whatever the metadata says.
+      L.moe.gating = ExpertGating::softmax;
+      L.moe.normalize_weights = true;
+      L.moe.selection_bias.clear();
+      L.moe.has_shared = true;
+      L.moe.shared.gate = t.matrix(p + "ffn_gate_shexp.weight", shexp_width_, d);
+      L.moe.shared.up = t.matrix(p + "ffn_up_shexp.weight", shexp_width_, d);
+      L.moe.shared.down = t.matrix(p + "ffn_down_shexp.weight", d, shexp_width_);
+      L.moe.shared_gate_inp = t.vector(p + "ffn_gate_inp_shexp.weight", d);
+      layers_.push_back(std::move(L));
+    }
+    spdlog::info("{}: {} Gated DeltaNet layers (state {} floats per sequence each), {} attention layers", a, n_rec,
+                 gdn_.conv_floats() + gdn_.state_floats(), hp.n_layer - n_rec);
+  }
+
+  BufferSizes buffer_sizes() const override {
+    const int64_t q_dim = hp_.n_head * hp_.head_dim, kv_dim = hp_.n_head_kv * hp_.head_dim;
+    BufferSizes b;
+    b.q = std::max(2 * q_dim, gdn_.q_width());
+    b.k = std::max({kv_dim, gdn_.k_width(), delta_rule_scratch_u16(gdn_.head_dim)});
+    b.v = std::max(kv_dim, gdn_.v_width());
+    b.att = std::max(q_dim, 4 * gdn_.n_v_head);  // gdn: raw b | a, beta, g
+    b.ff = std::max(hp_.n_ff_expert, shexp_width_);
+    b.cache.k_dim = b.cache.v_dim = kv_dim;
+    b.cache.conv_floats = gdn_.conv_floats();
+    b.cache.state_floats = gdn_.state_floats();
+    for (int64_t il = 0; il < hp_.n_layer; ++il) b.cache.attends.push_back(!hp_.is_recurrent(il));
+    return b;
+  }
+
+  void layer(int64_t il, ForwardState& s) override {
+    const Layer& L = layers_[static_cast<size_t>(il)];
+    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] {
+      if (L.recurrent)
+        gdn_attention(L.gdn, gdn_, il, s);
+      else
+        attention(L.attn, il, s);
+    });
+    pre_norm_residual(s, L.post_norm, hp_.n_embd, hp_.rms_eps, [&] { moe_ffn(L.moe, s); });
+  }
+
+ private:
+  // s.xn -> s.out. s.q holds [t][head][query | gate], normed and rotated in place.
+  void attention(const GatedAttention& w, int64_t il, ForwardState& s) const {
+    const int64_t n = s.n, hd = hp_.head_dim, n_head = hp_.n_head, n_kv = hp_.n_head_kv;
+    const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
+    kernels::matmul(w.wq, s.xn.data(), n, s.q.data(), *s.pool, s.mm);
+    kernels::matmul(w.wk, s.xn.data(), n, s.k.data(), *s.pool, s.mm);
+    kernels::matmul(w.wv, s.xn.data(), n, s.v.data(), *s.pool, s.mm);
+    SequenceState& kv = *s.seqs;
+    for (int64_t t = 0; t < n; ++t) {
+      float* q = &s.q[t * 2 * q_dim];
+      float* k = &s.k[t * kv_dim];
+      for (int64_t h = 0; h < n_head; ++h) ops::rms_norm(q + h * 2 * hd, w.q_norm.data(), hd, hp_.rms_eps, q + h * 2 * hd);
+      for (int64_t h = 0; h < n_kv; ++h) ops::rms_norm(k + h * hd, w.k_norm.data(), hd, hp_.rms_eps, k + h * hd);
+      const int64_t pos = s.pos[t], seq = s.seq[t];
+      apply_rope(q, n_head, 2 * hd, pos, rope_);
+      apply_rope(k, n_kv, hd, pos, rope_);
+      kernels::quantize_row(gguf::GgmlType::F16, k, kv.k(il, seq, pos), kv_dim);
+      kernels::quantize_row(gguf::GgmlType::F16, &s.v[t * kv_dim], kv.v(il, seq, pos), kv_dim);
+    }
+    attend_cached(s.q.data(), 2 * q_dim, 2 * hd, n_head, n_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd)), il, s,
+                  s.att.data());
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t h = 0; h < n_head; ++h) {
+        const float* gate = &s.q[t * 2 * q_dim + h * 2 * hd + hd];
+        float* o = &s.att[t * q_dim + h * hd];
+        for (int64_t i = 0; i < hd; ++i) o[i] *= sigmoid(gate[i]);
+      }
+    kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
+  }
+
+  Hparams hp_;
+  RopeParams rope_;
+  GdnShape gdn_;
+  int64_t shexp_width_ = 0;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Architecture> make_qwen_next(const Hparams& hp, TensorLoader& loader) {
+  return std::make_unique<QwenNext>(hp, loader);
+}
+
+}  // namespace ns

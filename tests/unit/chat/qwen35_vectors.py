@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# Writes qwen35_vectors.json: conversations rendered by Qwen 3.5's own Jinja
+# template (the reference's models/templates/Qwen3.5-4B.jinja, not in this
+# repo) with Python jinja2, given what llama.cpp's server gives a template:
+# messages, add_generation_prompt, bos_token, eos_token, enable_thinking (true,
+# the server's default; the template then opens a think section). No tools.
+#   python3 tests/unit/chat/qwen35_vectors.py /var/tmp/ref/llama.cpp/models/templates/Qwen3.5-4B.jinja \
+#       > tests/unit/chat/qwen35_vectors.json
+import json
+import sys
+
+import jinja2
+import jinja2.ext
+import jinja2.sandbox
+
+
+def raise_exception(message):
+    raise jinja2.exceptions.TemplateError(message)
+
+
+CONVERSATIONS = [
+    ("system and user", [
+        {"role": "system", "content": "You are a helpful assistant"},
+        {"role": "user", "content": "Hello"},
+    ]),
+    ("user only, spaces trimmed", [
+        {"role": "user", "content": "  Continue: once upon a time \n"},
+    ]),
+    ("multi-turn: replies before the last query plain, after it with a think section", [
+        {"role": "system", "content": "You are a helpful assistant"},
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi there"},
+        {"role": "user", "content": "Who are you"},
+        {"role": "assistant", "content": "<think>\nThe user asks.\n</think>\n\nI am an assistant"},
+        {"role": "user", "content": "Another question"},
+    ]),
+    ("ends with an assistant turn that thought", [
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "<think>add</think>\n4"},
+    ]),
+    ("tool results share a user turn; the query is the last real user message", [
+        {"role": "system", "content": "Use tools."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "Let me check."},
+        {"role": "tool", "content": "{\"temp\": 21}"},
+        {"role": "tool", "content": " sunny "},
+        {"role": "assistant", "content": "It is 21 and sunny."},
+        {"role": "user", "content": "<tool_response>\nlate\n</tool_response>"},
+    ]),
+    ("quotes, unicode, markers as text", [
+        {"role": "user", "content": "a < b && c > d\n\nÜnïcödé: 日本語, emoji 🙂, <|im_end|> \"q\""},
+        {"role": "assistant", "content": "\n\"quoted\" & done\n"},
+        {"role": "user", "content": "ok"},
+    ]),
+]
+
+
+def main():
+    source = open(sys.argv[1], encoding="utf-8").read()
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env.globals["raise_exception"] = raise_exception
+    template = env.from_string(source)
+    cases = []
+    for name, messages in CONVERSATIONS:
+        for add_generation_prompt in (True, False):
+            text = template.render(messages=messages, add_generation_prompt=add_generation_prompt,
+                                   bos_token="", eos_token="<|im_end|>", enable_thinking=True)
+            cases.append({"name": name, "add_generation_prompt": add_generation_prompt,
+                          "messages": messages, "expected": text})
+    json.dump({"note": "Rendered by tests/unit/chat/qwen35_vectors.py with Python jinja2 " + jinja2.__version__ +
+               " from the reference's models/templates/Qwen3.5-4B.jinja (llama.cpp of 2026-09-28), "
+               "enable_thinking=true, no tools.",
+               "cases": cases}, sys.stdout, ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

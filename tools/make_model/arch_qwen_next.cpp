@@ -1,0 +1,211 @@
+// qwen3next (Qwen3-Next) and qwen35moe (Qwen3.5 MoE) shapes: Gated DeltaNet
+// layers with a gated full-attention layer every --full-attn-every layers,
+// every layer MoE (--n-ff per routed expert) with a shared expert of
+// --qn-n-ff-shexp behind a sigmoid gate. Names, shapes and metadata as
+// llama.cpp's converter (conversion/qwen.py, 2026-09-28) writes them: attn_q
+// twice the query width (per head query then gate), attn_qkv/attn_gate for the
+// delta-net projections, ssm_conv1d [d_conv, conv channels], ssm_a holding
+// -exp(A_log), qwen3next's beta/alpha as one ssm_ba (per key head: the b of its
+// value heads, then their a), qwen35moe's as ssm_beta and ssm_alpha, and
+// qwen35moe's rope.dimension_sections. Norm weights are written as the
+// converter leaves them (its +1 is folded in already). --qn-nextn-layers appends
+// NextN blocks as the converter does (block_count counts them,
+// nextn_predict_layers says how many); --qn-layer-types writes
+// attention.recurrent_layers as a config with layer_types gets.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/util/error.h"
+#include "tools/make_model/architecture.h"
+#include "tools/make_model/plan_builder.h"
+
+namespace ns::make_model {
+namespace {
+
+struct QwenNextFlags {
+  uint32_t full_attn_every = 4;  // layer il is full attention when (il + 1) % N == 0 (Qwen3-Next: 4)
+  uint32_t head_dim = 64;        // full-attention head size
+  uint32_t rope_dim = 16;        // rotated dims per head (the checkpoints rotate a quarter)
+  uint32_t gdn_head_dim = 32;    // delta-net key = value head size (ssm.state_size)
+  uint32_t gdn_k_heads = 2;      // ssm.group_count
+  uint32_t gdn_v_heads = 4;      // ssm.time_step_rank
+  uint32_t d_conv = 4;
+  uint32_t n_ff_shexp = 128;
+  std::vector<int32_t> rope_sections = {3, 3, 2, 0};  // qwen35moe (Qwen3.5: 11, 11, 10, 0 of 32 pairs)
+  uint32_t nextn = 0;          // NextN (multi-token prediction) blocks appended after the trunk
+  bool layer_types = false;    // write attention.recurrent_layers (as for a config with layer_types)
+
+  bool is_attention(uint32_t il) const { return (il + 1) % full_attn_every == 0; }
+};
+
+// One flag set for both architectures (each flag must be unique on the command line).
+QwenNextFlags& flags() {
+  static QwenNextFlags f;
+  return f;
+}
+
+class QwenNextArchitecture : public Architecture {
+ public:
+  explicit QwenNextArchitecture(bool qwen35) : qwen35_(qwen35) {}
+  std::string name() const override { return qwen35_ ? "qwen35moe" : "qwen3next"; }
+
+  void add_flags(CLI::App& app) override {
+    if (app.get_option_no_throw("--full-attn-every") != nullptr) return;
+    QwenNextFlags& f = flags();
+    const std::string g = "qwen3next, qwen35moe";
+    app.add_option("--full-attn-every", f.full_attn_every, "qwen3next/35moe: every Nth layer is full attention")
+        ->capture_default_str()->group(g);
+    app.add_option("--qn-head-dim", f.head_dim, "qwen3next/35moe: full-attention head size")->capture_default_str()->group(g);
+    app.add_option("--qn-rope-dim", f.rope_dim, "qwen3next/35moe: rotated dims per attention head")
+        ->capture_default_str()->group(g);
+    app.add_option("--gdn-head-dim", f.gdn_head_dim, "qwen3next/35moe: Gated DeltaNet head size")
+        ->capture_default_str()->group(g);
+    app.add_option("--gdn-k-heads", f.gdn_k_heads, "qwen3next/35moe: Gated DeltaNet key heads")
+        ->capture_default_str()->group(g);
+    app.add_option("--gdn-v-heads", f.gdn_v_heads, "qwen3next/35moe: Gated DeltaNet value heads (a multiple of the key heads)")
+        ->capture_default_str()->group(g);
+    app.add_option("--gdn-conv-kernel", f.d_conv, "qwen3next/35moe: short convolution taps")->capture_default_str()->group(g);
+    app.add_option("--qn-n-ff-shexp", f.n_ff_shexp, "qwen3next/35moe: shared expert width")->capture_default_str()->group(g);
+    app.add_option("--qn-rope-sections", f.rope_sections, "qwen35moe: rope.dimension_sections (4 numbers)")
+        ->delimiter(',')->capture_default_str()->group(g);
+    app.add_option("--qn-nextn-layers", f.nextn, "qwen3next/35moe: NextN (MTP) blocks after --n-layer (never run)")
+        ->capture_default_str()->group(g);
+    app.add_option("--qn-layer-types", f.layer_types,
+                   "qwen3next/35moe: also write attention.recurrent_layers, one flag per block (true/false)")
+        ->capture_default_str()->group(g);
+  }
+
+  void validate(const Shape& s) const override {
+    const QwenNextFlags& f = flags();
+    auto bad = [this](const std::string& m) { throw Error(ErrorKind::invalid_input, name() + ": " + m); };
+    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0 || s.n_ctx == 0)
+      bad("--n-embd, --n-layer, --n-head, --n-head-kv, --n-ff and --n-ctx must be positive");
+    if (s.n_head % s.n_head_kv != 0) bad("--n-head must be a multiple of --n-head-kv");
+    if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
+      bad("every layer is MoE: --n-expert and --n-expert-used (1..--n-expert) are required");
+    if (f.full_attn_every == 0) bad("--full-attn-every must be positive (1: every layer full attention)");
+    if (f.head_dim == 0 || f.rope_dim == 0 || f.rope_dim % 2 || f.rope_dim > f.head_dim)
+      bad("--qn-rope-dim must be even and between 2 and --qn-head-dim");
+    if (f.gdn_head_dim == 0 || f.gdn_k_heads == 0 || f.gdn_v_heads % f.gdn_k_heads != 0 || f.gdn_v_heads == 0)
+      bad("--gdn-head-dim, --gdn-k-heads must be positive and --gdn-v-heads a multiple of --gdn-k-heads");
+    if (f.d_conv == 0 || f.n_ff_shexp == 0) bad("--gdn-conv-kernel and --qn-n-ff-shexp must be positive");
+    if (qwen35_) {
+      if (f.rope_sections.size() != 4) bad("--qn-rope-sections takes 4 numbers");
+      int32_t sum = 0;
+      for (int32_t v : f.rope_sections) {
+        if (v < 0) bad("--qn-rope-sections must not be negative");
+        sum += v;
+      }
+      if (sum == 0 || sum > static_cast<int32_t>(f.head_dim))
+        bad("--qn-rope-sections must sum to between 1 and --qn-head-dim");
+    }
+  }
+
+  void add_metadata(gguf::GgufWriter& w, const Shape& s) const override {
+    using namespace gguf;
+    const QwenNextFlags& f = flags();
+    const std::string a = name() + ".";
+    w.set(a + "context_length", val::u32(s.n_ctx));
+    w.set(a + "embedding_length", val::u32(s.n_embd));
+    w.set(a + "block_count", val::u32(s.n_layer + f.nextn));
+    w.set(a + "feed_forward_length", val::u32(s.n_ff));
+    w.set(a + "attention.head_count", val::u32(s.n_head));
+    w.set(a + "attention.head_count_kv", val::u32(s.n_head_kv));
+    w.set(a + "rope.freq_base", val::f32(s.rope_base));
+    w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
+    w.set(a + "attention.key_length", val::u32(f.head_dim));
+    w.set(a + "attention.value_length", val::u32(f.head_dim));
+    w.set(a + "expert_count", val::u32(s.n_expert));
+    w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));
+    w.set(a + "expert_shared_feed_forward_length", val::u32(f.n_ff_shexp));
+    w.set(a + "ssm.conv_kernel", val::u32(f.d_conv));
+    w.set(a + "ssm.state_size", val::u32(f.gdn_head_dim));
+    w.set(a + "ssm.group_count", val::u32(f.gdn_k_heads));
+    w.set(a + "ssm.time_step_rank", val::u32(f.gdn_v_heads));
+    w.set(a + "ssm.inner_size", val::u32(f.gdn_head_dim * f.gdn_v_heads));
+    if (f.layer_types) {  // the NextN blocks are attention blocks: false
+      std::vector<Value> flags;
+      for (uint32_t il = 0; il < s.n_layer + f.nextn; ++il) flags.push_back(val::boolean(il < s.n_layer && !f.is_attention(il)));
+      w.set(a + "attention.recurrent_layers", val::array(ValueType::BOOL, std::move(flags)));
+    }
+    w.set(a + "full_attention_interval", val::u32(f.full_attn_every));
+    w.set(a + "rope.dimension_count", val::u32(f.rope_dim));
+    if (qwen35_) w.set(a + "rope.dimension_sections", val::i32_array(f.rope_sections));
+    if (f.nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.nextn));
+    w.set(a + "vocab_size", val::u32(s.n_vocab));
+  }
+
+  std::vector<TensorPlan> tensors(const Shape& s) const override {
+    const QwenNextFlags& f = flags();
+    const uint64_t n_embd = s.n_embd, n_ff = s.n_ff, n_expert = s.n_expert, shexp = f.n_ff_shexp;
+    const uint64_t hd = f.head_dim, q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
+    const uint64_t S = f.gdn_head_dim, n_v = f.gdn_v_heads, key_dim = S * f.gdn_k_heads, value_dim = S * n_v;
+    const uint64_t conv_dim = 2 * key_dim + value_dim;
+    PlanBuilder p(s.n_layer);
+    p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
+    p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+    if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
+    for (uint32_t i = 0; i < s.n_layer + f.nextn; ++i) {
+      const std::string b = "blk." + std::to_string(i) + ".";
+      const bool nextn = i >= s.n_layer;  // a full-attention block plus the NextN projections
+      if (nextn) {
+        p.add(b + "nextn.eh_proj.weight", {2 * n_embd, n_embd}, PlanBuilder::proj(2 * n_embd));
+        p.add(b + "nextn.enorm.weight", {n_embd}, PlanBuilder::norm(), true);
+        p.add(b + "nextn.hnorm.weight", {n_embd}, PlanBuilder::norm(), true);
+        p.add(b + "nextn.shared_head_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      }
+      p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      if (nextn || f.is_attention(i)) {
+        p.add(b + "attn_q.weight", {n_embd, 2 * q_dim}, PlanBuilder::proj(n_embd));
+        p.add(b + "attn_k.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
+        p.add(b + "attn_v.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
+        p.add(b + "attn_output.weight", {q_dim, n_embd}, p.to_residual(q_dim));
+        p.add(b + "attn_q_norm.weight", {hd}, PlanBuilder::norm(), true);
+        p.add(b + "attn_k_norm.weight", {hd}, PlanBuilder::norm(), true);
+      } else {
+        p.add(b + "attn_qkv.weight", {n_embd, conv_dim}, PlanBuilder::proj(n_embd));
+        p.add(b + "attn_gate.weight", {n_embd, value_dim}, PlanBuilder::proj(n_embd));
+        // Each channel's taps are a row: centred like every "normal" row.
+        p.add(b + "ssm_conv1d.weight", {f.d_conv, conv_dim}, Init{Init::Kind::normal, 1.0f / std::sqrt(float(f.d_conv))},
+              true);
+        p.add(b + "ssm_dt.bias", {n_v}, Init{Init::Kind::normal, 0.5f}, true);
+        // ssm_a = -exp(A_log) < 0, one per value head: -1, -1.5, -2, -2.5, -1, ... (exact, seed-independent).
+        TensorPlan a{b + "ssm_a", {n_v}, Init{Init::Kind::normal, 1.0f}, true};
+        a.fill = [](uint64_t, uint64_t, float* out, int64_t n) {
+          for (int64_t k = 0; k < n; ++k) out[k] = -(1.0f + 0.5f * float(k % 4));
+        };
+        p.add(std::move(a));
+        if (qwen35_) {
+          p.add(b + "ssm_beta.weight", {n_embd, n_v}, PlanBuilder::proj(n_embd));
+          p.add(b + "ssm_alpha.weight", {n_embd, n_v}, PlanBuilder::proj(n_embd));
+        } else {
+          p.add(b + "ssm_ba.weight", {n_embd, 2 * n_v}, PlanBuilder::proj(n_embd));
+        }
+        p.add(b + "ssm_norm.weight", {S}, PlanBuilder::norm(), true);
+        p.add(b + "ssm_out.weight", {value_dim, n_embd}, p.to_residual(value_dim));
+      }
+      p.add(b + "post_attention_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      p.add(b + "ffn_gate_inp.weight", {n_embd, n_expert}, PlanBuilder::proj(n_embd), true);
+      p.add(b + "ffn_gate_exps.weight", {n_embd, n_ff, n_expert}, PlanBuilder::proj(n_embd), false, true);
+      p.add(b + "ffn_up_exps.weight", {n_embd, n_ff, n_expert}, PlanBuilder::proj(n_embd), false, true);
+      p.add(b + "ffn_down_exps.weight", {n_ff, n_embd, n_expert}, p.to_residual(n_ff), false, true);
+      p.add(b + "ffn_gate_inp_shexp.weight", {n_embd}, PlanBuilder::proj(n_embd), true);
+      p.add(b + "ffn_gate_shexp.weight", {n_embd, shexp}, PlanBuilder::proj(n_embd));
+      p.add(b + "ffn_up_shexp.weight", {n_embd, shexp}, PlanBuilder::proj(n_embd));
+      p.add(b + "ffn_down_shexp.weight", {shexp, n_embd}, p.to_residual(shexp));
+    }
+    return p.take();
+  }
+
+ private:
+  bool qwen35_;
+};
+
+const ArchitectureRegistrar kRegisterNext(std::make_unique<QwenNextArchitecture>(false));
+const ArchitectureRegistrar kRegister35(std::make_unique<QwenNextArchitecture>(true));
+
+}  // namespace
+}  // namespace ns::make_model
