@@ -15,7 +15,7 @@ class GgufFile;
 
 namespace ns {
 
-enum class RopeType { norm, neox };  // adjacent pairs (llama, deepseek2) or split halves (neox: qwen)
+enum class RopeType { norm, neox };  // adjacent pairs (llama, deepseek2) or split halves (neox: qwen, glm4moe)
 enum class RopeScaling { none, linear, yarn };
 // How router logits become expert probabilities (`expert_gating_func`: 1 softmax, 2 sigmoid).
 enum class ExpertGating { softmax, sigmoid };
@@ -26,7 +26,10 @@ struct Hparams {
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;      // context_length
   int64_t n_embd = 0;           // embedding_length
-  int64_t n_layer = 0;          // block_count
+  // The layers that run: block_count minus the trailing multi-token-prediction
+  // blocks (nextn_predict_layers), which the reference's graph also leaves out.
+  int64_t n_layer = 0;
+  int64_t n_layer_nextn = 0;    // nextn_predict_layers: blocks n_layer.. are NextN (MTP) blocks, never loaded
   int64_t n_head = 0;           // attention.head_count
   int64_t n_head_kv = 0;        // attention.head_count_kv (the largest, when the file gives one per layer)
   // attention.head_count_kv as a per-layer array (hybrid models: 0 marks a

@@ -57,12 +57,12 @@ void check_io_mode(const std::string& io_mode) {
   if (io_mode != "mmap") stream::parse_io_mode(io_mode);
 }
 
-std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const StreamingOptions& opts,
-                                                 const StreamingFootprint& fp) {
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::span<const gguf::TensorInfo> tensors,
+                                                 const StreamingOptions& opts, const StreamingFootprint& fp) {
   check_io_mode(opts.io_mode);
   const stream::CachePolicy policy = stream::parse_cache_policy(opts.cache_policy);
   auto ws = std::make_unique<WeightStreaming>();
-  ws->layout = stream::ExpertLayout::from_tensors(f.tensors(), f.path());
+  ws->layout = stream::ExpertLayout::from_tensors(tensors, f.path());
   if (opts.io_mode == "mmap") {
     spdlog::info("{}: io_mode mmap: weights are read through the page cache; memory_budget is not enforced",
                  f.path());
@@ -82,7 +82,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const 
   in.activation_bytes = fp.activation_bytes;
   in.io_buffer_bytes = 0;  // experts are read straight into cache slots
   in.overhead_bytes = fp.overhead_bytes + kRuntimeSlack;
-  ws->plan = stream::plan_budget(f.tensors(), ws->layout, in, f.path());
+  ws->plan = stream::plan_budget(tensors, ws->layout, in, f.path());
   ws->planned = true;
   spdlog::info("memory plan for {}:\n{}", f.path(), ws->plan.describe());
   if (ws->layout.n_moe_layers() == 0 || opts.plan_only) return ws;

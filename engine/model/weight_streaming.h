@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "engine/forward_state.h"
@@ -75,8 +76,11 @@ struct WeightStreaming {
 
 void check_io_mode(const std::string& io_mode);  // throws Error(invalid_input) naming the accepted modes
 
-std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const StreamingOptions& opts,
-                                                 const StreamingFootprint& footprint);
+// `tensors` are the ones the model reads (Model::tensors()): the expert layout
+// and the plan cover those only, so tensors a file carries but the model skips
+// (NextN blocks) are neither streamed nor counted.
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::span<const gguf::TensorInfo> tensors,
+                                                 const StreamingOptions& opts, const StreamingFootprint& footprint);
 
 // Points s at the cache and the per-layer routers (for prediction); s's MoE
 // buffers must already be sized.
