@@ -34,6 +34,8 @@ kl_shape="--arch kimi-linear --n-embd 256 --n-layer 6 --n-head 4 --n-ff 512 --n-
  --mla-every 3 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 256 --n-ctx 4096 --seed 7"
 k3_shape="--arch kimi-k3 --n-embd 256 --n-layer 6 --n-head 4 --n-ff 512 --n-expert 16 --n-expert-used 4 \
  --mla-every 3 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 256 --n-ctx 4096 --seed 7"
+glm_shape="--arch glm4moe --n-embd 256 --n-layer 4 --n-head 4 --n-head-kv 2 --glm-head-dim 64 --n-ff 512 --n-expert 16 \
+ --n-expert-used 4 --glm-n-ff-expert 128 --glm-nextn-layers 1 --rope-base 1000000 --n-ctx 4096 --seed 7"
 models=(
   "tiny-kimi-linear-f32#0.002#0#$kl_shape --type F32"
   "tiny-kimi-linear-q8_0#0.05#0.03#$kl_shape --type Q8_0"
@@ -43,6 +45,11 @@ models=(
   "tiny-kimi-k3-plain-f32#0.002#0#$k3_shape --attn-res-block 0 --expert-latent 0 --attn-gate false --kda-lower-bound 0 --type F32"
   "tiny-kimi-k3-mxfp4#0.15#0.03#$k3_shape --attn-res-block 2 --expert-latent 128 --type Q8_0 --tensor-type _exps=MXFP4"
   "tiny-kimi-k3-kquant#0.15#0.03#$k3_shape --attn-res-block 2 --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_q.weight=Q5_K --tensor-type attn_k.weight=Q5_K --tensor-type attn_v.weight=Q5_K"
+)
+models+=(
+  "tiny-glm4moe-f32#0.002#0#$glm_shape --type F32"
+  "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"
+  "tiny-glm4moe-kquant#0.15#0.03#$glm_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type attn_(q|k|v).weight=Q5_K --vocab-pre glm4"
 )
 [ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # one more "name#tolerance#outliers#arguments"
 
