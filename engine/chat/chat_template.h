@@ -33,8 +33,8 @@ struct ChatMessage {
 };
 
 // The families nightshift renders. Each has the name llama.cpp gives it, but
-// for kimi-k3, which llama.cpp's built-in list lacks (its server recognises the
-// template in common/chat.cpp and renders the Jinja itself).
+// for kimi-k3 and glm-4.5, which llama.cpp's built-in list lacks (its server
+// renders their Jinja itself).
 enum class ChatTemplate {
   chatml,             // "chatml": <|im_start|>role\n...<|im_end|>\n (Qwen 1.5-3, Yi, OpenHermes, ...)
   llama2,             // "llama2": [INST] ... [/INST], system folded into the first turn
@@ -53,6 +53,8 @@ enum class ChatTemplate {
   kimi_k2,            // "kimi-k2": <|im_user|>user<|im_middle|>...<|im_end|> (Kimi K2)
   kimi_k3,            // "kimi-k3": <|open|>message role="user"<|sep|>...<|close|>message<|sep|><|end_of_msg|>
                       //   (Kimi K3; llama.cpp renders it through its Jinja path only, see chat_render.cpp)
+  glm45,              // "glm-4.5": [gMASK]<sop><|user|>\n...<|assistant|>\n<think></think>\n... (GLM-4.5, 4.6:
+                      //   their Jinja template; llama.cpp's built-in "chatglm4" writes these markers differently)
 };
 
 // llama.cpp's name for a family.
@@ -67,8 +69,10 @@ std::optional<ChatTemplate> template_from_name(std::string_view name);
 // llama.cpp's name for the family of `template_text` (a Jinja template, or a
 // family name), as llm_chat_detect_template would choose it, including the
 // families nightshift does not render ("phi3", "gemma", ...). "" if llama.cpp
-// would not recognise it either. One addition: a template llama.cpp's chain
-// leaves unrecognised but that has Kimi K3's markers is "kimi-k3".
+// would not recognise it either. Two additions: a template llama.cpp's chain
+// leaves unrecognised but that has Kimi K3's markers is "kimi-k3", and GLM-4.5
+// and 4.6's template (llama.cpp's "chatglm4" markers plus their empty think
+// section) is "glm-4.5".
 std::string detect_family_name(const std::string& template_text);
 
 // The family of `template_text_or_name`, if nightshift renders it.
