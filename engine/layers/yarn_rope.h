@@ -5,7 +5,7 @@
 // on a ramp between the correction dims, and cos/sin are scaled by the
 // magnitude factor. Without scaling this is plain RoPE.
 //
-// Used by the architectures that can carry YaRN metadata (deepseek2, qwen*moe).
+// Used by the architectures that can carry YaRN metadata (deepseek2, qwen*moe, glm4moe).
 #pragma once
 
 #include <cstdint>
