@@ -233,7 +233,7 @@ void model_info_command(const ModelInfoArgs& a) {
   uint64_t params = 0, active = 0, resident_bytes = 0, expert_bytes_one_layer = 0;
   int first_moe_layer = -1;
   json types = json::object();
-  for (const auto& t : f.tensors()) {
+  for (const auto& t : model->tensors()) {  // the file's, less what the model skips (NextN blocks)
     const std::string type(gguf::type_name(t.type));
     params += t.n_elements();
     types[type] = types.value(type, 0) + 1;
@@ -255,7 +255,8 @@ void model_info_command(const ModelInfoArgs& a) {
             {"file_bytes", f.file_size()},
             {"parameters", params},
             {"active_parameters_per_token", active},
-            {"tensors", f.tensors().size()},
+            {"tensors", model->tensors().size()},
+            {"tensors_not_loaded", f.tensors().size() - model->tensors().size()},
             {"tensor_types", types},
             {"n_layer", hp.n_layer},
             {"n_embd", hp.n_embd},

@@ -1,6 +1,7 @@
 // Maps general.architecture to the file that implements it.
 #include "engine/arch/architecture.h"
 #include "engine/arch/deepseek2.h"
+#include "engine/arch/glm4_moe.h"
 #include "engine/arch/kimi_k3.h"
 #include "engine/arch/kimi_linear.h"
 #include "engine/arch/llama.h"
@@ -10,7 +11,9 @@
 
 namespace ns {
 
-const char* supported_architectures() { return "llama, deepseek2, kimi-linear, kimi-k3, qwen2moe, qwen3moe, qwen3next, qwen35moe"; }
+const char* supported_architectures() {
+  return "llama, deepseek2, kimi-linear, kimi-k3, qwen2moe, qwen3moe, qwen3next, qwen35moe, glm4moe";
+}
 
 std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
   if (hp.arch == "llama") {
@@ -25,6 +28,7 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
   if (hp.arch == "kimi-k3") return make_kimi_k3(hp, loader, options.mla_expanded_cache);
   if (hp.arch == "qwen2moe" || hp.arch == "qwen3moe") return make_qwen_moe(hp, loader);
   if (hp.arch == "qwen3next" || hp.arch == "qwen35moe") return make_qwen_next(hp, loader);
+  if (hp.arch == "glm4moe") return make_glm4_moe(hp, loader);
   throw Error(ErrorKind::bad_model, "architecture '" + hp.arch + "' is not supported by this build (supported: " +
                                         supported_architectures() + ")");
 }

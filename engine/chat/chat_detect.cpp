@@ -65,6 +65,7 @@ std::string detect_family_name(const std::string& text) {
     if (text == name) return std::string(name);
   if (text == template_name(ChatTemplate::kimi_k3)) return text;  // nightshift's names; see chat_template.h
   if (text == template_name(ChatTemplate::qwen35)) return text;
+  if (text == template_name(ChatTemplate::glm45)) return text;
 
   const Markers m(text);
   if (m.has("<|im_start|>")) {
@@ -78,7 +79,11 @@ std::string detect_family_name(const std::string& text) {
   }
   if (m.starts_with("mistral") || m.has("[INST]")) return detect_inst_family(m);
   if (m.has_all({"<|assistant|>", "<|end|>"})) return "phi3";
-  if (m.has("[gMASK]<sop>")) return "chatglm4";
+  if (m.has("[gMASK]<sop>")) {
+    // GLM-4.5 / 4.6 (an empty think section before each reply) are rendered as their Jinja does (chat_render.cpp).
+    if (m.has("'\\n<think></think>'")) return template_name(ChatTemplate::glm45);
+    return "chatglm4";
+  }
   if (m.has_all({"<|assistant|>", "<|user|>"})) return m.has("</s>") ? "falcon3" : "glmedge";
   if (m.has_all({"<|{{ item['role'] }}|>", "<|begin_of_image|>"})) return "glmedge";
   if (m.has_all({"<|user|>", "<|endoftext|>"})) return "zephyr";

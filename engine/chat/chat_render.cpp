@@ -1,7 +1,8 @@
 // Rendering a conversation in each family, as llama.cpp's built-in renderer
 // (llm_chat_apply_template in src/llama-chat.cpp) writes it: the same markers,
 // spaces, newlines and trimming, so prompts match llama.cpp's byte for byte.
-// Kimi K3, which has no built-in renderer there, follows its Jinja template.
+// Kimi K3 and GLM-4.5, which have no built-in renderer there (llama.cpp's
+// "chatglm4" is not GLM-4.5's format), follow their Jinja templates.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,8 +27,9 @@ std::string trim(std::string_view s) {
 
 bool renders_tool_role(ChatTemplate t) {
   // These put the role's name in the turn header; the others have no place for it.
+  // glm-4.5 renders tool results as <|observation|> turns.
   return t == ChatTemplate::chatml || t == ChatTemplate::llama3 || t == ChatTemplate::kimi_k2 ||
-         t == ChatTemplate::qwen35;
+         t == ChatTemplate::qwen35 || t == ChatTemplate::glm45;
 }
 
 void check_messages(ChatTemplate t, const Messages& messages) {
@@ -261,6 +263,92 @@ std::string render_qwen35(const Messages& messages, bool add_assistant) {
   return out;
 }
 
+// The length of the whitespace code point (Python's str.isspace: ASCII
+// whitespace, U+001C-U+001F, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028,
+// U+2029, U+202F, U+205F, U+3000) that starts at s[i], or 0.
+size_t py_space_at(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  if (is_c_space(s[i]) || (b(0) >= 0x1c && b(0) <= 0x1f)) return 1;
+  if (b(0) == 0xc2 && (b(1) == 0x85 || b(1) == 0xa0)) return 2;
+  if (b(0) == 0xe1 && b(1) == 0x9a && b(2) == 0x80) return 3;                  // U+1680
+  if (b(0) == 0xe2 && b(1) == 0x80 && (b(2) <= 0x8a || b(2) == 0xa8 || b(2) == 0xa9 || b(2) == 0xaf)) return 3;
+  if (b(0) == 0xe2 && b(1) == 0x81 && b(2) == 0x9f) return 3;                  // U+205F
+  if (b(0) == 0xe3 && b(1) == 0x80 && b(2) == 0x80) return 3;                  // U+3000
+  return 0;
+}
+
+// Python's str.strip() on UTF-8 text.
+std::string py_strip(std::string_view s) {
+  size_t begin = 0;
+  while (begin < s.size()) {
+    const size_t n = py_space_at(s, begin);
+    if (n == 0) break;
+    begin += n;
+  }
+  size_t end = s.size();
+  while (end > begin) {
+    size_t start = end - 1;  // the last code point: back over continuation bytes
+    while (start > begin && (static_cast<unsigned char>(s[start]) & 0xc0) == 0x80) --start;
+    if (py_space_at(s.substr(0, end), start) != end - start) break;
+    end = start;
+  }
+  return std::string(s.substr(begin, end - begin));
+}
+
+std::string_view strip_newlines(std::string_view s, bool left) {
+  if (left)
+    while (!s.empty() && s.front() == '\n') s.remove_prefix(1);
+  else
+    while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
+  return s;
+}
+
+// GLM-4.5 and 4.6 follow their Jinja template (the reference's
+// models/templates/GLM-4.6.jinja; llama.cpp's built-in "chatglm4" renderer
+// writes "<|assistant|>\n" and no think sections, which is not what these
+// models were trained on), for text messages and no tools, with thinking on
+// (enable_thinking true, llama.cpp's server default): [gMASK]<sop> (GLM's
+// GGUFs add no BOS of their own), then <|system|>\n, <|user|>\n followed by
+// the content as given; an assistant reply is <|assistant|>, a think section
+// (empty, or the reply's own <think>...</think> part when it comes after the
+// last user message) and the rest of the reply stripped; tool results are
+// <|observation|> turns. The generation prompt is <|assistant|>: the model
+// then opens its think section. Checked against that template's output:
+// tests/unit/chat/glm45_vectors.json.
+std::string render_glm45(const Messages& messages, bool add_assistant) {
+  size_t last_user = messages.size();  // none
+  for (size_t i = 0; i < messages.size(); ++i)
+    if (messages[i].role == "user") last_user = i;
+  std::string out = "[gMASK]<sop>";
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "user") {
+      out += "<|user|>\n" + m.content;
+    } else if (m.role == "system") {
+      out += "<|system|>\n" + m.content;
+    } else if (m.role == "tool") {
+      if (i == 0 || messages[i - 1].role != "tool") out += "<|observation|>";
+      out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
+    } else {  // assistant: "<think>reasoning</think>answer" splits as the template splits it
+      std::string_view content = m.content, reasoning;
+      const size_t close = content.find("</think>");
+      if (close != std::string_view::npos) {
+        reasoning = strip_newlines(content.substr(0, close), false);
+        const size_t open = reasoning.rfind("<think>");
+        if (open != std::string_view::npos) reasoning.remove_prefix(open + 7);
+        reasoning = strip_newlines(reasoning, true);
+        content = strip_newlines(content.substr(content.rfind("</think>") + 8), true);
+      }
+      const bool after_last_user = last_user == messages.size() || i > last_user;
+      out += "<|assistant|>\n<think>" + (after_last_user ? py_strip(reasoning) : std::string()) + "</think>";
+      const std::string answer = py_strip(content);
+      if (!answer.empty()) out += "\n" + answer;
+    }
+  }
+  if (add_assistant) out += "<|assistant|>";
+  return out;
+}
+
 }  // namespace
 
 std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, bool add_assistant) {
@@ -282,6 +370,7 @@ std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages
     case ChatTemplate::kimi_k2: return render_kimi_k2(messages, add_assistant);
     case ChatTemplate::kimi_k3: return render_kimi_k3(messages, add_assistant);
     case ChatTemplate::qwen35: return render_qwen35(messages, add_assistant);
+    case ChatTemplate::glm45: return render_glm45(messages, add_assistant);
   }
   throw Error(ErrorKind::internal, "render_chat: unhandled chat template family");
 }

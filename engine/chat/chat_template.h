@@ -33,8 +33,8 @@ struct ChatMessage {
 };
 
 // The families nightshift renders. Each has the name llama.cpp gives it, but
-// for kimi-k3, which llama.cpp's built-in list lacks (its server recognises the
-// template in common/chat.cpp and renders the Jinja itself).
+// for kimi-k3 and glm-4.5, which llama.cpp's built-in list lacks (its server
+// renders their Jinja itself).
 enum class ChatTemplate {
   chatml,             // "chatml": <|im_start|>role\n...<|im_end|>\n (Qwen 1.5-3, Yi, OpenHermes, ...)
   llama2,             // "llama2": [INST] ... [/INST], system folded into the first turn
@@ -57,6 +57,8 @@ enum class ChatTemplate {
                       //   after the last user query carry a <think>...</think> section, tool results go in
                       //   <tool_response> blocks of a user turn (Qwen 3.5; llama.cpp's built-in chain says
                       //   chatml, its server renders the Jinja: see chat_render.cpp)
+  glm45,              // "glm-4.5": [gMASK]<sop><|user|>\n...<|assistant|>\n<think></think>\n... (GLM-4.5, 4.6:
+                      //   their Jinja template; llama.cpp's built-in "chatglm4" writes these markers differently)
 };
 
 // llama.cpp's name for a family.
@@ -71,10 +73,11 @@ std::optional<ChatTemplate> template_from_name(std::string_view name);
 // llama.cpp's name for the family of `template_text` (a Jinja template, or a
 // family name), as llm_chat_detect_template would choose it, including the
 // families nightshift does not render ("phi3", "gemma", ...). "" if llama.cpp
-// would not recognise it either. One addition: a template llama.cpp's chain
-// leaves unrecognised but that has Kimi K3's markers is "kimi-k3", and a
-// ChatML template with Qwen 3.5's thinking and tool-call markers is "qwen3.5"
-// (llama.cpp's chain says "chatml").
+// would not recognise it either. Additions: a template llama.cpp's chain
+// leaves unrecognised but that has Kimi K3's markers is "kimi-k3"; a ChatML
+// template with Qwen 3.5's thinking and tool-call markers is "qwen3.5"
+// (llama.cpp's chain says "chatml"); GLM-4.5 and 4.6's template (llama.cpp's
+// "chatglm4" markers plus their empty think section) is "glm-4.5".
 std::string detect_family_name(const std::string& template_text);
 
 // The family of `template_text_or_name`, if nightshift renders it.

@@ -151,22 +151,19 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
   }
 }
 
-void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardState& s) {
+namespace {
+
+// The part every GQA variant shares once s.q, s.k, s.v hold the rotated
+// projections: K/V into the cache, each query head against its group's cached
+// keys and values, then the output projection into s.out.
+void attend_gqa(const kernels::MatrixView& wo, const Hparams& hp, int64_t il, ForwardState& s) {
   const int64_t n = s.n, hd = hp.head_dim, n_head = hp.n_head, n_kv = hp.n_head_kv;
   const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
-  kernels::matmul(w.wq, s.xn.data(), n, s.q.data(), *s.pool, s.mm);
-  kernels::matmul(w.wk, s.xn.data(), n, s.k.data(), *s.pool, s.mm);
-  kernels::matmul(w.wv, s.xn.data(), n, s.v.data(), *s.pool, s.mm);
-
   SequenceState& kv = *s.seqs;
   for (int64_t t = 0; t < n; ++t) {
-    const int64_t pos = s.pos[t], seq = s.seq[t];
-    ops::rope(&s.q[t * q_dim], n_head, hd, hp.rope_dim, pos, hp.rope_base, hp.rope_freq_scale, hp.rope_type);
-    ops::rope(&s.k[t * kv_dim], n_kv, hd, hp.rope_dim, pos, hp.rope_base, hp.rope_freq_scale, hp.rope_type);
-    kernels::quantize_row(gguf::GgmlType::F16, &s.k[t * kv_dim], kv.k(il, seq, pos), kv_dim);
-    kernels::quantize_row(gguf::GgmlType::F16, &s.v[t * kv_dim], kv.v(il, seq, pos), kv_dim);
+    kernels::quantize_row(gguf::GgmlType::F16, &s.k[t * kv_dim], kv.k(il, s.seq[t], s.pos[t]), kv_dim);
+    kernels::quantize_row(gguf::GgmlType::F16, &s.v[t * kv_dim], kv.v(il, s.seq[t], s.pos[t]), kv_dim);
   }
-
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t group = n_head / n_kv;
   s.pool->parallel_for(n * n_head, [&](int thread, int64_t begin, int64_t end) {
@@ -178,7 +175,53 @@ void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardSt
                       &s.att[t * q_dim + h * hd]);
     }
   });
-  kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
+  kernels::matmul(wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
+}
+
+void project_qkv(const GqaWeights& w, ForwardState& s) {
+  kernels::matmul(w.wq, s.xn.data(), s.n, s.q.data(), *s.pool, s.mm);
+  kernels::matmul(w.wk, s.xn.data(), s.n, s.k.data(), *s.pool, s.mm);
+  kernels::matmul(w.wv, s.xn.data(), s.n, s.v.data(), *s.pool, s.mm);
+}
+
+void add_bias(float* rows, const std::vector<float>& b, int64_t n, int64_t width) {
+  if (b.empty()) return;
+  for (int64_t t = 0; t < n; ++t) ops::add(rows + t * width, b.data(), width);
+}
+
+void norm_heads(float* rows, const std::vector<float>& w, int64_t n_rows, int64_t hd, float eps) {
+  if (w.empty()) return;
+  for (int64_t i = 0; i < n_rows; ++i) ops::rms_norm(rows + i * hd, w.data(), hd, eps, rows + i * hd);
+}
+
+}  // namespace
+
+void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardState& s) {
+  const int64_t hd = hp.head_dim, n_head = hp.n_head, n_kv = hp.n_head_kv;
+  const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
+  project_qkv(w, s);
+  for (int64_t t = 0; t < s.n; ++t) {
+    ops::rope(&s.q[t * q_dim], n_head, hd, hp.rope_dim, s.pos[t], hp.rope_base, hp.rope_freq_scale, hp.rope_type);
+    ops::rope(&s.k[t * kv_dim], n_kv, hd, hp.rope_dim, s.pos[t], hp.rope_base, hp.rope_freq_scale, hp.rope_type);
+  }
+  attend_gqa(w.wo, hp, il, s);
+}
+
+void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, const RopeParams& rope, int64_t il,
+                   ForwardState& s) {
+  const int64_t n = s.n, hd = hp.head_dim, n_head = hp.n_head, n_kv = hp.n_head_kv;
+  const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
+  project_qkv(w, s);
+  add_bias(s.q.data(), x.bq, n, q_dim);
+  add_bias(s.k.data(), x.bk, n, kv_dim);
+  add_bias(s.v.data(), x.bv, n, kv_dim);
+  norm_heads(s.q.data(), x.q_norm, n * n_head, hd, hp.rms_eps);
+  norm_heads(s.k.data(), x.k_norm, n * n_kv, hd, hp.rms_eps);
+  for (int64_t t = 0; t < n; ++t) {
+    apply_rope(&s.q[t * q_dim], n_head, hd, s.pos[t], rope);
+    apply_rope(&s.k[t * kv_dim], n_kv, hd, s.pos[t], rope);
+  }
+  attend_gqa(w.wo, hp, il, s);
 }
 
 void attend_cached(const float* q, int64_t q_stride, int64_t q_head_stride, int64_t n_head, int64_t n_kv, int64_t hd,

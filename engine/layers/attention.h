@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/forward_state.h"
 #include "engine/kernels/kernels.h"
+#include "engine/layers/yarn_rope.h"
 #include "engine/model/hparams.h"
 
 namespace ns {
@@ -33,6 +35,15 @@ void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardSt
 // (token, head) pairs; each rounds its query to F16 in s.q16.
 void attend_cached(const float* q, int64_t q_stride, int64_t q_head_stride, int64_t n_head, int64_t n_kv, int64_t hd,
                    float scale, int64_t il, ForwardState& s, float* out);
+// The qwen/GLM variant: Q/K/V biases and per-head RMS norms of Q and K (each
+// [head_dim], shared by all heads; every vector optional, empty = absent)
+// applied before a rotation by `rope` (yarn_rope.h: partial, NEOX, YaRN).
+struct GqaExtras {
+  std::vector<float> bq, bk, bv;
+  std::vector<float> q_norm, k_norm;
+};
+void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, const RopeParams& rope, int64_t il,
+                   ForwardState& s);
 
 // Causal softmax attention of one query head over F16 cached keys/values at
 // positions 0..last_pos: out[v_dim] = sum_j softmax(q·k_j * scale)_j v_j,

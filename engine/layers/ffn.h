@@ -84,7 +84,7 @@ MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp);
 void moe_ffn(const MoeWeights& w, ForwardState& s);
 
 // A layer's feed-forward part in DeepSeek's pattern (deepseek2, kimi-linear,
-// kimi-k3): a dense gated FFN for the first leading_dense_block_count layers,
+// kimi-k3, glm4moe): a dense gated FFN for the first leading_dense_block_count layers,
 // then routed experts plus the shared experts (ffn_*_shexp, n_shared experts
 // stacked into one FFN of n_shared * n_ff_expert, always applied).
 struct DeepseekFfn {

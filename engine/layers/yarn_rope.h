@@ -6,7 +6,7 @@
 // magnitude factor. Without scaling this is plain RoPE.
 //
 // Used by the architectures that can carry YaRN metadata (deepseek2, qwen*moe,
-// qwen3next). qwen35moe's interleaved multi-section RoPE (imrope) rotates pair
+// qwen3next, glm4moe). qwen35moe's interleaved multi-section RoPE (imrope) rotates pair
 // i by the position of section (i mod sum(sections)) in the interleaved order
 // t h w t h w ...; a text token has t = h = w = its position and the fourth
 // section at 0, so imrope is neox rope with those fourth-section pairs held

@@ -31,7 +31,9 @@ void read_moe_routing(const gguf::GgufFile& f, const std::string& a, Hparams& h)
   h.n_ff_shexp = optional_count(f, a + "expert_shared_feed_forward_length", 1 << 24);
   h.n_layer_dense_lead = optional_count(f, a + "leading_dense_block_count", static_cast<uint64_t>(h.n_layer));
   switch (f.get_u64_or(a + "expert_gating_func", 0)) {
-    case 0:  // absent ("none"): DeepSeek V2 files written before the key existed use softmax
+    case 0:  // absent ("none"): DeepSeek V2 files written before the key existed use softmax; glm4moe sigmoid
+      h.expert_gating = h.arch == "glm4moe" ? ExpertGating::sigmoid : ExpertGating::softmax;
+      break;
     case 1: h.expert_gating = ExpertGating::softmax; break;
     case 2: h.expert_gating = ExpertGating::sigmoid; break;
     default:
@@ -142,10 +144,7 @@ void read_gated_delta_net(const gguf::GgufFile& f, const std::string& a, Hparams
   h.ssm_dt_rank = optional_count(f, a + "ssm.time_step_rank", 1 << 12);
   h.ssm_d_inner = optional_count(f, a + "ssm.inner_size", 1 << 24);
   if (h.arch != "qwen3next" && h.arch != "qwen35moe") return;
-  // block_count includes the multi-token-prediction blocks the converter
-  // appends (nextn_predict_layers); they are never run, so they are not layers here.
-  h.n_layer_nextn = optional_count(f, a + "nextn_predict_layers", static_cast<uint64_t>(h.n_layer - 1));
-  h.n_layer -= h.n_layer_nextn;
+  // (n_layer already leaves out the NextN blocks: from_gguf.)
   const std::string key = a + "attention.recurrent_layers";
   if (f.has(key)) {
     const std::vector<int32_t> flags = f.get_i32_array(key);
@@ -192,6 +191,8 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   const std::string a = h.arch + ".";
   h.n_embd = positive(f, a + "embedding_length", 1 << 20);
   h.n_layer = positive(f, a + "block_count", 4096);
+  h.n_layer_nextn = optional_count(f, a + "nextn_predict_layers", static_cast<uint64_t>(h.n_layer - 1));
+  h.n_layer -= h.n_layer_nextn;
   h.n_head = positive(f, a + "attention.head_count", 4096);
   read_head_count_kv(f, a, h);
   h.head_dim = f.has(a + "attention.key_length") ? positive(f, a + "attention.key_length", 1 << 16) : h.n_embd / h.n_head;
@@ -203,10 +204,11 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   if (h.n_expert > 0) {
     if (h.n_expert > (1 << 16)) bad(f, a + "expert_count", "is " + std::to_string(h.n_expert) + ", at most 65536 supported");
     h.n_expert_used = positive(f, a + "expert_used_count", static_cast<uint64_t>(h.n_expert));
-    // Qwen MoE files without the key size each expert as n_ff / n_expert_used, as the reference does.
-    const bool qwen_moe = h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen3next" || h.arch == "qwen35moe";
+    // Qwen MoE and GLM-4.5 files without the key size each expert as n_ff / n_expert_used, as the reference does.
+    const bool split_n_ff = h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen3next" ||
+                            h.arch == "qwen35moe" || h.arch == "glm4moe";
     h.n_ff_expert = f.has(a + "expert_feed_forward_length") ? positive(f, a + "expert_feed_forward_length", 1 << 24)
-                    : qwen_moe                             ? h.n_ff / h.n_expert_used
+                    : split_n_ff                           ? h.n_ff / h.n_expert_used
                                                            : h.n_ff;
     if (h.n_ff_expert <= 0)
       bad(f, a + "expert_feed_forward_length", "is missing and feed_forward_length does not give an expert size");
@@ -221,11 +223,19 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   h.rope_base = static_cast<float>(f.get_f64_or(a + "rope.freq_base", 10000.0));
   if (!(h.rope_base > 1)) bad(f, a + "rope.freq_base", "must be greater than 1");
   read_rope_scaling(f, a, h);
+  // Multimodal rotary sections (the reference's M-RoPE, GLM-4.5V's text model): positions are not one number.
+  if (f.has(a + "rope.dimension_sections")) {
+    const std::vector<int32_t> sec = f.get_i32_array(a + "rope.dimension_sections");
+    if (sec.size() >= 2 && sec[0] > 0 && sec[1] > 0)
+      bad(f, a + "rope.dimension_sections", "asks for multimodal RoPE (M-RoPE), which is not supported; "
+                                            "use a text-only conversion of the model");
+  }
   read_mla(f, a, h);
   read_kda(f, a, h);
   read_kimi_k3(f, a, h);
   read_gated_delta_net(f, a, h);
-  if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3" || h.arch == "qwen3next")
+  if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3" || h.arch == "qwen3next" ||
+      h.arch == "glm4moe")
     h.rope_type = RopeType::neox;
   if (h.arch == "qwen35moe") {
     h.rope_type = RopeType::imrope;

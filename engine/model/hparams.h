@@ -15,7 +15,7 @@ class GgufFile;
 
 namespace ns {
 
-// Adjacent pairs (llama, deepseek2), split halves (neox: qwen), or split halves
+// Adjacent pairs (llama, deepseek2), split halves (neox: qwen, glm4moe), or split halves
 // with interleaved position sections (imrope: qwen35moe; text positions rotate
 // every section but the fourth, which stays at position 0).
 enum class RopeType { norm, neox, imrope };
@@ -29,8 +29,11 @@ struct Hparams {
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;      // context_length
   int64_t n_embd = 0;           // embedding_length
-  int64_t n_layer = 0;          // block_count, less the NextN blocks (qwen3next, qwen35moe)
-  int64_t n_layer_nextn = 0;    // nextn_predict_layers: trailing multi-token-prediction blocks, not run
+  // The layers that run: block_count minus the trailing multi-token-prediction
+  // blocks (nextn_predict_layers: glm4moe, qwen3next, qwen35moe), which the
+  // reference's graph also leaves out.
+  int64_t n_layer = 0;
+  int64_t n_layer_nextn = 0;    // nextn_predict_layers: blocks n_layer.. are NextN (MTP) blocks, never loaded
   int64_t n_head = 0;           // attention.head_count
   int64_t n_head_kv = 0;        // attention.head_count_kv (the largest, when the file gives one per layer)
   // attention.head_count_kv as a per-layer array (hybrid models: 0 marks a

@@ -3,8 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 
 #include "engine/ops.h"
@@ -59,20 +57,17 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   // Tied embeddings: no output.weight, the embedding matrix is the output head.
   m->output_ = t.has("output.weight") ? t.matrix("output.weight", hp.n_vocab, hp.n_embd) : m->token_embd_;
   m->arch_ = make_architecture(hp, t, opts.arch);
-  // The NextN blocks (hp.n_layer_nextn, after the trunk) are expected to be unused: one line for all of them.
-  int64_t nextn_tensors = 0;
-  for (const auto& name : t.unused()) {
-    int64_t block = -1;
-    if (hp.n_layer_nextn > 0 && std::sscanf(name.c_str(), "blk.%" SCNd64 ".", &block) == 1 && block >= hp.n_layer) {
-      ++nextn_tensors;
-      continue;
-    }
-    spdlog::warn("{}: tensor '{}' is not used by the {} architecture", path, name, hp.arch);
+  // The multi-token-prediction blocks after the last layer (nextn_predict_layers)
+  // serve speculative decoding, which nightshift does not do: like the
+  // reference's graph, the forward pass never reaches them, so they are neither
+  // loaded nor streamed, and the memory plan does not count them.
+  for (int64_t il = hp.n_layer; il < hp.n_layer + hp.n_layer_nextn; ++il) {
+    const size_t n = t.skip("blk." + std::to_string(il) + ".");
+    spdlog::info("{}: block {} is a NextN (multi-token prediction) block: its {} tensors are not loaded", path, il, n);
   }
-  if (nextn_tensors > 0)
-    spdlog::info("{}: {} NextN (multi-token prediction) block(s) of {} tensors are not run", path, hp.n_layer_nextn,
-                 nextn_tensors);
-  for (const auto& ti : f.tensors()) m->n_params_ += ti.n_elements();
+  for (const auto& name : t.unused()) spdlog::warn("{}: tensor '{}' is not used by the {} architecture", path, name, hp.arch);
+  m->tensors_ = t.used_tensors();
+  for (const auto& ti : m->tensors_) m->n_params_ += ti.n_elements();
 
   int64_t n_ctx = opts.context > 0 ? opts.context : std::min<int64_t>(hp.n_ctx_train, 4096);
   if (n_ctx < 8) n_ctx = 8;
@@ -142,8 +137,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   fp.recurrent_bytes = m->seqs_->recurrent_bytes();
   fp.activation_bytes = forward_state_bytes(s) + m->single_.capacity() * sizeof(BatchToken);
   fp.overhead_bytes = rss_before_buffers;
-  if (hp.n_layer_nextn > 0) fp.n_layer = hp.n_layer;
-  m->streaming_ = setup_streaming(f, opts.streaming, fp);
+  m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fp);
   attach_streaming(*m->streaming_, f, opts.streaming, hp.n_layer, s);
   return m;
 }

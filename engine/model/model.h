@@ -63,7 +63,10 @@ class Model {
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return state_.max_batch; }
   const SequenceState& sequence_state() const { return *seqs_; }
-  uint64_t n_params() const { return n_params_; }
+  uint64_t n_params() const { return n_params_; }  // of tensors()
+  // The tensors the architecture runs on (TensorLoader::used_tensors): the
+  // file's, less the skipped NextN blocks and anything else it does not read.
+  const std::vector<gguf::TensorInfo>& tensors() const { return tensors_; }
   // Weight streaming: the memory plan (planned false in mmap mode) and the
   // reader / expert-cache counters since load (zeros when not streaming).
   const WeightStreaming& streaming() const { return *streaming_; }
@@ -101,6 +104,7 @@ class Model {
   std::vector<BatchToken> single_;  // forward()'s batch, reused
   RoutingObserver routing_observer_;  // state_.routing_observer points here
   uint64_t n_params_ = 0;
+  std::vector<gguf::TensorInfo> tensors_;
 };
 
 }  // namespace ns

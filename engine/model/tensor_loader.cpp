@@ -1,5 +1,7 @@
 #include "engine/model/tensor_loader.h"
 
+#include <algorithm>
+
 #include "engine/util/error.h"
 
 namespace ns {
@@ -71,10 +73,28 @@ std::vector<float> TensorLoader::values(const std::string& name, std::vector<uin
   return out;
 }
 
+size_t TensorLoader::skip(const std::string& prefix) {
+  skipped_prefixes_.push_back(prefix);
+  size_t n = 0;
+  for (const auto& t : f_.tensors()) n += t.name.compare(0, prefix.size(), prefix) == 0;
+  return n;
+}
+
 std::vector<std::string> TensorLoader::unused() const {
   std::vector<std::string> out;
+  for (const auto& t : f_.tensors()) {
+    if (used_.count(t.name)) continue;
+    const bool skipped = std::any_of(skipped_prefixes_.begin(), skipped_prefixes_.end(),
+                                     [&](const std::string& p) { return t.name.compare(0, p.size(), p) == 0; });
+    if (!skipped) out.push_back(t.name);
+  }
+  return out;
+}
+
+std::vector<gguf::TensorInfo> TensorLoader::used_tensors() const {
+  std::vector<gguf::TensorInfo> out;
   for (const auto& t : f_.tensors())
-    if (!used_.count(t.name)) out.push_back(t.name);
+    if (used_.count(t.name)) out.push_back(t);
   return out;
 }
 

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <span>
@@ -61,22 +59,11 @@ void check_io_mode(const std::string& io_mode) {
   if (io_mode != "mmap") stream::parse_io_mode(io_mode);
 }
 
-std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const StreamingOptions& opts,
-                                                 const StreamingFootprint& fp) {
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::span<const gguf::TensorInfo> tensors,
+                                                 const StreamingOptions& opts, const StreamingFootprint& fp) {
   check_io_mode(opts.io_mode);
   const stream::CachePolicy policy = stream::parse_cache_policy(opts.cache_policy);
   auto ws = std::make_unique<WeightStreaming>();
-  // The tensors the model reads: all, or those of its first fp.n_layer blocks and the global ones.
-  std::vector<gguf::TensorInfo> kept;
-  std::span<const gguf::TensorInfo> tensors = f.tensors();
-  if (fp.n_layer >= 0) {
-    for (const gguf::TensorInfo& t : f.tensors()) {
-      int64_t block = -1;
-      if (std::sscanf(t.name.c_str(), "blk.%" SCNd64 ".", &block) == 1 && block >= fp.n_layer) continue;
-      kept.push_back(t);
-    }
-    tensors = kept;
-  }
   ws->layout = stream::ExpertLayout::from_tensors(tensors, f.path());
   if (opts.io_mode == "mmap") {
     spdlog::info("{}: io_mode mmap: weights are read through the page cache; memory_budget is not enforced",

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "engine/forward_state.h"
@@ -59,10 +60,6 @@ struct StreamingFootprint {
   uint64_t recurrent_bytes = 0;   // recurrent (delta-rule) state of every sequence
   uint64_t activation_bytes = 0;  // forward_state_bytes()
   uint64_t overhead_bytes = 0;    // RSS before the KV cache and buffers (setup adds slack for lazy scratch)
-  // Blocks the model runs: tensors of later blocks (the NextN blocks of
-  // qwen3next/qwen35moe files) are never read, so neither resident nor
-  // streamed. -1: every block runs.
-  int64_t n_layer = -1;
 };
 
 struct WeightStreaming {
@@ -79,8 +76,11 @@ struct WeightStreaming {
 
 void check_io_mode(const std::string& io_mode);  // throws Error(invalid_input) naming the accepted modes
 
-std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, const StreamingOptions& opts,
-                                                 const StreamingFootprint& footprint);
+// `tensors` are the ones the model reads (Model::tensors()): the expert layout
+// and the plan cover those only, so tensors a file carries but the model skips
+// (NextN blocks) are neither streamed nor counted.
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::span<const gguf::TensorInfo> tensors,
+                                                 const StreamingOptions& opts, const StreamingFootprint& footprint);
 
 // Points s at the cache and the per-layer routers (for prediction); s's MoE
 // buffers must already be sized.

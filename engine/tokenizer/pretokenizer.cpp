@@ -68,6 +68,8 @@ constexpr PreName kPreNames[] = {
     {"f2llmv2", PreType::qwen2, false, false, -1},
     {"qwen35", PreType::qwen35, false, false, -1},
     {"kimi-k2", PreType::kimi_k2, false, false, -1},
+    {"glm4", PreType::chatglm4, true, false, -1},
+    {"chatglm-bpe", PreType::chatglm4, true, false, -1},
 };
 
 }  // namespace
@@ -81,6 +83,7 @@ PreTokenizerInfo resolve_pre_tokenizer(const std::string& name) {
       info.clean_spaces = p.clean_spaces;
       info.ignore_merges = p.ignore_merges;
       if (p.add_bos >= 0) info.add_bos = p.add_bos == 1;
+      info.default_bos = p.type != PreType::chatglm4;  // llama.cpp clears its BOS default for these
       return info;
     }
   }
@@ -105,6 +108,7 @@ std::vector<std::string> pre_tokenizer_patterns(PreType type) {
   switch (type) {
     case PreType::llama3:
     case PreType::dbrx:
+    case PreType::chatglm4:  // llama.cpp's CHATGLM4 list is the same single regex
       return {kLlama3Pattern};
     case PreType::deepseek_llm:
       return {

@@ -86,7 +86,7 @@ class VocabTokenizer final : public Tokenizer {
       if (spec.merges.empty() && pre.type != tok::PreType::kimi_k2)
         throw Error(ErrorKind::bad_model, "tokenizer.ggml.merges is missing or empty: a gpt2 (BPE) vocabulary needs its merges");
       // llama.cpp's BPE defaults: BOS = EOS = 11 (when inside the vocabulary), no BOS added.
-      vocab_ = Vocab::build(spec, tok::ModelKind::bpe, 11, 11, -1, pre.add_bos.value_or(false),
+      vocab_ = Vocab::build(spec, tok::ModelKind::bpe, pre.default_bos ? 11 : -1, 11, -1, pre.add_bos.value_or(false),
                             /*add_space_prefix=*/false, pre.clean_spaces);
       bpe_ = std::make_unique<tok::BpeEncoder>(vocab_, spec.merges, pre.type, pre.ignore_merges);
     } else {

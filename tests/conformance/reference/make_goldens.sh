@@ -38,6 +38,8 @@ qn_shape="--n-embd 256 --n-layer 6 --n-head 4 --n-head-kv 2 --n-ff 256 --n-exper
  --full-attn-every 3 --qn-head-dim 64 --qn-rope-dim 16 --gdn-head-dim 32 --gdn-k-heads 2 --gdn-v-heads 4 \
  --gdn-conv-kernel 4 --qn-n-ff-shexp 256 --n-ctx 4096 --seed 7"
 qn_kquant="--type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K"
+glm_shape="--arch glm4moe --n-embd 256 --n-layer 4 --n-head 4 --n-head-kv 2 --glm-head-dim 64 --n-ff 512 --n-expert 16 \
+ --n-expert-used 4 --glm-n-ff-expert 128 --glm-nextn-layers 1 --rope-base 1000000 --n-ctx 4096 --seed 7"
 models=(
   "tiny-kimi-linear-f32#0.002#0#$kl_shape --type F32"
   "tiny-kimi-linear-q8_0#0.05#0.03#$kl_shape --type Q8_0"
@@ -55,6 +57,11 @@ models=(
   "tiny-qwen35moe-mtp-f32#0.002#0#--arch qwen35moe $qn_shape --qn-nextn-layers 1 --qn-layer-types true --type F32"
   "tiny-qwen35moe-q8_0#0.05#0.03#--arch qwen35moe $qn_shape --type Q8_0"
   "tiny-qwen35moe-kquant#0.15#0.03#--arch qwen35moe $qn_shape $qn_kquant"
+)
+models+=(
+  "tiny-glm4moe-f32#0.002#0#$glm_shape --type F32"
+  "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"
+  "tiny-glm4moe-kquant#0.15#0.03#$glm_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type attn_(q|k|v).weight=Q5_K --vocab-pre glm4"
 )
 [ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # one more "name#tolerance#outliers#arguments"
 

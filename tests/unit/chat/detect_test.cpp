@@ -40,6 +40,10 @@ const Excerpt kExcerpts[] = {
      "close_tag(tag) -%}{{- '<|close|>' + tag + '<|sep|>' -}}{%- endmacro -%}{{- close_tag('message') -}}{{- "
      "'<|end_of_msg|>' -}}",
      ChatTemplate::kimi_k3},
+    {"GLM-4.5 / GLM-4.6",
+     "[gMASK]<sop>\n{%- if m.role == 'user' -%}<|user|>\n{{ visible_text(m.content) }}{%- else -%}{{ "
+     "'\\n<think></think>' }}{%- endif -%}{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}",
+     ChatTemplate::glm45},
     {"DeepSeek-V3", "{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>' + message['content'] + '<｜end▁of▁sentence｜>'}}",
      ChatTemplate::deepseek3},
     {"DeepSeek-V2-Chat",
@@ -101,7 +105,7 @@ TEST_CASE("every supported family is also accepted by its llama.cpp name") {
     CHECK(ns::chat::template_from_name(name) == t);
     CHECK(ns::chat::supported_template_names().find(name) != std::string::npos);
   }
-  CHECK(ns::chat::supported_templates().size() == 16);
+  CHECK(ns::chat::supported_templates().size() == 17);
   CHECK_FALSE(ns::chat::template_from_name("qwen").has_value());  // not a llama.cpp name
   CHECK_FALSE(ns::chat::template_from_name("ChatML").has_value());  // names are exact
 }
@@ -129,6 +133,11 @@ TEST_CASE("the order of llama.cpp's checks decides between families sharing a ma
   // Kimi K3 (not in llama.cpp's chain) needs all three markers, and comes after every family of the chain.
   CHECK(detect_family_name("<|open|>message<|sep|>...<|close|>message<|sep|>") == "");
   CHECK(detect_family_name("<|open|><|close|><|end_of_msg|><|im_start|>") == "chatml");
+  // GLM-4.5/4.6 are llama.cpp's chatglm4 with an empty think section before each reply; GLM-4.7's template
+  // (think sections written differently) stays chatglm4, which nightshift does not render.
+  CHECK(detect_family_name("[gMASK]<sop>{{ '\\n<think></think>' }}") == "glm-4.5");
+  CHECK(detect_family_name("[gMASK]<sop><|user|>{{ visible_text(m.content) }}{{ '</think>' }}") == "chatglm4");
+  CHECK_FALSE(detect_template("[gMASK]<sop><|user|>{{ '</think>' }}").has_value());
 }
 
 TEST_CASE("families llama.cpp knows and nightshift does not render are named, not guessed") {

@@ -162,6 +162,17 @@ TEST_CASE("pre-tokenizer names resolve like llama.cpp's, unknown ones are reject
   CHECK(resolve_pre_tokenizer("kimi-k2").type == PreType::kimi_k2);
   CHECK(resolve_pre_tokenizer("kimi-k2").clean_spaces == false);
   CHECK(resolve_pre_tokenizer("kimi-k2").ignore_merges == false);
+  // GLM-4 / GLM-4.5 (llama.cpp's CHATGLM4): Llama 3's regex, merges always applied, no BOS default.
+  for (const char* glm : {"glm4", "chatglm-bpe"}) {
+    const PreTokenizerInfo info = resolve_pre_tokenizer(glm);
+    CHECK(info.type == PreType::chatglm4);
+    CHECK(info.ignore_merges == false);
+    CHECK(info.clean_spaces == true);
+    CHECK(!info.add_bos.has_value());
+    CHECK(info.default_bos == false);
+  }
+  CHECK(pre_tokenizer_patterns(PreType::chatglm4) == pre_tokenizer_patterns(PreType::llama3));
+  CHECK(resolve_pre_tokenizer("llama3").default_bos);
   try {
     resolve_pre_tokenizer("no-such-pre");
     FAIL("expected an error");

@@ -1,0 +1,95 @@
+// glm4moe (GLM-4.5 / 4.5-Air / 4.6 / 4.7; the reference's src/models/glm4-moe.cpp). A layer is
+//   x += attention(rms_norm(x) * attn_norm)
+//   x += ffn(rms_norm(x) * post_attention_norm)
+// Attention is GQA with Q/K/V biases, per-head Q/K RMS norms when the file has
+// them (GLM-4.5 355B: use_qk_norm; Air has none), and NEOX RoPE over only the
+// first rope.dimension_count dims of each head (the converter writes half the
+// head: partial_rotary_factor 0.5); YaRN when the file asks for it.
+// The FFN is DeepSeek's pattern (engine/layers/ffn.h DeepseekFfn): dense for
+// the first leading_dense_block_count layers, then sigmoid routing with the
+// selection bias exp_probs_b, the chosen weights renormalized
+// (expert_weights_norm) and scaled by routed_scaling_factor
+// (expert_weights_scale), plus the shared expert.
+// The NextN (multi-token prediction) blocks GGUFs carry after the last layer
+// (nextn_predict_layers) are skipped by Model::load, as the reference's graph
+// skips them; Hparams::n_layer already excludes them.
+#include <string>
+#include <vector>
+
+#include "engine/arch/glm4_moe.h"
+#include "engine/layers/attention.h"
+#include "engine/layers/ffn.h"
+#include "engine/layers/residual.h"
+#include "engine/layers/yarn_rope.h"
+#include "engine/util/error.h"
+
+namespace ns {
+namespace {
+
+struct Glm4MoeLayer {
+  std::vector<float> attn_norm, post_attn_norm;
+  GqaWeights attn;
+  GqaExtras extras;
+  DeepseekFfn ffn;
+};
+
+class Glm4Moe final : public Architecture {
+ public:
+  Glm4Moe(const Hparams& hp, TensorLoader& t) : hp_(hp), rope_(rope_params(hp)) {
+    auto bad = [](const std::string& m) { throw Error(ErrorKind::bad_model, "glm4moe: " + m); };
+    if (!hp.is_moe()) bad("expert_count is missing (layers after leading_dense_block_count are MoE)");
+    if (hp.n_layer_dense_lead > 0 && hp.n_ff <= 0) bad("feed_forward_length is missing for the leading dense layers");
+    if (hp.head_dim_v != hp.head_dim)
+      bad("attention.value_length " + std::to_string(hp.head_dim_v) + " must equal key_length " +
+          std::to_string(hp.head_dim) + " (the reference asserts it too)");
+    if (t.has("blk.0.attn_qkv.weight"))
+      bad("fused attn_qkv tensors are not supported; convert with separate attn_q/attn_k/attn_v");
+    const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      Glm4MoeLayer L;
+      L.attn_norm = t.vector(p + "attn_norm.weight", d);
+      L.attn.wq = t.matrix(p + "attn_q.weight", q_dim, d);
+      L.attn.wk = t.matrix(p + "attn_k.weight", kv_dim, d);
+      L.attn.wv = t.matrix(p + "attn_v.weight", kv_dim, d);
+      L.attn.wo = t.matrix(p + "attn_output.weight", d, q_dim);
+      L.extras.bq = t.vector_if_present(p + "attn_q.bias", q_dim);
+      L.extras.bk = t.vector_if_present(p + "attn_k.bias", kv_dim);
+      L.extras.bv = t.vector_if_present(p + "attn_v.bias", kv_dim);
+      L.extras.q_norm = t.vector_if_present(p + "attn_q_norm.weight", hd);
+      L.extras.k_norm = t.vector_if_present(p + "attn_k_norm.weight", hd);
+      L.post_attn_norm = t.vector(p + "post_attention_norm.weight", d);
+      L.ffn = load_deepseek_ffn(t, p, hp, il);
+      if (L.ffn.is_moe && L.ffn.moe.selection_bias.empty()) bad("tensor '" + p + "exp_probs_b.bias' is missing");
+      layers_.push_back(std::move(L));
+    }
+  }
+
+  BufferSizes buffer_sizes() const override {
+    BufferSizes b;
+    b.q = b.att = hp_.n_head * hp_.head_dim;
+    b.k = b.v = b.cache.k_dim = b.cache.v_dim = hp_.n_head_kv * hp_.head_dim;
+    b.ff = deepseek_ffn_width(hp_);
+    return b;
+  }
+
+  void layer(int64_t il, ForwardState& s) override {
+    const Glm4MoeLayer& L = layers_[static_cast<size_t>(il)];
+    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps,
+                      [&] { gqa_attention(L.attn, L.extras, hp_, rope_, il, s); });
+    pre_norm_residual(s, L.post_attn_norm, hp_.n_embd, hp_.rms_eps, [&] { deepseek_ffn(L.ffn, s); });
+  }
+
+ private:
+  Hparams hp_;
+  RopeParams rope_;
+  std::vector<Glm4MoeLayer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Architecture> make_glm4_moe(const Hparams& hp, TensorLoader& loader) {
+  return std::make_unique<Glm4Moe>(hp, loader);
+}
+
+}  // namespace ns

@@ -1,0 +1,8 @@
+#pragma once
+
+#include "engine/arch/architecture.h"
+
+namespace ns {
+// glm4moe: GLM-4.5, GLM-4.5-Air, GLM-4.6, GLM-4.7.
+std::unique_ptr<Architecture> make_glm4_moe(const Hparams& hp, TensorLoader& loader);
+}

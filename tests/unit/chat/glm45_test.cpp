@@ -1,0 +1,51 @@
+// GLM-4.5 / 4.6 rendering checked against the models' own Jinja template: the
+// expected prompts in glm45_vectors.json were rendered by Python jinja2 from
+// the reference's models/templates/GLM-4.6.jinja (glm45_vectors.py beside this
+// file writes them and says how).
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/util/error.h"
+
+using ns::chat::ChatMessage;
+using ns::chat::ChatTemplate;
+using ns::chat::render_chat;
+
+TEST_CASE("glm-4.5 renders every conversation exactly as GLM-4.6's Jinja template does") {
+  const std::string path = std::string(NS_SOURCE_DIR) + "/tests/unit/chat/glm45_vectors.json";
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+  const nlohmann::json vectors = nlohmann::json::parse(in);
+  const auto& cases = vectors.at("cases");
+  REQUIRE(cases.size() == 14);
+  for (const auto& c : cases) {
+    const bool add_generation_prompt = c.at("add_generation_prompt").get<bool>();
+    CAPTURE(c.at("name").get<std::string>());
+    CAPTURE(add_generation_prompt);
+    std::vector<ChatMessage> messages;
+    for (const auto& m : c.at("messages"))
+      messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+    CHECK(render_chat(ChatTemplate::glm45, messages, add_generation_prompt) == c.at("expected").get<std::string>());
+    CHECK(render_chat("glm-4.5", messages, add_generation_prompt) == c.at("expected").get<std::string>());
+  }
+}
+
+TEST_CASE("glm-4.5: replies are stripped as Python strips, Unicode spaces included") {
+  // U+3000 and U+00A0 around the reply, U+2003 inside it.
+  const std::vector<ChatMessage> m = {{"user", "q"}, {"assistant", "\xe3\x80\x80 a\xe2\x80\x83" "b \xc2\xa0"}};
+  CHECK(render_chat(ChatTemplate::glm45, m, false) ==
+        "[gMASK]<sop><|user|>\nq<|assistant|>\n<think></think>\na\xe2\x80\x83" "b");
+  const std::vector<ChatMessage> blank = {{"assistant", "\xe2\x80\xa8\t"}};
+  CHECK(render_chat(ChatTemplate::glm45, blank, true) == "[gMASK]<sop><|assistant|>\n<think></think><|assistant|>");
+}
+
+TEST_CASE("glm-4.5 rejects roles it has no turn for") {
+  CHECK_THROWS_WITH_AS(render_chat(ChatTemplate::glm45, {{"user", "Hi"}, {"critic", "no"}}, true),
+                       doctest::Contains("messages[1] has role \"critic\", which the glm-4.5 chat template cannot render"),
+                       ns::Error);
+}

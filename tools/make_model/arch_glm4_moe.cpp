@@ -1,0 +1,145 @@
+// glm4moe: GLM-4.5 / 4.5-Air / 4.6 / 4.7 shapes. GQA attention with Q/K/V
+// biases, optional per-head Q/K norms (--glm-qk-norm), partial NEOX RoPE over
+// --glm-rope-dim dims of each head; the first --glm-n-dense-lead layers dense,
+// the rest sigmoid-routed experts with a selection bias and shared experts;
+// then --glm-nextn-layers multi-token-prediction (NextN) blocks, which the
+// engine and the reference skip. --n-layer counts the layers that run
+// (num_hidden_layers); block_count adds the NextN blocks, as the converter
+// writes it. Names, shapes and metadata as llama.cpp's converter
+// (conversion/glm.py Glm4MoeModel, 2026-09-28) writes them.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/util/error.h"
+#include "tools/make_model/architecture.h"
+#include "tools/make_model/plan_builder.h"
+
+namespace ns::make_model {
+namespace {
+
+struct Glm4MoeFlags {
+  uint32_t head_dim = 0;      // 0: n_embd / n_head
+  uint32_t rope_dim = 0;      // 0: half the head (partial_rotary_factor 0.5)
+  uint32_t n_ff_expert = 64;
+  uint32_t n_shared = 1;
+  uint32_t n_dense_lead = 1;
+  uint32_t n_nextn = 1;
+  bool qk_norm = true;
+  float weights_scale = 2.5f;
+  bool weights_norm = true;
+};
+
+class Glm4MoeArchitecture : public Architecture {
+ public:
+  std::string name() const override { return "glm4moe"; }
+
+  void add_flags(CLI::App& app) override {
+    Glm4MoeFlags& f = f_;
+    const std::string g = "glm4moe";
+    app.add_option("--glm-head-dim", f.head_dim, "glm4moe: attention head size (0: n_embd / n_head)")
+        ->capture_default_str()->group(g);
+    app.add_option("--glm-rope-dim", f.rope_dim, "glm4moe: rotated dims per head (0: half the head)")
+        ->capture_default_str()->group(g);
+    app.add_option("--glm-n-ff-expert", f.n_ff_expert, "glm4moe: hidden width of each routed (and shared) expert")
+        ->capture_default_str()->group(g);
+    app.add_option("--glm-n-shared", f.n_shared, "glm4moe: shared experts (always applied)")->capture_default_str()->group(g);
+    app.add_option("--glm-n-dense-lead", f.n_dense_lead, "glm4moe: leading dense layers (FFN width --n-ff)")
+        ->capture_default_str()->group(g);
+    app.add_option("--glm-nextn-layers", f.n_nextn, "glm4moe: NextN (multi-token prediction) blocks after the last layer")
+        ->capture_default_str()->group(g);
+    app.add_option("--glm-qk-norm", f.qk_norm, "glm4moe: per-head Q/K RMS norms (true/false)")->capture_default_str()->group(g);
+    app.add_option("--glm-weights-scale", f.weights_scale, "glm4moe: routed_scaling_factor")->capture_default_str()->group(g);
+    app.add_option("--glm-weights-norm", f.weights_norm, "glm4moe: renormalize the chosen weights (true/false)")
+        ->capture_default_str()->group(g);
+  }
+
+  void validate(const Shape& s) const override {
+    const Glm4MoeFlags& f = f_;
+    auto bad = [](const std::string& m) { throw Error(ErrorKind::invalid_input, "glm4moe: " + m); };
+    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ctx == 0)
+      bad("--n-embd, --n-layer, --n-head, --n-head-kv and --n-ctx must be positive");
+    if (s.n_head % s.n_head_kv != 0) bad("--n-head must be a multiple of --n-head-kv");
+    if (head_dim(s) == 0) bad("the head size must be positive (--glm-head-dim)");
+    if (rope_dim(s) == 0 || rope_dim(s) % 2 || rope_dim(s) > head_dim(s))
+      bad("--glm-rope-dim must be a positive even number up to the head size");
+    if (f.n_dense_lead >= s.n_layer) bad("--glm-n-dense-lead must leave MoE layers (below --n-layer)");
+    if (f.n_dense_lead > 0 && s.n_ff == 0) bad("--n-ff (the dense layers' width) must be positive");
+    if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
+      bad("MoE layers need --n-expert and --n-expert-used between 1 and --n-expert");
+    if (f.n_ff_expert == 0) bad("--glm-n-ff-expert must be positive");
+  }
+
+  void add_metadata(gguf::GgufWriter& w, const Shape& s) const override {
+    using namespace gguf;
+    const Glm4MoeFlags& f = f_;
+    const std::string a = "glm4moe.";
+    w.set(a + "block_count", val::u32(s.n_layer + f.n_nextn));
+    w.set(a + "context_length", val::u32(s.n_ctx));
+    w.set(a + "embedding_length", val::u32(s.n_embd));
+    w.set(a + "feed_forward_length", val::u32(s.n_ff));
+    w.set(a + "attention.head_count", val::u32(s.n_head));
+    w.set(a + "attention.head_count_kv", val::u32(s.n_head_kv));
+    w.set(a + "rope.freq_base", val::f32(s.rope_base));
+    w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
+    w.set(a + "attention.key_length", val::u32(head_dim(s)));
+    w.set(a + "attention.value_length", val::u32(head_dim(s)));
+    w.set(a + "vocab_size", val::u32(s.n_vocab));
+    w.set(a + "rope.dimension_count", val::u32(rope_dim(s)));
+    w.set(a + "expert_count", val::u32(s.n_expert));
+    w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
+    w.set(a + "expert_shared_count", val::u32(f.n_shared));
+    w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
+    w.set(a + "expert_gating_func", val::u32(2));  // sigmoid
+    w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
+    w.set(a + "expert_weights_norm", val::boolean(f.weights_norm));
+    if (f.n_nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.n_nextn));
+  }
+
+  std::vector<TensorPlan> tensors(const Shape& s) const override {
+    const Glm4MoeFlags& f = f_;
+    const uint64_t n_embd = s.n_embd, hd = head_dim(s), q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
+    const DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared};
+    const Init bias{Init::Kind::normal, 0.05f};
+    PlanBuilder p(s.n_layer);
+    p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
+    p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+    if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
+    for (uint32_t i = 0; i < s.n_layer + f.n_nextn; ++i) {
+      const std::string b = "blk." + std::to_string(i) + ".";
+      p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      p.add(b + "attn_q.weight", {n_embd, q_dim}, PlanBuilder::proj(n_embd));
+      p.add(b + "attn_k.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
+      p.add(b + "attn_v.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
+      p.add(b + "attn_q.bias", {q_dim}, bias, true);
+      p.add(b + "attn_k.bias", {kv_dim}, bias, true);
+      p.add(b + "attn_v.bias", {kv_dim}, bias, true);
+      p.add(b + "attn_output.weight", {q_dim, n_embd}, p.to_residual(q_dim));
+      if (f.qk_norm) {
+        p.add(b + "attn_q_norm.weight", {hd}, PlanBuilder::norm(), true);
+        p.add(b + "attn_k_norm.weight", {hd}, PlanBuilder::norm(), true);
+      }
+      p.add(b + "post_attention_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      add_deepseek_ffn(p, b, ffn, i < f.n_dense_lead);
+      if (i >= s.n_layer) {  // a NextN block: the trunk's layer plus its own projection and norms
+        p.add(b + "nextn.eh_proj.weight", {2 * n_embd, n_embd}, PlanBuilder::proj(2 * n_embd));
+        p.add(b + "nextn.enorm.weight", {n_embd}, PlanBuilder::norm(), true);
+        p.add(b + "nextn.hnorm.weight", {n_embd}, PlanBuilder::norm(), true);
+        p.add(b + "nextn.shared_head_norm.weight", {n_embd}, PlanBuilder::norm(), true);
+      }
+    }
+    return p.take();
+  }
+
+ private:
+  uint32_t head_dim(const Shape& s) const { return f_.head_dim != 0 ? f_.head_dim : s.n_embd / s.n_head; }
+  uint32_t rope_dim(const Shape& s) const { return f_.rope_dim != 0 ? f_.rope_dim : head_dim(s) / 2; }
+  Glm4MoeFlags f_;
+};
+
+const ArchitectureRegistrar kRegister(std::make_unique<Glm4MoeArchitecture>());
+
+}  // namespace
+}  // namespace ns::make_model
