@@ -224,7 +224,8 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   if (!(h.rope_base > 1)) bad(f, a + "rope.freq_base", "must be greater than 1");
   read_rope_scaling(f, a, h);
   // Multimodal rotary sections (the reference's M-RoPE, GLM-4.5V's text model): positions are not one number.
-  if (f.has(a + "rope.dimension_sections")) {
+  // (qwen35moe's interleaved sections, imrope, reduce to one position for text: read_gated_delta_net.)
+  if (h.arch != "qwen35moe" && f.has(a + "rope.dimension_sections")) {
     const std::vector<int32_t> sec = f.get_i32_array(a + "rope.dimension_sections");
     if (sec.size() >= 2 && sec[0] > 0 && sec[1] > 0)
       bad(f, a + "rope.dimension_sections", "asks for multimodal RoPE (M-RoPE), which is not supported; "
