@@ -26,7 +26,8 @@ namespace ns::tok {
 class Regex;
 
 enum class PreType {
-  default_, llama3, dbrx, deepseek_llm, deepseek_coder, deepseek3_llm, falcon, starcoder, gpt2, qwen2, qwen35, kimi_k2
+  default_, llama3, dbrx, deepseek_llm, deepseek_coder, deepseek3_llm, falcon, starcoder, gpt2, qwen2, qwen35, kimi_k2,
+  gpt4o
 };
 
 // What a tokenizer.ggml.pre name implies, as llama.cpp's vocabulary loader sets it.
