@@ -1,6 +1,7 @@
 // Maps general.architecture to the file that implements it.
 #include "engine/arch/architecture.h"
 #include "engine/arch/deepseek2.h"
+#include "engine/arch/gpt_oss.h"
 #include "engine/arch/kimi_k3.h"
 #include "engine/arch/kimi_linear.h"
 #include "engine/arch/llama.h"
@@ -9,7 +10,7 @@
 
 namespace ns {
 
-const char* supported_architectures() { return "llama, deepseek2, kimi-linear, kimi-k3, qwen2moe, qwen3moe"; }
+const char* supported_architectures() { return "llama, deepseek2, kimi-linear, kimi-k3, qwen2moe, qwen3moe, gpt-oss"; }
 
 std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
   if (hp.arch == "llama") {
@@ -23,6 +24,7 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
   if (hp.arch == "kimi-linear") return make_kimi_linear(hp, loader, options.mla_expanded_cache);
   if (hp.arch == "kimi-k3") return make_kimi_k3(hp, loader, options.mla_expanded_cache);
   if (hp.arch == "qwen2moe" || hp.arch == "qwen3moe") return make_qwen_moe(hp, loader);
+  if (hp.arch == "gpt-oss") return make_gpt_oss(hp, loader);
   throw Error(ErrorKind::bad_model, "architecture '" + hp.arch + "' is not supported by this build (supported: " +
                                         supported_architectures() + ")");
 }
