@@ -9,7 +9,7 @@
 namespace ns::chat {
 namespace {
 
-constexpr std::array<std::pair<ChatTemplate, const char*>, 15> kNames = {{
+constexpr std::array<std::pair<ChatTemplate, const char*>, 16> kNames = {{
     {ChatTemplate::chatml, "chatml"},
     {ChatTemplate::llama2, "llama2"},
     {ChatTemplate::llama2_sys, "llama2-sys"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<ChatTemplate, const char*>, 15> kNames = {{
     {ChatTemplate::deepseek3, "deepseek3"},
     {ChatTemplate::kimi_k2, "kimi-k2"},
     {ChatTemplate::kimi_k3, "kimi-k3"},
+    {ChatTemplate::gpt_oss, "gpt-oss"},
 }};
 
 }  // namespace

@@ -9,7 +9,9 @@
 // template text is. Rendering reproduces llama.cpp's built-in (non-Jinja)
 // renderer, llm_chat_apply_template, byte for byte; docs/chat-templates.md
 // lists where that differs from the models' own Jinja templates. kimi-k3,
-// which that renderer lacks, reproduces the model's Jinja template instead.
+// which that renderer lacks, and gpt-oss, whose built-in form leaves out the
+// system preamble and channels the model was trained with, reproduce the
+// model's Jinja template instead.
 //
 // Contract:
 // - Pure functions, thread-safe.
@@ -53,6 +55,8 @@ enum class ChatTemplate {
   kimi_k2,            // "kimi-k2": <|im_user|>user<|im_middle|>...<|im_end|> (Kimi K2)
   kimi_k3,            // "kimi-k3": <|open|>message role="user"<|sep|>...<|close|>message<|sep|><|end_of_msg|>
                       //   (Kimi K3; llama.cpp renders it through its Jinja path only, see chat_render.cpp)
+  gpt_oss,            // "gpt-oss": OpenAI's harmony format, <|start|>role<|message|>...<|end|>, as gpt-oss's
+                      //   own Jinja template renders it (not llama.cpp's simpler built-in, see chat_render.cpp)
 };
 
 // llama.cpp's name for a family.
