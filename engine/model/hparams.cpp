@@ -167,9 +167,10 @@ void read_sliding_window(const gguf::GgufFile& f, const std::string& a, Hparams&
     }
     return;
   }
-  // The period the reference's loader uses for the architecture when the key is absent.
-  const uint64_t default_period = h.arch == "gpt-oss" ? 2 : 0;
-  const uint64_t n = v != nullptr ? f.get_u64(key) : default_period;
+  // The period the reference's loader uses for the architecture when the key is absent;
+  // other architectures nightshift runs have no sliding layers (their files do not set the window).
+  if (v == nullptr && h.arch != "gpt-oss") return;
+  const uint64_t n = v != nullptr ? f.get_u64(key) : 2;
   if (n > static_cast<uint64_t>(h.n_layer)) bad(f, key, "is " + std::to_string(n) + ", more than block_count");
   for (int64_t il = 0; il < h.n_layer; ++il)
     h.swa_layers.push_back(n == 0 || static_cast<uint64_t>(il) % n < n - 1);

@@ -99,7 +99,7 @@ struct Hparams {
   // bool array or a period n (layer il slides when il % n < n - 1; the
   // architecture's default period when absent: gpt-oss 2, even layers slide).
   int64_t n_swa = 0;                 // attention.sliding_window (0: no sliding layers)
-  std::vector<uint8_t> swa_layers;   // [n_layer] 1 = sliding; empty when n_swa == 0
+  std::vector<uint8_t> swa_layers;   // [n_layer] 1 = sliding; empty: none
   float rope_base_swa = 0.0f;        // rope.freq_base_swa: sliding layers' RoPE base (default rope_base)
   bool is_swa(int64_t il) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(il)] != 0; }
 

@@ -7,6 +7,7 @@
 // batched = alone and resume in engine_test.cpp.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -58,6 +59,18 @@ TEST_CASE("gpt-oss: metadata read back, and the sliding layers keep a ring of ro
   CHECK(st.bytes_per_token() == 2u * kv_row);    // the two full layers only
   CHECK(st.sliding_bytes_per_sequence() == 2u * 16u * kv_row);
   CHECK(st.attention_bytes() == 2u * (256u * st.bytes_per_token() + st.sliding_bytes_per_sequence()));
+
+  // attention.sliding_window_pattern = 3 written: layer il slides when il % 3 < 2.
+  const std::string period3 = test::make_model(
+      "gpt-oss-period3", "--arch gpt-oss --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 --n-ff 64 "
+                         "--n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --oss-swa-period 3 --oss-yarn-factor 0 "
+                         "--oss-expert-bias false --type Q8_0 --seed 42");
+  auto p3 = Model::load(period3, mo);
+  CHECK(p3->hparams().swa_layers == std::vector<uint8_t>{1, 1, 0, 1});
+  CHECK(p3->hparams().rope_scaling == RopeScaling::none);
+  CHECK(p3->sequence_state().n_sliding_layers() == 3);
+  // Runs without the optional expert biases, past the window.
+  for (float v : chunked_logits(*p3, tokens(20, 6, p3->n_vocab()), 4)) REQUIRE(std::isfinite(v));
 }
 
 TEST_CASE("gpt-oss: logits do not change when a sliding layer's ring wraps") {
