@@ -4,6 +4,8 @@
 // value and move logits by ~0.01 (see MISSION.md §4 on agreement).
 #include "engine/ops.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 
@@ -96,6 +98,14 @@ void situ_mul(float* g, const float* u, int64_t n, float beta, float linear_beta
     const float a = std::tanh(g[i] * inv_beta) * beta * (1.0f / (1.0f + std::exp(-g[i])));
     const float up = linear_beta > 0.0f ? std::tanh(u[i] * inv_linear) * linear_beta : u[i];
     g[i] = a * up;
+  }
+}
+
+void swiglu_oai_mul(float* g, const float* u, int64_t n, float alpha, float limit) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = std::min(g[i], limit);
+    const float y = std::clamp(u[i], -limit, limit);
+    g[i] = x / (1.0f + std::exp(alpha * (-x))) * (y + 1.0f);
   }
 }
 

@@ -25,6 +25,10 @@ void silu_mul(float* g, const float* u, int64_t n);
 // linear_beta*tanh(u/linear_beta) : u): kimi-k3's activation, in the
 // reference's order of float operations (scales by 1/beta, not divisions).
 void situ_mul(float* g, const float* u, int64_t n, float beta, float linear_beta);
+// g[i] = gpt-oss's clamped SwiGLU of (g[i], u[i]): x = min(g, limit),
+// y = clamp(u, -limit, limit), x / (1 + exp(-alpha x)) * (y + 1), as the
+// reference's swiglu_oai kernel computes it (libm expf, its operation order).
+void swiglu_oai_mul(float* g, const float* u, int64_t n, float alpha, float limit);
 void add(float* x, const float* y, int64_t n);              // x += y
 void add_scaled(float* x, const float* y, float s, int64_t n);  // x += s * y
 

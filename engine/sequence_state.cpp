@@ -7,19 +7,36 @@
 namespace ns {
 
 SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout,
-                             bool allocate)
+                             int64_t max_batch, bool allocate)
     : n_seq_(n_seq), n_ctx_(n_ctx), layout_(layout) {
-  if (!layout_.attends.empty() && static_cast<int64_t>(layout_.attends.size()) != n_layer)
-    throw Error(ErrorKind::internal, "sequence state: a layout for " + std::to_string(layout_.attends.size()) +
-                                         " layers, the model has " + std::to_string(n_layer));
+  const auto check = [&](size_t size, const char* what) {
+    if (size != 0 && static_cast<int64_t>(size) != n_layer)
+      throw Error(ErrorKind::internal, std::string("sequence state: ") + what + " for " + std::to_string(size) +
+                                           " layers, the model has " + std::to_string(n_layer));
+  };
+  check(layout_.attends.size(), "a layout");
+  check(layout_.window.size(), "windows");
+  int64_t total_rows = 0;  // per sequence
   for (int64_t il = 0; il < n_layer; ++il) {
     const bool attends = layout_.attends.empty() || layout_.attends[static_cast<size_t>(il)];
     index_.push_back(attends ? n_attn_++ : n_rec_++);
+    int64_t rows = 0;
+    if (attends) {
+      const int64_t w = window(il);
+      rows = w > 0 ? std::min(n_ctx_, (w - 1 + std::max<int64_t>(max_batch, 1) + 7) / 8 * 8) : n_ctx_;
+      if (w > 0) {
+        ++n_swa_;
+        swa_rows_ += rows;
+      }
+    }
+    rows_.push_back(rows);
+    first_row_.push_back(total_rows * n_seq_);
+    total_rows += rows;
   }
   if (!allocate) return;
+  k_.resize(static_cast<size_t>(total_rows * n_seq_ * layout_.k_dim));
+  v_.resize(static_cast<size_t>(total_rows * n_seq_ * layout_.v_dim));
   const auto count = [&](int64_t layers, int64_t per) { return static_cast<size_t>(layers * n_seq_ * per); };
-  k_.resize(count(n_attn_, n_ctx_ * layout_.k_dim));
-  v_.resize(count(n_attn_, n_ctx_ * layout_.v_dim));
   conv_.resize(count(n_rec_, layout_.conv_floats));
   state_.resize(count(n_rec_, layout_.state_floats));
 }

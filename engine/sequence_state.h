@@ -9,6 +9,14 @@
 // layers that attend get rows: a hybrid model's recurrent layers cost nothing
 // per token.
 //
+// Sliding-window layers (gpt-oss) keep a ring of rows instead of n_ctx: a
+// query attends to its last `window` positions only, so the ring holds
+// window - 1 + max_batch rows (every position a forward pass of max_batch
+// tokens of one sequence writes or reads), rounded up to a multiple of 8 so
+// that a position's row has the same index mod 8 as the position itself (the
+// attention's 8-lane sums follow positions, as the reference's cache cells do).
+// Position p lives in row p mod rows(il); a full layer's rows(il) is n_ctx.
+//
 // Recurrent state: per recurrent layer and sequence, conv_floats (the short
 // convolutions' last inputs) and state_floats (the delta rule's matrices),
 // F32 as the reference keeps them. Its size does not grow with the context.
@@ -34,13 +42,18 @@ struct SequenceLayout {
   // [n_layer]: 1 where the layer attends (cache rows), 0 where it is recurrent.
   // Empty: every layer attends.
   std::vector<uint8_t> attends;
+  // [n_layer]: > 0 where an attending layer sees only its last `window`
+  // positions (sliding-window attention). Empty: no such layer.
+  std::vector<int64_t> window;
 };
 
 class SequenceState {
  public:
-  // allocate false: sizes only (a memory plan for `model info`), no buffers:
-  // the accessors below must not be called.
-  SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout, bool allocate = true);
+  // max_batch: the most tokens of one sequence a forward pass holds (sizes
+  // the sliding layers' rings). allocate false: sizes only (a memory plan
+  // for `model info`), no buffers: the accessors below must not be called.
+  SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout, int64_t max_batch = 1,
+                bool allocate = true);
 
   int64_t n_seq() const { return n_seq_; }
   int64_t n_ctx() const { return n_ctx_; }
@@ -52,18 +65,33 @@ class SequenceState {
   // Attention cache row of layer il (an attending layer), sequence seq, position pos.
   uint16_t* k(int64_t il, int64_t seq, int64_t pos) { return k_.data() + row(il, seq, pos) * layout_.k_dim; }
   uint16_t* v(int64_t il, int64_t seq, int64_t pos) { return v_.data() + row(il, seq, pos) * layout_.v_dim; }
+  // Rows layer il keeps per sequence: n_ctx, or a sliding layer's ring (positions wrap mod rows).
+  int64_t rows(int64_t il) const { return rows_[static_cast<size_t>(il)]; }
+  // The sliding window of layer il, 0 for a layer that sees every position.
+  int64_t window(int64_t il) const {
+    return layout_.window.empty() ? 0 : layout_.window[static_cast<size_t>(il)];
+  }
+  int64_t n_sliding_layers() const { return n_swa_; }
   // Recurrent state of layer il (a recurrent layer) for sequence seq.
   float* conv(int64_t il, int64_t seq) { return conv_.data() + rec(il, seq) * layout_.conv_floats; }
   float* recurrent(int64_t il, int64_t seq) { return state_.data() + rec(il, seq) * layout_.state_floats; }
   // Zeroes sequence seq's recurrent state in every recurrent layer.
   void reset_recurrent(int64_t seq);
 
-  uint64_t attention_bytes() const { return bytes_per_token() * static_cast<uint64_t>(n_seq_ * n_ctx_); }
+  uint64_t attention_bytes() const {
+    return (bytes_per_token() * static_cast<uint64_t>(n_ctx_) + sliding_bytes_per_sequence()) *
+           static_cast<uint64_t>(n_seq_);
+  }
   uint64_t recurrent_bytes() const { return recurrent_bytes_per_sequence() * static_cast<uint64_t>(n_seq_); }
   uint64_t bytes() const { return attention_bytes() + recurrent_bytes(); }
-  // Attention cache bytes one token of context takes (all layers).
+  // Attention cache bytes one token of context takes (the layers that see
+  // every position; a sliding layer's ring does not grow with the context).
   uint64_t bytes_per_token() const {
-    return static_cast<uint64_t>(n_attn_ * (layout_.k_dim + layout_.v_dim)) * sizeof(uint16_t);
+    return static_cast<uint64_t>((n_attn_ - n_swa_) * (layout_.k_dim + layout_.v_dim)) * sizeof(uint16_t);
+  }
+  // Attention cache bytes of the sliding layers' rings per sequence, whatever its length.
+  uint64_t sliding_bytes_per_sequence() const {
+    return static_cast<uint64_t>(swa_rows_ * (layout_.k_dim + layout_.v_dim)) * sizeof(uint16_t);
   }
   // Recurrent bytes one sequence takes, whatever its length.
   uint64_t recurrent_bytes_per_sequence() const {
@@ -72,14 +100,18 @@ class SequenceState {
 
  private:
   int64_t row(int64_t il, int64_t seq, int64_t pos) const {
-    return (index_[static_cast<size_t>(il)] * n_seq_ + seq) * n_ctx_ + pos;
+    const size_t l = static_cast<size_t>(il);
+    return first_row_[l] + seq * rows_[l] + pos % rows_[l];
   }
   int64_t rec(int64_t il, int64_t seq) const { return index_[static_cast<size_t>(il)] * n_seq_ + seq; }
 
   int64_t n_seq_, n_ctx_;
   SequenceLayout layout_;
-  int64_t n_attn_ = 0, n_rec_ = 0;
-  std::vector<int64_t> index_;  // [n_layer]: the layer's index among the attention or the recurrent layers
+  int64_t n_attn_ = 0, n_rec_ = 0, n_swa_ = 0;
+  int64_t swa_rows_ = 0;           // rows of all sliding layers, per sequence
+  std::vector<int64_t> index_;     // [n_layer]: the layer's index among the attention or the recurrent layers
+  std::vector<int64_t> rows_;      // [n_layer]: cache rows per sequence (0: recurrent layer)
+  std::vector<int64_t> first_row_; // [n_layer]: the layer's first cache row
   std::vector<uint16_t> k_, v_;
   std::vector<float> conv_, state_;
 };

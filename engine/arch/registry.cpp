@@ -2,6 +2,7 @@
 #include "engine/arch/architecture.h"
 #include "engine/arch/deepseek2.h"
 #include "engine/arch/glm4_moe.h"
+#include "engine/arch/gpt_oss.h"
 #include "engine/arch/kimi_k3.h"
 #include "engine/arch/kimi_linear.h"
 #include "engine/arch/llama.h"
@@ -12,7 +13,7 @@
 namespace ns {
 
 const char* supported_architectures() {
-  return "llama, deepseek2, kimi-linear, kimi-k3, qwen2moe, qwen3moe, qwen3next, qwen35moe, glm4moe";
+  return "llama, deepseek2, kimi-linear, kimi-k3, qwen2moe, qwen3moe, qwen3next, qwen35moe, glm4moe, gpt-oss";
 }
 
 std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
@@ -29,6 +30,7 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
   if (hp.arch == "qwen2moe" || hp.arch == "qwen3moe") return make_qwen_moe(hp, loader);
   if (hp.arch == "qwen3next" || hp.arch == "qwen35moe") return make_qwen_next(hp, loader);
   if (hp.arch == "glm4moe") return make_glm4_moe(hp, loader);
+  if (hp.arch == "gpt-oss") return make_gpt_oss(hp, loader);
   throw Error(ErrorKind::bad_model, "architecture '" + hp.arch + "' is not supported by this build (supported: " +
                                         supported_architectures() + ")");
 }

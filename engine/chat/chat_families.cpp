@@ -9,7 +9,7 @@
 namespace ns::chat {
 namespace {
 
-constexpr std::array<std::pair<ChatTemplate, const char*>, 17> kNames = {{
+constexpr std::array<std::pair<ChatTemplate, const char*>, 18> kNames = {{
     {ChatTemplate::chatml, "chatml"},
     {ChatTemplate::llama2, "llama2"},
     {ChatTemplate::llama2_sys, "llama2-sys"},
@@ -27,6 +27,7 @@ constexpr std::array<std::pair<ChatTemplate, const char*>, 17> kNames = {{
     {ChatTemplate::kimi_k3, "kimi-k3"},
     {ChatTemplate::qwen35, "qwen3.5"},
     {ChatTemplate::glm45, "glm-4.5"},
+    {ChatTemplate::gpt_oss, "gpt-oss"},
 }};
 
 }  // namespace

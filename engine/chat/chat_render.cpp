@@ -1,8 +1,10 @@
 // Rendering a conversation in each family, as llama.cpp's built-in renderer
 // (llm_chat_apply_template in src/llama-chat.cpp) writes it: the same markers,
 // spaces, newlines and trimming, so prompts match llama.cpp's byte for byte.
-// Kimi K3 and GLM-4.5, which have no built-in renderer there (llama.cpp's
-// "chatglm4" is not GLM-4.5's format), follow their Jinja templates.
+// Kimi K3, GLM-4.5 and gpt-oss, which have no (faithful) built-in renderer
+// there (llama.cpp's "chatglm4" is not GLM-4.5's format; its gpt-oss one
+// leaves out the system preamble), follow their Jinja templates.
+#include <ctime>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -349,6 +351,63 @@ std::string render_glm45(const Messages& messages, bool add_assistant) {
   return out;
 }
 
+// gpt-oss: what its own template (the reference's
+// models/templates/openai-gpt-oss-120b.jinja, the GGUF's chat_template) gives
+// for text messages with its defaults, which llama.cpp's server leaves in
+// place: a system message naming the identity, the knowledge cutoff, today's
+// date, "Reasoning: medium" and the valid channels; a first system message
+// becomes the developer message's "# Instructions" (none when it is empty);
+// user turns as they are; earlier assistant replies in the final channel
+// ending <|end|>, a closing one (no generation prompt) ending <|return|>; the
+// generation prompt "<|start|>assistant", after which the model picks its
+// channel. Today's date is the UTC date (the template calls strftime_now,
+// which is local time in llama.cpp's server). Checked against that template's
+// output: tests/unit/chat/gpt_oss_vectors.json.
+// Two refusals where the template would go wrong silently or loudly: a system
+// message after the first (the template drops it) and an assistant reply that
+// carries channel markers (the template raises).
+std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string render_gpt_oss(const Messages& messages, bool add_assistant) {
+  std::string out =
+      "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: "
+      "2024-06\nCurrent date: " + utc_date() + "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, "
+      "final. Channel must be included for every message.<|end|>";
+  size_t first = 0;
+  if (messages[0].role == "system") {
+    if (!messages[0].content.empty())
+      out += "<|start|>developer<|message|># Instructions\n\n" + messages[0].content + "\n\n<|end|>";
+    first = 1;
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (m.role == "system")
+      throw Error(ErrorKind::invalid_input, at + " is a system message after the first: gpt-oss's chat template "
+                                                 "renders only a leading one (it would drop this); merge it into "
+                                                 "messages[0] or send it as a user message");
+    if (m.role == "user") {
+      out += "<|start|>user<|message|>" + m.content + "<|end|>";
+      continue;
+    }
+    if (m.content.find("<|channel|>analysis<|message|>") != std::string::npos ||
+        m.content.find("<|channel|>final<|message|>") != std::string::npos)
+      throw Error(ErrorKind::invalid_input, at + " is an assistant reply with <|channel|> markers: give only the "
+                                                 "final channel's text (gpt-oss's chat template refuses them)");
+    const bool closing = i + 1 == messages.size() && !add_assistant;
+    out += "<|start|>assistant<|channel|>final<|message|>" + m.content + (closing ? "<|return|>" : "<|end|>");
+  }
+  if (add_assistant) out += "<|start|>assistant";
+  return out;
+}
+
 }  // namespace
 
 std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, bool add_assistant) {
@@ -371,6 +430,7 @@ std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages
     case ChatTemplate::kimi_k3: return render_kimi_k3(messages, add_assistant);
     case ChatTemplate::qwen35: return render_qwen35(messages, add_assistant);
     case ChatTemplate::glm45: return render_glm45(messages, add_assistant);
+    case ChatTemplate::gpt_oss: return render_gpt_oss(messages, add_assistant);
   }
   throw Error(ErrorKind::internal, "render_chat: unhandled chat template family");
 }

@@ -9,7 +9,9 @@
 // template text is. Rendering reproduces llama.cpp's built-in (non-Jinja)
 // renderer, llm_chat_apply_template, byte for byte; docs/chat-templates.md
 // lists where that differs from the models' own Jinja templates. kimi-k3,
-// which that renderer lacks, reproduces the model's Jinja template instead.
+// which that renderer lacks, and gpt-oss, whose built-in form leaves out the
+// system preamble and channels the model was trained with, reproduce the
+// model's Jinja template instead.
 //
 // Contract:
 // - Pure functions, thread-safe.
@@ -59,6 +61,8 @@ enum class ChatTemplate {
                       //   chatml, its server renders the Jinja: see chat_render.cpp)
   glm45,              // "glm-4.5": [gMASK]<sop><|user|>\n...<|assistant|>\n<think></think>\n... (GLM-4.5, 4.6:
                       //   their Jinja template; llama.cpp's built-in "chatglm4" writes these markers differently)
+  gpt_oss,            // "gpt-oss": OpenAI's harmony format, <|start|>role<|message|>...<|end|>, as gpt-oss's
+                      //   own Jinja template renders it (not llama.cpp's simpler built-in, see chat_render.cpp)
 };
 
 // llama.cpp's name for a family.

@@ -42,13 +42,13 @@ void scores_scalar(const uint16_t* k_base, int64_t k_stride, const float* query,
   }
 }
 
-// lanes[j mod 8][d] += V[j][d] * p[j] for j < n, in order.
+// lanes[(lane0 + j) mod 8][d] += V[j][d] * p[j] for j < n, in order.
 void values_scalar(const uint16_t* v_base, int64_t v_stride, const uint16_t* probs, int64_t dim, int64_t n,
-                   float* row, float* lanes) {
+                   int64_t lane0, float* row, float* lanes) {
   for (int64_t j = 0; j < n; ++j) {
     const float p = kernels::fp16_to_fp32(probs[j]);
     kernels::dequantize_row(gguf::GgmlType::F16, v_base + j * v_stride, row, dim);
-    float* lane = lanes + (j % kLanes) * dim;
+    float* lane = lanes + ((lane0 + j) % kLanes) * dim;
     for (int64_t d = 0; d < dim; ++d) lane[d] += row[d] * p;
   }
 }
@@ -75,11 +75,11 @@ __attribute__((target("avx2,fma,f16c"))) void scores_avx2(const uint16_t* k_base
 
 __attribute__((target("avx2,fma,f16c"))) void values_avx2(const uint16_t* v_base, int64_t v_stride,
                                                            const uint16_t* probs, int64_t dim, int64_t n,
-                                                           float* lanes) {
+                                                           int64_t lane0, float* lanes) {
   for (int64_t j = 0; j < n; ++j) {
     const __m256 p = _mm256_set1_ps(kernels::fp16_to_fp32(probs[j]));
     const uint16_t* v = v_base + j * v_stride;
-    float* lane = lanes + (j % kLanes) * dim;
+    float* lane = lanes + ((lane0 + j) % kLanes) * dim;
     for (int64_t d = 0; d < dim; d += kLanes) {
       const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + d)));
       _mm256_storeu_ps(lane + d, _mm256_fmadd_ps(x, p, _mm256_loadu_ps(lane + d)));
@@ -110,40 +110,66 @@ struct Scratch {
 
 void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
                      int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out) {
+  attend_one_head(q16, k_base, k_stride, v_base, v_stride, qk_dim, v_dim, last_pos, scale, out, AttendSpan{});
+}
+
+void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
+                     int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out,
+                     const AttendSpan& span) {
   // Pool threads live as long as the model, so this is allocated once per thread.
   thread_local Scratch scratch;
-  const int64_t n = last_pos + 1;
+  const int64_t first = span.first_pos, n = last_pos + 1 - first;  // live positions first..last_pos
   scratch.reserve(n, qk_dim, v_dim);
-  float* scores = scratch.scores.data();
+  float* scores = scratch.scores.data();  // [i]: position first + i
   uint16_t* probs = scratch.probs.data();
   float* lanes = scratch.lanes.data();
   float* query = scratch.query.data();
   float* row = scratch.row.data();
+  // Calls f(position, row index, count) for runs of positions whose rows are contiguous.
+  const auto for_runs = [&](auto&& f) {
+    for (int64_t j = first; j <= last_pos;) {
+      const int64_t r = span.ring > 0 ? j % span.ring : j;
+      const int64_t count = span.ring > 0 ? std::min(last_pos + 1 - j, span.ring - r) : last_pos + 1 - j;
+      f(j, r, count);
+      j += count;
+    }
+  };
 
   // kq = mul_mat(K, Q), then soft_max_ext: scale, max, ggml_vec_soft_max_f32.
   const bool avx2 = kernels::active_isa() >= kernels::Isa::avx2;
   kernels::dequantize_row(gguf::GgmlType::F16, q16, query, qk_dim);
-  if (avx2 && qk_dim % kLanes == 0)
-    scores_avx2(k_base, k_stride, query, qk_dim, n, scale, scores);
-  else
-    scores_scalar(k_base, k_stride, query, qk_dim, n, scale, row, scores);
-  const float max = *std::max_element(scores, scores + n);
+  for_runs([&](int64_t j, int64_t r, int64_t count) {
+    if (avx2 && qk_dim % kLanes == 0)
+      scores_avx2(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, scores + (j - first));
+    else
+      scores_scalar(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, row, scores + (j - first));
+  });
+  float max = *std::max_element(scores, scores + n);
+  if (span.sink) max = std::max(max, *span.sink);
   double sum = 0;
-  for (int64_t g = 0; g < n; g += kLanes) {
-    float e[kLanes] = {};  // the reference's masked positions past last_pos give exp(-inf) = 0
-    for (int64_t l = 0; l < kLanes && g + l < n; ++l) e[l] = scores[g + l] = ops::expf_ggml(scores[g + l] - max);
+  // Groups of 8 positions from a multiple of 8, as the reference's cells: the
+  // masked positions before `first` and past last_pos give exp(-inf) = 0.
+  for (int64_t g = first / kLanes * kLanes; g <= last_pos; g += kLanes) {
+    float e[kLanes] = {};
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const int64_t j = g + l;
+      if (j >= first && j <= last_pos) e[l] = scores[j - first] = ops::expf_ggml(scores[j - first] - max);
+    }
     sum += lane_sum(e);
   }
+  if (span.sink) sum += static_cast<double>(std::exp(*span.sink - max));
   const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t j = 0; j < n; ++j) probs[j] = kernels::fp32_to_fp16(scores[j] * inv);
+  for (int64_t i = 0; i < n; ++i) probs[i] = kernels::fp32_to_fp16(scores[i] * inv);
 
   // kqv = mul_mat(V^T, P): lane j mod 8 of each output accumulates in position
   // order; the reference's masked positions add exact zeros.
   std::fill(lanes, lanes + v_dim * kLanes, 0.0f);
-  if (avx2 && v_dim % kLanes == 0)
-    values_avx2(v_base, v_stride, probs, v_dim, n, lanes);
-  else
-    values_scalar(v_base, v_stride, probs, v_dim, n, row, lanes);
+  for_runs([&](int64_t j, int64_t r, int64_t count) {
+    if (avx2 && v_dim % kLanes == 0)
+      values_avx2(v_base + r * v_stride, v_stride, probs + (j - first), v_dim, count, j, lanes);
+    else
+      values_scalar(v_base + r * v_stride, v_stride, probs + (j - first), v_dim, count, j, row, lanes);
+  });
   for (int64_t d = 0; d < v_dim; ++d) {
     float lane[kLanes];
     for (int l = 0; l < kLanes; ++l) lane[l] = lanes[l * v_dim + d];

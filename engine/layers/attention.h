@@ -54,4 +54,23 @@ void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, c
 void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
                      int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out);
 
+// What attend_one_head sees beyond a causal prefix (gpt-oss):
+//   first_pos: positions before it are masked (a sliding window). As in the
+//     reference, where masked cells score -inf, the live positions keep their
+//     place in the 8-lane sums (lane = position mod 8) and the masked ones add
+//     exact zeros, so the result is the same as over the full row.
+//   ring: the rows are a ring of this many rows (a multiple of 8): position j
+//     is row j mod ring. 0: position j is row j.
+//   sink: a learned logit of this head that joins the softmax's max and sum
+//     (the reference adds expf(sink - max) to the sum) but has no value row,
+//     so the weights sum to less than 1. Null: none.
+struct AttendSpan {
+  int64_t first_pos = 0;
+  int64_t ring = 0;
+  const float* sink = nullptr;
+};
+void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
+                     int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out,
+                     const AttendSpan& span);
+
 }  // namespace ns

@@ -25,19 +25,31 @@ FfnActivation FfnActivation::of(const Hparams& hp) {
 }
 
 void FfnActivation::apply(float* gate, const float* up, int64_t n) const {
-  if (kind == Kind::situ)
-    ops::situ_mul(gate, up, n, beta, linear_beta);
-  else
-    ops::silu_mul(gate, up, n);
+  switch (kind) {
+    case Kind::situ: ops::situ_mul(gate, up, n, beta, linear_beta); break;
+    case Kind::swiglu_oai: ops::swiglu_oai_mul(gate, up, n, alpha, limit); break;
+    case Kind::silu: ops::silu_mul(gate, up, n); break;
+  }
 }
+
+namespace {
+// rows[t][i] += bias[i] for m rows of `width`; nothing without a bias.
+void add_row_bias(float* rows, const float* bias, int64_t m, int64_t width) {
+  if (bias == nullptr) return;
+  for (int64_t t = 0; t < m; ++t) ops::add(rows + t * width, bias, width);
+}
+}  // namespace
 
 void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s,
                bool per_token) {
   const int64_t n_ff = w.gate.rows;
   kernels::matmul(w.gate, in, m, a, *s.pool, s.mm, per_token);
+  add_row_bias(a, w.gate_b, m, n_ff);
   kernels::matmul(w.up, in, m, b, *s.pool, s.mm, per_token);
+  add_row_bias(b, w.up_b, m, n_ff);
   w.act.apply(a, b, m * n_ff);
   kernels::matmul(w.down, a, m, out, *s.pool, s.mm, per_token);
+  add_row_bias(out, w.down_b, m, w.down.rows);
 }
 
 namespace {
@@ -128,9 +140,9 @@ void route_token(const float* logits, int64_t n_expert, const MoeWeights& w, flo
   std::memcpy(probs, logits, sizeof(float) * static_cast<size_t>(n_expert));
   if (w.gating == ExpertGating::softmax) {
     ops::softmax(probs, n_expert);
-  } else {
+  } else if (w.gating == ExpertGating::sigmoid) {
     for (int64_t e = 0; e < n_expert; ++e) probs[e] = 1.0f / (1.0f + std::exp(-probs[e]));
-  }
+  }  // softmax_weight: choose on the logits, softmax over the chosen below
   const float* bias = w.selection_bias.empty() ? nullptr : w.selection_bias.data();
   std::array<bool, kMaxGroups> allowed{};
   const bool grouped = w.n_groups > 1;
@@ -140,6 +152,8 @@ void route_token(const float* logits, int64_t n_expert, const MoeWeights& w, flo
                          grouped ? n_expert / w.n_groups : 1);
     weights[k] = probs[ids[k]];  // the unbiased probability
   }
+  // The reference's soft_max over n_used values (libm exp below 8 of them, like ops::softmax).
+  if (w.gating == ExpertGating::softmax_weight) ops::softmax(weights, w.n_used);
   if (w.normalize_weights) {
     float sum = 0;
     for (int64_t k = 0; k < w.n_used; ++k) sum += weights[k];
@@ -183,11 +197,26 @@ void run_expert(int32_t e, const FfnWeights& fw, int64_t n_used, const float* in
 
 // One expert's matrices inside a cache slot: the file's layout, so the
 // mapping's shapes and strides apply.
-FfnWeights slot_weights(const MoeWeights& w, const stream::ExpertWeights& ew) {
+// Expert e's row of a per-expert bias table, or null when the layer has none.
+const float* expert_bias(const std::vector<float>& table, int32_t e, int64_t width) {
+  return table.empty() ? nullptr : table.data() + static_cast<size_t>(e) * static_cast<size_t>(width);
+}
+
+// Expert e's matrices (from the mapping or a cache slot) with its biases.
+FfnWeights expert_weights(const MoeWeights& w, int32_t e, kernels::MatrixView gate, kernels::MatrixView up,
+                          kernels::MatrixView down) {
+  FfnWeights f{gate, up, down, w.act};
+  f.gate_b = expert_bias(w.gate_bias, e, w.gate.rows);
+  f.up_b = expert_bias(w.up_bias, e, w.up.rows);
+  f.down_b = expert_bias(w.down_bias, e, w.down.rows);
+  return f;
+}
+
+FfnWeights slot_weights(const MoeWeights& w, int32_t e, const stream::ExpertWeights& ew) {
   const auto view = [](const ExpertsView& v, const uint8_t* data) {
     return kernels::MatrixView{v.type, data, v.rows, v.cols, v.row_stride};
   };
-  return {view(w.gate, ew.gate()), view(w.up, ew.up()), view(w.down, ew.down()), w.act};
+  return expert_weights(w, e, view(w.gate, ew.gate()), view(w.up, ew.up()), view(w.down, ew.down()));
 }
 
 // Guesses the next layer's experts by applying its router to this layer's
@@ -223,6 +252,8 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   const bool latent = w.routed_down.rows > 0;
   const int64_t width = w.gate.cols;  // the experts' input and output width
   kernels::matmul(w.router, s.xn.data(), n, s.router.data(), *s.pool, s.mm);
+  if (!w.router_bias.empty())
+    for (int64_t t = 0; t < n; ++t) ops::add(&s.router[t * n_expert], w.router_bias.data(), n_expert);
   if (latent) kernels::matmul(w.routed_down, s.xn.data(), n, s.moe_latent.data(), *s.pool, s.mm);
   const float* expert_in = latent ? s.moe_latent.data() : s.xn.data();
   for (int64_t t = 0; t < n; ++t)
@@ -261,13 +292,14 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     for (size_t done = 0; done < n_active; ++done) {
       stream::ExpertWeights ew;
       const size_t i = cache.wait_next(&ew);
-      run_expert(s.active[static_cast<size_t>(n_expert) + i], slot_weights(w, ew), n_used, expert_in, width, s);
+      const int32_t e = s.active[static_cast<size_t>(n_expert) + i];
+      run_expert(e, slot_weights(w, e, ew), n_used, expert_in, width, s);
       cache.release(i);
     }
   } else {
     for (size_t i = 0; i < n_active; ++i) {
       const int32_t e = s.active[i];
-      run_expert(e, {w.gate.expert(e), w.up.expert(e), w.down.expert(e), w.act}, n_used, expert_in, width, s);
+      run_expert(e, expert_weights(w, e, w.gate.expert(e), w.up.expert(e), w.down.expert(e)), n_used, expert_in, width, s);
     }
   }
 

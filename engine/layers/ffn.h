@@ -10,11 +10,13 @@
 
 namespace ns {
 
-// The gated FFN's activation act(gate, up): silu(gate) * up (SwiGLU, every
-// architecture but one), or kimi-k3's situ (ops::situ_mul) with its two betas.
+// The gated FFN's activation act(gate, up): silu(gate) * up (SwiGLU, most
+// architectures), kimi-k3's situ (ops::situ_mul) with its two betas, or
+// gpt-oss's clamped SwiGLU (ops::swiglu_oai_mul) with its alpha and limit.
 struct FfnActivation {
-  enum class Kind { silu, situ } kind = Kind::silu;
+  enum class Kind { silu, situ, swiglu_oai } kind = Kind::silu;
   float beta = 0.0f, linear_beta = 0.0f;  // situ only
+  float alpha = 0.0f, limit = 0.0f;       // swiglu_oai only
   // situ when the file sets activation.situ_beta, else silu.
   static FfnActivation of(const Hparams& hp);
   void apply(float* gate, const float* up, int64_t n) const;  // gate = act(gate, up)
@@ -23,15 +25,22 @@ struct FfnActivation {
 struct FfnWeights {
   kernels::MatrixView gate, up, down;
   FfnActivation act;
+  // Optional biases added after each matmul (gpt-oss's experts): [gate.rows], [up.rows], [down.rows].
+  const float* gate_b = nullptr;
+  const float* up_b = nullptr;
+  const float* down_b = nullptr;
 };
 
-// out[m][down rows] = down(act(gate(in), up(in))) for m rows of in; a, b are [m][n_ff] scratch.
+// out[m][down rows] = down(act(gate(in) + gate_b, up(in) + up_b)) + down_b for
+// m rows of in (absent biases add nothing); a, b are [m][n_ff] scratch.
 // per_token: expert matmuls sum per token like the reference's mul_mat_id (see kernels::matmul).
 void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s,
                bool per_token = false);
 
 // One MoE layer as the reference's build_moe_ffn computes it:
-//   probs  = softmax or sigmoid of the router logits
+//   logits = router(x) + router_bias (when the layer has one)
+//   probs  = softmax or sigmoid of the router logits; softmax_weight (gpt-oss):
+//            the logits themselves, and weight = softmax over the chosen ones
 //   choose = top n_used of (probs + selection_bias), within the n_groups_used
 //            best groups (a group scores the sum of its two best) when grouped
 //   weight = probs of the chosen (not biased), renormalized if asked, times weights_scale
@@ -43,6 +52,10 @@ void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float*
 struct MoeWeights {
   int64_t layer = -1;                  // block index: the expert cache's key (load_moe sets it)
   kernels::MatrixView router;          // [n_expert rows][n_embd]
+  std::vector<float> router_bias;      // ffn_gate_inp.bias [n_expert], or empty (gpt-oss)
+  // Per-expert biases of the routed experts (gpt-oss's ffn_*_exps.bias), or
+  // empty: [n_expert][n_ff_expert] for gate and up, [n_expert][width] for down.
+  std::vector<float> gate_bias, up_bias, down_bias;
   ExpertsView gate, up, down;          // [n_ff_expert][width], [width][n_ff_expert]: width = n_embd or the latent width
   FfnActivation act;                   // the routed experts' activation
   kernels::MatrixView routed_down;     // [latent][n_embd]; rows == 0: no latent projection

@@ -182,6 +182,33 @@ void read_kimi_k3(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
   }
 }
 
+// Sliding-window attention: the window, which layers use it, their RoPE base.
+void read_sliding_window(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  h.rope_base_swa = static_cast<float>(f.get_f64_or(a + "rope.freq_base_swa", h.rope_base));
+  if (!(h.rope_base_swa > 1)) bad(f, a + "rope.freq_base_swa", "must be greater than 1");
+  h.n_swa = optional_count(f, a + "attention.sliding_window", 1u << 31);
+  if (h.n_swa == 0) return;
+  const std::string key = a + "attention.sliding_window_pattern";
+  const gguf::Value* v = f.find(key);
+  if (v != nullptr && v->type == gguf::ValueType::ARRAY) {
+    if (static_cast<int64_t>(v->arr.size()) != h.n_layer)
+      bad(f, key, "has " + std::to_string(v->arr.size()) + " entries, expected one per layer (" +
+                      std::to_string(h.n_layer) + ")");
+    for (const gguf::Value& e : v->arr) {
+      if (e.type != gguf::ValueType::BOOL && !e.is_integer()) bad(f, key, "should be an array of booleans");
+      h.swa_layers.push_back(e.u != 0 || e.i != 0);
+    }
+    return;
+  }
+  // The period the reference's loader uses for the architecture when the key is absent;
+  // other architectures nightshift runs have no sliding layers (their files do not set the window).
+  if (v == nullptr && h.arch != "gpt-oss") return;
+  const uint64_t n = v != nullptr ? f.get_u64(key) : 2;
+  if (n > static_cast<uint64_t>(h.n_layer)) bad(f, key, "is " + std::to_string(n) + ", more than block_count");
+  for (int64_t il = 0; il < h.n_layer; ++il)
+    h.swa_layers.push_back(n == 0 || static_cast<uint64_t>(il) % n < n - 1);
+}
+
 }  // namespace
 
 Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
@@ -235,6 +262,7 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   read_kda(f, a, h);
   read_kimi_k3(f, a, h);
   read_gated_delta_net(f, a, h);
+  read_sliding_window(f, a, h);
   if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3" || h.arch == "qwen3next" ||
       h.arch == "glm4moe")
     h.rope_type = RopeType::neox;

@@ -20,8 +20,9 @@ namespace ns {
 // every section but the fourth, which stays at position 0).
 enum class RopeType { norm, neox, imrope };
 enum class RopeScaling { none, linear, yarn };
-// How router logits become expert probabilities (`expert_gating_func`: 1 softmax, 2 sigmoid).
-enum class ExpertGating { softmax, sigmoid };
+// How router logits become expert probabilities (`expert_gating_func`: 1 softmax, 2 sigmoid;
+// softmax_weight, the reference's 3: experts chosen on the logits, softmax over the chosen, gpt-oss).
+enum class ExpertGating { softmax, sigmoid, softmax_weight };
 
 struct Hparams {
   std::string arch;             // general.architecture
@@ -112,6 +113,16 @@ struct Hparams {
   float yarn_beta_fast = 32.0f;    // rope.scaling.yarn_beta_fast
   float yarn_beta_slow = 1.0f;     // rope.scaling.yarn_beta_slow
   float yarn_log_mul = 0.0f;       // rope.scaling.yarn_log_multiplier as stored (0.1 * mscale_all_dim)
+
+  // Sliding-window attention (gpt-oss). A sliding layer's query at position p
+  // attends to positions p - n_swa + 1 .. p only (the reference's "standard"
+  // window). Which layers slide: attention.sliding_window_pattern, a per-layer
+  // bool array or a period n (layer il slides when il % n < n - 1; the
+  // architecture's default period when absent: gpt-oss 2, even layers slide).
+  int64_t n_swa = 0;                 // attention.sliding_window (0: no sliding layers)
+  std::vector<uint8_t> swa_layers;   // [n_layer] 1 = sliding; empty: none
+  float rope_base_swa = 0.0f;        // rope.freq_base_swa: sliding layers' RoPE base (default rope_base)
+  bool is_swa(int64_t il) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(il)] != 0; }
 
   bool is_moe() const { return n_expert > 0; }
   static Hparams from_gguf(const gguf::GgufFile& f);

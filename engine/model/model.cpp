@@ -73,9 +73,6 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   if (n_ctx < 8) n_ctx = 8;
   const BufferSizes bs = m->arch_->buffer_sizes();
   const uint64_t rss_before_buffers = current_rss_bytes();  // the memory plan's "overhead"
-  // A plan-only load (model info) sizes the sequence state without allocating it: 64 x 128K contexts may not fit RAM.
-  m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, std::max<int64_t>(1, opts.n_seq), n_ctx, bs.cache,
-                                             /*allocate=*/!opts.streaming.plan_only);
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
 
   ForwardState& s = m->state_;
@@ -89,6 +86,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   }
   // A decode step takes one token of every sequence at once.
   B = std::max<int64_t>(B, std::max<int64_t>(1, opts.n_seq));
+  // Sliding layers' rings hold every position one forward pass of B tokens writes or reads.
+  // A plan-only load (model info) sizes the sequence state without allocating it: 64 x 128K contexts may not fit RAM.
+  m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, std::max<int64_t>(1, opts.n_seq), n_ctx, bs.cache, B,
+                                             /*allocate=*/!opts.streaming.plan_only);
   const auto sz = [B](int64_t width) { return static_cast<size_t>(B * std::max<int64_t>(width, 1)); };
   s.max_batch = B;
   s.x.resize(sz(hp.n_embd));
@@ -134,6 +135,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
 
   StreamingFootprint fp;
   fp.kv_cache_bytes = m->seqs_->attention_bytes();
+  if (const SequenceState& st = *m->seqs_; st.n_sliding_layers() > 0)
+    fp.kv_cache_note = std::to_string(st.n_sliding_layers()) + " of " + std::to_string(st.n_attention_layers()) +
+                       " layers sliding-window: " + std::to_string(st.sliding_bytes_per_sequence() >> 10) +
+                       " KiB a sequence whatever the context";
   fp.recurrent_bytes = m->seqs_->recurrent_bytes();
   fp.activation_bytes = forward_state_bytes(s) + m->single_.capacity() * sizeof(BatchToken);
   fp.overhead_bytes = rss_before_buffers;

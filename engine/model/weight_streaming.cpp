@@ -80,6 +80,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::s
     spdlog::info("memory_budget 0: planning with {}", d.describe());
   }
   in.kv_cache_bytes = fp.kv_cache_bytes;
+  in.kv_cache_note = fp.kv_cache_note;
   in.recurrent_bytes = fp.recurrent_bytes;
   in.activation_bytes = fp.activation_bytes;
   in.io_buffer_bytes = 0;  // experts are read straight into cache slots

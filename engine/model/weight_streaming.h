@@ -57,6 +57,7 @@ struct StreamingOptions {
 // Memory the rest of the model takes, measured by Model::load.
 struct StreamingFootprint {
   uint64_t kv_cache_bytes = 0;    // attention cache of every sequence
+  std::string kv_cache_note;      // stream::BudgetInputs::kv_cache_note
   uint64_t recurrent_bytes = 0;   // recurrent (delta-rule) state of every sequence
   uint64_t activation_bytes = 0;  // forward_state_bytes()
   uint64_t overhead_bytes = 0;    // RSS before the KV cache and buffers (setup adds slack for lazy scratch)

@@ -29,7 +29,7 @@ std::string BudgetPlan::describe() const {
   std::string s = "memory plan for " + model + " (memory_budget " +
                   (budget_source.empty() ? format_size(memory_budget) : budget_source) + "):\n";
   s += line("resident weights", resident_bytes, std::to_string(resident_tensors) + " tensors");
-  s += line("KV cache", kv_cache_bytes);
+  s += line("KV cache", kv_cache_bytes, kv_cache_note);
   if (recurrent_bytes > 0) s += line("recurrent state", recurrent_bytes, "delta-rule layers, fixed per sequence");
   s += line("activations", activation_bytes);
   s += line("I/O buffers", io_buffer_bytes);
@@ -64,6 +64,7 @@ BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLa
   }
   p.streamed_experts = layout.total_experts();
   p.kv_cache_bytes = in.kv_cache_bytes;
+  p.kv_cache_note = in.kv_cache_note;
   p.recurrent_bytes = in.recurrent_bytes;
   p.activation_bytes = in.activation_bytes;
   p.io_buffer_bytes = in.io_buffer_bytes;

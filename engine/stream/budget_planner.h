@@ -25,6 +25,7 @@ struct BudgetInputs {
   std::string budget_source;       // where a default budget came from (memory_limit.h); empty: set explicitly
   uint64_t kv_cache_bytes = 0;     // context × batch × per-token bytes, computed by the engine
   uint64_t recurrent_bytes = 0;    // batch × per-sequence state of linear-attention (KDA) layers
+  std::string kv_cache_note;       // what bounds the KV cache beyond context × batch (sliding-window layers), or empty
   uint64_t activation_bytes = 0;   // forward-pass buffers for the largest batch
   uint64_t io_buffer_bytes = 0;    // read staging outside the cache (experts read straight into slots)
   uint64_t overhead_bytes = 0;     // the process itself: code, libraries, tokenizer, heap
@@ -41,6 +42,7 @@ struct BudgetPlan {
   uint32_t streamed_tensors = 0;
   uint64_t streamed_experts = 0;  // (layer, expert) pairs in the model
   uint64_t kv_cache_bytes = 0, recurrent_bytes = 0, activation_bytes = 0, io_buffer_bytes = 0, overhead_bytes = 0;
+  std::string kv_cache_note;      // BudgetInputs::kv_cache_note
   uint64_t slot_bytes = 0;        // one cache slot (an expert with O_DIRECT slack)
   uint32_t cache_experts = 0;     // the expert cache's capacity
   uint64_t cache_bytes = 0;       // cache_experts × slot_bytes

@@ -42,7 +42,11 @@ bool LayerExperts::contiguous(uint32_t expert) const {
 bool ExpertLayout::is_streamed(std::string_view name) {
   uint32_t layer = 0;
   std::string_view rest;
-  return split_block_name(name, &layer, &rest) && rest.find("_exps.") != std::string_view::npos;
+  // Per-expert biases (gpt-oss's ffn_*_exps.bias, [width, n_expert] F32) are
+  // small and stay resident: the architecture loads them as vectors.
+  constexpr std::string_view bias = ".bias";
+  return split_block_name(name, &layer, &rest) && rest.find("_exps.") != std::string_view::npos &&
+         !(rest.size() >= bias.size() && rest.substr(rest.size() - bias.size()) == bias);
 }
 
 void ExpertLayout::parse_streamed_name(std::string_view name, uint32_t* layer, Projection* proj) {

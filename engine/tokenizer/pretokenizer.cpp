@@ -70,6 +70,7 @@ constexpr PreName kPreNames[] = {
     {"kimi-k2", PreType::kimi_k2, false, false, -1},
     {"glm4", PreType::chatglm4, true, false, -1},
     {"chatglm-bpe", PreType::chatglm4, true, false, -1},
+    {"gpt-4o", PreType::gpt4o, false, false, -1},
 };
 
 }  // namespace
@@ -164,6 +165,13 @@ std::vector<std::string> pre_tokenizer_patterns(PreType type) {
           R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
     case PreType::kimi_k2:
       return {kimi_k2_pattern()};
+    case PreType::gpt4o:
+      // The form llama.cpp runs (gpt-oss, GPT-4o): tokenizer.json's case
+      // classes \p{Lu}... written as letters that are not a-z / not A-Z.
+      return {
+          R"re([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)re"
+          R"re(|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)re"
+          R"re(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
     case PreType::default_:
       break;
   }

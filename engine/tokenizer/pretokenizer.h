@@ -27,7 +27,8 @@ class Regex;
 
 enum class PreType {
   default_, llama3, dbrx, deepseek_llm, deepseek_coder, deepseek3_llm, falcon, starcoder, gpt2, qwen2, qwen35, kimi_k2,
-  chatglm4  // GLM-4 / GLM-4.5: Llama 3's regex, without its ignore_merges, no default BOS
+  chatglm4,  // GLM-4 / GLM-4.5: Llama 3's regex, without its ignore_merges, no default BOS
+  gpt4o
 };
 
 // What a tokenizer.ggml.pre name implies, as llama.cpp's vocabulary loader sets it.

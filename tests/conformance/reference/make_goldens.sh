@@ -40,6 +40,11 @@ qn_shape="--n-embd 256 --n-layer 6 --n-head 4 --n-head-kv 2 --n-ff 256 --n-exper
 qn_kquant="--type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K"
 glm_shape="--arch glm4moe --n-embd 256 --n-layer 4 --n-head 4 --n-head-kv 2 --glm-head-dim 64 --n-ff 512 --n-expert 16 \
  --n-expert-used 4 --glm-n-ff-expert 128 --glm-nextn-layers 1 --rope-base 1000000 --n-ctx 4096 --seed 7"
+# gpt-oss: a 12-token sliding window on even layers, so prompts.txt's longer prompts cross it. Seed 11: with
+# seed 7 two F32 routing decisions were ties to 4e-6 (layer 3, a CJK prompt position and a greedy step), which
+# the F32 summation order decides, and the strict F32 twin cannot carry an outlier budget.
+oss_shape="--arch gpt-oss --n-embd 128 --n-layer 4 --n-head 8 --n-head-kv 2 --oss-head-dim 32 --n-ff 128 \
+ --n-expert 16 --n-expert-used 4 --oss-sliding-window 12 --rope-base 150000 --n-ctx 4096 --seed 11"
 models=(
   "tiny-kimi-linear-f32#0.002#0#$kl_shape --type F32"
   "tiny-kimi-linear-q8_0#0.05#0.03#$kl_shape --type Q8_0"
@@ -48,6 +53,8 @@ models=(
   "tiny-kimi-k3-f32#0.002#0#$k3_shape --attn-res-block 2 --expert-latent 128 --type F32"
   "tiny-kimi-k3-plain-f32#0.002#0#$k3_shape --attn-res-block 0 --expert-latent 0 --attn-gate false --kda-lower-bound 0 --type F32"
   "tiny-kimi-k3-mxfp4#0.15#0.03#$k3_shape --attn-res-block 2 --expert-latent 128 --type Q8_0 --tensor-type _exps=MXFP4"
+  "tiny-gpt-oss-f32#0.002#0#$oss_shape --type F32 --vocab-pre gpt-4o"
+  "tiny-gpt-oss-mxfp4#0.15#0.03#$oss_shape --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o"
   "tiny-kimi-k3-kquant#0.15#0.03#$k3_shape --attn-res-block 2 --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_q.weight=Q5_K --tensor-type attn_k.weight=Q5_K --tensor-type attn_v.weight=Q5_K"
   "tiny-qwen3next-f32#0.002#0#--arch qwen3next $qn_shape --type F32"
   "tiny-qwen3next-q8_0#0.05#0.03#--arch qwen3next $qn_shape --type Q8_0"

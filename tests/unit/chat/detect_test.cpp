@@ -105,7 +105,7 @@ TEST_CASE("every supported family is also accepted by its llama.cpp name") {
     CHECK(ns::chat::template_from_name(name) == t);
     CHECK(ns::chat::supported_template_names().find(name) != std::string::npos);
   }
-  CHECK(ns::chat::supported_templates().size() == 17);
+  CHECK(ns::chat::supported_templates().size() == 18);
   CHECK_FALSE(ns::chat::template_from_name("qwen").has_value());  // not a llama.cpp name
   CHECK_FALSE(ns::chat::template_from_name("ChatML").has_value());  // names are exact
 }

@@ -93,3 +93,69 @@ TEST_CASE("attention: the AVX2 path is bit-identical to the scalar reference") {
   }
   kernels::set_isa(saved);
 }
+
+// gpt-oss's attention: a window (first_pos), a per-head sink logit and a ring
+// of rows, against a double-precision softmax over the window plus the sink;
+// the ring layout and the AVX2 path give the contiguous scalar result bit for bit.
+TEST_CASE("attention over a window with a sink, in a ring of rows") {
+  std::mt19937 rng(5);
+  const kernels::Isa saved = kernels::active_isa();
+  for (const int64_t dim : {int64_t{32}, int64_t{20}}) {
+    const int64_t n_pos = 90, ring = 24;
+    auto q = random_halves(rng, dim, 1.0f), k = random_halves(rng, n_pos * dim, 1.0f),
+         v = random_halves(rng, n_pos * dim, 1.0f);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+    for (const float sink : {-2.0f, 0.5f, 3.0f}) {
+      for (const auto& [first, last] : std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {3, 14}, {13, 24}, {70, 89}}) {
+        CAPTURE(dim);
+        CAPTURE(sink);
+        CAPTURE(first);
+        CAPTURE(last);
+        AttendSpan span;
+        span.first_pos = first;
+        span.sink = &sink;
+        std::vector<float> out(dim), scalar(dim), ringed(dim);
+        kernels::set_isa(kernels::Isa::scalar);
+        attend_one_head(q.data(), k.data(), dim, v.data(), dim, dim, dim, last, scale, scalar.data(), span);
+        kernels::set_isa(saved);
+        attend_one_head(q.data(), k.data(), dim, v.data(), dim, dim, dim, last, scale, out.data(), span);
+        CHECK(out == scalar);
+        // The same positions in a ring of 24 rows (position j at row j mod 24).
+        if (last - first < ring) {
+          std::vector<uint16_t> kr(static_cast<size_t>(ring * dim)), vr(static_cast<size_t>(ring * dim));
+          for (int64_t j = first; j <= last; ++j)
+            for (int64_t d = 0; d < dim; ++d) {
+              kr[(j % ring) * dim + d] = k[j * dim + d];
+              vr[(j % ring) * dim + d] = v[j * dim + d];
+            }
+          AttendSpan rs = span;
+          rs.ring = ring;
+          attend_one_head(q.data(), kr.data(), dim, vr.data(), dim, dim, dim, last, scale, ringed.data(), rs);
+          CHECK(ringed == out);
+        }
+        // Double precision: softmax over the window and the sink; the sink has no value.
+        double mx = sink, sum = 0;
+        std::vector<double> p(static_cast<size_t>(last + 1), 0.0);
+        for (int64_t j = first; j <= last; ++j) {
+          double s = 0;
+          for (int64_t d = 0; d < dim; ++d)
+            s += double(kernels::fp16_to_fp32(q[d])) * kernels::fp16_to_fp32(k[j * dim + d]);
+          mx = std::max(mx, p[j] = s * scale);
+        }
+        for (int64_t j = first; j <= last; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        sum += std::exp(double(sink) - mx);
+        for (int64_t d = 0; d < dim; ++d) {
+          double ref = 0;
+          for (int64_t j = first; j <= last; ++j) ref += p[j] / sum * kernels::fp16_to_fp32(v[j * dim + d]);
+          CHECK(std::fabs(out[d] - ref) < 2e-3);
+        }
+      }
+    }
+  }
+  // No sink, first_pos 0, no ring: the plain causal attention, bit for bit.
+  auto q = random_halves(rng, 32, 1.0f), k = random_halves(rng, 40 * 32, 1.0f), v = random_halves(rng, 40 * 32, 1.0f);
+  std::vector<float> a(32), b(32);
+  attend_one_head(q.data(), k.data(), 32, v.data(), 32, 32, 32, 39, 0.2f, a.data());
+  attend_one_head(q.data(), k.data(), 32, v.data(), 32, 32, 32, 39, 0.2f, b.data(), AttendSpan{});
+  CHECK(a == b);
+}

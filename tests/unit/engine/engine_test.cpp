@@ -200,6 +200,10 @@ TEST_CASE("kimi-k3: batched generation gives each request the tokens it gets alo
   check_batched_equals_alone(test::kimi_k3_model());
 }
 
+TEST_CASE("gpt-oss: batched generation gives each request the tokens it gets alone (sliding-window rings per slot)") {
+  check_batched_equals_alone(test::gpt_oss_model());
+}
+
 TEST_CASE("kimi-k3 with its optional parts off: batched generation gives each request the tokens it gets alone") {
   check_batched_equals_alone(test::kimi_k3_plain_model());
 }

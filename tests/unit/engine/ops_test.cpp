@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -87,4 +88,18 @@ TEST_CASE("silu_mul") {
   CHECK(g[0] == 0.0f);
   CHECK(g[1] == doctest::Approx(2.0 / (1.0 + std::exp(-1.0))));
   CHECK(g[2] == doctest::Approx(-2.0 / (1.0 + std::exp(1.0))));
+}
+
+TEST_CASE("swiglu_oai_mul: gpt-oss's clamped SwiGLU, x = min(g, limit), y = clamp(u, +-limit)") {
+  const std::vector<float> g0 = {-20.0f, -1.0f, 0.0f, 0.5f, 3.0f, 7.0f, 9.0f, 100.0f};
+  const std::vector<float> u0 = {1.0f, -8.0f, 2.0f, 0.25f, 12.0f, -3.0f, -0.5f, 7.5f};
+  std::vector<float> g = g0;
+  ops::swiglu_oai_mul(g.data(), u0.data(), static_cast<int64_t>(g.size()), 1.702f, 7.0f);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = std::min(double(g0[i]), 7.0), y = std::clamp(double(u0[i]), -7.0, 7.0);
+    CAPTURE(i);
+    CHECK(g[i] == doctest::Approx(x / (1.0 + std::exp(-1.702 * x)) * (y + 1.0)).epsilon(1e-6));
+  }
+  // Gates above the limit saturate: 9 and 100 give what 7 gives.
+  CHECK(g[6] == doctest::Approx(7.0 / (1.0 + std::exp(-1.702 * 7.0)) * 0.5).epsilon(1e-6));
 }

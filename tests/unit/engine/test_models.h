@@ -99,6 +99,14 @@ inline std::string qwen_next_model(const std::string& arch, const std::string& e
                           "--qn-rope-sections 1,1,1,1 --type Q8_0 --tensor-type _exps=MXFP4 --seed 41");
 }
 
+// gpt-oss: 4 layers alternating an 8-token sliding window and full attention,
+// sinks, biases everywhere, YaRN; MXFP4 routed experts and Q8_0 elsewhere.
+inline std::string gpt_oss_model() {
+  return make_model("gpt-oss", "--arch gpt-oss --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 "
+                               "--n-ff 64 --n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --rope-base 150000 "
+                               "--n-ctx 4096 --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o --seed 41");
+}
+
 // Runs `nightshift run ARGS --json` in a fresh process (its own VmHWM) and
 // returns the output's "stats"; empty when the CLI is not built (the caller skips).
 inline nlohmann::json run_cli_stats(const std::string& args) {

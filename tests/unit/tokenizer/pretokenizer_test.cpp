@@ -125,6 +125,22 @@ TEST_CASE("kimi-k2 pre-tokenizer: digits, punctuation, marks, emoji, whitespace"
   CHECK(words(p, "a  你") == W{"a", " ", " ", "你"});
 }
 
+// Expected pieces from Python's regex module running the same pattern (the
+// form llama.cpp runs for gpt-4o, where a letter that is not a-z counts as
+// upper case and one that is not A-Z as lower case, so "aÄb" stays one word).
+TEST_CASE("gpt-4o pre-tokenizer (gpt-oss): case runs, contractions in any case, digits in threes, slashes") {
+  const PreTokenizer p(PreType::gpt4o);
+  CHECK(words(p, "Hello WORLD's fooBar HTTPServer 12345 isn't") ==
+        W{"Hello", " WORLD's", " foo", "Bar", " HTTPServer", " ", "123", "45", " isn't"});
+  CHECK(words(p, "THE QUEUE'S empty: 3:00 AM!!\n\n") ==
+        W{"THE", " QUEUE'S", " empty", ":", " ", "3", ":", "00", " AM", "!!\n\n"});
+  CHECK(words(p, "a/b//c\n  x") == W{"a", "/b", "//", "c", "\n", " ", " x"});
+  CHECK(words(p, "\xC3\x9C" "BERgro\xC3\x9F a\xC3\x84" "b \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E") ==
+        W{"\xC3\x9C" "BERgro\xC3\x9F", " a\xC3\x84" "b", " \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"});
+  CHECK(resolve_pre_tokenizer("gpt-4o").type == PreType::gpt4o);
+  CHECK(resolve_pre_tokenizer("gpt-4o").clean_spaces == false);
+}
+
 TEST_CASE("the hand-written GPT-2, Llama-3 and Kimi K2 splitters agree with PCRE2 on the same patterns") {
   // The fast paths are the optimised versions; PCRE2 running the patterns
   // themselves is the reference (with llama.cpp's whitespace rule applied).

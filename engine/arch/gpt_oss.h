@@ -1,0 +1,8 @@
+#pragma once
+
+#include "engine/arch/architecture.h"
+
+namespace ns {
+// gpt-oss (OpenAI's open-weight MoE models; the reference calls it OPENAI_MOE).
+std::unique_ptr<Architecture> make_gpt_oss(const Hparams& hp, TensorLoader& loader);
+}

@@ -1,0 +1,40 @@
+# A JSONL chat line on a gpt-oss file through the daemon: the file's template
+# carries the harmony markers, so the messages are rendered as gpt-oss's own
+# template renders them (tests/unit/chat/gpt_oss_vectors.json, with today's
+# UTC date in the preamble), and the job's greedy text equals `nightshift run`
+# on that rendered prompt.
+source "$(dirname "$0")/lib.sh"
+
+# Only the markers matter for the family; the renderer is ours (chat_render.cpp).
+OSS_TEMPLATE="{# gpt-oss: <|start|>system<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>... #}"
+make_model oss.gguf --arch gpt-oss --n-embd 128 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 --n-ff 128 \
+  --n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o \
+  --chat-template "$OSS_TEMPLATE"
+write_config oss=oss.gguf
+
+cat > "$WORK/chat.jsonl" <<'JSONL'
+{"custom_id": "hello", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "oss", "messages": [{"role": "system", "content": "You are a helpful assistant"}, {"role": "user", "content": "Hello"}], "max_tokens": 12, "temperature": 0, "ignore_eos": true}}
+JSONL
+ns submit --config "$CONFIG" --jsonl "$WORK/chat.jsonl" > /dev/null
+day_before=$(date -u +%F)
+start_daemon --drain
+wait_daemon 0
+day_after=$(date -u +%F)
+expect_eq "$(sql "SELECT state FROM jobs")" "done" "the chat job ran"
+[ "$day_before" = "$day_after" ] || { echo "ok (skipped the text check: the job ran across midnight UTC)"; exit 0; }
+
+prompt=$(python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+case = doc["cases"][0]
+assert case["name"] == "system and user" and case["add_generation_prompt"]
+sys.stdout.write(case["expected"].replace("Current date: " + doc["date"], "Current date: " + sys.argv[2]))' \
+  "$NS_SOURCE_DIR/tests/unit/chat/gpt_oss_vectors.json" "$day_after")
+valid_utf8() { python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }
+alone=$(ns run --model "$WORK/oss.gguf" --threads 2 --max-tokens 12 --ignore-eos --temperature 0 --no-progress \
+          "$prompt" 2>/dev/null | valid_utf8)
+expect_eq "$(sql "SELECT text FROM results")" "$alone" "chat job text vs run on the harmony-rendered prompt"
+expect_eq "$(sql "SELECT prompt_tokens FROM results")" \
+  "$(ns run --model "$WORK/oss.gguf" --threads 2 --max-tokens 1 --temperature 0 --no-progress --json "$prompt" 2>/dev/null |
+     python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["prompt_tokens"])')" "prompt tokens"
+echo "ok"

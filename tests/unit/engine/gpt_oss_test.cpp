@@ -1,0 +1,178 @@
+// gpt-oss specifics: the metadata the generator writes read back (sliding
+// pattern, YaRN, head size), the sliding layers' ring cache (its size, and
+// logits unchanged when the ring wraps), several sequences in one forward
+// pass = each alone, experts streamed through a small cache bit for bit, and
+// a model larger than its memory budget run under it. Logits against the
+// reference are in tests/conformance (generated-model goldens); the engine's
+// batched = alone and resume in engine_test.cpp.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "tests/unit/engine/test_models.h"
+
+using namespace ns;
+
+namespace {
+
+std::vector<int32_t> tokens(int n, int salt, int64_t n_vocab) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((i * 7919 + salt * 131 + 13) % n_vocab));
+  return t;
+}
+
+// Every position's logits of `toks` fed in chunks of `chunk` tokens.
+std::vector<float> chunked_logits(Model& m, const std::vector<int32_t>& toks, size_t chunk) {
+  std::vector<float> all, part;
+  for (size_t at = 0; at < toks.size(); at += chunk) {
+    const size_t n = std::min(chunk, toks.size() - at);
+    m.forward(std::span(toks).subspan(at, n), static_cast<int64_t>(at), true, part);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("gpt-oss: metadata read back, and the sliding layers keep a ring of rows, not the context") {
+  ModelOptions mo;
+  mo.context = 256;
+  mo.max_batch = 4;
+  mo.n_seq = 2;
+  auto m = Model::load(test::gpt_oss_model(), mo);
+  const Hparams& hp = m->hparams();
+  CHECK(hp.n_swa == 8);
+  CHECK(hp.swa_layers == std::vector<uint8_t>{1, 0, 1, 0});  // the reference's default: even layers slide
+  CHECK(hp.head_dim == 32);
+  CHECK(hp.rope_scaling == RopeScaling::yarn);
+  CHECK(hp.rope_freq_scale == doctest::Approx(1.0 / 32));
+  CHECK(hp.rope_base_swa == hp.rope_base);
+  const SequenceState& st = m->sequence_state();
+  CHECK(st.n_sliding_layers() == 2);
+  CHECK(st.rows(0) == 16);   // window - 1 + max_batch = 11, rounded up to 16
+  CHECK(st.rows(1) == 256);  // a full layer: the context
+  const uint64_t kv_row = 2u * (2u * 32u) * 2u;  // K and V of 2 heads of 32, F16
+  CHECK(st.bytes_per_token() == 2u * kv_row);    // the two full layers only
+  CHECK(st.sliding_bytes_per_sequence() == 2u * 16u * kv_row);
+  CHECK(st.attention_bytes() == 2u * (256u * st.bytes_per_token() + st.sliding_bytes_per_sequence()));
+
+  // attention.sliding_window_pattern = 3 written: layer il slides when il % 3 < 2.
+  const std::string period3 = test::make_model(
+      "gpt-oss-period3", "--arch gpt-oss --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 --n-ff 64 "
+                         "--n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --oss-swa-period 3 --oss-yarn-factor 0 "
+                         "--oss-expert-bias false --type Q8_0 --seed 42");
+  auto p3 = Model::load(period3, mo);
+  CHECK(p3->hparams().swa_layers == std::vector<uint8_t>{1, 1, 0, 1});
+  CHECK(p3->hparams().rope_scaling == RopeScaling::none);
+  CHECK(p3->sequence_state().n_sliding_layers() == 3);
+  // Runs without the optional expert biases, past the window.
+  for (float v : chunked_logits(*p3, tokens(20, 6, p3->n_vocab()), 4)) REQUIRE(std::isfinite(v));
+}
+
+TEST_CASE("gpt-oss: logits do not change when a sliding layer's ring wraps") {
+  // max_batch 4: rings of 16 rows, wrapped several times by 70 tokens in
+  // chunks of 4; max_batch 128: rings of 136 rows (no wrap), one forward pass.
+  const std::vector<int32_t> toks = tokens(70, 1, 512);
+  ModelOptions mo;
+  mo.context = 256;
+  mo.max_batch = 4;
+  auto small = Model::load(test::gpt_oss_model(), mo);
+  REQUIRE(small->sequence_state().rows(0) == 16);
+  const std::vector<float> wrapped = chunked_logits(*small, toks, 4);
+  mo.max_batch = 128;
+  auto big = Model::load(test::gpt_oss_model(), mo);
+  const std::vector<float> straight = chunked_logits(*big, toks, 4);
+  CHECK(wrapped == straight);  // same chunks, so the same arithmetic: only the rows differ
+  std::vector<float> whole;
+  big->forward(toks, 0, true, whole);
+  REQUIRE(whole.size() == straight.size());
+  double max_diff = 0;
+  for (size_t i = 0; i < whole.size(); ++i) max_diff = std::max(max_diff, double(std::fabs(whole[i] - straight[i])));
+  MESSAGE("whole prompt vs chunks of 4: max |dlogit| " << max_diff);
+  CHECK(max_diff < 1e-3);
+}
+
+TEST_CASE("gpt-oss: several sequences in one forward pass give each the logits it gets alone") {
+  ModelOptions mo;
+  mo.context = 128;
+  mo.max_batch = 96;
+  mo.n_seq = 3;
+  auto m = Model::load(test::gpt_oss_model(), mo);
+  const int64_t n_vocab = m->n_vocab();
+  const std::vector<std::vector<int32_t>> prompts = {tokens(30, 2, n_vocab), tokens(19, 3, n_vocab),
+                                                     tokens(25, 4, n_vocab)};
+  // Alone: each in sequence slot 0, from position 0.
+  std::vector<std::vector<float>> alone;
+  for (const auto& p : prompts) {
+    std::vector<float> l;
+    m->forward(p, 0, true, l);
+    alone.push_back(l);
+  }
+  // Together: interleaved in one batch, each in its own slot.
+  std::vector<BatchToken> batch;
+  std::vector<std::pair<size_t, size_t>> where;  // (prompt, position) of each row
+  for (size_t i = 0; i < 30; ++i)
+    for (size_t s = 0; s < prompts.size(); ++s)
+      if (i < prompts[s].size()) {
+        batch.push_back({prompts[s][i], static_cast<int32_t>(s), static_cast<int32_t>(i), true});
+        where.emplace_back(s, i);
+      }
+  std::vector<float> together;
+  m->forward_batch(batch, together);
+  double max_diff = 0;
+  for (size_t r = 0; r < where.size(); ++r) {
+    const auto [s, i] = where[r];
+    for (int64_t v = 0; v < n_vocab; ++v)
+      max_diff = std::max(max_diff, double(std::fabs(together[r * n_vocab + v] - alone[s][i * n_vocab + v])));
+  }
+  MESSAGE("max |together - alone| = " << max_diff);
+  CHECK(max_diff < 1e-4);
+}
+
+TEST_CASE("gpt-oss: experts (with their resident biases) streamed through a small cache give the mapping's logits") {
+  auto run = [](const std::string& io_mode) {
+    ModelOptions mo;
+    mo.threads = 2;
+    mo.context = 64;
+    mo.streaming.io_mode = io_mode;
+    mo.streaming.max_cache_experts = 3;  // fewer than one layer's routed experts: evictions, re-reads
+    auto m = Model::load(test::gpt_oss_model(), mo);
+    std::vector<float> all, last;
+    m->forward(tokens(20, 5, m->n_vocab()), 0, true, all);
+    for (int i = 0; i < 4; ++i) {
+      const int32_t one[1] = {static_cast<int32_t>(i * 11 + 3)};
+      m->forward(one, 20 + i, false, last);
+      all.insert(all.end(), last.begin(), last.end());
+    }
+    return std::make_pair(all, m->stream_stats());
+  };
+  const auto mapped = run("mmap");
+  const auto streamed = run("pread");
+  CHECK(streamed.first == mapped.first);
+  CHECK(streamed.second.bytes_read() > 0);
+}
+
+TEST_CASE("gpt-oss: peak RSS stays within memory_budget for a model larger than it") {
+  // ~215 MB: 8 layers of 32 MXFP4 experts (1024 x 512), Q8_0 elsewhere.
+  const std::string path = test::make_model(
+      "gpt-oss-stream", "--arch gpt-oss --n-embd 1024 --n-layer 8 --n-head 16 --n-head-kv 4 --oss-head-dim 64 "
+                        "--n-ff 512 --n-expert 32 --n-expert-used 4 --oss-sliding-window 16 --type Q8_0 "
+                        "--tensor-type _exps=MXFP4 --seed 43");
+  const uint64_t budget = 120ull << 20;
+  REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
+  const auto st = test::run_cli_stats("-m " + path + " --memory-budget 120MiB --io-mode pread --threads 2 "
+                                      "--context 128 --temperature 0 -n 8");
+  if (st.is_null()) {
+    MESSAGE("skipped: build the nightshift target first");
+    return;
+  }
+  CAPTURE(st.dump());
+  CHECK(st.at("completion_tokens").get<int>() == 8);
+  CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= budget);
+  CHECK(st.at("bytes_read").get<uint64_t>() > 0);
+  CHECK(st.at("cache_hit_rate").get<double>() < 1.0);
+}
