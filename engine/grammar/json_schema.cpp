@@ -22,7 +22,7 @@ const std::pair<const char*, const char*> kPrimitives[] = {
     {"char", R"([^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}))"},
     {"string", R"("\"" char* "\"")"},
     {"integer", R"("-"? ("0" | [1-9] [0-9]{0,15}))"},
-    {"number", R"(integer ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?)"},
+    {"number", R"(integer ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?)"},
     {"boolean", R"("true" | "false")"},
     {"null", R"("null")"},
     {"value", R"(object | array | string | number | boolean | null)"},
@@ -382,34 +382,36 @@ class Compiler {
       }
     }
     if (props == s.end() && required.empty()) return closed ? rule("\"{\" ws \"}\"", hint) : use("object");
-    // Required properties in `properties` order, then required ones `properties` lacks; then the optional ones.
-    std::vector<std::string> req_kv, opt_kv;
+    // Properties in `properties` order, required and optional alike, then the required ones
+    // `properties` lacks. From the last one back: after_i = what may follow property i-1 once
+    // something was written (each property led by a comma), from_i = what may come first.
+    std::vector<std::string> kvs;
+    std::vector<bool> req;
     auto kv = [&](const std::string& name, const std::string& value) {
       return json_literal(ojson(name)) + " ws \":\" ws " + value;
     };
     if (props != s.end())
       for (const auto& [name, sub] : props->items()) {
-        const bool is_req = std::find(required.begin(), required.end(), name) != required.end();
-        const std::string value = visit(sub, path + ".properties." + name, hint + "-" + name);
-        (is_req ? req_kv : opt_kv).push_back(kv(name, value));
+        req.push_back(std::find(required.begin(), required.end(), name) != required.end());
+        kvs.push_back(kv(name, visit(sub, path + ".properties." + name, hint + "-" + name)));
       }
     for (const std::string& name : required)
-      if (props == s.end() || !props->contains(name)) req_kv.push_back(kv(name, use("value")));
-    // Optional ones: T_i ::= kv_i (ws "," ws T_i+1)? | T_i+1, the last T ::= kv_n: any ordered subset, non-empty.
-    std::string tail;
-    for (size_t i = opt_kv.size(); i-- > 0;) {
-      const std::string body = tail.empty() ? opt_kv[i] : opt_kv[i] + " (ws \",\" ws " + tail + ")? | " + tail;
-      tail = rule(body, hint + "-opt" + std::to_string(i));
+      if (props == s.end() || !props->contains(name)) {
+        req.push_back(true);
+        kvs.push_back(kv(name, use("value")));
+      }
+    std::string after, from;  // "" = nothing
+    const auto then = [](const std::string& a, const std::string& b) { return b.empty() ? a : a + " " + b; };
+    for (size_t i = kvs.size(); i-- > 0;) {
+      const std::string tag = hint + "-" + std::to_string(i);
+      const std::string comma_kv = "ws \",\" ws " + kvs[i];
+      const std::string first = then(kvs[i], after);
+      if (req[i]) from = rule(first, tag + "-first");
+      else if (from.empty()) from = rule("(" + first + ")?", tag + "-first");
+      else from = rule(first + " | " + from, tag + "-first");
+      after = rule(then(req[i] ? comma_kv : "(" + comma_kv + ")?", after), tag + "-next");
     }
-    std::string body = "\"{\" ws ";
-    if (req_kv.empty()) {
-      body += tail.empty() ? "" : "(" + tail + " ws)? ";
-    } else {
-      for (size_t i = 0; i < req_kv.size(); ++i) body += (i ? " ws \",\" ws " : "") + req_kv[i];
-      if (!tail.empty()) body += " (ws \",\" ws " + tail + ")?";
-      body += " ws ";
-    }
-    return rule(body + "\"}\"", hint);
+    return rule("\"{\" ws " + then(from, "ws \"}\""), hint);
   }
 
   const ojson& root_;

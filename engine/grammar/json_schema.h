@@ -5,9 +5,9 @@
 //   type (one or a list), enum, const, {} / true (any JSON value),
 //   object: properties, required, additionalProperties false / true / absent
 //     (no properties beyond `properties` are generated, which satisfies all three);
-//     required properties come first in `properties` order, then the optional ones in order;
+//     properties come in `properties` order, each optional one present or not;
 //   array: items, minItems, maxItems;  string: minLength, maxLength (in characters);
-//   number, integer (at most 16 integer digits, 16 decimals, 3 exponent digits), boolean, null;
+//   number, integer (at most 16 integer digits, 16 decimals, 2 exponent digits: always a finite double), boolean, null;
 //   anyOf; oneOf when its alternatives have pairwise different JSON types (else a value
 //   could match two, which oneOf forbids: use anyOf); $ref to "#/$defs/NAME" or
 //   "#/definitions/NAME" (recursion allowed) and "#" (the root);

@@ -135,65 +135,90 @@ uint64_t Matcher::state_hash() const {
 }
 
 int32_t Matcher::push(uint32_t pos, int32_t parent) const {
-  arena_.push_back({pos, parent});
-  return static_cast<int32_t>(arena_.size() - 1);
+  const uint64_t key = (uint64_t{pos} << 32) | static_cast<uint32_t>(parent);
+  const auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(arena_.size()));
+  if (inserted) arena_.push_back({pos, parent});
+  return it->second;
 }
 
-// expand() over persistent stacks: appends the expanded stacks to lists_.
-void Matcher::expand_persistent(int32_t s) const {
+// expand() over persistent stacks: appends the expanded stacks to out.
+void Matcher::expand_persistent(int32_t s, std::vector<int32_t>& out) const {
   if (s < 0 || g_->elems[arena_[static_cast<size_t>(s)].pos].kind == Kind::bytes) {
-    lists_.push_back(s);
+    out.push_back(s);
     return;
   }
   const uint32_t pos = arena_[static_cast<size_t>(s)].pos;
   int32_t rest = arena_[static_cast<size_t>(s)].parent;
   if (g_->elems[pos + 1].kind != Kind::end) rest = push(pos + 1, rest);
   for (const uint32_t alt : g_->rules[g_->elems[pos].arg]) {
-    if (g_->elems[alt].kind == Kind::end) expand_persistent(rest);
-    else expand_persistent(push(alt, rest));
+    if (g_->elems[alt].kind == Kind::end) expand_persistent(rest, out);
+    else expand_persistent(push(alt, rest), out);
   }
 }
 
-// The children of `node`, given the stacks lists_[begin, end) reached at it.
-void Matcher::walk(const TokenTrie& trie, uint32_t node, size_t begin, size_t end, TokenMask& mask) const {
+// The id of a set of stacks (sorted, duplicates dropped); 0 is the empty set.
+int32_t Matcher::intern(std::vector<int32_t>& stacks) const {
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+  const auto [it, inserted] = list_ids_.emplace(stacks, static_cast<int32_t>(lists_.size()));
+  if (inserted) {
+    lists_.push_back(stacks);
+    next_.emplace_back();
+    next_.back().fill(-1);
+  }
+  return it->second;
+}
+
+// The set of stacks after byte b, memoized.
+int32_t Matcher::advance(int32_t list, uint8_t b) const {
+  int32_t& memo = next_[static_cast<size_t>(list)][b];
+  if (memo >= 0) return memo;
+  std::vector<int32_t> out;
+  for (const int32_t s : lists_[static_cast<size_t>(list)]) {
+    if (s < 0) continue;
+    const uint32_t pos = arena_[static_cast<size_t>(s)].pos;
+    if (!g_->sets[g_->elems[pos].arg].has(b)) continue;
+    int32_t rest = arena_[static_cast<size_t>(s)].parent;
+    if (g_->elems[pos + 1].kind != Kind::end) rest = push(pos + 1, rest);
+    expand_persistent(rest, out);
+  }
+  const int32_t id = intern(out);
+  next_[static_cast<size_t>(list)][b] = id;  // next_ may have grown: index again
+  return id;
+}
+
+// The children of `node`, reached with the set of stacks `list`.
+void Matcher::walk(const TokenTrie& trie, uint32_t node, int32_t list, TokenMask& mask) const {
   const auto& nodes = trie.nodes();
   const auto& sorted = trie.sorted_tokens();
   for (uint32_t c = nodes[node].first_child; c != TokenTrie::kNone; c = nodes[c].next_sibling) {
     const TokenTrie::Node& child = nodes[c];
-    const uint8_t b = child.byte;
-    const size_t arena_mark = arena_.size(), out_begin = lists_.size();
-    for (size_t i = begin; i < end; ++i) {
-      const int32_t s = lists_[i];
-      if (s < 0) continue;
-      const uint32_t pos = arena_[static_cast<size_t>(s)].pos;
-      if (!g_->sets[g_->elems[pos].arg].has(b)) continue;
-      int32_t rest = arena_[static_cast<size_t>(s)].parent;
-      if (g_->elems[pos + 1].kind != Kind::end) rest = push(pos + 1, rest);
-      expand_persistent(rest);
+    const int32_t next = advance(list, child.byte);
+    if (next == 0) continue;
+    for (uint32_t k = child.tok_begin; k < child.tok_end; ++k) {
+      const int32_t id = sorted[k];
+      mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
-    const size_t out_end = lists_.size();
-    if (out_end > out_begin) {
-      for (uint32_t k = child.tok_begin; k < child.tok_end; ++k) {
-        const int32_t id = sorted[k];
-        mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
-      }
-      if (child.first_child != TokenTrie::kNone) walk(trie, c, out_begin, out_end, mask);
-    }
-    lists_.resize(out_begin);
-    arena_.resize(arena_mark);
+    if (child.first_child != TokenTrie::kNone) walk(trie, c, next, mask);
   }
 }
 
 void Matcher::token_mask(const TokenTrie& trie, TokenMask& mask) const {
   mask.assign((static_cast<size_t>(trie.n_vocab()) + 63) / 64, 0);
   arena_.clear();
+  node_ids_.clear();
   lists_.clear();
+  list_ids_.clear();
+  next_.clear();
+  std::vector<int32_t> empty;
+  intern(empty);  // id 0
+  std::vector<int32_t> start;
   for (const Stack& st : stacks_) {
     int32_t s = -1;
     for (const uint32_t p : st) s = push(p, s);
-    lists_.push_back(s);
+    start.push_back(s);
   }
-  walk(trie, 0, 0, lists_.size(), mask);
+  walk(trie, 0, intern(start), mask);
   if (complete())
     for (const int32_t id : trie.end_of_generation()) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
 }
@@ -206,7 +231,8 @@ void Matcher::token_mask_reference(const TokenTrie& trie, TokenMask& mask) const
       case TokenKind::end_of_generation: ok = complete(); break;
       case TokenKind::excluded: ok = false; break;
       case TokenKind::normal: {
-        Matcher copy = *this;
+        Matcher copy(*g_);  // the state alone, not token_mask()'s scratch
+        copy.stacks_ = stacks_;
         ok = copy.accept_bytes(trie.piece(id));
         break;
       }

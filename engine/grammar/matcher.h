@@ -11,8 +11,11 @@
 // trie (TokenTrie), walked depth-first from the current state, each trie edge
 // advancing the stacks by one byte; a subtree no stack survives is skipped
 // whole, and a prefix shared by many tokens is walked once. Stacks in the walk
-// are persistent (a node and its parent, in an arena rolled back after each
-// subtree), so advancing one costs the few nodes it pushes, never a copy.
+// are persistent and hash-consed (a node is its grammar position and its
+// parent node; equal stacks get equal ids), sets of them are interned, and
+// each set's transition on a byte is computed once per mask: inside a string
+// the set after a plain character is the set before it, so most trie edges
+// cost one table lookup.
 // token_mask_reference() is the scalar reference: each token's bytes fed to a
 // copy of the state, one token at a time (tests compare the two over whole
 // vocabularies).
@@ -29,7 +32,9 @@
 // the matcher's scratch); TokenTrie is immutable once built.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -108,13 +113,20 @@ class Matcher {
   };
   void expand(Stack stack, std::vector<Stack>& out) const;
   int32_t push(uint32_t pos, int32_t parent) const;
-  void expand_persistent(int32_t s) const;
-  void walk(const TokenTrie& trie, uint32_t node, size_t begin, size_t end, TokenMask& mask) const;
+  void expand_persistent(int32_t s, std::vector<int32_t>& out) const;
+  int32_t intern(std::vector<int32_t>& stacks) const;
+  int32_t advance(int32_t list, uint8_t b) const;
+  void walk(const TokenTrie& trie, uint32_t node, int32_t list, TokenMask& mask) const;
 
   const Grammar* g_;
   std::vector<Stack> stacks_;  // sorted, distinct
+  // token_mask() scratch: hash-consed stack nodes (equal stacks, equal ids), interned
+  // stack sets ("lists", 0 = the empty set) and their memoized byte transitions.
   mutable std::vector<PNode> arena_;
-  mutable std::vector<int32_t> lists_;
+  mutable std::unordered_map<uint64_t, int32_t> node_ids_;
+  mutable std::vector<std::vector<int32_t>> lists_;
+  mutable std::map<std::vector<int32_t>, int32_t> list_ids_;
+  mutable std::vector<std::array<int32_t, 256>> next_;  // -1 = not computed yet
 };
 
 class MaskCache {

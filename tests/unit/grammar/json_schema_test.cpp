@@ -70,6 +70,8 @@ TEST_CASE("schema: nested objects, arrays with min/max items, enum, const") {
   CHECK_FALSE(c.ok(R"({"kind":"a","v":{"x":[1,2]},"pts":[]})"));
   CHECK_FALSE(c.ok(R"({"kind":"a","v":{"x":[1,2]},"pts":[{"x":1},{"x":2},{"x":3}]})"));
   CHECK_FALSE(c.ok(R"({"kind":"a","v":{"x":[1,2]},"pts":[{"x":01}]})"));
+  CHECK(c.ok(R"({"kind":"a","v":{"x":[1,2]},"pts":[{"x":1e-99}]})"));
+  CHECK_FALSE(c.ok(R"({"kind":"a","v":{"x":[1,2]},"pts":[{"x":1e528}]})"));  // not a finite double
 }
 
 TEST_CASE("schema: strings with escapes and lengths") {
