@@ -55,6 +55,23 @@ TokenTrie::TokenTrie(std::vector<std::string> pieces, std::vector<TokenKind> kin
     end.tok_end = static_cast<uint32_t>(k + 1);
     prev = &p;
   }
+  // Subtree token ranges and bytes, children before parents (nodes are numbered in preorder).
+  below_.resize(nodes_.size());
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    Node& n = nodes_[i];
+    bool any = n.tok_end > n.tok_begin;
+    n.sub_begin = n.tok_begin;
+    n.sub_end = n.tok_end;
+    for (uint32_t c = n.first_child; c != kNone; c = nodes_[c].next_sibling) {
+      below_[i].add(nodes_[c].byte);
+      for (size_t w = 0; w < 4; ++w) below_[i].bits[w] |= below_[c].bits[w];
+      if (nodes_[c].sub_end > nodes_[c].sub_begin) {
+        n.sub_begin = any ? std::min(n.sub_begin, nodes_[c].sub_begin) : nodes_[c].sub_begin;
+        n.sub_end = any ? std::max(n.sub_end, nodes_[c].sub_end) : nodes_[c].sub_end;
+        any = true;
+      }
+    }
+  }
 }
 
 std::shared_ptr<const TokenTrie> TokenTrie::from_tokenizer(const Tokenizer& tok) {
@@ -134,91 +151,120 @@ uint64_t Matcher::state_hash() const {
   return h;
 }
 
-int32_t Matcher::push(uint32_t pos, int32_t parent) const {
+int32_t Matcher::push(MaskScratch& sc, uint32_t pos, int32_t parent) const {
   const uint64_t key = (uint64_t{pos} << 32) | static_cast<uint32_t>(parent);
-  const auto [it, inserted] = node_ids_.emplace(key, static_cast<int32_t>(arena_.size()));
-  if (inserted) arena_.push_back({pos, parent});
+  const auto [it, inserted] = sc.node_ids.emplace(key, static_cast<int32_t>(sc.arena.size()));
+  if (inserted) sc.arena.push_back({pos, parent});
   return it->second;
 }
 
 // expand() over persistent stacks: appends the expanded stacks to out.
-void Matcher::expand_persistent(int32_t s, std::vector<int32_t>& out) const {
-  if (s < 0 || g_->elems[arena_[static_cast<size_t>(s)].pos].kind == Kind::bytes) {
+void Matcher::expand_persistent(MaskScratch& sc, int32_t s, std::vector<int32_t>& out) const {
+  if (s < 0 || g_->elems[sc.arena[static_cast<size_t>(s)].pos].kind == Kind::bytes) {
     out.push_back(s);
     return;
   }
-  const uint32_t pos = arena_[static_cast<size_t>(s)].pos;
-  int32_t rest = arena_[static_cast<size_t>(s)].parent;
-  if (g_->elems[pos + 1].kind != Kind::end) rest = push(pos + 1, rest);
+  const uint32_t pos = sc.arena[static_cast<size_t>(s)].pos;
+  int32_t rest = sc.arena[static_cast<size_t>(s)].parent;
+  if (g_->elems[pos + 1].kind != Kind::end) rest = push(sc, pos + 1, rest);
   for (const uint32_t alt : g_->rules[g_->elems[pos].arg]) {
-    if (g_->elems[alt].kind == Kind::end) expand_persistent(rest, out);
-    else expand_persistent(push(alt, rest), out);
+    if (g_->elems[alt].kind == Kind::end) expand_persistent(sc, rest, out);
+    else expand_persistent(sc, push(sc, alt, rest), out);
   }
 }
 
 // The id of a set of stacks (sorted, duplicates dropped); 0 is the empty set.
-int32_t Matcher::intern(std::vector<int32_t>& stacks) const {
+int32_t Matcher::intern(MaskScratch& sc, std::vector<int32_t>& stacks) const {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-  const auto [it, inserted] = list_ids_.emplace(stacks, static_cast<int32_t>(lists_.size()));
+  const auto [it, inserted] = sc.list_ids.emplace(stacks, static_cast<int32_t>(sc.lists.size()));
   if (inserted) {
-    lists_.push_back(stacks);
-    next_.emplace_back();
-    next_.back().fill(-1);
+    sc.lists.push_back(stacks);
+    sc.next.emplace_back();
+    sc.next.back().fill(-1);
+    sc.loops.emplace_back();
+    sc.loops_known.push_back(0);
   }
   return it->second;
 }
 
 // The set of stacks after byte b, memoized.
-int32_t Matcher::advance(int32_t list, uint8_t b) const {
-  int32_t& memo = next_[static_cast<size_t>(list)][b];
+int32_t Matcher::advance(MaskScratch& sc, int32_t list, uint8_t b) const {
+  int32_t& memo = sc.next[static_cast<size_t>(list)][b];
   if (memo >= 0) return memo;
   std::vector<int32_t> out;
-  for (const int32_t s : lists_[static_cast<size_t>(list)]) {
+  for (const int32_t s : sc.lists[static_cast<size_t>(list)]) {
     if (s < 0) continue;
-    const uint32_t pos = arena_[static_cast<size_t>(s)].pos;
+    const uint32_t pos = sc.arena[static_cast<size_t>(s)].pos;
     if (!g_->sets[g_->elems[pos].arg].has(b)) continue;
-    int32_t rest = arena_[static_cast<size_t>(s)].parent;
-    if (g_->elems[pos + 1].kind != Kind::end) rest = push(pos + 1, rest);
-    expand_persistent(rest, out);
+    int32_t rest = sc.arena[static_cast<size_t>(s)].parent;
+    if (g_->elems[pos + 1].kind != Kind::end) rest = push(sc, pos + 1, rest);
+    expand_persistent(sc, rest, out);
   }
-  const int32_t id = intern(out);
-  next_[static_cast<size_t>(list)][b] = id;  // next_ may have grown: index again
+  const int32_t id = intern(sc, out);
+  sc.next[static_cast<size_t>(list)][b] = id;  // sc.next may have grown: index again
   return id;
 }
 
+// The bytes that lead `list` back to itself.
+const ByteSet& Matcher::loops(MaskScratch& sc, int32_t list) const {
+  if (!sc.loops_known[static_cast<size_t>(list)]) {
+    ByteSet s;
+    for (unsigned b = 0; b < 256; ++b)
+      if (advance(sc, list, static_cast<uint8_t>(b)) == list) s.add(static_cast<uint8_t>(b));
+    sc.loops[static_cast<size_t>(list)] = s;
+    sc.loops_known[static_cast<size_t>(list)] = 1;
+  }
+  return sc.loops[static_cast<size_t>(list)];
+}
+
 // The children of `node`, reached with the set of stacks `list`.
-void Matcher::walk(const TokenTrie& trie, uint32_t node, int32_t list, TokenMask& mask) const {
+void Matcher::walk(MaskScratch& sc, const TokenTrie& trie, uint32_t node, int32_t list, TokenMask& mask) const {
   const auto& nodes = trie.nodes();
   const auto& sorted = trie.sorted_tokens();
   for (uint32_t c = nodes[node].first_child; c != TokenTrie::kNone; c = nodes[c].next_sibling) {
     const TokenTrie::Node& child = nodes[c];
-    const int32_t next = advance(list, child.byte);
+    const int32_t next = advance(sc, list, child.byte);
     if (next == 0) continue;
+    if (child.first_child != TokenTrie::kNone) {
+      const ByteSet& below = trie.bytes_below(c);
+      const ByteSet& stay = loops(sc, next);
+      if ((below.bits[0] & ~stay.bits[0]) == 0 && (below.bits[1] & ~stay.bits[1]) == 0 &&
+          (below.bits[2] & ~stay.bits[2]) == 0 && (below.bits[3] & ~stay.bits[3]) == 0) {
+        for (uint32_t k = child.sub_begin; k < child.sub_end; ++k) {  // every token below keeps the state alive
+          const int32_t id = sorted[k];
+          mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+        }
+        continue;
+      }
+    }
     for (uint32_t k = child.tok_begin; k < child.tok_end; ++k) {
       const int32_t id = sorted[k];
       mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
-    if (child.first_child != TokenTrie::kNone) walk(trie, c, next, mask);
+    if (child.first_child != TokenTrie::kNone) walk(sc, trie, c, next, mask);
   }
 }
 
 void Matcher::token_mask(const TokenTrie& trie, TokenMask& mask) const {
+  MaskScratch scratch;
+  token_mask(trie, mask, scratch);
+}
+
+void Matcher::token_mask(const TokenTrie& trie, TokenMask& mask, MaskScratch& sc) const {
   mask.assign((static_cast<size_t>(trie.n_vocab()) + 63) / 64, 0);
-  arena_.clear();
-  node_ids_.clear();
-  lists_.clear();
-  list_ids_.clear();
-  next_.clear();
-  std::vector<int32_t> empty;
-  intern(empty);  // id 0
+  if (sc.lists.empty() || sc.arena.size() > (1u << 18) || sc.lists.size() > (1u << 13)) {
+    sc = MaskScratch();
+    std::vector<int32_t> empty;
+    intern(sc, empty);  // id 0
+  }
   std::vector<int32_t> start;
   for (const Stack& st : stacks_) {
     int32_t s = -1;
-    for (const uint32_t p : st) s = push(p, s);
+    for (const uint32_t p : st) s = push(sc, p, s);
     start.push_back(s);
   }
-  walk(trie, 0, intern(start), mask);
+  walk(sc, trie, 0, intern(sc, start), mask);
   if (complete())
     for (const int32_t id : trie.end_of_generation()) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
 }
@@ -258,7 +304,7 @@ const TokenMask& MaskCache::mask(const Matcher& m, const TokenTrie& trie) {
   std::vector<Entry>& bucket = entries_[h];
   Entry e;
   e.stacks = m.stacks();
-  m.token_mask(trie, e.mask);
+  m.token_mask(trie, e.mask, scratch_);
   bucket.push_back(std::move(e));
   ++size_;
   return bucket.back().mask;

@@ -13,9 +13,11 @@
 // whole, and a prefix shared by many tokens is walked once. Stacks in the walk
 // are persistent and hash-consed (a node is its grammar position and its
 // parent node; equal stacks get equal ids), sets of them are interned, and
-// each set's transition on a byte is computed once per mask: inside a string
-// the set after a plain character is the set before it, so most trie edges
-// cost one table lookup.
+// each set's transition on a byte is computed once: inside a string the set
+// after a plain character is the set before it, so most trie edges cost one
+// table lookup. And where every byte below a trie node leads a set back to
+// itself (a string's plain characters), the node's whole subtree is allowed
+// without walking it (tokens are sorted, so a subtree's are one range).
 // token_mask_reference() is the scalar reference: each token's bytes fed to a
 // copy of the state, one token at a time (tests compare the two over whole
 // vocabularies).
@@ -28,8 +30,8 @@
 // string or a number the state repeats from token to token, so most steps hit.
 // Cleared whole when full, so what it returns never depends on what it held.
 //
-// Deterministic; Matcher and MaskCache are not thread-safe (token_mask uses
-// the matcher's scratch); TokenTrie is immutable once built.
+// Deterministic; Matcher and MaskCache are not thread-safe (MaskCache keeps
+// the walk's working memory); TokenTrie is immutable once built.
 #pragma once
 
 #include <array>
@@ -63,6 +65,7 @@ class TokenTrie {
   struct Node {
     uint32_t first_child = kNone, next_sibling = kNone;
     uint32_t tok_begin = 0, tok_end = 0;  // tokens whose piece ends here: sorted_[tok_begin, tok_end)
+    uint32_t sub_begin = 0, sub_end = 0;  // tokens of the subtree (this node's included): contiguous
     uint8_t byte = 0;
   };
   static constexpr uint32_t kNone = 0xFFFFFFFF;
@@ -73,8 +76,11 @@ class TokenTrie {
   const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
   TokenKind kind(int32_t id) const { return kinds_[static_cast<size_t>(id)]; }
   const std::vector<int32_t>& end_of_generation() const { return eog_; }
+  // Every byte on the edges below a node (its own byte excluded).
+  const ByteSet& bytes_below(uint32_t node) const { return below_[node]; }
 
  private:
+  std::vector<ByteSet> below_;
   std::vector<std::string> pieces_;
   std::vector<TokenKind> kinds_;
   std::vector<int32_t> sorted_;  // normal tokens by piece
@@ -84,6 +90,27 @@ class TokenTrie {
 
 // n_vocab bits, token id i at word i / 64, bit i % 64.
 using TokenMask = std::vector<uint64_t>;
+
+// token_mask()'s working memory for one grammar: hash-consed stack nodes (equal
+// stacks, equal ids), interned stack sets ("lists", 0 = the empty set) and
+// their byte transitions. It depends on grammar positions only, so it stays
+// valid from one state to the next: kept across masks (MaskCache does), the
+// transitions an earlier mask found are table lookups for the later ones.
+// Cleared when it grows past a few tens of MiB.
+struct MaskScratch {
+  struct PNode {
+    uint32_t pos;
+    int32_t parent;
+  };
+  std::vector<PNode> arena;
+  std::unordered_map<uint64_t, int32_t> node_ids;
+  std::vector<std::vector<int32_t>> lists;
+  std::map<std::vector<int32_t>, int32_t> list_ids;
+  std::vector<std::array<int32_t, 256>> next;  // -1 = not computed yet
+  std::vector<ByteSet> loops;                   // per list: bytes that lead back to it (once known)
+  std::vector<uint8_t> loops_known;
+};
+
 inline bool mask_has(const TokenMask& m, int32_t id) { return (m[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1; }
 
 class Matcher {
@@ -100,6 +127,8 @@ class Matcher {
   bool can_continue() const;
 
   void token_mask(const TokenTrie& trie, TokenMask& mask) const;
+  // The same with working memory kept by the caller (one per grammar, not shared between threads).
+  void token_mask(const TokenTrie& trie, TokenMask& mask, MaskScratch& scratch) const;
   void token_mask_reference(const TokenTrie& trie, TokenMask& mask) const;
 
   using Stack = std::vector<uint32_t>;  // grammar positions, bottom first
@@ -107,26 +136,16 @@ class Matcher {
   uint64_t state_hash() const;
 
  private:
-  struct PNode {
-    uint32_t pos;
-    int32_t parent;
-  };
   void expand(Stack stack, std::vector<Stack>& out) const;
-  int32_t push(uint32_t pos, int32_t parent) const;
-  void expand_persistent(int32_t s, std::vector<int32_t>& out) const;
-  int32_t intern(std::vector<int32_t>& stacks) const;
-  int32_t advance(int32_t list, uint8_t b) const;
-  void walk(const TokenTrie& trie, uint32_t node, int32_t list, TokenMask& mask) const;
+  int32_t push(MaskScratch& sc, uint32_t pos, int32_t parent) const;
+  void expand_persistent(MaskScratch& sc, int32_t s, std::vector<int32_t>& out) const;
+  int32_t intern(MaskScratch& sc, std::vector<int32_t>& stacks) const;
+  int32_t advance(MaskScratch& sc, int32_t list, uint8_t b) const;
+  const ByteSet& loops(MaskScratch& sc, int32_t list) const;
+  void walk(MaskScratch& sc, const TokenTrie& trie, uint32_t node, int32_t list, TokenMask& mask) const;
 
   const Grammar* g_;
   std::vector<Stack> stacks_;  // sorted, distinct
-  // token_mask() scratch: hash-consed stack nodes (equal stacks, equal ids), interned
-  // stack sets ("lists", 0 = the empty set) and their memoized byte transitions.
-  mutable std::vector<PNode> arena_;
-  mutable std::unordered_map<uint64_t, int32_t> node_ids_;
-  mutable std::vector<std::vector<int32_t>> lists_;
-  mutable std::map<std::vector<int32_t>, int32_t> list_ids_;
-  mutable std::vector<std::array<int32_t, 256>> next_;  // -1 = not computed yet
 };
 
 class MaskCache {
@@ -144,6 +163,7 @@ class MaskCache {
   };
   size_t capacity_;
   size_t size_ = 0;
+  MaskScratch scratch_;
   std::unordered_map<uint64_t, std::vector<Entry>> entries_;
   uint64_t hits_ = 0, misses_ = 0;
 };

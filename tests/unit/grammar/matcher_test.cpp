@@ -38,6 +38,7 @@ const char* kPrefixes[] = {
 
 void compare_masks(const ns::Tokenizer& tok, const Grammar& g, const char* const* prefixes, size_t n) {
   const auto trie = TokenTrie::from_tokenizer(tok);
+  MaskScratch kept;  // carried from state to state, as MaskCache does
   for (size_t i = 0; i < n; ++i) {
     Matcher m(g);
     REQUIRE_MESSAGE(m.accept_bytes(prefixes[i]), prefixes[i]);
@@ -48,6 +49,9 @@ void compare_masks(const ns::Tokenizer& tok, const Grammar& g, const char* const
     for (int32_t id = 0; id < trie->n_vocab(); ++id) allowed += mask_has(ref, id);
     INFO("prefix " << prefixes[i] << ": " << allowed << " tokens allowed");
     CHECK(fast == ref);
+    TokenMask warm;
+    m.token_mask(*trie, warm, kept);
+    CHECK(warm == ref);
     if (std::string_view(prefixes[i]).ends_with("}")) {
       for (const int32_t id : trie->end_of_generation()) CHECK(mask_has(fast, id));
       CHECK(allowed == trie->end_of_generation().size());  // nothing may follow the closed object
