@@ -62,6 +62,7 @@ class EngineImpl final : public Engine {
     }
     auto done = batch.take_finished();
     if (done.size() != 1) throw Error(ErrorKind::internal, "generate: the request did not finish");
+    if (done[0].second.finish_reason == "error") throw Error(ErrorKind::invalid_input, done[0].second.error);
     return std::move(done[0].second);
   }
 

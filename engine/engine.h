@@ -65,7 +65,8 @@ struct GenerationStats {
 
 struct GenerationResult {
   std::string text;
-  std::string finish_reason;     // "stop" (EOS or stop string), "length", "cancelled"
+  std::string finish_reason;     // "stop" (EOS, stop string, grammar complete), "length", "cancelled", "error"
+  std::string error;             // finish_reason "error": why (GenerationBatch only; generate() throws instead)
   std::vector<int32_t> tokens;   // completion token ids
   GenerationStats stats;
 };

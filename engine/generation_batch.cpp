@@ -1,7 +1,11 @@
 #include "engine/generation_batch.h"
 
 #include <algorithm>
+#include <bit>
+#include <limits>
+#include <unordered_map>
 
+#include "engine/grammar/matcher.h"
 #include "engine/process_stats.h"
 #include "engine/util/error.h"
 
@@ -15,6 +19,41 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
+struct GenerationBatch::Grammars {
+  struct Entry {
+    grammar::Grammar g;
+    grammar::MaskCache cache;
+  };
+  std::unordered_map<uint64_t, std::vector<std::shared_ptr<Entry>>> by_hash;
+  std::shared_ptr<const grammar::TokenTrie> trie;  // built at the first grammar
+
+  size_t count = 0;
+
+  std::shared_ptr<Entry> get(const std::string& text) {
+    const uint64_t h = grammar::text_hash(text);
+    if (const auto it = by_hash.find(h); it != by_hash.end())
+      for (const auto& e : it->second)
+        if (e->g.source == text) return e;
+    auto e = std::make_shared<Entry>(Entry{grammar::parse_gbnf(text), grammar::MaskCache()});
+    if (count >= kKept) forget_unused();
+    by_hash[h].push_back(e);
+    ++count;
+    return e;
+  }
+
+ private:
+  static constexpr size_t kKept = 16;  // grammars (with their mask caches) kept once no request uses them
+  void forget_unused() {
+    for (auto it = by_hash.begin(); it != by_hash.end();) {
+      auto& bucket = it->second;
+      const size_t before = bucket.size();
+      std::erase_if(bucket, [](const std::shared_ptr<Entry>& e) { return e.use_count() == 1; });
+      count -= before - bucket.size();
+      it = bucket.empty() ? by_hash.erase(it) : std::next(it);
+    }
+  }
+};
+
 struct GenerationBatch::Sequence {
   int handle = 0;
   int32_t seq = 0;
@@ -26,6 +65,8 @@ struct GenerationBatch::Sequence {
   size_t n_resume = 0;
   std::optional<sampler::Sampler> sampler;
   std::optional<sampler::StopMatcher> stops;
+  std::shared_ptr<Grammars::Entry> grammar;  // constrained decoding, else null
+  std::optional<grammar::Matcher> matcher;
   GenerationResult result;
   GenerationProgress progress;
   Clock::time_point t_start, t_decode;
@@ -68,6 +109,12 @@ int GenerationBatch::add(GenerationRequest request) {
   s->sampler.emplace(request.params, static_cast<int32_t>(n_vocab));
   s->stops.emplace(request.params.stop, 4096);
   const Tokenizer& tok = model_.tokenizer();
+  if (!request.params.grammar.empty()) {
+    if (!grammars_) grammars_ = std::make_unique<Grammars>();
+    s->grammar = grammars_->get(request.params.grammar);
+    if (!grammars_->trie) grammars_->trie = grammar::TokenTrie::from_tokenizer(tok);
+    s->matcher.emplace(s->grammar->g);
+  }
   s->history = tok.encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
   s->n_prompt = static_cast<int64_t>(s->history.size());
   if (s->n_prompt == 0) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
@@ -93,6 +140,10 @@ int GenerationBatch::add(GenerationRequest request) {
   // and its random stream skips the draws they took.
   s->n_resume = std::min(request.resume.size(), static_cast<size_t>(std::max(0, request.params.max_tokens - 1)));
   for (size_t i = 0; i < s->n_resume && static_cast<int64_t>(s->history.size()) < n_ctx - 1; ++i) {
+    if (s->matcher && !s->matcher->accept_bytes(tok.token_to_piece(request.resume[i])))
+      throw Error(ErrorKind::invalid_input, "checkpointed token " + std::to_string(i) +
+                                                " does not follow the job's grammar: delete the job's checkpoint "
+                                                "and it starts over");
     s->history.push_back(request.resume[i]);
     s->result.tokens.push_back(request.resume[i]);
     s->stops->feed(tok.token_to_piece(request.resume[i]));
@@ -183,7 +234,7 @@ bool GenerationBatch::step() {
       s.t_decode = Clock::now();
       p.prefilled = static_cast<int32_t>(s.n_prompt);
       p.generated = static_cast<int32_t>(s.result.tokens.size());
-      if (s.stops->stopped()) {
+      if (s.stops->stopped() || (s.matcher && !s.matcher->can_continue())) {
         finishing_.emplace_back(&s, "stop");
         continue;
       }
@@ -191,6 +242,10 @@ bool GenerationBatch::step() {
         finishing_.emplace_back(&s, "cancelled");
         continue;
       }
+    }
+    if (s.matcher && !constrain(s, lg, n_vocab)) {
+      finishing_.emplace_back(&s, "error");
+      continue;
     }
     const int32_t id = s.sampler->sample({lg, static_cast<size_t>(n_vocab)}, s.history);
     if (!s.req.params.ignore_eos && tok.is_end_of_generation(id)) {
@@ -202,8 +257,10 @@ bool GenerationBatch::step() {
     s.result.tokens.push_back(id);
     p.generated = static_cast<int32_t>(s.result.tokens.size());
     p.piece = tok.token_to_piece(id);
+    if (s.matcher && !s.matcher->accept_bytes(p.piece))
+      throw Error(ErrorKind::internal, "token " + std::to_string(id) + " was sampled against its grammar's mask");
     const char* reason = nullptr;
-    if (s.stops->feed(p.piece)) reason = "stop";
+    if (s.stops->feed(p.piece) || (s.matcher && !s.matcher->can_continue())) reason = "stop";
     else if (p.generated >= s.req.params.max_tokens || static_cast<int64_t>(s.history.size()) >= n_ctx) reason = "length";
     if (s.req.on_progress && !s.req.on_progress(p) && !reason) reason = "cancelled";
     if (reason) finishing_.emplace_back(&s, reason);
@@ -232,6 +289,36 @@ bool GenerationBatch::step() {
       if (!slot->req.on_progress(slot->progress)) finish(*slot, "cancelled");
     }
   return active() > 0;
+}
+
+// Masks the logits of the tokens the sequence's grammar forbids; false when it allows none.
+bool GenerationBatch::constrain(Sequence& s, float* logits, int64_t n_vocab) {
+  const auto t0 = Clock::now();
+  const grammar::TokenTrie& trie = *grammars_->trie;
+  const grammar::TokenMask& mask = s.grammar->cache.mask(*s.matcher, trie);
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  const int64_t n_mask = trie.n_vocab();  // the output may have rows past the tokenizer's tokens
+  bool any = false;
+  const int64_t n = std::min(n_mask, n_vocab);
+  for (size_t w = 0; w < mask.size(); ++w) {
+    const uint64_t bits = mask[w];
+    const int64_t base = static_cast<int64_t>(w) * 64, end = std::min<int64_t>(base + 64, n);
+    if (bits == 0) {  // whole words forbidden (most of them outside strings): one fill
+      if (base < end) std::fill(logits + base, logits + end, kMasked);
+      continue;
+    }
+    any = true;
+    for (uint64_t off = ~bits; off != 0; off &= off - 1) {  // each forbidden token of the word
+      const int64_t id = base + std::countr_zero(off);
+      if (id < end) logits[id] = kMasked;
+    }
+  }
+  for (int64_t id = n_mask; id < n_vocab; ++id) logits[id] = kMasked;
+  grammar_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!any)
+    s.result.error = "no token of the vocabulary can continue the output under its grammar (after " +
+                     std::to_string(s.result.tokens.size()) + " tokens); the grammar needs text this model cannot write";
+  return any;
 }
 
 GenerationBatch::StepMark GenerationBatch::mark() const {

@@ -22,6 +22,18 @@
 // over the steps the request took part in; avg_batch_size the mean number of
 // sequences in them.
 //
+// Constrained decoding: a request whose params carry a grammar (GBNF) has it
+// parsed once per distinct text for the batch's life (errors: add() throws
+// ns::Error(invalid_input) and the batch is unchanged); before each of its
+// draws the logits of the tokens the grammar forbids become -inf
+// (engine/grammar/matcher.h: a prefix-trie walk, masks cached by grammar state
+// and shared by the requests of one grammar); an end-of-generation token is
+// allowed only where the grammar is complete, and the request finishes
+// ("stop") as soon as its grammar is complete and allows nothing more.
+// Replayed checkpoint tokens are fed to the grammar too. If the vocabulary has
+// no token the grammar allows, the request finishes with finish_reason "error"
+// and GenerationResult::error says why.
+//
 // Not thread-safe. Uses the model's KV-cache sequences; at most
 // model.n_seq() requests are active at once.
 #pragma once
@@ -72,10 +84,14 @@ class GenerationBatch {
   // Sum of every step since construction or reset_totals().
   const BatchRunStats& totals() const { return totals_; }
   void reset_totals() { totals_ = {}; }
+  // Time spent computing and applying grammar masks since construction, seconds.
+  double grammar_seconds() const { return grammar_s_; }
 
  private:
   struct Sequence;
   struct StepMark;  // counters at the start of a step
+  struct Grammars;  // parsed grammars, their mask caches, the vocabulary's trie
+  bool constrain(Sequence& s, float* logits, int64_t n_vocab);
   void finish(Sequence& s, const char* reason);
   StepMark mark() const;
   BatchStepStats measure(const StepMark& start) const;
@@ -91,6 +107,8 @@ class GenerationBatch {
   int next_handle_ = 0;
   BatchStepStats last_step_;
   BatchRunStats totals_;
+  std::unique_ptr<Grammars> grammars_;
+  double grammar_s_ = 0;
 };
 
 }  // namespace ns

@@ -19,6 +19,10 @@ struct SamplingParams {
   uint64_t seed = 0;                // same seed, same text
   std::vector<std::string> stop;    // stop strings (not included in the output)
   bool ignore_eos = false;
+  // Constrained decoding: a GBNF grammar (engine/grammar/grammar.h) every
+  // completion must follow; "" = none. JSON schemas and JSON mode are compiled
+  // to this text at submit time (engine/grammar/json_schema.h).
+  std::string grammar;
 
   // Empty when valid, else a message naming the bad field and its allowed range.
   std::string validate() const;

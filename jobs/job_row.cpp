@@ -19,7 +19,7 @@ SELECT j.id, j.model, j.prompt, j.max_tokens, j.temperature, j.top_k, j.top_p, j
        j.messages, j.batch, j.custom_id, j.source_path, j.source_line,
        j.progress_prompt_tokens, j.progress_prefilled, j.progress_generated, j.progress_tok_s, j.progress_ms,
        r.read_gib_s, r.io_wait_ms, r.compute_ms, r.cache_hit_rate, r.prefetch_accuracy, r.avg_batch_size,
-       j.run_alone
+       j.run_alone, j.grammar
 FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id
 )";
 
@@ -116,6 +116,7 @@ Job read_job(const Row& row, const std::string& db) {
   job.progress.tok_s = row.real(49);
   job.progress.updated_ms = row.int64(50);
   job.run_alone = row.boolean(57);
+  sp.grammar = row.text(58);
   return job;
 }
 

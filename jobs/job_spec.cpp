@@ -109,6 +109,13 @@ std::string spec_problem(const JobSpec& spec) {
       return "invalid sampling parameters: stop[" + std::to_string(i) + "] holds a NUL byte";
     }
   }
+  if (const size_t at = invalid_utf8_offset(spec.sampling.grammar); at != std::string_view::npos) {
+    return "invalid sampling parameters: the grammar is not valid UTF-8 (bad byte sequence at byte " +
+           std::to_string(at) + ")";
+  }
+  if (spec.sampling.grammar.find('\0') != std::string::npos) {
+    return "invalid sampling parameters: the grammar holds a NUL byte; write it as \\x00 in a literal or class";
+  }
   if (spec.max_attempts < 1 || spec.max_attempts > kMaxMaxAttempts) {
     return "max_attempts = " + std::to_string(spec.max_attempts) + " is out of range: allowed 1.." +
            std::to_string(kMaxMaxAttempts);
@@ -138,6 +145,7 @@ std::string spec_difference(const JobSpec& existing, const JobSpec& wanted) {
   add(sampling, "seed", a.seed != b.seed);
   add(sampling, "stop", a.stop != b.stop);
   add(sampling, "ignore_eos", a.ignore_eos != b.ignore_eos);
+  add(sampling, "grammar", a.grammar != b.grammar);
   if (!sampling.empty()) parts += (parts.empty() ? "" : ", ") + ("sampling (" + sampling + ")");
   return parts;
 }

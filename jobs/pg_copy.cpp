@@ -98,6 +98,7 @@ SubmitOutcome PgQueue::import_one(const JobCopy& c, bool keep_ids) {
     RETURNING id)",
                       p);
   const int64_t id = r.int64(0, 0);
+  set_grammar(id, j.spec.sampling.grammar);
   if (j.result) write_result(id, *j.result);
   for (const AttemptRecord& a : c.history) {
     db_.exec(R"(

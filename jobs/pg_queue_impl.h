@@ -105,6 +105,8 @@ class PgQueue final : public TransitionQueue {
   std::vector<Job> select_jobs(const std::string& where, const Params& p);
   std::optional<int64_t> id_for_key(const std::string& key);
   SubmitOutcome import_one(const JobCopy& c, bool keep_ids);
+  // Inside the inserting transaction: the job's grammar column (004_grammar), when it has one.
+  void set_grammar(int64_t id, const std::string& grammar);
   Conn db_;
 };
 

@@ -21,10 +21,18 @@ SubmitOutcome PgQueue::insert(const JobSpec& spec) {
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id)",
                       p);
-  if (r.rows() == 1) return {r.int64(0, 0), true};
+  if (r.rows() == 1) {
+    set_grammar(r.int64(0, 0), spec.sampling.grammar);
+    return {r.int64(0, 0), true};
+  }
   if (std::optional<int64_t> id = id_for_key(spec.idempotency_key)) return {*id, false};
   throw DatabaseError(true, "database " + db_.name() + ": job with idempotency key '" + spec.idempotency_key +
                                 "' was neither inserted nor found (deleted meanwhile?); submit it again");
+}
+
+void PgQueue::set_grammar(int64_t id, const std::string& grammar) {
+  if (grammar.empty()) return;
+  db_.exec("UPDATE jobs SET grammar = $2 WHERE id = $1", Params().add(id).add(grammar));
 }
 
 // Idle daemons poll: one cheap read outside a transaction (every model).

@@ -86,6 +86,7 @@ SubmitOutcome SqliteQueue::import_one(const JobCopy& c, bool keep_ids) {
   bind_time(*ins, 43, j.progress.updated_ms);
   ins->run();
   const int64_t id = db_.last_insert_rowid();
+  set_grammar(id, j.spec.sampling.grammar);
   if (j.result) write_result(id, *j.result);
   for (const AttemptRecord& a : c.history) {
     auto put = db_.cached(R"(

@@ -118,6 +118,8 @@ class SqliteQueue final : public TransitionQueue {
       ORDER BY priority DESC, id LIMIT ?2)";
   std::optional<int64_t> id_for_key(const std::string& key);
   SubmitOutcome import_one(const JobCopy& c, bool keep_ids);
+  // Inside the inserting transaction: the job's grammar column (006_grammar), when it has one.
+  void set_grammar(int64_t id, const std::string& grammar);
   Db db_;
   int64_t claim_now_ = 0;  // the clock reading of the claim in progress
 };

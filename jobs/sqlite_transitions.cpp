@@ -25,7 +25,14 @@ SubmitOutcome SqliteQueue::insert(const JobSpec& spec) {
     ins->bind_null(18).bind_null(19);
   }
   bind_spec_input(*ins, 20, spec).run();
-  return {db_.last_insert_rowid(), true};
+  const int64_t id = db_.last_insert_rowid();
+  set_grammar(id, spec.sampling.grammar);
+  return {id, true};
+}
+
+void SqliteQueue::set_grammar(int64_t id, const std::string& grammar) {
+  if (grammar.empty()) return;
+  db_.cached("UPDATE jobs SET grammar = ?2 WHERE id = ?1")->bind(1, id).bind(2, grammar).run();
 }
 
 bool SqliteQueue::anything_claimable(const std::string& servable_json) {

@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-14-dev   # the GGUF parser fuzz test (libFuzzer)
   sqlite3                    # integration tests read the database with the sqlite3 shell
   python3                    # ... and check JSON output (exports, --json) with it
+  python3-jsonschema         # constrained outputs are validated against their schemas with a real validator
   postgresql libpq-dev       # the PostgreSQL queue backend (libpq) and the server its tests start
 )
 missing=()

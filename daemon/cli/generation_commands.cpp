@@ -29,6 +29,7 @@ constexpr auto kReplaceInvalid = json::error_handler_t::replace;
 struct RunArgs {
   std::string model, prompt, prompt_file;
   SamplingParams sampling;
+  GrammarFlags grammar;
   int threads = 0, context = 0;
   std::string memory_budget = "0", io_mode = "uring", mla_cache = "latent", cpu_features = "auto";
   bool json = false, quiet = false;
@@ -358,9 +359,11 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   run->add_flag("--no-progress", run_args->quiet,
                 "No live prefill/decode progress line on stderr (shown on a terminal for generations over 0.5 s)");
   add_sampling_flags(run, run_args->sampling);
+  add_grammar_flags(run, run_args->grammar);
   run->callback([run_args] {
     if (run_args->prompt.empty() && run_args->prompt_file.empty())
       throw Error(ErrorKind::invalid_input, "no prompt: pass it as an argument or with --prompt-file");
+    apply_grammar_flags(run_args->grammar, run_args->sampling);
     run_command(*run_args);
   });
 

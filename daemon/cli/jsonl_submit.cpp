@@ -53,6 +53,7 @@ std::string spec_fingerprint(const jobs::JobSpec& spec) {
   field(text, "seed", std::to_string(p.seed));
   for (const std::string& s : p.stop) field(text, "stop", s);
   field(text, "ignore_eos", p.ignore_eos ? "1" : "0");
+  if (!p.grammar.empty()) field(text, "grammar", p.grammar);  // absent before grammars: old keys stay valid
   return sha256_hex(text);
 }
 

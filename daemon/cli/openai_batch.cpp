@@ -11,6 +11,8 @@
 #include <unordered_map>
 
 #include "engine/chat/chat_messages_json.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/util/error.h"
 
 namespace ns::cli {
@@ -113,7 +115,6 @@ bool is_zero(const json& v) { return v.is_number() && v.get<double>() == 0.0; }
 bool is_empty_container(const json& v) { return (v.is_object() || v.is_array()) && v.empty(); }
 bool is_empty_string(const json& v) { return v.is_string() && v.get<std::string>().empty(); }
 bool is_none(const json& v) { return v.is_string() && v.get<std::string>() == "none"; }
-bool is_text_format(const json& v) { return v.is_object() && v.size() == 1 && v.value("type", "") == "text"; }
 bool never(const json&) { return false; }
 
 constexpr NeutralOnly kNeutralOnly[] = {
@@ -132,7 +133,6 @@ constexpr NeutralOnly kNeutralOnly[] = {
     {"functions", is_empty_container, "nightshift does not call tools"},
     {"tool_choice", is_none, "nightshift does not call tools"},
     {"function_call", is_none, "nightshift does not call tools"},
-    {"response_format", is_text_format, "nightshift has no JSON mode or schemas"},
 };
 
 // Fields that do not change the generated text: accepted and not stored.
@@ -180,7 +180,58 @@ void read_input(const json& body, BatchRequest& r) {
   if (r.prompt.empty()) fail("body.prompt is empty");
 }
 
-void read_body(const json& body, BatchRequest& r) {
+// body.response_format, read from the body with its key order kept (a schema's
+// `properties` order is the order the output is generated in).
+std::string response_format_grammar(const ordered_json& rf) {
+  const std::string at = "body.response_format";
+  if (!rf.is_object()) fail(at + " must be an object like {\"type\": \"json_schema\", ...}, not " + a_type(json(rf)));
+  const auto type = rf.find("type");
+  if (type == rf.end() || !type->is_string())
+    fail(at + ".type must be \"text\", \"json_object\" or \"json_schema\"");
+  const std::string t = type->get<std::string>();
+  for (const auto& [key, v] : rf.items())
+    if (key != "type" && !(t == "json_schema" && key == "json_schema"))
+      fail(at + "." + key + " is not a field of a \"" + t + "\" response_format");
+  if (t == "text") return "";
+  if (t == "json_object") return grammar::json_object_gbnf();
+  if (t != "json_schema") fail(at + ".type = " + shown(json(*type)) + ": use \"text\", \"json_object\" or \"json_schema\"");
+  const auto js = rf.find("json_schema");
+  if (js == rf.end() || !js->is_object()) fail(at + ".json_schema must be an object {\"name\", \"schema\", \"strict\"}");
+  for (const auto& [key, v] : js->items()) {
+    if (key == "name" || key == "description") continue;
+    if (key == "strict") {
+      // Constrained decoding is always strict; false asks for less, which strict output also satisfies.
+      if (!v.is_boolean()) fail(at + ".json_schema.strict must be true or false");
+      continue;
+    }
+    if (key != "schema") fail(at + ".json_schema." + key + " is not a field nightshift knows (name, description, schema, strict)");
+  }
+  const auto schema = js->find("schema");
+  if (schema == js->end()) fail(at + ".json_schema has no \"schema\"");
+  try {
+    return grammar::json_schema_to_gbnf_cached(schema->dump());
+  } catch (const Error& e) {
+    std::string what = e.what();  // "$.properties.x: ..." -> "body.response_format.json_schema.schema.properties.x: ..."
+    if (what.starts_with("$")) what = what.substr(1);
+    fail(at + ".json_schema.schema" + what);
+  }
+}
+
+std::string checked_grammar(const json& v) {
+  const std::string text = read_string(v, "body.grammar");
+  static thread_local uint64_t last_valid = 0;  // a batch usually repeats one grammar: check it once
+  const uint64_t h = grammar::text_hash(text);
+  if (h == last_valid && h != 0) return text;
+  try {
+    grammar::parse_gbnf(text);
+  } catch (const Error& e) {
+    fail(std::string("body.grammar: ") + e.what());
+  }
+  last_valid = h;
+  return text;
+}
+
+void read_body(const json& body, BatchRequest& r, const ordered_json* response_format) {
   const auto model = body.find("model");
   if (model != body.end() && !model->is_null()) {
     r.model = read_string(*model, "body.model");
@@ -196,13 +247,23 @@ void read_body(const json& body, BatchRequest& r) {
     if (key == "model" || key == "prompt" || key == "messages") continue;
     if (v.is_null()) continue;  // null means "the default", as in OpenAI's API
     if (apply_sampling_field(key, v, r.sampling)) continue;
+    if (key == "grammar") {
+      r.sampling.grammar = checked_grammar(v);
+      continue;
+    }
+    if (key == "response_format") {
+      if (body.contains("grammar") && !body["grammar"].is_null())
+        fail("body has both grammar and response_format: give one");
+      r.sampling.grammar = response_format_grammar(response_format ? *response_format : ordered_json(v));
+      continue;
+    }
     check_other_field(key, v);
   }
   const std::string invalid = r.sampling.validate();
   if (!invalid.empty()) fail("body." + invalid);
 }
 
-BatchRequest parse_object(const json& line, const SamplingParams& defaults) {
+BatchRequest parse_object(const json& line, const SamplingParams& defaults, const ordered_json* response_format) {
   if (!line.is_object())
     fail("the line is " + a_type(line) + ": each line must be one JSON object {custom_id, method, url, body}");
   for (const auto& [key, v] : line.items())
@@ -222,7 +283,7 @@ BatchRequest parse_object(const json& line, const SamplingParams& defaults) {
   const auto body = line.find("body");
   if (body == line.end()) fail("the line has no \"body\"");
   if (!body->is_object()) fail("body is " + a_type(*body) + ", not an object");
-  read_body(*body, r);
+  read_body(*body, r, response_format);
   return r;
 }
 
@@ -267,7 +328,20 @@ const char* endpoint_url(BatchEndpoint e) {
 }
 
 BatchRequest parse_batch_request(std::string_view line, const SamplingParams& defaults) {
-  return parse_object(parse_json(line), defaults);
+  const json parsed = parse_json(line);
+  // A schema's key order matters (properties are generated in it) and `json` sorts keys:
+  // response_format is read again from an order-keeping parse.
+  ordered_json rf;
+  bool have_rf = false;
+  if (line.find("response_format") != std::string_view::npos && parsed.is_object()) {
+    const ordered_json ordered = ordered_json::parse(line);
+    const auto body = ordered.find("body");
+    if (body != ordered.end() && body->is_object() && body->contains("response_format")) {
+      rf = (*body)["response_format"];
+      have_rf = true;
+    }
+  }
+  return parse_object(parsed, defaults, have_rf ? &rf : nullptr);
 }
 
 BatchInput parse_batch_jsonl(std::string_view text, const SamplingParams& defaults) {

@@ -24,6 +24,11 @@
 //   command's sampling flags); the result is checked with SamplingParams::validate().
 // - Fields that would change the output if ignored (n > 1, logprobs,
 //   presence_penalty != 0, tools, images, ...) are rejected, not dropped.
+// - body.response_format {"type": "json_object"} or {"type": "json_schema",
+//   "json_schema": {"schema": ...}} and body.grammar (GBNF) become
+//   sampling.grammar (engine/grammar/): a schema is compiled once per distinct
+//   text, in its own key order; its problems are named by path
+//   ("body.response_format.json_schema.schema.properties.x.format: ...").
 // - Output lines are single-line JSON; text that is not valid UTF-8 (a
 //   generation cut inside a character) has the bad bytes replaced by U+FFFD.
 // Thread-safe (no shared state).

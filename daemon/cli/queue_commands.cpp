@@ -89,6 +89,7 @@ struct SubmitArgs {
   std::string prompt, prompt_file, prompt_lines, jsonl, dir, batch;
   std::vector<std::string> globs;
   jobs::JobSpec spec;
+  GrammarFlags grammar;
   bool json = false;
   bool follow_symlinks = false;
   bool prompt_given = false;  // the positional was on the command line (possibly "")
@@ -251,6 +252,7 @@ void add_submit(CLI::App& app, int& exit_code) {
                   "model name from the daemon config's models: (required, except with --jsonl whose lines name "
                   "body.model; given with --jsonl it runs every line)");
   add_sampling_flags(cmd, a->spec.sampling);
+  add_grammar_flags(cmd, a->grammar);
   // One value per --stop, so `--stop X 'the prompt'` leaves the prompt positional.
   cmd->get_option("--stop")->allow_extra_args(false);
   cmd->add_option("--priority", a->spec.priority, "higher runs first; ties run oldest first")->capture_default_str();
@@ -283,6 +285,7 @@ void add_submit(CLI::App& app, int& exit_code) {
     a->prompt_given = positional->count() > 0;
     run_command("submit", exit_code, [&] {
       if (a->spec.model.empty() && a->jsonl.empty()) throw CommandError{kUsage, "--model is required"};
+      apply_grammar_flags(a->grammar, a->spec.sampling);
       if (!a->jsonl.empty()) return submit_jsonl_file(*a, exit_code);
       if (!a->dir.empty()) return submit_document_dir(*a, exit_code);
       // A key names one request: the same key with other content is refused

@@ -1,9 +1,20 @@
-// The sampling flags shared by `run` and `submit`, bound to a SamplingParams.
+// The sampling flags shared by `run` and `submit`, bound to a SamplingParams,
+// and the constrained-decoding flags --json-schema FILE / --grammar FILE /
+// --json-object, which apply_grammar_flags() turns into SamplingParams::grammar
+// after parsing (bad files: ns::Error(invalid_input), the schema's problems
+// named by their JSON path, "$.properties.x.format: ...").
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/sampling_params.h"
+#include "engine/util/error.h"
 
 namespace ns::cli {
 
@@ -26,6 +37,49 @@ inline void add_sampling_flags(CLI::App* cmd, SamplingParams& p) {
       ->capture_default_str();
   cmd->add_option("--stop", p.stop, "Stop string (repeatable); not included in the output")->allow_extra_args(false);
   cmd->add_flag("--ignore-eos", p.ignore_eos, "Keep generating past the end-of-text token");
+}
+
+struct GrammarFlags {
+  std::string json_schema_file, grammar_file;
+  bool json_object = false;
+};
+
+inline void add_grammar_flags(CLI::App* cmd, GrammarFlags& g) {
+  auto* schema = cmd->add_option("--json-schema", g.json_schema_file,
+                                 "Constrain the output to JSON valid under this JSON Schema file (docs/batch-jsonl.md "
+                                 "lists what is supported)");
+  auto* grammar = cmd->add_option("--grammar", g.grammar_file, "Constrain the output to this GBNF grammar file");
+  auto* object = cmd->add_flag("--json-object", g.json_object, "Constrain the output to one JSON object (JSON mode)");
+  schema->excludes(grammar)->excludes(object);
+  grammar->excludes(object);
+}
+
+inline std::string read_grammar_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ns::Error(ErrorKind::invalid_input, path + ": cannot read the " + what + " file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compiles and checks what the flags name into p.grammar (left alone when no flag is given).
+inline void apply_grammar_flags(const GrammarFlags& g, SamplingParams& p) {
+  if (!g.json_schema_file.empty()) {
+    try {
+      p.grammar = grammar::json_schema_to_gbnf_cached(read_grammar_file(g.json_schema_file, "JSON schema"));
+    } catch (const ns::Error& e) {
+      throw ns::Error(e.kind(), g.json_schema_file + ": " + e.what());
+    }
+  } else if (!g.grammar_file.empty()) {
+    p.grammar = read_grammar_file(g.grammar_file, "grammar");
+    try {
+      grammar::parse_gbnf(p.grammar);
+    } catch (const ns::Error& e) {
+      throw ns::Error(e.kind(), g.grammar_file + ": " + e.what());
+    }
+  } else if (g.json_object) {
+    p.grammar = grammar::json_object_gbnf();
+  }
 }
 
 }  // namespace ns::cli

@@ -113,7 +113,8 @@ json job_to_json(const jobs::Job& job) {
         {"repeat_last_n", sp.repeat_last_n},
         {"seed", sp.seed},
         {"stop", sp.stop},
-        {"ignore_eos", sp.ignore_eos}}},
+        {"ignore_eos", sp.ignore_eos},
+        {"grammar", sp.grammar.empty() ? json(nullptr) : json(sp.grammar)}}},
       {"priority", job.spec.priority},
       {"idempotency_key", text_or_null(job.spec.idempotency_key)},
       {"created_ms", time_or_null(job.created_ms)},
@@ -254,6 +255,11 @@ std::string format_job_details(const jobs::Job& job, bool escape) {
                                 "repeat_last_n={} seed={} ignore_eos={} stop={}",
                                 sp.max_tokens, sp.temperature, sp.top_k, sp.top_p, sp.min_p, sp.repeat_penalty,
                                 sp.repeat_last_n, sp.seed, sp.ignore_eos, stop));
+  if (!sp.grammar.empty()) {
+    const size_t rules = static_cast<size_t>(std::count(sp.grammar.begin(), sp.grammar.end(), '\n'));
+    field("grammar", fmt::format("{} bytes, {} lines; first: {}", sp.grammar.size(), rules,
+                                 sp.grammar.substr(0, std::min(sp.grammar.find('\n'), size_t{100}))));
+  }
   if (!job.error.empty()) {
     field(job.state == jobs::JobState::queued ? "last_error" : "error", job.error_kind + ": " + job.error);
   }

@@ -567,7 +567,11 @@ void Worker::finish(Active& a, GenerationResult gen) {
   totals_.tokens += r.completion_tokens - a.resumed;
   // A job that reached its end on the same token the stop or cancel was
   // noticed is simply done.
-  if (r.finish_reason != "cancelled") {
+  if (r.finish_reason == "error") {  // this job alone (its grammar allows nothing the model can write)
+    ex.outcome = JobOutcome::failed;
+    ex.error_kind = error_kind_name(ErrorKind::invalid_input);
+    ex.error = gen.error;
+  } else if (r.finish_reason != "cancelled") {
     ex.outcome = JobOutcome::done;
   } else if (a.lost) {
     ex.outcome = JobOutcome::lease_lost;

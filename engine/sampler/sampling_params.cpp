@@ -15,6 +15,7 @@ constexpr float kMaxTemperature = 10.0f;
 constexpr float kMaxRepeatPenalty = 10.0f;
 constexpr size_t kMaxStopStrings = 16;
 constexpr size_t kMaxStopBytes = 256;
+constexpr size_t kMaxGrammarBytes = 1 << 20;
 
 std::string format_float(float v) {
   char buf[32];
@@ -53,6 +54,10 @@ std::string SamplingParams::validate() const {
       return "stop[" + std::to_string(i) + "] is " + std::to_string(n) +
              " bytes long: each stop string must be 1..256 bytes";
   }
+  if (grammar.size() > kMaxGrammarBytes)
+    return "grammar is " + std::to_string(grammar.size()) + " bytes: at most 1 MiB is accepted";
+  if (!grammar.empty() && ignore_eos)
+    return "ignore_eos cannot be combined with a grammar (the grammar decides where the output ends)";
   return "";
 }
 

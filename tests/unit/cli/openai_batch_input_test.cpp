@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "daemon/cli/openai_batch.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/matcher.h"
 #include "engine/util/error.h"
 
 using ns::SamplingParams;
@@ -143,6 +145,25 @@ TEST_CASE("fields that change nothing are accepted at their neutral value, and h
                                 "parallel_tool_calls": true)")) == "");
 }
 
+TEST_CASE("response_format and grammar become the request's grammar; a schema keeps its key order") {
+  const BatchRequest mode = parse_batch_request(completion(R"("response_format": {"type": "json_object"})"), distinctive_defaults());
+  CHECK(mode.sampling.grammar.find("root ::= object") == 0);
+  const BatchRequest schema = parse_batch_request(
+      completion(R"("response_format": {"type": "json_schema", "json_schema": {"name": "p", "strict": true,
+                   "schema": {"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "string"}},
+                              "required": ["zeta", "alpha"], "additionalProperties": false}}})"),
+      distinctive_defaults());
+  const ns::grammar::Grammar g = ns::grammar::parse_gbnf(schema.sampling.grammar);
+  ns::grammar::Matcher in_order(g), sorted(g);
+  CHECK(in_order.accept_bytes(R"({"zeta": 1, "alpha": "a"})"));  // the schema's order, not the sorted one
+  CHECK(in_order.complete());
+  CHECK_FALSE(sorted.accept_bytes(R"({"alpha": "a", "zeta": 1})"));
+  const BatchRequest gbnf = parse_batch_request(completion(R"("grammar": "root ::= \"yes\" | \"no\"")"),
+                                                distinctive_defaults());
+  CHECK(gbnf.sampling.grammar == "root ::= \"yes\" | \"no\"");
+  CHECK(parse_batch_request(completion(R"("response_format": {"type": "text"})"), distinctive_defaults()).sampling.grammar == "");
+}
+
 TEST_CASE("every malformed line is rejected with its reason") {
   struct Case {
     std::string line;
@@ -231,7 +252,22 @@ TEST_CASE("every malformed line is rejected with its reason") {
       {completion(R"("functions": [{"name": "f"}])"), "body.functions"},
       {completion(R"("tool_choice": "auto")"), "body.tool_choice = \"auto\" is not supported"},
       {completion(R"("function_call": "auto")"), "body.function_call = \"auto\" is not supported"},
-      {completion(R"("response_format": {"type": "json_object"})"), "body.response_format = {\"type\":\"json_object\"}"},
+      {completion(R"("response_format": {"type": "xml"})"), "body.response_format.type = \"xml\": use"},
+      {completion(R"("response_format": "json")"), "body.response_format must be an object"},
+      {completion(R"("response_format": {"type": "json_schema"})"), "body.response_format.json_schema must be an object"},
+      {completion(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x"}})"),
+       "body.response_format.json_schema has no \"schema\""},
+      {completion(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}, "extra": 1}})"),
+       "body.response_format.json_schema.extra is not a field"},
+      {completion(R"("response_format": {"type": "json_object", "schema": {}})"),
+       "body.response_format.schema is not a field of a \"json_object\" response_format"},
+      {completion(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object",
+          "properties": {"date": {"type": "string", "format": "date"}}}}})"),
+       "body.response_format.json_schema.schema.properties.date.format: \"format\" is not supported; remove it"},
+      {completion(R"("grammar": "root ::= nothing")"), "body.grammar: grammar line 1, column 10: rule 'nothing' is used"},
+      {completion(R"("grammar": 3)"), "body.grammar must be a string"},
+      {completion(R"("grammar": "root ::= \"a\"", "response_format": {"type": "json_object"})"),
+       "body has both grammar and response_format"},
       {completion(R"("logit_bias": {"1": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9})"),
        "body.logit_bias = {\"1\":1,\"2\":2,\"3\":3,\"4\":4,\"5\":5,\"6\":6,... is not supported"},  // shortened
       // a typo is not silently dropped

@@ -56,6 +56,24 @@ JobResult sample_result() {
 
 }  // namespace
 
+QUEUE_TEST("a job's grammar is stored, claimed with the job, and part of its content") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  JobSpec s = spec("Extract:");
+  s.sampling.grammar = "root ::= \"{\" [^}]* \"}\"  # ünïcode comment\n";
+  s.idempotency_key = "g-1";
+  const SubmitOutcome out = q->submit(s);
+  CHECK(q->get(out.id)->spec.sampling.grammar == s.sampling.grammar);
+  const std::optional<Job> claimed = q->claim("w", kLeaseMs);
+  REQUIRE(claimed);
+  CHECK(claimed->spec.sampling.grammar == s.sampling.grammar);
+  JobSpec plain = spec("Extract:");
+  CHECK(spec_difference(q->get(out.id)->spec, plain) == "sampling (grammar)");
+  JobSpec nul = spec("x");
+  nul.sampling.grammar = std::string("root ::= \"a\"\0", 14);
+  CHECK_THROWS_WITH_AS(q->submit(nul), doctest::Contains("NUL byte"), ns::Error);
+}
+
 QUEUE_TEST("submit stores every field and get() reads it back") {
   QUEUE_BACKEND(db);
   auto q = db.open();

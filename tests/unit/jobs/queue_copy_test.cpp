@@ -45,6 +45,7 @@ void fill_every_state(Queue& q) {
   done.sampling.seed = 0xfedcba9876543210ULL;
   done.sampling.stop = {"\n\n", "END"};
   done.sampling.temperature = 0.7f;
+  done.sampling.grammar = "root ::= \"{\" [a-z]* \"}\"\n";
   done.priority = 9;
   q.submit(done);
   JobSpec chat;
@@ -126,6 +127,7 @@ void check_same(const std::vector<Queue::JobCopy>& from, const std::vector<Queue
     CHECK(a.spec.sampling.seed == b.spec.sampling.seed);
     CHECK(a.spec.sampling.stop == b.spec.sampling.stop);
     CHECK(a.spec.sampling.temperature == b.spec.sampling.temperature);
+    CHECK(a.spec.sampling.grammar == b.spec.sampling.grammar);
     CHECK(a.spec.priority == b.spec.priority);
     CHECK(a.spec.idempotency_key == b.spec.idempotency_key);
     CHECK(a.spec.max_attempts == b.spec.max_attempts);
