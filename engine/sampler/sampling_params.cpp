@@ -53,6 +53,11 @@ std::string SamplingParams::validate() const {
       return "stop[" + std::to_string(i) + "] is " + std::to_string(n) +
              " bytes long: each stop string must be 1..256 bytes";
   }
+  if (n < 1 || n > kMaxChoices) return bad("n", std::to_string(n), "must be in 1..128 (choices per job)");
+  if (top_logprobs < 0 || top_logprobs > 20)
+    return bad("top_logprobs", std::to_string(top_logprobs), "must be in 0..20");
+  if (top_logprobs > 0 && !logprobs)
+    return "top_logprobs = " + std::to_string(top_logprobs) + " needs logprobs: true (or --logprobs)";
   return "";
 }
 
