@@ -320,6 +320,8 @@ Worker::Admitted Worker::admit() {
   const int free_slots = batch_ ? batch_->free_slots() : std::max(1, options_.engine.max_sequences);
   last_admit_ = Clock::now();
   if (free_slots <= 0 || stop_.load()) return Admitted::none;
+  if (wanted_slots_ > 0 && free_slots < wanted_slots_ && !active_.empty()) return Admitted::none;
+  wanted_slots_ = 0;
   std::vector<jobs::Job> claimed;
   try {
     std::vector<std::string> servable;
@@ -425,7 +427,9 @@ void Worker::start(const jobs::Job& job, double load_ms) {
   // A job of n choices needs n free slots (more than the batch has at all is
   // refused by the engine below, naming the fix).
   const int slots = batch_->free_slots() + batch_->active();
-  if (stop_.load() || batch_->free_slots() < std::max(1, std::min(job.spec.sampling.n, slots))) {
+  const int needed = std::max(1, std::min(job.spec.sampling.n, slots));
+  if (stop_.load() || batch_->free_slots() < needed) {
+    if (!stop_.load()) wanted_slots_ = std::max(wanted_slots_, needed);
     Execution ex;
     ex.outcome = JobOutcome::released;
     ex.checkpointed = a->checkpointed;
