@@ -57,7 +57,7 @@ class EngineImpl final : public Engine {
     // One request through the batch loop: there is a single step loop for
     // both, and it fills the stats (the request's share of every step is all of it).
     GenerationBatch batch(*model_);
-    batch.add({prompt, params, on_progress, resume});
+    batch.add({prompt, params, on_progress, resume, {}, {}});
     while (batch.step()) {
     }
     auto done = batch.take_finished();

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "engine/sampler/logprobs.h"
 #include "engine/sampling_params.h"
 
 namespace ns {
@@ -63,12 +65,24 @@ struct GenerationStats {
   double avg_batch_size = 0;
 };
 
-struct GenerationResult {
+// One choice of a generation: what a single-choice request returns, and each
+// of the n choices of SamplingParams::n.
+struct GenerationChoice {
   std::string text;
   std::string finish_reason;     // "stop" (EOS, stop string, grammar complete), "length", "cancelled", "error"
   std::string error;             // finish_reason "error": why (GenerationBatch only; generate() throws instead)
   std::vector<int32_t> tokens;   // completion token ids
+  sampler::ChoiceLogprobs logprobs;  // params.logprobs: one record per token (engine/sampler/logprobs.h)
+};
+
+// Choice 0 (the only one unless params.n > 1) and the generation's stats.
+// With n > 1, prompt_tokens counts the prompt once (it is prefilled once) and
+// completion_tokens sums every choice's tokens, as OpenAI's usage does; the
+// times are the whole generation's.
+struct GenerationResult : GenerationChoice {
   GenerationStats stats;
+  std::vector<GenerationChoice> more_choices;  // choices 1..n-1
+  sampler::TokenPieces pieces;  // params.logprobs: the text of every token id the records name
 };
 
 struct GenerationProgress {
@@ -77,6 +91,10 @@ struct GenerationProgress {
   int32_t generated = 0;       // completion tokens so far (resumed ones included)
   std::string piece;           // text of the newest token (may be a partial UTF-8 sequence)
   const std::vector<int32_t>* tokens = nullptr;  // all completion tokens so far (for checkpoints)
+  // Every choice so far (tokens and logprobs), in choice order, for
+  // checkpoints. With n > 1, `generated` sums the choices' tokens and
+  // `tokens` is choice 0's.
+  std::span<const GenerationChoice* const> choices;
 };
 
 // Called after each prefill chunk and after every token; return false to cancel.

@@ -54,8 +54,26 @@ struct GenerationBatch::Grammars {
   }
 };
 
+struct GenerationBatch::Group {
+  int handle = 0;
+  int remaining = 0;                             // choices still running
+  bool shared = false;                           // the prompt's state is in every choice's slot
+  bool cancelled = false;
+  std::vector<GenerationResult> results;         // [choice], filled as each finishes
+  std::vector<const GenerationChoice*> choices;  // [choice]: the live result, then results[k]
+  GenerationProgress progress;                   // what on_progress sees (sums over the choices)
+  double read_busy_s = 0;                        // summed over the finished choices
+};
+
 struct GenerationBatch::Sequence {
   int handle = 0;
+  std::shared_ptr<Group> group;   // n > 1; else null
+  int choice = 0;
+  bool waiting = false;           // choice > 0 until the leader's prompt state is copied in
+  std::optional<sampler::LogprobRecorder> recorder;  // params.logprobs
+  std::shared_ptr<Grammars::Entry> grammar;  // constrained decoding, else null
+  std::optional<grammar::Matcher> matcher;
+  const GenerationChoice* self = nullptr;  // &result, for progress.choices (n = 1)
   int32_t seq = 0;
   GenerationRequest req;
   std::vector<int32_t> history;   // prompt + completion (+ replayed checkpoint)
@@ -65,8 +83,6 @@ struct GenerationBatch::Sequence {
   size_t n_resume = 0;
   std::optional<sampler::Sampler> sampler;
   std::optional<sampler::StopMatcher> stops;
-  std::shared_ptr<Grammars::Entry> grammar;  // constrained decoding, else null
-  std::optional<grammar::Matcher> matcher;
   GenerationResult result;
   GenerationProgress progress;
   Clock::time_point t_start, t_decode;
@@ -102,12 +118,13 @@ int GenerationBatch::free_slots() const {
 
 int GenerationBatch::active() const { return static_cast<int>(slots_.size()) - free_slots(); }
 
-int GenerationBatch::add(GenerationRequest request) {
-  if (request.prompt.empty()) throw Error(ErrorKind::invalid_input, "the prompt is empty: give some text to continue");
+std::unique_ptr<GenerationBatch::Sequence> GenerationBatch::make_sequence(GenerationRequest request,
+                                                                           std::span<const int32_t> prompt) {
   auto s = std::make_unique<Sequence>();
   const int64_t n_vocab = model_.n_vocab(), n_ctx = model_.n_ctx();
   s->sampler.emplace(request.params, static_cast<int32_t>(n_vocab));
   s->stops.emplace(request.params.stop, 4096);
+  if (request.params.logprobs) s->recorder.emplace(request.params.top_logprobs, static_cast<int32_t>(n_vocab));
   const Tokenizer& tok = model_.tokenizer();
   if (!request.params.grammar.empty()) {
     if (!grammars_) grammars_ = std::make_unique<Grammars>();
@@ -115,31 +132,29 @@ int GenerationBatch::add(GenerationRequest request) {
     if (!grammars_->trie) grammars_->trie = grammar::TokenTrie::from_tokenizer(tok);
     s->matcher.emplace(s->grammar->g);
   }
-  s->history = tok.encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
+  s->history.assign(prompt.begin(), prompt.end());
   s->n_prompt = static_cast<int64_t>(s->history.size());
-  if (s->n_prompt == 0) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
-  if (s->n_prompt >= n_ctx)
-    throw Error(ErrorKind::invalid_input, "the prompt is " + std::to_string(s->n_prompt) +
-                                              " tokens but the context holds " + std::to_string(n_ctx) +
-                                              ": shorten the prompt or raise `context`");
   for (const int32_t id : request.resume)
     if (id < 0 || id >= n_vocab)
       throw Error(ErrorKind::invalid_input, "checkpointed token " + std::to_string(id) + " is outside the vocabulary");
-
-  auto it = std::find(slots_.begin(), slots_.end(), nullptr);
-  if (it == slots_.end()) throw Error(ErrorKind::internal, "GenerationBatch::add: no free sequence slot");
-  s->seq = static_cast<int32_t>(it - slots_.begin());
-  s->handle = next_handle_++;
   s->history.reserve(static_cast<size_t>(n_ctx));
   s->result.tokens.reserve(static_cast<size_t>(request.params.max_tokens));
   s->result.stats.prompt_tokens = static_cast<int32_t>(s->n_prompt);
   s->progress.prompt_tokens = s->result.stats.prompt_tokens;
   s->progress.tokens = &s->result.tokens;
+  s->self = &s->result;
+  s->progress.choices = {&s->self, 1};
 
   // A resumed request replays its checkpointed tokens as part of the prefill,
-  // and its random stream skips the draws they took.
-  s->n_resume = std::min(request.resume.size(), static_cast<size_t>(std::max(0, request.params.max_tokens - 1)));
-  for (size_t i = 0; i < s->n_resume && static_cast<int64_t>(s->history.size()) < n_ctx - 1; ++i) {
+  // and its random stream skips the draws they took. With logprobs, only as
+  // far as the checkpoint holds their records.
+  size_t replay = std::min(request.resume.size(), static_cast<size_t>(std::max(0, request.params.max_tokens - 1)));
+  if (s->recorder) {
+    s->result.logprobs.k = s->recorder->k();
+    const sampler::ChoiceLogprobs& saved = request.resume_logprobs;
+    replay = saved.k == s->recorder->k() ? std::min(replay, saved.tokens()) : 0;
+  }
+  for (size_t i = 0; i < replay && static_cast<int64_t>(s->history.size()) < n_ctx - 1; ++i) {
     if (s->matcher && !s->matcher->accept_bytes(tok.token_to_piece(request.resume[i])))
       throw Error(ErrorKind::invalid_input, "checkpointed token " + std::to_string(i) +
                                                 " does not follow the job's grammar: delete the job's checkpoint "
@@ -149,13 +164,90 @@ int GenerationBatch::add(GenerationRequest request) {
     s->stops->feed(tok.token_to_piece(request.resume[i]));
   }
   s->n_resume = s->result.tokens.size();
+  if (s->recorder) {
+    s->result.logprobs.entries = request.resume_logprobs.entries;
+    s->result.logprobs.truncate(s->n_resume);
+  }
   s->sampler->skip_draws(s->n_resume);
   s->n_fill = static_cast<int64_t>(s->history.size());
   s->req = std::move(request);
   s->t_start = Clock::now();
-  const int handle = s->handle;
-  *it = std::move(s);
+  return s;
+}
+
+int GenerationBatch::add(GenerationRequest request) {
+  if (request.prompt.empty()) throw Error(ErrorKind::invalid_input, "the prompt is empty: give some text to continue");
+  if (const std::string problem = request.params.validate(); !problem.empty())
+    throw Error(ErrorKind::invalid_input, "sampling parameters: " + problem);
+  const int64_t n_ctx = model_.n_ctx();
+  const int n = request.params.n;
+  if (n > static_cast<int>(slots_.size()))
+    throw Error(ErrorKind::invalid_input, "n = " + std::to_string(n) + " choices, but this model decodes at most " +
+                                              std::to_string(slots_.size()) +
+                                              " sequences together: lower n or raise max_batch");
+  const std::vector<int32_t> prompt =
+      model_.tokenizer().encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
+  if (prompt.empty()) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
+  if (static_cast<int64_t>(prompt.size()) >= n_ctx)
+    throw Error(ErrorKind::invalid_input, "the prompt is " + std::to_string(prompt.size()) +
+                                              " tokens but the context holds " + std::to_string(n_ctx) +
+                                              ": shorten the prompt or raise `context`");
+  if (free_slots() < n) throw Error(ErrorKind::internal, "GenerationBatch::add: no free sequence slot");
+
+  // Every sequence is built before any takes a slot: a bad request leaves the batch unchanged.
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int k = 1; k < n; ++k) {
+    GenerationRequest choice;
+    choice.prompt = request.prompt;
+    choice.params = request.params;
+    choice.params.seed = request.params.seed + static_cast<uint64_t>(k);
+    choice.on_progress = request.on_progress;
+    if (static_cast<size_t>(k - 1) < request.resume_more.size()) {
+      choice.resume = std::move(request.resume_more[static_cast<size_t>(k - 1)].tokens);
+      choice.resume_logprobs = std::move(request.resume_more[static_cast<size_t>(k - 1)].logprobs);
+    }
+    seqs.push_back(make_sequence(std::move(choice), prompt));
+  }
+  request.resume_more.clear();
+  seqs.insert(seqs.begin(), make_sequence(std::move(request), prompt));
+
+  const int handle = next_handle_++;
+  std::shared_ptr<Group> group;
+  if (n > 1) {
+    group = std::make_shared<Group>();
+    group->handle = handle;
+    group->remaining = n;
+    group->results.resize(static_cast<size_t>(n));
+    for (const auto& s : seqs) group->choices.push_back(&s->result);
+    group->progress.prompt_tokens = static_cast<int32_t>(prompt.size());
+  }
+  for (int k = 0; k < n; ++k) {
+    Sequence& s = *seqs[static_cast<size_t>(k)];
+    s.handle = handle;
+    s.group = group;
+    s.choice = k;
+    s.waiting = k > 0;
+    auto it = std::find(slots_.begin(), slots_.end(), nullptr);
+    s.seq = static_cast<int32_t>(it - slots_.begin());
+    *it = std::move(seqs[static_cast<size_t>(k)]);
+  }
   return handle;
+}
+
+bool GenerationBatch::report(Sequence& s) {
+  if (!s.req.on_progress) return true;
+  if (!s.group) return s.req.on_progress(s.progress);
+  Group& g = *s.group;
+  GenerationProgress& p = g.progress;
+  p.prefilled = s.progress.prefilled;
+  p.generated = 0;
+  for (const GenerationChoice* c : g.choices) p.generated += static_cast<int32_t>(c->tokens.size());
+  p.piece = s.progress.piece;
+  p.tokens = &g.choices[0]->tokens;
+  p.choices = g.choices;
+  if (s.req.on_progress(p)) return true;
+  g.cancelled = true;
+  return false;
 }
 
 void GenerationBatch::finish(Sequence& s, const char* reason) {
@@ -181,8 +273,47 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
   r.stats.prefetch_accuracy = s.prefetch_reads ? std::min(1.0, double(s.prefetch_used) / double(s.prefetch_reads)) : 0;
   r.stats.batch_steps = s.steps;
   r.stats.avg_batch_size = s.steps ? double(s.batch_sum) / s.steps : 0;
-  finished_.emplace_back(s.handle, std::move(r));
+  if (!s.group) {
+    add_pieces(r, r);
+    finished_.emplace_back(s.handle, std::move(r));
+    slots_[static_cast<size_t>(s.seq)].reset();
+    return;
+  }
+  Group& g = *s.group;
+  const auto k = static_cast<size_t>(s.choice);
+  g.results[k] = std::move(r);
+  g.choices[k] = &g.results[k];
+  g.read_busy_s += s.read_busy_s;
+  const std::shared_ptr<Group> keep = s.group;
   slots_[static_cast<size_t>(s.seq)].reset();
+  if (--g.remaining > 0) return;
+  // Every choice is done: one result. The prompt counts once, the completion
+  // tokens and this request's shares of the steps sum over the choices.
+  GenerationResult out = std::move(g.results[0]);
+  GenerationStats& st = out.stats;
+  double decoded_all = st.decode_tok_s * st.decode_ms / 1000.0;  // choice 0's tokens decoded (not replayed)
+  for (size_t c = 1; c < g.results.size(); ++c) {
+    const GenerationResult& o = g.results[c];
+    st.completion_tokens += o.stats.completion_tokens;
+    st.bytes_read += o.stats.bytes_read;
+    st.io_wait_ms += o.stats.io_wait_ms;
+    st.compute_ms += o.stats.compute_ms;
+    st.decode_ms = std::max(st.decode_ms, o.stats.decode_ms);
+    st.batch_steps = std::max(st.batch_steps, o.stats.batch_steps);
+    st.peak_rss_bytes = std::max(st.peak_rss_bytes, o.stats.peak_rss_bytes);
+    decoded_all += o.stats.decode_tok_s * o.stats.decode_ms / 1000.0;
+    out.more_choices.push_back(std::move(static_cast<GenerationChoice&>(g.results[c])));
+  }
+  st.decode_tok_s = st.decode_ms > 0 ? decoded_all * 1000.0 / st.decode_ms : 0;
+  st.read_gib_s = g.read_busy_s > 0 ? double(st.bytes_read) / g.read_busy_s / double(1ull << 30) : 0;
+  add_pieces(out, out);
+  for (const GenerationChoice& c : out.more_choices) add_pieces(c, out);
+  finished_.emplace_back(g.handle, std::move(out));
+}
+
+void GenerationBatch::add_pieces(const GenerationChoice& c, GenerationResult& out) const {
+  for (const sampler::TokenLogprob& e : c.logprobs.entries)
+    if (!out.pieces.count(e.id)) out.pieces.emplace(e.id, model_.tokenizer().token_to_piece(e.id));
 }
 
 bool GenerationBatch::step() {
@@ -197,10 +328,13 @@ bool GenerationBatch::step() {
       batch_owner_.push_back(&s);
     }
   for (auto& slot : slots_) {
-    if (!slot || slot->decoding) continue;
+    if (!slot || slot->decoding || slot->waiting) continue;
     Sequence& s = *slot;
-    for (int64_t pos = s.fed; pos < s.n_fill && batch_.size() < cap; ++pos) {
-      batch_.push_back({s.history[static_cast<size_t>(pos)], s.seq, static_cast<int32_t>(pos), pos + 1 == s.n_fill});
+    // A leader stops at the end of its prompt until the other choices have its state.
+    const bool sharing = s.group && !s.group->shared;
+    const int64_t end = sharing ? s.n_prompt : s.n_fill;
+    for (int64_t pos = s.fed; pos < end && batch_.size() < cap; ++pos) {
+      batch_.push_back({s.history[static_cast<size_t>(pos)], s.seq, static_cast<int32_t>(pos), pos + 1 == end});
       batch_owner_.push_back(&s);
     }
   }
@@ -220,50 +354,18 @@ bool GenerationBatch::step() {
   model_.forward_batch(batch_, logits_);
 
   // Advance every sequence that took part; sample where logits came back.
-  const int64_t n_vocab = model_.n_vocab(), n_ctx = model_.n_ctx();
-  const Tokenizer& tok = model_.tokenizer();
+  const size_t n_vocab = static_cast<size_t>(model_.n_vocab());
   size_t row = 0;
   for (size_t i = 0; i < batch_.size(); ++i) {
     Sequence& s = *batch_owner_[i];
     ++s.fed;
     if (!batch_[i].logits) continue;
-    float* lg = &logits_[row++ * static_cast<size_t>(n_vocab)];
-    GenerationProgress& p = s.progress;
-    if (!s.decoding) {  // prefill just completed
-      s.decoding = true;
-      s.t_decode = Clock::now();
-      p.prefilled = static_cast<int32_t>(s.n_prompt);
-      p.generated = static_cast<int32_t>(s.result.tokens.size());
-      if (s.stops->stopped() || (s.matcher && !s.matcher->can_continue())) {
-        finishing_.emplace_back(&s, "stop");
-        continue;
-      }
-      if (s.req.on_progress && !s.req.on_progress(p)) {
-        finishing_.emplace_back(&s, "cancelled");
-        continue;
-      }
+    float* lg = &logits_[row++ * n_vocab];
+    if (s.group && !s.group->shared) {
+      share_prompt(s, lg, st);
+      if (s.fed < s.n_fill) continue;  // the leader replays its own checkpoint first
     }
-    if (s.matcher && !constrain(s, lg, n_vocab)) {
-      finishing_.emplace_back(&s, "error");
-      continue;
-    }
-    const int32_t id = s.sampler->sample({lg, static_cast<size_t>(n_vocab)}, s.history);
-    if (!s.req.params.ignore_eos && tok.is_end_of_generation(id)) {
-      finishing_.emplace_back(&s, "stop");
-      continue;
-    }
-    ++st.generated;
-    s.history.push_back(id);
-    s.result.tokens.push_back(id);
-    p.generated = static_cast<int32_t>(s.result.tokens.size());
-    p.piece = tok.token_to_piece(id);
-    if (s.matcher && !s.matcher->accept_bytes(p.piece))
-      throw Error(ErrorKind::internal, "token " + std::to_string(id) + " was sampled against its grammar's mask");
-    const char* reason = nullptr;
-    if (s.stops->feed(p.piece) || (s.matcher && !s.matcher->can_continue())) reason = "stop";
-    else if (p.generated >= s.req.params.max_tokens || static_cast<int64_t>(s.history.size()) >= n_ctx) reason = "length";
-    if (s.req.on_progress && !s.req.on_progress(p) && !reason) reason = "cancelled";
-    if (reason) finishing_.emplace_back(&s, reason);
+    take_row(s, lg, st);
   }
   // The step's figures, shared among its sequences before any of them leaves.
   const BatchStepStats measured = measure(start);
@@ -284,11 +386,78 @@ bool GenerationBatch::step() {
   finishing_.clear();
   // Prefill progress for sequences still filling their prompt.
   for (auto& slot : slots_)
-    if (slot && !slot->decoding && slot->req.on_progress) {
+    if (slot && !slot->decoding && !slot->waiting && slot->req.on_progress) {
       slot->progress.prefilled = static_cast<int32_t>(std::min(slot->fed, slot->n_prompt));
-      if (!slot->req.on_progress(slot->progress)) finish(*slot, "cancelled");
+      if (!report(*slot)) finish(*slot, "cancelled");
     }
+  // A choice cancelled cancels its siblings.
+  for (auto& slot : slots_)
+    if (slot && slot->group && slot->group->cancelled) finish(*slot, "cancelled");
   return active() > 0;
+}
+
+// The leader's prompt is in the cache: its state goes into every waiting
+// choice's slot, and those that replay nothing sample from a copy of its row
+// (before the leader's own sampler edits it).
+void GenerationBatch::share_prompt(Sequence& leader, const float* logits, BatchStepStats& st) {
+  Group& g = *leader.group;
+  g.shared = true;
+  const size_t n_vocab = static_cast<size_t>(model_.n_vocab());
+  for (auto& slot : slots_) {
+    if (!slot || slot->group.get() != &g || !slot->waiting) continue;
+    Sequence& s = *slot;
+    model_.copy_sequence(leader.seq, s.seq, leader.n_prompt);
+    s.waiting = false;
+    s.fed = leader.n_prompt;
+    if (s.fed < s.n_fill) continue;  // it replays its checkpoint from here
+    row_copy_.assign(logits, logits + n_vocab);
+    take_row(s, row_copy_.data(), st);
+  }
+}
+
+// A sequence's logits row came back: its prefill is complete or it decodes.
+void GenerationBatch::take_row(Sequence& s, float* lg, BatchStepStats& st) {
+  const int64_t n_vocab = model_.n_vocab(), n_ctx = model_.n_ctx();
+  const Tokenizer& tok = model_.tokenizer();
+  GenerationProgress& p = s.progress;
+  if (!s.decoding) {  // prefill just completed
+    s.decoding = true;
+    s.t_decode = Clock::now();
+    p.prefilled = static_cast<int32_t>(s.n_prompt);
+    p.generated = static_cast<int32_t>(s.result.tokens.size());
+    if (s.stops->stopped() || (s.matcher && !s.matcher->can_continue())) {
+      finishing_.emplace_back(&s, "stop");
+      return;
+    }
+    if (!report(s)) {
+      finishing_.emplace_back(&s, "cancelled");
+      return;
+    }
+  }
+  // Logprobs are of the raw row (engine/sampler/logprobs.h); the grammar's mask comes after.
+  if (s.recorder) s.recorder->observe({lg, static_cast<size_t>(n_vocab)});
+  if (s.matcher && !constrain(s, lg, n_vocab)) {
+    finishing_.emplace_back(&s, "error");
+    return;
+  }
+  const int32_t id = s.sampler->sample({lg, static_cast<size_t>(n_vocab)}, s.history);
+  if (!s.req.params.ignore_eos && tok.is_end_of_generation(id)) {
+    finishing_.emplace_back(&s, "stop");
+    return;
+  }
+  ++st.generated;
+  s.history.push_back(id);
+  s.result.tokens.push_back(id);
+  if (s.recorder) s.recorder->append(id, s.result.logprobs);
+  p.generated = static_cast<int32_t>(s.result.tokens.size());
+  p.piece = tok.token_to_piece(id);
+  if (s.matcher && !s.matcher->accept_bytes(p.piece))
+    throw Error(ErrorKind::internal, "token " + std::to_string(id) + " was sampled against its grammar's mask");
+  const char* reason = nullptr;
+  if (s.stops->feed(p.piece) || (s.matcher && !s.matcher->can_continue())) reason = "stop";
+  else if (p.generated >= s.req.params.max_tokens || static_cast<int64_t>(s.history.size()) >= n_ctx) reason = "length";
+  if (!report(s) && !reason) reason = "cancelled";
+  if (reason) finishing_.emplace_back(&s, reason);
 }
 
 // Masks the logits of the tokens the sequence's grammar forbids; false when it allows none.

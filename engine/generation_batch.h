@@ -32,10 +32,27 @@
 // ("stop") as soon as its grammar is complete and allows nothing more.
 // Replayed checkpoint tokens are fed to the grammar too. If the vocabulary has
 // no token the grammar allows, the request finishes with finish_reason "error"
-// and GenerationResult::error says why.
+// and GenerationResult::error says why. Each choice of a request (below) has
+// its own matcher; logprobs are recorded from the row before the mask.
+//
+// Several choices (params.n > 1): one request, n sequences. Choice 0 prefills
+// the prompt alone; when its prompt is in the cache, its state (attention
+// rows of every attention layer and the recurrent state of every KDA layer,
+// Model::copy_sequence) is copied into the other n - 1 slots, which sample
+// their first token from a copy of the same logits row. Choice k draws with
+// seed + k, so it equals the single-choice request with that seed (the
+// forward pass computes every sequence alike). The request finishes when all
+// its choices have: one result, choice 0 in its GenerationChoice part, the
+// others in more_choices. A false from on_progress cancels every choice.
+// Resuming: each choice replays its own checkpointed tokens after the copy.
+//
+// Logprobs (params.logprobs): each accepted token's record is taken from the
+// raw logits row before the sampler touches it (engine/sampler/logprobs.h);
+// replayed tokens keep the records their checkpoint holds, so a resumed
+// request reports what an uninterrupted one does.
 //
 // Not thread-safe. Uses the model's KV-cache sequences; at most
-// model.n_seq() requests are active at once.
+// model.n_seq() sequences are active at once (a request of n choices takes n).
 #pragma once
 
 #include <chrono>
@@ -57,7 +74,9 @@ struct GenerationRequest {
   std::string prompt;
   SamplingParams params;
   ProgressFn on_progress;        // optional; false cancels this request only
-  std::vector<int32_t> resume;   // checkpointed completion tokens to replay
+  std::vector<int32_t> resume;   // checkpointed completion tokens to replay (choice 0)
+  sampler::ChoiceLogprobs resume_logprobs;    // their records (params.logprobs); replay stops where these end
+  std::vector<GenerationChoice> resume_more;  // n > 1: choices 1..n-1 checkpointed (tokens, logprobs)
 };
 
 class GenerationBatch {
@@ -66,7 +85,8 @@ class GenerationBatch {
   ~GenerationBatch();
 
   // Tokenizes and validates; throws ns::Error(invalid_input) for a bad request
-  // (the batch is unchanged). Returns the request's handle. Requires free() > 0.
+  // (the batch is unchanged), among them params.n above the slots the model
+  // has. Returns the request's handle. Requires free_slots() >= params.n.
   int add(GenerationRequest request);
   int free_slots() const;
   int active() const;
@@ -92,6 +112,12 @@ class GenerationBatch {
   struct StepMark;  // counters at the start of a step
   struct Grammars;  // parsed grammars, their mask caches, the vocabulary's trie
   bool constrain(Sequence& s, float* logits, int64_t n_vocab);
+  struct Group;     // the choices of a request with n > 1
+  std::unique_ptr<Sequence> make_sequence(GenerationRequest request, std::span<const int32_t> prompt);
+  void take_row(Sequence& s, float* logits, BatchStepStats& st);
+  void share_prompt(Sequence& leader, const float* logits, BatchStepStats& st);
+  bool report(Sequence& s);
+  void add_pieces(const GenerationChoice& c, GenerationResult& out) const;  // the texts of c's logprob ids
   void finish(Sequence& s, const char* reason);
   StepMark mark() const;
   BatchStepStats measure(const StepMark& start) const;
@@ -101,6 +127,7 @@ class GenerationBatch {
   std::vector<BatchToken> batch_;
   std::vector<Sequence*> batch_owner_;            // which sequence asked for each logits row
   std::vector<float> logits_;
+  std::vector<float> row_copy_;       // a logits row for a choice sharing its leader's
   std::vector<std::pair<int, GenerationResult>> finished_;
   std::vector<std::pair<Sequence*, const char*>> finishing_;  // finished by this step, stats pending
   std::vector<int32_t> step_tokens_;  // [slot] tokens of each sequence in this step's forward pass

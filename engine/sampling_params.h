@@ -8,6 +8,8 @@
 
 namespace ns {
 
+inline constexpr int32_t kMaxChoices = 128;
+
 struct SamplingParams {
   int32_t max_tokens = 128;         // completion tokens at most
   float temperature = 0.8f;         // 0 means greedy
@@ -23,6 +25,12 @@ struct SamplingParams {
   // completion must follow; "" = none. JSON schemas and JSON mode are compiled
   // to this text at submit time (engine/grammar/json_schema.h).
   std::string grammar;
+  // Output shape (docs/batch-jsonl.md): n choices from one prompt, choice k
+  // drawn with seed + k; per generated token, its logprob and the top_logprobs
+  // most likely alternatives (engine/sampler/logprobs.h says which distribution).
+  int32_t n = 1;                    // 1..kMaxChoices (and at most the daemon's max_batch)
+  bool logprobs = false;
+  int32_t top_logprobs = 0;         // 0..20; needs logprobs
 
   // Empty when valid, else a message naming the bad field and its allowed range.
   std::string validate() const;

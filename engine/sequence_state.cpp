@@ -50,4 +50,25 @@ void SequenceState::reset_recurrent(int64_t seq) {
   }
 }
 
+void SequenceState::copy_sequence(int64_t src, int64_t dst, int64_t n_tokens) {
+  if (src < 0 || src >= n_seq_ || dst < 0 || dst >= n_seq_ || n_tokens < 0 || n_tokens > n_ctx_)
+    throw Error(ErrorKind::internal, "sequence state: copy of " + std::to_string(n_tokens) + " tokens from sequence " +
+                                         std::to_string(src) + " to " + std::to_string(dst) + " is out of range");
+  if (src == dst) return;
+  for (int64_t a = 0; a < n_attn_; ++a) {
+    const auto from = static_cast<size_t>((a * n_seq_ + src) * n_ctx_), to = static_cast<size_t>((a * n_seq_ + dst) * n_ctx_);
+    std::copy_n(k_.begin() + static_cast<std::ptrdiff_t>(from * layout_.k_dim), n_tokens * layout_.k_dim,
+                k_.begin() + static_cast<std::ptrdiff_t>(to * layout_.k_dim));
+    std::copy_n(v_.begin() + static_cast<std::ptrdiff_t>(from * layout_.v_dim), n_tokens * layout_.v_dim,
+                v_.begin() + static_cast<std::ptrdiff_t>(to * layout_.v_dim));
+  }
+  for (int64_t r = 0; r < n_rec_; ++r) {
+    const auto from = static_cast<size_t>(r * n_seq_ + src), to = static_cast<size_t>(r * n_seq_ + dst);
+    std::copy_n(conv_.begin() + static_cast<std::ptrdiff_t>(from * layout_.conv_floats), layout_.conv_floats,
+                conv_.begin() + static_cast<std::ptrdiff_t>(to * layout_.conv_floats));
+    std::copy_n(state_.begin() + static_cast<std::ptrdiff_t>(from * layout_.state_floats), layout_.state_floats,
+                state_.begin() + static_cast<std::ptrdiff_t>(to * layout_.state_floats));
+  }
+}
+
 }  // namespace ns

@@ -77,6 +77,11 @@ class SequenceState {
   float* recurrent(int64_t il, int64_t seq) { return state_.data() + rec(il, seq) * layout_.state_floats; }
   // Zeroes sequence seq's recurrent state in every recurrent layer.
   void reset_recurrent(int64_t seq);
+  // Makes sequence dst a copy of sequence src's first n_tokens positions:
+  // the attention rows [0, n_tokens) of every attention layer and the
+  // recurrent state of every recurrent layer (which must be src's state after
+  // exactly those tokens). Several choices of one prompt share its prefill so.
+  void copy_sequence(int64_t src, int64_t dst, int64_t n_tokens);
 
   uint64_t attention_bytes() const {
     return (bytes_per_token() * static_cast<uint64_t>(n_ctx_) + sliding_bytes_per_sequence()) *

@@ -19,7 +19,7 @@ SELECT j.id, j.model, j.prompt, j.max_tokens, j.temperature, j.top_k, j.top_p, j
        j.messages, j.batch, j.custom_id, j.source_path, j.source_line,
        j.progress_prompt_tokens, j.progress_prefilled, j.progress_generated, j.progress_tok_s, j.progress_ms,
        r.read_gib_s, r.io_wait_ms, r.compute_ms, r.cache_hit_rate, r.prefetch_accuracy, r.avg_batch_size,
-       j.run_alone, j.grammar
+       j.run_alone, j.grammar, j.n, j.top_logprobs, r.choices, r.logprobs
 FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id
 )";
 
@@ -48,6 +48,45 @@ std::vector<std::string> stop_from_json(const std::string& text, int64_t id, con
 JobState state_from_column(const std::string& s, int64_t id, const std::string& db) {
   if (auto st = parse_state(s)) return *st;
   throw DatabaseError(false, "database " + db + ": job " + std::to_string(id) + " has unknown state '" + s + "'");
+}
+
+std::string choices_to_json(const std::vector<JobChoice>& choices) {
+  if (choices.empty()) return "";
+  nlohmann::json a = nlohmann::json::array();
+  for (const JobChoice& c : choices)
+    a.push_back({{"text", c.text}, {"finish_reason", c.finish_reason}, {"completion_tokens", c.completion_tokens}});
+  // Generated text may hold a multi-byte character cut in two: stored with U+FFFD, as results.text is.
+  return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::vector<JobChoice> choices_from_json(const std::string& text, int64_t id, const std::string& db) {
+  std::vector<JobChoice> out;
+  if (text.empty()) return out;
+  try {
+    for (const nlohmann::json& c : nlohmann::json::parse(text))
+      out.push_back({c.at("text").get<std::string>(), c.at("finish_reason").get<std::string>(),
+                     c.at("completion_tokens").get<int32_t>()});
+  } catch (const nlohmann::json::exception& e) {
+    throw DatabaseError(false, "database " + db + ": job " + std::to_string(id) +
+                                   " has a results.choices column that is not a JSON array of "
+                                   "{text, finish_reason, completion_tokens}: " + e.what());
+  }
+  return out;
+}
+
+std::string token_lists_to_json(const std::vector<std::vector<int32_t>>& lists) {
+  return lists.empty() ? "" : nlohmann::json(lists).dump();
+}
+
+std::vector<std::vector<int32_t>> token_lists_from_json(const std::string& text, int64_t id, const std::string& db) {
+  if (text.empty()) return {};
+  try {
+    return nlohmann::json::parse(text).get<std::vector<std::vector<int32_t>>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw DatabaseError(false, "database " + db + ": the checkpoint of job " + std::to_string(id) +
+                                   " has a choices column that is not a JSON array of token id arrays: " + e.what() +
+                                   "; delete the row from `checkpoints` and the job starts over");
+  }
 }
 
 Job read_job(const Row& row, const std::string& db) {
@@ -99,6 +138,8 @@ Job read_job(const Row& row, const std::string& db) {
     r.cache_hit_rate = row.real(54);
     r.prefetch_accuracy = row.real(55);
     r.avg_batch_size = row.real(56);
+    r.more_choices = choices_from_json(row.text(61), job.id, db);
+    r.logprobs = row.text(62);
     job.result = std::move(r);
   }
   job.attempt = i32(37);
@@ -117,6 +158,9 @@ Job read_job(const Row& row, const std::string& db) {
   job.progress.updated_ms = row.int64(50);
   job.run_alone = row.boolean(57);
   sp.grammar = row.text(58);
+  sp.n = i32(59);
+  sp.logprobs = !row.is_null(60);
+  sp.top_logprobs = i32(60);
   return job;
 }
 

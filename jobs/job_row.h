@@ -45,4 +45,11 @@ std::string stop_to_json(const std::vector<std::string>& stop);
 std::vector<std::string> stop_from_json(const std::string& text, int64_t id, const std::string& db);
 JobState state_from_column(const std::string& s, int64_t id, const std::string& db);
 
+// Choices 1..n-1 of a result as stored (results.choices): "" (NULL) when none.
+std::string choices_to_json(const std::vector<JobChoice>& choices);
+std::vector<JobChoice> choices_from_json(const std::string& text, int64_t id, const std::string& db);
+// Choices 1..n-1's checkpointed tokens (checkpoints.choices): "" (NULL) when none.
+std::string token_lists_to_json(const std::vector<std::vector<int32_t>>& lists);
+std::vector<std::vector<int32_t>> token_lists_from_json(const std::string& text, int64_t id, const std::string& db);
+
 }  // namespace ns::jobs

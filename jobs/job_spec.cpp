@@ -146,6 +146,8 @@ std::string spec_difference(const JobSpec& existing, const JobSpec& wanted) {
   add(sampling, "stop", a.stop != b.stop);
   add(sampling, "ignore_eos", a.ignore_eos != b.ignore_eos);
   add(sampling, "grammar", a.grammar != b.grammar);
+  add(sampling, "n", a.n != b.n);
+  add(sampling, "logprobs", a.logprobs != b.logprobs || a.top_logprobs != b.top_logprobs);
   if (!sampling.empty()) parts += (parts.empty() ? "" : ", ") + ("sampling (" + sampling + ")");
   return parts;
 }

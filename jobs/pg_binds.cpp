@@ -43,12 +43,14 @@ Params& add_spec_input(Params& p, const JobSpec& spec) {
 
 AttemptRecord read_attempt_row(const Result& r, int i) { return read_attempt(ResultRow(r, i), 1); }
 
-// Columns attempt, tokens, saved_ms from `first`.
-Checkpoint read_checkpoint(const Result& r, int row, int first) {
+// Columns attempt, tokens, saved_ms, choices, logprobs from `first`.
+Checkpoint read_checkpoint(const Result& r, int row, int first, int64_t id, const std::string& db) {
   Checkpoint c;
   c.attempt = static_cast<int32_t>(r.int64(row, first));
   for (int64_t t : r.int_array(row, first + 1)) c.tokens.push_back(static_cast<int32_t>(t));
   c.saved_ms = r.int64(row, first + 2);
+  c.more_tokens = token_lists_from_json(r.text(row, first + 3), id, db);
+  c.logprobs = r.text(row, first + 4);
   return c;
 }
 

@@ -26,8 +26,10 @@ std::vector<JobCopy> PgQueue::export_jobs(int64_t after_id, int32_t limit) {
                       p);
   for (int i = 0; i < a.rows(); ++i) out[index.at(a.int64(i, 0))].history.push_back(read_attempt_row(a, i));
   Result c = db_.exec(
-      "SELECT job_id, attempt, tokens, saved_ms FROM checkpoints WHERE job_id = ANY($1::bigint[])", p);
-  for (int i = 0; i < c.rows(); ++i) out[index.at(c.int64(i, 0))].checkpoint = read_checkpoint(c, i, 1);
+      "SELECT job_id, attempt, tokens, saved_ms, choices, logprobs FROM checkpoints WHERE job_id = ANY($1::bigint[])",
+      p);
+  for (int i = 0; i < c.rows(); ++i)
+    out[index.at(c.int64(i, 0))].checkpoint = read_checkpoint(c, i, 1, c.int64(i, 0), db_.name());
   return out;
 }
 
@@ -99,6 +101,7 @@ SubmitOutcome PgQueue::import_one(const JobCopy& c, bool keep_ids) {
                       p);
   const int64_t id = r.int64(0, 0);
   set_grammar(id, j.spec.sampling.grammar);
+  write_output_options(id, j.spec.sampling);
   if (j.result) write_result(id, *j.result);
   for (const AttemptRecord& a : c.history) {
     db_.exec(R"(
@@ -125,6 +128,7 @@ SubmitOutcome PgQueue::import_one(const JobCopy& c, bool keep_ids) {
                  .add(static_cast<int64_t>(c.checkpoint->tokens.size()))
                  .add_array(std::span<const int32_t>(c.checkpoint->tokens))
                  .add(c.checkpoint->saved_ms));
+    write_checkpoint_choices(id, *c.checkpoint);
   }
   return {id, true};
 }

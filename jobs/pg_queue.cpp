@@ -22,9 +22,10 @@ namespace pg {
 PgQueue::PgQueue(const std::string& url) : db_(url) { migrate(db_); }
 
 std::optional<Checkpoint> PgQueue::checkpoint(int64_t id) {
-  Result r = db_.exec("SELECT attempt, tokens, saved_ms FROM checkpoints WHERE job_id = $1", Params().add(id));
+  Result r = db_.exec("SELECT attempt, tokens, saved_ms, choices, logprobs FROM checkpoints WHERE job_id = $1",
+                      Params().add(id));
   if (r.rows() == 0) return std::nullopt;
-  return read_checkpoint(r, 0, 0);
+  return read_checkpoint(r, 0, 0, id, db_.name());
 }
 
 bool PgQueue::cancel_requested(int64_t id) {

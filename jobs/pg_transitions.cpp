@@ -23,6 +23,7 @@ SubmitOutcome PgQueue::insert(const JobSpec& spec) {
                       p);
   if (r.rows() == 1) {
     set_grammar(r.int64(0, 0), spec.sampling.grammar);
+    write_output_options(r.int64(0, 0), spec.sampling);
     return {r.int64(0, 0), true};
   }
   if (std::optional<int64_t> id = id_for_key(spec.idempotency_key)) return {*id, false};
@@ -104,13 +105,35 @@ bool PgQueue::extend_lease(const Lease& lease, int64_t lease_ms, const JobProgre
   return db_.exec(sql + kFence, p).affected() == 1;
 }
 
-void PgQueue::put_checkpoint(const Lease& lease, std::span<const int32_t> tokens) {
+void PgQueue::put_checkpoint(const Lease& lease, const Checkpoint& cp) {
+  const std::span<const int32_t> tokens = cp.tokens;
   db_.exec(R"(
     INSERT INTO checkpoints (job_id, attempt, token_count, tokens, saved_ms)
     VALUES ($1, $2, $3, $4::integer[], nightshift_now_ms())
     ON CONFLICT (job_id) DO UPDATE SET attempt = EXCLUDED.attempt, token_count = EXCLUDED.token_count,
                                        tokens = EXCLUDED.tokens, saved_ms = EXCLUDED.saved_ms)",
            Params().add(lease.job_id).add(lease.attempt).add(static_cast<int64_t>(tokens.size())).add_array(tokens));
+  write_checkpoint_choices(lease.job_id, cp);
+}
+
+void PgQueue::write_output_options(int64_t id, const SamplingParams& sp) {
+  if (sp.n == 1 && !sp.logprobs) return;  // the columns' defaults
+  Params p;
+  p.add(id).add(sp.n);
+  if (sp.logprobs) p.add(sp.top_logprobs);
+  else p.add_null();
+  db_.exec("UPDATE jobs SET n = $2, top_logprobs = $3 WHERE id = $1", p);
+}
+
+// Always written: ON CONFLICT DO UPDATE keeps the columns it does not name.
+void PgQueue::write_result_choices(int64_t id, const JobResult& r) {
+  db_.exec("UPDATE results SET choices = $2::jsonb, logprobs = $3 WHERE job_id = $1",
+           Params().add(id).add_text_or_null(choices_to_json(r.more_choices)).add_text_or_null(r.logprobs));
+}
+
+void PgQueue::write_checkpoint_choices(int64_t id, const Checkpoint& cp) {
+  db_.exec("UPDATE checkpoints SET choices = $2::jsonb, logprobs = $3 WHERE job_id = $1",
+           Params().add(id).add_text_or_null(token_lists_to_json(cp.more_tokens)).add_text_or_null(cp.logprobs));
 }
 
 bool PgQueue::finish_fenced(const Lease& lease, const char* state, const std::string* error_kind,
@@ -184,6 +207,7 @@ void PgQueue::write_result(int64_t id, const JobResult& r) {
                .add(r.cache_hit_rate)
                .add(r.prefetch_accuracy)
                .add(r.avg_batch_size));
+  write_result_choices(id, r);
 }
 
 void PgQueue::drop_checkpoint(int64_t id) {

@@ -100,11 +100,22 @@ std::string messages_problem(const std::string& messages);
 // The byte offset of the first invalid UTF-8 sequence in `s`, or npos.
 size_t invalid_utf8_offset(std::string_view s);
 
-struct JobResult {
+// Choice k > 0 of a job with sampling.n > 1 (choice 0 is JobResult's own text).
+struct JobChoice {
   std::string text;
-  std::string finish_reason;   // "stop", "length", "cancelled"
-  int32_t prompt_tokens = 0;
+  std::string finish_reason;
   int32_t completion_tokens = 0;
+  bool operator==(const JobChoice&) const = default;
+};
+
+struct JobResult {
+  std::string text;            // choice 0
+  std::string finish_reason;   // "stop", "length", "cancelled" (choice 0)
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;  // every choice's, summed (OpenAI's usage)
+  std::vector<JobChoice> more_choices;  // choices 1..n-1
+  // sampling.logprobs: every choice's records, encoded (engine/sampler/logprobs.h); "" = none.
+  std::string logprobs;
   double queue_wait_ms = 0, load_ms = 0, prefill_ms = 0, decode_ms = 0;
   double prefill_tok_s = 0, decode_tok_s = 0;
   uint64_t peak_rss_bytes = 0;
@@ -155,7 +166,9 @@ struct Job {
 
 // Completion tokens generated so far, saved while the job runs.
 struct Checkpoint {
-  std::vector<int32_t> tokens;
+  std::vector<int32_t> tokens;                    // choice 0
+  std::vector<std::vector<int32_t>> more_tokens;  // choices 1..n-1
+  std::string logprobs;  // every choice's records of those tokens, encoded; "" = none
   int32_t attempt = 0;  // the attempt that saved it
   int64_t saved_ms = 0;
 };
@@ -263,8 +276,14 @@ class Queue {
   // progress. False: the fence is broken.
   virtual bool heartbeat(const Lease& lease, int64_t lease_ms, const std::optional<JobProgress>& progress) = 0;
   bool heartbeat(const Lease& lease, int64_t lease_ms) { return heartbeat(lease, lease_ms, std::nullopt); }
-  // Replaces the job's checkpoint with `tokens` and extends the lease.
-  virtual bool save_checkpoint(const Lease& lease, std::span<const int32_t> tokens, int64_t lease_ms) = 0;
+  // Replaces the job's checkpoint with `cp` (tokens, more_tokens, logprobs;
+  // attempt and saved_ms are the backend's) and extends the lease.
+  virtual bool save_checkpoint(const Lease& lease, const Checkpoint& cp, int64_t lease_ms) = 0;
+  bool save_checkpoint(const Lease& lease, std::span<const int32_t> tokens, int64_t lease_ms) {
+    Checkpoint cp;
+    cp.tokens.assign(tokens.begin(), tokens.end());
+    return save_checkpoint(lease, cp, lease_ms);
+  }
   virtual std::optional<Checkpoint> checkpoint(int64_t id) = 0;
 
   // The ends of an attempt. Each returns false (and writes nothing) when the

@@ -113,10 +113,10 @@ bool TransitionQueue::heartbeat(const Lease& lease, int64_t lease_ms, const std:
   return true;
 }
 
-bool TransitionQueue::save_checkpoint(const Lease& lease, std::span<const int32_t> tokens, int64_t lease_ms) {
+bool TransitionQueue::save_checkpoint(const Lease& lease, const Checkpoint& cp, int64_t lease_ms) {
   auto tx = begin_write();
   if (!extend_lease(lease, lease_ms, nullptr)) return false;
-  put_checkpoint(lease, tokens);
+  put_checkpoint(lease, cp);
   tx->commit();
   return true;
 }

@@ -103,7 +103,8 @@ class TransitionQueue : public Queue {
                                const std::vector<std::string>& servable) override;
   using Queue::heartbeat;
   bool heartbeat(const Lease& lease, int64_t lease_ms, const std::optional<JobProgress>& progress) override;
-  bool save_checkpoint(const Lease& lease, std::span<const int32_t> tokens, int64_t lease_ms) override;
+  using Queue::save_checkpoint;
+  bool save_checkpoint(const Lease& lease, const Checkpoint& cp, int64_t lease_ms) override;
 
   bool complete(const Lease& lease, const JobResult& result) override;
   bool fail(const Lease& lease, const std::string& error_kind, const std::string& message) override;
@@ -146,7 +147,7 @@ class TransitionQueue : public Queue {
   // In a write: lease to now + lease_ms, and the progress when given.
   virtual bool extend_lease(const Lease& lease, int64_t lease_ms, const JobProgress* progress) = 0;
   // In a write: replaces the job's checkpoint (the lease is already extended).
-  virtual void put_checkpoint(const Lease& lease, std::span<const int32_t> tokens) = 0;
+  virtual void put_checkpoint(const Lease& lease, const Checkpoint& cp) = 0;
   // In a write: running -> `state` (finished now, lease cleared, error set or cleared).
   virtual bool finish_fenced(const Lease& lease, const char* state, const std::string* error_kind,
                              const std::string* error) = 0;

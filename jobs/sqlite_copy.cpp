@@ -87,6 +87,7 @@ SubmitOutcome SqliteQueue::import_one(const JobCopy& c, bool keep_ids) {
   ins->run();
   const int64_t id = db_.last_insert_rowid();
   set_grammar(id, j.spec.sampling.grammar);
+  write_output_options(id, j.spec.sampling);
   if (j.result) write_result(id, *j.result);
   for (const AttemptRecord& a : c.history) {
     auto put = db_.cached(R"(
@@ -114,6 +115,7 @@ SubmitOutcome SqliteQueue::import_one(const JobCopy& c, bool keep_ids) {
         .bind(5, c.checkpoint->saved_ms)
         .bind(6, iso8601_utc(c.checkpoint->saved_ms));
     put->run();
+    write_checkpoint_choices(id, *c.checkpoint);
   }
   return {id, true};
 }

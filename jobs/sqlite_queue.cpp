@@ -37,13 +37,15 @@ SqliteQueue::SqliteQueue(const std::string& path, const SqliteOptions& options) 
 }
 
 std::optional<Checkpoint> SqliteQueue::checkpoint(int64_t id) {
-  auto st = db_.cached("SELECT attempt, tokens, saved_ms FROM checkpoints WHERE job_id = ?1");
+  auto st = db_.cached("SELECT attempt, tokens, saved_ms, choices, logprobs FROM checkpoints WHERE job_id = ?1");
   st->bind(1, id);
   if (!st->step()) return std::nullopt;
   Checkpoint c;
   c.attempt = static_cast<int32_t>(st->int64(0));
   c.tokens = tokens_from_json(st->text(1), id, db_.path());
   c.saved_ms = st->int64(2);
+  c.more_tokens = token_lists_from_json(st->text(3), id, db_.path());
+  c.logprobs = st->text(4);
   return c;
 }
 

@@ -93,7 +93,7 @@ class SqliteQueue final : public TransitionQueue {
   std::vector<Job> claim_ids(const std::vector<int64_t>& ids, const std::string& worker, int64_t lease_ms) override;
   std::optional<Orphan> running_under(const Lease& lease) override;
   bool extend_lease(const Lease& lease, int64_t lease_ms, const JobProgress* progress) override;
-  void put_checkpoint(const Lease& lease, std::span<const int32_t> tokens) override;
+  void put_checkpoint(const Lease& lease, const Checkpoint& cp) override;
   bool finish_fenced(const Lease& lease, const char* state, const std::string* error_kind,
                      const std::string* error) override;
   void requeue_fenced(const Lease& lease, int64_t delay_ms, const std::string& error_kind,
@@ -120,6 +120,10 @@ class SqliteQueue final : public TransitionQueue {
   SubmitOutcome import_one(const JobCopy& c, bool keep_ids);
   // Inside the inserting transaction: the job's grammar column (006_grammar), when it has one.
   void set_grammar(int64_t id, const std::string& grammar);
+  // The columns of schema/sqlite/NNN_choices_logprobs.sql (n, logprobs), written after the row they belong to.
+  void write_output_options(int64_t id, const SamplingParams& sp);
+  void write_result_choices(int64_t id, const JobResult& r);
+  void write_checkpoint_choices(int64_t id, const Checkpoint& cp);
   Db db_;
   int64_t claim_now_ = 0;  // the clock reading of the claim in progress
 };

@@ -27,12 +27,40 @@ SubmitOutcome SqliteQueue::insert(const JobSpec& spec) {
   bind_spec_input(*ins, 20, spec).run();
   const int64_t id = db_.last_insert_rowid();
   set_grammar(id, spec.sampling.grammar);
+  write_output_options(id, spec.sampling);
   return {id, true};
 }
 
 void SqliteQueue::set_grammar(int64_t id, const std::string& grammar) {
   if (grammar.empty()) return;
   db_.cached("UPDATE jobs SET grammar = ?2 WHERE id = ?1")->bind(1, id).bind(2, grammar).run();
+}
+
+void SqliteQueue::write_output_options(int64_t id, const SamplingParams& sp) {
+  if (sp.n == 1 && !sp.logprobs) return;  // the columns' defaults
+  auto up = db_.cached("UPDATE jobs SET n = ?2, top_logprobs = ?3 WHERE id = ?1");
+  up->bind(1, id).bind(2, int64_t{sp.n});
+  if (sp.logprobs) up->bind(3, int64_t{sp.top_logprobs});
+  else up->bind_null(3);
+  up->run();
+}
+
+void SqliteQueue::write_result_choices(int64_t id, const JobResult& r) {
+  if (r.more_choices.empty() && r.logprobs.empty()) return;  // INSERT OR REPLACE left them NULL
+  db_.cached("UPDATE results SET choices = ?2, logprobs = ?3 WHERE job_id = ?1")
+      ->bind(1, id)
+      .bind_text_or_null(2, choices_to_json(r.more_choices))
+      .bind_text_or_null(3, r.logprobs)
+      .run();
+}
+
+void SqliteQueue::write_checkpoint_choices(int64_t id, const Checkpoint& cp) {
+  if (cp.more_tokens.empty() && cp.logprobs.empty()) return;  // INSERT OR REPLACE left them NULL
+  db_.cached("UPDATE checkpoints SET choices = ?2, logprobs = ?3 WHERE job_id = ?1")
+      ->bind(1, id)
+      .bind_text_or_null(2, token_lists_to_json(cp.more_tokens))
+      .bind_text_or_null(3, cp.logprobs)
+      .run();
 }
 
 bool SqliteQueue::anything_claimable(const std::string& servable_json) {
@@ -107,7 +135,8 @@ bool SqliteQueue::extend_lease(const Lease& lease, int64_t lease_ms, const JobPr
   return true;
 }
 
-void SqliteQueue::put_checkpoint(const Lease& lease, std::span<const int32_t> tokens) {
+void SqliteQueue::put_checkpoint(const Lease& lease, const Checkpoint& cp) {
+  const std::span<const int32_t> tokens = cp.tokens;
   auto put = db_.cached(R"(
     INSERT OR REPLACE INTO checkpoints (job_id, attempt, token_count, tokens, saved_ms, saved_at)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6))");
@@ -116,6 +145,7 @@ void SqliteQueue::put_checkpoint(const Lease& lease, std::span<const int32_t> to
       .bind(3, static_cast<int64_t>(tokens.size()))
       .bind(4, ints_to_json(tokens));
   bind_time(*put, 5, now_epoch_ms()).run();
+  write_checkpoint_choices(lease.job_id, cp);
 }
 
 bool SqliteQueue::finish_fenced(const Lease& lease, const char* state, const std::string* error_kind,
@@ -186,6 +216,7 @@ void SqliteQueue::write_result(int64_t id, const JobResult& r) {
       .bind(18, r.prefetch_accuracy)
       .bind(19, r.avg_batch_size);
   ins->run();
+  write_result_choices(id, r);
 }
 
 void SqliteQueue::drop_checkpoint(int64_t id) {

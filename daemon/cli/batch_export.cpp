@@ -22,6 +22,8 @@ std::string batch_output_line(const jobs::Job& job) {
         s.finish_reason = job.result->finish_reason;
         s.prompt_tokens = job.result->prompt_tokens;
         s.completion_tokens = job.result->completion_tokens;
+        for (const jobs::JobChoice& c : job.result->more_choices) s.more_choices.push_back({c.text, c.finish_reason});
+        s.logprobs = job.result->logprobs;
       }
       return format_batch_success(s);
     }

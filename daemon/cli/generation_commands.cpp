@@ -1,4 +1,5 @@
 // `run` (one-off generation), `logits` (reference-comparable logits), `model info`.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "daemon/cli/commands.h"
+#include "daemon/cli/openai_batch.h"
 #include "daemon/cli/run_progress.h"
 #include "daemon/cli/sampling_flags.h"
 #include "engine/engine.h"
@@ -87,6 +89,7 @@ void run_command(const RunArgs& a) {
   eo.memory_budget = stream::parse_size(a.memory_budget);
   eo.io_mode = a.io_mode;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
+  eo.max_sequences = std::max(1, a.sampling.n);  // n choices decode together
   auto engine = Engine::load(a.model, eo);
   // Progress on stderr when it is a terminal; the decode line too when the
   // text is not streamed to that same terminal (--json, or stdout redirected).
@@ -94,7 +97,7 @@ void run_command(const RunArgs& a) {
   RunProgress progress(stderr, stderr_tty && !a.quiet, a.json || ::isatty(STDOUT_FILENO) != 1, a.sampling.max_tokens);
   ProgressFn stream = [&](const GenerationProgress& p) {
     progress.update(p);
-    if (!a.json && !p.piece.empty()) {
+    if (!a.json && a.sampling.n == 1 && !p.piece.empty()) {  // several choices are printed at the end
       progress.before_text();
       std::fwrite(p.piece.data(), 1, p.piece.size(), stdout), std::fflush(stdout);
     }
@@ -104,9 +107,26 @@ void run_command(const RunArgs& a) {
   progress.finish();
   r.stats.load_ms = engine->load_ms();
   if (a.json) {
-    std::cout << json{{"text", r.text}, {"finish_reason", r.finish_reason}, {"stats", stats_json(r.stats)}}.dump(-1, ' ', false, kReplaceInvalid)
-              << "\n";
+    nlohmann::ordered_json out{{"text", r.text}, {"finish_reason", r.finish_reason}};
+    // n > 1 or logprobs: every choice in the completions shape (docs/batch-jsonl.md).
+    if (a.sampling.n > 1 || a.sampling.logprobs) {
+      nlohmann::ordered_json choices = nlohmann::ordered_json::array();
+      for (size_t k = 0; k <= r.more_choices.size(); ++k) {
+        const GenerationChoice& c = k == 0 ? static_cast<const GenerationChoice&>(r) : r.more_choices[k - 1];
+        nlohmann::ordered_json o{{"index", k}, {"text", c.text}, {"finish_reason", c.finish_reason}};
+        o["logprobs"] = a.sampling.logprobs ? cli::completion_logprobs_json(c.logprobs, r.pieces) : nullptr;
+        choices.push_back(std::move(o));
+      }
+      out["choices"] = std::move(choices);
+    }
+    out["stats"] = nlohmann::ordered_json::parse(stats_json(r.stats).dump());
+    std::cout << out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return;
+  }
+  for (size_t k = 0; a.sampling.n > 1 && k <= r.more_choices.size(); ++k) {
+    const GenerationChoice& c = k == 0 ? static_cast<const GenerationChoice&>(r) : r.more_choices[k - 1];
+    std::printf("%s--- choice %zu (seed %llu, %s)\n%s", k == 0 ? "" : "\n", k,
+                static_cast<unsigned long long>(a.sampling.seed + k), c.finish_reason.c_str(), c.text.c_str());
   }
   // The streamed pieces may include a stop string's first bytes; the result text is exact.
   std::printf("\n");
@@ -355,7 +375,9 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
   add_cpu_features_option(run, run_args->cpu_features);
-  run->add_flag("--json", run_args->json, "Print one JSON object {text, finish_reason, stats}");
+  run->add_flag("--json", run_args->json,
+                "Print one JSON object {text, finish_reason, stats}, with choices [{index, text, finish_reason, "
+                "logprobs}] when --choices > 1 or --logprobs");
   run->add_flag("--no-progress", run_args->quiet,
                 "No live prefill/decode progress line on stderr (shown on a terminal for generations over 0.5 s)");
   add_sampling_flags(run, run_args->sampling);

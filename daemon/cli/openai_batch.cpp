@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -14,6 +16,7 @@
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/util/error.h"
+#include "jobs/valid_utf8.h"
 
 namespace ns::cli {
 namespace {
@@ -100,6 +103,29 @@ bool apply_sampling_field(const std::string& key, const json& v, SamplingParams&
   return true;
 }
 
+// n, logprobs, top_logprobs; false if `key` is not one of them.
+bool apply_output_field(const std::string& key, const json& v, bool chat, SamplingParams& p) {
+  const std::string path = "body." + key;
+  if (key == "n") {
+    p.n = read_int32(v, path);
+  } else if (key == "top_logprobs") {
+    p.top_logprobs = read_int32(v, path);
+  } else if (key == "logprobs") {
+    if (v.is_boolean()) {
+      p.logprobs = v.get<bool>();
+    } else if (!chat && v.is_number()) {  // the legacy completions API: logprobs = k alternatives
+      p.logprobs = true;
+      p.top_logprobs = read_int32(v, path);
+    } else {
+      fail(path + (chat ? " must be true or false, not " : " must be an integer (alternatives per token) or a boolean, not ") +
+           (v.is_number() ? shown(v) : a_type(v)));
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // OpenAI fields that nightshift can honour only at their neutral value.
 struct NeutralOnly {
   const char* key;
@@ -118,13 +144,10 @@ bool is_none(const json& v) { return v.is_string() && v.get<std::string>() == "n
 bool never(const json&) { return false; }
 
 constexpr NeutralOnly kNeutralOnly[] = {
-    {"n", is_one, "nightshift writes one choice per request: repeat the line with other custom_ids (and seeds)"},
     {"stream", is_false_or_zero, "batch requests do not stream"},
     {"stream_options", never, "batch requests do not stream"},
     {"presence_penalty", is_zero, "use repeat_penalty (a llama.cpp-style extension) instead"},
     {"frequency_penalty", is_zero, "use repeat_penalty (a llama.cpp-style extension) instead"},
-    {"logprobs", is_false_or_zero, "log probabilities are not recorded"},
-    {"top_logprobs", is_zero, "log probabilities are not recorded"},
     {"echo", is_false_or_zero, "the prompt is not repeated in the output"},
     {"best_of", is_one, "nightshift writes one completion per request"},
     {"logit_bias", is_empty_container, "nightshift's sampler has no logit bias"},
@@ -257,6 +280,7 @@ void read_body(const json& body, BatchRequest& r, const ordered_json* response_f
       r.sampling.grammar = response_format_grammar(response_format ? *response_format : ordered_json(v));
       continue;
     }
+    if (apply_output_field(key, v, r.is_chat(), r.sampling)) continue;
     check_other_field(key, v);
   }
   const std::string invalid = r.sampling.validate();
@@ -381,21 +405,108 @@ std::string describe(const BatchLineError& error) {
   return out + ": " + error.message;
 }
 
+namespace {
+
+// OpenAI writes a token no longer possible as -9999.0; JSON has no -inf.
+double logprob_value(float lp) { return std::isinf(lp) ? -9999.0 : static_cast<double>(lp); }
+
+std::string piece_of(const sampler::TokenPieces& pieces, int32_t id) {
+  const auto it = pieces.find(id);
+  return it == pieces.end() ? std::string() : it->second;
+}
+
+// The text as JSON may hold it: a piece that is part of a UTF-8 character shows as U+FFFD.
+std::string token_text(const std::string& piece) { return jobs::to_valid_utf8(piece); }
+
+ordered_json bytes_of(const std::string& piece) {
+  ordered_json b = ordered_json::array();
+  for (const char c : piece) b.push_back(static_cast<int>(static_cast<uint8_t>(c)));
+  return b;
+}
+
+ordered_json chat_token(const sampler::TokenLogprob& t, const sampler::TokenPieces& pieces) {
+  const std::string piece = piece_of(pieces, t.id);
+  ordered_json o;
+  o["token"] = token_text(piece);
+  o["logprob"] = logprob_value(t.logprob);
+  o["bytes"] = bytes_of(piece);
+  return o;
+}
+
+}  // namespace
+
+ordered_json chat_logprobs_json(const sampler::ChoiceLogprobs& c, const sampler::TokenPieces& pieces) {
+  ordered_json content = ordered_json::array();
+  for (size_t i = 0; i < c.tokens(); ++i) {
+    ordered_json t = chat_token(c.chosen(i), pieces);
+    ordered_json top = ordered_json::array();
+    for (const sampler::TokenLogprob& alt : c.top(i)) top.push_back(chat_token(alt, pieces));
+    t["top_logprobs"] = std::move(top);
+    content.push_back(std::move(t));
+  }
+  ordered_json out;
+  out["content"] = std::move(content);
+  return out;
+}
+
+ordered_json completion_logprobs_json(const sampler::ChoiceLogprobs& c, const sampler::TokenPieces& pieces) {
+  ordered_json tokens = ordered_json::array(), token_logprobs = ordered_json::array(),
+               top_logprobs = ordered_json::array(), text_offset = ordered_json::array();
+  int64_t offset = 0;
+  for (size_t i = 0; i < c.tokens(); ++i) {
+    const std::string piece = piece_of(pieces, c.chosen(i).id);
+    tokens.push_back(token_text(piece));
+    token_logprobs.push_back(logprob_value(c.chosen(i).logprob));
+    ordered_json top = ordered_json::object();
+    for (const sampler::TokenLogprob& alt : c.top(i)) {
+      const std::string text = token_text(piece_of(pieces, alt.id));
+      if (!top.contains(text)) top[text] = logprob_value(alt.logprob);  // two ids, one text: the likelier one
+    }
+    top_logprobs.push_back(std::move(top));
+    text_offset.push_back(offset);
+    for (const char ch : piece) offset += (static_cast<uint8_t>(ch) & 0xC0) != 0x80;
+  }
+  ordered_json out;
+  out["tokens"] = std::move(tokens);
+  out["token_logprobs"] = std::move(token_logprobs);
+  out["top_logprobs"] = std::move(top_logprobs);
+  out["text_offset"] = std::move(text_offset);
+  return out;
+}
+
 std::string format_batch_success(const BatchSuccess& s) {
   const bool chat = s.endpoint == BatchEndpoint::chat_completions;
-  ordered_json choice;
-  choice["index"] = 0;
-  if (chat) choice["message"] = {{"role", "assistant"}, {"content", s.text}};
-  else choice["text"] = s.text;
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = s.finish_reason;
+  // Every choice's records, decoded once; records that cannot be read fail the export, never a silent null.
+  sampler::TokenPieces pieces;
+  std::vector<sampler::ChoiceLogprobs> records;
+  if (!s.logprobs.empty()) {
+    try {
+      records = sampler::decode_logprobs(s.logprobs, &pieces);
+    } catch (const std::invalid_argument& e) {
+      throw Error(ErrorKind::database, "job " + std::to_string(s.job_id) + ": its stored logprobs cannot be read: " + e.what());
+    }
+  }
+  ordered_json choices = ordered_json::array();
+  for (size_t k = 0; k <= s.more_choices.size(); ++k) {
+    const std::string& text = k == 0 ? s.text : s.more_choices[k - 1].text;
+    ordered_json choice;
+    choice["index"] = k;
+    if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+    else choice["text"] = text;
+    if (k < records.size())
+      choice["logprobs"] = chat ? chat_logprobs_json(records[k], pieces) : completion_logprobs_json(records[k], pieces);
+    else
+      choice["logprobs"] = nullptr;
+    choice["finish_reason"] = k == 0 ? s.finish_reason : s.more_choices[k - 1].finish_reason;
+    choices.push_back(std::move(choice));
+  }
 
   ordered_json body;
   body["id"] = ids_prefix(s.endpoint) + std::to_string(s.job_id);
   body["object"] = chat ? "chat.completion" : "text_completion";
   body["created"] = s.created_unix_s;
   body["model"] = s.model;
-  body["choices"] = ordered_json::array({choice});
+  body["choices"] = std::move(choices);
   body["usage"] = {{"prompt_tokens", s.prompt_tokens},
                    {"completion_tokens", s.completion_tokens},
                    {"total_tokens", static_cast<int64_t>(s.prompt_tokens) + s.completion_tokens}};

@@ -10,7 +10,7 @@
 //    "response": {"status_code": 200, "request_id": "req_<job>", "body": {"id": "cmpl-<job>",
 //      "object": "text_completion" | "chat.completion", "created": <unix s>, "model": "...",
 //      "choices": [{"index": 0, "text": "..." | "message": {"role": "assistant", "content": "..."},
-//                   "logprobs": null, "finish_reason": "stop" | "length"}],
+//                   "logprobs": null | {...}, "finish_reason": "stop" | "length"}, ... n choices],
 //      "usage": {"prompt_tokens": n, "completion_tokens": m, "total_tokens": n + m}}},
 //    "error": null}
 //   or, for a request that failed: {"id", "custom_id", "response": null, "error": {"code", "message"}}.
@@ -22,13 +22,19 @@
 //   invalid one with its line number, so one typo does not stop a batch.
 // - Body fields absent (or null) take their value from `defaults` (the submit
 //   command's sampling flags); the result is checked with SamplingParams::validate().
-// - Fields that would change the output if ignored (n > 1, logprobs,
+// - n, logprobs and top_logprobs are honoured (SamplingParams::n, logprobs,
+//   top_logprobs); on /v1/completions `logprobs` is OpenAI's legacy integer
+//   (k alternatives; true/false also accepted), on chat a boolean.
+// - Fields that would change the output if ignored (best_of > 1, echo,
 //   presence_penalty != 0, tools, images, ...) are rejected, not dropped.
 // - body.response_format {"type": "json_object"} or {"type": "json_schema",
 //   "json_schema": {"schema": ...}} and body.grammar (GBNF) become
 //   sampling.grammar (engine/grammar/): a schema is compiled once per distinct
 //   text, in its own key order; its problems are named by path
 //   ("body.response_format.json_schema.schema.properties.x.format: ...").
+// - Logprobs come out in OpenAI's shapes (chat_logprobs_json,
+//   completion_logprobs_json); a -inf logprob is written as -9999.0, as
+//   OpenAI does.
 // - Output lines are single-line JSON; text that is not valid UTF-8 (a
 //   generation cut inside a character) has the bad bytes replaced by U+FFFD.
 // Thread-safe (no shared state).
@@ -39,7 +45,10 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/chat/chat_template.h"
+#include "engine/sampler/logprobs.h"
 #include "engine/sampling_params.h"
 
 namespace ns::cli {
@@ -84,6 +93,12 @@ BatchInput parse_batch_jsonl(std::string_view text, const SamplingParams& defaul
 // "line 7 (custom_id \"req-7\"): <reason>", for the submit command's report.
 std::string describe(const BatchLineError& error);
 
+// Choice k > 0 of a job with n > 1.
+struct BatchChoice {
+  std::string text;
+  std::string finish_reason;
+};
+
 // A finished job, as the export writes it.
 struct BatchSuccess {
   int64_t job_id = 0;             // the queue's job id: ids in the line are derived from it
@@ -94,8 +109,21 @@ struct BatchSuccess {
   std::string text;               // the completion (stop strings already removed)
   std::string finish_reason;      // "stop" or "length"
   int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;
+  int32_t completion_tokens = 0;  // every choice's, summed
+  std::vector<BatchChoice> more_choices;  // choices 1..n-1
+  std::string logprobs;           // the job's stored records (engine/sampler/logprobs.h); "" = "logprobs": null
 };
+
+// One choice's logprobs in OpenAI's chat shape:
+//   {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]}
+// `token` is the token's text (bytes of a partial UTF-8 character as U+FFFD),
+// `bytes` its exact UTF-8 bytes.
+nlohmann::ordered_json chat_logprobs_json(const sampler::ChoiceLogprobs& c, const sampler::TokenPieces& pieces);
+// In OpenAI's legacy completions shape:
+//   {"tokens": [text], "token_logprobs": [lp], "top_logprobs": [{text: lp}], "text_offset": [n]}
+// text_offset[i]: the characters (UTF-8 lead bytes) of the tokens before token
+// i, counted from the start of the completion.
+nlohmann::ordered_json completion_logprobs_json(const sampler::ChoiceLogprobs& c, const sampler::TokenPieces& pieces);
 
 // A job that did not produce a completion (failed, cancelled).
 struct BatchFailure {

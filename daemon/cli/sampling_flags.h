@@ -37,6 +37,11 @@ inline void add_sampling_flags(CLI::App* cmd, SamplingParams& p) {
       ->capture_default_str();
   cmd->add_option("--stop", p.stop, "Stop string (repeatable); not included in the output")->allow_extra_args(false);
   cmd->add_flag("--ignore-eos", p.ignore_eos, "Keep generating past the end-of-text token");
+  cmd->add_option("--choices", p.n, "Choices from one prompt (OpenAI's n): choice k draws with seed + k")
+      ->capture_default_str();
+  cmd->add_flag("--logprobs", p.logprobs, "Record each generated token's logprob (raw log-softmax of the logits)");
+  cmd->add_option("--top-logprobs", p.top_logprobs, "And its K most likely alternatives, 0..20 (implies --logprobs)")
+      ->each([&p](const std::string&) { p.logprobs = true; });
 }
 
 struct GrammarFlags {

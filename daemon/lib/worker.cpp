@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <new>
+#include <span>
+#include <stdexcept>
 #include <thread>
 
 #include "daemon/lib/config.h"
@@ -32,6 +34,26 @@ double ms_since(Clock::time_point t0) {
 }
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+// What a checkpoint holds of a generation so far: every choice's tokens and,
+// with logprobs, their records (engine/sampler/logprobs.h).
+jobs::Checkpoint checkpoint_of(std::span<const GenerationChoice* const> choices, bool logprobs) {
+  jobs::Checkpoint cp;
+  std::vector<sampler::ChoiceLogprobs> records;
+  for (size_t k = 0; k < choices.size(); ++k) {
+    if (k == 0) cp.tokens = choices[k]->tokens;
+    else cp.more_tokens.push_back(choices[k]->tokens);
+    if (logprobs) records.push_back(choices[k]->logprobs);
+  }
+  cp.logprobs = sampler::encode_logprobs(records);
+  return cp;
+}
+
+int32_t checkpoint_tokens(const jobs::Checkpoint& cp) {
+  size_t n = cp.tokens.size();
+  for (const auto& t : cp.more_tokens) n += t.size();
+  return static_cast<int32_t>(n);
+}
 
 std::string known_models(const std::map<std::string, std::string>& models) {
   if (models.empty()) return "none are configured";
@@ -75,7 +97,7 @@ void require_reachable(const std::string& model, const std::string& path) {
 struct Worker::Execution {
   JobOutcome outcome = JobOutcome::failed;  // done, failed, retrying, cancelled, released or lease_lost
   jobs::JobResult result;                   // done / cancelled
-  std::vector<int32_t> tokens;              // all completion tokens (released: the final checkpoint)
+  jobs::Checkpoint checkpoint;              // all completion tokens (released: the final checkpoint)
   int32_t checkpointed = 0;                 // tokens in the saved checkpoint
   std::string error_kind, error;            // failed / retrying
 };
@@ -312,6 +334,8 @@ Worker::Admitted Worker::admit() {
   if (free_slots <= 0 || stop_.load()) return Admitted::none;
   // A job suspected of a crash runs by itself (Queue::claim_batch, crash blame).
   if (std::any_of(active_.begin(), active_.end(), [](const auto& a) { return a->job.run_alone; })) return Admitted::none;
+  if (wanted_slots_ > 0 && free_slots < wanted_slots_ && !active_.empty()) return Admitted::none;
+  wanted_slots_ = 0;
   std::vector<jobs::Job> claimed;
   try {
     std::vector<std::string> servable;
@@ -370,10 +394,31 @@ Worker::Admitted Worker::admit() {
 // One claimed job joins the batch (or ends at once: bad input, stop).
 void Worker::start(const jobs::Job& job, double load_ms) {
   std::vector<int32_t> resume;
+  std::vector<GenerationChoice> resume_more;
+  sampler::ChoiceLogprobs resume_logprobs;
+  int32_t resumed_total = 0;
   try {
     if (std::optional<jobs::Checkpoint> cp =
             persist("read the checkpoint", job.id, [&] { return queue_.checkpoint(job.id); })) {
+      // Each choice's tokens with, for a logprobs job, their records (the
+      // engine replays a choice only as far as its records go).
+      std::vector<sampler::ChoiceLogprobs> records;
+      try {
+        records = sampler::decode_logprobs(cp->logprobs);
+      } catch (const std::invalid_argument& e) {
+        spdlog::error("job {}: the logprobs of its checkpoint cannot be read, starting over: {}", job.id, e.what());
+        cp = jobs::Checkpoint{};
+      }
+      const auto record = [&](size_t k) { return k < records.size() ? records[k] : sampler::ChoiceLogprobs{}; };
+      resumed_total = checkpoint_tokens(*cp);
       resume = std::move(cp->tokens);
+      resume_logprobs = record(0);
+      for (size_t k = 0; k < cp->more_tokens.size(); ++k) {
+        GenerationChoice c;
+        c.tokens = std::move(cp->more_tokens[k]);
+        c.logprobs = record(k + 1);
+        resume_more.push_back(std::move(c));
+      }
     }
   } catch (const jobs::DatabaseError& e) {  // a damaged checkpoint row costs the saved work, not the daemon
     spdlog::error("job {}: its checkpoint cannot be read, starting over: {}", job.id, e.what());
@@ -381,19 +426,25 @@ void Worker::start(const jobs::Job& job, double load_ms) {
   spdlog::info("job {} running: model {}, priority {}, attempt {} ({} of at most {}), waited {} ms{}{}{}", job.id,
                job.spec.model, job.spec.priority, job.attempt, job.attempts, job.spec.max_attempts,
                job.started_ms - job.created_ms,
-               resume.empty() ? "" : ", resuming from " + std::to_string(resume.size()) + " checkpointed tokens",
+               resumed_total == 0 ? "" : ", resuming from " + std::to_string(resumed_total) + " checkpointed tokens",
                active_.empty() ? "" : ", joining a batch of " + std::to_string(active_.size()),
                job.run_alone ? ", alone (a daemon died while it ran beside others)" : "");
-  status_.start_job(job.lease(), job.spec.model, job.spec.sampling.max_tokens, static_cast<int32_t>(resume.size()));
+  // Progress counts every choice's tokens: n choices may take n * max_tokens.
+  status_.start_job(job.lease(), job.spec.model, job.spec.sampling.max_tokens * job.spec.sampling.n, resumed_total);
 
   auto a = std::make_unique<Active>();
   a->job = job;
-  a->resumed = a->checkpointed = static_cast<int32_t>(resume.size());
+  a->resumed = a->checkpointed = resumed_total;
   a->load_ms = load_ms;
   a->last_poll = a->last_checkpoint = Clock::now();
   // Stopping, or a model that fits fewer jobs than were claimed for it (its
   // budget halved max_batch at load): back to the queue, attempt given back.
-  if (stop_.load() || batch_->free_slots() <= 0) {
+  // A job of n choices needs n free slots (more than the batch has at all is
+  // refused by the engine below, naming the fix).
+  const int slots = batch_->free_slots() + batch_->active();
+  const int needed = std::max(1, std::min(job.spec.sampling.n, slots));
+  if (stop_.load() || batch_->free_slots() < needed) {
+    if (!stop_.load()) wanted_slots_ = std::max(wanted_slots_, needed);
     Execution ex;
     ex.outcome = JobOutcome::released;
     ex.checkpointed = a->checkpointed;
@@ -403,7 +454,9 @@ void Worker::start(const jobs::Job& job, double load_ms) {
   Active& act = *a;
   GenerationRequest request;
   request.params = job.spec.sampling;
-  request.resume = resume;
+  request.resume = std::move(resume);
+  request.resume_logprobs = std::move(resume_logprobs);
+  request.resume_more = std::move(resume_more);
   request.on_progress = [this, &act](const GenerationProgress& p) {
     status_.touch();
     const jobs::Job& job = act.job;
@@ -433,7 +486,8 @@ void Worker::start(const jobs::Job& job, double load_ms) {
     if (p.tokens != nullptr && unsaved > 0 && (by_count || by_time) && now >= act.checkpoint_blocked_until) {
       act.last_checkpoint = now;
       try {
-        if (!queue_.save_checkpoint(job.lease(), *p.tokens, options_.lease_ms)) {
+        if (!queue_.save_checkpoint(job.lease(), checkpoint_of(p.choices, job.spec.sampling.logprobs),
+                                    options_.lease_ms)) {
           act.lost = true;
           return false;
         }
@@ -563,7 +617,17 @@ void Worker::finish(Active& a, GenerationResult gen) {
   r.cache_hit_rate = gen.stats.cache_hit_rate;
   r.prefetch_accuracy = gen.stats.prefetch_accuracy;
   r.avg_batch_size = gen.stats.avg_batch_size;
-  ex.tokens = std::move(gen.tokens);
+  std::vector<const GenerationChoice*> choices = {&gen};
+  for (const GenerationChoice& c : gen.more_choices) {
+    choices.push_back(&c);
+    r.more_choices.push_back({jobs::to_valid_utf8(c.text), c.finish_reason, static_cast<int32_t>(c.tokens.size())});
+  }
+  ex.checkpoint = checkpoint_of(choices, job.spec.sampling.logprobs);
+  if (job.spec.sampling.logprobs) {  // the same records, every token of every choice, with their texts
+    std::vector<sampler::ChoiceLogprobs> records;
+    for (const GenerationChoice* c : choices) records.push_back(c->logprobs);
+    r.logprobs = sampler::encode_logprobs(records, &gen.pieces);
+  }
   totals_.tokens += r.completion_tokens - a.resumed;
   // A job that reached its end on the same token the stop or cancel was
   // noticed is simply done.
@@ -654,14 +718,14 @@ JobOutcome Worker::record(const jobs::Job& job, const Execution& ex) {
       if (held) spdlog::warn("job {} (model {}) left queued, its attempt not counted", job.id, job.spec.model);
       break;
     case JobOutcome::released:
-      if (static_cast<int32_t>(ex.tokens.size()) > ex.checkpointed) {
+      if (checkpoint_tokens(ex.checkpoint) > ex.checkpointed) {
         held = persist("save the checkpoint", job.id,
-                       [&] { return queue_.save_checkpoint(lease, ex.tokens, options_.lease_ms); });
+                       [&] { return queue_.save_checkpoint(lease, ex.checkpoint, options_.lease_ms); });
       }
       if (held) held = persist("release the job", job.id, [&] { return queue_.release(lease); });
       if (held) {
         spdlog::info("job {} released back to the queue (shutting down) with {} tokens checkpointed", job.id,
-                     std::max<size_t>(ex.tokens.size(), static_cast<size_t>(ex.checkpointed)));
+                     std::max(checkpoint_tokens(ex.checkpoint), ex.checkpointed));
       }
       break;
     case JobOutcome::lease_lost:

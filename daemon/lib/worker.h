@@ -176,6 +176,10 @@ class Worker {
   std::vector<std::unique_ptr<Active>> active_;  // the jobs in batch_ (stable addresses: progress callbacks)
   std::deque<JobOutcome> outcomes_;              // ends not yet returned by run_next()
   Clock::time_point last_admit_{};
+  // A job of n choices found fewer than n free slots and went back to the
+  // queue: no claims until that many are free (it is at the head again then),
+  // rather than claiming and releasing it at every step.
+  int wanted_slots_ = 0;
   bool waiting_for_others_ = false;              // work_left() said so once
   struct Blocked {
     std::string reason;        // the first line of the error

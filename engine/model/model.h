@@ -82,6 +82,9 @@ class Model {
   // Each token's result is independent of what else is in the batch.
   void forward_batch(std::span<const BatchToken> batch, std::vector<float>& logits);
   int64_t n_seq() const { return seqs_->n_seq(); }
+  // Sequence dst starts as a copy of src's first n_tokens positions (attention
+  // rows and recurrent state; SequenceState::copy_sequence).
+  void copy_sequence(int32_t src, int32_t dst, int64_t n_tokens) { seqs_->copy_sequence(src, dst, n_tokens); }
 
   // Routing: fn (empty: none) is called once per MoE layer of every forward
   // pass with the experts chosen for each token (model/routing.h).

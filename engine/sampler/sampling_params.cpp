@@ -58,6 +58,11 @@ std::string SamplingParams::validate() const {
     return "grammar is " + std::to_string(grammar.size()) + " bytes: at most 1 MiB is accepted";
   if (!grammar.empty() && ignore_eos)
     return "ignore_eos cannot be combined with a grammar (the grammar decides where the output ends)";
+  if (n < 1 || n > kMaxChoices) return bad("n", std::to_string(n), "must be in 1..128 (choices per job)");
+  if (top_logprobs < 0 || top_logprobs > 20)
+    return bad("top_logprobs", std::to_string(top_logprobs), "must be in 0..20");
+  if (top_logprobs > 0 && !logprobs)
+    return "top_logprobs = " + std::to_string(top_logprobs) + " needs logprobs: true (or --logprobs)";
   return "";
 }
 

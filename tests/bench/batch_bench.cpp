@@ -131,7 +131,7 @@ std::vector<ns::GenerationResult> run_batch(ns::Model& m, const std::vector<std:
   ns::GenerationBatch b(m);
   std::vector<ns::GenerationResult> out(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const int h = b.add({prompts[i], greedy(tokens), {}, {}});
+    const int h = b.add({prompts[i], greedy(tokens), {}, {}, {}, {}});
     if (h != static_cast<int>(i)) throw ns::Error(ns::ErrorKind::internal, "unexpected handle");
   }
   for (;;) {

@@ -3,6 +3,9 @@
 # checkpoint instead of starting over, and the greedy job's final text equals
 # an uninterrupted run of the same job. The database stays consistent.
 # Run for a llama model, a kimi-linear one (recurrent KDA state) and a kimi-k3 one.
+# The jobs have two choices and logprobs: each choice resumes from its own
+# checkpointed tokens and records, and the resumed job's choices and logprobs
+# equal the uninterrupted run's, value for value.
 source "$(dirname "$0")/lib.sh"
 
 # One model: kill -9 daemon-a mid-job, daemon-b resumes it; the text equals an
@@ -23,7 +26,8 @@ kill_and_resume() {
   sed 's/^database: q.db$/database: q.db\nworker_id: daemon-b/' "$CONFIG" > "$WORK/b.yaml"
 
   prompt="The lighthouse keeper wrote in his log that night"
-  job=$(ns submit --config "$CONFIG" --model slow --max-tokens 400 --ignore-eos --temperature 0 --priority 1 "$prompt")
+  local out=(--choices 2 --logprobs --top-logprobs 3)
+  job=$(ns submit --config "$CONFIG" --model slow --max-tokens 400 --ignore-eos --temperature 0 --priority 1 "${out[@]}" "$prompt")
 
   "$NIGHTSHIFTD" --config "$WORK/a.yaml" > "$WORK/daemon-a.log" 2>&1 &
   a=$!
@@ -44,14 +48,19 @@ kill_and_resume() {
   wait_for 10 "daemon-b to take job $job over" taken_over
   echo "take-over: $(($(now_ms) - killed_at)) ms after kill -9 (lease_ms 1000)"
   # The same job again, run start to finish by daemon-b: the reference.
-  reference=$(ns submit --config "$CONFIG" --model slow --max-tokens 400 --ignore-eos --temperature 0 "$prompt")
+  reference=$(ns submit --config "$CONFIG" --model slow --max-tokens 400 --ignore-eos --temperature 0 "${out[@]}" "$prompt")
   wait_for 30 "both jobs to finish" bash -c "[[ \$('$SQLITE3' '$DB' \"SELECT count(*) FROM jobs WHERE state = 'done'\") == 2 ]]"
   kill -TERM "$b"
   wait_pid "$b" 0
 
-  expect_eq "$(sql "SELECT completion_tokens FROM results WHERE job_id = $job")" 400 "completion tokens of the resumed job"
+  expect_eq "$(sql "SELECT completion_tokens FROM results WHERE job_id = $job")" 800 "completion tokens of the resumed job (2 choices)"
   expect_eq "$(sql "SELECT (SELECT text FROM results WHERE job_id = $job) = (SELECT text FROM results WHERE job_id = $reference)")" \
     1 "the resumed job's text equals an uninterrupted run's"
+  expect_eq "$(sql "SELECT (SELECT choices FROM results WHERE job_id = $job) = (SELECT choices FROM results WHERE job_id = $reference)")" \
+    1 "the resumed job's second choice equals an uninterrupted run's"
+  expect_eq "$(sql "SELECT (SELECT logprobs FROM results WHERE job_id = $job) = (SELECT logprobs FROM results WHERE job_id = $reference)
+                    AND length((SELECT logprobs FROM results WHERE job_id = $job)) > 20000")" \
+    1 "the resumed job's logprobs equal an uninterrupted run's"
   expect_eq "$(sql "SELECT length(text) > 0 FROM results WHERE job_id = $job")" 1 "text is not empty"
   expect_eq "$(sql "SELECT group_concat(s, ' ') FROM (SELECT attempt || ':' || worker || ':' || outcome || ':' ||
                     resumed_tokens AS s FROM attempts WHERE job_id = $job ORDER BY attempt)")" \
@@ -60,7 +69,7 @@ kill_and_resume() {
   expect_eq "$(sql "SELECT count(*) FROM checkpoints")" 0 "no checkpoint left behind"
   expect_contains "$(cat "$WORK/daemon-b.log")" "job $job running: model slow, priority 1, attempt 2 (2 of at most 3), " \
     "take-over logged"
-  expect_contains "$(cat "$WORK/daemon-b.log")" "resuming from $at_kill checkpointed tokens" "resume logged"
+  expect_contains "$(cat "$WORK/daemon-b.log")" "resuming from $((2 * at_kill)) checkpointed tokens" "resume logged (both choices)"
   expect_eq "$(sql "PRAGMA integrity_check")" "ok" "database integrity after kill -9"
   echo "$name: ok"
 }

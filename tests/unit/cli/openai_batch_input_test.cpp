@@ -164,6 +164,26 @@ TEST_CASE("response_format and grammar become the request's grammar; a schema ke
   CHECK(parse_batch_request(completion(R"("response_format": {"type": "text"})"), distinctive_defaults()).sampling.grammar == "");
 }
 
+TEST_CASE("n, logprobs and top_logprobs are read on both endpoints") {
+  const BatchRequest c = parse_batch_request(completion(R"("n": 3, "logprobs": 5)"), {});
+  CHECK(c.sampling.n == 3);
+  CHECK(c.sampling.logprobs);
+  CHECK(c.sampling.top_logprobs == 5);
+  const BatchRequest zero = parse_batch_request(completion(R"("logprobs": 0)"), {});  // the chosen token's only
+  CHECK(zero.sampling.logprobs);
+  CHECK(zero.sampling.top_logprobs == 0);
+  const BatchRequest off = parse_batch_request(completion(R"("logprobs": false, "n": 1)"), {});
+  CHECK_FALSE(off.sampling.logprobs);
+  CHECK(off.sampling.n == 1);
+  const BatchRequest chat = parse_batch_request(
+      R"({"custom_id": "c", "method": "POST", "url": "/v1/chat/completions",
+          "body": {"messages": [{"role": "user", "content": "Hi"}], "logprobs": true, "top_logprobs": 20, "n": 2}})",
+      {});
+  CHECK(chat.sampling.logprobs);
+  CHECK(chat.sampling.top_logprobs == 20);
+  CHECK(chat.sampling.n == 2);
+}
+
 TEST_CASE("every malformed line is rejected with its reason") {
   struct Case {
     std::string line;
@@ -235,15 +255,22 @@ TEST_CASE("every malformed line is rejected with its reason") {
       {completion(R"("stop": ["1","2","3","4","5","6","7","8","9","10","11","12","13","14","15","16","17"])"),
        "body.stop has 17 strings: at most 16 are allowed"},
       {completion(R"("ignore_eos": "yes")"), "body.ignore_eos must be true or false, not a string"},
+      // n and logprobs out of range
+      {completion(R"("n": 0)"), "body.n = 0 is invalid: must be in 1..128"},
+      {completion(R"("n": 129)"), "body.n = 129 is invalid"},
+      {completion(R"("n": 1.5)"), "body.n must be an integer, not 1.5"},
+      {completion(R"("logprobs": 21)"), "body.top_logprobs = 21 is invalid: must be in 0..20"},
+      {completion(R"("logprobs": "yes")"), "body.logprobs must be an integer (alternatives per token) or a boolean"},
+      {completion(R"("top_logprobs": 3)"), "body.top_logprobs = 3 needs logprobs: true"},
+      {completion(R"("logprobs": true, "top_logprobs": -1)"), "body.top_logprobs = -1 is invalid"},
+      {R"({"custom_id": "c", "method": "POST", "url": "/v1/chat/completions",
+           "body": {"messages": [{"role": "user", "content": "Hi"}], "logprobs": 5}})",
+       "body.logprobs must be true or false, not 5"},
       // OpenAI fields nightshift cannot honour
-      {completion(R"("n": 2)"), "body.n = 2 is not supported: nightshift writes one choice per request"},
       {completion(R"("stream": true)"), "body.stream = true is not supported: batch requests do not stream"},
       {completion(R"("stream_options": {"include_usage": true})"), "body.stream_options = {\"include_usage\":true}"},
       {completion(R"("presence_penalty": 0.5)"), "body.presence_penalty = 0.5 is not supported: use repeat_penalty"},
       {completion(R"("frequency_penalty": 1)"), "body.frequency_penalty = 1 is not supported"},
-      {completion(R"("logprobs": true)"), "body.logprobs = true is not supported: log probabilities"},
-      {completion(R"("logprobs": 5)"), "body.logprobs = 5 is not supported"},
-      {completion(R"("top_logprobs": 3)"), "body.top_logprobs = 3 is not supported"},
       {completion(R"("echo": true)"), "body.echo = true is not supported"},
       {completion(R"("best_of": 3)"), "body.best_of = 3 is not supported"},
       {completion(R"("logit_bias": {"50256": -100})"), "body.logit_bias = {\"50256\":-100} is not supported"},

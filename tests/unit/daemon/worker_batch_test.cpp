@@ -280,3 +280,36 @@ TEST_CASE("claim_models: configured leaves jobs for models this daemon lacks in 
   CHECK(history[0].error.find("not in the daemon's config") != std::string::npos);
   CHECK(status.snapshot().problem.find("model elsewhere: model 'elsewhere' is not in the daemon's config") == 0);
 }
+
+TEST_CASE("a job of n choices waits for n free slots, then runs its choices together; n above max_batch fails") {
+  auto model = test::small_model();
+  if (!model) return;
+  Fixture f(*model, 3);
+  const int64_t first = f.submit("A long one goes first", 40);
+  jobs::JobSpec s;
+  s.model = "m";
+  s.prompt = "Three ways to say it";
+  s.sampling.max_tokens = 5;
+  s.sampling.temperature = 0.9f;
+  s.sampling.seed = 7;
+  s.sampling.ignore_eos = true;
+  s.sampling.n = 3;
+  const int64_t three = f.queue->submit(s).id;
+  const int64_t after = f.submit("And one behind it", 4);
+  s.sampling.n = 4;
+  const int64_t too_many = f.queue->submit(s).id;
+  daemon::Worker worker(*f.queue, f.options, f.stop);
+  worker.run(/*drain=*/true);
+  for (int64_t id : {first, three, after}) CHECK(f.job(id).state == JobState::done);
+  const jobs::Job j = f.job(three);
+  REQUIRE(j.result);
+  CHECK(j.result->more_choices.size() == 2);
+  CHECK(j.result->completion_tokens == 15);
+  // It went back to the queue once (2 of 3 slots free), not at every step of the long job.
+  int released = 0;
+  for (const jobs::AttemptRecord& a : f.queue->attempts(three)) released += a.outcome == "released";
+  CHECK(released <= 1);
+  CHECK(f.job(three).started_ms >= f.job(first).finished_ms);
+  CHECK(f.job(too_many).state == JobState::failed);
+  CHECK(f.job(too_many).error.find("lower n or raise max_batch") != std::string::npos);
+}

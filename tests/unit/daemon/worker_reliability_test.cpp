@@ -427,7 +427,8 @@ TEST_CASE("a damaged checkpoint row costs the saved work, not the daemon") {
   const int64_t reference = f.submit(6);
   {
     jobs::sqlite::Db raw(f.db_path);  // a hand edit gone wrong
-    raw.exec("INSERT INTO checkpoints VALUES (" + std::to_string(id) + ", 1, 3, '[1, 2, \"x\"]', 0, 't')");
+    raw.exec("INSERT INTO checkpoints (job_id, attempt, token_count, tokens, saved_ms, saved_at) VALUES (" +
+             std::to_string(id) + ", 1, 3, '[1, 2, \"x\"]', 0, 't')");
   }
   daemon::Worker worker(*f.queue, f.options, f.stop);
   CHECK(worker.run(/*drain=*/true) == 2);

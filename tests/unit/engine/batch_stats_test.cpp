@@ -65,7 +65,7 @@ Outcome run(Model& m) {
   size_t next = 0;
   for (;;) {
     while (next < prompts.size() && b.free_slots() > 0) {
-      index[b.add({prompts[next], greedy(4 + 3 * static_cast<int>(next)), {}, {}})] = next;
+      index[b.add({prompts[next], greedy(4 + 3 * static_cast<int>(next)), {}, {}, {}, {}})] = next;
       ++next;
     }
     distinct = 0;
@@ -163,7 +163,7 @@ TEST_CASE("batch stats: the same requests give the same tokens and expert counts
 TEST_CASE("batch stats: a lone generation carries every step whole") {
   auto m = load("uring", 1);
   GenerationBatch b(*m);
-  b.add({"The queue runner wakes up at night and reads the next job from the database", greedy(5), {}, {}});
+  b.add({"The queue runner wakes up at night and reads the next job from the database", greedy(5), {}, {}, {}, {}});
   while (b.step()) {
   }
   auto done = b.take_finished();

@@ -172,7 +172,7 @@ void check_batched_equals_alone(const std::string& model) {
   int max_active = 0;
   for (;;) {
     while (next < prompts.size() && batch->free_slots() > 0) {
-      index[batch->add({prompts[next], params[next], {}, {}})] = next;
+      index[batch->add({prompts[next], params[next], {}, {}, {}, {}})] = next;
       ++next;
     }
     max_active = std::max(max_active, batch->active());

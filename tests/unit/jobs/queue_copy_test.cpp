@@ -46,6 +46,9 @@ void fill_every_state(Queue& q) {
   done.sampling.stop = {"\n\n", "END"};
   done.sampling.temperature = 0.7f;
   done.sampling.grammar = "root ::= \"{\" [a-z]* \"}\"\n";
+  done.sampling.n = 2;
+  done.sampling.logprobs = true;
+  done.sampling.top_logprobs = 3;
   done.priority = 9;
   q.submit(done);
   JobSpec chat;
@@ -66,6 +69,8 @@ void fill_every_state(Queue& q) {
   q.submit(dying);
   JobSpec running = spec("runs");
   running.priority = 5;
+  running.sampling.n = 3;
+  running.sampling.logprobs = true;
   q.submit(running);
   JobSpec waiting = spec("waits for a retry");
   waiting.priority = 4;
@@ -80,14 +85,21 @@ void fill_every_state(Queue& q) {
     REQUIRE(j);
     return j->lease();
   };
-  REQUIRE(q.complete(lease(), result("the text")));
+  JobResult two = result("the text");
+  two.more_choices = {{"choice \"one\"", "length", 4}};
+  two.logprobs = "QUJD";  // opaque to the queue
+  REQUIRE(q.complete(lease(), two));
   const Lease chat_lease = lease();
   REQUIRE(q.release(chat_lease));  // history: released, then done
   REQUIRE(q.complete(lease(), result("chat answer")));
   REQUIRE(q.fail(lease(), "invalid_input", "bad input"));
   REQUIRE(q.fail_transient(lease(), "io", "gone", kNoBackoff) == JobState::dead);
   const Lease run = lease();
-  REQUIRE(q.save_checkpoint(run, std::vector<int32_t>{5, 6, 7}, kLeaseMs));
+  Checkpoint cp;
+  cp.tokens = {5, 6, 7};
+  cp.more_tokens = {{8}, {9, 10}};
+  cp.logprobs = "records";
+  REQUIRE(q.save_checkpoint(run, cp, kLeaseMs));
   JobProgress p;
   p.prompt_tokens = 10;
   p.prefilled = 10;
@@ -128,6 +140,9 @@ void check_same(const std::vector<Queue::JobCopy>& from, const std::vector<Queue
     CHECK(a.spec.sampling.stop == b.spec.sampling.stop);
     CHECK(a.spec.sampling.temperature == b.spec.sampling.temperature);
     CHECK(a.spec.sampling.grammar == b.spec.sampling.grammar);
+    CHECK(a.spec.sampling.n == b.spec.sampling.n);
+    CHECK(a.spec.sampling.logprobs == b.spec.sampling.logprobs);
+    CHECK(a.spec.sampling.top_logprobs == b.spec.sampling.top_logprobs);
     CHECK(a.spec.priority == b.spec.priority);
     CHECK(a.spec.idempotency_key == b.spec.idempotency_key);
     CHECK(a.spec.max_attempts == b.spec.max_attempts);
@@ -157,6 +172,8 @@ void check_same(const std::vector<Queue::JobCopy>& from, const std::vector<Queue
       CHECK(a.result->decode_ms == b.result->decode_ms);
       CHECK(a.result->bytes_read == b.result->bytes_read);
       CHECK(a.result->avg_batch_size == b.result->avg_batch_size);
+      CHECK(a.result->more_choices == b.result->more_choices);
+      CHECK(a.result->logprobs == b.result->logprobs);
     }
     REQUIRE(from[i].history.size() == to[i].history.size());
     for (size_t k = 0; k < from[i].history.size(); ++k) {
@@ -174,6 +191,8 @@ void check_same(const std::vector<Queue::JobCopy>& from, const std::vector<Queue
     REQUIRE(from[i].checkpoint.has_value() == to[i].checkpoint.has_value());
     if (from[i].checkpoint) {
       CHECK(from[i].checkpoint->tokens == to[i].checkpoint->tokens);
+      CHECK(from[i].checkpoint->more_tokens == to[i].checkpoint->more_tokens);
+      CHECK(from[i].checkpoint->logprobs == to[i].checkpoint->logprobs);
       CHECK(from[i].checkpoint->attempt == to[i].checkpoint->attempt);
       CHECK(from[i].checkpoint->saved_ms == to[i].checkpoint->saved_ms);
     }
@@ -219,6 +238,11 @@ void copy_and_check(Queue& from, Queue& to) {
   }
   REQUIRE(resumed);
   CHECK(to.checkpoint(resumed->id)->tokens == std::vector<int32_t>{5, 6, 7});
+  CHECK(to.checkpoint(resumed->id)->more_tokens == std::vector<std::vector<int32_t>>{{8}, {9, 10}});
+  CHECK(to.checkpoint(resumed->id)->logprobs == "records");
+  CHECK(resumed->spec.sampling.n == 3);
+  CHECK(resumed->spec.sampling.logprobs);
+  CHECK(resumed->spec.sampling.top_logprobs == 0);
 
   // Into a queue that is no longer empty: ids taken are refused (nothing
   // written), new ids are given instead when asked, known keys are skipped.
