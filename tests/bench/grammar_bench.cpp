@@ -67,7 +67,7 @@ double decode_steps(ns::Engine& engine, int batch, int steps, const std::string&
     p.temperature = 0.8f;  // the same sampler both ways: only the grammar differs
     if (grammar.empty()) p.ignore_eos = true;
     else p.grammar = grammar;
-    b->add({"Extract the bibliographic record of paper " + std::to_string(i) + " as JSON:", p, {}, {}});
+    b->add({"Extract the bibliographic record of paper " + std::to_string(i) + " as JSON:", p, {}, {}, {}, {}});
   }
   double total = 0, grammar_s = 0;
   int n = 0;

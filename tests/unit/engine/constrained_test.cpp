@@ -110,7 +110,7 @@ TEST_CASE("constrained: every output of random models under JSON schemas parses 
     std::vector<int> schema_of;
     for (int s = 0; s < static_cast<int>(std::size(kSchemas)); ++s)
       for (uint64_t seed = 0; seed < 8; ++seed) {
-        requests.push_back({"Extract the record as JSON:", constrained(kSchemas[s], seed), {}, {}});
+        requests.push_back({"Extract the record as JSON:", constrained(kSchemas[s], seed), {}, {}, {}, {}});
         schema_of.push_back(s);
       }
     auto batch = e->open_batch();
@@ -146,7 +146,7 @@ TEST_CASE("constrained: batched equals alone, and a resumed run equals an uninte
   auto e = load(test::moe_model(), 3);
   std::vector<GenerationRequest> requests;
   for (int s = 0; s < 3; ++s)
-    for (uint64_t seed = 40; seed < 42; ++seed) requests.push_back({"JSON please:", constrained(kSchemas[s], seed), {}, {}});
+    for (uint64_t seed = 40; seed < 42; ++seed) requests.push_back({"JSON please:", constrained(kSchemas[s], seed), {}, {}, {}, {}});
   std::vector<GenerationResult> alone;
   for (const GenerationRequest& r : requests) alone.push_back(e->generate(r.prompt, r.params));
   auto batch = e->open_batch();
@@ -185,12 +185,12 @@ TEST_CASE("constrained: a bad grammar fails its request alone; an unconstrained 
   bad.grammar = "root ::= undefined-rule";
   CHECK_THROWS_WITH_AS(e->generate("x", bad), doctest::Contains("'undefined-rule' is used but never defined"), Error);
   auto batch = e->open_batch();
-  CHECK_THROWS_AS(batch->add({"x", bad, {}, {}}), Error);
+  CHECK_THROWS_AS(batch->add({"x", bad, {}, {}, {}, {}}), Error);
   CHECK(batch->active() == 0);
   SamplingParams plain;
   plain.max_tokens = 4;
   plain.ignore_eos = true;
-  batch->add({"x", plain, {}, {}});
+  batch->add({"x", plain, {}, {}, {}, {}});
   while (batch->step()) {
   }
   CHECK(batch->take_finished().size() == 1);
