@@ -55,12 +55,13 @@ void SequenceState::copy_sequence(int64_t src, int64_t dst, int64_t n_tokens) {
     throw Error(ErrorKind::internal, "sequence state: copy of " + std::to_string(n_tokens) + " tokens from sequence " +
                                          std::to_string(src) + " to " + std::to_string(dst) + " is out of range");
   if (src == dst) return;
-  for (int64_t a = 0; a < n_attn_; ++a) {
-    const auto from = static_cast<size_t>((a * n_seq_ + src) * n_ctx_), to = static_cast<size_t>((a * n_seq_ + dst) * n_ctx_);
-    std::copy_n(k_.begin() + static_cast<std::ptrdiff_t>(from * layout_.k_dim), n_tokens * layout_.k_dim,
-                k_.begin() + static_cast<std::ptrdiff_t>(to * layout_.k_dim));
-    std::copy_n(v_.begin() + static_cast<std::ptrdiff_t>(from * layout_.v_dim), n_tokens * layout_.v_dim,
-                v_.begin() + static_cast<std::ptrdiff_t>(to * layout_.v_dim));
+  // A sequence's rows of a layer are contiguous; a sliding layer's ring holds
+  // position p at p mod rows, so once the ring is full all of it is copied.
+  for (int64_t il = 0; il < static_cast<int64_t>(rows_.size()); ++il) {
+    const int64_t n = std::min(n_tokens, rows_[static_cast<size_t>(il)]);
+    if (n == 0) continue;  // a recurrent layer
+    std::copy_n(k(il, src, 0), n * layout_.k_dim, k(il, dst, 0));
+    std::copy_n(v(il, src, 0), n * layout_.v_dim, v(il, dst, 0));
   }
   for (int64_t r = 0; r < n_rec_; ++r) {
     const auto from = static_cast<size_t>(r * n_seq_ + src), to = static_cast<size_t>(r * n_seq_ + dst);

@@ -28,15 +28,18 @@ SamplingParams sampled(int32_t max_tokens, uint64_t seed) {
   return p;
 }
 
-std::unique_ptr<Engine> load(const std::string& model, int slots) {
+// max_batch_tokens: tokens per forward pass (0: from the budget); a small one
+// keeps sliding layers' rings (window + chunk) shorter than the context.
+std::unique_ptr<Engine> load(const std::string& model, int slots, int max_batch_tokens = 0) {
   EngineOptions o;
   o.context = 96;
   o.max_sequences = slots;
+  o.max_batch_tokens = max_batch_tokens;
   return Engine::load(model, o);
 }
 
-void check_choices_equal_seeds(const std::string& model) {
-  auto e = load(model, 4);
+void check_choices_equal_seeds(const std::string& model, int max_batch_tokens = 0) {
+  auto e = load(model, 4, max_batch_tokens);
   const std::string prompt = "The queue runner wakes up at night and";
   SamplingParams p = sampled(9, 40);
   p.logprobs = true;
@@ -86,6 +89,11 @@ TEST_CASE("n choices: choice k equals the single request with seed + k (attentio
 
 TEST_CASE("kimi-linear: n choices: choice k equals the single request with seed + k (recurrent state copied)") {
   check_choices_equal_seeds(test::kimi_linear_model());
+}
+
+TEST_CASE("gpt-oss: n choices: choice k equals the single request with seed + k (sliding rings copied)") {
+  // Window 8, 8 tokens a forward pass: rings of 16 rows, wrapped by the prompt and 9 tokens.
+  check_choices_equal_seeds(test::gpt_oss_model(), 8);
 }
 
 TEST_CASE("n above the model's sequence slots is refused, naming the fix") {
