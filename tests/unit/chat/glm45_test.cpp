@@ -11,28 +11,14 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/util/error.h"
+#include "tests/unit/chat/jinja_vectors.h"
 
 using ns::chat::ChatMessage;
 using ns::chat::ChatTemplate;
 using ns::chat::render_chat;
 
 TEST_CASE("glm-4.5 renders every conversation exactly as GLM-4.6's Jinja template does") {
-  const std::string path = std::string(NS_SOURCE_DIR) + "/tests/unit/chat/glm45_vectors.json";
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-  const nlohmann::json vectors = nlohmann::json::parse(in);
-  const auto& cases = vectors.at("cases");
-  REQUIRE(cases.size() == 14);
-  for (const auto& c : cases) {
-    const bool add_generation_prompt = c.at("add_generation_prompt").get<bool>();
-    CAPTURE(c.at("name").get<std::string>());
-    CAPTURE(add_generation_prompt);
-    std::vector<ChatMessage> messages;
-    for (const auto& m : c.at("messages"))
-      messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
-    CHECK(render_chat(ChatTemplate::glm45, messages, add_generation_prompt) == c.at("expected").get<std::string>());
-    CHECK(render_chat("glm-4.5", messages, add_generation_prompt) == c.at("expected").get<std::string>());
-  }
+  ns::test::check_jinja_vectors("glm45_vectors.json", ChatTemplate::glm45, "glm-4.5", 14);
 }
 
 TEST_CASE("glm-4.5: replies are stripped as Python strips, Unicode spaces included") {

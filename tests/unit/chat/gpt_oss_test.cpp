@@ -13,19 +13,13 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/util/error.h"
+#include "tests/unit/chat/jinja_vectors.h"
 
 using ns::chat::ChatMessage;
 using ns::chat::ChatTemplate;
 using ns::chat::render_chat;
 
 namespace {
-
-nlohmann::json load_vectors() {
-  const std::string path = std::string(NS_SOURCE_DIR) + "/tests/unit/chat/gpt_oss_vectors.json";
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-  return nlohmann::json::parse(in);
-}
 
 std::string utc_today() {
   const std::time_t now = std::time(nullptr);
@@ -47,7 +41,7 @@ std::string with_date(std::string text, const std::string& today, const std::str
 }  // namespace
 
 TEST_CASE("gpt-oss renders every conversation exactly as gpt-oss's Jinja template does (harmony)") {
-  const nlohmann::json vectors = load_vectors();
+  const nlohmann::json vectors = ns::test::load_jinja_vectors("gpt_oss_vectors.json");
   const std::string fixed = vectors.at("date").get<std::string>();
   const auto& cases = vectors.at("cases");
   REQUIRE(cases.size() == 12);
@@ -55,9 +49,7 @@ TEST_CASE("gpt-oss renders every conversation exactly as gpt-oss's Jinja templat
     const bool add_generation_prompt = c.at("add_generation_prompt").get<bool>();
     CAPTURE(c.at("name").get<std::string>());
     CAPTURE(add_generation_prompt);
-    std::vector<ChatMessage> messages;
-    for (const auto& m : c.at("messages"))
-      messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+    const std::vector<ChatMessage> messages = ns::test::vector_messages(c);
     // The day is read before and after rendering: a render across midnight carries one of the two.
     const std::string before = utc_today();
     const std::string by_family = render_chat(ChatTemplate::gpt_oss, messages, add_generation_prompt);

@@ -11,36 +11,15 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/util/error.h"
+#include "tests/unit/chat/jinja_vectors.h"
 
 using ns::chat::ChatMessage;
 using ns::chat::ChatTemplate;
 using ns::chat::render_chat;
 
-namespace {
-
-nlohmann::json load_vectors() {
-  const std::string path = std::string(NS_SOURCE_DIR) + "/tests/unit/chat/kimi_k3_vectors.json";
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-  return nlohmann::json::parse(in);
-}
-
-}  // namespace
 
 TEST_CASE("kimi-k3 renders every conversation exactly as Kimi K3's Jinja template does") {
-  const nlohmann::json vectors = load_vectors();
-  const auto& cases = vectors.at("cases");
-  REQUIRE(cases.size() == 10);
-  for (const auto& c : cases) {
-    const bool add_generation_prompt = c.at("add_generation_prompt").get<bool>();
-    CAPTURE(c.at("name").get<std::string>());
-    CAPTURE(add_generation_prompt);
-    std::vector<ChatMessage> messages;
-    for (const auto& m : c.at("messages"))
-      messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
-    CHECK(render_chat(ChatTemplate::kimi_k3, messages, add_generation_prompt) == c.at("expected").get<std::string>());
-    CHECK(render_chat("kimi-k3", messages, add_generation_prompt) == c.at("expected").get<std::string>());
-  }
+  ns::test::check_jinja_vectors("kimi_k3_vectors.json", ChatTemplate::kimi_k3, "kimi-k3", 10);
 }
 
 TEST_CASE("kimi-k3: the generation prompt opens the assistant's think section") {

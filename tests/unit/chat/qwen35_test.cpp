@@ -11,28 +11,14 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/util/error.h"
+#include "tests/unit/chat/jinja_vectors.h"
 
 using ns::chat::ChatMessage;
 using ns::chat::ChatTemplate;
 using ns::chat::render_chat;
 
 TEST_CASE("qwen3.5 renders every conversation exactly as Qwen 3.5's Jinja template does") {
-  const std::string path = std::string(NS_SOURCE_DIR) + "/tests/unit/chat/qwen35_vectors.json";
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-  const nlohmann::json vectors = nlohmann::json::parse(in);
-  const auto& cases = vectors.at("cases");
-  REQUIRE(cases.size() == 12);
-  for (const auto& c : cases) {
-    const bool add_generation_prompt = c.at("add_generation_prompt").get<bool>();
-    CAPTURE(c.at("name").get<std::string>());
-    CAPTURE(add_generation_prompt);
-    std::vector<ChatMessage> messages;
-    for (const auto& m : c.at("messages"))
-      messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
-    CHECK(render_chat(ChatTemplate::qwen35, messages, add_generation_prompt) == c.at("expected").get<std::string>());
-    CHECK(render_chat("qwen3.5", messages, add_generation_prompt) == c.at("expected").get<std::string>());
-  }
+  ns::test::check_jinja_vectors("qwen35_vectors.json", ChatTemplate::qwen35, "qwen3.5", 12);
 }
 
 TEST_CASE("qwen3.5: the template's own errors, with what to do") {
