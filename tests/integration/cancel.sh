@@ -16,7 +16,9 @@ expect_eq "$(job_state "$queued")" "cancelled" "queued job cancelled at once"
 
 start_daemon --drain
 wait_for 20 "job $running to start" state_is "$running" running
-sleep 0.3
+# Decoding: its first checkpoint (checkpoint_tokens 32 by default) is written.
+decoding() { (($(sql "SELECT ifnull((SELECT token_count FROM checkpoints WHERE job_id = $running), 0)") > 0)); }
+wait_for 30 "job $running to checkpoint" decoding
 t0=$(now_ms)
 expect_exit 0 ns cancel "$running" --config "$CONFIG"
 expect_contains "$OUT" "cancel requested" "cancel of a running job"

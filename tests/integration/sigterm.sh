@@ -22,7 +22,10 @@ short=$(ns submit --config "$CONFIG" --model slow --max-tokens 3 --ignore-eos --
 
 start_daemon
 wait_for 20 "job $long to start" state_is "$long" running
-sleep 0.5  # well into the decode
+# Well into the decode: wait for its first checkpoint (state, not time: a model load
+# under load took longer than the 0.5 s this once slept).
+checkpointed() { (($(sql "SELECT ifnull((SELECT token_count FROM checkpoints WHERE job_id = $long), 0)") >= 50)); }
+wait_for 30 "job $long to checkpoint 50 tokens" checkpointed
 state_is "$long" running || fail "the long job ended before SIGTERM; make the model slower"
 t0=$(now_ms)
 kill -TERM "$DAEMON_PID"
@@ -66,7 +69,8 @@ again=$(sql "SELECT token_count FROM checkpoints WHERE job_id = $long")
 } >> "$CONFIG"
 start_daemon
 wait_for 20 "job $long to run a third time" state_is "$long" running
-sleep 0.3
+third() { (($(sql "SELECT ifnull((SELECT token_count FROM checkpoints WHERE job_id = $long AND attempt = 3), 0)") > again)); }
+wait_for 30 "the third attempt to checkpoint new tokens" third
 mkfifo "$WORK/lock.fifo"
 # The other writer waits its turn for the lock (the daemon writes often), and
 # says so only once it holds it (.bail: a failed BEGIN ends the shell instead).
