@@ -108,6 +108,9 @@ void export_dir(const ExportArgs& a) {
   }
   if (!r.problems.empty()) {
     std::cout << "see why with `nightshift show ID`; queue them again with `nightshift retry ID`\n";
+    // The others are written; a script (the morning export unit) must still see that some are missing.
+    throw CommandError{kFailure, std::to_string(r.problems.size()) + " document(s) failed and have no continuation "
+                                                                      "(listed above)"};
   }
 }
 
@@ -133,7 +136,8 @@ void add_export(CLI::App& app, int& exit_code) {
       "  nightshift export --dir ~/notes-continued\n"
       "  nightshift export --dir ~/notes --batch notes --with-document\n"
       "Jobs still queued or running are counted and left out: export again later (files are replaced whole).\n"
-      "Exit status: 0 written, 3 no such batch, 2 bad command line, 1 database or file failure.\n");
+      "Exit status: 0 written, 3 no such batch, 2 bad command line, 1 database or file failure, or (--dir) a\n"
+      "document whose job failed (the others are written).\n");
   cmd->callback([a, &exit_code] {
     run_command("export", exit_code, [&] {
       if (a->jsonl.empty() && a->dir.empty()) throw CommandError{kUsage, "give --jsonl FILE (with --batch) or --dir FOLDER"};

@@ -88,6 +88,18 @@ expect_exit 0 submit_docs
 expect_contains "$OUT" "3 documents in $docs, 0 new jobs, 3 already queued" "exported files are not documents"
 
 expect_exit 3 ns export --config "$CONFIG" --dir "$out" --batch nope
+
+# A document whose job did not finish well: the others are written, and the exit status says one is missing.
+mkdir -p "$WORK/late"
+echo "A chapter that is cancelled." > "$WORK/late/gone.md"
+echo "A chapter that is fine." > "$WORK/late/kept.md"
+ns submit --config "$CONFIG" --model tiny --max-tokens 3 --ignore-eos --dir "$WORK/late" --batch late > /dev/null
+ns cancel --config "$CONFIG" "$(sql "SELECT id FROM jobs WHERE batch = 'late' AND custom_id LIKE 'gone.md@%'")" > /dev/null
+"$NIGHTSHIFTD" --config "$CONFIG" --drain > "$WORK/late.log" 2>&1 || fail "the drain failed"
+expect_exit 1 ns export --config "$CONFIG" --dir "$WORK/late-out" --batch late
+expect_contains "$OUT" "batch late: 1 written, 0 unchanged, 1 failed" "the export's count"
+expect_contains "$OUT" "1 document(s) failed and have no continuation" "the failure is the exit status too"
+[[ -f "$WORK/late-out/kept.continued.md" ]] || fail "the finished document was not written"
 expect_exit 4 ns submit --config "$CONFIG" --model tiny --dir "$WORK/no-such-folder"
 expect_contains "$OUT" "is not a folder" "a missing folder"
 echo "ok"
