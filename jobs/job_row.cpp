@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <bit>
+#include <charconv>
 
 namespace ns::jobs {
 
@@ -26,6 +27,14 @@ FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id
 const char* const kSelectWorkers = R"(
 SELECT id, host, pid, model, version, started_ms, heartbeat_ms, stopped_ms, jobs, problem FROM workers
 ORDER BY stopped_ms IS NOT NULL, heartbeat_ms DESC, id)";
+
+double stored_real(float v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form of the float
+  double d = v;
+  std::from_chars(buf, r.ptr, d);
+  return d;
+}
 
 std::string stop_to_json(const std::vector<std::string>& stop) {
   try {

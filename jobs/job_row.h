@@ -42,6 +42,12 @@ WorkerInfo read_worker(const Row& row);
 // The stop list as stored (a JSON array); throws invalid_input for a stop
 // string that is not valid UTF-8.
 std::string stop_to_json(const std::vector<std::string>& stop);
+
+// A sampling value (float) as the REAL / double precision a database stores:
+// the shortest decimal that reads back as the same float (0.7f is stored as
+// 0.7, not 0.699999988079071, which a person reading the row would see), so
+// the column shows what was asked and reads back bit for bit.
+double stored_real(float v);
 std::vector<std::string> stop_from_json(const std::string& text, int64_t id, const std::string& db);
 JobState state_from_column(const std::string& s, int64_t id, const std::string& db);
 

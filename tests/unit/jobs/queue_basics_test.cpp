@@ -493,3 +493,24 @@ QUEUE_TEST("the job_summary view shows one readable line per job") {
   CHECK(rows[2].text(1) == "queued");
   CHECK(rows[2].is_null(4));
 }
+
+QUEUE_TEST("sampling values are stored as the decimals that were asked, and read back bit for bit") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  JobSpec s;
+  s.model = "tiny";
+  s.prompt = "p";
+  s.sampling.temperature = 0.7f;
+  s.sampling.top_p = 0.95f;
+  s.sampling.min_p = 0.05f;
+  s.sampling.repeat_penalty = 1.1f;
+  const int64_t id = q->submit(s).id;
+  // Before: 0.699999988079071 and the like, the float's binary value widened to a double.
+  CHECK(db.scalar("SELECT CASE WHEN temperature = 0.7 AND top_p = 0.95 AND min_p = 0.05 AND repeat_penalty = 1.1 "
+                  "THEN 1 ELSE 0 END FROM jobs WHERE id = " + std::to_string(id)) == 1);
+  const Job j = *q->get(id);
+  CHECK(j.spec.sampling.temperature == 0.7f);
+  CHECK(j.spec.sampling.top_p == 0.95f);
+  CHECK(j.spec.sampling.min_p == 0.05f);
+  CHECK(j.spec.sampling.repeat_penalty == 1.1f);
+}
