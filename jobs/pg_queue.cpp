@@ -40,7 +40,8 @@ std::optional<Job> PgQueue::get(int64_t id) {
 }
 
 std::vector<Job> PgQueue::list(const ListFilter& filter) {
-  std::string where = " WHERE ($1::text IS NULL OR j.state = $1) AND ($3::text IS NULL OR j.batch = $3)";
+  std::string where = " WHERE ($1::text IS NULL OR j.state = $1) AND ($3::text IS NULL OR j.batch = $3)"
+                      " AND ($4::text IS NULL OR j.model = $4)";
   switch (filter.order) {
     case ListFilter::Order::newest_first: where += " ORDER BY j.id DESC"; break;
     case ListFilter::Order::oldest_first: where += " ORDER BY j.id"; break;
@@ -61,6 +62,7 @@ std::vector<Job> PgQueue::list(const ListFilter& filter) {
     p.add_null();
   }
   p.add_text_or_null(filter.batch);
+  p.add_text_or_null(filter.model);
   return select_jobs(where, p);
 }
 

@@ -194,6 +194,7 @@ struct SubmitOutcome {
 struct ListFilter {
   std::optional<JobState> state;
   std::string batch;   // "" = every job
+  std::string model;   // "" = every model
   int32_t limit = 50;  // <= 0 means no limit
   enum class Order {
     newest_first,           // id descending (`nightshift list`)

@@ -64,7 +64,7 @@ std::optional<Job> SqliteQueue::get(int64_t id) {
 
 std::vector<Job> SqliteQueue::list(const ListFilter& filter) {
   std::string sql = kSelectJob;
-  sql += " WHERE (?1 IS NULL OR j.state = ?1) AND (?3 IS NULL OR j.batch = ?3)";
+  sql += " WHERE (?1 IS NULL OR j.state = ?1) AND (?3 IS NULL OR j.batch = ?3) AND (?4 IS NULL OR j.model = ?4)";
   switch (filter.order) {
     case ListFilter::Order::newest_first: sql += " ORDER BY j.id DESC"; break;
     case ListFilter::Order::oldest_first: sql += " ORDER BY j.id"; break;
@@ -81,6 +81,7 @@ std::vector<Job> SqliteQueue::list(const ListFilter& filter) {
   }
   st->bind(2, int64_t{filter.limit > 0 ? filter.limit : -1});  // SQLite: negative = no limit
   st->bind_text_or_null(3, filter.batch);
+  st->bind_text_or_null(4, filter.model);
   std::vector<Job> jobs;
   while (st->step()) jobs.push_back(read_job(StmtRow(*st), db_.path()));
   return jobs;

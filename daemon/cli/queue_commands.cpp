@@ -352,9 +352,9 @@ void add_submit(CLI::App& app, int& exit_code) {
 void add_list(CLI::App& app, int& exit_code) {
   struct Args {
     DatabaseArgs db;
-    std::string state, batch;
+    std::string state, batch, model;
     int32_t limit = 50;
-    bool json = false;
+    bool json = false, csv = false;
   };
   auto a = std::make_shared<Args>();
   std::vector<std::string> states;
@@ -363,11 +363,15 @@ void add_list(CLI::App& app, int& exit_code) {
   cmd->add_option("--state", a->state, "only jobs in this state")->check(CLI::IsMember(states));
   cmd->add_option("--batch", a->batch, "only jobs of this batch (submit --jsonl / --dir)");
   cmd->add_option("--limit", a->limit, "at most N jobs; 0 = all")->capture_default_str();
-  cmd->add_flag("--json", a->json, "print a JSON array of job objects (the fields of `show --json`)");
+  cmd->add_option("--model", a->model, "only jobs for this model");
+  auto* json = cmd->add_flag("--json", a->json, "print a JSON array of job objects (the fields of `show --json`)");
+  cmd->add_flag("--csv", a->csv, "print CSV (RFC 4180) with batch, custom_id, times, counts and the full text")
+      ->excludes(json);
   add_database_options(cmd, a->db);
   cmd->footer(
       "Examples:\n"
       "  nightshift list\n"
+      "  nightshift list --model kimi --state dead --limit 0 --csv > dead.csv\n"
       "  nightshift list --state failed --limit 10\n"
       "  nightshift list --batch reviews-0412 --state failed\n"
       "  nightshift list --state done --json | jq -r '.[].result.text'\n");
@@ -377,8 +381,13 @@ void add_list(CLI::App& app, int& exit_code) {
       jobs::ListFilter filter;
       filter.state = a->state.empty() ? std::nullopt : jobs::parse_state(a->state);
       filter.batch = a->batch;
+      filter.model = a->model;
       filter.limit = a->limit;
       const std::vector<jobs::Job> jobs = queue->list(filter);
+      if (a->csv) {
+        std::cout << daemon::format_job_csv(jobs);
+        return;
+      }
       if (a->json) {
         nlohmann::json arr = nlohmann::json::array();
         for (const jobs::Job& j : jobs) arr.push_back(daemon::job_to_json(j));

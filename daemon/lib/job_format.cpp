@@ -171,6 +171,30 @@ json job_to_json(const jobs::Job& job) {
   return j;
 }
 
+std::string format_job_csv(const std::vector<jobs::Job>& jobs) {
+  // RFC 4180: every field quoted, quotes doubled; text as stored (a spreadsheet shows line breaks in a cell).
+  const auto field = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  };
+  const auto time = [](int64_t ms) { return ms > 0 ? jobs::iso8601_utc(ms) : std::string(); };
+  std::string out = "id,state,model,batch,custom_id,priority,created,finished,prompt_tokens,completion_tokens,"
+                    "decode_tok_s,finish_reason,error_kind,error,text\r\n";
+  for (const jobs::Job& j : jobs) {
+    const jobs::JobResult* r = j.result ? &*j.result : nullptr;
+    const std::vector<std::string> row = {
+        std::to_string(j.id), jobs::state_name(j.state), j.spec.model, j.spec.batch, j.spec.custom_id,
+        std::to_string(j.spec.priority), time(j.created_ms), time(j.finished_ms),
+        r ? std::to_string(r->prompt_tokens) : "", r ? std::to_string(r->completion_tokens) : "",
+        r ? fmt::format("{:.2f}", r->decode_tok_s) : "", r ? r->finish_reason : "", j.error_kind, j.error,
+        r ? r->text : ""};
+    for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + field(row[i]);
+    out += "\r\n";
+  }
+  return out;
+}
+
 std::string format_job_table(const std::vector<jobs::Job>& jobs) {
   constexpr size_t kColumns = 8;
   using Row = std::array<std::string, kColumns>;

@@ -32,6 +32,10 @@ std::string escape_controls(std::string_view s, bool keep_layout);
 // the start of the output (or the error). Control characters are always
 // escaped (escape_controls), newlines and tabs shown as spaces.
 std::string format_job_table(const std::vector<jobs::Job>& jobs);
+// The same jobs as CSV (RFC 4180, a header line, every field quoted, CRLF):
+// id, state, model, batch, custom_id, priority, created and finished (ISO
+// 8601 UTC), token counts, decode tok/s, finish_reason, error, the full text.
+std::string format_job_csv(const std::vector<jobs::Job>& jobs);
 
 // Every field, the result's stats and the full prompt and output. With
 // escape (`nightshift show` on a terminal) every text is escape_controls'ed,

@@ -208,3 +208,25 @@ TEST_CASE("list and show escape terminal control sequences from prompts and outp
   const std::string raw = daemon::format_job_details(j, /*escape=*/false);
   CHECK(raw.find("clear \x1b[2J the screen\n") != std::string::npos);  // into a pipe: as it is
 }
+
+TEST_CASE("format_job_csv: a header, every field quoted, quotes doubled, the full text with its line breaks") {
+  ns::jobs::Job j;
+  j.id = 7;
+  j.state = ns::jobs::JobState::done;
+  j.spec.model = "kimi";
+  j.spec.batch = "nightly";
+  j.spec.custom_id = "notes/a.md@1f";
+  j.created_ms = 1764547200000;  // 2025-12-01T00:00:00Z
+  ns::jobs::JobResult r;
+  r.text = "He said \"no\",\nthen left.";
+  r.finish_reason = "stop";
+  r.prompt_tokens = 5;
+  r.completion_tokens = 9;
+  r.decode_tok_s = 12.345;
+  j.result = r;
+  const std::string csv = ns::daemon::format_job_csv({j});
+  CHECK(csv == "id,state,model,batch,custom_id,priority,created,finished,prompt_tokens,completion_tokens,"
+               "decode_tok_s,finish_reason,error_kind,error,text\r\n"
+               "\"7\",\"done\",\"kimi\",\"nightly\",\"notes/a.md@1f\",\"0\",\"2025-12-01T00:00:00.000Z\",\"\",\"5\","
+               "\"9\",\"12.35\",\"stop\",\"\",\"\",\"He said \"\"no\"\",\nthen left.\"\r\n");
+}

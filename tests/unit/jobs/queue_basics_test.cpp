@@ -514,3 +514,22 @@ QUEUE_TEST("sampling values are stored as the decimals that were asked, and read
   CHECK(j.spec.sampling.min_p == 0.05f);
   CHECK(j.spec.sampling.repeat_penalty == 1.1f);
 }
+
+QUEUE_TEST("list filters by model") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  for (const char* model : {"kimi", "qwen", "kimi"}) {
+    JobSpec s;
+    s.model = model;
+    s.prompt = "p";
+    q->submit(s);
+  }
+  ListFilter f;
+  f.model = "kimi";
+  const std::vector<Job> kimi = q->list(f);
+  REQUIRE(kimi.size() == 2);
+  for (const Job& j : kimi) CHECK(j.spec.model == "kimi");
+  f.model = "none";
+  CHECK(q->list(f).empty());
+  CHECK(q->list(ListFilter{}).size() == 3);
+}

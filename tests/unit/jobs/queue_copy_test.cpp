@@ -107,7 +107,7 @@ void fill_every_state(Queue& q) {
   p.tok_s = 1.5;
   REQUIRE(q.heartbeat(run, kLeaseMs, p));
   REQUIRE(q.fail_transient(lease(), "io", "try later", Backoff{3'600'000, 3'600'000}) == JobState::queued);
-  const std::vector<Job> queued = q.list({.state = JobState::queued, .batch = "", .limit = 0});
+  const std::vector<Job> queued = q.list({.state = JobState::queued, .batch = "", .model = "", .limit = 0});
   for (const Job& j : queued) {
     if (j.spec.prompt == "cancelled while queued") REQUIRE(q.cancel(j.id));
   }
@@ -233,7 +233,7 @@ void copy_and_check(Queue& from, Queue& to) {
   // The copied running job is recovered in its new home once its lease is gone, and resumes.
   CHECK(to.recover_worker("host-a:1", kNoBackoff).requeued == 1);
   std::optional<Job> resumed;
-  for (const Job& j : to.list({.state = JobState::queued, .batch = "", .limit = 0})) {
+  for (const Job& j : to.list({.state = JobState::queued, .batch = "", .model = "", .limit = 0})) {
     if (j.spec.prompt == "runs") resumed = j;
   }
   REQUIRE(resumed);
