@@ -32,7 +32,8 @@ kill -TERM "$DAEMON_PID"
 wait_daemon 0
 drain_ms=$(($(now_ms) - t0))
 echo "drain: SIGTERM -> exit 0 in $drain_ms ms"
-((drain_ms < 3000)) || fail "the drain took $drain_ms ms"
+# Released at its next token, not after drain_timeout_ms (30 s by default); the bound leaves room for a loaded machine.
+((drain_ms < 10000)) || fail "the drain took $drain_ms ms"
 
 expect_eq "$(job_state "$long")" "queued" "interrupted job state"
 expect_eq "$(sql "SELECT attempts || ',' || ifnull(worker, 'null') || ',' || ifnull(started_ms, 'null') FROM jobs WHERE id = $long")" \
@@ -87,7 +88,8 @@ kill -TERM "$DAEMON_PID"
 wait_daemon 0
 bounded_ms=$(($(now_ms) - t0))
 echo "drain against a locked database: SIGTERM -> exit 0 in $bounded_ms ms (drain_timeout_ms 500)"
-((bounded_ms >= 450 && bounded_ms < 2500)) || fail "the bounded drain took $bounded_ms ms"
+# At least the deadline, and it does end (the other writer would hold the lock for 10 s); room for a loaded machine.
+((bounded_ms >= 450 && bounded_ms < 8000)) || fail "the bounded drain took $bounded_ms ms"
 expect_contains "$(cat "$WORK/daemon.log")" "the drain did not finish within drain_timeout_ms (500 ms)" "deadline logged"
 echo "COMMIT;" >&3
 exec 3>&-
