@@ -1,4 +1,5 @@
-// nightshiftd: works through the job queue, one job at a time.
+// nightshiftd: works through the job queue (SQLite or PostgreSQL), up to
+// max_batch jobs of one model decoding together (daemon/lib/worker.h).
 //
 //   nightshiftd --config FILE [--db PATH] [--log-level L] [--drain]
 //
@@ -240,8 +241,9 @@ class Supervisor {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"nightshiftd: runs the LLM generation jobs queued with `nightshift submit`, one at a time, "
-               "and writes results and timing stats back to the SQLite database.",
+  CLI::App app{"nightshiftd: runs the LLM generation jobs queued with `nightshift submit`, up to "
+               "max_batch of one model together, and writes results and timing stats back to the queue's "
+               "database (SQLite, or PostgreSQL for a fleet).",
                "nightshiftd"};
   std::string config_path, db_path, log_level;
   bool drain = false;

@@ -1,7 +1,7 @@
 // Every operation here reproduces the arithmetic of the reference's CPU
 // backend (ggml) operation by operation: activations are re-quantized to
 // 8 bits before each matmul, so a one-ulp difference can flip a quantized
-// value and move logits by ~0.01 (see MISSION.md §4 on agreement).
+// value and move logits by ~0.01 (tests/bench/README.md, "Agreement with the reference").
 #include "engine/ops.h"
 
 #include <algorithm>

@@ -1,6 +1,8 @@
 // The job queue: what the CLI submits to and the daemon claims from.
-// One interface, backends behind it (SQLite now: jobs/sqlite_queue.cpp; a
-// server database later), so the daemon and the CLI never see SQL.
+// One interface, two backends behind it (SQLite: jobs/sqlite_queue.cpp, the
+// embedded default; PostgreSQL: jobs/pg_queue.cpp, a queue shared by a fleet;
+// jobs/open_queue.h picks one by the database's name), so the daemon and the
+// CLI never see SQL.
 //
 // Contract: every method is one transaction; methods throw DatabaseError
 // (ns::Error of kind database, with the backend's message and the database

@@ -2,7 +2,7 @@
 // number of distinct experts chosen, the busiest expert's share of all
 // (token, slot) choices and the entropy of the expert load. A model whose
 // random weights route every token to the same few experts makes caches look
-// perfect and streaming look free (MISSION.md, "Honest benchmark models"):
+// perfect and streaming look free (tests/bench/README.md, "Honest benchmark models"):
 // benches print this next to their figures.
 //
 // Not thread-safe; observe() is a RoutingObserver body (see routing.h).

@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(n), static_cast<long long>(n), pool.size(),
               ns::kernels::isa_name(ns::kernels::detected_isa()), opt.min_time);
 
-  // Zero-mean random weights and activations (MISSION 4: honest benchmark data).
+  // Zero-mean random weights and activations (tests/bench/README.md, "Honest benchmark models").
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> wf(static_cast<size_t>(n * n));

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// |Δlogit| allowed per model: 8/16-bit weights 0.05, Q4_0 0.1, 2-6-bit K-quants 0.15 (MISSION.md §4).
+// |Δlogit| allowed per model: 8/16-bit weights 0.05, Q4_0 0.1, 2-6-bit K-quants 0.15 (tests/bench/README.md, "Agreement with the reference").
 double tolerance_for(const std::string& model) {
   if (model.find("kquant") != std::string::npos) return 0.15;
   if (model.find("q4_0") != std::string::npos) return 0.1;

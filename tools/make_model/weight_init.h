@@ -10,7 +10,7 @@
 // Values are zero-mean by construction: "normal" rows are symmetric and then
 // centred (each row sums to zero before quantization), so a quantized model has
 // no bias common to every token that would make every router pick the same
-// experts (MISSION.md §4, "Honest benchmark models").
+// experts (tests/bench/README.md, "Honest benchmark models").
 #pragma once
 
 #include <cstdint>

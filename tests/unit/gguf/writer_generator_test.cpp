@@ -1,6 +1,6 @@
 // nightshift-make-model, run as a program and its output read back with the
 // reader: names, shapes, types and metadata; determinism; the built-in and
-// copied vocabularies; and the property benchmarks rely on (MISSION.md §4):
+// copied vocabularies; and the property benchmarks rely on (tests/bench/README.md, "Honest benchmark models"):
 // quantized weights are zero-mean and random tokens spread over the experts.
 #include <doctest/doctest.h>
 
