@@ -8,65 +8,31 @@
 # left undefined, so the defaults apply, as with llama.cpp's server.
 #   python3 tests/unit/chat/kimi_k3_vectors.py /var/tmp/ref/llama.cpp/models/templates/Kimi-K3.jinja \
 #       > tests/unit/chat/kimi_k3_vectors.json
-import json
 import sys
 
-import jinja2
-import jinja2.ext
-import jinja2.sandbox
-
-
-def raise_exception(message):
-    raise jinja2.exceptions.TemplateError(message)
+from jinja_vectors import ENDS_WITH_ASSISTANT, MULTI_TURN, SYSTEM_AND_USER, USER_ONLY, write_vectors
 
 
 CONVERSATIONS = [
-    ("system and user", [
-        {"role": "system", "content": "You are a helpful assistant"},
-        {"role": "user", "content": "Hello"},
-    ]),
-    ("user only", [
-        {"role": "user", "content": "Continue: once upon a time"},
-    ]),
-    ("multi-turn with assistant replies (spaces kept)", [
-        {"role": "system", "content": "You are a helpful assistant"},
-        {"role": "user", "content": "Hello"},
-        {"role": "assistant", "content": "Hi there"},
-        {"role": "user", "content": "Who are you"},
-        {"role": "assistant", "content": "   I am an assistant   "},
-        {"role": "user", "content": "Another question"},
-    ]),
+    ("system and user", SYSTEM_AND_USER),
+    ("user only", USER_ONLY),
+    ("multi-turn with assistant replies (spaces kept)", MULTI_TURN),
     ("quotes, ampersand, newlines, unicode, markers as text", [
         {"role": "system", "content": "  Say \"yes\" & 'no'\n\tthen stop.  \n"},
         {"role": "user", "content": "a < b && c > d\n\nÜnïcödé: 日本語, emoji 🙂, <|sep|> role=\"x\""},
         {"role": "assistant", "content": "\n\"quoted\" & done\n"},
         {"role": "user", "content": ""},
     ]),
-    ("ends with an assistant turn", [
-        {"role": "user", "content": "2+2?"},
-        {"role": "assistant", "content": "4"},
-    ]),
+    ("ends with an assistant turn", ENDS_WITH_ASSISTANT),
 ]
 
 
 def main():
-    source = open(sys.argv[1], encoding="utf-8").read()
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
-    env.globals["raise_exception"] = raise_exception
-    template = env.from_string(source)
-    cases = []
-    for name, messages in CONVERSATIONS:
-        for add_generation_prompt in (True, False):
-            text = template.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                   bos_token="[BOS]", eos_token="<|end_of_msg|>", enable_thinking=True)
-            cases.append({"name": name, "add_generation_prompt": add_generation_prompt,
-                          "messages": messages, "expected": text})
-    json.dump({"note": "Rendered by tests/unit/chat/kimi_k3_vectors.py with Python jinja2 " + jinja2.__version__ +
-               " from the reference's models/templates/Kimi-K3.jinja (llama.cpp of 2026-09-28), "
-               "default template variables (thinking=true, thinking_effort='max').",
-               "cases": cases}, sys.stdout, ensure_ascii=False, indent=1)
-    sys.stdout.write("\n")
+    write_vectors(sys.argv[1], CONVERSATIONS,
+                  {"bos_token": "[BOS]", "eos_token": "<|end_of_msg|>", "enable_thinking": True},
+                  "Rendered by tests/unit/chat/kimi_k3_vectors.py with Python jinja2 {jinja2}"
+                  " from the reference's models/templates/Kimi-K3.jinja (llama.cpp of 2026-09-28), "
+                  "default template variables (thinking=true, thinking_effort='max').")
 
 
 if __name__ == "__main__":

@@ -6,23 +6,13 @@
 # the server's default; the template then opens a think section). No tools.
 #   python3 tests/unit/chat/qwen35_vectors.py /var/tmp/ref/llama.cpp/models/templates/Qwen3.5-4B.jinja \
 #       > tests/unit/chat/qwen35_vectors.json
-import json
 import sys
 
-import jinja2
-import jinja2.ext
-import jinja2.sandbox
-
-
-def raise_exception(message):
-    raise jinja2.exceptions.TemplateError(message)
+from jinja_vectors import SYSTEM_AND_USER, write_vectors
 
 
 CONVERSATIONS = [
-    ("system and user", [
-        {"role": "system", "content": "You are a helpful assistant"},
-        {"role": "user", "content": "Hello"},
-    ]),
+    ("system and user", SYSTEM_AND_USER),
     ("user only, spaces trimmed", [
         {"role": "user", "content": "  Continue: once upon a time \n"},
     ]),
@@ -56,23 +46,11 @@ CONVERSATIONS = [
 
 
 def main():
-    source = open(sys.argv[1], encoding="utf-8").read()
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
-    env.globals["raise_exception"] = raise_exception
-    template = env.from_string(source)
-    cases = []
-    for name, messages in CONVERSATIONS:
-        for add_generation_prompt in (True, False):
-            text = template.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                   bos_token="", eos_token="<|im_end|>", enable_thinking=True)
-            cases.append({"name": name, "add_generation_prompt": add_generation_prompt,
-                          "messages": messages, "expected": text})
-    json.dump({"note": "Rendered by tests/unit/chat/qwen35_vectors.py with Python jinja2 " + jinja2.__version__ +
-               " from the reference's models/templates/Qwen3.5-4B.jinja (llama.cpp of 2026-09-28), "
-               "enable_thinking=true, no tools.",
-               "cases": cases}, sys.stdout, ensure_ascii=False, indent=1)
-    sys.stdout.write("\n")
+    write_vectors(sys.argv[1], CONVERSATIONS,
+                  {"bos_token": "", "eos_token": "<|im_end|>", "enable_thinking": True},
+                  "Rendered by tests/unit/chat/qwen35_vectors.py with Python jinja2 {jinja2}"
+                  " from the reference's models/templates/Qwen3.5-4B.jinja (llama.cpp of 2026-09-28), "
+                  "enable_thinking=true, no tools.")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,59 @@
+# What the *_vectors.py scripts share: rendering conversations with a model's
+# own Jinja template through Python jinja2, set up as llama.cpp's server sets
+# up its template engine (trim_blocks, lstrip_blocks, loop controls, a
+# raise_exception global), and writing the cases as JSON on stdout in the
+# shape tests/unit/chat/jinja_vectors.h reads: {"note", ..., "cases": [{"name",
+# "add_generation_prompt", "messages", "expected"}]}, each conversation
+# rendered with and without the generation prompt.
+import json
+import sys
+
+import jinja2
+import jinja2.ext
+import jinja2.sandbox
+
+# Conversations every family is checked on (each script adds its own).
+SYSTEM_AND_USER = [
+    {"role": "system", "content": "You are a helpful assistant"},
+    {"role": "user", "content": "Hello"},
+]
+USER_ONLY = [
+    {"role": "user", "content": "Continue: once upon a time"},
+]
+MULTI_TURN = [
+    {"role": "system", "content": "You are a helpful assistant"},
+    {"role": "user", "content": "Hello"},
+    {"role": "assistant", "content": "Hi there"},
+    {"role": "user", "content": "Who are you"},
+    {"role": "assistant", "content": "   I am an assistant   "},
+    {"role": "user", "content": "Another question"},
+]
+ENDS_WITH_ASSISTANT = [
+    {"role": "user", "content": "2+2?"},
+    {"role": "assistant", "content": "4"},
+]
+
+
+def raise_exception(message):
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def write_vectors(template_path, conversations, variables, note, extra_globals=None, extra_fields=None):
+    """Renders each conversation with `variables` (bos_token, eos_token, ...) and prints the JSON."""
+    source = open(template_path, encoding="utf-8").read()
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env.globals["raise_exception"] = raise_exception
+    env.globals.update(extra_globals or {})
+    template = env.from_string(source)
+    cases = []
+    for name, messages in conversations:
+        for add_generation_prompt in (True, False):
+            text = template.render(messages=messages, add_generation_prompt=add_generation_prompt, **variables)
+            cases.append({"name": name, "add_generation_prompt": add_generation_prompt,
+                          "messages": messages, "expected": text})
+    out = {"note": note.format(jinja2=jinja2.__version__)}
+    out.update(extra_fields or {})
+    out["cases"] = cases
+    json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")
