@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
+#include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -181,16 +182,5 @@ TEST_CASE("glm4moe: runs under a memory budget smaller than the file") {
                         "--n-ff 1024 --n-expert 32 --n-expert-used 4 --glm-n-ff-expert 1024 --type Q4_0 --seed 43");
   const uint64_t budget = 100ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
-  const auto st = test::run_cli_stats("-m " + path + " --memory-budget 100MiB --io-mode uring --threads 2 "
-                                      "--context 128 --temperature 0 -n 8");
-  if (st.is_null()) {
-    MESSAGE("skipped: build the nightshift target first");
-    return;
-  }
-  CAPTURE(st.dump());
-  CHECK(st.at("completion_tokens").get<int>() == 8);
-  CHECK(st.at("peak_rss_bytes").get<uint64_t>() > 0);
-  CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= budget);
-  CHECK(st.at("bytes_read").get<uint64_t>() > 0);
-  CHECK(st.at("cache_hit_rate").get<double>() < 1.0);
+  test::check_streams_within_budget(path, 100, "uring", 8);
 }

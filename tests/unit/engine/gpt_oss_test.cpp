@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
+#include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -134,24 +135,8 @@ TEST_CASE("gpt-oss: several sequences in one forward pass give each the logits i
 }
 
 TEST_CASE("gpt-oss: experts (with their resident biases) streamed through a small cache give the mapping's logits") {
-  auto run = [](const std::string& io_mode) {
-    ModelOptions mo;
-    mo.threads = 2;
-    mo.context = 64;
-    mo.streaming.io_mode = io_mode;
-    mo.streaming.max_cache_experts = 3;  // fewer than one layer's routed experts: evictions, re-reads
-    auto m = Model::load(test::gpt_oss_model(), mo);
-    std::vector<float> all, last;
-    m->forward(tokens(20, 5, m->n_vocab()), 0, true, all);
-    for (int i = 0; i < 4; ++i) {
-      const int32_t one[1] = {static_cast<int32_t>(i * 11 + 3)};
-      m->forward(one, 20 + i, false, last);
-      all.insert(all.end(), last.begin(), last.end());
-    }
-    return std::make_pair(all, m->stream_stats());
-  };
-  const auto mapped = run("mmap");
-  const auto streamed = run("pread");
+  const auto mapped = test::streamed_logits(test::gpt_oss_model(), "mmap", 20);
+  const auto streamed = test::streamed_logits(test::gpt_oss_model(), "pread", 20);
   CHECK(streamed.first == mapped.first);
   CHECK(streamed.second.bytes_read() > 0);
 }
@@ -164,15 +149,5 @@ TEST_CASE("gpt-oss: peak RSS stays within memory_budget for a model larger than 
                         "--tensor-type _exps=MXFP4 --seed 43");
   const uint64_t budget = 120ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
-  const auto st = test::run_cli_stats("-m " + path + " --memory-budget 120MiB --io-mode pread --threads 2 "
-                                      "--context 128 --temperature 0 -n 8");
-  if (st.is_null()) {
-    MESSAGE("skipped: build the nightshift target first");
-    return;
-  }
-  CAPTURE(st.dump());
-  CHECK(st.at("completion_tokens").get<int>() == 8);
-  CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= budget);
-  CHECK(st.at("bytes_read").get<uint64_t>() > 0);
-  CHECK(st.at("cache_hit_rate").get<double>() < 1.0);
+  test::check_streams_within_budget(path, 120, "pread", 8);
 }

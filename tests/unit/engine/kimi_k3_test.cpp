@@ -20,6 +20,7 @@
 #include "engine/model/model.h"
 #include "engine/model/routing_spread.h"
 #include "engine/ops.h"
+#include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -147,26 +148,8 @@ TEST_CASE("kimi-k3: the generator's metadata reads back, and routing is observed
 }
 
 TEST_CASE("kimi-k3: latent experts streamed through a small cache give the mapping's logits bit for bit") {
-  auto run = [](const std::string& io_mode) {
-    ModelOptions mo;
-    mo.threads = 2;
-    mo.context = 64;
-    mo.streaming.io_mode = io_mode;
-    mo.streaming.max_cache_experts = 3;  // fewer than one layer's worth of routed experts: evictions, re-reads
-    auto m = Model::load(test::kimi_k3_model(), mo);
-    std::vector<int32_t> toks;
-    for (int i = 0; i < 12; ++i) toks.push_back((i * 37 + 5) % static_cast<int32_t>(m->n_vocab()));
-    std::vector<float> all, last;
-    m->forward(toks, 0, true, all);
-    for (int i = 0; i < 4; ++i) {
-      const int32_t one[1] = {static_cast<int32_t>(i * 11 + 3)};
-      m->forward(one, 12 + i, false, last);
-      all.insert(all.end(), last.begin(), last.end());
-    }
-    return std::make_pair(all, m->stream_stats());
-  };
-  const auto mapped = run("mmap");
-  const auto streamed = run("pread");
+  const auto mapped = test::streamed_logits(test::kimi_k3_model(), "mmap", 12);
+  const auto streamed = test::streamed_logits(test::kimi_k3_model(), "pread", 12);
   CHECK(streamed.first == mapped.first);
   CHECK(streamed.second.bytes_read() > 0);
 }
@@ -181,15 +164,5 @@ TEST_CASE("kimi-k3: peak RSS stays within memory_budget for a latent-MoE model l
                         "--tensor-type _exps=MXFP4 --seed 33");
   const uint64_t budget = 150ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
-  const auto st = test::run_cli_stats("-m " + path + " --memory-budget 150MiB --io-mode pread --threads 2 "
-                                      "--context 128 --temperature 0 -n 8");
-  if (st.is_null()) {
-    MESSAGE("skipped: build the nightshift target first");
-    return;
-  }
-  CAPTURE(st.dump());
-  CHECK(st.at("completion_tokens").get<int>() == 8);
-  CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= budget);
-  CHECK(st.at("bytes_read").get<uint64_t>() > 0);
-  CHECK(st.at("cache_hit_rate").get<double>() < 1.0);
+  test::check_streams_within_budget(path, 150, "pread", 8);
 }

@@ -13,7 +13,8 @@
 
 #include "engine/model/model.h"
 #include "engine/util/error.h"
-#include "test_models.h"
+#include "tests/unit/engine/streaming_checks.h"
+#include "tests/unit/engine/test_models.h"
 
 namespace ns {
 namespace {
@@ -109,17 +110,7 @@ TEST_CASE("weight streaming: qwen3next runs within a memory_budget smaller than 
                                                                    "--type Q8_0 --seed 5");
   const uint64_t budget = 40ull << 20;
   REQUIRE(std::filesystem::file_size(path) > budget);
-  const auto st = test::run_cli_stats("-m " + path + " --memory-budget 40MiB --io-mode uring --threads 2 "
-                                      "--context 128 --temperature 0 -n 12");
-  if (st.is_null()) {
-    MESSAGE("skipped: build the nightshift target first");
-    return;
-  }
-  CAPTURE(st.dump());
-  CHECK(st.at("completion_tokens").get<int>() == 12);
-  CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= budget);
-  CHECK(st.at("bytes_read").get<uint64_t>() > 0);
-  CHECK(st.at("cache_hit_rate").get<double>() < 1.0);
+  test::check_streams_within_budget(path, 40, "uring", 12);
 }
 
 TEST_CASE("weight streaming: a budget too small fails with the breakdown and the minimum") {
@@ -149,20 +140,7 @@ TEST_CASE("weight streaming: peak RSS stays within memory_budget for a model lar
                                                              "--type Q4_0 --seed 7");
   const uint64_t budget = 120ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.8 * budget);
-  const auto st = test::run_cli_stats("-m " + path + " --memory-budget 120MiB --io-mode uring --threads 2 "
-                                      "--context 128 --temperature 0 -n 12");
-  if (st.is_null()) {
-    MESSAGE("skipped: build the nightshift target first");
-    return;
-  }
-  CAPTURE(st.dump());
-  CHECK(st.at("completion_tokens").get<int>() == 12);
-  CHECK(st.at("peak_rss_bytes").get<uint64_t>() > 0);
-  CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= budget);
-  // The experts did not fit: they were streamed, some more than once.
-  CHECK(st.at("bytes_read").get<uint64_t>() > 0);
-  CHECK(st.at("cache_hit_rate").get<double>() < 1.0);
-  CHECK(st.at("io_wait_ms").get<double>() >= 0.0);
+  test::check_streams_within_budget(path, 120, "uring", 12);
 }
 
 }  // namespace

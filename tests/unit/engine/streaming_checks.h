@@ -1,0 +1,61 @@
+// The two checks every streaming architecture's tests make (llama, qwen3next,
+// glm4moe, gpt-oss, kimi-k3, ...), written once:
+// - streamed_logits(): a prompt and four single-token steps with the routed
+//   experts read through io_mode and a cache of a few slots (evictions and
+//   re-reads), returning the logits and the stream stats; "mmap" gives the
+//   mapping's logits to compare against, bit for bit.
+// - check_streams_within_budget(): the real CLI in a fresh process (VmHWM is
+//   per process) on a file larger than the budget: every token generated,
+//   peak RSS within the budget, experts read and some read more than once.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "tests/unit/engine/test_models.h"
+
+namespace ns::test {
+
+inline std::pair<std::vector<float>, stream::StreamStats> streamed_logits(const std::string& path,
+                                                                          const std::string& io_mode,
+                                                                          int prompt_tokens, int cache_experts = 3) {
+  ModelOptions mo;
+  mo.threads = 2;
+  mo.context = 64;
+  mo.streaming.io_mode = io_mode;
+  mo.streaming.max_cache_experts = cache_experts;
+  auto m = Model::load(path, mo);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < prompt_tokens; ++i) prompt.push_back((i * 37 + 5) % static_cast<int32_t>(m->n_vocab()));
+  std::vector<float> all, last;
+  m->forward(prompt, 0, true, all);
+  for (int i = 0; i < 4; ++i) {
+    const int32_t one[1] = {static_cast<int32_t>(i * 11 + 3)};
+    m->forward(one, prompt_tokens + i, false, last);
+    all.insert(all.end(), last.begin(), last.end());
+  }
+  return {all, m->stream_stats()};
+}
+
+inline void check_streams_within_budget(const std::string& path, int budget_mib, const std::string& io_mode,
+                                        int n_tokens) {
+  const auto st = run_cli_stats("-m " + path + " --memory-budget " + std::to_string(budget_mib) + "MiB --io-mode " +
+                                io_mode + " --threads 2 --context 128 --temperature 0 -n " + std::to_string(n_tokens));
+  if (st.is_null()) {
+    MESSAGE("skipped: build the nightshift target first");
+    return;
+  }
+  CAPTURE(st.dump());
+  CHECK(st.at("completion_tokens").get<int>() == n_tokens);
+  CHECK(st.at("peak_rss_bytes").get<uint64_t>() > 0);
+  CHECK(st.at("peak_rss_bytes").get<uint64_t>() <= (static_cast<uint64_t>(budget_mib) << 20));
+  CHECK(st.at("bytes_read").get<uint64_t>() > 0);
+  CHECK(st.at("cache_hit_rate").get<double>() < 1.0);
+}
+
+}  // namespace ns::test
