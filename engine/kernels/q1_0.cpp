@@ -7,18 +7,22 @@
 
 #include "engine/kernels/formats.h"
 #include "engine/kernels/half.h"
+#include "engine/kernels/q8_0_groups.h"
 
 namespace ns::kernels::q1_0 {
 namespace {
-constexpr int kActBlocks = kBlockElems / q8_0::kBlockElems;
+struct Format {
+  static constexpr int64_t kBlockElems = q1_0::kBlockElems;
+  static constexpr size_t kBlockBytes = q1_0::kBlockBytes;
+  static int code(const uint8_t* blk, int j) { return (blk[2 + j / 8] >> (j % 8)) & 1 ? 1 : -1; }
+};
 }  // namespace
 
 void dequantize(const void* src, float* dst, int64_t n) {
   const auto* blk = static_cast<const uint8_t*>(src);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, dst += kBlockElems) {
     const float d = load_fp16(blk);
-    const uint8_t* qs = blk + 2;
-    for (int j = 0; j < kBlockElems; ++j) dst[j] = (qs[j / 8] >> (j % 8)) & 1 ? d : -d;
+    for (int j = 0; j < kBlockElems; ++j) dst[j] = Format::code(blk, j) > 0 ? d : -d;
   }
 }
 
@@ -38,22 +42,6 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes) {
-    float partial = 0;
-    for (int k = 0; k < kActBlocks; ++k, xb += q8_0::kBlockBytes) {
-      const uint8_t* bits = wb + 2 + 4 * k;
-      const auto* xq = reinterpret_cast<const int8_t*>(xb + 2);
-      int32_t sumi = 0;
-      for (int j = 0; j < q8_0::kBlockElems; ++j) sumi += (bits[j / 8] >> (j % 8)) & 1 ? xq[j] : -xq[j];
-      partial += load_fp16(xb) * static_cast<float>(sumi);
-    }
-    sum += load_fp16(wb) * partial;
-  }
-  return sum;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return dot_over_q8_0_blocks<Format>(w, x, n); }
 
 }  // namespace ns::kernels::q1_0

@@ -8,19 +8,22 @@
 
 #include "engine/kernels/formats.h"
 #include "engine/kernels/half.h"
+#include "engine/kernels/q8_0_groups.h"
 
 namespace ns::kernels::q2_0 {
 namespace {
-constexpr int kActBlocks = kBlockElems / q8_0::kBlockElems;
-
-int code(const uint8_t* qs, int j) { return (qs[j / 4] >> (2 * (j % 4))) & 3; }
+struct Format {
+  static constexpr int64_t kBlockElems = q2_0::kBlockElems;
+  static constexpr size_t kBlockBytes = q2_0::kBlockBytes;
+  static int code(const uint8_t* blk, int j) { return ((blk[2 + j / 4] >> (2 * (j % 4))) & 3) - 1; }
+};
 }  // namespace
 
 void dequantize(const void* src, float* dst, int64_t n) {
   const auto* blk = static_cast<const uint8_t*>(src);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, dst += kBlockElems) {
     const float d = load_fp16(blk);
-    for (int j = 0; j < kBlockElems; ++j) dst[j] = static_cast<float>(code(blk + 2, j) - 1) * d;
+    for (int j = 0; j < kBlockElems; ++j) dst[j] = static_cast<float>(Format::code(blk, j)) * d;
   }
 }
 
@@ -45,21 +48,6 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes) {
-    float partial = 0;
-    for (int k = 0; k < kActBlocks; ++k, xb += q8_0::kBlockBytes) {
-      const auto* xq = reinterpret_cast<const int8_t*>(xb + 2);
-      int32_t sumi = 0;
-      for (int j = 0; j < q8_0::kBlockElems; ++j) sumi += (code(wb + 2, 32 * k + j) - 1) * xq[j];
-      partial += load_fp16(xb) * static_cast<float>(sumi);
-    }
-    sum += load_fp16(wb) * partial;
-  }
-  return sum;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return dot_over_q8_0_blocks<Format>(w, x, n); }
 
 }  // namespace ns::kernels::q2_0

@@ -99,17 +99,12 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
 }
 
 // Shapes: those of the table-lookup formats (table4_avx2.h), not tuned separately.
-constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 4;
-constexpr avx2::MicroTable<Micro, kRowsSingle, kTokens> kMicro;
+using Kernels = avx2::MicroKernels<Micro, 4, 2, 4>;
 
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) {
-  float y;
-  Micro<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
-  return y;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
 
-void tile(const Tile& t) { avx2::run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
+void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::q2_0_avx2
