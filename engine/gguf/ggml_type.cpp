@@ -22,6 +22,8 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::F64, "F64", 1, 8},        TypeTraits{GgmlType::IQ1_M, "IQ1_M", 256, 56},
     TypeTraits{GgmlType::BF16, "BF16", 1, 2},      TypeTraits{GgmlType::TQ1_0, "TQ1_0", 256, 54},
     TypeTraits{GgmlType::TQ2_0, "TQ2_0", 256, 66}, TypeTraits{GgmlType::MXFP4, "MXFP4", 32, 1 + 16},
+    TypeTraits{GgmlType::NVFP4, "NVFP4", 64, 4 + 32}, TypeTraits{GgmlType::Q1_0, "Q1_0", 128, 2 + 16},
+    TypeTraits{GgmlType::Q2_0, "Q2_0", 64, 2 + 16},
 };
 
 }  // namespace

@@ -41,6 +41,12 @@ constexpr FormatKernels kFormats[] = {
     {GgmlType::MXFP4, GgmlType::Q8_0, mxfp4::dequantize, mxfp4::quantize, mxfp4::vec_dot,  //
      nullptr, mxfp4_avx2::vec_dot, mxfp4_avx2::tile,  //
      mxfp4_avx512::vec_dot, mxfp4_avx512::tile},
+    {GgmlType::NVFP4, GgmlType::Q8_0, nvfp4::dequantize, nvfp4::quantize, nvfp4::vec_dot,  //
+     nullptr, nvfp4_avx2::vec_dot, nvfp4_avx2::tile},
+    {GgmlType::Q1_0, GgmlType::Q8_0, q1_0::dequantize, q1_0::quantize, q1_0::vec_dot,  //
+     nullptr, q1_0_avx2::vec_dot, q1_0_avx2::tile},
+    {GgmlType::Q2_0, GgmlType::Q8_0, q2_0::dequantize, q2_0::quantize, q2_0::vec_dot,  //
+     nullptr, q2_0_avx2::vec_dot, q2_0_avx2::tile},
     {GgmlType::Q8_K, GgmlType::Q8_K, q8_k::dequantize, q8_k::quantize, nullptr,  //
      q8_k_avx2::quantize, nullptr, nullptr},
     {GgmlType::Q2_K, GgmlType::Q8_K, q2_k::dequantize, q2_k::quantize, q2_k::vec_dot,  //

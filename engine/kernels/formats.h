@@ -15,6 +15,13 @@
 //   Q8_1: fp16 d, fp16 s = d * sum(q), int8 q[32];    x[j] = d * q
 //   IQ4_NL: fp16 d, qs[16] as Q4_0;                   x[j] = d * iq4_nl::kValues[nibble]
 //   MXFP4: E8M0 e, qs[16] as Q4_0;                    x[j] = mxfp4::scale(e) * mxfp4::kValues[nibble]
+//   Q1_0 (128 elements): fp16 d, uint8 qs[16]; bit j % 8 of qs[j / 8] is
+//         element j's sign;                           x[j] = bit ? d : -d
+//   Q2_0 (64 elements): fp16 d, uint8 qs[16]; bits 2 (j % 4) of qs[j / 4];
+//                                                     x[j] = d * (q - 1)
+//   NVFP4 (64 elements): UE4M3 e[4], one per 16-element sub-block s, then
+//         qs[32]; sub-block s's element j < 8 in the low nibble of qs[8 s + j],
+//         element j + 8 in its high nibble;           x = nvfp4::scale(e[s]) * mxfp4::kValues[nibble]
 //   Q2_K..Q6_K, Q8_K: 256-element super-blocks, see kquant.h.
 //   IQ2_XXS, IQ1_S, ...: 256-element super-blocks on grids, see iquant.h.
 #pragma once
@@ -174,6 +181,9 @@ static inline float scale(uint8_t e) {
   std::memcpy(&f, &bits, sizeof f);
   return f;
 }
+// ggml's best_index_mxfp4: the first code whose level times d is nearest to
+// x (NVFP4's quantizer uses it too).
+int best_index(float x, float d);
 void dequantize(const void* src, float* dst, int64_t n);
 void quantize(const float* src, void* dst, int64_t n);
 float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_0
@@ -186,6 +196,65 @@ namespace mxfp4_avx512 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace mxfp4_avx512
+
+// Q1_0 and Q2_0 (ggml 2026): one fp16 scale per 128 sign bits / 64 2-bit
+// codes, dotted against Q8_0 (four / two activation blocks per weight block).
+namespace q1_0 {
+inline constexpr int64_t kBlockElems = 128;
+inline constexpr size_t kBlockBytes = 2 + 16;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_0
+}  // namespace q1_0
+namespace q1_0_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q1_0_avx2
+
+namespace q2_0 {
+inline constexpr int64_t kBlockElems = 64;
+inline constexpr size_t kBlockBytes = 2 + 16;
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_0
+}  // namespace q2_0
+namespace q2_0_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q2_0_avx2
+
+// NVFP4: MXFP4's E2M1 codes (mxfp4::kValues, doubled) in 16-element
+// sub-blocks, each with an unsigned E4M3 scale (4 exponent bits, bias 7, 3
+// mantissa bits), which ggml halves to match the doubled table.
+namespace nvfp4 {
+inline constexpr int64_t kBlockElems = 64;
+inline constexpr int64_t kSubElems = 16;
+inline constexpr size_t kBlockBytes = 4 + 32;
+// Half the UE4M3 value, exactly (ggml_ue4m3_to_fp32): exponent field 0 is
+// subnormal (m * 2^-9); bit 7 is ignored except that 0x7f (E4M3's NaN) reads
+// as 0, as in ggml.
+static constexpr float scale_of(uint8_t e) {
+  if (e == 0 || e == 0x7f) return 0.0f;
+  const int ex = (e >> 3) & 0xf, m = e & 7;
+  if (ex == 0) return static_cast<float>(m) * 0x1p-10f;
+  float v = static_cast<float>(8 + m) * 0x1p-11f;  // (1 + m / 8) 2^(ex - 7) / 2 = (8 + m) 2^(ex - 11)
+  for (int i = 0; i < ex; ++i) v *= 2;
+  return v;
+}
+// scale_of for every byte (nvfp4.cpp), a load per sub-block in the kernels.
+struct ScaleTable {
+  float value[256];
+};
+extern const ScaleTable kScales;
+static inline float scale(uint8_t e) { return kScales.value[e]; }
+void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
+float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_0
+}  // namespace nvfp4
+namespace nvfp4_avx2 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace nvfp4_avx2
 
 // The activation format of the K-quants (vec_dot null).
 namespace q8_k {

@@ -7,11 +7,8 @@
 #include "engine/kernels/formats.h"
 
 namespace ns::kernels::mxfp4 {
-namespace {
-
-// ggml's best_index_mxfp4: the first code whose level is nearest to x, so a
-// tie goes to the smaller magnitude and 0 is code 0, never code 8 (-0). The
-// errors are computed in float, as there, so the choice is the same bit for bit.
+// A tie goes to the smaller magnitude and 0 is code 0, never code 8 (-0).
+// The errors are computed in float, as there, so the choice is the same bit for bit.
 int best_index(float x, float d) {
   int best = 0;
   float best_err = std::fabs(static_cast<float>(kValues[0]) * d - x);
@@ -24,6 +21,8 @@ int best_index(float x, float d) {
   }
   return best;
 }
+
+namespace {
 
 // ggml's exponent, floor(log2(amax)) - 2 + 127, through the same log2f: amax
 // lands in [8, 16) half-units, so the top level 12 covers 1.5 * 2^floor(log2

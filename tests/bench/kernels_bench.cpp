@@ -177,7 +177,8 @@ int main(int argc, char** argv) {
                             GgmlType::Q2_K,  GgmlType::Q3_K,  GgmlType::Q4_K,   GgmlType::Q5_K,    GgmlType::Q6_K,
                             GgmlType::IQ2_XXS,
                             GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ2_XS,
-                            GgmlType::TQ2_0, GgmlType::TQ1_0, GgmlType::IQ2_S,  GgmlType::IQ3_S};
+                            GgmlType::TQ2_0, GgmlType::TQ1_0, GgmlType::IQ2_S,  GgmlType::IQ3_S,
+                            GgmlType::Q1_0,  GgmlType::Q2_0,  GgmlType::NVFP4};
   for (const GgmlType type : types) {
     const auto& tt = ns::gguf::traits(type);
     const std::string name(tt.name);

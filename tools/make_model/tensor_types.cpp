@@ -29,7 +29,8 @@ const std::vector<GgmlType>& encodable_types() {
   static const std::vector<GgmlType> types = {
       GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
-      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+      GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::NVFP4};
   return types;
 }
 
@@ -64,6 +65,9 @@ uint32_t file_type_of(GgmlType t) {
     case GgmlType::Q6_K: return 18; // LLAMA_FTYPE_MOSTLY_Q6_K
     case GgmlType::IQ4_NL: return 25; // LLAMA_FTYPE_MOSTLY_IQ4_NL
     case GgmlType::MXFP4: return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+    case GgmlType::NVFP4: return 39;  // LLAMA_FTYPE_MOSTLY_NVFP4
+    case GgmlType::Q1_0: return 40;   // LLAMA_FTYPE_MOSTLY_Q1_0
+    case GgmlType::Q2_0: return 41;   // LLAMA_FTYPE_MOSTLY_Q2_0
     default: break;
   }
   throw Error(ErrorKind::internal, "no general.file_type for " + std::string(gguf::type_name(t)));

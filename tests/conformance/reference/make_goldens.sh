@@ -70,6 +70,11 @@ models+=(
   "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"
   "tiny-glm4moe-kquant#0.15#0.03#$glm_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type attn_(q|k|v).weight=Q5_K --vocab-pre glm4"
 )
+# The ggml 2026 low-bit types (issue 16): experts in Q1_0 (gate), Q2_0 (up) and NVFP4 (down), the rest Q8_0;
+# tiny-kimi-linear-f32 is the F32 twin.
+models+=(
+  "tiny-kimi-linear-lowtypes#0.15#0.03#$kl_shape --type Q8_0 --tensor-type ffn_gate_exps=Q1_0 --tensor-type ffn_up_exps=Q2_0 --tensor-type ffn_down_exps=NVFP4"
+)
 [ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # one more "name#tolerance#outliers#arguments"
 
 for entry in "${models[@]}"; do

@@ -120,6 +120,46 @@ TEST_CASE("files with the low-bit i-quant and ternary weight types parse") {
   }
 }
 
+TEST_CASE("files with the ggml 2026 types Q1_0, Q2_0 and NVFP4 parse, and rows that split a block are refused") {
+  // One [512, 2] tensor per type. Ids are ggml.h's (NVFP4 = 40, Q1_0 = 41,
+  // Q2_0 = 42); blocks are ggml-common.h's: Q1_0 128 elements in fp16 d + 16
+  // bytes of signs, Q2_0 64 in fp16 d + 16 bytes of 2-bit codes, NVFP4 64 in 4
+  // UE4M3 scales + 32 bytes of nibbles.
+  struct Case {
+    uint32_t id;
+    GgmlType type;
+    const char* name;
+    uint32_t block_elems;
+    uint64_t block_bytes;
+  };
+  const Case cases[] = {{40, GgmlType::NVFP4, "NVFP4", 64, 36},
+                        {41, GgmlType::Q1_0, "Q1_0", 128, 18},
+                        {42, GgmlType::Q2_0, "Q2_0", 64, 18}};
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const uint64_t blocks = 2 * 512 / c.block_elems;
+    Image im;
+    im.header(3, 1, 0);
+    im.str("w").raw<uint32_t>(2).raw<uint64_t>(512).raw<uint64_t>(2).raw<uint32_t>(c.id).raw<uint64_t>(0);
+    im.pad_to(32);
+    im.b.resize(im.b.size() + blocks * c.block_bytes, 0x5a);
+    GgufFile f = GgufFile::parse(im.b);
+    REQUIRE(f.tensors().size() == 1);
+    CHECK(f.tensors()[0].type == c.type);
+    CHECK(f.tensors()[0].nbytes == blocks * c.block_bytes);
+    CHECK(type_name(c.type) == c.name);
+    CHECK(traits(c.type).block_elems == c.block_elems);
+
+    // A row of 96 elements is not a whole number of these blocks.
+    Image bad;
+    bad.header(3, 1, 0);
+    bad.str("w").raw<uint32_t>(2).raw<uint64_t>(96).raw<uint64_t>(2).raw<uint32_t>(c.id).raw<uint64_t>(0);
+    bad.pad_to(32);
+    bad.b.resize(bad.b.size() + 1024, 0x5a);
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bad.b), doctest::Contains("block size"), ns::Error);
+  }
+}
+
 TEST_CASE("every truncation of a valid file is rejected with an offset") {
   const Image im = valid_image();
   for (size_t n = 0; n < im.b.size(); ++n) {

@@ -104,6 +104,34 @@ std::vector<float> dequantize(const GgufFile& f, const TensorInfo& t) {
         for (int k = 0; k < 16; ++k) out.push_back(v(p[1 + k] >> 4));
       }
       break;
+    case GgmlType::Q1_0:
+      // ggml-common.h: fp16 d, then 128 sign bits, bit j % 8 of byte j / 8; +d where set.
+      for (uint64_t b = 0; b < n / 128; ++b, p += 18) {
+        const float d = half_to_float(u16(p));
+        for (int k = 0; k < 128; ++k) out.push_back((p[2 + k / 8] >> (k % 8)) & 1 ? d : -d);
+      }
+      break;
+    case GgmlType::Q2_0:
+      // fp16 d, then 64 2-bit codes q, bits 2 (k % 4) of byte k / 4: d (q - 1).
+      for (uint64_t b = 0; b < n / 64; ++b, p += 18) {
+        const float d = half_to_float(u16(p));
+        for (int k = 0; k < 64; ++k) out.push_back(d * static_cast<float>(((p[2 + k / 4] >> (2 * (k % 4))) & 3) - 1));
+      }
+      break;
+    case GgmlType::NVFP4:
+      // Four UE4M3 bytes (exponent bias 7, 3 mantissa bits) scale 16-element
+      // sub-blocks of E2M1 codes; sub-block s: low nibbles of bytes 8 s .. 8 s + 7, then their high nibbles.
+      for (uint64_t b = 0; b < n / 64; ++b, p += 36) {
+        static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+        for (int s = 0; s < 4; ++s) {
+          const int e = (p[s] >> 3) & 15, m = p[s] & 7;
+          const float scale = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(1 + m / 8.0f, e - 7);
+          auto v = [&](int code) { return (code & 8 ? -1 : 1) * e2m1[code & 7] * scale; };
+          for (int k = 0; k < 8; ++k) out.push_back(v(p[4 + 8 * s + k] & 0xF));
+          for (int k = 0; k < 8; ++k) out.push_back(v(p[4 + 8 * s + k] >> 4));
+        }
+      }
+      break;
     default: FAIL("unexpected type " << type_name(t.type));
   }
   return out;
@@ -272,6 +300,42 @@ TEST_CASE("MXFP4: --type and --tensor-type write it, with its block bytes and fi
       CHECK(s.std > 0);
     } else if (t.dims.size() > 1 && t.name.find("ffn_gate_inp") == std::string::npos) {
       CHECK(t.type == GgmlType::Q8_0);
+    }
+  }
+}
+
+TEST_CASE("Q1_0, Q2_0 and NVFP4: --type and --tensor-type write them, with their block bytes and file types") {
+  // n_embd 128 (the generator's default): one Q1_0 block or two Q2_0 / NVFP4 blocks per gate row.
+  ScratchDir dir;
+  struct Case {
+    const char* type;
+    GgmlType ggml;
+    uint64_t file_type, row_bytes;
+  };
+  const Case cases[] = {{"q1_0", GgmlType::Q1_0, 40, 18}, {"Q2_0", GgmlType::Q2_0, 41, 2 * 18},
+                        {"nvfp4", GgmlType::NVFP4, 39, 2 * 36}};
+  for (const Case& c : cases) {
+    CAPTURE(c.type);
+    const auto all = make_and_open(dir, std::string(c.type) + ".gguf",
+                                   "--n-expert 4 --n-expert-used 2 --n-ff 128 --n-layer 1 --type " + std::string(c.type));
+    CHECK(all->get_u64("general.file_type") == c.file_type);  // LLAMA_FTYPE_MOSTLY_<type>
+    const TensorInfo& gate = *all->find_tensor("blk.0.ffn_gate_exps.weight");
+    CHECK(gate.type == c.ggml);
+    CHECK(gate.nbytes == c.row_bytes * 128 * 4);
+
+    // Experts in the type, the rest Q8_0; the experts decode (by the test's
+    // own reading of ggml's layout) to zero-mean values at the fan-in scale.
+    const auto experts = make_and_open(dir, std::string(c.type) + "-experts.gguf",
+                                       "--n-expert 4 --n-expert-used 2 --n-ff 128 --n-layer 2 --type Q8_0 "
+                                       "--tensor-type _exps=" + std::string(c.type));
+    for (const auto& t : experts->tensors()) {
+      if (t.name.find("_exps") == std::string::npos) continue;
+      CAPTURE(t.name);
+      CHECK(t.type == c.ggml);
+      const Stats s = stats(dequantize(*experts, t));
+      CHECK(std::isfinite(s.std));
+      CHECK(s.std > 0);
+      CHECK(std::fabs(s.mean) < 0.1 * s.std);
     }
   }
 }

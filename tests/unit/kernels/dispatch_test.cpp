@@ -33,6 +33,7 @@ TEST_CASE("vec-dot types follow ggml's CPU choices") {
   CHECK(vec_dot_type(GgmlType::Q5_0) == GgmlType::Q8_0);
   CHECK(vec_dot_type(GgmlType::IQ4_NL) == GgmlType::Q8_0);
   CHECK(vec_dot_type(GgmlType::MXFP4) == GgmlType::Q8_0);
+  for (const GgmlType t : kMultiBlockTypes) CHECK(vec_dot_type(t) == GgmlType::Q8_0);
   CHECK(vec_dot_type(GgmlType::Q4_1) == GgmlType::Q8_1);
   CHECK(vec_dot_type(GgmlType::Q5_1) == GgmlType::Q8_1);
   for (const GgmlType t : kKQuants) CHECK(vec_dot_type(t) == GgmlType::Q8_K);
@@ -63,6 +64,9 @@ TEST_CASE("table rows agree with the GGUF type table") {
       {GgmlType::Q8_1, q8_1::kBlockElems, q8_1::kBlockBytes},
       {GgmlType::IQ4_NL, iq4_nl::kBlockElems, iq4_nl::kBlockBytes},
       {GgmlType::MXFP4, mxfp4::kBlockElems, mxfp4::kBlockBytes},
+      {GgmlType::Q1_0, q1_0::kBlockElems, q1_0::kBlockBytes},
+      {GgmlType::Q2_0, q2_0::kBlockElems, q2_0::kBlockBytes},
+      {GgmlType::NVFP4, nvfp4::kBlockElems, nvfp4::kBlockBytes},
       {GgmlType::Q8_K, q8_k::kBlockElems, q8_k::kBlockBytes},
       {GgmlType::Q2_K, q2_k::kBlockElems, q2_k::kBlockBytes},
       {GgmlType::Q3_K, q3_k::kBlockElems, q3_k::kBlockBytes},

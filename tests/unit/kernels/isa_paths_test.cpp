@@ -19,7 +19,7 @@ namespace {
 
 std::vector<int64_t> widths(GgmlType t) {
   if (block_elems(t) == 256) return {768, 1280};
-  if (is_block_type(t)) return {224, 1056};  // 7 and 33 blocks
+  if (is_block_type(t)) return {7 * block_elems(t), 33 * block_elems(t)};  // 7 and 33 blocks
   return {203};
 }
 

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -19,7 +20,11 @@ namespace ns::kernels::test {
 inline constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
                                       GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,
                                       GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
-                                      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                                      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                      GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::NVFP4};
+
+// The ggml 2026 formats whose blocks span several Q8_0 activation blocks.
+inline constexpr GgmlType kMultiBlockTypes[] = {GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::NVFP4};
 
 // The K-quants (256-element super-blocks, Q8_K activations).
 inline constexpr GgmlType kKQuants[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
@@ -127,11 +132,13 @@ inline RefDot reference_dot(GgmlType weight, const void* w, const void* x, int64
 
 // Bound on the float rounding of a kernel's sum against the exact dot: the
 // longest chain of dependent float additions (per-lane blocks or elements,
-// plus the final reduction) times float epsilon times the magnitude.
+// plus the final reduction) times float epsilon times the magnitude. Weight
+// blocks that span several activation blocks (Q1_0, Q2_0, NVFP4) add one
+// float term per activation block.
 inline double accumulation_tolerance(GgmlType weight, int64_t n, double abs_sum) {
   const double eps = 0x1p-24;
-  const double chain = is_block_type(weight) ? static_cast<double>(n / gguf::traits(weight).block_elems) + 16
-                                             : static_cast<double>(n) / 8 + 16;
+  const int64_t block = std::min(gguf::traits(weight).block_elems, gguf::traits(vec_dot_type(weight)).block_elems);
+  const double chain = is_block_type(weight) ? static_cast<double>(n / block) + 16 : static_cast<double>(n) / 8 + 16;
   return 2 * chain * eps * abs_sum + 1e-30;
 }
 

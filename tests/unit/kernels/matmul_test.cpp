@@ -102,8 +102,9 @@ TEST_CASE("AVX2 and AVX-512 tiles give every row and token the one-token kernel'
   // kernels are checked against the same product.
   ns::ThreadPool pool(1);
   for (const Isa isa : simd_isas_to_test("SIMD tiles")) {
-    for (const GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
-      for (const int64_t cols : {int64_t{96}, int64_t{512}}) {
+    for (const GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q1_0,
+                             GgmlType::Q2_0, GgmlType::NVFP4}) {
+      for (const int64_t cols : {3 * block_elems(t), 16 * block_elems(t)}) {
         const Weights w = random_weights(t, 13, cols, 3, 6000);
         for (int64_t n_tokens = 1; n_tokens <= 9; ++n_tokens) {
           CAPTURE(isa_name(isa));

@@ -27,6 +27,16 @@ std::vector<float> varied_row(int64_t n, uint32_t seed) {
 // absolute (half of 2^-24) where d is an fp16 subnormal.
 double half_rounding(double d) { return std::max(std::fabs(d) * 0x1p-11, 0x1p-25); }
 
+// The E2M1 formats (MXFP4, NVFP4): in units u of the stored scale the levels
+// are 0, 1, 2, 3, 4, 6, 8, 12, so x is within half a gap of its nearest level,
+// or beyond the top one by |x| - 12 u; u = 0 stores zeros.
+double e2m1_bound(double x, double u) {
+  if (u == 0) return std::fabs(x);
+  const double a = std::fabs(x) / u;
+  const double units = a > 12 ? a - 12 : a > 8 ? 2 : a > 4 ? 1 : 0.5;
+  return units * u * (1 + 1e-6);
+}
+
 }  // namespace
 
 TEST_CASE("round trip error stays within each format's bound") {
@@ -107,10 +117,7 @@ TEST_CASE("round trip error stays within each format's bound") {
             // where log2f rounds amax up to a power of two) the levels are 0,
             // 1, 2, 3, 4, 6, 8, 12: within half a gap of a nearest level, or
             // beyond the top one by |x| - 12 u.
-            const double u = mxfp4::scale(q[static_cast<size_t>(b) * mxfp4::kBlockBytes]);
-            const double a = std::fabs(xb[j]) / u;
-            const double units = a > 12 ? a - 12 : a > 8 ? 2 : a > 4 ? 1 : 0.5;
-            bound = units * u * (1 + 1e-6);
+            bound = e2m1_bound(xb[j], mxfp4::scale(q[static_cast<size_t>(b) * mxfp4::kBlockBytes]));
             if (amax > 0) {
               // 2^e = 2 u = 2^(floor(log2f(amax)) - 2): amax's exponent, or one below where log2f rounded up.
               const int e = q[static_cast<size_t>(b) * mxfp4::kBlockBytes] - 127;
@@ -124,6 +131,88 @@ TEST_CASE("round trip error stays within each format's bound") {
         if (err > bound) FAIL_CHECK("block " << b << " element " << j << ": " << xb[j] << " -> " << yb[j]);
       }
     }
+  }
+}
+
+TEST_CASE("Q1_0, Q2_0 and NVFP4 round trips stay within each format's bound") {
+  // varied_row changes magnitude every 32 elements, so each block of these
+  // formats mixes scales (and a zero run) the way real rows rarely do.
+  const int64_t n = 128 * 15;
+  const auto x = varied_row(n, 2);
+  for (const GgmlType t : kMultiBlockTypes) {
+    CAPTURE(name(t));
+    const int64_t be = block_elems(t);
+    const size_t bytes = ns::gguf::traits(t).block_bytes;
+    const auto q = quantized(t, x.data(), n);
+    const auto y = dequantized(t, q.data(), n);
+    for (int64_t b = 0; b < n / be; ++b) {
+      CAPTURE(b);
+      const float* xb = x.data() + b * be;
+      const float* yb = y.data() + b * be;
+      const uint8_t* blk = q.data() + b * bytes;
+      float sum_abs = 0, amax = 0;
+      for (int64_t j = 0; j < be; ++j) {
+        sum_abs += std::fabs(xb[j]);
+        amax = std::max(amax, std::fabs(xb[j]));
+      }
+      if (t == GgmlType::Q1_0) {
+        // d = fp16(mean |x|), then every element is +-d by its sign: exact.
+        const float d = load_fp16(blk);
+        CHECK(load_u16(blk) == fp32_to_fp16(sum_abs / 128.0f));
+        for (int64_t j = 0; j < be; ++j) CHECK(yb[j] == (xb[j] >= 0 ? d : -d));
+      } else if (t == GgmlType::Q2_0) {
+        // d = fp16(amax); x / amax rounds to -1, 0 or 1 (code 2d is unused).
+        const double d = load_fp16(blk);
+        CHECK(std::fabs(d - amax) <= half_rounding(amax));
+        const double bound = (amax * 0.5 + std::fabs(d - amax)) * (1 + 1e-6);
+        for (int64_t j = 0; j < be; ++j) {
+          CHECK(std::fabs(static_cast<double>(xb[j]) - yb[j]) <= bound);
+          CHECK(yb[j] != static_cast<float>(2 * d));
+        }
+      } else {
+        // Per 16-element sub-block: its UE4M3 byte, then MXFP4's nearest-code rule.
+        for (int64_t j = 0; j < be; ++j) {
+          const double u = nvfp4::scale(blk[j / nvfp4::kSubElems]);
+          if (std::fabs(static_cast<double>(xb[j]) - yb[j]) > e2m1_bound(xb[j], u))
+            FAIL_CHECK("element " << j << ": " << xb[j] << " -> " << yb[j] << " (scale unit " << u << ")");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("NVFP4's UE4M3 scales: every byte against the format's definition, and the quantizer's rounding") {
+  // UE4M3: 4 exponent bits (bias 7), 3 mantissa bits, exponent 0 subnormal;
+  // the kernels hold half the value (the doubled E2M1 table). ggml reads bit 7
+  // as nothing and 0x7f (E4M3's NaN) as 0.
+  for (int e = 0; e < 256; ++e) {
+    CAPTURE(e);
+    const int ex = (e >> 3) & 15, m = e & 7;
+    const double value = ex == 0 ? std::ldexp(m, -9) : std::ldexp(1 + m / 8.0, ex - 7);
+    CHECK(nvfp4::scale(static_cast<uint8_t>(e)) == static_cast<float>(e == 0x7f ? 0 : value / 2));
+  }
+  // amax / 6 -> the scale byte: normal values round their mantissa half up;
+  // exponent field 15 and above (>= 256) give 0x7e (448); subnormal steps of
+  // 2^-9 round half up, below half a step to 0.
+  const std::pair<float, int> cases[] = {
+      {6.0f, 0x38},                  // 1.0: exponent 7, mantissa 0
+      {6.0f * 1.0625f, 0x39},        // 1 + 1/16: exactly half a step, rounded up
+      {6.0f * 1.125f, 0x39},         // 1 + 1/8
+      {6.0f * 1.9375f, 0x40},        // 1 + 15/16: rounds up into the next binade, 2.0
+      {6.0f * 300.0f, 0x7e},         // exponent field 15: 448
+      {6.0f * 1000.0f, 0x7e},        // clamped to 448
+      {6.0f * 0x1p-10f, 0x01},       // 2^-10 = one subnormal step of 2^-9, half of it: (int)(0.5 + 0.5) = 1
+      {6.0f * 0x1p-12f, 0x00},       // a quarter step: 0
+      {6.0f * 3 * 0x1p-9f, 0x03},    // three subnormal steps
+      {0.0f, 0x00},
+  };
+  for (const auto& [amax, e] : cases) {
+    CAPTURE(amax);
+    std::vector<float> x(64, 0.0f);
+    x[3] = -amax;
+    const auto q = quantized(GgmlType::NVFP4, x.data(), 64);
+    CHECK(q[0] == e);
+    CHECK(q[1] == 0);  // the other sub-blocks are zero
   }
 }
 
@@ -172,6 +261,21 @@ TEST_CASE("values on a format's grid round-trip exactly") {
   x[9] = -12 * 0x1p-7f;
   x[41] = 12 * 0x1p-7f;
   CHECK(dequantized(GgmlType::MXFP4, quantized(GgmlType::MXFP4, x.data(), 64).data(), 64) == x);
+
+  // Q1_0: every magnitude equal, so the mean is it exactly.
+  std::vector<float> x128(128);
+  for (int j = 0; j < 128; ++j) x128[j] = (j * 7) % 3 ? 0.375f : -0.375f;
+  CHECK(dequantized(GgmlType::Q1_0, quantized(GgmlType::Q1_0, x128.data(), 128).data(), 128) == x128);
+
+  // Q2_0: -d, 0, d with d (the block's largest magnitude) a power of two.
+  for (int j = 0; j < 64; ++j) x[j] = static_cast<float>((j * 5) % 3 - 1) * 0.5f;
+  CHECK(dequantized(GgmlType::Q2_0, quantized(GgmlType::Q2_0, x.data(), 64).data(), 64) == x);
+
+  // NVFP4: per sub-block, levels in units of 2^-7 with the top level 12
+  // present: amax / 6 = 2^-6 is a UE4M3 value, so the unit is 2^-7 exactly.
+  for (int j = 0; j < 64; ++j) x[j] = static_cast<float>(mxfp4::kValues[(j * 5) % 16]) * 0x1p-7f;
+  for (const int s : {0, 16, 32, 48}) x[s + 5] = (s / 16 % 2 ? -12 : 12) * 0x1p-7f;
+  CHECK(dequantized(GgmlType::NVFP4, quantized(GgmlType::NVFP4, x.data(), 64).data(), 64) == x);
 
   // F16 and BF16: values with few mantissa bits.
   for (int j = 0; j < 64; ++j) x[j] = std::ldexp(static_cast<float>(j - 32), j % 20 - 10);

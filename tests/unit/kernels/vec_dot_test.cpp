@@ -16,6 +16,7 @@ namespace {
 
 std::vector<int64_t> lengths(GgmlType t) {
   if (block_elems(t) == 256) return {256, 512, 768, 1024, 4096};
+  if (is_block_type(t) && block_elems(t) > 32) return {block_elems(t), 3 * block_elems(t), 1024, 4096};
   if (is_block_type(t)) return {32, 64, 96, 256, 1024, 4096};
   return {1, 7, 8, 9, 31, 33, 100, 256, 1000, 4096};
 }
@@ -91,6 +92,8 @@ std::vector<size_t> fp16_fields(GgmlType t) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::IQ4_NL:
+    case GgmlType::Q1_0:
+    case GgmlType::Q2_0:
       return {0};
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
@@ -218,8 +221,11 @@ TEST_CASE("vec_dot on every byte pattern of the newer formats, scales 1 and acro
   // code, scale and min encoding; random fp16 scales span subnormals to 65504.
   const uint16_t one = 0x3c00;
   const uint16_t scales[] = {0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0xfbff, 0x1000, 0x8400, 0x2e66, 0xb266};
+  // NVFP4 has no fp16 field: its four scale bytes take the fill (0xff reads
+  // as 240, 0x7f as 0) or, from random bytes, every UE4M3 encoding.
   const GgmlType types[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K,
-                            GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                            GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q1_0,
+                            GgmlType::Q2_0, GgmlType::NVFP4};
   for (const GgmlType t : types) {
     const int64_t n = 4 * block_elems(t);
     const int64_t nb = n / block_elems(t);
@@ -402,5 +408,30 @@ TEST_CASE("AVX2 Q8_K activation quantizer is bit-exact with the reference") {
   for (int64_t b = 0; b < n / 256; ++b) {
     CAPTURE(b);
     CHECK(std::memcmp(ref.data() + b * 292, fast.data() + b * 292, 292) == 0);
+  }
+}
+
+TEST_CASE("Q2_0's SIMD kernels give the scalar reference's result bit for bit") {
+  // ggml's x86 build dots Q2_0 with its generic code, which the scalar
+  // reference follows; the AVX2 kernel repeats its float operations on the
+  // same exact integer sums, so any difference is a bug, not rounding.
+  const GgmlType t = GgmlType::Q2_0;
+  const auto simd = simd_isas_to_test("Q2_0 SIMD vs scalar");
+  uint32_t seed = 300;
+  for (const int64_t n : {int64_t{64}, int64_t{192}, int64_t{4096}}) {
+    CAPTURE(n);
+    const auto wf = random_normal(static_cast<size_t>(n), ++seed, 0.05f);
+    const auto xf = random_normal(static_cast<size_t>(n), ++seed, 3.0f);
+    const auto w = quantized(t, wf.data(), n);
+    // Random bytes use code 3 (2d), which the quantizer never writes.
+    const auto raw = raw_weights(t, n / 64, -1, seed, [&](int64_t b, size_t) { return static_cast<uint16_t>(0x3000 + b % 7); });
+    for (const Isa act_isa : isas_to_test()) {
+      const auto x = activations(t, act_isa, xf.data(), n);
+      for (const Isa isa : simd) {
+        CAPTURE(isa_name(isa));
+        CHECK(vec_dot(t, isa)(w.data(), x.data(), n) == vec_dot(t, Isa::scalar)(w.data(), x.data(), n));
+        CHECK(vec_dot(t, isa)(raw.data(), x.data(), n) == vec_dot(t, Isa::scalar)(raw.data(), x.data(), n));
+      }
+    }
   }
 }

@@ -8,7 +8,10 @@
 #include "engine/stream/budget_planner.h"
 #include "engine/stream/direct_io.h"
 #include "engine/stream/human_size.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_writer.h"
 #include "engine/util/error.h"
+#include "stream_test_util.h"
 
 using namespace ns::stream;
 using ns::gguf::GgmlType;
@@ -213,4 +216,40 @@ TEST_CASE("disk-bound estimate: bytes per token at one sequence and at the batch
   // Everything cached: nothing to read.
   plan.cache_experts = 16;
   CHECK(ns::stream::estimate_disk_bound(plan, 2, 8, 2, 3 * mib).bytes_per_token_batch1 == 0);
+}
+
+TEST_CASE("Q1_0, Q2_0 and NVFP4 expert stacks: the reader sizes them as ggml does and the plan streams those bytes") {
+  // One MoE layer, 4 experts with rows of 256 elements: a Q1_0 row is 2
+  // blocks of 18 bytes (fp16 d + 128 sign bits), a Q2_0 row 4 blocks of 18
+  // (fp16 d + 64 2-bit codes), an NVFP4 row 4 blocks of 36 (4 UE4M3 scales +
+  // 64 nibbles): ggml-common.h's block structs, derived here by hand.
+  using ns::gguf::GgufFile;
+  using ns::gguf::GgufWriter;
+  stream_test::ScratchDir dir;
+  const std::string path = dir.file("lowbit.gguf");
+  GgufWriter w;
+  w.set("general.architecture", ns::gguf::val::str("llama"));
+  w.add_tensor("token_embd.weight", {256, 40}, GgmlType::Q8_0);
+  w.add_tensor("blk.0.ffn_gate_inp.weight", {256, 4}, GgmlType::F32);
+  w.add_tensor("blk.0.ffn_gate_exps.weight", {256, 24, 4}, GgmlType::Q1_0);
+  w.add_tensor("blk.0.ffn_up_exps.weight", {256, 24, 4}, GgmlType::Q2_0);
+  w.add_tensor("blk.0.ffn_down_exps.weight", {256, 256, 4}, GgmlType::NVFP4);
+  w.open(path);
+  for (size_t i = 0; i < w.n_tensors(); ++i) w.write_data(std::vector<uint8_t>(w.tensor(i).nbytes, 0x11));
+  w.close();
+
+  const auto f = GgufFile::open(path);
+  const uint64_t gate = 24 * 2 * 18, up = 24 * 4 * 18, down = 256 * 4 * 36;  // one expert each
+  CHECK(f->find_tensor("blk.0.ffn_gate_exps.weight")->nbytes == 4 * gate);
+  CHECK(f->find_tensor("blk.0.ffn_up_exps.weight")->nbytes == 4 * up);
+  CHECK(f->find_tensor("blk.0.ffn_down_exps.weight")->nbytes == 4 * down);
+  const ExpertLayout layout = ExpertLayout::from_tensors(f->tensors(), path);
+  CHECK(layout.largest_expert_bytes() == gate + up + down);
+  CHECK(layout.total_bytes() == 4 * (gate + up + down));
+  BudgetInputs in;
+  in.memory_budget = 64ull << 20;
+  const BudgetPlan p = plan_budget(f->tensors(), layout, in, path);
+  CHECK(p.streamed_bytes == 4 * (gate + up + down));
+  CHECK(p.streamed_experts == 4);
+  CHECK(p.all_experts_fit());
 }
