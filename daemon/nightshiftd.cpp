@@ -30,6 +30,7 @@
 #include <optional>
 #include <thread>
 
+#include "daemon/lib/bash_completion.h"
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
 #include "daemon/lib/heartbeat.h"
@@ -256,6 +257,13 @@ int main(int argc, char** argv) {
   app.add_flag("--drain", drain,
                "exit 0 once nothing is claimable, no job waits for a retry and none runs anywhere (a killed "
                "daemon's jobs are taken over when their leases expire) (for batch runs and timers)");
+  app.add_flag_callback(
+      "--bash-completion",
+      [&app] {
+        std::fputs(ns::daemon::bash_completion(app, "nightshiftd").c_str(), stdout);
+        throw CLI::Success();
+      },
+      "print the bash completion script for these options and exit");
   app.footer(
       "Examples:\n"
       "  nightshiftd --config /etc/nightshift/config.yaml\n"

@@ -209,4 +209,21 @@ WorkerInfo read_worker(const Row& row) {
   return w;
 }
 
+const char* const kSelectMigrationMark = R"(
+    SELECT source, keep_ids, started_ms, updated_ms, finished_ms, last_source_id, copied, skipped
+    FROM queue_migrations )";
+
+Queue::MigrationMark read_migration_mark(const Row& row) {
+  Queue::MigrationMark m;
+  m.source = row.text(0);
+  m.keep_ids = row.boolean(1);
+  m.started_ms = row.int64(2);
+  m.updated_ms = row.int64(3);
+  m.finished_ms = row.int64(4);
+  m.last_source_id = row.int64(5);
+  m.copied = row.int64(6);
+  m.skipped = row.int64(7);
+  return m;
+}
+
 }  // namespace ns::jobs

@@ -38,6 +38,9 @@ extern const char* const kSelectWorkers;
 // Columns id, host, pid, model, version, started_ms, heartbeat_ms,
 // stopped_ms, problem of kSelectWorkers (the backend reads the 9th, jobs, stored its own way).
 WorkerInfo read_worker(const Row& row);
+// migrate-queue's record of one source (queue_migrations); add "WHERE source = <param>".
+extern const char* const kSelectMigrationMark;
+Queue::MigrationMark read_migration_mark(const Row& row);
 
 // The stop list as stored (a JSON array); throws invalid_input for a stop
 // string that is not valid UTF-8.

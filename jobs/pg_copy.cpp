@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "jobs/job_row.h"
 #include "jobs/pg_queue_impl.h"
 
 namespace ns::jobs::pg {
@@ -33,28 +34,47 @@ std::vector<JobCopy> PgQueue::export_jobs(int64_t after_id, int32_t limit) {
   return out;
 }
 
-std::vector<SubmitOutcome> PgQueue::import_jobs(std::span<const JobCopy> copies, bool keep_ids) {
-  std::vector<SubmitOutcome> out;
-  out.reserve(copies.size());
-  Transaction tx(db_);
-  if (keep_ids && !copies.empty()) {
-    std::vector<int64_t> ids;
-    for (const JobCopy& c : copies) ids.push_back(c.job.id);
-    Params p;
-    Result taken = db_.exec("SELECT min(id) FROM jobs WHERE id = ANY($1::bigint[])",
-                            p.add_array(std::span<const int64_t>(ids)));
-    if (!taken.is_null(0, 0)) {
-      throw DatabaseError(false, "database " + db_.name() + " already has a job " + taken.text(0, 0) +
-                                     "; copy into an empty queue to keep the ids, or append under new ids");
-    }
+void PgQueue::refuse_taken_ids(std::span<const JobCopy> copies) {
+  std::vector<int64_t> ids;
+  for (const JobCopy& c : copies) ids.push_back(c.job.id);
+  Params p;
+  Result taken =
+      db_.exec("SELECT min(id) FROM jobs WHERE id = ANY($1::bigint[])", p.add_array(std::span<const int64_t>(ids)));
+  if (!taken.is_null(0, 0)) {
+    throw DatabaseError(false, "database " + db_.name() + " already has a job " + taken.text(0, 0) +
+                                   "; copy into an empty queue to keep the ids, or append under new ids");
   }
-  for (const JobCopy& c : copies) out.push_back(import_one(c, keep_ids));
-  if (keep_ids) {
-    // Later submits get ids above every copied one.
-    db_.exec("SELECT setval(pg_get_serial_sequence('jobs', 'id'), greatest((SELECT max(id) FROM jobs), 1))");
-  }
-  tx.commit();
-  return out;
+}
+
+// Later submits get ids above every copied one.
+void PgQueue::after_kept_ids() {
+  db_.exec("SELECT setval(pg_get_serial_sequence('jobs', 'id'), greatest((SELECT max(id) FROM jobs), 1))");
+}
+
+// The clock is the server's, as for every other time this backend writes.
+void PgQueue::mark_page(const std::string& source, bool keep_ids, int64_t last_source_id, int64_t copied,
+                        int64_t skipped) {
+  db_.exec(R"(
+    INSERT INTO queue_migrations AS m (source, keep_ids, started_ms, updated_ms, last_source_id, copied, skipped)
+    VALUES ($1, $2, nightshift_now_ms(), nightshift_now_ms(), $3, $4, $5)
+    ON CONFLICT (source) DO UPDATE SET updated_ms = EXCLUDED.updated_ms, finished_ms = NULL,
+      last_source_id = greatest(m.last_source_id, EXCLUDED.last_source_id), copied = m.copied + EXCLUDED.copied,
+      skipped = m.skipped + EXCLUDED.skipped)",
+           Params().add(source).add(keep_ids).add(last_source_id).add(copied).add(skipped));
+}
+
+std::optional<Queue::MigrationMark> PgQueue::migration_mark(const std::string& source) {
+  Result r = db_.exec(std::string(kSelectMigrationMark) + "WHERE source = $1", Params().add(source));
+  if (r.rows() == 0) return std::nullopt;
+  return read_migration_mark(ResultRow(r, 0));
+}
+
+void PgQueue::finish_migration(const std::string& source, bool keep_ids) {
+  db_.exec(R"(
+    INSERT INTO queue_migrations AS m (source, keep_ids, started_ms, updated_ms, finished_ms)
+    VALUES ($1, $2, nightshift_now_ms(), nightshift_now_ms(), nightshift_now_ms())
+    ON CONFLICT (source) DO UPDATE SET updated_ms = EXCLUDED.updated_ms, finished_ms = EXCLUDED.finished_ms)",
+           Params().add(source).add(keep_ids));
 }
 
 // Inside a transaction: one exported job, as it was.

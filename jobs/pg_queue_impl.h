@@ -73,7 +73,8 @@ class PgQueue final : public TransitionQueue {
 
   // ---- copying a queue --------------------------------------------------------
   std::vector<JobCopy> export_jobs(int64_t after_id, int32_t limit) override;
-  std::vector<SubmitOutcome> import_jobs(std::span<const JobCopy> copies, bool keep_ids) override;
+  std::optional<MigrationMark> migration_mark(const std::string& source) override;
+  void finish_migration(const std::string& source, bool keep_ids) override;
 
  protected:
   // ---- the state machine's primitives (jobs/queue_transitions.h) ------------------
@@ -100,11 +101,15 @@ class PgQueue final : public TransitionQueue {
   void request_cancel(int64_t id) override;
   void reset_to_queued(int64_t id, const std::string& model) override;
   QueueCounts counts_of(const std::string& batch) override;
+  void refuse_taken_ids(std::span<const JobCopy> copies) override;
+  SubmitOutcome import_one(const JobCopy& c, bool keep_ids) override;
+  void mark_page(const std::string& source, bool keep_ids, int64_t last_source_id, int64_t copied,
+                 int64_t skipped) override;
+  void after_kept_ids() override;
 
  private:
   std::vector<Job> select_jobs(const std::string& where, const Params& p);
   std::optional<int64_t> id_for_key(const std::string& key);
-  SubmitOutcome import_one(const JobCopy& c, bool keep_ids);
   // Inside the inserting transaction: the job's grammar column (004_grammar), when it has one.
   void set_grammar(int64_t id, const std::string& grammar);
   // The columns of schema/postgres/NNN_choices_logprobs.sql (n, logprobs), written after the row they belong to.

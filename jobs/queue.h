@@ -384,7 +384,26 @@ class Queue {
   // printed still name the same jobs, and later submits get higher ids; else
   // under new ids, in order. A copy whose idempotency key already names a job
   // here is not inserted: its outcome is that job's id with created = false.
-  virtual std::vector<SubmitOutcome> import_jobs(std::span<const JobCopy> copies, bool keep_ids) = 0;
+  // A non-empty `source` names the queue the copies come from: the same
+  // transaction records them in that source's MigrationMark (created on the
+  // first page with this keep_ids; last_source_id becomes the last copy's id,
+  // finished_ms 0 until finish_migration), so a copy cut off anywhere resumes
+  // after the last page that committed and never inserts a job twice.
+  virtual std::vector<SubmitOutcome> import_jobs(std::span<const JobCopy> copies, bool keep_ids,
+                                                 const std::string& source) = 0;
+  // What has been copied here from one source queue (schema/sqlite/010_queue_migrations.sql).
+  struct MigrationMark {
+    std::string source;
+    bool keep_ids = false;
+    int64_t started_ms = 0, updated_ms = 0;
+    int64_t finished_ms = 0;     // 0: a run is under way, or was cut off
+    int64_t last_source_id = 0;  // every source job up to this id is here (or was skipped)
+    int64_t copied = 0, skipped = 0;
+  };
+  virtual std::optional<MigrationMark> migration_mark(const std::string& source) = 0;
+  // Records that every job of `source` up to its mark is here (creates the
+  // mark when no page was copied), as of now.
+  virtual void finish_migration(const std::string& source, bool keep_ids) = 0;
 };
 
 }  // namespace ns::jobs

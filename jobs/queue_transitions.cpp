@@ -272,4 +272,23 @@ RetryOutcome TransitionQueue::retry(int64_t id, const std::string& model) {
   return RetryOutcome::requeued;
 }
 
+std::vector<SubmitOutcome> TransitionQueue::import_jobs(std::span<const JobCopy> copies, bool keep_ids,
+                                                        const std::string& source) {
+  std::vector<SubmitOutcome> out;
+  out.reserve(copies.size());
+  auto tx = begin_write();
+  if (keep_ids && !copies.empty()) refuse_taken_ids(copies);
+  int64_t created = 0;
+  for (const JobCopy& c : copies) {
+    out.push_back(import_one(c, keep_ids));
+    created += out.back().created ? 1 : 0;
+  }
+  if (!source.empty() && !copies.empty()) {
+    mark_page(source, keep_ids, copies.back().job.id, created, static_cast<int64_t>(copies.size()) - created);
+  }
+  if (keep_ids) after_kept_ids();
+  tx->commit();
+  return out;
+}
+
 }  // namespace ns::jobs

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,11 @@ class TransitionQueue : public Queue {
   QueueCounts counts() override { return counts_of(""); }
   QueueCounts counts(const std::string& batch) override { return counts_of(batch); }
 
+  // One transaction: the copies (refused whole when keep_ids meets a taken
+  // id) and, for a named source, the page's line in queue_migrations.
+  std::vector<SubmitOutcome> import_jobs(std::span<const JobCopy> copies, bool keep_ids,
+                                         const std::string& source) override;
+
  protected:
   // ---- transactions and submitting --------------------------------------------
   virtual std::unique_ptr<WriteTx> begin_write() = 0;
@@ -182,6 +188,18 @@ class TransitionQueue : public Queue {
   virtual void reset_to_queued(int64_t id, const std::string& model) = 0;
   // The counts of one batch's jobs ("" = every job).
   virtual QueueCounts counts_of(const std::string& batch) = 0;
+
+  // ---- copying a queue (import_jobs) ------------------------------------------------
+  // In a write: throws DatabaseError naming a copy's id this queue already has.
+  virtual void refuse_taken_ids(std::span<const JobCopy> copies) = 0;
+  // In a write: one exported job as it was, or the job its idempotency key already names.
+  virtual SubmitOutcome import_one(const JobCopy& c, bool keep_ids) = 0;
+  // In a write: adds a page to `source`'s line in queue_migrations (created
+  // with keep_ids; last_source_id raised, finished_ms cleared, counts added).
+  virtual void mark_page(const std::string& source, bool keep_ids, int64_t last_source_id, int64_t copied,
+                         int64_t skipped) = 0;
+  // In a write, after copies kept their ids: later submits get ids above them.
+  virtual void after_kept_ids() {}
 
  private:
   void validate(const JobSpec& spec, const std::string& which);

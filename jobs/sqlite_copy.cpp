@@ -3,6 +3,7 @@
 // checkpoint, out in id order and in as it was.
 #include <algorithm>
 
+#include "jobs/job_row.h"
 #include "jobs/sqlite_queue_impl.h"
 #include "jobs/time_format.h"
 
@@ -20,12 +21,8 @@ std::vector<JobCopy> SqliteQueue::export_jobs(int64_t after_id, int32_t limit) {
   return out;
 }
 
-std::vector<SubmitOutcome> SqliteQueue::import_jobs(std::span<const JobCopy> copies, bool keep_ids) {
-  std::vector<SubmitOutcome> out;
-  out.reserve(copies.size());
-  WriteTransaction tx(db_);
+void SqliteQueue::refuse_taken_ids(std::span<const JobCopy> copies) {
   for (const JobCopy& c : copies) {
-    if (!keep_ids) break;
     auto taken = db_.cached("SELECT 1 FROM jobs WHERE id = ?1");
     taken->bind(1, c.job.id);
     if (taken->step()) {
@@ -33,9 +30,40 @@ std::vector<SubmitOutcome> SqliteQueue::import_jobs(std::span<const JobCopy> cop
                                      "; copy into an empty queue to keep the ids, or append under new ids");
     }
   }
-  for (const JobCopy& c : copies) out.push_back(import_one(c, keep_ids));
+}
+
+void SqliteQueue::mark_page(const std::string& source, bool keep_ids, int64_t last_source_id, int64_t copied,
+                            int64_t skipped) {
+  auto st = db_.cached(R"(
+    INSERT INTO queue_migrations (source, keep_ids, started_ms, updated_ms, last_source_id, copied, skipped)
+    VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6)
+    ON CONFLICT (source) DO UPDATE SET updated_ms = excluded.updated_ms, finished_ms = NULL,
+      last_source_id = max(last_source_id, excluded.last_source_id), copied = copied + excluded.copied,
+      skipped = skipped + excluded.skipped)");
+  st->bind(1, source)
+      .bind(2, int64_t{keep_ids ? 1 : 0})
+      .bind(3, now_epoch_ms())
+      .bind(4, last_source_id)
+      .bind(5, copied)
+      .bind(6, skipped);
+  st->run();
+}
+
+std::optional<Queue::MigrationMark> SqliteQueue::migration_mark(const std::string& source) {
+  auto st = db_.cached(std::string(kSelectMigrationMark) + "WHERE source = ?1");
+  st->bind(1, source);
+  if (!st->step()) return std::nullopt;
+  return read_migration_mark(StmtRow(*st));
+}
+
+void SqliteQueue::finish_migration(const std::string& source, bool keep_ids) {
+  WriteTransaction tx(db_);
+  auto st = db_.cached(R"(
+    INSERT INTO queue_migrations (source, keep_ids, started_ms, updated_ms, finished_ms) VALUES (?1, ?2, ?3, ?3, ?3)
+    ON CONFLICT (source) DO UPDATE SET updated_ms = excluded.updated_ms, finished_ms = excluded.finished_ms)");
+  st->bind(1, source).bind(2, int64_t{keep_ids ? 1 : 0}).bind(3, now_epoch_ms());
+  st->run();
   tx.commit();
-  return out;
 }
 
 // Inside a write transaction: one exported job, as it was (AUTOINCREMENT

@@ -82,7 +82,8 @@ class SqliteQueue final : public TransitionQueue {
 
   // ---- copying a queue (nightshift migrate-queue; added with the PostgreSQL backend) ----
   std::vector<JobCopy> export_jobs(int64_t after_id, int32_t limit) override;
-  std::vector<SubmitOutcome> import_jobs(std::span<const JobCopy> copies, bool keep_ids) override;
+  std::optional<MigrationMark> migration_mark(const std::string& source) override;
+  void finish_migration(const std::string& source, bool keep_ids) override;
 
  protected:
   // ---- the state machine's primitives (jobs/queue_transitions.h) ------------------
@@ -109,6 +110,10 @@ class SqliteQueue final : public TransitionQueue {
   void request_cancel(int64_t id) override;
   void reset_to_queued(int64_t id, const std::string& model) override;
   QueueCounts counts_of(const std::string& batch) override;
+  void refuse_taken_ids(std::span<const JobCopy> copies) override;
+  SubmitOutcome import_one(const JobCopy& c, bool keep_ids) override;
+  void mark_page(const std::string& source, bool keep_ids, int64_t last_source_id, int64_t copied,
+                 int64_t skipped) override;
 
  private:
   // Claimable jobs in claim order: ?1 now, ?2 limit, ?3 NULL or a JSON array of servable models.
@@ -117,7 +122,6 @@ class SqliteQueue final : public TransitionQueue {
         AND (?3 IS NULL OR model IN (SELECT value FROM json_each(?3)))
       ORDER BY priority DESC, id LIMIT ?2)";
   std::optional<int64_t> id_for_key(const std::string& key);
-  SubmitOutcome import_one(const JobCopy& c, bool keep_ids);
   // Inside the inserting transaction: the job's grammar column (006_grammar), when it has one.
   void set_grammar(int64_t id, const std::string& grammar);
   // The columns of schema/sqlite/NNN_choices_logprobs.sql (n, logprobs), written after the row they belong to.

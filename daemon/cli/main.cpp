@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "daemon/cli/commands.h"
+#include "daemon/cli/completion_command.h"
 #include "daemon/cli/migrate_queue_command.h"
 #include "engine/util/error.h"
 
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   ns::cli::add_queue_commands(app, exit_code);
   ns::cli::add_workflow_commands(app, exit_code);
   ns::cli::add_migrate_queue_command(app, exit_code);
+  ns::cli::add_completion_command(app, exit_code);  // last: it lists the commands above
   // A mistyped command is named as such (CLI11 alone says "A subcommand is required").
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;

@@ -6,7 +6,14 @@
 // used in scripts keep naming the same jobs; later submits get higher ids).
 // Into a queue that already has jobs only with --append: new ids, and a job
 // whose idempotency key is already there is skipped. Jobs are copied in
-// pages, one transaction each. Running jobs are copied as running: their
+// pages, one transaction each, which also records in the target how far the
+// copy from this source has come (Queue::MigrationMark, keyed by the source's
+// canonical path or password-less URL): a run cut off at any point (killed,
+// a lost connection, a refused row) leaves every page before it and nothing
+// of the page it was in; the same command run again says so and continues
+// after the last committed page, and a later --append run copies only the
+// jobs the source got since. No job is copied twice, with or without an
+// idempotency key. Running jobs are copied as running: their
 // lease expires in the new queue and any daemon there recovers them (from
 // their checkpoint); a job still running under a live lease means a daemon
 // is still working on the source, so it is refused unless --allow-running.
@@ -16,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +82,48 @@ void refuse_live_leases(jobs::Queue& source, const std::string& from) {
                                    "expires)"};
 }
 
+// What names the source in the target's MigrationMark: the same queue under
+// another spelling (a relative path, a symlink) is the same source.
+std::string source_identity(const std::string& database) {
+  if (jobs::is_postgres_url(database)) return jobs::pg::redact_url(database);
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::canonical(database, ec);
+  return ec ? database : canonical.string();
+}
+
+// The copy mode and where this run starts, from the target's record of `source`;
+// explains a resumed or continued copy on stdout.
+struct Resume {
+  bool keep_ids;
+  int64_t after = 0;
+};
+
+Resume plan_resume(const MigrateArgs& a, const std::optional<jobs::Queue::MigrationMark>& mark, int64_t in_target) {
+  if (mark && mark->finished_ms == 0) {
+    std::printf("resuming the copy of %s started %s, cut off after job %lld of the source (%lld job(s) copied); "
+                "copying the rest\n",
+                shown(a.from).c_str(), jobs::iso8601_utc(mark->started_ms).c_str(),
+                static_cast<long long>(mark->last_source_id), static_cast<long long>(mark->copied));
+    return {mark->keep_ids, mark->last_source_id};
+  }
+  if (in_target > 0 && !a.append) {
+    const std::string before =
+        mark ? " (the copy of " + shown(a.from) + " finished " + jobs::iso8601_utc(mark->finished_ms) +
+                   ": --append copies only the jobs submitted there since)"
+             : "";
+    throw CommandError{kFailure, shown(a.to) + " already holds " + std::to_string(in_target) + " job(s)" + before +
+                                     "; migrate into an empty queue (the jobs keep their ids), or pass "
+                                     "--append to add them under new ids (jobs whose idempotency key is already "
+                                     "there are skipped)"};
+  }
+  if (!mark) return {!a.append, 0};
+  std::printf("%lld job(s) up to job %lld of %s were copied here by an earlier run (finished %s); copying only the "
+              "jobs after it\n",
+              static_cast<long long>(mark->copied), static_cast<long long>(mark->last_source_id),
+              shown(a.from).c_str(), jobs::iso8601_utc(mark->finished_ms).c_str());
+  return {!a.append, mark->last_source_id};
+}
+
 void run(const MigrateArgs& a) {
   if (a.from == a.to) throw CommandError{kUsage, "--from and --to name the same database"};
   std::error_code ec;
@@ -83,18 +133,20 @@ void run(const MigrateArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   auto source = open(a.from);
   auto target = open(a.to);
-  const jobs::QueueCounts before = target->counts();
-  if (total(before) > 0 && !a.append) {
-    throw CommandError{kFailure, shown(a.to) + " already holds " + std::to_string(total(before)) +
-                                     " job(s); migrate into an empty queue (the jobs keep their ids), or pass "
-                                     "--append to add them under new ids (jobs whose idempotency key is already "
-                                     "there are skipped)"};
-  }
+  const std::string source_id = source_identity(a.from);
+  const Resume resume = plan_resume(a, target->migration_mark(source_id), total(target->counts()));
+  const bool keep_ids = resume.keep_ids;
   if (!a.allow_running) refuse_live_leases(*source, a.from);
   const jobs::QueueCounts source_counts = source->counts();
 
-  int64_t copied = 0, skipped = 0, attempts = 0, checkpoints = 0, results = 0, after = 0;
+  int64_t copied = 0, skipped = 0, attempts = 0, checkpoints = 0, results = 0, after = resume.after;
   std::map<jobs::JobState, int64_t> by_state;
+  // Where a run that stops here leaves both queues, and how it finishes.
+  const auto cut_off = [&](int64_t copied_now, int64_t stopped_at) {
+    return "; the copy is cut off: the " + std::to_string(copied_now) + " job(s) copied by this run stay in " +
+           shown(a.to) + ", nothing from job " + std::to_string(stopped_at) +
+           " on was copied. Run the same command again to copy the rest (it continues where this one stopped)";
+  };
   while (true) {
     const std::vector<jobs::Queue::JobCopy> page = source->export_jobs(after, a.page);
     if (page.empty()) break;
@@ -108,17 +160,14 @@ void run(const MigrateArgs& a) {
                                        " holds a NUL byte in its prompt (submitted before such prompts were refused); "
                                        "it cannot be copied unchanged. Cancel it there (nightshift cancel " +
                                        std::to_string(c.job.id) + "; then prune it), resubmit its text without the "
-                                       "NUL, and run migrate-queue again (" + std::to_string(copied) +
-                                       " job(s) copied before stay in " + shown(a.to) + ")"};
+                                       "NUL, and run migrate-queue again" + cut_off(copied, page.front().job.id)};
     }
     std::vector<jobs::SubmitOutcome> out;
     try {
-      out = target->import_jobs(page, /*keep_ids=*/!a.append);
+      out = target->import_jobs(page, keep_ids, source_id);
     } catch (const Error& e) {
       throw CommandError{kFailure, std::string(e.what()) + " (while copying jobs " + std::to_string(page.front().job.id) +
-                                       ".." + std::to_string(after) + "; " + std::to_string(copied) +
-                                       " job(s) copied before stay in " + shown(a.to) +
-                                       (a.append ? "" : ": empty it, or use a new database, and run again") + ")"};
+                                       ".." + std::to_string(after) + ")" + cut_off(copied, page.front().job.id)};
     }
     for (size_t i = 0; i < page.size(); ++i) {
       if (!out[i].created) {
@@ -134,6 +183,7 @@ void run(const MigrateArgs& a) {
     std::fprintf(stderr, "\rmigrate-queue: %lld job(s) copied...", static_cast<long long>(copied));
   }
   std::fprintf(stderr, "\r");
+  target->finish_migration(source_id, keep_ids);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::string states;
@@ -150,7 +200,7 @@ void run(const MigrateArgs& a) {
   }
   const jobs::QueueCounts after_counts = target->counts();
   std::printf("source: %s\ntarget: %s\n", counts_text(source_counts).c_str(), counts_text(after_counts).c_str());
-  if (!a.append && total(after_counts) != total(source_counts)) {
+  if (keep_ids && total(after_counts) != total(source_counts)) {
     throw CommandError{kFailure, "the target holds " + std::to_string(total(after_counts)) + " job(s) but the source " +
                                      std::to_string(total(source_counts)) +
                                      "; was a job submitted to either while copying? Check both and run again into "

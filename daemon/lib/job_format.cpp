@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <ctime>
 
 #include "jobs/time_format.h"
 
@@ -46,6 +47,17 @@ std::string short_time(int64_t ms) {
   std::string iso = jobs::iso8601_utc(ms);
   iso[10] = ' ';
   return iso.substr(0, 19);
+}
+
+// The table is read by a person at a terminal: the machine's local time
+// (TZ), to the second; --csv and --json keep UTC.
+std::string local_time(int64_t ms) {
+  if (ms == 0) return "-";
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  return std::string(buf, std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm));
 }
 
 size_t display_width(const std::string& s) {
@@ -196,9 +208,10 @@ std::string format_job_csv(const std::vector<jobs::Job>& jobs) {
 }
 
 std::string format_job_table(const std::vector<jobs::Job>& jobs) {
-  constexpr size_t kColumns = 8;
+  constexpr size_t kColumns = 9;
   using Row = std::array<std::string, kColumns>;
-  std::vector<Row> rows = {{"ID", "STATE", "MODEL", "PRI", "CREATED (UTC)", "TOKENS", "TOK/S", "OUTPUT"}};
+  std::vector<Row> rows = {
+      {"ID", "STATE", "MODEL", "BATCH/CUSTOM_ID", "PRI", "CREATED (local)", "TOKENS", "TOK/S", "OUTPUT"}};
   for (const jobs::Job& j : jobs) {
     std::string tokens = "-", tok_s = "-", snippet;
     if (j.result) {
@@ -218,8 +231,10 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs) {
     }
     std::string state = jobs::state_name(j.state);
     if (j.cancel_requested && j.state == jobs::JobState::running) state += "*";  // cancel pending
-    rows.push_back({std::to_string(j.id), state, j.spec.model, std::to_string(j.spec.priority),
-                    short_time(j.created_ms), tokens, tok_s, snippet});
+    std::string batch = j.spec.batch.empty() ? "-" : j.spec.batch;
+    if (!j.spec.custom_id.empty()) batch += "/" + j.spec.custom_id;
+    rows.push_back({std::to_string(j.id), state, j.spec.model, preview(batch, 32), std::to_string(j.spec.priority),
+                    local_time(j.created_ms), tokens, tok_s, snippet});
   }
   std::array<size_t, kColumns> width{};
   for (const Row& r : rows) {

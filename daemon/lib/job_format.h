@@ -28,9 +28,10 @@ std::string json_text(const nlohmann::json& value, int indent = -1);
 // whoever lists the queue); newline and tab stay when keep_layout.
 std::string escape_controls(std::string_view s, bool keep_layout);
 
-// One line per job: id, state, model, priority, created, tokens, tok/s and
-// the start of the output (or the error). Control characters are always
-// escaped (escape_controls), newlines and tabs shown as spaces.
+// One line per job: id, state, model, batch/custom_id, priority, created (in
+// local time: the table is for a person; --csv and --json keep UTC), tokens,
+// tok/s and the start of the output (or the error). Control characters are
+// always escaped (escape_controls), newlines and tabs shown as spaces.
 std::string format_job_table(const std::vector<jobs::Job>& jobs);
 // The same jobs as CSV (RFC 4180, a header line, every field quoted, CRLF):
 // id, state, model, batch, custom_id, priority, created and finished (ISO

@@ -8,6 +8,7 @@
 
 #include "engine/forward_state.h"
 #include "engine/model/hparams.h"
+#include "engine/util/error.h"
 #include "engine/model/tensor_loader.h"
 #include "engine/sequence_state.h"
 
@@ -46,5 +47,10 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
 
 // Architectures known to this build, for messages.
 const char* supported_architectures();
+// Whether `arch` (general.architecture) is one of supported_architectures().
+bool architecture_supported(const std::string& arch);
+// The bad_model error for an architecture this build does not run, naming it
+// and the supported ones; `where` (a file) prefixes the message when given.
+Error unsupported_architecture(const std::string& arch, const std::string& where = "");
 
 }  // namespace ns

@@ -1,5 +1,8 @@
 // Maps general.architecture to the file that implements it.
 #include "engine/arch/architecture.h"
+
+#include <string_view>
+
 #include "engine/arch/deepseek2.h"
 #include "engine/arch/glm4_moe.h"
 #include "engine/arch/gpt_oss.h"
@@ -31,8 +34,23 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
   if (hp.arch == "qwen3next" || hp.arch == "qwen35moe") return make_qwen_next(hp, loader);
   if (hp.arch == "glm4moe") return make_glm4_moe(hp, loader);
   if (hp.arch == "gpt-oss") return make_gpt_oss(hp, loader);
-  throw Error(ErrorKind::bad_model, "architecture '" + hp.arch + "' is not supported by this build (supported: " +
-                                        supported_architectures() + ")");
+  throw unsupported_architecture(hp.arch);
+}
+
+bool architecture_supported(const std::string& arch) {
+  std::string_view rest = supported_architectures();
+  while (!rest.empty()) {
+    const size_t comma = rest.find(", ");
+    if (rest.substr(0, comma) == arch) return true;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+  }
+  return false;
+}
+
+Error unsupported_architecture(const std::string& arch, const std::string& where) {
+  return Error(ErrorKind::bad_model, (where.empty() ? "" : where + ": ") + "architecture '" + arch +
+                                         "' (general.architecture) is not supported by this build (supported: " +
+                                         supported_architectures() + ")");
 }
 
 }  // namespace ns

@@ -107,12 +107,18 @@ class Parser {
       if (t.offset % align != 0)
         fail(src_, f.data_offset_ + t.offset, "tensor '" + t.name + "' data offset " + std::to_string(t.offset) +
                                                   " is not a multiple of the alignment " + std::to_string(align));
+      // A corrupt offset can wrap the 64-bit sum: say so, rather than report
+      // the wrapped (small, false) position as where the tensor would be.
       uint64_t abs, end;
-      if (__builtin_add_overflow(f.data_offset_, t.offset, &abs) || __builtin_add_overflow(abs, t.nbytes, &end) ||
-          end > b_.size())
-        fail(src_, f.data_offset_ + t.offset,
+      if (__builtin_add_overflow(f.data_offset_, t.offset, &abs) || __builtin_add_overflow(abs, t.nbytes, &end))
+        fail(src_, f.data_offset_,
+             "tensor '" + t.name + "' data offset " + std::to_string(t.offset) + " plus its size " +
+                 std::to_string(t.nbytes) + " bytes (after the data section start " + std::to_string(f.data_offset_) +
+                 ") overflows 64 bits: the tensor table is corrupt (a damaged or wrongly written file)");
+      if (end > b_.size())
+        fail(src_, abs,
              "tensor '" + t.name + "' " + t.shape_string() + " " + std::string(type_name(t.type)) + " needs " +
-                 std::to_string(t.nbytes) + " bytes at offset " + std::to_string(f.data_offset_ + t.offset) +
+                 std::to_string(t.nbytes) + " bytes at offset " + std::to_string(abs) +
                  " but the file has " + std::to_string(b_.size()) + " bytes (truncated download?)");
       t.offset = abs;
     }

@@ -9,16 +9,11 @@ if ! "$NIGHTSHIFT" --help 2>&1 | grep -q "migrate-queue"; then
   echo "skipped: this nightshift has no migrate-queue command (not registered in daemon/cli/main.cpp yet)"
   exit 77
 fi
-PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ns-pg-XXXXXX")
-CLEANUP_EXTRA="bash '$NS_SOURCE_DIR/tests/support/pg_test_server.sh' stop '$PG_DIR'"
-status=0
-URL=$(bash "$NS_SOURCE_DIR/tests/support/pg_test_server.sh" start "$PG_DIR" $$ 2> "$WORK/pg-start.err") || status=$?
-if [[ "$status" == 77 ]]; then
-  echo "skipped: $(cat "$WORK/pg-start.err")"
+start_pg_server || {
+  echo "skipped: $PG_SKIP"
   exit 77
-fi
-[[ "$status" == 0 ]] || fail "could not start a PostgreSQL server: $(cat "$WORK/pg-start.err")"
-pgq() { psql "$URL" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+}
+URL=$PG_URL
 
 make_model tiny.gguf
 write_config tiny=tiny.gguf
@@ -55,12 +50,13 @@ same "results" "SELECT job_id, prompt_tokens, completion_tokens, finish_reason,
                 CASE WHEN decode_tok_s > 0 AND length(text) > 0 THEN 1 ELSE 0 END
                 FROM results ORDER BY job_id"
 
-# Again: refused, the target is not empty. --append: every key is known, nothing is added.
+# Again: refused, the target is not empty. --append: the target's record of
+# this copy says every job is there, nothing is added.
 expect_exit 1 ns migrate-queue --from "$DB" --to "$URL"
 expect_contains "$OUT" "already holds 30 job(s)" "second migration refused"
 expect_exit 0 ns migrate-queue --from "$DB" --to "$URL" --append
 expect_contains "$OUT" "copied 0 job(s)" "append report"
-expect_contains "$OUT" "skipped 30 job(s)" "append skips known keys"
+expect_contains "$OUT" "30 job(s) up to job 30 of $DB were copied here by an earlier run" "append knows the copy"
 expect_eq "$(pgq "SELECT count(*) FROM jobs")" 30 "jobs on PostgreSQL after --append"
 
 # The fleet takes over: a daemon on PostgreSQL runs what was left; new ids continue after the copied ones.

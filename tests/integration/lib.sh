@@ -108,3 +108,22 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: poll until COMMAND succeeds
 
 job_state() { sql "SELECT state FROM jobs WHERE id = $1"; }
 state_is() { [[ "$(job_state "$1")" == "$2" ]]; }
+
+# A throwaway PostgreSQL server for this test (tests/support/pg_test_server.sh),
+# stopped at exit: sets PG_URL and PG_DIR. Returns 77 with the reason in
+# PG_SKIP where the server is not installed (the caller skips); fails otherwise.
+start_pg_server() {
+  local status=0
+  # Not under $WORK: the server's user must be able to reach its directory.
+  PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ns-pg-XXXXXX")
+  CLEANUP_EXTRA="bash '$NS_SOURCE_DIR/tests/support/pg_test_server.sh' stop '$PG_DIR'"
+  PG_URL=$(bash "$NS_SOURCE_DIR/tests/support/pg_test_server.sh" start "$PG_DIR" $$ 2> "$WORK/pg-start.err") ||
+    status=$?
+  if [[ "$status" == 77 ]]; then
+    PG_SKIP=$(cat "$WORK/pg-start.err")
+    return 77
+  fi
+  [[ "$status" == 0 ]] || fail "could not start a PostgreSQL server: $(cat "$WORK/pg-start.err")"
+  command -v psql > /dev/null || fail "psql not found (Debian package postgresql-client)"
+}
+pgq() { psql "$PG_URL" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }  # one query against it

@@ -25,18 +25,12 @@ q() {
 
 fleet_setup() {
   if [[ "$FLEET_BACKEND" == postgres ]]; then
-    local status=0
-    # Not under $WORK: the server's user must be able to reach its directory.
-    FLEET_PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ns-pg-XXXXXX")
-    CLEANUP_EXTRA="bash '$NS_SOURCE_DIR/tests/support/pg_test_server.sh' stop '$FLEET_PG_DIR'"
-    FLEET_DB=$(bash "$NS_SOURCE_DIR/tests/support/pg_test_server.sh" start "$FLEET_PG_DIR" $$ 2> "$WORK/pg-start.err") ||
-      status=$?
-    if [[ "$status" == 77 ]]; then
-      echo "skipped: $(cat "$WORK/pg-start.err")"
+    start_pg_server || {
+      echo "skipped: $PG_SKIP"
       exit 77
-    fi
-    [[ "$status" == 0 ]] || fail "could not start a PostgreSQL server: $(cat "$WORK/pg-start.err")"
-    command -v psql > /dev/null || fail "psql not found (Debian package postgresql-client)"
+    }
+    FLEET_PG_DIR=$PG_DIR
+    FLEET_DB=$PG_URL
   else
     FLEET_DB="$DB"
   fi

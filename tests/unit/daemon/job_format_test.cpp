@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "daemon/lib/job_format.h"
@@ -96,13 +98,29 @@ TEST_CASE("the job table shows one aligned line per job") {
   running.state = jobs::JobState::running;
   running.cancel_requested = true;
 
+  failed.spec.batch = "nightly";
+  failed.spec.custom_id = "req-7";
+
+  // Local time in the table (TZ as a POSIX rule: UTC+1, no tz database needed); UTC in the CSV.
+  const char* tz = std::getenv("TZ");
+  const std::string saved_tz = tz ? tz : "";
+  setenv("TZ", "CET-1", 1);
+  tzset();
   const std::string table = daemon::format_job_table({running, failed, done_job()});
+  const std::string csv = daemon::format_job_csv({failed});
+  if (tz) setenv("TZ", saved_tz.c_str(), 1); else unsetenv("TZ");
+  tzset();
   // header + 3 rows
   CHECK(std::count(table.begin(), table.end(), '\n') == 4);
   CHECK(table.find("ID  STATE") == 0);
+  CHECK(table.find("BATCH/CUSTOM_ID") != std::string::npos);
+  CHECK(table.find("CREATED (local)") != std::string::npos);
+  CHECK(table.find("nightly/req-7") != std::string::npos);
   CHECK(table.find("bad_model: truncated") != std::string::npos);
   CHECK(table.find("running*") != std::string::npos);  // cancel pending
-  CHECK(table.find("2025-01-31 22:05:09") != std::string::npos);
+  CHECK(table.find("2025-01-31 23:05:09") != std::string::npos);
+  CHECK(table.find("22:05:09") == std::string::npos);
+  CHECK(csv.find("2025-01-31T22:05:09.123Z") != std::string::npos);
   CHECK(table.find("12.35") != std::string::npos);  // tok/s
   CHECK(table.find("there was a kingdom by the sea") != std::string::npos);  // newline flattened
   CHECK(table.find("> Ünïcode prompt that is rather long, lo...") != std::string::npos);

@@ -1,7 +1,10 @@
 // The step loop: stopping rules, determinism, cancellation, input errors.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <string>
 
 #include "engine/engine.h"
 #include "engine/generation_batch.h"
@@ -90,6 +93,32 @@ TEST_CASE("bad input is rejected with a clear error") {
 
 TEST_CASE("loading a missing or corrupt model fails with the path") {
   CHECK_THROWS_WITH_AS(Engine::load("/nonexistent/x.gguf", {}), doctest::Contains("/nonexistent/x.gguf"), Error);
+}
+
+// Issue 19: a file of an architecture this build does not run was reported as
+// missing '<arch>.embedding_length'. Crafted from a generated llama model with
+// general.architecture changed to "mamba" (same length, nothing else moves).
+TEST_CASE("an unknown architecture is named, with the supported ones") {
+  std::ifstream in(test::dense_model(), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "general.architecture";
+  const size_t at = bytes.find(key);
+  REQUIRE(at != std::string::npos);
+  const size_t value = at + key.size() + 4 + 8;  // type (u32), then the string's length (u64)
+  REQUIRE(bytes.compare(value, 5, "llama") == 0);
+  bytes.replace(value, 5, "mamba");
+  const std::string path = std::string(NS_BINARY_DIR) + "/test-models/unknown-arch.gguf";
+  std::ofstream(path, std::ios::binary) << bytes;
+  try {
+    Engine::load(path, {});
+    FAIL("a mamba model loaded");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(e.kind() == ErrorKind::bad_model);
+    CHECK(what.find(path + ": architecture 'mamba'") != std::string::npos);
+    CHECK(what.find("is not supported by this build (supported: llama, deepseek2") != std::string::npos);
+    CHECK(what.find("missing") == std::string::npos);
+  }
 }
 
 namespace {

@@ -207,6 +207,19 @@ TEST_CASE("corrupt files name the problem") {
     CHECK(err.find("'big'") != std::string::npos);
     CHECK(err.find("4096 bytes") != std::string::npos);
   }
+  // A corrupt offset near 2^64 wraps offset + size (or data start + offset):
+  // named as an overflow, never as a false "needs N bytes at offset <wrapped>".
+  const auto wrapped = [](uint64_t elements, uint64_t offset) {
+    Image im;
+    im.header(3, 1, 0).str("wrap").raw<uint32_t>(1).raw<uint64_t>(elements).raw<uint32_t>(0).raw<uint64_t>(offset);
+    im.pad_to(32);
+    const std::string err = parse_error(im.b);
+    CHECK(err.find("tensor 'wrap' data offset " + std::to_string(offset)) != std::string::npos);
+    CHECK(err.find("overflows 64 bits") != std::string::npos);
+    CHECK(err.find("needs") == std::string::npos);
+  };
+  SUBCASE("tensor offset whose end wraps past 2^64") { wrapped(1024, ~0ull - 4095); }
+  SUBCASE("tensor offset that wraps the data section start") { wrapped(8, ~0ull - 31); }
   SUBCASE("row not a multiple of the block size") {
     Image im;
     im.header(3, 1, 0).str("q").raw<uint32_t>(1).raw<uint64_t>(33).raw<uint32_t>(8).raw<uint64_t>(0);

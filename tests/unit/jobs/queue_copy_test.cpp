@@ -205,7 +205,7 @@ void copy_and_check(Queue& from, Queue& to) {
   fill_every_state(from);
   const std::vector<Queue::JobCopy> source = everything(from);
   REQUIRE(source.size() == 8);
-  const std::vector<SubmitOutcome> out = to.import_jobs(source, /*keep_ids=*/true);
+  const std::vector<SubmitOutcome> out = to.import_jobs(source, /*keep_ids=*/true, "");
   REQUIRE(out.size() == source.size());
   for (size_t i = 0; i < out.size(); ++i) {
     CHECK(out[i].created);
@@ -247,13 +247,13 @@ void copy_and_check(Queue& from, Queue& to) {
   // Into a queue that is no longer empty: ids taken are refused (nothing
   // written), new ids are given instead when asked, known keys are skipped.
   const int64_t before = to.counts().queued + to.counts().done;
-  CHECK_THROWS_AS(to.import_jobs(source, true), DatabaseError);
+  CHECK_THROWS_AS(to.import_jobs(source, true, ""), DatabaseError);
   CHECK(to.counts().queued + to.counts().done == before);
   std::vector<Queue::JobCopy> renamed = source;
   for (auto& c : renamed) {
     if (!c.job.spec.custom_id.empty()) c.job.spec.batch = "nightly-copy";
   }
-  const std::vector<SubmitOutcome> appended = to.import_jobs(renamed, /*keep_ids=*/false);
+  const std::vector<SubmitOutcome> appended = to.import_jobs(renamed, /*keep_ids=*/false, "");
   REQUIRE(appended.size() == source.size());
   CHECK_FALSE(appended[0].created);  // key-done is there already
   CHECK(appended[0].id == source[0].job.id);
@@ -272,6 +272,66 @@ QUEUE_TEST("a queue copied into an empty one keeps every job, its history and it
   auto a = from.open();
   auto b = to.open();
   copy_and_check(*a, *b);
+}
+
+// migrate-queue's bookkeeping: a page and its line in queue_migrations commit
+// together, so a copy that stops anywhere (here: a row the target refuses in
+// the middle of the second page) keeps the first page and its mark, nothing of
+// the second, and continuing after the mark copies every job exactly once,
+// jobs without an idempotency key too (issue 19: 273 jobs for 214).
+QUEUE_TEST("a copy cut off mid-page keeps whole pages and its mark, and resumes exactly once") {
+  QUEUE_BACKEND(from);
+  QUEUE_BACKEND(to);
+  auto a = from.open();
+  auto b = to.open();
+  for (int i = 1; i <= 7; ++i) a->submit(spec("keyless " + std::to_string(i)));
+  const std::string src = "/srv/old-queue.db";
+  CHECK_FALSE(b->migration_mark(src).has_value());
+
+  b->import_jobs(a->export_jobs(0, 3), /*keep_ids=*/false, src);
+  std::optional<Queue::MigrationMark> mark = b->migration_mark(src);
+  REQUIRE(mark);
+  CHECK(mark->last_source_id == 3);
+  CHECK(mark->copied == 3);
+  CHECK(mark->finished_ms == 0);
+  CHECK_FALSE(mark->keep_ids);
+
+  std::vector<Queue::JobCopy> second = a->export_jobs(3, 3);
+  second[1].job.spec.prompt.clear();
+  second[1].job.spec.messages = "not a conversation";  // refused by the target's CHECK / json cast
+  CHECK_THROWS(b->import_jobs(second, false, src));
+  CHECK(b->counts().queued == 3);
+  CHECK(b->migration_mark(src)->last_source_id == 3);
+
+  // Run again: from the mark on, to the end.
+  int64_t after = b->migration_mark(src)->last_source_id;
+  while (true) {
+    std::vector<Queue::JobCopy> page = a->export_jobs(after, 3);
+    if (page.empty()) break;
+    after = page.back().job.id;
+    b->import_jobs(page, false, src);
+  }
+  b->finish_migration(src, false);
+  CHECK(b->counts().queued == 7);
+  mark = b->migration_mark(src);
+  CHECK(mark->last_source_id == 7);
+  CHECK(mark->copied == 7);
+  CHECK(mark->skipped == 0);
+  CHECK(mark->finished_ms > 0);
+  CHECK(mark->finished_ms >= mark->started_ms);
+
+  // A later run copies only what the source got since; a page reopens the mark.
+  a->submit(spec("keyless 8"));
+  const std::vector<Queue::JobCopy> newer = a->export_jobs(mark->last_source_id, 3);
+  REQUIRE(newer.size() == 1);
+  b->import_jobs(newer, false, src);
+  CHECK(b->migration_mark(src)->finished_ms == 0);
+  CHECK(b->migration_mark(src)->copied == 8);
+  CHECK(b->counts().queued == 8);
+  // Another source has a mark of its own; finishing a copy that copied nothing records it.
+  b->finish_migration("/srv/empty.db", true);
+  CHECK(b->migration_mark("/srv/empty.db")->keep_ids);
+  CHECK(b->migration_mark("/srv/empty.db")->last_source_id == 0);
 }
 
 TEST_CASE("a SQLite queue moves to PostgreSQL, and back, with everything") {
