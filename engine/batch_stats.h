@@ -15,6 +15,8 @@
 //   the rest of the step's wall time (forward pass and sampling).
 // - read_busy_s: wall time with at least one read in flight during the step,
 //   so bytes_read / read_busy_s is the rate while reading.
+// - keys: what attention costs grow with: a token at position p attends p + 1
+//   keys, so a batch slows down as its contexts grow (daemon/lib/step_rate.h).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,7 @@ struct BatchStepStats {
   int32_t decode_tokens = 0;   // of which next tokens of decoding sequences
   int32_t prefill_tokens = 0;  // of which prompt (or replayed checkpoint) tokens
   int32_t generated = 0;       // completion tokens sampled by this step
+  int64_t keys = 0;            // keys the step's tokens attend to in all: sum of (position + 1)
   uint32_t experts_used = 0;   // distinct (layer, expert) pairs routed to, over all MoE layers
   uint32_t experts_cached = 0; // of which found in the expert cache
   uint32_t experts_read = 0;   // of which read from disk
@@ -48,10 +51,13 @@ struct BatchRunStats {
   uint64_t bytes_read = 0;
   uint64_t prefetch_reads = 0, prefetch_used = 0;
   double seconds = 0, io_wait_s = 0, compute_s = 0, read_busy_s = 0;
+  double decode_seconds = 0;    // wall time of the steps that decoded at least one token
 
   void add(const BatchStepStats& s);
 
   // Completion tokens per second of step time, over all sequences.
+  // Completion tokens per second of the steps that decoded.
+  double decode_tok_s() const { return decode_seconds > 0 ? double(generated) / decode_seconds : 0.0; }
   double tok_s() const { return seconds > 0 ? double(generated) / seconds : 0.0; }
   // Tokens of any kind (prompt and decode) through the forward pass per second.
   double forward_tok_s() const { return seconds > 0 ? double(tokens) / seconds : 0.0; }
@@ -83,6 +89,7 @@ inline void BatchRunStats::add(const BatchStepStats& s) {
   io_wait_s += s.io_wait_s;
   compute_s += s.compute_s;
   read_busy_s += s.read_busy_s;
+  if (s.decode_tokens > 0) decode_seconds += s.seconds;
 }
 
 }  // namespace ns

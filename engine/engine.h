@@ -63,6 +63,12 @@ struct GenerationStats {
   // prefetch_accuracy are those of the steps it took part in.
   int32_t batch_steps = 0;
   double avg_batch_size = 0;
+  // This generation's share of the wall time of the steps that decoded its
+  // tokens: each step that decoded tokens splits its time evenly among them
+  // (a prompt chunk riding along is charged to the decoders). Summed over the
+  // jobs of a batch it is the batch's decoding wall time, so decoded tokens /
+  // decode_share_ms is the batch's rate; alone it equals decode_ms.
+  double decode_share_ms = 0;
 };
 
 // One choice of a generation: what a single-choice request returns, and each
@@ -97,7 +103,9 @@ struct GenerationProgress {
   std::span<const GenerationChoice* const> choices;
 };
 
-// Called after each prefill chunk and after every token; return false to cancel.
+// Called when the prefill starts (prefilled 0, before the first chunk, which
+// may take seconds), after each prefill chunk and after every token; return
+// false to cancel.
 using ProgressFn = std::function<bool(const GenerationProgress&)>;
 
 struct ModelSummary {

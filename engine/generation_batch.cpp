@@ -87,9 +87,11 @@ struct GenerationBatch::Sequence {
   GenerationProgress progress;
   Clock::time_point t_start, t_decode;
   bool decoding = false;
+  bool announced = false;         // its first report (prefilled 0) is made
   // This request's share of the steps it took part in (see the header).
   uint64_t bytes = 0;
   double io_wait_s = 0, compute_s = 0, read_busy_s = 0;
+  double decode_share_s = 0;      // of the steps that decoded (GenerationStats::decode_share_ms)
   uint64_t hits = 0, lookups = 0, prefetch_reads = 0, prefetch_used = 0;
   int32_t steps = 0;
   int64_t batch_sum = 0;  // sequences in each of its steps, summed
@@ -108,6 +110,7 @@ GenerationBatch::GenerationBatch(Model& model) : model_(model) {
   batch_owner_.reserve(static_cast<size_t>(model.max_batch()));
   finishing_.reserve(slots_.size());
   step_tokens_.reserve(slots_.size());
+  step_decoded_.reserve(slots_.size());
 }
 
 GenerationBatch::~GenerationBatch() = default;
@@ -273,6 +276,7 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
   r.stats.prefetch_accuracy = s.prefetch_reads ? std::min(1.0, double(s.prefetch_used) / double(s.prefetch_reads)) : 0;
   r.stats.batch_steps = s.steps;
   r.stats.avg_batch_size = s.steps ? double(s.batch_sum) / s.steps : 0;
+  r.stats.decode_share_ms = s.decode_share_s * 1e3;
   if (!s.group) {
     add_pieces(r, r);
     finished_.emplace_back(s.handle, std::move(r));
@@ -298,6 +302,7 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
     st.bytes_read += o.stats.bytes_read;
     st.io_wait_ms += o.stats.io_wait_ms;
     st.compute_ms += o.stats.compute_ms;
+    st.decode_share_ms += o.stats.decode_share_ms;
     st.decode_ms = std::max(st.decode_ms, o.stats.decode_ms);
     st.batch_steps = std::max(st.batch_steps, o.stats.batch_steps);
     st.peak_rss_bytes = std::max(st.peak_rss_bytes, o.stats.peak_rss_bytes);
@@ -317,6 +322,15 @@ void GenerationBatch::add_pieces(const GenerationChoice& c, GenerationResult& ou
 }
 
 bool GenerationBatch::step() {
+  // A request's first report comes before its first prompt chunk (prefilled
+  // 0): a long first chunk is not silent. Choices after the first wait for it.
+  for (auto& slot : slots_)
+    if (slot && !slot->announced) {
+      slot->announced = true;
+      if (!slot->waiting && !report(*slot)) finish(*slot, "cancelled");
+    }
+  for (auto& slot : slots_)
+    if (slot && slot->group && slot->group->cancelled) finish(*slot, "cancelled");
   // Decoding sequences first (one token each), then prompt chunks fill what is left.
   batch_.clear();
   batch_owner_.clear();
@@ -343,11 +357,17 @@ bool GenerationBatch::step() {
   const StepMark start = mark();
   BatchStepStats st;
   step_tokens_.assign(slots_.size(), 0);
+  step_decoded_.assign(slots_.size(), 0);
   for (size_t i = 0; i < batch_.size(); ++i) {
     const Sequence& s = *batch_owner_[i];
     st.sequences += step_tokens_[static_cast<size_t>(s.seq)]++ == 0;
-    if (s.decoding) ++st.decode_tokens;
-    else ++st.prefill_tokens;
+    st.keys += int64_t{batch_[i].pos} + 1;
+    if (s.decoding) {
+      ++st.decode_tokens;
+      ++step_decoded_[static_cast<size_t>(s.seq)];
+    } else {
+      ++st.prefill_tokens;
+    }
   }
   st.tokens = static_cast<int32_t>(batch_.size());
 
@@ -538,6 +558,7 @@ void GenerationBatch::attribute(const BatchStepStats& st) {
     s.io_wait_s += share * st.io_wait_s;
     s.compute_s += share * st.compute_s;
     s.read_busy_s += share * st.read_busy_s;
+    if (st.decode_tokens > 0) s.decode_share_s += st.seconds * step_decoded_[i] / st.decode_tokens;
     s.hits += st.experts_cached;
     s.lookups += st.experts_cached + st.experts_read;
     s.prefetch_reads += st.prefetch_reads;

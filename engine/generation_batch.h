@@ -20,7 +20,9 @@
 // so that the shares of a step sum exactly to its bytes_read, the rest within
 // floating-point rounding. cache_hit_rate and prefetch_accuracy are the ratios
 // over the steps the request took part in; avg_batch_size the mean number of
-// sequences in them.
+// sequences in them. decode_share_ms splits the time of each step that
+// decoded evenly among the tokens it decoded, so the shares of a run sum to
+// totals().decode_seconds and decoded tokens / share is the batch's rate.
 //
 // Constrained decoding: a request whose params carry a grammar (GBNF) has it
 // parsed once per distinct text for the batch's life (errors: add() throws
@@ -131,6 +133,7 @@ class GenerationBatch {
   std::vector<std::pair<int, GenerationResult>> finished_;
   std::vector<std::pair<Sequence*, const char*>> finishing_;  // finished by this step, stats pending
   std::vector<int32_t> step_tokens_;  // [slot] tokens of each sequence in this step's forward pass
+  std::vector<int32_t> step_decoded_; // [slot] of which decode tokens (0 or 1)
   int next_handle_ = 0;
   BatchStepStats last_step_;
   BatchRunStats totals_;

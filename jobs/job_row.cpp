@@ -5,24 +5,48 @@
 
 #include <bit>
 #include <charconv>
+#include <iterator>
+#include <string_view>
+
+#include "jobs/result_stats.h"
 
 namespace ns::jobs {
 
-const char* const kSelectJob = R"(
-SELECT j.id, j.model, j.prompt, j.max_tokens, j.temperature, j.top_k, j.top_p, j.min_p,
-       j.repeat_penalty, j.repeat_last_n, j.seed, j.stop, j.ignore_eos, j.priority,
-       j.idempotency_key, j.state, j.created_ms, j.started_ms, j.finished_ms, j.worker,
-       j.attempts, j.cancel_requested, j.error_kind, j.error,
-       r.job_id, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens,
-       r.queue_wait_ms, r.load_ms, r.prefill_ms, r.decode_ms, r.prefill_tok_s, r.decode_tok_s,
-       r.peak_rss_bytes, r.bytes_read,
-       j.attempt, j.lease_expires_ms, j.max_attempts, j.not_before_ms,
-       j.messages, j.batch, j.custom_id, j.source_path, j.source_line,
-       j.progress_prompt_tokens, j.progress_prefilled, j.progress_generated, j.progress_tok_s, j.progress_ms,
-       r.read_gib_s, r.io_wait_ms, r.compute_ms, r.cache_hit_rate, r.prefetch_accuracy, r.avg_batch_size,
-       j.run_alone, j.grammar, j.n, j.top_logprobs, r.choices, r.logprobs
-FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id
-)";
+namespace {
+
+// The job SELECT's columns, read by name (col()) rather than by position; the
+// result statistics (jobs/result_stats.h) follow them.
+constexpr std::string_view kJobColumns[] = {
+    "j.id", "j.model", "j.prompt", "j.max_tokens", "j.temperature", "j.top_k", "j.top_p", "j.min_p",
+    "j.repeat_penalty", "j.repeat_last_n", "j.seed", "j.stop", "j.ignore_eos", "j.priority",
+    "j.idempotency_key", "j.state", "j.created_ms", "j.started_ms", "j.finished_ms", "j.worker",
+    "j.attempts", "j.cancel_requested", "j.error_kind", "j.error",
+    "r.job_id", "r.text", "r.finish_reason", "r.prompt_tokens", "r.completion_tokens",
+    "j.attempt", "j.lease_expires_ms", "j.max_attempts", "j.not_before_ms",
+    "j.messages", "j.batch", "j.custom_id", "j.source_path", "j.source_line",
+    "j.progress_prompt_tokens", "j.progress_prefilled", "j.progress_generated", "j.progress_tok_s", "j.progress_ms",
+    "j.progress_eta_s", "j.run_alone", "j.grammar", "j.n", "j.top_logprobs", "r.choices", "r.logprobs",
+};
+constexpr int kFirstStat = static_cast<int>(std::size(kJobColumns));
+
+// The position of `name` in the SELECT; a name not in it does not compile.
+consteval int col(std::string_view name) {
+  for (size_t i = 0; i < std::size(kJobColumns); ++i)
+    if (kJobColumns[i] == name) return static_cast<int>(i);
+  throw "not a column of the job SELECT";
+}
+
+std::string select_job_sql() {
+  std::string sql = "\nSELECT ";
+  for (std::string_view c : kJobColumns) sql += std::string(c) + ", ";
+  return sql + result_stat_columns("r.") + "\nFROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id\n";
+}
+
+const std::string kSelectJobSql = select_job_sql();
+
+}  // namespace
+
+const char* const kSelectJob = kSelectJobSql.c_str();
 
 const char* const kSelectWorkers = R"(
 SELECT id, host, pid, model, version, started_ms, heartbeat_ms, stopped_ms, jobs, problem FROM workers
@@ -99,77 +123,69 @@ std::vector<std::vector<int32_t>> token_lists_from_json(const std::string& text,
 }
 
 Job read_job(const Row& row, const std::string& db) {
-  auto i32 = [&](int col) { return static_cast<int32_t>(row.int64(col)); };
-  auto f32 = [&](int col) { return static_cast<float>(row.real(col)); };
+  auto i32 = [&](int c) { return static_cast<int32_t>(row.int64(c)); };
+  auto f32 = [&](int c) { return static_cast<float>(row.real(c)); };
   Job job;
-  job.id = row.int64(0);
-  job.spec.model = row.text(1);
-  job.spec.prompt = row.text(2);
+  job.id = row.int64(col("j.id"));
+  job.spec.model = row.text(col("j.model"));
+  job.spec.prompt = row.text(col("j.prompt"));
   SamplingParams& sp = job.spec.sampling;
-  sp.max_tokens = i32(3);
-  sp.temperature = f32(4);
-  sp.top_k = i32(5);
-  sp.top_p = f32(6);
-  sp.min_p = f32(7);
-  sp.repeat_penalty = f32(8);
-  sp.repeat_last_n = i32(9);
-  sp.seed = std::bit_cast<uint64_t>(row.int64(10));
-  sp.stop = stop_from_json(row.text(11), job.id, db);
-  sp.ignore_eos = row.boolean(12);
-  job.spec.priority = i32(13);
-  job.spec.idempotency_key = row.text(14);
-  job.state = state_from_column(row.text(15), job.id, db);
-  job.created_ms = row.int64(16);
-  job.started_ms = row.int64(17);  // NULL reads as 0 = "not yet"
-  job.finished_ms = row.int64(18);
-  job.worker = row.text(19);
-  job.attempts = i32(20);
-  job.cancel_requested = row.boolean(21);
-  job.error_kind = row.text(22);
-  job.error = row.text(23);
-  if (!row.is_null(24)) {
+  sp.max_tokens = i32(col("j.max_tokens"));
+  sp.temperature = f32(col("j.temperature"));
+  sp.top_k = i32(col("j.top_k"));
+  sp.top_p = f32(col("j.top_p"));
+  sp.min_p = f32(col("j.min_p"));
+  sp.repeat_penalty = f32(col("j.repeat_penalty"));
+  sp.repeat_last_n = i32(col("j.repeat_last_n"));
+  sp.seed = std::bit_cast<uint64_t>(row.int64(col("j.seed")));
+  sp.stop = stop_from_json(row.text(col("j.stop")), job.id, db);
+  sp.ignore_eos = row.boolean(col("j.ignore_eos"));
+  job.spec.priority = i32(col("j.priority"));
+  job.spec.idempotency_key = row.text(col("j.idempotency_key"));
+  job.state = state_from_column(row.text(col("j.state")), job.id, db);
+  job.created_ms = row.int64(col("j.created_ms"));
+  job.started_ms = row.int64(col("j.started_ms"));  // NULL reads as 0 = "not yet"
+  job.finished_ms = row.int64(col("j.finished_ms"));
+  job.worker = row.text(col("j.worker"));
+  job.attempts = i32(col("j.attempts"));
+  job.cancel_requested = row.boolean(col("j.cancel_requested"));
+  job.error_kind = row.text(col("j.error_kind"));
+  job.error = row.text(col("j.error"));
+  if (!row.is_null(col("r.job_id"))) {
     JobResult r;
-    r.text = row.text(25);
-    r.finish_reason = row.text(26);
-    r.prompt_tokens = i32(27);
-    r.completion_tokens = i32(28);
-    r.queue_wait_ms = row.real(29);
-    r.load_ms = row.real(30);
-    r.prefill_ms = row.real(31);
-    r.decode_ms = row.real(32);
-    r.prefill_tok_s = row.real(33);
-    r.decode_tok_s = row.real(34);
-    r.peak_rss_bytes = static_cast<uint64_t>(row.int64(35));
-    r.bytes_read = static_cast<uint64_t>(row.int64(36));
-    r.read_gib_s = row.real(51);
-    r.io_wait_ms = row.real(52);
-    r.compute_ms = row.real(53);
-    r.cache_hit_rate = row.real(54);
-    r.prefetch_accuracy = row.real(55);
-    r.avg_batch_size = row.real(56);
-    r.more_choices = choices_from_json(row.text(61), job.id, db);
-    r.logprobs = row.text(62);
+    r.text = row.text(col("r.text"));
+    r.finish_reason = row.text(col("r.finish_reason"));
+    r.prompt_tokens = i32(col("r.prompt_tokens"));
+    r.completion_tokens = i32(col("r.completion_tokens"));
+    int c = kFirstStat;
+    for (const ResultStat& st : kResultStats) {
+      if (st.real != nullptr) r.*st.real = row.real(c++);
+      else r.*st.bytes = static_cast<uint64_t>(row.int64(c++));
+    }
+    r.more_choices = choices_from_json(row.text(col("r.choices")), job.id, db);
+    r.logprobs = row.text(col("r.logprobs"));
     job.result = std::move(r);
   }
-  job.attempt = i32(37);
-  job.lease_expires_ms = row.int64(38);
-  job.spec.max_attempts = i32(39);
-  job.spec.not_before_ms = row.int64(40);
-  job.spec.messages = row.text(41);
-  job.spec.batch = row.text(42);
-  job.spec.custom_id = row.text(43);
-  job.spec.source_path = row.text(44);
-  job.spec.source_line = i32(45);
-  job.progress.prompt_tokens = i32(46);
-  job.progress.prefilled = i32(47);
-  job.progress.generated = i32(48);
-  job.progress.tok_s = row.real(49);
-  job.progress.updated_ms = row.int64(50);
-  job.run_alone = row.boolean(57);
-  sp.grammar = row.text(58);
-  sp.n = i32(59);
-  sp.logprobs = !row.is_null(60);
-  sp.top_logprobs = i32(60);
+  job.attempt = i32(col("j.attempt"));
+  job.lease_expires_ms = row.int64(col("j.lease_expires_ms"));
+  job.spec.max_attempts = i32(col("j.max_attempts"));
+  job.spec.not_before_ms = row.int64(col("j.not_before_ms"));
+  job.spec.messages = row.text(col("j.messages"));
+  job.spec.batch = row.text(col("j.batch"));
+  job.spec.custom_id = row.text(col("j.custom_id"));
+  job.spec.source_path = row.text(col("j.source_path"));
+  job.spec.source_line = i32(col("j.source_line"));
+  job.progress.prompt_tokens = i32(col("j.progress_prompt_tokens"));
+  job.progress.prefilled = i32(col("j.progress_prefilled"));
+  job.progress.generated = i32(col("j.progress_generated"));
+  job.progress.tok_s = row.real(col("j.progress_tok_s"));
+  job.progress.updated_ms = row.int64(col("j.progress_ms"));
+  job.progress.eta_s = row.is_null(col("j.progress_eta_s")) ? -1 : row.real(col("j.progress_eta_s"));
+  job.run_alone = row.boolean(col("j.run_alone"));
+  sp.grammar = row.text(col("j.grammar"));
+  sp.n = i32(col("j.n"));
+  sp.logprobs = !row.is_null(col("j.top_logprobs"));
+  sp.top_logprobs = i32(col("j.top_logprobs"));
   return job;
 }
 

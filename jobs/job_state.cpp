@@ -1,5 +1,7 @@
 #include "jobs/queue.h"
 
+#include <algorithm>
+
 namespace ns::jobs {
 
 const char* state_name(JobState s) {
@@ -19,6 +21,11 @@ std::optional<JobState> parse_state(const std::string& s) {
     if (s == state_name(st)) return st;
   }
   return std::nullopt;
+}
+
+std::optional<double> remaining_eta_s(const JobProgress& p, int64_t now_ms) {
+  if (p.eta_s < 0 || p.updated_ms == 0) return std::nullopt;
+  return std::max(0.0, p.eta_s - static_cast<double>(std::max<int64_t>(now_ms - p.updated_ms, 0)) / 1000.0);
 }
 
 }  // namespace ns::jobs

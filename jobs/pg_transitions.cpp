@@ -2,7 +2,10 @@
 // jobs/queue_transitions.h; the state machine itself is backend-neutral).
 // Rows a decision reads are locked (FOR UPDATE; claims and recovery skip
 // rows others hold), and every time is the server's (nightshift_now_ms()).
+#include <iterator>
+
 #include "jobs/pg_queue_impl.h"
+#include "jobs/result_stats.h"
 
 namespace ns::jobs::pg {
 
@@ -67,7 +70,7 @@ std::vector<Job> PgQueue::claim_ids(const std::vector<int64_t>& ids, const std::
                     started_ms = nightshift_now_ms(), lease_expires_ms = nightshift_now_ms() + $3,
                     not_before_ms = NULL, error_kind = NULL, error = NULL,
                     progress_prompt_tokens = NULL, progress_prefilled = NULL, progress_generated = NULL,
-                    progress_tok_s = NULL, progress_ms = NULL
+                    progress_tok_s = NULL, progress_ms = NULL, progress_eta_s = NULL
     WHERE id = ANY($1::bigint[]))",
            Params(p).add(worker).add(lease_ms));
   db_.exec(R"(
@@ -99,8 +102,10 @@ bool PgQueue::extend_lease(const Lease& lease, int64_t lease_ms, const JobProgre
   std::string sql = "UPDATE jobs SET lease_expires_ms = nightshift_now_ms() + $4";
   if (progress) {
     sql += R"(, progress_prompt_tokens = $5, progress_prefilled = $6, progress_generated = $7,
-                progress_tok_s = $8, progress_ms = nightshift_now_ms())";
+                progress_tok_s = $8, progress_ms = nightshift_now_ms(), progress_eta_s = $9)";
     p.add(progress->prompt_tokens).add(progress->prefilled).add(progress->generated).add(progress->tok_s);
+    if (progress->eta_s >= 0) p.add(progress->eta_s);
+    else p.add_null();
   }
   return db_.exec(sql + kFence, p).affected() == 1;
 }
@@ -173,40 +178,24 @@ void PgQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
 }
 
 void PgQueue::write_result(int64_t id, const JobResult& r) {
-  db_.exec(R"(
-    INSERT INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens, queue_wait_ms, load_ms,
-                         prefill_ms, decode_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes, bytes_read,
-                         read_gib_s, io_wait_ms, compute_ms, cache_hit_rate, prefetch_accuracy, avg_batch_size)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-    ON CONFLICT (job_id) DO UPDATE SET
-      text = EXCLUDED.text, finish_reason = EXCLUDED.finish_reason, prompt_tokens = EXCLUDED.prompt_tokens,
-      completion_tokens = EXCLUDED.completion_tokens, queue_wait_ms = EXCLUDED.queue_wait_ms,
-      load_ms = EXCLUDED.load_ms, prefill_ms = EXCLUDED.prefill_ms, decode_ms = EXCLUDED.decode_ms,
-      prefill_tok_s = EXCLUDED.prefill_tok_s, decode_tok_s = EXCLUDED.decode_tok_s,
-      peak_rss_bytes = EXCLUDED.peak_rss_bytes, bytes_read = EXCLUDED.bytes_read,
-      read_gib_s = EXCLUDED.read_gib_s, io_wait_ms = EXCLUDED.io_wait_ms, compute_ms = EXCLUDED.compute_ms,
-      cache_hit_rate = EXCLUDED.cache_hit_rate, prefetch_accuracy = EXCLUDED.prefetch_accuracy,
-      avg_batch_size = EXCLUDED.avg_batch_size)",
-           Params()
-               .add(id)
-               .add(r.text)
-               .add(r.finish_reason)
-               .add(r.prompt_tokens)
-               .add(r.completion_tokens)
-               .add(r.queue_wait_ms)
-               .add(r.load_ms)
-               .add(r.prefill_ms)
-               .add(r.decode_ms)
-               .add(r.prefill_tok_s)
-               .add(r.decode_tok_s)
-               .add(static_cast<int64_t>(r.peak_rss_bytes))
-               .add(static_cast<int64_t>(r.bytes_read))
-               .add(r.read_gib_s)
-               .add(r.io_wait_ms)
-               .add(r.compute_ms)
-               .add(r.cache_hit_rate)
-               .add(r.prefetch_accuracy)
-               .add(r.avg_batch_size));
+  // The statistics' columns and parameters come from jobs/result_stats.h.
+  static const std::string sql = [] {
+    std::string values = "$1, $2, $3, $4, $5", updates;
+    for (size_t i = 0; i < std::size(kResultStats); ++i) {
+      values += ", $" + std::to_string(6 + i);
+      updates += std::string(", ") + kResultStats[i].name + " = EXCLUDED." + kResultStats[i].name;
+    }
+    return "INSERT INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens, " +
+           result_stat_columns() + ") VALUES (" + values +
+           ") ON CONFLICT (job_id) DO UPDATE SET text = EXCLUDED.text, finish_reason = EXCLUDED.finish_reason, "
+           "prompt_tokens = EXCLUDED.prompt_tokens, completion_tokens = EXCLUDED.completion_tokens" + updates;
+  }();
+  Params p = Params().add(id).add(r.text).add(r.finish_reason).add(r.prompt_tokens).add(r.completion_tokens);
+  for (const ResultStat& st : kResultStats) {
+    if (st.real != nullptr) p.add(stat_real(st, r));
+    else p.add(stat_bytes(st, r));
+  }
+  db_.exec(sql, p);
   write_result_choices(id, r);
 }
 

@@ -127,6 +127,9 @@ struct JobResult {
   double read_gib_s = 0, io_wait_ms = 0, compute_ms = 0;
   double cache_hit_rate = 0, prefetch_accuracy = 0;
   double avg_batch_size = 0;   // mean number of jobs decoded together in the steps this job took
+  // Its share of the wall time of the steps that decoded its tokens (engine
+  // GenerationStats::decode_share_ms): summed over a batch, the time the batch was decoding.
+  double decode_share_ms = 0;
 };
 
 // How far a running job has got, written with its heartbeats.
@@ -136,7 +139,15 @@ struct JobProgress {
   int32_t generated = 0;       // completion tokens so far
   double tok_s = 0;            // recent decode rate
   int64_t updated_ms = 0;      // when it was written (set by the backend)
+  // The daemon's estimate, at updated_ms, of the seconds left until
+  // max_tokens (from its batch's step rate); < 0 = unknown. Readers count it
+  // down from updated_ms (remaining_eta_s()).
+  double eta_s = -1;
 };
+
+// A running job's ETA at `now_ms`: the daemon's estimate counted down from
+// when it was written, not below 0; nullopt when the daemon gave none.
+std::optional<double> remaining_eta_s(const JobProgress& p, int64_t now_ms);
 
 // What a worker holds while it runs a job; the fence of every write about it.
 struct Lease {

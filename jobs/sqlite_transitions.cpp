@@ -3,6 +3,9 @@
 // Every primitive runs inside the BEGIN IMMEDIATE transaction of
 // begin_write(), which holds the database's write lock, so a read that
 // decides a write sees what the write changes.
+#include <iterator>
+
+#include "jobs/result_stats.h"
 #include "jobs/sqlite_queue_impl.h"
 #include "jobs/time_format.h"
 
@@ -85,7 +88,7 @@ std::vector<Job> SqliteQueue::claim_ids(const std::vector<int64_t>& ids, const s
                       started_ms = ?3, started_at = ?4, lease_expires_ms = ?5, lease_expires_at = ?6,
                       not_before_ms = NULL, not_before_at = NULL, error_kind = NULL, error = NULL,
                       progress_prompt_tokens = NULL, progress_prefilled = NULL, progress_generated = NULL,
-                      progress_tok_s = NULL, progress_ms = NULL, progress_at = NULL
+                      progress_tok_s = NULL, progress_ms = NULL, progress_at = NULL, progress_eta_s = NULL
       WHERE id = ?1)");
     up->bind(1, id).bind(2, worker);
     bind_time(*up, 3, claim_now_);
@@ -123,13 +126,15 @@ bool SqliteQueue::extend_lease(const Lease& lease, int64_t lease_ms, const JobPr
   if (progress) {
     auto put = db_.cached(R"(
       UPDATE jobs SET progress_prompt_tokens = ?2, progress_prefilled = ?3, progress_generated = ?4,
-                      progress_tok_s = ?5, progress_ms = ?6, progress_at = ?7
+                      progress_tok_s = ?5, progress_ms = ?6, progress_at = ?7, progress_eta_s = ?8
       WHERE id = ?1)");
     put->bind(1, lease.job_id)
         .bind(2, int64_t{progress->prompt_tokens})
         .bind(3, int64_t{progress->prefilled})
         .bind(4, int64_t{progress->generated})
         .bind(5, progress->tok_s);
+    if (progress->eta_s >= 0) put->bind(8, progress->eta_s);
+    else put->bind_null(8);
     bind_time(*put, 6, now_epoch_ms()).run();
   }
   return true;
@@ -190,31 +195,24 @@ void SqliteQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
 }
 
 void SqliteQueue::write_result(int64_t id, const JobResult& r) {
-  auto ins = db_.cached(R"(
-    INSERT OR REPLACE INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens,
-                                    queue_wait_ms, load_ms, prefill_ms, decode_ms, prefill_tok_s,
-                                    decode_tok_s, peak_rss_bytes, bytes_read, read_gib_s, io_wait_ms,
-                                    compute_ms, cache_hit_rate, prefetch_accuracy, avg_batch_size)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19))");
+  // The statistics' columns and binds come from jobs/result_stats.h.
+  static const std::string sql = [] {
+    std::string values = "?1, ?2, ?3, ?4, ?5";
+    for (size_t i = 0; i < std::size(kResultStats); ++i) values += ", ?" + std::to_string(6 + i);
+    return "INSERT OR REPLACE INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens, " +
+           result_stat_columns() + ") VALUES (" + values + ")";
+  }();
+  auto ins = db_.cached(sql);
   ins->bind(1, id)
       .bind(2, r.text)
       .bind(3, r.finish_reason)
       .bind(4, int64_t{r.prompt_tokens})
-      .bind(5, int64_t{r.completion_tokens})
-      .bind(6, r.queue_wait_ms)
-      .bind(7, r.load_ms)
-      .bind(8, r.prefill_ms)
-      .bind(9, r.decode_ms)
-      .bind(10, r.prefill_tok_s)
-      .bind(11, r.decode_tok_s)
-      .bind(12, static_cast<int64_t>(r.peak_rss_bytes))
-      .bind(13, static_cast<int64_t>(r.bytes_read))
-      .bind(14, r.read_gib_s)
-      .bind(15, r.io_wait_ms)
-      .bind(16, r.compute_ms)
-      .bind(17, r.cache_hit_rate)
-      .bind(18, r.prefetch_accuracy)
-      .bind(19, r.avg_batch_size);
+      .bind(5, int64_t{r.completion_tokens});
+  int c = 6;
+  for (const ResultStat& st : kResultStats) {
+    if (st.real != nullptr) ins->bind(c++, stat_real(st, r));
+    else ins->bind(c++, stat_bytes(st, r));
+  }
   ins->run();
   write_result_choices(id, r);
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -68,7 +69,8 @@ json stats_json(const GenerationStats& s) {
           {"kv_bytes_per_token", s.kv_bytes_per_token},
           {"io_wait_ms", s.io_wait_ms},         {"compute_ms", s.compute_ms},
           {"cache_hit_rate", s.cache_hit_rate}, {"prefetch_accuracy", s.prefetch_accuracy},
-          {"batch_steps", s.batch_steps},       {"avg_batch_size", s.avg_batch_size}};
+          {"batch_steps", s.batch_steps},       {"avg_batch_size", s.avg_batch_size},
+          {"decode_share_ms", s.decode_share_ms}};
 }
 
 // --cpu-features: which compute kernels run (kernels::set_isa_override).
@@ -90,11 +92,18 @@ void run_command(const RunArgs& a) {
   eo.io_mode = a.io_mode;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
   eo.max_sequences = std::max(1, a.sampling.n);  // n choices decode together
-  auto engine = Engine::load(a.model, eo);
-  // Progress on stderr when it is a terminal; the decode line too when the
-  // text is not streamed to that same terminal (--json, or stdout redirected).
+  // Progress on stderr when it is a terminal (a loading line first); the decode
+  // line too when the text is not streamed to that same terminal (--json, or stdout redirected).
   const bool stderr_tty = ::isatty(STDERR_FILENO) == 1;
   RunProgress progress(stderr, stderr_tty && !a.quiet, a.json || ::isatty(STDOUT_FILENO) != 1, a.sampling.max_tokens);
+  progress.loading(a.model);
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = Engine::load(a.model, eo);
+  } catch (...) {
+    progress.finish();  // the error message starts on a clean line
+    throw;
+  }
   ProgressFn stream = [&](const GenerationProgress& p) {
     progress.update(p);
     if (!a.json && a.sampling.n == 1 && !p.piece.empty()) {  // several choices are printed at the end

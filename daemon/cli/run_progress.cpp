@@ -3,6 +3,9 @@
 #include "daemon/cli/progress_format.h"
 
 #include <algorithm>
+#include <filesystem>
+
+#include "engine/stream/human_size.h"
 
 namespace ns::cli {
 namespace {
@@ -33,6 +36,14 @@ std::string run_progress_text(const GenerationProgress& p, int32_t max_tokens, d
 RunProgress::RunProgress(FILE* out, bool enabled, bool show_decode, int32_t max_tokens)
     : out_(out), enabled_(enabled), show_decode_(show_decode), max_tokens_(max_tokens) {}
 
+void RunProgress::loading(const std::string& path) {
+  if (!enabled_) return;
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  draw("loading " + std::filesystem::path(path).filename().string() +
+       (ec ? std::string() : " (" + stream::format_size(bytes) + ")") + "...");
+}
+
 void RunProgress::before_text() {
   if (!show_decode_) erase();
 }
@@ -49,8 +60,17 @@ void RunProgress::update(const GenerationProgress& p) {
     }
   }
   if (decoding_ && !show_decode_) return;
-  if (std::chrono::duration<double>(now - start_).count() < kShowAfterS) return;
-  if (shown_ && std::chrono::duration<double>(now - last_draw_).count() < kRedrawEveryS) return;
+  // The first report (prefilled 0) starts the prefill phase; it replaces a
+  // loading line at once, so the line never shows a finished load.
+  const bool first = !prefill_seen_;
+  if (first) {
+    prefill_seen_ = true;
+    if (!decoding_) phase_start_ = now;
+  }
+  if (!(first && shown_)) {
+    if (std::chrono::duration<double>(now - start_).count() < kShowAfterS) return;
+    if (shown_ && std::chrono::duration<double>(now - last_draw_).count() < kRedrawEveryS) return;
+  }
   last_draw_ = now;
   draw(run_progress_text(p, max_tokens_, std::chrono::duration<double>(now - phase_start_).count()));
 }

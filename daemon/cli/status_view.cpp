@@ -62,6 +62,32 @@ bool shown_worker(const jobs::WorkerInfo& w, int64_t now_ms) {
   return w.stopped_ms == 0 || now_ms - w.stopped_ms < kStoppedShownMs;
 }
 
+// The seconds a running job has left: the daemon's estimate counted down to
+// now; from its rate for a daemon that writes none (older versions), also
+// counted down.
+std::optional<double> job_eta_s(const jobs::Job& job, int64_t now_ms) {
+  const jobs::JobProgress& p = job.progress;
+  if (p.updated_ms == 0) return std::nullopt;
+  if (auto eta = jobs::remaining_eta_s(p, now_ms)) return eta;
+  if (in_prefill(job)) return std::nullopt;
+  jobs::JobProgress from_rate = p;
+  from_rate.eta_s = eta_seconds(p.generated, job.spec.sampling.max_tokens, p.tok_s).value_or(-1);
+  return jobs::remaining_eta_s(from_rate, now_ms);
+}
+
+// `line` cut to `width` characters (UTF-8 aware), "..." marking the cut.
+std::string fit(const std::string& line, int width) {
+  size_t chars = 0;
+  for (unsigned char c : line) chars += (c & 0xC0) != 0x80;
+  if (chars <= static_cast<size_t>(width)) return line;
+  const size_t keep = static_cast<size_t>(std::max(width - 3, 0));
+  size_t seen = 0, i = 0;
+  for (; i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80 && seen++ == keep) break;
+  }
+  return line.substr(0, i) + "...";
+}
+
 std::string job_ids(const std::vector<int64_t>& ids) {
   std::string s;
   for (int64_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
@@ -100,17 +126,39 @@ std::string job_progress_text(const jobs::Job& job, int64_t now_ms) {
   if (p.updated_ms == 0) {
     return "started " + ago(now_ms, job.started_ms) + ", waiting for its first progress report";
   }
+  const std::optional<double> eta = job_eta_s(job, now_ms);  // to max_tokens: an end-of-text token may come sooner
+  std::string s;
   if (in_prefill(job)) {
-    return "prefill " + std::to_string(p.prefilled) + "/" + std::to_string(p.prompt_tokens) + " prompt tok";
+    s = "prefill " + std::to_string(p.prefilled) + "/" + std::to_string(p.prompt_tokens) + " prompt tok";
+  } else {
+    s = std::to_string(p.generated) + "/" + std::to_string(job.spec.sampling.max_tokens) + " tok";
+    if (p.tok_s > 0) s += ", " + format_rate(p.tok_s) + " tok/s";
   }
-  std::string s = std::to_string(p.generated) + "/" + std::to_string(job.spec.sampling.max_tokens) + " tok";
-  if (p.tok_s > 0) {
-    s += ", " + format_rate(p.tok_s) + " tok/s";
-    if (auto eta = eta_seconds(p.generated, job.spec.sampling.max_tokens, p.tok_s)) {
-      s += ", ETA " + format_duration(*eta);  // to max_tokens: an end-of-text token may come sooner
-    }
-  }
+  if (eta) s += ", ETA " + format_duration(*eta);
   return s;
+}
+
+DaemonBatch daemon_batch(const StatusSnapshot& s, const std::string& worker_id) {
+  DaemonBatch b;
+  bool all_known = true;
+  double last = 0;
+  for (const jobs::Job& j : s.running) {
+    if (j.worker != worker_id) continue;
+    ++b.jobs;
+    b.tok_s += j.progress.tok_s;
+    if (auto eta = job_eta_s(j, s.now_ms)) last = std::max(last, *eta);
+    else all_known = false;
+  }
+  if (b.jobs > 0 && all_known) b.eta_s = last;
+  return b;
+}
+
+std::string daemon_batch_text(const DaemonBatch& b) {
+  if (b.jobs == 0) return "";
+  std::string t = std::to_string(b.jobs) + (b.jobs == 1 ? " job" : " jobs");
+  if (b.tok_s > 0) t += ", " + format_rate(b.tok_s) + " tok/s";
+  if (b.eta_s) t += ", ETA " + format_duration(*b.eta_s);
+  return t;
 }
 
 std::string worker_state_text(const jobs::WorkerInfo& w, int64_t now_ms) {
@@ -121,7 +169,112 @@ std::string worker_state_text(const jobs::WorkerInfo& w, int64_t now_ms) {
   return "up " + format_duration((now_ms - w.started_ms) / 1000.0);
 }
 
+namespace {
+
+// A section of the screen: its header and its lines, cut to `rows` rows
+// (the header says "6 of 8 shown" when they do not all fit).
+struct Section {
+  std::string header;
+  std::vector<std::string> lines;
+  int rows = 0;  // given by the layout
+  int wanted() const { return lines.empty() ? 1 : 1 + static_cast<int>(lines.size()); }
+};
+
+std::string recent_line(const jobs::Job& j, int64_t now_ms, int text_chars) {
+  std::string line = "  job " + std::to_string(j.id) + "  " + jobs::state_name(j.state) + "  " + ago(now_ms, j.finished_ms);
+  if (j.result) {
+    line += "  " + std::to_string(j.result->completion_tokens) + " tok";
+    if (j.result->decode_tok_s > 0) line += ", " + format_rate(j.result->decode_tok_s) + " tok/s";
+  }
+  if (j.state == jobs::JobState::done && j.result) {
+    line += "  \"" + one_line(j.result->text, static_cast<size_t>(std::max(text_chars, 20))) + "\"";
+  } else if (!j.error.empty()) {
+    line += "  " + one_line((j.error_kind.empty() ? "" : j.error_kind + ": ") + j.error,
+                            static_cast<size_t>(std::max(text_chars + 12, 20)));
+  }
+  return line;
+}
+
+std::string batch_line(const jobs::BatchSummary& b, int64_t now_ms, bool bars) {
+  const jobs::QueueCounts& c = b.counts;
+  const int64_t total = c.queued + c.running + c.done + c.failed + c.cancelled + c.dead;
+  const int64_t finished = c.done + c.failed + c.cancelled + c.dead;
+  std::string line = "  " + b.name + "  " + std::to_string(finished) + "/" + std::to_string(total) + " finished";
+  if (bars) line += " " + progress_bar(finished, total, 20);
+  line += "  (" + describe_counts(c) + ")";
+  line += b.finished_ms != 0 ? "  complete " + ago(now_ms, b.finished_ms) : "  created " + ago(now_ms, b.created_ms);
+  return line;
+}
+
+// `watch` on a terminal: everything on width x height, one line per running
+// job. Rows go first to the counts, the running jobs and the daemons (each
+// with its batch's tok/s and ETA), then to the batches and the last finished.
+std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
+  const int width = std::max(style.width, 40);
+  Section running{"running:", {}}, daemons{"daemons:", {}}, batches{"batches:", {}}, recent{"last finished:", {}};
+  for (const jobs::Job& j : s.running) {
+    const std::string progress = job_progress_text(j, s.now_ms);
+    const bool prefill = in_prefill(j);
+    const std::string bar =
+        !style.bars || j.progress.updated_ms == 0
+            ? ""
+            : (prefill ? progress_bar(j.progress.prefilled, j.progress.prompt_tokens, 10)
+                       : progress_bar(j.progress.generated, j.spec.sampling.max_tokens, 10)) + " ";
+    const std::string head = "  " + std::to_string(j.id) + " ";
+    const int label_room = width - static_cast<int>(head.size() + bar.size() + progress.size()) - 2;
+    running.lines.push_back(fit(head + (label_room >= 8 ? job_label(j, static_cast<size_t>(label_room)) + " " : "") +
+                                    bar + progress,
+                                width));
+  }
+  for (const jobs::WorkerInfo& w : s.workers) {
+    if (!shown_worker(w, s.now_ms)) continue;
+    // The batch's figures first: they are what the line is for on a narrow terminal.
+    std::string line = "  " + fit(w.id, 24);
+    if (w.stopped_ms == 0) {
+      const std::string batch = daemon_batch_text(daemon_batch(s, w.id));
+      if (!batch.empty()) line += "  " + batch;
+    }
+    line += "  " + worker_state_text(w, s.now_ms);
+    if (w.stopped_ms == 0) {
+      line += "  " + (w.model.empty() ? std::string("(no model)") : w.model);
+      if (!w.problem.empty()) line += "  CANNOT SERVE: " + one_line(w.problem, 200);
+    }
+    daemons.lines.push_back(fit(line, width));
+  }
+  for (const jobs::BatchSummary& b : s.batches) batches.lines.push_back(fit(batch_line(b, s.now_ms, false), width));
+  for (const jobs::Job& j : s.recent) recent.lines.push_back(fit(recent_line(j, s.now_ms, width - 40), width));
+
+  // Rows: the counts line and `watch`'s footer line are taken; then each
+  // section in order of importance gets what it wants, leaving two rows
+  // (header and a line) to each section after it.
+  int room = std::max(style.height, 8) - 2;
+  Section* order[] = {&running, &daemons, &batches, &recent};
+  for (size_t i = 0; i < std::size(order); ++i) {
+    int reserve = 0;
+    for (size_t k = i + 1; k < std::size(order); ++k) reserve += std::min(order[k]->wanted(), 2);
+    order[i]->rows = std::clamp(order[i]->wanted(), 0, std::max(room - reserve, std::min(room, 1)));
+    room -= order[i]->rows;
+  }
+  std::string out = fit((s.batch.empty() ? "queue: " : "batch " + s.batch + ": ") + counts_text(s.counts), width) + "\n";
+  for (Section* sec : {&running, &recent, &batches, &daemons}) {
+    if (sec->rows <= 0) continue;
+    if (sec->lines.empty()) {
+      out += sec->header + " none\n";
+      continue;
+    }
+    const size_t shown = std::min(sec->lines.size(), static_cast<size_t>(sec->rows - 1));
+    out += sec->header;
+    if (shown < sec->lines.size()) out += " " + std::to_string(shown) + " of " + std::to_string(sec->lines.size()) + " shown";
+    out += "\n";
+    for (size_t i = 0; i < shown; ++i) out += sec->lines[i] + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string format_status(const StatusSnapshot& s, const StatusStyle& style) {
+  if (style.height > 0) return format_screen(s, style);
   std::ostringstream o;
   const int width = std::max(style.width, 60);
   o << (s.batch.empty() ? "queue: " : "batch " + s.batch + ": ") << counts_text(s.counts) << "\n";
@@ -145,33 +298,11 @@ std::string format_status(const StatusSnapshot& s, const StatusStyle& style) {
   o << "\nlast finished:";
   if (s.recent.empty()) o << " none";
   o << "\n";
-  for (const jobs::Job& j : s.recent) {
-    o << "  job " << j.id << "  " << jobs::state_name(j.state) << "  " << ago(s.now_ms, j.finished_ms);
-    if (j.result) {
-      o << "  " << j.result->completion_tokens << " tok";
-      if (j.result->decode_tok_s > 0) o << ", " << format_rate(j.result->decode_tok_s) << " tok/s";
-    }
-    if (j.state == jobs::JobState::done && j.result) {
-      o << "  \"" << one_line(j.result->text, static_cast<size_t>(std::max(width - 52, 20))) << "\"";
-    } else if (!j.error.empty()) {
-      o << "  " << one_line((j.error_kind.empty() ? "" : j.error_kind + ": ") + j.error,
-                            static_cast<size_t>(std::max(width - 40, 20)));
-    }
-    o << "\n";
-  }
+  for (const jobs::Job& j : s.recent) o << recent_line(j, s.now_ms, width - 52) << "\n";
 
   if (!s.batches.empty()) {
     o << "\nbatches:\n";
-    for (const jobs::BatchSummary& b : s.batches) {
-      const jobs::QueueCounts& c = b.counts;
-      const int64_t total = c.queued + c.running + c.done + c.failed + c.cancelled + c.dead;
-      const int64_t finished = c.done + c.failed + c.cancelled + c.dead;
-      o << "  " << b.name << "  " << finished << "/" << total << " finished";
-      if (style.bars) o << " " << progress_bar(finished, total, 20);
-      o << "  (" << describe_counts(c) << ")";
-      o << (b.finished_ms != 0 ? "  complete " + ago(s.now_ms, b.finished_ms) : "  created " + ago(s.now_ms, b.created_ms))
-        << "\n";
-    }
+    for (const jobs::BatchSummary& b : s.batches) o << batch_line(b, s.now_ms, style.bars) << "\n";
   }
 
   std::vector<const jobs::WorkerInfo*> fleet;
@@ -186,6 +317,7 @@ std::string format_status(const StatusSnapshot& s, const StatusStyle& style) {
     if (w->stopped_ms == 0) {
       o << "  model " << (w->model.empty() ? "(none loaded)" : w->model);
       if (!w->jobs.empty()) o << "  jobs " << job_ids(w->jobs);
+      if (const DaemonBatch b = daemon_batch(s, w->id); b.jobs > 0) o << "  batch: " << daemon_batch_text(b);
       o << "  heartbeat " << ago(s.now_ms, w->heartbeat_ms);
     }
     if (!w->version.empty()) o << "  version " << w->version;
@@ -199,6 +331,9 @@ std::string format_status_line(const StatusSnapshot& s) {
   std::string line = jobs::iso8601_utc(s.now_ms) + " " + (s.batch.empty() ? "" : "batch " + s.batch + ": ") +
                      counts_text(s.counts);
   for (const jobs::Job& j : s.running) line += " | job " + std::to_string(j.id) + " " + job_progress_text(j, s.now_ms);
+  for (const jobs::WorkerInfo& w : s.workers) {
+    if (const DaemonBatch b = daemon_batch(s, w.id); b.jobs > 1) line += " | batch " + w.id + " " + daemon_batch_text(b);
+  }
   return line;
 }
 
@@ -211,7 +346,7 @@ nlohmann::json status_to_json(const StatusSnapshot& s) {
   json running = json::array();
   for (const jobs::Job& j : s.running) {
     const jobs::JobProgress& p = j.progress;
-    const auto eta = eta_seconds(p.generated, j.spec.sampling.max_tokens, p.tok_s);
+    const std::optional<double> eta = job_eta_s(j, s.now_ms);
     running.push_back({{"id", j.id},
                        {"model", j.spec.model},
                        {"batch", j.spec.batch.empty() ? json() : json(j.spec.batch)},
@@ -223,7 +358,7 @@ nlohmann::json status_to_json(const StatusSnapshot& s) {
                        {"generated", p.generated},
                        {"max_tokens", j.spec.sampling.max_tokens},
                        {"tok_s", p.tok_s},
-                       {"eta_s", eta && p.updated_ms != 0 && !in_prefill(j) ? json(*eta) : json()},
+                       {"eta_s", eta ? json(*eta) : json()},
                        {"progress_ms", p.updated_ms == 0 ? json() : json(p.updated_ms)}});
   }
   json recent = json::array();
@@ -244,6 +379,7 @@ nlohmann::json status_to_json(const StatusSnapshot& s) {
   }
   json workers = json::array();
   for (const jobs::WorkerInfo& w : s.workers) {
+    const DaemonBatch batch = daemon_batch(s, w.id);
     workers.push_back({{"id", w.id},
                        {"host", w.host},
                        {"pid", w.pid},
@@ -254,6 +390,9 @@ nlohmann::json status_to_json(const StatusSnapshot& s) {
                        {"stopped_ms", w.stopped_ms == 0 ? json() : json(w.stopped_ms)},
                        {"state", worker_state_text(w, s.now_ms)},
                        {"problem", w.problem.empty() ? json() : json(w.problem)},
+                       {"batch_jobs", batch.jobs},
+                       {"batch_tok_s", batch.tok_s},
+                       {"batch_eta_s", batch.eta_s ? json(*batch.eta_s) : json()},
                        {"jobs", w.jobs}});
   }
   return {{"now_ms", s.now_ms},

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,16 +34,35 @@ StatusSnapshot take_status(jobs::Queue& queue, const std::string& batch, int rec
 struct StatusStyle {
   bool bars = false;  // progress bars (a terminal)
   int width = 100;    // terminal columns
+  // Terminal rows the report must fit in (`watch`'s screen); 0 = as long as
+  // it takes (`status`). With rows, every line fits `width` and the report
+  // takes at most `height` lines: one line per running job, and the sections
+  // cut to what fits ("... 3 more").
+  int height = 0;
 };
 
 // The full report, several sections, ending with a newline.
 std::string format_status(const StatusSnapshot& s, const StatusStyle& style);
 
+// A daemon's batch as its running jobs' progress shows it: how many, their
+// summed decode rate (the batch's tok/s) and when the last of them ends (to
+// max_tokens, counted down from each job's last progress report).
+struct DaemonBatch {
+  int jobs = 0;
+  double tok_s = 0;
+  std::optional<double> eta_s;  // nullopt: a job's ETA is not known yet
+};
+DaemonBatch daemon_batch(const StatusSnapshot& s, const std::string& worker_id);
+// "4 jobs, 92.31 tok/s, ETA 3m10s" ("" when the daemon runs none).
+std::string daemon_batch_text(const DaemonBatch& b);
+
 // One line (no newline) for logs and pipes: UTC time, the counts, and each running job's progress.
 std::string format_status_line(const StatusSnapshot& s);
 
-// One running job's progress: "prefill 512/4096 prompt tok" or
-// "37/200 tok, 3.10 tok/s, ETA 52s"; "waiting for its first progress report" before any.
+// One running job's progress: "prefill 512/4096 prompt tok, ETA 1m02s" or
+// "37/200 tok, 3.10 tok/s, ETA 52s"; "waiting for its first progress report"
+// before any. The ETA is the daemon's estimate counted down to now_ms
+// (jobs::remaining_eta_s), so it falls between heartbeats.
 std::string job_progress_text(const jobs::Job& job, int64_t now_ms);
 
 // A daemon's state: "up 3h02m", "stopped 2h05m ago", "silent for 12m (crashed or hung?)".

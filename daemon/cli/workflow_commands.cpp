@@ -159,14 +159,18 @@ struct StatusArgs {
   bool until_done = false, plain = false;
 };
 
-int terminal_width() {
+// The terminal's columns or rows: the tty's size, else $COLUMNS / $LINES, else `fallback`.
+int terminal_size(bool rows, int fallback) {
   winsize ws{};
-  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-  if (const char* c = std::getenv("COLUMNS")) {
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && (rows ? ws.ws_row : ws.ws_col) > 0) {
+    return rows ? ws.ws_row : ws.ws_col;
+  }
+  if (const char* c = std::getenv(rows ? "LINES" : "COLUMNS")) {
     if (int n = std::atoi(c); n > 0) return n;
   }
-  return 100;
+  return fallback;
 }
+int terminal_width() { return terminal_size(false, 100); }
 
 void add_status_options(CLI::App* cmd, StatusArgs& a) {
   cmd->add_option("--batch", a.batch, "only this batch's jobs");
@@ -234,9 +238,10 @@ void add_watch(CLI::App& app, int& exit_code) {
         try {
           const StatusSnapshot s = take_status(*queue, a->batch, screen ? a->recent : 0, screen ? a->batches : 0);
           if (screen) {
-            // Home and clear, then the frame: the screen shows one report, refreshed in place.
-            std::cout << "\x1b[H\x1b[2J" << format_status(s, StatusStyle{true, terminal_width()})
-                      << "\n(refreshing every " << a->interval << " s; Ctrl-C to stop)\n";
+            // Home and clear, then the frame, fitted to the terminal (the
+            // footer ends without a newline: the last row must not scroll).
+            std::cout << "\x1b[H\x1b[2J" << format_status(s, StatusStyle{true, terminal_width(), terminal_size(true, 24)})
+                      << "(refreshing every " << a->interval << " s; Ctrl-C to stop)";
           } else {
             std::cout << format_status_line(s) << "\n";
           }

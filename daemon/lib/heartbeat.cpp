@@ -156,6 +156,10 @@ void Heartbeat::renew(jobs::Queue& queue, const RunStatus::JobView& job) {
   progress.prefilled = job.prefilled;
   progress.generated = job.generated;
   progress.tok_s = job.tok_s;
+  if (job.eta_s >= 0) {  // as of this write, not of the token that set it
+    const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.sampled).count();
+    progress.eta_s = std::max(0.0, job.eta_s - age);
+  }
   try {
     if (queue.heartbeat(lease, lease_ms_.load(), progress)) {
       ++renewals_;

@@ -6,6 +6,7 @@
 #include <array>
 #include <ctime>
 
+#include "jobs/result_stats.h"
 #include "jobs/time_format.h"
 
 namespace ns::daemon {
@@ -154,6 +155,8 @@ json job_to_json(const jobs::Job& job) {
                      {"prefilled", job.progress.prefilled},
                      {"generated", job.progress.generated},
                      {"tok_s", job.progress.tok_s},
+                     // The daemon's ETA as of updated_ms (status counts it down to now).
+                     {"eta_s", job.progress.eta_s >= 0 ? json(job.progress.eta_s) : json()},
                      {"updated_ms", job.progress.updated_ms},
                      {"updated_at", iso_or_null(job.progress.updated_ms)}};
   }
@@ -164,21 +167,10 @@ json job_to_json(const jobs::Job& job) {
         {"finish_reason", r.finish_reason},
         {"prompt_tokens", r.prompt_tokens},
         {"completion_tokens", r.completion_tokens},
-        {"queue_wait_ms", r.queue_wait_ms},
-        {"load_ms", r.load_ms},
-        {"prefill_ms", r.prefill_ms},
-        {"decode_ms", r.decode_ms},
-        {"prefill_tok_s", r.prefill_tok_s},
-        {"decode_tok_s", r.decode_tok_s},
-        {"peak_rss_bytes", r.peak_rss_bytes},
-        {"bytes_read", r.bytes_read},
-        {"read_gib_s", r.read_gib_s},
-        {"io_wait_ms", r.io_wait_ms},
-        {"compute_ms", r.compute_ms},
-        {"cache_hit_rate", r.cache_hit_rate},
-        {"prefetch_accuracy", r.prefetch_accuracy},
-        {"avg_batch_size", r.avg_batch_size},
     };
+    for (const jobs::ResultStat& st : jobs::kResultStats) {  // every statistic, under its column's name
+      j["result"][st.name] = st.real != nullptr ? json(r.*st.real) : json(r.*st.bytes);
+    }
   }
   return j;
 }
@@ -316,6 +308,10 @@ std::string format_job_details(const jobs::Job& job, bool escape) {
     field("expert_cache", fmt::format("{:.1f}% hits, prefetch accuracy {:.1f}%", 100 * r.cache_hit_rate,
                                       100 * r.prefetch_accuracy));
     field("batch_size", fmt::format("{:.1f} jobs decoded together on average", r.avg_batch_size));
+    if (r.decode_share_ms > 0 && r.avg_batch_size > 1) {  // the batch's rate, as this job saw it
+      field("batch_rate", fmt::format("{:.2f} tok/s over its share of the batch's decoding time ({:.1f} ms)",
+                                      r.decode_tok_s * r.decode_ms / r.decode_share_ms, r.decode_share_ms));
+    }
   }
   if (job.spec.is_chat()) {
     out += "--- messages ---\n" + json_text(json::parse(job.spec.messages, nullptr, false), 2) + "\n";

@@ -21,15 +21,29 @@ void RunStatus::start_job(const jobs::Lease& lease, const std::string& model, in
   lost_count_ = static_cast<int>(lost_.size());
 }
 
-void RunStatus::progress(int64_t job_id, int32_t prompt_tokens, int32_t prefilled, int32_t generated, double tok_s) {
+template <class F>
+void RunStatus::update(int64_t job_id, F&& change) {
   std::lock_guard lock(mu_);
-  for (JobView& j : s_.jobs) {
-    if (j.lease.job_id != job_id) continue;
+  for (JobView& j : s_.jobs)
+    if (j.lease.job_id == job_id) change(j);
+}
+
+void RunStatus::progress(int64_t job_id, int32_t prompt_tokens, int32_t prefilled, int32_t generated, double tok_s) {
+  update(job_id, [&](JobView& j) {
     j.prompt_tokens = prompt_tokens;
     j.prefilled = prefilled;
     j.generated = generated;
     j.tok_s = tok_s;
-  }
+  });
+}
+
+void RunStatus::estimate(int64_t job_id, double tok_s, double eta_s) {
+  const auto now = std::chrono::steady_clock::now();
+  update(job_id, [&](JobView& j) {
+    j.tok_s = tok_s;
+    j.eta_s = eta_s;
+    j.sampled = now;
+  });
 }
 
 void RunStatus::end_job(int64_t job_id) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -23,7 +24,9 @@ class RunStatus {
     int32_t generated = 0;   // completion tokens so far (resumed ones included)
     int32_t max_tokens = 0;
     int32_t resumed = 0;     // tokens taken from the checkpoint
-    double tok_s = 0;        // this job's decode speed in this attempt
+    double tok_s = 0;        // this job's decode speed now (its batch's step rate, daemon/lib/step_rate.h)
+    double eta_s = -1;       // seconds left until max_tokens, estimated at `sampled`; < 0 = unknown
+    std::chrono::steady_clock::time_point sampled{};  // when estimate() last wrote it
   };
   struct Snapshot {
     std::vector<JobView> jobs;  // running now, oldest start first
@@ -35,6 +38,9 @@ class RunStatus {
 
   void start_job(const jobs::Lease& lease, const std::string& model, int32_t max_tokens, int32_t resumed);
   void progress(int64_t job_id, int32_t prompt_tokens, int32_t prefilled, int32_t generated, double tok_s);
+  // The worker's estimate after a step: the job's rate and the seconds it has
+  // left (< 0 = unknown), as of now; the heartbeat counts it down to when it writes.
+  void estimate(int64_t job_id, double tok_s, double eta_s);
   void end_job(int64_t job_id);
   void set_loaded_model(const std::string& model);
   // The worker's configuration problem (Worker: models it cannot serve), for
@@ -59,6 +65,9 @@ class RunStatus {
 
  private:
   static int64_t now_ms();
+  // Applies `change` to the running job `job_id`'s view, under the lock.
+  template <class F>
+  void update(int64_t job_id, F&& change);
   mutable std::mutex mu_;
   Snapshot s_;
   std::vector<int64_t> lost_;            // jobs whose lease was taken over

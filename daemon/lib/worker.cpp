@@ -13,9 +13,11 @@
 #include <span>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "daemon/lib/config.h"
 #include "daemon/lib/failure.h"
+#include "jobs/result_stats.h"
 #include "jobs/valid_utf8.h"
 #include "engine/chat/chat_messages_json.h"
 #include "engine/chat/chat_template.h"
@@ -108,11 +110,14 @@ struct Worker::Active {
   int handle = -1;             // its GenerationBatch handle
   int32_t resumed = 0;         // checkpointed tokens it started from
   int32_t checkpointed = 0;    // tokens in the saved checkpoint
-  double load_ms = 0;          // the model load it waited for (0 when already loaded)
+  // The model load it paid for: the first job to join the batch after a load
+  // carries it whole, the others 0 (so a batch's sum is the loads it waited for).
+  double load_ms = 0;
   bool stopped = false, cancelled = false, lost = false;  // why on_progress said stop
   Clock::time_point last_poll{}, last_checkpoint{}, checkpoint_blocked_until{};
-  std::optional<Clock::time_point> first_token;
-  int32_t first_token_count = 0;
+  // Its latest progress, for the batch's estimate after each step (StepRate).
+  int32_t prompt_tokens = 0, prefilled = 0, generated = 0;
+  double tok_s = 0;  // its rate now, from the batch's estimate
 };
 
 WorkerOptions worker_options_from(const Config& config) {
@@ -305,6 +310,7 @@ Engine& Worker::engine_for(const std::string& model, double& load_ms) {
 
 void Worker::drop_engine() {
   batch_.reset();  // refers to the engine's model
+  unpaid_load_ms_ = 0;  // that load served no job
   engine_.reset();
   engine_model_.clear();
   engine_path_.clear();
@@ -362,10 +368,11 @@ Worker::Admitted Worker::admit() {
   }
   if (claimed.empty()) return Admitted::none;
 
-  double load_ms = 0;
   if (active_.empty()) {
     try {
+      double load_ms = 0;
       engine_for(claimed.front().spec.model, load_ms);
+      unpaid_load_ms_ += load_ms;
       if (!batch_) batch_ = engine_->open_batch();
       unblock(claimed.front().spec.model);
     } catch (const DaemonConfigError& e) {
@@ -387,12 +394,12 @@ Worker::Admitted Worker::admit() {
       return Admitted::some;
     }
   }
-  for (const jobs::Job& job : claimed) start(job, load_ms);
+  for (const jobs::Job& job : claimed) start(job);
   return Admitted::some;
 }
 
 // One claimed job joins the batch (or ends at once: bad input, stop).
-void Worker::start(const jobs::Job& job, double load_ms) {
+void Worker::start(const jobs::Job& job) {
   std::vector<int32_t> resume;
   std::vector<GenerationChoice> resume_more;
   sampler::ChoiceLogprobs resume_logprobs;
@@ -435,7 +442,6 @@ void Worker::start(const jobs::Job& job, double load_ms) {
   auto a = std::make_unique<Active>();
   a->job = job;
   a->resumed = a->checkpointed = resumed_total;
-  a->load_ms = load_ms;
   a->last_poll = a->last_checkpoint = Clock::now();
   // Stopping, or a model that fits fewer jobs than were claimed for it (its
   // budget halved max_batch at load): back to the queue, attempt given back.
@@ -500,16 +506,11 @@ void Worker::start(const jobs::Job& job, double load_ms) {
                      e.what());
       }
     }
-    double tok_s = 0;
-    if (p.prefilled >= p.prompt_tokens && p.generated > act.resumed) {
-      if (!act.first_token) {
-        act.first_token = now;
-        act.first_token_count = p.generated;
-      }
-      const double secs = std::chrono::duration<double>(now - *act.first_token).count();
-      tok_s = secs > 0 ? (p.generated - act.first_token_count) / secs : 0;
-    }
-    status_.progress(job.id, p.prompt_tokens, p.prefilled, p.generated, tok_s);
+    act.prompt_tokens = p.prompt_tokens;
+    act.prefilled = p.prefilled;
+    act.generated = p.generated;
+    const bool decoding = p.prefilled >= p.prompt_tokens && p.generated > act.resumed;
+    status_.progress(job.id, p.prompt_tokens, p.prefilled, p.generated, decoding ? act.tok_s : 0);
     if (observer_) observer_(job, p);
     return true;
   };
@@ -530,6 +531,7 @@ void Worker::start(const jobs::Job& job, double load_ms) {
   }
   if (active_.empty()) totals_ = RunTotals{Clock::now()};
   ++totals_.jobs;
+  a->load_ms = std::exchange(unpaid_load_ms_, 0.0);
   active_.push_back(std::move(a));
   totals_.max_size = std::max(totals_.max_size, static_cast<int>(active_.size()));
 }
@@ -565,6 +567,7 @@ void Worker::step() {
   const int64_t size = static_cast<int64_t>(active_.size());
   ++totals_.steps;
   const BatchStepStats& st = batch_->last_step();
+  rate_.add(t0, Clock::now(), st);
   spdlog::debug("step {}: {} job(s), {} tokens ({} prefill), {} experts ({} read, {} cached), {:.1f} MiB read, "
                 "{:.1f} ms ({:.1f} ms waiting for reads)",
                 totals_.steps, size, st.tokens, st.prefill_tokens, st.experts_used, st.experts_read,
@@ -577,6 +580,7 @@ void Worker::step() {
     finish(*a, std::move(gen));
     slot_freed_ = true;  // the next queued job joins at the next step
   }
+  estimate();  // for the jobs still in the batch
   if (active_.empty() && totals_.steps > 0) {
     const double secs = std::chrono::duration<double>(Clock::now() - totals_.started).count();
     const BatchRunStats& run = batch_->totals();
@@ -589,6 +593,25 @@ void Worker::step() {
                  run.read_gib_s(), 100 * run.io_share(), 100 * run.cache_hit_rate());
     batch_->reset_totals();
     totals_ = RunTotals{};
+    rate_.reset();
+  }
+}
+
+// Every running job's rate and ETA from the batch's step model (daemon/lib/step_rate.h).
+void Worker::estimate() {
+  std::vector<StepRate::Job> jobs;
+  jobs.reserve(active_.size());
+  for (const auto& a : active_) {
+    const int n = std::max(1, a->job.spec.sampling.n);
+    jobs.push_back({a->prefilled + a->generated / n, std::max(a->prompt_tokens - a->prefilled, 0),
+                    int64_t{a->job.spec.sampling.max_tokens} * n - a->generated, n});
+  }
+  const std::vector<StepRate::Estimate> est = rate_.estimate(jobs);
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Active& a = *active_[i];
+    a.tok_s = est[i].tok_s;
+    status_.estimate(a.job.id, a.prefilled >= a.prompt_tokens && a.generated > a.resumed ? a.tok_s : 0,
+                     est[i].eta_s.value_or(-1));
   }
 }
 
@@ -605,18 +628,8 @@ void Worker::finish(Active& a, GenerationResult gen) {
   // The engine reports load time it spent inside generation (lazy loading),
   // the worker the time Engine::load took; a job pays for whichever happened.
   r.load_ms = a.load_ms + gen.stats.load_ms;
-  r.prefill_ms = gen.stats.prefill_ms;
-  r.decode_ms = gen.stats.decode_ms;
-  r.prefill_tok_s = gen.stats.prefill_tok_s;
-  r.decode_tok_s = gen.stats.decode_tok_s;
+  jobs::copy_engine_stats(gen.stats, r);  // the rest of jobs/result_stats.h's table
   r.peak_rss_bytes = gen.stats.peak_rss_bytes != 0 ? gen.stats.peak_rss_bytes : peak_rss_bytes();
-  r.bytes_read = gen.stats.bytes_read;
-  r.read_gib_s = gen.stats.read_gib_s;
-  r.io_wait_ms = gen.stats.io_wait_ms;
-  r.compute_ms = gen.stats.compute_ms;
-  r.cache_hit_rate = gen.stats.cache_hit_rate;
-  r.prefetch_accuracy = gen.stats.prefetch_accuracy;
-  r.avg_batch_size = gen.stats.avg_batch_size;
   std::vector<const GenerationChoice*> choices = {&gen};
   for (const GenerationChoice& c : gen.more_choices) {
     choices.push_back(&c);
@@ -658,6 +671,7 @@ void Worker::fail_all(const Execution& failure, bool drop) {
   batch_.reset();  // its state is unknown now; reopened at the next admission
   if (drop) drop_engine();
   totals_ = RunTotals{};
+  rate_.reset();
   for (auto& a : jobs) {
     Execution ex = failure;
     ex.checkpointed = a->checkpointed;

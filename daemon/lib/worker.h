@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "daemon/lib/run_status.h"
+#include "daemon/lib/step_rate.h"
 #include "engine/engine.h"
 #include "engine/generation_batch.h"
 #include "jobs/backoff.h"
@@ -140,8 +141,9 @@ class Worker {
   using Clock = std::chrono::steady_clock;
   enum class Admitted { none, some, database_unavailable };
   Admitted admit();
-  void start(const jobs::Job& job, double load_ms);
+  void start(const jobs::Job& job);
   void step();
+  void estimate();
   void finish(Active& a, GenerationResult gen);
   void fail_all(const Execution& failure, bool drop_engine);
   void end(const jobs::Job& job, const Execution& ex);
@@ -189,6 +191,8 @@ class Worker {
   };
   std::map<std::string, Blocked> blocked_;        // by model name
   bool slot_freed_ = false;                      // a job left the batch since the last claim
+  double unpaid_load_ms_ = 0;                    // a model load no job has been charged with yet (Active::load_ms)
+  StepRate rate_;                                // the batch's step model: jobs' tok/s and ETAs
   // The batch run in progress (from the first job joining an empty batch to
   // the last one leaving), for its summary line.
   struct RunTotals {

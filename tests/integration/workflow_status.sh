@@ -79,13 +79,17 @@ expect_contains "$status" "  long  1/1 finished" "the finished batch"
 expect_exit 0 timeout 5 "$NIGHTSHIFT" watch --config "$CONFIG" --until-done
 expect_exit 3 ns status --config "$CONFIG" --batch no-such-batch
 
-# `nightshift run` on a terminal (script(1) gives it one): a live decode line
-# on stderr while the text goes to a file, which gets the text alone.
+# `nightshift run` on a terminal (script(1) gives it one): a loading line,
+# the prefill line from 0, a live decode line on stderr while the text goes
+# to a file, which gets the text alone.
 if command -v script > /dev/null; then
   run_args=(--model "$WORK/slow.gguf" --threads 1 -n 600 --ignore-eos --temperature 0 "Once upon a time")
   tty_err=$(script -qec "$(printf '%q ' "$NIGHTSHIFT" run "${run_args[@]}") > $(printf '%q' "$WORK/run-tty.txt")" /dev/null |
             tr '\r' '\n')
   [[ "$tty_err" =~ decode\ \ \[#*-*\]\ [0-9]+/600\ tok,\ [0-9.]+\ tok/s ]] || fail "no decode progress on a terminal: $tty_err"
+  # Not silent while the model loads and the first prompt chunk runs.
+  expect_contains "$tty_err" "loading slow.gguf (" "run's loading line"
+  [[ "$tty_err" =~ prefill\ \[-+\]\ 0/[0-9]+\ prompt\ tok ]] || fail "no prefill line before the first chunk: $tty_err"
   expect_contains "$tty_err" "[length] prompt" "the final timing line"
   plain_err=$("$NIGHTSHIFT" run "${run_args[@]}" 2>&1 > "$WORK/run-plain.txt")
   [[ "$plain_err" != *"decode  ["* && "$plain_err" != *$'\x1b'* ]] || fail "progress written to a pipe: $plain_err"

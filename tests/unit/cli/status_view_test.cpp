@@ -34,8 +34,109 @@ TEST_CASE("a job's progress: waiting, prefill, decode with tok/s and ETA") {
   CHECK(job_progress_text(job, 6'000) == "started 5s ago, waiting for its first progress report");
   job.progress = {.prompt_tokens = 4096, .prefilled = 1024, .generated = 0, .tok_s = 0, .updated_ms = 5'000};
   CHECK(job_progress_text(job, 6'000) == "prefill 1024/4096 prompt tok");
+  job.progress.eta_s = 95;  // the daemon's estimate: the prompt's rest, then 200 tokens
+  CHECK(job_progress_text(job, 6'000) == "prefill 1024/4096 prompt tok, ETA 1m34s");
+  // A daemon that writes no ETA (an older version): from the rate, counted down too.
   job.progress = {.prompt_tokens = 4096, .prefilled = 4096, .generated = 37, .tok_s = 3.26, .updated_ms = 5'000};
-  CHECK(job_progress_text(job, 6'000) == "37/200 tok, 3.26 tok/s, ETA 50s");
+  CHECK(job_progress_text(job, 5'000) == "37/200 tok, 3.26 tok/s, ETA 50s");
+  CHECK(job_progress_text(job, 6'000) == "37/200 tok, 3.26 tok/s, ETA 49s");
+}
+
+TEST_CASE("the ETA counts down between heartbeats from the daemon's estimate, not below 0") {
+  ns::jobs::Job job;
+  job.spec.sampling.max_tokens = 200;
+  job.progress = {.prompt_tokens = 10, .prefilled = 10, .generated = 100, .tok_s = 2.0, .updated_ms = 10'000,
+                  .eta_s = 40};  // the batch's step rate says 40 s, not 100 / 2.0 = 50 s
+  CHECK(job_progress_text(job, 10'000) == "100/200 tok, 2.00 tok/s, ETA 40s");
+  CHECK(job_progress_text(job, 14'000) == "100/200 tok, 2.00 tok/s, ETA 36s");
+  CHECK(job_progress_text(job, 39'000) == "100/200 tok, 2.00 tok/s, ETA 11s");
+  CHECK(job_progress_text(job, 90'000) == "100/200 tok, 2.00 tok/s, ETA 0s");
+}
+
+namespace {
+
+// A daemon running a full batch of `n` jobs with long labels, 20 finished
+// jobs, 15 batches and a second daemon: more than any terminal shows.
+StatusSnapshot crowded(int n) {
+  StatusSnapshot s;
+  s.now_ms = 1'000'000;
+  s.counts = {.queued = 9000, .running = n, .done = 990, .failed = 2};
+  for (int i = 0; i < n; ++i) {
+    ns::jobs::Job j;
+    j.id = 10'000 + i;
+    j.worker = "nightbox-with-a-long-hostname:41210";
+    j.spec.model = "kimi-k2-instruct-q4";
+    j.spec.batch = "reviews-2026-11-29-the-long-batch-name";
+    j.spec.custom_id = "request-number-" + std::to_string(i) + "-with-a-long-custom-id";
+    j.spec.sampling.max_tokens = 2000;
+    j.started_ms = 900'000;
+    j.progress = {.prompt_tokens = 1500, .prefilled = 1500, .generated = 150 * (i + 1), .tok_s = 11.5,
+                  .updated_ms = 998'000, .eta_s = 100.0 + 10 * i};
+    s.running.push_back(j);
+  }
+  for (int i = 0; i < 20; ++i) {
+    ns::jobs::Job j;
+    j.id = 9'000 + i;
+    j.state = ns::jobs::JobState::done;
+    j.finished_ms = 990'000;
+    ns::jobs::JobResult r;
+    r.completion_tokens = 2000;
+    r.decode_tok_s = 11.5;
+    r.text = std::string(300, 'w');
+    j.result = r;
+    s.recent.push_back(j);
+  }
+  for (int i = 0; i < 15; ++i) {
+    ns::jobs::BatchSummary b;
+    b.name = "batch-" + std::to_string(i) + "-with-a-name-longer-than-the-terminal-is-wide-for-sure-really";
+    b.created_ms = 100'000;
+    b.counts = {.queued = 100, .running = 1, .done = 10};
+    s.batches.push_back(b);
+  }
+  for (const char* id : {"nightbox-with-a-long-hostname:41210", "otherbox:7"}) {
+    ns::jobs::WorkerInfo w;
+    w.id = id;
+    w.model = "kimi-k2-instruct-q4";
+    w.started_ms = 0;
+    w.heartbeat_ms = 999'000;
+    s.workers.push_back(w);
+  }
+  return s;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) out.push_back(text.substr(start, nl - start));
+  if (start < text.size()) out.push_back(text.substr(start));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("watch's screen fits 80x24 with a batch of 8: one line per job, the batch's tok/s and ETA") {
+  for (const auto& [width, height] : {std::pair{80, 24}, std::pair{60, 16}, std::pair{120, 40}}) {
+    CAPTURE(width);
+    const StatusSnapshot s = crowded(8);
+    const std::string screen = format_status(s, StatusStyle{true, width, height});
+    const std::vector<std::string> lines = lines_of(screen);
+    CHECK(static_cast<int>(lines.size()) <= height - 1);  // and `watch`'s footer line
+    for (const std::string& l : lines) {
+      CAPTURE(l);
+      CHECK(l.size() <= static_cast<size_t>(width));
+    }
+    CHECK(has(screen, "queue: 9000 queued, 8 running"));
+    // The daemon's batch: 8 x 11.5 tok/s; the last job ends in 170 s, 2 s of it gone since the heartbeat.
+    CHECK(has(screen, "8 jobs, 92.00 tok/s, ETA 2m48s"));
+    CHECK(has(screen, " shown\n"));  // sections cut to what fits say so
+    if (height >= 24) {
+      for (const ns::jobs::Job& j : s.running) CHECK(has(screen, "  " + std::to_string(j.id) + " "));
+    }
+  }
+  // Without a height, status prints everything.
+  const std::string all = format_status(crowded(8), StatusStyle{true, 80});
+  CHECK(lines_of(all).size() > 40);
+  CHECK(has(all, "batch: 8 jobs, 92.00 tok/s, ETA 2m48s"));
 }
 
 TEST_CASE("a daemon is up, stopped, or silent") {
@@ -99,7 +200,9 @@ TEST_CASE("status shows counts, running jobs with progress, the last finished, b
   const nlohmann::json j = status_to_json(s);
   CHECK(j["counts"]["running"] == 1);
   CHECK(j["running"][0]["generated"] == 37);
-  CHECK(j["running"][0]["eta_s"].get<double>() == doctest::Approx(163 / 3.26));
+  CHECK(j["running"][0]["eta_s"].get<double>() == doctest::Approx(163 / 3.26).epsilon(0.01));
+  CHECK(j["workers"][0]["batch_jobs"] == 1);
+  CHECK(j["workers"][0]["batch_tok_s"].get<double>() == doctest::Approx(3.26));
   CHECK(j["batches"][0]["name"] == "nightly");
   CHECK(j["workers"][0]["id"] == "host:42");
   CHECK_FALSE(queue_idle(s));

@@ -141,6 +141,37 @@ TEST_CASE("queue order decides who joins: a batch never jumps a job that wants a
   CHECK(f.job(a1).started_ms <= f.job(a2).finished_ms);
   CHECK(f.job(a1).result->avg_batch_size > 1.0);
   CHECK(f.job(b1).result->avg_batch_size == doctest::Approx(1.0));
+  // Each model load is charged once, to the first job that joined after it
+  // (the head of the queue), not to every job that waited for it.
+  CHECK(f.job(urgent).result->load_ms > 0);
+  CHECK(f.job(a1).result->load_ms == 0);
+  CHECK(f.job(a2).result->load_ms == 0);
+  CHECK(f.job(b1).result->load_ms > 0);  // "other" is loaded for it
+  CHECK(f.job(a3).result->load_ms > 0);  // and "m" again after it
+}
+
+TEST_CASE("a running job's tok/s and ETA come from its batch's step rate") {
+  auto model = test::small_model();
+  if (!model) return;
+  Fixture f(*model, 4);
+  const int64_t a = f.submit("one", 120), b = f.submit("two", 120);
+  daemon::RunStatus status;
+  daemon::Worker worker(*f.queue, f.options, f.stop, &status);
+  std::vector<daemon::RunStatus::JobView> seen;
+  worker.set_progress_observer([&](const jobs::Job& job, const GenerationProgress& p) {
+    if (job.id == a && p.generated == 60) seen = status.snapshot().jobs;
+  });
+  CHECK(worker.run(/*drain=*/true) == 2);
+  REQUIRE(seen.size() == 2);
+  for (const auto& j : seen) {
+    CAPTURE(j.lease.job_id);
+    CHECK(j.tok_s > 0);
+    CHECK(j.eta_s > 0);
+  }
+  // Both decode one token per step: the same rate, whatever each has done.
+  CHECK(seen[0].tok_s == doctest::Approx(seen[1].tok_s).epsilon(0.3));
+  const auto& other = seen[0].lease.job_id == b ? seen[0] : seen[1];
+  CHECK(other.lease.job_id == b);
 }
 
 TEST_CASE("a job joins a running batch at the next step and leaves when it ends") {

@@ -115,13 +115,17 @@ TEST_CASE("batch stats: steps add up to the totals, and sequences' shares to the
   CHECK(o.totals.bytes_read <= m->stream_stats().bytes_read() - bytes_before);
 
   uint64_t bytes = 0;
-  double io_wait_ms = 0, compute_ms = 0;
+  double io_wait_ms = 0, compute_ms = 0, decode_share_ms = 0, decode_ms = 0;
   int64_t generated = 0, prompt = 0;
   bool batched = false;
   for (const GenerationResult& r : o.results) {
     bytes += r.stats.bytes_read;
     io_wait_ms += r.stats.io_wait_ms;
     compute_ms += r.stats.compute_ms;
+    decode_share_ms += r.stats.decode_share_ms;
+    decode_ms += r.stats.decode_ms;
+    CHECK(r.stats.decode_share_ms > 0);
+    CHECK(r.stats.decode_share_ms <= r.stats.decode_ms);
     generated += r.stats.completion_tokens;
     prompt += r.stats.prompt_tokens;
     CHECK(r.stats.bytes_read > 0);
@@ -138,6 +142,12 @@ TEST_CASE("batch stats: steps add up to the totals, and sequences' shares to the
   CHECK(io_wait_ms == doctest::Approx(o.totals.io_wait_s * 1e3).epsilon(1e-9));
   CHECK(compute_ms == doctest::Approx(o.totals.compute_s * 1e3).epsilon(1e-9));
   CHECK(generated == o.totals.generated);
+  // The decode shares split the wall time of the decoding steps, once: the
+  // batch's rate is decoded tokens over their sum, not over the summed
+  // decode_ms (which counts a step once per job in it).
+  CHECK(decode_share_ms == doctest::Approx(o.totals.decode_seconds * 1e3).epsilon(1e-9));
+  CHECK(decode_share_ms < decode_ms);
+  CHECK(o.totals.decode_seconds < o.totals.seconds);  // the first chunks decoded nothing
   CHECK(prompt == o.totals.prefill_tokens);
   CHECK(o.totals.tokens == o.totals.prefill_tokens + o.totals.decode_tokens);
   // Every sampled token but each request's first comes from a decode step's token.
@@ -175,6 +185,8 @@ TEST_CASE("batch stats: a lone generation carries every step whole") {
   CHECK(s.io_wait_ms == doctest::Approx(b.totals().io_wait_s * 1e3));
   CHECK(s.compute_ms == doctest::Approx(b.totals().compute_s * 1e3));
   CHECK(s.cache_hit_rate == doctest::Approx(b.totals().cache_hit_rate()));
+  CHECK(s.decode_share_ms == doctest::Approx(b.totals().decode_seconds * 1e3));
+  CHECK(s.decode_share_ms <= s.decode_ms);  // alone: its decode steps, whole
   // Prompt chunks of 16, then one step per token after the first.
   CHECK(b.totals().steps == (s.prompt_tokens + 15) / 16 + s.completion_tokens - 1);
 }

@@ -192,6 +192,16 @@ QUEUE_TEST("heartbeats carry progress; a fenced-out heartbeat writes none") {
   CHECK(now->progress.prompt_tokens == 100);
   CHECK(now->progress.tok_s == doctest::Approx(3.5));
   CHECK(now->progress.updated_ms > 0);
+  CHECK(now->progress.eta_s < 0);  // the daemon gave no ETA: unknown (NULL)
+  CHECK_FALSE(remaining_eta_s(now->progress, now->progress.updated_ms));
+  p.eta_s = 12.5;
+  CHECK(q->heartbeat(job->lease(), kLeaseMs, p));
+  now = q->get(id);
+  CHECK(now->progress.eta_s == doctest::Approx(12.5));
+  // Counted down from when it was written, never below 0.
+  CHECK(*remaining_eta_s(now->progress, now->progress.updated_ms + 2'500) == doctest::Approx(10.0));
+  CHECK(*remaining_eta_s(now->progress, now->progress.updated_ms + 60'000) == 0.0);
+  p.eta_s = -1;
 
   Lease stale = job->lease();
   stale.attempt += 1;
@@ -218,6 +228,7 @@ QUEUE_TEST("results keep the streaming and batching stats") {
   r.cache_hit_rate = 0.42;
   r.prefetch_accuracy = 0.61;
   r.avg_batch_size = 12.5;
+  r.decode_share_ms = 333.25;
   CHECK(q->complete(job->lease(), r));
   const auto done = q->get(id);
   REQUIRE(done);
@@ -229,6 +240,38 @@ QUEUE_TEST("results keep the streaming and batching stats") {
   CHECK(done->result->cache_hit_rate == doctest::Approx(0.42));
   CHECK(done->result->prefetch_accuracy == doctest::Approx(0.61));
   CHECK(done->result->avg_batch_size == doctest::Approx(12.5));
+  CHECK(done->result->decode_share_ms == doctest::Approx(333.25));
+}
+
+QUEUE_TEST("batch_summary: the batch's decode rate over the time it decoded, and each model load once") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  // Four jobs decoded together for one second, 100 tokens each: each saw
+  // 100 tok/s, the batch made 400 tok/s. The model load is the first job's.
+  for (int i = 0; i < 4; ++i) {
+    JobSpec s = completion("m", "p" + std::to_string(i));
+    s.batch = "night";
+    s.custom_id = "c" + std::to_string(i);
+    q->submit(s);
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto job = q->claim("w", kLeaseMs);
+    REQUIRE(job);
+    JobResult r;
+    r.text = "t";
+    r.finish_reason = "length";
+    r.completion_tokens = 100;
+    r.decode_ms = 1000;
+    r.decode_tok_s = 100;
+    r.decode_share_ms = 250;
+    r.load_ms = i == 0 ? 1500 : 0;
+    CHECK(q->complete(job->lease(), r));
+  }
+  const std::vector<ns::test::Row> rows = db.query("SELECT decode_tok_s, job_decode_tok_s, load_ms FROM batch_summary");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].real(0) == doctest::Approx(400));
+  CHECK(rows[0].real(1) == doctest::Approx(100));
+  CHECK(rows[0].real(2) == doctest::Approx(1500));
 }
 
 QUEUE_TEST("workers register, beat, stop; status reads them back") {
