@@ -105,11 +105,13 @@ struct Q2K {
 // Q3_K and Q6_K: signed levels held as q + kOffset, int scales per 16
 // elements, no mins: one float FMA of d_x d_w per super-block.
 template <class D>
-struct NoMinsEpilogue {
+struct SignedLevels {
+  struct Row {
+    __m256i scales[2];  // int16, see split_halves
+  };
   using Tok = None;
   using Mins = None;
   static Tok token(const uint8_t*) { return {}; }
-  template <class Row>
   static void epilogue(__m256* acc, None*, const Row&, const uint8_t* wr, float dx, Tok, __m256i sum) {
     *acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * load_fp16(wr + D::L::d)), _mm256_cvtepi32_ps(sum), *acc);
   }
@@ -118,12 +120,9 @@ struct NoMinsEpilogue {
 
 // Q3_K: the level q - 4 is taken as u = (low 2 bits) | (third bit << 2) in
 // [0, 7]; 16 signed 6-bit scales.
-struct Q3K : NoMinsEpilogue<Q3K> {
+struct Q3K : SignedLevels<Q3K> {
   using L = kq::Q3K;
   static constexpr int kOffset = 4;
-  struct Row {
-    __m256i scales[2];
-  };
   // The 16 scales minus 32 as int16 (same bits as kq::unpack_q3k_scales, four
   // bytes at a time).
   [[gnu::always_inline]] static Row prepare(const uint8_t* wr) {
@@ -149,12 +148,9 @@ struct Q3K : NoMinsEpilogue<Q3K> {
 
 // Q6_K: the 6-bit level q (ql nibble | 2 qh bits << 4, in [0, 63]) is the
 // weight + 32; int8 scales per 16 elements.
-struct Q6K : NoMinsEpilogue<Q6K> {
+struct Q6K : SignedLevels<Q6K> {
   using L = kq::Q6K;
   static constexpr int kOffset = 32;
-  struct Row {
-    __m256i scales[2];
-  };
   [[gnu::always_inline]] static Row prepare(const uint8_t* wr) {
     Row row;
     split_halves(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr + L::scales))), row.scales);
@@ -319,21 +315,15 @@ struct Micro {
   }
 };
 
-// The vec_dot and tile entry points of format D on engine E, with micro-tiles
-// of up to kTokens tokens and kRowsBatch rows (kRowsSingle for a lone token).
-template <class D, class E, int kRowsSingle, int kRowsBatch, int kTokens>
-struct Kernels {
+// The vec_dot and tile entry points of format D on engine E (shapes: see
+// avx2::MicroKernels).
+template <class D, class E>
+struct Bind {
   template <int R, int T>
   using M = Micro<D, E, R, T>;
-  static constexpr avx2::MicroTable<M, (kRowsSingle > kRowsBatch ? kRowsSingle : kRowsBatch), kTokens> kMicro{};
-
-  static float vec_dot(const void* w, const void* x, int64_t n) {
-    float y;
-    M<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
-    return y;
-  }
-  static void tile(const Tile& t) { avx2::run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
 };
+template <class D, class E, int kRowsSingle, int kRowsBatch, int kTokens>
+using Kernels = avx2::MicroKernels<Bind<D, E>::template M, kRowsSingle, kRowsBatch, kTokens>;
 
 }  // namespace
 }  // namespace ns::kernels::kq_simd
