@@ -58,6 +58,11 @@ inline void split_halves(__m256i all, __m256i (&s)[2]) {
   s[1] = _mm256_permute2x128_si256(all, all, 0x11);
 }
 
+// acc + d_x d_w * (float) sum, d_w the fp16 at d: a super-block's main FMA.
+inline __m256 add_scaled(__m256 acc, float dx, const uint8_t* d, __m256i sum) {
+  return _mm256_fmadd_ps(_mm256_set1_ps(dx * load_fp16(d)), _mm256_cvtepi32_ps(sum), acc);
+}
+
 // A format decoder D supplies:
 //   L                       its block layout (kquant.h)
 //   kOffset                 the constant its bytes q exceed the levels by
@@ -97,7 +102,7 @@ struct Q2K {
   static void epilogue(__m256* acc, None*, const Row& row, const uint8_t* wr, float dx, Tok bsums, __m256i sum) {
     const __m256 m = _mm256_cvtepi32_ps(_mm256_madd_epi16(row.mins, bsums));
     *acc = _mm256_fmadd_ps(_mm256_set1_ps(-dx * load_fp16(wr + L::dmin)), m, *acc);
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * load_fp16(wr + L::d)), _mm256_cvtepi32_ps(sum), *acc);
+    *acc = add_scaled(*acc, dx, wr + L::d, sum);
   }
   static float finish(__m256 acc, None) { return avx2::hsum(acc); }
 };
@@ -113,7 +118,7 @@ struct SignedLevels {
   using Mins = None;
   static Tok token(const uint8_t*) { return {}; }
   static void epilogue(__m256* acc, None*, const Row&, const uint8_t* wr, float dx, Tok, __m256i sum) {
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * load_fp16(wr + D::L::d)), _mm256_cvtepi32_ps(sum), *acc);
+    *acc = add_scaled(*acc, dx, wr + D::L::d, sum);
   }
   static float finish(__m256 acc, None) { return avx2::hsum(acc); }
 };
@@ -194,6 +199,7 @@ struct K4Common {
     return row;
   }
   static Tok token(const uint8_t* xt) { return avx2::q8k_sums32(xt + XL::bsums); }
+  static __m256i scale(const Row& row, int v) { return _mm256_shuffle_epi8(row.scales, avx2::pick_one(v)); }
 };
 
 // Q4_K: the mins go into a 4-lane float accumulator with -d_x dmin_w; the
@@ -203,13 +209,13 @@ struct Q4K : K4Common<Q4K> {
   using Mins = __m128;
   [[gnu::always_inline]] static void decode(const Row& row, const uint8_t* wr, int v, __m256i* q, __m256i* sc) {
     *q = k4_nibbles(wr + L::qs, v);
-    *sc = _mm256_shuffle_epi8(row.scales, avx2::pick_one(v));
+    *sc = scale(row, v);
   }
   static void epilogue(__m256* acc, __m128* acc_m, const Row& row, const uint8_t* wr, float dx, Tok sums32,
                        __m256i sum) {
     const __m128 m = _mm_cvtepi32_ps(_mm_madd_epi16(row.mins, sums32));
     *acc_m = _mm_fmadd_ps(_mm_set1_ps(-dx * load_fp16(wr + L::dmin)), m, *acc_m);
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * load_fp16(wr + L::d)), _mm256_cvtepi32_ps(sum), *acc);
+    *acc = add_scaled(*acc, dx, wr + L::d, sum);
   }
   static float finish(__m256 acc, __m128 acc_m) {
     __m128 m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
@@ -226,7 +232,7 @@ struct Q5K : K4Common<Q5K> {
   using Mins = float;
   [[gnu::always_inline]] static void decode(const Row& row, const uint8_t* wr, int v, __m256i* q, __m256i* sc) {
     *q = _mm256_or_si256(k4_nibbles(wr + L::qs, v), move_bit(load256(wr + L::qh), v, 4));
-    *sc = _mm256_shuffle_epi8(row.scales, avx2::pick_one(v));
+    *sc = scale(row, v);
   }
   static void epilogue(__m256* acc, float* acc_m, const Row& row, const uint8_t* wr, float dx, Tok sums32,
                        __m256i sum) {
@@ -235,7 +241,7 @@ struct Q5K : K4Common<Q5K> {
     m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 1));
     const __m128 dmin = _mm_set_ss(-dx * load_fp16(wr + L::dmin));
     *acc_m = _mm_cvtss_f32(_mm_fmadd_ss(dmin, _mm_cvtepi32_ps(m), _mm_set_ss(*acc_m)));
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * load_fp16(wr + L::d)), _mm256_cvtepi32_ps(sum), *acc);
+    *acc = add_scaled(*acc, dx, wr + L::d, sum);
   }
   static float finish(__m256 acc, float acc_m) { return avx2::hsum(acc) + acc_m; }
 };
