@@ -95,18 +95,19 @@ static inline void run_micro_tiles(const Tile& t, const MicroTable<K, RM, TM>& t
   }
 }
 
-// The vec_dot and tile entry points of a format whose micro-kernel is
-// K<R, T>::run (R rows x T tokens, see MicroFn): vec_dot is K<1, 1>, tile
-// covers the tile with K's shapes up to rows_single / rows_batch x tokens.
-template <template <int, int> class K, int RowsSingle, int RowsBatch, int Tokens>
+// The vec_dot and tile entry points of a micro-kernel family K<R, T>:
+// micro-tiles of up to kTokens tokens and kRowsBatch rows, kRowsSingle rows
+// for a lone token; vec_dot is K<1, 1>.
+template <template <int, int> class K, int kRowsSingle, int kRowsBatch, int kTokens>
 struct MicroKernels {
-  static constexpr MicroTable<K, RowsSingle, Tokens> kMicro{};
+  static constexpr MicroTable<K, (kRowsSingle > kRowsBatch ? kRowsSingle : kRowsBatch), kTokens> kMicro{};
+
   static float vec_dot(const void* w, const void* x, int64_t n) {
     float y;
     K<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
     return y;
   }
-  static void tile(const Tile& t) { run_micro_tiles(t, kMicro, RowsSingle, RowsBatch); }
+  static void tile(const Tile& t) { run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
 };
 
 // Micro-kernel for the float-like formats (F32, F16, BF16), whose weights and

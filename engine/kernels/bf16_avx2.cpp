@@ -28,7 +28,7 @@ struct Micro {
 // Shapes measured on a Sapphire Rapids core (4096-wide rows, best of
 // interleaved runs): 4 rows for a lone token, 2 x 4 otherwise.
 constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 4;
-constexpr avx2::MicroTable<Micro, kRowsSingle, kTokens> kMicro;
+using Kernels = avx2::MicroKernels<Micro, kRowsSingle, kRowsBatch, kTokens>;
 
 uint16_t to_bf16(float f) {
   uint32_t x;
@@ -62,12 +62,8 @@ void quantize(const float* src, void* dst, int64_t n) {
   for (; i < n; ++i) store_u16(out + 2 * i, to_bf16(src[i]));
 }
 
-float vec_dot(const void* w, const void* x, int64_t n) {
-  float y;
-  Micro<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
-  return y;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
 
-void tile(const Tile& t) { avx2::run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
+void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::bf16_avx2

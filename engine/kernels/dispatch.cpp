@@ -50,15 +50,20 @@ constexpr FormatKernels kFormats[] = {
     {GgmlType::Q8_K, GgmlType::Q8_K, q8_k::dequantize, q8_k::quantize, nullptr,  //
      q8_k_avx2::quantize, nullptr, nullptr},
     {GgmlType::Q2_K, GgmlType::Q8_K, q2_k::dequantize, q2_k::quantize, q2_k::vec_dot,  //
-     nullptr, q2_k_avx2::vec_dot, q2_k_avx2::tile},
+     nullptr, q2_k_avx2::vec_dot, q2_k_avx2::tile,  //
+     q2_k_avx512::vec_dot, q2_k_avx512::tile},
     {GgmlType::Q3_K, GgmlType::Q8_K, q3_k::dequantize, q3_k::quantize, q3_k::vec_dot,  //
-     nullptr, q3_k_avx2::vec_dot, q3_k_avx2::tile},
+     nullptr, q3_k_avx2::vec_dot, q3_k_avx2::tile,  //
+     q3_k_avx512::vec_dot, q3_k_avx512::tile},
     {GgmlType::Q4_K, GgmlType::Q8_K, q4_k::dequantize, q4_k::quantize, q4_k::vec_dot,  //
-     nullptr, q4_k_avx2::vec_dot, q4_k_avx2::tile},
+     nullptr, q4_k_avx2::vec_dot, q4_k_avx2::tile,  //
+     q4_k_avx512::vec_dot, q4_k_avx512::tile},
     {GgmlType::Q5_K, GgmlType::Q8_K, q5_k::dequantize, q5_k::quantize, q5_k::vec_dot,  //
-     nullptr, q5_k_avx2::vec_dot, q5_k_avx2::tile},
+     nullptr, q5_k_avx2::vec_dot, q5_k_avx2::tile,  //
+     q5_k_avx512::vec_dot, q5_k_avx512::tile},
     {GgmlType::Q6_K, GgmlType::Q8_K, q6_k::dequantize, q6_k::quantize, q6_k::vec_dot,  //
-     nullptr, q6_k_avx2::vec_dot, q6_k_avx2::tile},
+     nullptr, q6_k_avx2::vec_dot, q6_k_avx2::tile,  //
+     q6_k_avx512::vec_dot, q6_k_avx512::tile},
     {GgmlType::IQ2_XXS, GgmlType::Q8_K, iq2_xxs::dequantize, nullptr, iq2_xxs::vec_dot,  //
      nullptr, iq2_xxs_avx2::vec_dot, iq2_xxs_avx2::tile},
     {GgmlType::IQ1_S, GgmlType::Q8_K, iq1_s::dequantize, nullptr, iq1_s::vec_dot,  //

@@ -1,4 +1,6 @@
-// The kernel files of each format, one namespace per file. Adding a format
+// The kernel files of each format, one namespace per file (the K-quants'
+// SIMD namespaces are defined together in kquant_avx2.cpp and
+// kquant_avx512.cpp, a decoder each in kquant_avx2.h). Adding a format
 // means one <format>.cpp (scalar reference), optionally one <format>_avx2.cpp
 // and one <format>_avx512.cpp, their declarations here and one row in dispatch.cpp's table. A format that
 // only ever holds activations (Q8_K, for the K-quants) is a row whose vec_dot
@@ -279,6 +281,10 @@ namespace q2_k_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q2_k_avx2
+namespace q2_k_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q2_k_avx512
 
 namespace q3_k {
 inline constexpr int64_t kBlockElems = 256;
@@ -291,6 +297,10 @@ namespace q3_k_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q3_k_avx2
+namespace q3_k_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q3_k_avx512
 
 namespace q4_k {
 inline constexpr int64_t kBlockElems = 256;
@@ -303,6 +313,10 @@ namespace q4_k_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q4_k_avx2
+namespace q4_k_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q4_k_avx512
 
 namespace q5_k {
 inline constexpr int64_t kBlockElems = 256;
@@ -315,6 +329,10 @@ namespace q5_k_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q5_k_avx2
+namespace q5_k_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q5_k_avx512
 
 namespace q6_k {
 inline constexpr int64_t kBlockElems = 256;
@@ -327,6 +345,10 @@ namespace q6_k_avx2 {
 float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q6_k_avx2
+namespace q6_k_avx512 {
+float vec_dot(const void* w, const void* x, int64_t n);
+void tile(const Tile& tile);
+}  // namespace q6_k_avx512
 
 // The i-quants, dotted against Q8_K. Read-only: no quantizer (their table row's
 // quantize is null; ggml's needs importance matrices and grid searches).

@@ -194,18 +194,12 @@ inline constexpr int kRowsSingle = 4, kRowsBatch = 4, kTokens = 4;
 
 // The vec_dot and tile entry points of format F.
 template <class F>
-struct Int8Kernels {
+struct Int8Bind {
   static_assert(F::kBlockElems == q8_0::kBlockElems, "one weight block per Q8_0 block");
   template <int R, int T>
   using Micro = Int8Micro<F, R, T>;
-  static constexpr avx2::MicroTable<Micro, (kRowsSingle > kRowsBatch ? kRowsSingle : kRowsBatch), kTokens> kMicro{};
-
-  static float vec_dot(const void* w, const void* x, int64_t n) {
-    float y;
-    Micro<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
-    return y;
-  }
-  static void tile(const Tile& t) { avx2::run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
 };
+template <class F>
+using Int8Kernels = avx2::MicroKernels<Int8Bind<F>::template Micro, kRowsSingle, kRowsBatch, kTokens>;
 
 }  // namespace ns::kernels::avx512

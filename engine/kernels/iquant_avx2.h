@@ -71,22 +71,16 @@ struct Micro {
   }
 };
 
-// Shapes as Q2_K's (q2_k_avx2.cpp): 4 rows for a lone token, 2 x 4 otherwise.
+// Shapes as the K-quants' (kquant_avx2.cpp): 4 rows for a lone token, 2 x 4 otherwise.
 inline constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 4;
 
 template <class D>
-struct Kernels {
+struct Bind {
   template <int R, int T>
   using M = Micro<D, R, T>;
-  static constexpr avx2::MicroTable<M, kRowsSingle, kTokens> kMicro{};
-
-  static float vec_dot(const void* w, const void* x, int64_t n) {
-    float y;
-    Micro<D, 1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
-    return y;
-  }
-  static void tile(const Tile& t) { avx2::run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
 };
+template <class D>
+using Kernels = avx2::MicroKernels<Bind<D>::template M, kRowsSingle, kRowsBatch, kTokens>;
 
 // The scale of 16 int16 lanes: lo for elements 0..15, hi for 16..31.
 static inline __m256i scale_halves(int lo, int hi) {

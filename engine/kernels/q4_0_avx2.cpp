@@ -67,16 +67,12 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
 // Shapes measured on a Sapphire Rapids core (4096-wide rows, best of
 // interleaved runs): 4 rows for a lone token, 3 x 4 otherwise.
 constexpr int kRowsSingle = 4, kRowsBatch = 3, kTokens = 4;
-constexpr avx2::MicroTable<Micro, kRowsSingle, kTokens> kMicro;
+using Kernels = avx2::MicroKernels<Micro, kRowsSingle, kRowsBatch, kTokens>;
 
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) {
-  float y;
-  Micro<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
-  return y;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
 
-void tile(const Tile& t) { avx2::run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
+void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::q4_0_avx2

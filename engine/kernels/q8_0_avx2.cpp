@@ -57,7 +57,7 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
 // Shapes measured on a Sapphire Rapids core (4096-wide rows, best of
 // interleaved runs): 4 rows for a lone token, 2 x 4 otherwise.
 constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 4;
-constexpr avx2::MicroTable<Micro, kRowsSingle, kTokens> kMicro;
+using Kernels = avx2::MicroKernels<Micro, kRowsSingle, kRowsBatch, kTokens>;
 
 }  // namespace
 
@@ -92,12 +92,8 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-float vec_dot(const void* w, const void* x, int64_t n) {
-  float y;
-  Micro<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
-  return y;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
 
-void tile(const Tile& t) { avx2::run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
+void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::q8_0_avx2

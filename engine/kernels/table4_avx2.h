@@ -116,17 +116,11 @@ inline constexpr int kTable4RowsSingle = 4, kTable4RowsBatch = 2, kTable4Tokens 
 
 // The vec_dot and tile entry points of format F.
 template <class F>
-struct Table4Kernels {
+struct Table4Bind {
   template <int R, int T>
   using Micro = Table4Micro<F, R, T>;
-  static constexpr MicroTable<Micro, kTable4RowsSingle, kTable4Tokens> kMicro{};
-
-  static float vec_dot(const void* w, const void* x, int64_t n) {
-    float y;
-    Micro<1, 1>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
-    return y;
-  }
-  static void tile(const Tile& t) { run_micro_tiles(t, kMicro, kTable4RowsSingle, kTable4RowsBatch); }
 };
+template <class F>
+using Table4Kernels = MicroKernels<Table4Bind<F>::template Micro, kTable4RowsSingle, kTable4RowsBatch, kTable4Tokens>;
 
 }  // namespace ns::kernels::avx2

@@ -176,7 +176,7 @@ TEST_CASE("set_isa_override (cpu_features) forces a supported path and names the
 TEST_CASE("kernels_for prefers a format's AVX-512 kernels, else its AVX2 ones, and converts activations alike") {
   const FormatKernels& q4 = *find_format(GgmlType::Q4_0);
   const FormatKernels& q8 = *find_format(GgmlType::Q8_0);
-  const FormatKernels& q6k = *find_format(GgmlType::Q6_K);
+  const FormatKernels& q41 = *find_format(GgmlType::Q4_1);
   CHECK((kernels_for(q4, Isa::scalar).vec_dot == q4.vec_dot));
   CHECK((kernels_for(q4, Isa::scalar).tile == nullptr));
   CHECK((kernels_for(q8, Isa::scalar).quantize == q8.quantize));
@@ -188,7 +188,7 @@ TEST_CASE("kernels_for prefers a format's AVX-512 kernels, else its AVX2 ones, a
     CHECK((kernels_for(q4, Isa::avx512).vec_dot == q4.vec_dot_avx512));
     CHECK((kernels_for(q4, Isa::avx512).tile == q4.tile_avx512));
     CHECK((kernels_for(q8, Isa::avx512).quantize == q8.quantize_avx2));  // the same activation bytes as AVX2
-    CHECK((kernels_for(q6k, Isa::avx512).tile == q6k.tile_avx2));          // no AVX-512 version: AVX2's
+    CHECK((kernels_for(q41, Isa::avx512).tile == q41.tile_avx2));          // no AVX-512 version: AVX2's
   } else {
     // Clamped: a path the CPU lacks is never handed out.
     CHECK((kernels_for(q4, Isa::avx512).tile == kernels_for(q4, detected_isa()).tile));
