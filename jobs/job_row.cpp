@@ -20,7 +20,7 @@ SELECT j.id, j.model, j.prompt, j.max_tokens, j.temperature, j.top_k, j.top_p, j
        j.messages, j.batch, j.custom_id, j.source_path, j.source_line,
        j.progress_prompt_tokens, j.progress_prefilled, j.progress_generated, j.progress_tok_s, j.progress_ms,
        r.read_gib_s, r.io_wait_ms, r.compute_ms, r.cache_hit_rate, r.prefetch_accuracy, r.avg_batch_size,
-       j.run_alone, j.grammar, j.n, j.top_logprobs, r.choices, r.logprobs
+       j.run_alone, j.grammar, j.n, j.top_logprobs, r.choices, r.logprobs, r.prompt_tokens_dropped
 FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id
 )";
 
@@ -149,6 +149,7 @@ Job read_job(const Row& row, const std::string& db) {
     r.avg_batch_size = row.real(56);
     r.more_choices = choices_from_json(row.text(61), job.id, db);
     r.logprobs = row.text(62);
+    r.prompt_tokens_dropped = i32(63);
     job.result = std::move(r);
   }
   job.attempt = i32(37);

@@ -176,8 +176,9 @@ void PgQueue::write_result(int64_t id, const JobResult& r) {
   db_.exec(R"(
     INSERT INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens, queue_wait_ms, load_ms,
                          prefill_ms, decode_ms, prefill_tok_s, decode_tok_s, peak_rss_bytes, bytes_read,
-                         read_gib_s, io_wait_ms, compute_ms, cache_hit_rate, prefetch_accuracy, avg_batch_size)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+                         read_gib_s, io_wait_ms, compute_ms, cache_hit_rate, prefetch_accuracy, avg_batch_size,
+                         prompt_tokens_dropped)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
     ON CONFLICT (job_id) DO UPDATE SET
       text = EXCLUDED.text, finish_reason = EXCLUDED.finish_reason, prompt_tokens = EXCLUDED.prompt_tokens,
       completion_tokens = EXCLUDED.completion_tokens, queue_wait_ms = EXCLUDED.queue_wait_ms,
@@ -186,7 +187,7 @@ void PgQueue::write_result(int64_t id, const JobResult& r) {
       peak_rss_bytes = EXCLUDED.peak_rss_bytes, bytes_read = EXCLUDED.bytes_read,
       read_gib_s = EXCLUDED.read_gib_s, io_wait_ms = EXCLUDED.io_wait_ms, compute_ms = EXCLUDED.compute_ms,
       cache_hit_rate = EXCLUDED.cache_hit_rate, prefetch_accuracy = EXCLUDED.prefetch_accuracy,
-      avg_batch_size = EXCLUDED.avg_batch_size)",
+      avg_batch_size = EXCLUDED.avg_batch_size, prompt_tokens_dropped = EXCLUDED.prompt_tokens_dropped)",
            Params()
                .add(id)
                .add(r.text)
@@ -206,7 +207,8 @@ void PgQueue::write_result(int64_t id, const JobResult& r) {
                .add(r.compute_ms)
                .add(r.cache_hit_rate)
                .add(r.prefetch_accuracy)
-               .add(r.avg_batch_size));
+               .add(r.avg_batch_size)
+               .add(r.prompt_tokens_dropped));
   write_result_choices(id, r);
 }
 

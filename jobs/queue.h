@@ -83,6 +83,11 @@ struct JobSpec {
   bool is_chat() const { return !messages.empty(); }
 };
 
+// A document of `submit --dir` (daemon/cli/document_submit.h): it names its
+// file (source_path) but no line of it. Such a job's prompt, when longer than
+// the context, keeps its tail rather than failing (docs/long-context.md).
+inline bool is_document_job(const JobSpec& spec) { return spec.source_line == 0 && !spec.source_path.empty(); }
+
 // Empty when the spec can be queued, else what is wrong and how to fix it.
 // Every backend's submit() calls it; the daemon calls it again on claimed
 // rows (they may have been written by hand or by an older client).
@@ -125,6 +130,9 @@ struct JobResult {
   double read_gib_s = 0, io_wait_ms = 0, compute_ms = 0;
   double cache_hit_rate = 0, prefetch_accuracy = 0;
   double avg_batch_size = 0;   // mean number of jobs decoded together in the steps this job took
+  // A document longer than the context: prompt tokens dropped from its front
+  // (prompt_tokens counts those kept); 0 otherwise (docs/long-context.md).
+  int32_t prompt_tokens_dropped = 0;
 };
 
 // How far a running job has got, written with its heartbeats.

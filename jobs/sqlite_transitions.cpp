@@ -194,8 +194,9 @@ void SqliteQueue::write_result(int64_t id, const JobResult& r) {
     INSERT OR REPLACE INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens,
                                     queue_wait_ms, load_ms, prefill_ms, decode_ms, prefill_tok_s,
                                     decode_tok_s, peak_rss_bytes, bytes_read, read_gib_s, io_wait_ms,
-                                    compute_ms, cache_hit_rate, prefetch_accuracy, avg_batch_size)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19))");
+                                    compute_ms, cache_hit_rate, prefetch_accuracy, avg_batch_size,
+                                    prompt_tokens_dropped)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20))");
   ins->bind(1, id)
       .bind(2, r.text)
       .bind(3, r.finish_reason)
@@ -214,7 +215,8 @@ void SqliteQueue::write_result(int64_t id, const JobResult& r) {
       .bind(16, r.compute_ms)
       .bind(17, r.cache_hit_rate)
       .bind(18, r.prefetch_accuracy)
-      .bind(19, r.avg_batch_size);
+      .bind(19, r.avg_batch_size)
+      .bind(20, int64_t{r.prompt_tokens_dropped});
   ins->run();
   write_result_choices(id, r);
 }

@@ -166,6 +166,7 @@ json job_to_json(const jobs::Job& job) {
         {"cache_hit_rate", r.cache_hit_rate},
         {"prefetch_accuracy", r.prefetch_accuracy},
         {"avg_batch_size", r.avg_batch_size},
+        {"prompt_tokens_dropped", r.prompt_tokens_dropped},
     };
   }
   return j;
@@ -291,6 +292,10 @@ std::string format_job_details(const jobs::Job& job, bool escape) {
     const jobs::JobResult& r = *job.result;
     field("finish_reason", r.finish_reason);
     field("tokens", fmt::format("{} prompt, {} completion", r.prompt_tokens, r.completion_tokens));
+    if (r.prompt_tokens_dropped > 0)
+      field("prompt_dropped", fmt::format("{} tokens from the front: the document is longer than the context, "
+                                          "its tail was continued",
+                                          r.prompt_tokens_dropped));
     field("queue_wait", fmt::format("{:.0f} ms", r.queue_wait_ms));
     field("load", fmt::format("{:.1f} ms", r.load_ms));
     field("prefill", fmt::format("{:.1f} ms ({:.2f} tok/s)", r.prefill_ms, r.prefill_tok_s));
