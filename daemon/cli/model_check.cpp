@@ -81,6 +81,7 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
            ") has no chat template (tokenizer.chat_template is not in its GGUF): it is a base model or a conversion "
            "without one; submit plain prompts (/v1/completions) or use an instruct model";
   if (jobs::is_document_job(spec)) return "";  // the daemon keeps a long document's tail
+  if (!jobs::spec_problem(spec).empty()) return "";  // an oversized or invalid input is reported as such
   std::string prompt = spec.prompt;
   if (spec.is_chat()) {
     try {
