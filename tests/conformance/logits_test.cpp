@@ -213,8 +213,11 @@ TEST_CASE("logits agree with the reference: deepseek2 with mixed K-quants") {
 // make_goldens.sh redoes them). The model is generated again here, so these
 // run without ../shared. Each is checked twice: the prompt in one forward
 // pass, and in chunks of 7 tokens (state carried across calls).
-TEST_CASE("logits agree with the reference: generated models with goldens in the repository") {
-  const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens";
+namespace {
+// Calls check(name, doc, model path) for every golden file in `dir` (the
+// model generated again from its "generator" arguments); returns how many.
+template <class Check>
+int for_each_generated_golden(const fs::path& dir, Check&& check) {
   int files = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
@@ -224,7 +227,16 @@ TEST_CASE("logits agree with the reference: generated models with goldens in the
     CAPTURE(name);
     std::string flags;
     for (const auto& arg : doc["generator"]) flags += " '" + arg.get<std::string>() + "'";
-    const std::string path = ns::test::make_model(name, flags);
+    check(name, doc, ns::test::make_model(name, flags));
+    ++files;
+  }
+  return files;
+}
+}  // namespace
+
+TEST_CASE("logits agree with the reference: generated models with goldens in the repository") {
+  const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens";
+  const int files = for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
     ns::ModelOptions mo;
     mo.context = 512;
     auto model = ns::Model::load(path, mo);
@@ -232,8 +244,7 @@ TEST_CASE("logits agree with the reference: generated models with goldens in the
     const double outliers = doc.value("outliers", 0.0);
     check_goldens(name, *model, doc["cases"], tol, 0, outliers);
     check_goldens(name + " (prefill in chunks of 7)", *model, doc["cases"], tol, 7, outliers);
-    ++files;
-  }
+  });
   CHECK(files > 0);
 }
 
@@ -256,16 +267,7 @@ int32_t synthetic_token(uint64_t seed, uint64_t i, int64_t n_vocab) {  // splitm
 
 TEST_CASE("logits agree with the reference at the end of long prompts (32K tokens, YaRN past its original context)") {
   const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens/long";
-  int files = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() != ".json") continue;
-    std::ifstream in(entry.path());
-    const json doc = json::parse(in);
-    const std::string name = doc["model"];
-    CAPTURE(name);
-    std::string flags;
-    for (const auto& arg : doc["generator"]) flags += " '" + arg.get<std::string>() + "'";
-    const std::string path = ns::test::make_model(name, flags);
+  const int files = for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
     const int64_t n = doc["n_tokens"].get<int64_t>();
     const json& last_top = doc["last_top_logits"];
     const int64_t last = static_cast<int64_t>(last_top.size());
@@ -294,7 +296,6 @@ TEST_CASE("logits agree with the reference at the end of long prompts (32K token
                  tally);
     MESSAGE(name << ": " << n << " prompt tokens, " << tally.positions << " positions compared, max |dlogit| "
                  << tally.max_diff << " (tolerance " << tol << "), " << tally.greedy_checked << " greedy choices checked");
-    ++files;
-  }
+  });
   CHECK(files > 0);
 }
