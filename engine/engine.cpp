@@ -28,6 +28,7 @@ class EngineImpl final : public Engine {
     mo.context = opts.context;
     mo.n_seq = std::max(1, opts.max_sequences);
     mo.max_batch = std::max(0, opts.max_batch_tokens);
+    mo.kv_tokens = opts.kv_tokens;
     mo.streaming.memory_budget = opts.memory_budget;
     mo.streaming.io_mode = opts.io_mode;
     mo.streaming.cache_policy = opts.cache_policy;
@@ -78,6 +79,16 @@ class EngineImpl final : public Engine {
 
 std::unique_ptr<Engine> Engine::load(const std::string& gguf_path, const EngineOptions& opts) {
   return std::make_unique<EngineImpl>(gguf_path, opts);
+}
+
+std::string context_overflow_problem(int64_t prompt_tokens, int64_t context, int64_t model_context) {
+  std::string fix = "shorten the prompt";
+  if (context < model_context)
+    fix += " or raise `context` (the daemon config's, or run --context) up to the model's own length, " +
+           std::to_string(model_context);
+  return "the prompt is " + std::to_string(prompt_tokens) + " tokens but the context holds " + std::to_string(context) +
+         " (a prompt must leave room for at least one generated token): " + fix +
+         (context < model_context ? "" : " (the context is already the model's own length)");
 }
 
 uint64_t peak_rss_bytes() {

@@ -21,9 +21,10 @@ namespace ns {
 
 struct EngineOptions {
   int threads = 0;        // compute threads; 0 = all cores
-  int context = 0;        // KV cache length in tokens per sequence; 0 = min(model's, 4096)
+  int context = 0;        // the longest sequence in tokens; 0 = the model's own length (n_ctx_train)
   int max_sequences = 1;  // generations decoded together (KV cache holds this many contexts)
   int max_batch_tokens = 0;  // tokens per forward pass (prefill chunk); 0 = sized from memory_budget
+  int64_t kv_tokens = 0;     // KV cache tokens all sequences share (ModelOptions::kv_tokens); 0 = fit the budget
   // Weight streaming (engine/model/weight_streaming.h): the memory budget in
   // bytes (0 = what the machine has), io_mode uring | pread | mmap, the expert
   // cache's policy lru | lfu, reads in flight.
@@ -87,6 +88,9 @@ struct GenerationChoice {
 // times are the whole generation's.
 struct GenerationResult : GenerationChoice {
   GenerationStats stats;
+  // GenerationRequest::keep_tail: prompt tokens dropped from the front to fit
+  // the context (stats.prompt_tokens counts those kept); 0 otherwise.
+  int32_t prompt_tokens_dropped = 0;
   std::vector<GenerationChoice> more_choices;  // choices 1..n-1
   sampler::TokenPieces pieces;  // params.logprobs: the text of every token id the records name
 };
@@ -132,6 +136,11 @@ class Engine {
   virtual const ModelSummary& summary() const = 0;
   virtual double load_ms() const = 0;
 };
+
+// The error for a prompt of `prompt_tokens` that does not fit a context of
+// `context` tokens (the model's own length is `model_context`): the lengths
+// and the fix. The engine (at run) and `submit --config` (at submit) say the same.
+std::string context_overflow_problem(int64_t prompt_tokens, int64_t context, int64_t model_context);
 
 // Peak resident set size of this process (VmHWM), bytes; 0 if unknown.
 uint64_t peak_rss_bytes();

@@ -80,6 +80,7 @@ struct GenerationBatch::Sequence {
   int64_t n_prompt = 0;
   int64_t fed = 0;                // tokens of history already in the KV cache
   int64_t n_fill = 0;             // history length before decoding starts (prompt + replay)
+  int64_t rows = 0;               // KV rows it reserved: prompt + max_tokens, at most n_ctx
   size_t n_resume = 0;
   std::optional<sampler::Sampler> sampler;
   std::optional<sampler::StopMatcher> stops;
@@ -140,7 +141,8 @@ std::unique_ptr<GenerationBatch::Sequence> GenerationBatch::make_sequence(Genera
   for (const int32_t id : request.resume)
     if (id < 0 || id >= n_vocab)
       throw Error(ErrorKind::invalid_input, "checkpointed token " + std::to_string(id) + " is outside the vocabulary");
-  s->history.reserve(static_cast<size_t>(n_ctx));
+  s->rows = std::min<int64_t>(n_ctx, s->n_prompt + std::max(1, request.params.max_tokens));
+  s->history.reserve(static_cast<size_t>(s->rows));
   s->result.tokens.reserve(static_cast<size_t>(request.params.max_tokens));
   s->result.stats.prompt_tokens = static_cast<int32_t>(s->n_prompt);
   s->progress.prompt_tokens = s->result.stats.prompt_tokens;
@@ -188,14 +190,43 @@ int GenerationBatch::add(GenerationRequest request) {
     throw Error(ErrorKind::invalid_input, "n = " + std::to_string(n) + " choices, but this model decodes at most " +
                                               std::to_string(slots_.size()) +
                                               " sequences together: lower n or raise max_batch");
-  const std::vector<int32_t> prompt =
-      model_.tokenizer().encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
+  const Tokenizer& tok = model_.tokenizer();
+  std::vector<int32_t> prompt = tok.encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
   if (prompt.empty()) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
+  const SequenceState& kv = model_.sequence_state();
+  int32_t dropped = 0;
+  if (request.keep_tail) {
+    // Room for one sequence: the context, and each choice's share of the pool.
+    const int64_t room = std::min<int64_t>(n_ctx, kv.pool_rows() / n);
+    const int64_t max_tokens = std::max(1, request.params.max_tokens);
+    const int64_t size = static_cast<int64_t>(prompt.size());
+    if (size + max_tokens > room) {
+      const int64_t keep = std::min(size, std::max(room / 2, room - max_tokens));
+      const int64_t head = tok.add_bos() && prompt[0] == tok.bos() ? 1 : 0;  // the BOS stays first
+      dropped = static_cast<int32_t>(size - keep);
+      if (dropped > 0) prompt.erase(prompt.begin() + head, prompt.begin() + head + dropped);
+    }
+  }
   if (static_cast<int64_t>(prompt.size()) >= n_ctx)
-    throw Error(ErrorKind::invalid_input, "the prompt is " + std::to_string(prompt.size()) +
-                                              " tokens but the context holds " + std::to_string(n_ctx) +
-                                              ": shorten the prompt or raise `context`");
+    throw Error(ErrorKind::invalid_input,
+                context_overflow_problem(static_cast<int64_t>(prompt.size()), n_ctx, model_.hparams().n_ctx_train));
   if (free_slots() < n) throw Error(ErrorKind::internal, "GenerationBatch::add: no free sequence slot");
+  // KV rows (sequence_state.h): each choice reserves prompt + max_tokens (at
+  // most the context) for its whole life. More than the pool can ever give
+  // is this request's error; more than is free now waits (kNoRoom).
+  const int64_t need = std::min<int64_t>(n_ctx, static_cast<int64_t>(prompt.size()) + std::max(1, request.params.max_tokens));
+  if (need * n > kv.pool_rows())
+    throw Error(ErrorKind::invalid_input,
+                "the job needs " + std::to_string(need * n) + " tokens of KV cache (" +
+                    (n > 1 ? std::to_string(n) + " choices x " : std::string()) + "prompt " +
+                    std::to_string(prompt.size()) + " + max_tokens " + std::to_string(request.params.max_tokens) +
+                    "), but this model's KV cache holds " + std::to_string(kv.pool_rows()) +
+                    " tokens within memory_budget: lower max_tokens, shorten the prompt, or raise memory_budget "
+                    "(`nightshift model info MODEL --memory-budget B` shows what fits)");
+  if (kv.pooled() && !fits_rows(need, n)) {
+    refused_rows_ = need;
+    return kNoRoom;
+  }
 
   // Every sequence is built before any takes a slot: a bad request leaves the batch unchanged.
   std::vector<std::unique_ptr<Sequence>> seqs;
@@ -213,6 +244,7 @@ int GenerationBatch::add(GenerationRequest request) {
   }
   request.resume_more.clear();
   seqs.insert(seqs.begin(), make_sequence(std::move(request), prompt));
+  seqs.front()->result.prompt_tokens_dropped = dropped;
 
   const int handle = next_handle_++;
   std::shared_ptr<Group> group;
@@ -232,10 +264,26 @@ int GenerationBatch::add(GenerationRequest request) {
     s.waiting = k > 0;
     auto it = std::find(slots_.begin(), slots_.end(), nullptr);
     s.seq = static_cast<int32_t>(it - slots_.begin());
+    if (!model_.reserve_rows(s.seq, s.rows))  // fits_rows() said it would
+      throw Error(ErrorKind::internal, "GenerationBatch::add: the KV pool refused a reservation it had room for");
     *it = std::move(seqs[static_cast<size_t>(k)]);
   }
+  refused_rows_ = 0;
   return handle;
 }
+
+// Whether n ranges of `need` rows fit the pool's free ranges now (first fit, as reserve() does).
+bool GenerationBatch::fits_rows(int64_t need, int n) const {
+  std::vector<int64_t> free = model_.sequence_state().free_ranges();
+  for (int k = 0; k < n; ++k) {
+    auto it = std::find_if(free.begin(), free.end(), [&](int64_t len) { return len >= need; });
+    if (it == free.end()) return false;
+    *it -= need;
+  }
+  return true;
+}
+
+int64_t GenerationBatch::largest_free_rows() const { return model_.sequence_state().largest_free(); }
 
 bool GenerationBatch::report(Sequence& s) {
   if (!s.req.on_progress) return true;
@@ -280,6 +328,7 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
   if (!s.group) {
     add_pieces(r, r);
     finished_.emplace_back(s.handle, std::move(r));
+    model_.release_rows(s.seq);
     slots_[static_cast<size_t>(s.seq)].reset();
     return;
   }
@@ -289,6 +338,7 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
   g.choices[k] = &g.results[k];
   g.read_busy_s += s.read_busy_s;
   const std::shared_ptr<Group> keep = s.group;
+  model_.release_rows(s.seq);
   slots_[static_cast<size_t>(s.seq)].reset();
   if (--g.remaining > 0) return;
   // Every choice is done: one result. The prompt counts once, the completion
@@ -475,7 +525,8 @@ void GenerationBatch::take_row(Sequence& s, float* lg, BatchStepStats& st) {
     throw Error(ErrorKind::internal, "token " + std::to_string(id) + " was sampled against its grammar's mask");
   const char* reason = nullptr;
   if (s.stops->feed(p.piece) || (s.matcher && !s.matcher->can_continue())) reason = "stop";
-  else if (p.generated >= s.req.params.max_tokens || static_cast<int64_t>(s.history.size()) >= n_ctx) reason = "length";
+  else if (p.generated >= s.req.params.max_tokens || static_cast<int64_t>(s.history.size()) >= std::min(n_ctx, s.rows))
+    reason = "length";
   if (!report(s) && !reason) reason = "cancelled";
   if (reason) finishing_.emplace_back(&s, reason);
 }
@@ -585,8 +636,9 @@ std::vector<GenerationResult> GenerationBatch::run_all(Model& model, std::vector
   std::vector<int> handle_to_index;
   size_t next = 0;
   for (;;) {
-    while (next < requests.size() && batch.free_slots() > 0) {
-      const int h = batch.add(std::move(requests[next]));
+    while (next < requests.size() && (batch.free_slots() >= requests[next].params.n || batch.active() == 0)) {
+      const int h = batch.add(requests[next]);  // a copy: kNoRoom keeps it for a later step
+      if (h == kNoRoom) break;
       if (static_cast<size_t>(h) >= handle_to_index.size()) handle_to_index.resize(static_cast<size_t>(h) + 1);
       handle_to_index[static_cast<size_t>(h)] = static_cast<int>(next++);
     }

@@ -53,6 +53,16 @@
 // replayed tokens keep the records their checkpoint holds, so a resumed
 // request reports what an uninterrupted one does.
 //
+// KV rows (docs/long-context.md): each sequence reserves prompt + max_tokens
+// rows of the model's KV pool (at most its context) when it joins and
+// releases them when it finishes, so the batch's size follows the jobs'
+// actual lengths: a pool of 64K tokens takes 64 jobs of 1K or 1 of 64K. A
+// request that can never fit the pool is refused (invalid_input, naming its
+// lengths and the fix); one that does not fit the rows free now is not
+// added (add returns kNoRoom, the batch unchanged) and should be offered
+// again when largest_free_rows() >= refused_rows(). A sequence's tokens do
+// not depend on where its rows lie, so batched output still equals alone.
+//
 // Not thread-safe. Uses the model's KV-cache sequences; at most
 // model.n_seq() sequences are active at once (a request of n choices takes n).
 #pragma once
@@ -79,6 +89,11 @@ struct GenerationRequest {
   std::vector<int32_t> resume;   // checkpointed completion tokens to replay (choice 0)
   sampler::ChoiceLogprobs resume_logprobs;    // their records (params.logprobs); replay stops where these end
   std::vector<GenerationChoice> resume_more;  // n > 1: choices 1..n-1 checkpointed (tokens, logprobs)
+  // A prompt too long for the context (or the KV pool) keeps its tail instead
+  // of failing: its BOS (if the tokenizer adds one) and its last tokens, as
+  // many as leave room for max_tokens (at least half the room); the result's
+  // prompt_tokens_dropped says how many went. For documents (submit --dir).
+  bool keep_tail = false;
 };
 
 class GenerationBatch {
@@ -88,8 +103,13 @@ class GenerationBatch {
 
   // Tokenizes and validates; throws ns::Error(invalid_input) for a bad request
   // (the batch is unchanged), among them params.n above the slots the model
-  // has. Returns the request's handle. Requires free_slots() >= params.n.
+  // has. Returns the request's handle, or kNoRoom when the KV pool lacks the
+  // rows now (above). Requires free_slots() >= params.n.
+  static constexpr int kNoRoom = -1;
   int add(GenerationRequest request);
+  // KV rows: the longest free range now, and what the last kNoRoom wanted per choice.
+  int64_t largest_free_rows() const;
+  int64_t refused_rows() const { return refused_rows_; }
   int free_slots() const;
   int active() const;
 
@@ -114,6 +134,8 @@ class GenerationBatch {
   struct StepMark;  // counters at the start of a step
   struct Grammars;  // parsed grammars, their mask caches, the vocabulary's trie
   bool constrain(Sequence& s, float* logits, int64_t n_vocab);
+  bool fits_rows(int64_t need, int n) const;
+  int64_t refused_rows_ = 0;
   struct Group;     // the choices of a request with n > 1
   std::unique_ptr<Sequence> make_sequence(GenerationRequest request, std::span<const int32_t> prompt);
   void take_row(Sequence& s, float* logits, BatchStepStats& st);

@@ -1,14 +1,54 @@
 #include "engine/sequence_state.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <new>
+#include <string>
 
 #include "engine/util/error.h"
 
 namespace ns {
 
+// Private anonymous pages: zero until written, and untouched rows never
+// become resident (a 128K-token pool costs what its sequences wrote).
+struct SequenceState::Buffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit Buffer(size_t n) : bytes(n) {
+    if (bytes == 0) return;
+    p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      p = nullptr;
+      throw std::bad_alloc();
+    }
+  }
+  ~Buffer() {
+    if (p) ::munmap(p, bytes);
+  }
+  uint16_t* data() const { return static_cast<uint16_t*>(p); }
+};
+
+SequenceState::~SequenceState() = default;
+
 SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout,
-                             int64_t max_batch, bool allocate)
+                             int64_t max_batch, bool allocate, int64_t pool_rows)
     : n_seq_(n_seq), n_ctx_(n_ctx), layout_(layout) {
+  pool_rows_ = n_seq_ * n_ctx_;
+  if (pool_rows > 0 && pool_rows < pool_rows_) {
+    pool_rows_ = pool_rows;
+    pooled_ = true;
+  }
+  start_.resize(static_cast<size_t>(n_seq_));
+  len_.resize(static_cast<size_t>(n_seq_));
+  if (pooled_) {
+    free_.emplace_back(0, pool_rows_);
+  } else {
+    for (int64_t s = 0; s < n_seq_; ++s) {
+      start_[static_cast<size_t>(s)] = s * n_ctx_;
+      len_[static_cast<size_t>(s)] = n_ctx_;
+    }
+  }
   const auto check = [&](size_t size, const char* what) {
     if (size != 0 && static_cast<int64_t>(size) != n_layer)
       throw Error(ErrorKind::internal, std::string("sequence state: ") + what + " for " + std::to_string(size) +
@@ -16,13 +56,12 @@ SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, cons
   };
   check(layout_.attends.size(), "a layout");
   check(layout_.window.size(), "windows");
-  int64_t total_rows = 0;  // per sequence
   for (int64_t il = 0; il < n_layer; ++il) {
     const bool attends = layout_.attends.empty() || layout_.attends[static_cast<size_t>(il)];
     index_.push_back(attends ? n_attn_++ : n_rec_++);
     int64_t rows = 0;
+    const int64_t w = attends ? window(il) : 0;
     if (attends) {
-      const int64_t w = window(il);
       rows = w > 0 ? std::min(n_ctx_, (w - 1 + std::max<int64_t>(max_batch, 1) + 7) / 8 * 8) : n_ctx_;
       if (w > 0) {
         ++n_swa_;
@@ -30,15 +69,71 @@ SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, cons
       }
     }
     rows_.push_back(rows);
-    first_row_.push_back(total_rows * n_seq_);
-    total_rows += rows;
+    in_pool_.push_back(attends && w == 0);
+    first_row_.push_back(total_rows_);
+    total_rows_ += attends && w == 0 ? pool_rows_ : rows * n_seq_;
   }
-  if (!allocate) return;
-  k_.resize(static_cast<size_t>(total_rows * n_seq_ * layout_.k_dim));
-  v_.resize(static_cast<size_t>(total_rows * n_seq_ * layout_.v_dim));
+  if (allocate) this->allocate();
+}
+
+void SequenceState::allocate() {
+  if (kbuf_) return;
+  kbuf_ = std::make_unique<Buffer>(static_cast<size_t>(total_rows_ * layout_.k_dim) * sizeof(uint16_t));
+  vbuf_ = std::make_unique<Buffer>(static_cast<size_t>(total_rows_ * layout_.v_dim) * sizeof(uint16_t));
+  kp_ = kbuf_->data();
+  vp_ = vbuf_->data();
   const auto count = [&](int64_t layers, int64_t per) { return static_cast<size_t>(layers * n_seq_ * per); };
   conv_.resize(count(n_rec_, layout_.conv_floats));
   state_.resize(count(n_rec_, layout_.state_floats));
+}
+
+bool SequenceState::reserve(int64_t seq, int64_t n) {
+  if (seq < 0 || seq >= n_seq_ || n < 1 || n > n_ctx_)
+    throw Error(ErrorKind::internal, "sequence state: a reservation of " + std::to_string(n) + " rows for sequence " +
+                                         std::to_string(seq) + " (contexts of " + std::to_string(n_ctx_) + ")");
+  if (!pooled_) return true;
+  release(seq);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < n) continue;
+    start_[static_cast<size_t>(seq)] = it->first;
+    len_[static_cast<size_t>(seq)] = n;
+    it->first += n;
+    it->second -= n;
+    if (it->second == 0) free_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+void SequenceState::release(int64_t seq) {
+  const auto s = static_cast<size_t>(seq);
+  if (!pooled_ || len_[s] == 0) return;
+  const std::pair<int64_t, int64_t> range{start_[s], len_[s]};
+  len_[s] = 0;
+  auto it = free_.insert(std::upper_bound(free_.begin(), free_.end(), range), range);
+  if (auto next = it + 1; next != free_.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free_.erase(next);
+  }
+  if (it != free_.begin())
+    if (auto prev = it - 1; prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free_.erase(it);
+    }
+}
+
+std::vector<int64_t> SequenceState::free_ranges() const {
+  if (!pooled_) return std::vector<int64_t>(static_cast<size_t>(n_seq_), n_ctx_);
+  std::vector<int64_t> out;
+  for (const auto& r : free_) out.push_back(r.second);
+  return out;
+}
+
+int64_t SequenceState::largest_free() const {
+  if (!pooled_) return n_ctx_;
+  int64_t best = 0;
+  for (const auto& r : free_) best = std::max(best, r.second);
+  return best;
 }
 
 void SequenceState::reset_recurrent(int64_t seq) {
@@ -51,7 +146,8 @@ void SequenceState::reset_recurrent(int64_t seq) {
 }
 
 void SequenceState::copy_sequence(int64_t src, int64_t dst, int64_t n_tokens) {
-  if (src < 0 || src >= n_seq_ || dst < 0 || dst >= n_seq_ || n_tokens < 0 || n_tokens > n_ctx_)
+  if (src < 0 || src >= n_seq_ || dst < 0 || dst >= n_seq_ || n_tokens < 0 || n_tokens > seq_rows(src) ||
+      n_tokens > seq_rows(dst))
     throw Error(ErrorKind::internal, "sequence state: copy of " + std::to_string(n_tokens) + " tokens from sequence " +
                                          std::to_string(src) + " to " + std::to_string(dst) + " is out of range");
   if (src == dst) return;

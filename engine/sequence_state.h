@@ -17,6 +17,20 @@
 // attention's 8-lane sums follow positions, as the reference's cache cells do).
 // Position p lives in row p mod rows(il); a full layer's rows(il) is n_ctx.
 //
+// Long contexts share one pool (docs/long-context.md). The layers that see
+// every position keep `pool_rows` rows in all, not n_seq x n_ctx: a sequence
+// holds one contiguous range of them, the same range in every such layer,
+// from reserve() to release(). Contiguous, so attention reads a sequence's
+// rows exactly as before (row j of the range is position j). The ranges are
+// handed out first-fit from a free list whose neighbours merge on release:
+// many short sequences and a few long ones share the pool, at the price of
+// fragmentation (a range of n rows needs n free rows side by side; when every
+// sequence has released, the pool is one range again). pool_rows of
+// n_seq x n_ctx (the default) is the fixed layout: sequence s always owns rows
+// [s x n_ctx, (s + 1) x n_ctx) and reserve() never waits, so a caller that
+// drives forward_batch() by hand (tests, `logits`) needs no reservation.
+// The pool is mapped anonymous memory: a row costs RAM only once written.
+//
 // Recurrent state: per recurrent layer and sequence, conv_floats (the short
 // convolutions' last inputs) and state_floats (the delta rule's matrices),
 // F32 as the reference keeps them. Its size does not grow with the context.
@@ -30,6 +44,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace ns {
@@ -52,19 +68,40 @@ class SequenceState {
   // max_batch: the most tokens of one sequence a forward pass holds (sizes
   // the sliding layers' rings). allocate false: sizes only (a memory plan
   // for `model info`), no buffers: the accessors below must not be called.
+  // pool_rows: the full layers' rows shared by all sequences (above); 0 or
+  // anything at or above n_seq x n_ctx is the fixed layout.
   SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout, int64_t max_batch = 1,
-                bool allocate = true);
+                bool allocate = true, int64_t pool_rows = 0);
+  ~SequenceState();
+  SequenceState(const SequenceState&) = delete;
+  SequenceState& operator=(const SequenceState&) = delete;
+  // Allocates the buffers of a state constructed with allocate false (after
+  // the memory plan accepted its size). No-op when already allocated.
+  void allocate();
 
   int64_t n_seq() const { return n_seq_; }
   int64_t n_ctx() const { return n_ctx_; }
+  // The pool: rows every full layer keeps for all sequences together.
+  int64_t pool_rows() const { return pool_rows_; }
+  bool pooled() const { return pooled_; }
+  // Gives sequence seq `n` rows (1 <= n <= n_ctx) of the pool, releasing what
+  // it held; false when no n free rows lie side by side (nothing changes).
+  // Fixed layout: always true. Positions [0, n) of seq are then valid.
+  bool reserve(int64_t seq, int64_t n);
+  void release(int64_t seq);
+  // Rows sequence seq may use: its reservation (n_ctx in the fixed layout).
+  int64_t seq_rows(int64_t seq) const { return len_[static_cast<size_t>(seq)]; }
+  // The longest range reserve() could give now, and every free range's length in pool order.
+  int64_t largest_free() const;
+  std::vector<int64_t> free_ranges() const;
   int64_t k_dim() const { return layout_.k_dim; }
   int64_t v_dim() const { return layout_.v_dim; }
   int64_t n_attention_layers() const { return n_attn_; }
   int64_t n_recurrent_layers() const { return n_rec_; }
 
   // Attention cache row of layer il (an attending layer), sequence seq, position pos.
-  uint16_t* k(int64_t il, int64_t seq, int64_t pos) { return k_.data() + row(il, seq, pos) * layout_.k_dim; }
-  uint16_t* v(int64_t il, int64_t seq, int64_t pos) { return v_.data() + row(il, seq, pos) * layout_.v_dim; }
+  uint16_t* k(int64_t il, int64_t seq, int64_t pos) { return kp_ + row(il, seq, pos) * layout_.k_dim; }
+  uint16_t* v(int64_t il, int64_t seq, int64_t pos) { return vp_ + row(il, seq, pos) * layout_.v_dim; }
   // Rows layer il keeps per sequence: n_ctx, or a sliding layer's ring (positions wrap mod rows).
   int64_t rows(int64_t il) const { return rows_[static_cast<size_t>(il)]; }
   // The sliding window of layer il, 0 for a layer that sees every position.
@@ -84,8 +121,8 @@ class SequenceState {
   void copy_sequence(int64_t src, int64_t dst, int64_t n_tokens);
 
   uint64_t attention_bytes() const {
-    return (bytes_per_token() * static_cast<uint64_t>(n_ctx_) + sliding_bytes_per_sequence()) *
-           static_cast<uint64_t>(n_seq_);
+    return bytes_per_token() * static_cast<uint64_t>(pool_rows_) +
+           sliding_bytes_per_sequence() * static_cast<uint64_t>(n_seq_);
   }
   uint64_t recurrent_bytes() const { return recurrent_bytes_per_sequence() * static_cast<uint64_t>(n_seq_); }
   uint64_t bytes() const { return attention_bytes() + recurrent_bytes(); }
@@ -106,18 +143,27 @@ class SequenceState {
  private:
   int64_t row(int64_t il, int64_t seq, int64_t pos) const {
     const size_t l = static_cast<size_t>(il);
+    if (in_pool_[l]) return first_row_[l] + start_[static_cast<size_t>(seq)] + pos;
     return first_row_[l] + seq * rows_[l] + pos % rows_[l];
   }
   int64_t rec(int64_t il, int64_t seq) const { return index_[static_cast<size_t>(il)] * n_seq_ + seq; }
 
-  int64_t n_seq_, n_ctx_;
+  struct Buffer;  // anonymous mapping, zero until written
+  int64_t n_seq_, n_ctx_, pool_rows_ = 0;
+  bool pooled_ = false;
   SequenceLayout layout_;
+  int64_t total_rows_ = 0;         // rows of every layer together
+  std::vector<int64_t> start_, len_;  // [seq]: its range of the pool
+  std::vector<std::pair<int64_t, int64_t>> free_;  // free ranges of the pool (start, length), sorted, merged
   int64_t n_attn_ = 0, n_rec_ = 0, n_swa_ = 0;
   int64_t swa_rows_ = 0;           // rows of all sliding layers, per sequence
   std::vector<int64_t> index_;     // [n_layer]: the layer's index among the attention or the recurrent layers
   std::vector<int64_t> rows_;      // [n_layer]: cache rows per sequence (0: recurrent layer)
   std::vector<int64_t> first_row_; // [n_layer]: the layer's first cache row
-  std::vector<uint16_t> k_, v_;
+  std::vector<uint8_t> in_pool_;   // [n_layer]: 1 for a full layer (its rows are the pool)
+  std::unique_ptr<Buffer> kbuf_, vbuf_;
+  uint16_t* kp_ = nullptr;
+  uint16_t* vp_ = nullptr;
   std::vector<float> conv_, state_;
 };
 

@@ -26,6 +26,7 @@ constexpr std::string_view kJobColumns[] = {
     "j.messages", "j.batch", "j.custom_id", "j.source_path", "j.source_line",
     "j.progress_prompt_tokens", "j.progress_prefilled", "j.progress_generated", "j.progress_tok_s", "j.progress_ms",
     "j.progress_eta_s", "j.run_alone", "j.grammar", "j.n", "j.top_logprobs", "r.choices", "r.logprobs",
+    "r.prompt_tokens_dropped",
 };
 constexpr int kFirstStat = static_cast<int>(std::size(kJobColumns));
 
@@ -164,6 +165,7 @@ Job read_job(const Row& row, const std::string& db) {
     }
     r.more_choices = choices_from_json(row.text(col("r.choices")), job.id, db);
     r.logprobs = row.text(col("r.logprobs"));
+    r.prompt_tokens_dropped = i32(col("r.prompt_tokens_dropped"));
     job.result = std::move(r);
   }
   job.attempt = i32(col("j.attempt"));

@@ -180,17 +180,20 @@ void PgQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
 void PgQueue::write_result(int64_t id, const JobResult& r) {
   // The statistics' columns and parameters come from jobs/result_stats.h.
   static const std::string sql = [] {
-    std::string values = "$1, $2, $3, $4, $5", updates;
+    std::string values = "$1, $2, $3, $4, $5, $6", updates;
     for (size_t i = 0; i < std::size(kResultStats); ++i) {
-      values += ", $" + std::to_string(6 + i);
+      values += ", $" + std::to_string(7 + i);
       updates += std::string(", ") + kResultStats[i].name + " = EXCLUDED." + kResultStats[i].name;
     }
-    return "INSERT INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens, " +
+    return "INSERT INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens, "
+           "prompt_tokens_dropped, " +
            result_stat_columns() + ") VALUES (" + values +
            ") ON CONFLICT (job_id) DO UPDATE SET text = EXCLUDED.text, finish_reason = EXCLUDED.finish_reason, "
-           "prompt_tokens = EXCLUDED.prompt_tokens, completion_tokens = EXCLUDED.completion_tokens" + updates;
+           "prompt_tokens = EXCLUDED.prompt_tokens, completion_tokens = EXCLUDED.completion_tokens, "
+           "prompt_tokens_dropped = EXCLUDED.prompt_tokens_dropped" + updates;
   }();
   Params p = Params().add(id).add(r.text).add(r.finish_reason).add(r.prompt_tokens).add(r.completion_tokens);
+  p.add(r.prompt_tokens_dropped);
   for (const ResultStat& st : kResultStats) {
     if (st.real != nullptr) p.add(stat_real(st, r));
     else p.add(stat_bytes(st, r));

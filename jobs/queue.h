@@ -85,6 +85,11 @@ struct JobSpec {
   bool is_chat() const { return !messages.empty(); }
 };
 
+// A document of `submit --dir` (daemon/cli/document_submit.h): it names its
+// file (source_path) but no line of it. Such a job's prompt, when longer than
+// the context, keeps its tail rather than failing (docs/long-context.md).
+inline bool is_document_job(const JobSpec& spec) { return spec.source_line == 0 && !spec.source_path.empty(); }
+
 // Empty when the spec can be queued, else what is wrong and how to fix it.
 // Every backend's submit() calls it; the daemon calls it again on claimed
 // rows (they may have been written by hand or by an older client).
@@ -130,6 +135,9 @@ struct JobResult {
   // Its share of the wall time of the steps that decoded its tokens (engine
   // GenerationStats::decode_share_ms): summed over a batch, the time the batch was decoding.
   double decode_share_ms = 0;
+  // A document longer than the context: prompt tokens dropped from its front
+  // (prompt_tokens counts those kept); 0 otherwise (docs/long-context.md).
+  int32_t prompt_tokens_dropped = 0;
 };
 
 // How far a running job has got, written with its heartbeats.

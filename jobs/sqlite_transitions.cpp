@@ -197,9 +197,10 @@ void SqliteQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
 void SqliteQueue::write_result(int64_t id, const JobResult& r) {
   // The statistics' columns and binds come from jobs/result_stats.h.
   static const std::string sql = [] {
-    std::string values = "?1, ?2, ?3, ?4, ?5";
-    for (size_t i = 0; i < std::size(kResultStats); ++i) values += ", ?" + std::to_string(6 + i);
-    return "INSERT OR REPLACE INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens, " +
+    std::string values = "?1, ?2, ?3, ?4, ?5, ?6";
+    for (size_t i = 0; i < std::size(kResultStats); ++i) values += ", ?" + std::to_string(7 + i);
+    return "INSERT OR REPLACE INTO results (job_id, text, finish_reason, prompt_tokens, completion_tokens, "
+           "prompt_tokens_dropped, " +
            result_stat_columns() + ") VALUES (" + values + ")";
   }();
   auto ins = db_.cached(sql);
@@ -207,8 +208,9 @@ void SqliteQueue::write_result(int64_t id, const JobResult& r) {
       .bind(2, r.text)
       .bind(3, r.finish_reason)
       .bind(4, int64_t{r.prompt_tokens})
-      .bind(5, int64_t{r.completion_tokens});
-  int c = 6;
+      .bind(5, int64_t{r.completion_tokens})
+      .bind(6, int64_t{r.prompt_tokens_dropped});
+  int c = 7;
   for (const ResultStat& st : kResultStats) {
     if (st.real != nullptr) ins->bind(c++, stat_real(st, r));
     else ins->bind(c++, stat_bytes(st, r));

@@ -74,7 +74,7 @@ DocumentExportReport export_documents(jobs::Queue& queue, const fs::path& out_di
   std::map<std::string, jobs::Job> newest;
   DocumentExportReport report;
   for (jobs::Job& job : queue.list(filter)) {
-    if (job.spec.source_line != 0 || job.spec.source_path.empty()) continue;  // JSONL lines, plain submits
+    if (!jobs::is_document_job(job.spec)) continue;  // JSONL lines, plain submits
     const std::string name = document_name(job.spec.custom_id);
     if (name.empty()) continue;
     auto [it, inserted] = newest.try_emplace(name, job);

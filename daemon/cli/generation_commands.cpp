@@ -219,7 +219,7 @@ void logits_command(const LogitsArgs& a) {
 struct ModelInfoArgs {
   std::string path, memory_budget;
   std::string disk_rate;  // e.g. "2.3GiB" (per second): the disk-bound estimate's rate
-  int64_t context = 4096;
+  int64_t context = 0;  // the model's own length
   int max_batch = 1;
   bool json = false;
 };
@@ -304,8 +304,20 @@ void model_info_command(const ModelInfoArgs& a) {
             {"pre_tokenizer", f.get_string_or("tokenizer.ggml.pre", "")}};
   if (model->streaming().planned) {
     const stream::BudgetPlan& plan = model->streaming().plan;
+    // The batch x context trade-off (docs/long-context.md): 4K, 8K, ... up to the model's own length.
+    const SequenceState& st = model->sequence_state();
+    std::vector<int64_t> contexts;
+    for (int64_t c = 4096; c < hp.n_ctx_train; c *= 2) contexts.push_back(c);
+    contexts.push_back(std::max<int64_t>(hp.n_ctx_train, 1));
+    const auto tradeoff = stream::kv_tradeoff(plan, st.bytes_per_token(),
+                                              st.sliding_bytes_per_sequence() + st.recurrent_bytes_per_sequence(),
+                                              contexts);
+    json pairs = json::array();
+    for (const auto& t : tradeoff)
+      pairs.push_back({{"context", t.context}, {"max_batch", t.max_batch}, {"kv_tokens", t.kv_tokens}});
     o["memory_plan"] = {{"memory_budget", stream::parse_size(a.memory_budget)},
-                        {"context", a.context},
+                        {"context", model->n_ctx()},
+                        {"kv_tokens", st.pool_rows()},
                         {"max_batch", mo.n_seq},
                         {"max_batch_asked", a.max_batch},
                         {"resident_bytes", plan.resident_bytes},
@@ -314,10 +326,15 @@ void model_info_command(const ModelInfoArgs& a) {
                         {"cache_experts", plan.cache_experts},
                         {"streamed_experts", plan.streamed_experts},
                         {"minimum_budget", plan.minimum_budget},
-                        {"summary", "  for " + std::to_string(mo.n_seq) + " sequence(s) of " +
-                                        std::to_string(a.context) + " tokens" +
+                        {"batch_x_context", pairs},
+                        {"summary", "  for " + std::to_string(mo.n_seq) + " sequence(s) of up to " +
+                                        std::to_string(model->n_ctx()) + " tokens sharing a KV cache of " +
+                                        std::to_string(st.pool_rows()) + " tokens" +
                                         (halved.empty() ? "" : " (" + halved + " to " + std::to_string(mo.n_seq) + ")") +
-                                        "\n" + plan.describe()}};
+                                        "\n" + plan.describe() +
+                                        "  max_batch x context that fit: " + stream::describe_tradeoff(tradeoff) +
+                                        "\n  (sequences of that full length; the daemon shares the KV cache by the "
+                                        "jobs' actual lengths)\n"}};
     const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(stream::parse_size(a.disk_rate));
     const stream::DiskBoundEstimate e = stream::estimate_disk_bound(
         plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()), hp.n_expert, hp.n_expert_used, rate);
@@ -372,7 +389,7 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   run->add_option("prompt", run_args->prompt, "Prompt text");
   run->add_option("--prompt-file,-f", run_args->prompt_file, "Read the prompt from a file ('-' = stdin)");
   run->add_option("--threads,-t", run_args->threads, "Compute threads (0 = all cores)");
-  run->add_option("--context,-c", run_args->context, "Context length in tokens (0 = model default, at most 4096)");
+  run->add_option("--context,-c", run_args->context, "Context length in tokens (0 = the model's own length; the KV cache is sized within --memory-budget)");
   run->add_option("--memory-budget", run_args->memory_budget,
                   "Peak memory for the model, e.g. 3GiB (0 = what the machine has); experts beyond it are streamed")
       ->capture_default_str();
@@ -429,7 +446,7 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                    ->footer("Example:\n  nightshift model info model.gguf --memory-budget 8GiB --json");
   info->add_option("path", ia->path, "GGUF model file")->required();
   info->add_option("--memory-budget", ia->memory_budget, "Show what this budget holds resident (e.g. 8GiB)");
-  info->add_option("--context,-c", ia->context, "Context length the plan sizes the KV cache for")->capture_default_str();
+  info->add_option("--context,-c", ia->context, "Longest sequence the plan sizes the KV cache for (0 = the model's own length)")->capture_default_str();
   info->add_option("--max-batch", ia->max_batch,
                    "Sequences the plan holds at once, as the daemon's max_batch (halved until it fits the budget, "
                    "as the daemon does)")

@@ -4,8 +4,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/chat/chat_messages_json.h"
+#include "engine/chat/chat_template.h"
 #include "engine/chat/model_chat_template.h"
+#include "engine/engine.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/hparams.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
 
 namespace ns::cli {
@@ -37,6 +42,12 @@ std::string close_names(const std::string& name, const std::map<std::string, std
   return out;
 }
 
+struct ModelCheck::ModelFacts {
+  std::optional<std::string> chat_template;
+  std::unique_ptr<Tokenizer> tokenizer;
+  int64_t n_ctx_train = 0;
+};
+
 std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   if (!config_ || config_->models.empty()) return "";
   const auto it = config_->models.find(spec.model);
@@ -49,20 +60,41 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
            " Fix the name, or add the model to the config; --any-model queues it anyway (for a daemon with "
            "another config)";
   }
-  if (!spec.is_chat()) return "";
-  auto known = has_template_.find(spec.model);
-  if (known == has_template_.end()) {
-    bool has = true;  // unreadable from here: the daemon will say
+  auto known = facts_.find(spec.model);
+  if (known == facts_.end()) {
+    std::shared_ptr<ModelFacts> facts;  // unreadable from here: the daemon will say
     try {
-      has = chat::read_chat_template(*gguf::GgufFile::open(it->second)).has_value();
+      const auto f = gguf::GgufFile::open(it->second);
+      auto read = std::make_shared<ModelFacts>();
+      read->chat_template = chat::read_chat_template(*f);
+      read->n_ctx_train = Hparams::from_gguf(*f).n_ctx_train;
+      read->tokenizer = Tokenizer::from_gguf(*f);
+      facts = std::move(read);
     } catch (const Error&) {
     }
-    known = has_template_.emplace(spec.model, has).first;
+    known = facts_.emplace(spec.model, std::move(facts)).first;
   }
-  if (known->second) return "";
-  return "model '" + spec.model + "' (" + it->second +
-         ") has no chat template (tokenizer.chat_template is not in its GGUF): it is a base model or a conversion "
-         "without one; submit plain prompts (/v1/completions) or use an instruct model";
+  const ModelFacts* facts = known->second.get();
+  if (!facts) return "";
+  if (spec.is_chat() && !facts->chat_template)
+    return "model '" + spec.model + "' (" + it->second +
+           ") has no chat template (tokenizer.chat_template is not in its GGUF): it is a base model or a conversion "
+           "without one; submit plain prompts (/v1/completions) or use an instruct model";
+  if (jobs::is_document_job(spec)) return "";  // the daemon keeps a long document's tail
+  if (!jobs::spec_problem(spec).empty()) return "";  // an oversized or invalid input is reported as such
+  std::string prompt = spec.prompt;
+  if (spec.is_chat()) {
+    try {
+      prompt = chat::render_chat(*facts->chat_template, chat::chat_messages_from_json(spec.messages), true);
+    } catch (const Error&) {
+      return "";  // the daemon says what is wrong with them
+    }
+  }
+  const int64_t context = config_->context > 0 ? config_->context : facts->n_ctx_train;
+  const int64_t n = static_cast<int64_t>(facts->tokenizer->encode(prompt, true, true).size());
+  if (n < context) return "";
+  return "model '" + spec.model + "' in " + config_->source + ": " +
+         context_overflow_problem(n, context, facts->n_ctx_train);
 }
 
 }  // namespace ns::cli

@@ -1,8 +1,12 @@
 // What `nightshift submit --config FILE` checks against the daemon config it
 // was given, so a bad night is caught in the evening: a model name that is
 // not under the config's models: (a typo in the nightly timer's environment
-// once failed a whole night's batch), and chat jobs for a model whose GGUF
-// has no chat template.
+// once failed a whole night's batch), chat jobs for a model whose GGUF
+// has no chat template, and a prompt longer than the context the daemon
+// will give the model (its `context`, 0 = the model's own length): the
+// prompt is tokenized (chat messages rendered first) with the model's own
+// tokenizer. Documents (jobs::is_document_job) are not refused for length:
+// the daemon keeps their tail (docs/long-context.md).
 //
 // Contract: problem() is "" when the spec passes or when there is nothing to
 // check against (no config, a config without models:, or the model file not
@@ -13,6 +17,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -29,8 +34,9 @@ class ModelCheck {
   std::string problem(const jobs::JobSpec& spec);
 
  private:
+  struct ModelFacts;  // what the model's GGUF header says (read once)
   std::optional<daemon::Config> config_;
-  std::map<std::string, bool> has_template_;  // model name -> its GGUF has tokenizer.chat_template
+  std::map<std::string, std::shared_ptr<ModelFacts>> facts_;  // by model name; null: not readable from here
 };
 
 // The configured names closest to `name` (edit distance at most 2, or a

@@ -133,7 +133,8 @@ const std::vector<Option>& option_table() {
        same_member(&Config::models)},
       int_option("threads", "0", 0, 4096, true, "compute threads; 0 = all cores (applies at the next model load)", &Config::threads),
       int_option("context", "0", 0, 1 << 24, true,
-                    "KV cache length in tokens; 0 = the model's, capped at 4096 (applies at the next model load)", &Config::context),
+                    "the longest job in tokens (prompt + max_tokens); 0 = the model's own length (context_length); the KV cache "
+                    "all jobs share is sized within memory_budget (docs/long-context.md; applies at the next model load)", &Config::context),
       {{"memory_budget", "string", "0",
         "memory the engine plans within (e.g. 8GiB, 2500MiB); 0 = what the machine has (applies at the next model load)",
         true},

@@ -167,6 +167,7 @@ json job_to_json(const jobs::Job& job) {
         {"finish_reason", r.finish_reason},
         {"prompt_tokens", r.prompt_tokens},
         {"completion_tokens", r.completion_tokens},
+        {"prompt_tokens_dropped", r.prompt_tokens_dropped},
     };
     for (const jobs::ResultStat& st : jobs::kResultStats) {  // every statistic, under its column's name
       j["result"][st.name] = st.real != nullptr ? json(r.*st.real) : json(r.*st.bytes);
@@ -298,6 +299,10 @@ std::string format_job_details(const jobs::Job& job, bool escape) {
     const jobs::JobResult& r = *job.result;
     field("finish_reason", r.finish_reason);
     field("tokens", fmt::format("{} prompt, {} completion", r.prompt_tokens, r.completion_tokens));
+    if (r.prompt_tokens_dropped > 0)
+      field("prompt_dropped", fmt::format("{} tokens from the front: the document is longer than the context, "
+                                          "its tail was continued",
+                                          r.prompt_tokens_dropped));
     field("queue_wait", fmt::format("{:.0f} ms", r.queue_wait_ms));
     field("load", fmt::format("{:.1f} ms", r.load_ms));
     field("prefill", fmt::format("{:.1f} ms ({:.2f} tok/s)", r.prefill_ms, r.prefill_tok_s));

@@ -341,7 +341,10 @@ Worker::Admitted Worker::admit() {
   // A job suspected of a crash runs by itself (Queue::claim_batch, crash blame).
   if (std::any_of(active_.begin(), active_.end(), [](const auto& a) { return a->job.run_alone; })) return Admitted::none;
   if (wanted_slots_ > 0 && free_slots < wanted_slots_ && !active_.empty()) return Admitted::none;
+  if (wanted_rows_ > 0 && batch_ && batch_->largest_free_rows() < wanted_rows_ && !active_.empty())
+    return Admitted::none;
   wanted_slots_ = 0;
+  wanted_rows_ = 0;
   std::vector<jobs::Job> claimed;
   try {
     std::vector<std::string> servable;
@@ -463,6 +466,7 @@ void Worker::start(const jobs::Job& job) {
   request.resume = std::move(resume);
   request.resume_logprobs = std::move(resume_logprobs);
   request.resume_more = std::move(resume_more);
+  request.keep_tail = jobs::is_document_job(job.spec);
   request.on_progress = [this, &act](const GenerationProgress& p) {
     status_.touch();
     const jobs::Job& job = act.job;
@@ -521,6 +525,18 @@ void Worker::start(const jobs::Job& job) {
     }
     request.prompt = render_prompt(job);
     act.handle = batch_->add(std::move(request));
+    if (act.handle == GenerationBatch::kNoRoom) {
+      // The KV pool lacks its rows while the others run: back to the queue
+      // (attempt given back), claimed again once they are free.
+      wanted_rows_ = std::max(wanted_rows_, batch_->refused_rows());
+      spdlog::info("job {}: needs {} tokens of KV cache, {} free beside {} running job(s); it waits for them",
+                   job.id, batch_->refused_rows(), batch_->largest_free_rows(), active_.size());
+      Execution ex;
+      ex.outcome = JobOutcome::released;
+      ex.checkpointed = a->checkpointed;
+      end(job, ex);
+      return;
+    }
   } catch (const Error& e) {  // this job alone: bad input, a prompt longer than the context, ...
     Execution ex;
     ex.outcome = is_transient_failure(e) ? JobOutcome::retrying : JobOutcome::failed;
@@ -630,6 +646,7 @@ void Worker::finish(Active& a, GenerationResult gen) {
   r.load_ms = a.load_ms + gen.stats.load_ms;
   jobs::copy_engine_stats(gen.stats, r);  // the rest of jobs/result_stats.h's table
   r.peak_rss_bytes = gen.stats.peak_rss_bytes != 0 ? gen.stats.peak_rss_bytes : peak_rss_bytes();
+  r.prompt_tokens_dropped = gen.prompt_tokens_dropped;
   std::vector<const GenerationChoice*> choices = {&gen};
   for (const GenerationChoice& c : gen.more_choices) {
     choices.push_back(&c);

@@ -182,6 +182,9 @@ class Worker {
   // queue: no claims until that many are free (it is at the head again then),
   // rather than claiming and releasing it at every step.
   int wanted_slots_ = 0;
+  // KV rows a job sent back for lack of them wanted (GenerationBatch::kNoRoom):
+  // no job is claimed until that many lie free, so a long job is not starved by short ones.
+  int64_t wanted_rows_ = 0;
   bool waiting_for_others_ = false;              // work_left() said so once
   struct Blocked {
     std::string reason;        // the first line of the error

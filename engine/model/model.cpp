@@ -33,6 +33,19 @@ uint64_t activation_bytes_per_token(const Hparams& hp, const BufferSizes& bs, bo
   return floats * sizeof(float) + ints * sizeof(int32_t);
 }
 
+// What bounds the KV cache beyond pool x per-token bytes, for the plan's line.
+std::string kv_pool_note(const SequenceState& st) {
+  std::string note;
+  if (st.pooled())
+    note = "a pool of " + std::to_string(st.pool_rows()) + " tokens shared by " + std::to_string(st.n_seq()) +
+           " sequences of at most " + std::to_string(st.n_ctx());
+  if (st.n_sliding_layers() > 0)
+    note += (note.empty() ? "" : "; ") + std::to_string(st.n_sliding_layers()) + " of " +
+            std::to_string(st.n_attention_layers()) + " layers sliding-window: " +
+            std::to_string(st.sliding_bytes_per_sequence() >> 10) + " KiB a sequence whatever the context";
+  return note;
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& opts) {
@@ -69,8 +82,13 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   m->tensors_ = t.used_tensors();
   for (const auto& ti : m->tensors_) m->n_params_ += ti.n_elements();
 
-  int64_t n_ctx = opts.context > 0 ? opts.context : std::min<int64_t>(hp.n_ctx_train, 4096);
+  // context 0: the model's own length (docs/long-context.md); the KV pool
+  // below, not the context, is what the memory budget bounds.
+  int64_t n_ctx = opts.context > 0 ? opts.context : hp.n_ctx_train;
   if (n_ctx < 8) n_ctx = 8;
+  if (opts.context > hp.n_ctx_train)
+    spdlog::warn("{}: context {} is longer than the model was trained for ({}): positions past it are "
+                 "extrapolation", path, opts.context, hp.n_ctx_train);
   const BufferSizes bs = m->arch_->buffer_sizes();
   const uint64_t rss_before_buffers = current_rss_bytes();  // the memory plan's "overhead"
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
@@ -85,11 +103,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
   }
   // A decode step takes one token of every sequence at once.
-  B = std::max<int64_t>(B, std::max<int64_t>(1, opts.n_seq));
-  // Sliding layers' rings hold every position one forward pass of B tokens writes or reads.
-  // A plan-only load (model info) sizes the sequence state without allocating it: 64 x 128K contexts may not fit RAM.
-  m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, std::max<int64_t>(1, opts.n_seq), n_ctx, bs.cache, B,
-                                             /*allocate=*/!opts.streaming.plan_only);
+  const int64_t n_seq = std::max<int64_t>(1, opts.n_seq);
+  B = std::max<int64_t>(B, n_seq);
   const auto sz = [B](int64_t width) { return static_cast<size_t>(B * std::max<int64_t>(width, 1)); };
   s.max_batch = B;
   s.x.resize(sz(hp.n_embd));
@@ -130,19 +145,41 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   s.pos.resize(static_cast<size_t>(B));
   m->single_.reserve(static_cast<size_t>(B));
   s.pool = m->pool_.get();
-  s.seqs = m->seqs_.get();
   s.routing_observer = &m->routing_observer_;
 
-  StreamingFootprint fp;
-  fp.kv_cache_bytes = m->seqs_->attention_bytes();
-  if (const SequenceState& st = *m->seqs_; st.n_sliding_layers() > 0)
-    fp.kv_cache_note = std::to_string(st.n_sliding_layers()) + " of " + std::to_string(st.n_attention_layers()) +
-                       " layers sliding-window: " + std::to_string(st.sliding_bytes_per_sequence() >> 10) +
-                       " KiB a sequence whatever the context";
-  fp.recurrent_bytes = m->seqs_->recurrent_bytes();
-  fp.activation_bytes = forward_state_bytes(s) + m->single_.capacity() * sizeof(BatchToken);
-  fp.overhead_bytes = rss_before_buffers;
-  m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fp);
+  // The KV pool (sequence_state.h): max_batch full contexts when the budget
+  // holds them, else halved until the plan fits (kv_tokens 0), never below
+  // kMinPoolRows; a job needing more rows than the pool is refused at add.
+  const int64_t full_pool = n_seq * n_ctx;
+  const bool fit_pool = opts.kv_tokens <= 0;
+  int64_t pool = fit_pool ? full_pool : std::min(opts.kv_tokens, full_pool);
+  const int64_t min_pool = std::min(full_pool, std::max<int64_t>(kMinPoolRows, n_seq));
+  const uint64_t activation_bytes = forward_state_bytes(s) + m->single_.capacity() * sizeof(BatchToken);
+  for (;;) {
+    // Sliding layers' rings hold every position one forward pass of B tokens writes or reads.
+    // Sized first, allocated once the plan accepts it (64 x 128K contexts may not fit RAM).
+    m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false, pool);
+    StreamingFootprint fp;
+    fp.kv_cache_bytes = m->seqs_->attention_bytes();
+    fp.kv_cache_note = kv_pool_note(*m->seqs_);
+    fp.recurrent_bytes = m->seqs_->recurrent_bytes();
+    fp.activation_bytes = activation_bytes;
+    fp.overhead_bytes = rss_before_buffers;
+    try {
+      m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fp);
+      break;
+    } catch (const Error& e) {
+      if (!fit_pool || e.kind() != ErrorKind::invalid_input || pool <= min_pool) throw;
+      const int64_t next = std::max(min_pool, pool / 2);
+      spdlog::info("{}: a KV pool of {} tokens does not fit the memory budget; trying {}", path, pool, next);
+      pool = next;
+    }
+  }
+  if (m->seqs_->pooled())
+    spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
+                 m->seqs_->pool_rows(), n_seq, n_ctx);
+  if (!opts.streaming.plan_only) m->seqs_->allocate();
+  s.seqs = m->seqs_.get();
   attach_streaming(*m->streaming_, f, opts.streaming, hp.n_layer, s);
   return m;
 }
@@ -168,10 +205,11 @@ void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>&
     if (b.token < 0 || b.token >= hp_.n_vocab)
       throw Error(ErrorKind::invalid_input, "token id " + std::to_string(b.token) + " is outside the vocabulary (0.." +
                                                 std::to_string(hp_.n_vocab - 1) + ")");
-    if (b.seq < 0 || b.seq >= n_seq() || b.pos < 0 || b.pos >= n_ctx())
+    if (b.seq < 0 || b.seq >= n_seq() || b.pos < 0 || b.pos >= seqs_->seq_rows(b.seq))
       throw Error(ErrorKind::internal, "forward: sequence " + std::to_string(b.seq) + " position " +
                                            std::to_string(b.pos) + " is outside the KV cache (" + std::to_string(n_seq()) +
-                                           " sequences of " + std::to_string(n_ctx()) + ")");
+                                           " sequences of " + std::to_string(n_ctx()) + ", this one holds " +
+                                           std::to_string(seqs_->seq_rows(b.seq)) + " rows)");
     s.seq[static_cast<size_t>(t)] = b.seq;
     s.pos[static_cast<size_t>(t)] = b.pos;
     // A sequence that starts over starts from zero recurrent state (sequence_state.h).

@@ -26,12 +26,16 @@ namespace ns {
 
 struct ModelOptions {
   int threads = 0;        // 0 = all cores
-  int64_t context = 0;    // 0 = min(n_ctx_train, 4096)
+  int64_t context = 0;    // the longest sequence, in tokens; 0 = n_ctx_train (the model's own length)
   // Tokens per forward call (a prefill chunk, or one token of many sequences).
   // 0: sized from the memory budget (prefill_chunk_tokens()). Never below
   // n_seq: a decode step takes one token of every sequence.
   int64_t max_batch = 0;
   int64_t n_seq = 1;        // sequences the KV cache holds at once (jobs decoded together)
+  // Tokens of KV cache all sequences share (the full-attention layers' pool,
+  // sequence_state.h). 0: n_seq x context, halved at load until the memory
+  // plan fits (never below kMinPoolRows); > 0: this many (at most n_seq x context).
+  int64_t kv_tokens = 0;
   StreamingOptions streaming;  // memory_budget, io_mode, cache policy (weight_streaming.h)
   ArchOptions arch;            // choices the file leaves open (engine/arch/architecture.h)
 };
@@ -51,6 +55,11 @@ struct BatchToken {
 // long prompt goes through each layer in such chunks, and every expert is read
 // once per chunk, so larger chunks read less per prompt token.
 int64_t prefill_chunk_tokens(uint64_t memory_budget, uint64_t bytes_per_token);
+
+// The smallest KV pool ModelOptions::kv_tokens 0 halves down to before the
+// load fails with the plan's error: below it a budget is better spent on a
+// shorter `context` or a smaller `max_batch`, which the error names.
+inline constexpr int64_t kMinPoolRows = 1024;
 
 class Model {
  public:
@@ -85,6 +94,9 @@ class Model {
   // Sequence dst starts as a copy of src's first n_tokens positions (attention
   // rows and recurrent state; SequenceState::copy_sequence).
   void copy_sequence(int32_t src, int32_t dst, int64_t n_tokens) { seqs_->copy_sequence(src, dst, n_tokens); }
+  // KV rows of the pool for sequence seq (SequenceState::reserve / release).
+  bool reserve_rows(int32_t seq, int64_t n) { return seqs_->reserve(seq, n); }
+  void release_rows(int32_t seq) { seqs_->release(seq); }
 
   // Routing: fn (empty: none) is called once per MoE layer of every forward
   // pass with the experts chosen for each token (model/routing.h).

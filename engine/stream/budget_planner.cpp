@@ -93,6 +93,36 @@ BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLa
   return p;
 }
 
+std::vector<KvTradeoff> kv_tradeoff(const BudgetPlan& plan, uint64_t kv_bytes_per_token, uint64_t per_sequence_bytes,
+                                    const std::vector<int64_t>& contexts, uint32_t min_cache_experts) {
+  const uint64_t others = plan.fixed_bytes() - plan.kv_cache_bytes - plan.recurrent_bytes;
+  const uint64_t min_slots = plan.streamed_experts ? std::min<uint64_t>(std::max<uint32_t>(min_cache_experts, 1),
+                                                                         plan.streamed_experts)
+                                                   : 0;
+  const uint64_t taken = others + min_slots * plan.slot_bytes;
+  const uint64_t room = plan.memory_budget > taken ? plan.memory_budget - taken : 0;
+  std::vector<KvTradeoff> out;
+  for (const int64_t ctx : contexts) {
+    KvTradeoff t;
+    t.context = ctx;
+    const uint64_t per = static_cast<uint64_t>(ctx) * kv_bytes_per_token + per_sequence_bytes;
+    t.max_batch = per > 0 ? static_cast<int64_t>(std::min<uint64_t>(room / per, 1u << 20)) : 0;
+    t.kv_tokens = t.max_batch * ctx;
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::string describe_tradeoff(const std::vector<KvTradeoff>& t) {
+  std::string s;
+  for (const KvTradeoff& x : t) {
+    if (x.max_batch <= 0) continue;
+    const std::string ctx = x.context % 1024 == 0 ? std::to_string(x.context / 1024) + "K" : std::to_string(x.context);
+    s += (s.empty() ? "" : ", ") + std::to_string(x.max_batch) + " x " + ctx;
+  }
+  return s.empty() ? "none (not one sequence of these contexts fits)" : s;
+}
+
 DiskBoundEstimate estimate_disk_bound(const BudgetPlan& plan, int64_t n_moe_layers, int64_t n_expert, int64_t n_used,
                                       double disk_bytes_per_s) {
   DiskBoundEstimate e;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/stream/expert_layout.h"
@@ -78,6 +79,23 @@ struct DiskBoundEstimate {
 };
 DiskBoundEstimate estimate_disk_bound(const BudgetPlan& plan, int64_t n_moe_layers, int64_t n_expert, int64_t n_used,
                                       double disk_bytes_per_s);
+
+// The trade-off between batch and context within a plan's budget: for each
+// context, how many sequences of that full length fit when the KV cache takes
+// everything but the plan's other fixed parts and its fewest expert-cache
+// slots (a pool of kv_tokens = max_batch x context tokens, which the daemon
+// shares among jobs by their actual lengths: docs/long-context.md). Each
+// sequence costs context x kv_bytes_per_token + per_sequence_bytes (sliding
+// rings, recurrent state). Activations are the plan's, as sized for its batch.
+struct KvTradeoff {
+  int64_t context = 0;
+  int64_t max_batch = 0;   // 0: not even one such sequence fits
+  int64_t kv_tokens = 0;   // max_batch x context
+};
+std::vector<KvTradeoff> kv_tradeoff(const BudgetPlan& plan, uint64_t kv_bytes_per_token, uint64_t per_sequence_bytes,
+                                    const std::vector<int64_t>& contexts, uint32_t min_cache_experts = 2);
+// "64 x 4K, 16 x 16K, 4 x 128K": the pairs that fit, for the plan's text.
+std::string describe_tradeoff(const std::vector<KvTradeoff>& t);
 
 BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
                        const std::string& model_name);

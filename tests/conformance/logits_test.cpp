@@ -85,6 +85,33 @@ void compare_row(const float* row, int64_t n_vocab, const json& golden_top, doub
 void check_goldens(const std::string& name, ns::Model& model, const json& goldens, double tol, int prefill_chunk = 0,
                    double outliers = 0);
 
+// The greedy steps of golden g after its prompt (pos tokens in the cache,
+// `prev` the last prompt position's logits, `prev_top` its golden top list),
+// teacher-forced with the reference's tokens so that every step is compared.
+void check_greedy(const std::string& name, ns::Model& model, const json& g, const float* prev, const json& prev_top_row,
+                  int64_t pos, double tol, Tally& tally) {
+  const int64_t n_vocab = model.n_vocab();
+  std::vector<float> step;
+  const std::vector<int32_t> greedy = g["greedy"].get<std::vector<int32_t>>();
+  std::vector<float> prev_row(prev, prev + n_vocab);
+  const json* prev_top = &prev_top_row;
+  for (size_t i = 0; i < greedy.size(); ++i) {
+    // Our argmax must equal the reference's choice where its top-2 margin exceeds the tolerance.
+    const double margin = (*prev_top)[0][1].get<double>() - (*prev_top)[1][1].get<double>();
+    const int ours = static_cast<int>(std::max_element(prev_row.begin(), prev_row.end()) - prev_row.begin());
+    if (margin > tol) {
+      CHECK_MESSAGE(ours == greedy[i], name << " greedy step " << i << ": we pick " << ours << ", reference "
+                                            << greedy[i] << " (margin " << margin << ")");
+      ++tally.greedy_checked;
+    }
+    const int32_t one[1] = {greedy[i]};
+    model.forward(one, pos++, false, step);
+    compare_row(step.data(), n_vocab, g["greedy_top_logits"][i], tol, tally, name + " greedy step " + std::to_string(i));
+    prev_row = step;
+    prev_top = &g["greedy_top_logits"][i];
+  }
+}
+
 void check_model(const fs::path& shared, const std::string& name, bool mla_expanded_cache = false) {
   const fs::path model_path = shared / "models" / (name + ".gguf");
   const fs::path golden_path = shared / "models/goldens" / (name + ".json");
@@ -106,7 +133,7 @@ void check_goldens(const std::string& name, ns::Model& model_ref, const json& go
   const int64_t n_vocab = model->n_vocab();
   Tally tally;
   tally.budgeted = outliers > 0;
-  std::vector<float> logits, step;
+  std::vector<float> logits;
   for (const json& g : goldens) {
     const std::string prompt = g["prompt"];
     CAPTURE(name);
@@ -130,27 +157,8 @@ void check_goldens(const std::string& name, ns::Model& model_ref, const json& go
       compare_row(&logits[t * n_vocab], n_vocab, g["prompt_top_logits"][t], tol, tally,
                   name + " prompt position " + std::to_string(t));
 
-    const std::vector<int32_t> greedy = g["greedy"].get<std::vector<int32_t>>();
-    const float* prev = &logits[(expected.size() - 1) * n_vocab];
-    std::vector<float> prev_row(prev, prev + n_vocab);
-    const json* prev_top = &g["prompt_top_logits"][expected.size() - 1];
-    int64_t pos = static_cast<int64_t>(expected.size());
-    for (size_t i = 0; i < greedy.size(); ++i) {
-      // Our argmax must equal the reference's choice where its top-2 margin exceeds the tolerance.
-      const double margin = (*prev_top)[0][1].get<double>() - (*prev_top)[1][1].get<double>();
-      const int ours = static_cast<int>(std::max_element(prev_row.begin(), prev_row.end()) - prev_row.begin());
-      if (margin > tol) {
-        CHECK_MESSAGE(ours == greedy[i], name << " greedy step " << i << ": we pick " << ours << ", reference "
-                                              << greedy[i] << " (margin " << margin << ")");
-        ++tally.greedy_checked;
-      }
-      const int32_t one[1] = {greedy[i]};
-      model->forward(one, pos++, false, step);
-      compare_row(step.data(), n_vocab, g["greedy_top_logits"][i], tol, tally,
-                  name + " greedy step " + std::to_string(i));
-      prev_row = step;
-      prev_top = &g["greedy_top_logits"][i];
-    }
+    check_greedy(name, *model, g, &logits[(expected.size() - 1) * n_vocab], g["prompt_top_logits"][expected.size() - 1],
+                 static_cast<int64_t>(expected.size()), tol, tally);
   }
   MESSAGE(name << ": " << tally.positions << " positions, max |dlogit| " << tally.max_diff << ", mean "
                << tally.sum_diff / std::max(1L, tally.n_diff) << " (tolerance " << tol
@@ -205,8 +213,11 @@ TEST_CASE("logits agree with the reference: deepseek2 with mixed K-quants") {
 // make_goldens.sh redoes them). The model is generated again here, so these
 // run without ../shared. Each is checked twice: the prompt in one forward
 // pass, and in chunks of 7 tokens (state carried across calls).
-TEST_CASE("logits agree with the reference: generated models with goldens in the repository") {
-  const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens";
+namespace {
+// Calls check(name, doc, model path) for every golden file in `dir` (the
+// model generated again from its "generator" arguments); returns how many.
+template <class Check>
+int for_each_generated_golden(const fs::path& dir, Check&& check) {
   int files = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
@@ -216,7 +227,16 @@ TEST_CASE("logits agree with the reference: generated models with goldens in the
     CAPTURE(name);
     std::string flags;
     for (const auto& arg : doc["generator"]) flags += " '" + arg.get<std::string>() + "'";
-    const std::string path = ns::test::make_model(name, flags);
+    check(name, doc, ns::test::make_model(name, flags));
+    ++files;
+  }
+  return files;
+}
+}  // namespace
+
+TEST_CASE("logits agree with the reference: generated models with goldens in the repository") {
+  const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens";
+  const int files = for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
     ns::ModelOptions mo;
     mo.context = 512;
     auto model = ns::Model::load(path, mo);
@@ -224,7 +244,58 @@ TEST_CASE("logits agree with the reference: generated models with goldens in the
     const double outliers = doc.value("outliers", 0.0);
     check_goldens(name, *model, doc["cases"], tol, 0, outliers);
     check_goldens(name + " (prefill in chunks of 7)", *model, doc["cases"], tol, 7, outliers);
-    ++files;
-  }
+  });
+  CHECK(files > 0);
+}
+
+// Long contexts (docs/long-context.md): tests/conformance/goldens/long/*.json,
+// made by make_goldens.sh from ns-ref-dump --synthetic: a prompt of n_tokens
+// synthetic ids (synthetic_token, as the dump draws them), the reference's
+// top logits at its last positions and greedy steps after it. The prompt goes
+// through in chunks of the model's prefill size (one forward call each, the
+// KV cache carried across); the YaRN models among them run far past their
+// original context.
+namespace {
+int32_t synthetic_token(uint64_t seed, uint64_t i, int64_t n_vocab) {  // splitmix64, as ns_ref_dump.cpp
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 1;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<int32_t>(z % static_cast<uint64_t>(n_vocab));
+}
+}  // namespace
+
+TEST_CASE("logits agree with the reference at the end of long prompts (32K tokens, YaRN past its original context)") {
+  const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens/long";
+  const int files = for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
+    const int64_t n = doc["n_tokens"].get<int64_t>();
+    const json& last_top = doc["last_top_logits"];
+    const int64_t last = static_cast<int64_t>(last_top.size());
+    ns::ModelOptions mo;
+    mo.context = n + static_cast<int64_t>(doc["greedy"].size()) + 1;
+    mo.max_batch = 1024;  // big prefill chunks
+    auto model = ns::Model::load(path, mo);
+    std::vector<int32_t> toks(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      toks[static_cast<size_t>(i)] = synthetic_token(doc["seed"].get<uint64_t>(), static_cast<uint64_t>(i), model->n_vocab());
+    toks[0] = doc["first_token"].get<int32_t>();  // the vocabulary's BOS, as the reference put it
+    std::vector<float> logits;
+    const std::span<const int32_t> all(toks);
+    for (int64_t at = 0; at < n - last; at += model->max_batch()) {
+      const int64_t len = std::min(n - last - at, model->max_batch());
+      model->forward(all.subspan(static_cast<size_t>(at), static_cast<size_t>(len)), at, false, logits);
+    }
+    model->forward(all.subspan(static_cast<size_t>(n - last)), n - last, true, logits);
+    Tally tally;
+    const double tol = doc["tolerance"].get<double>();
+    const int64_t n_vocab = model->n_vocab();
+    for (int64_t t = 0; t < last; ++t)
+      compare_row(&logits[static_cast<size_t>(t * n_vocab)], n_vocab, last_top[t], tol, tally,
+                  name + " prompt position " + std::to_string(n - last + t));
+    check_greedy(name, *model, doc, &logits[static_cast<size_t>((last - 1) * n_vocab)], last_top[last - 1], n, tol,
+                 tally);
+    MESSAGE(name << ": " << n << " prompt tokens, " << tally.positions << " positions compared, max |dlogit| "
+                 << tally.max_diff << " (tolerance " << tol << "), " << tally.greedy_checked << " greedy choices checked");
+  });
   CHECK(files > 0);
 }

@@ -24,11 +24,18 @@ expect_contains "$out" "146 sequences" "the batch that touches every expert"
 json=$(ns model info "$WORK/kl48b.gguf" --memory-budget 8GiB --context 8192 --disk-rate 2.3GiB --json)
 expect_eq "$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["recurrent_bytes_per_sequence"], d["memory_plan"]["recurrent_bytes"], d["disk_bound"]["full_batch"])' <<<"$json")" \
   "47136768 47136768 146" "JSON fields"
-# As the daemon plans it: max_batch sequences, halved until they fit (a plan-only load allocates no cache).
+# As the daemon plans it: max_batch sequences sharing a KV cache (a plan-only load allocates none).
 out=$(ns model info "$WORK/kl48b.gguf" --memory-budget 8GiB --context 8192 --max-batch 16)
-expect_contains "$out" "for 16 sequence(s) of 8192 tokens" "the plan's batch"
+expect_contains "$out" "for 16 sequence(s) of up to 8192 tokens sharing a KV cache of 131072 tokens" "the plan's batch"
 expect_contains "$out" "KV cache             864.00 MiB" "16 sequences' KV cache"
 out=$(ns model info "$WORK/kl48b.gguf" --memory-budget 8GiB --context 131072 --max-batch 64)
-expect_contains "$out" "for 4 sequence(s) of 131072 tokens (max_batch 64 does not fit memory_budget 8GiB; the daemon halves it at load to 4)" \
-  "a batch that does not fit is halved as the daemon does"
+# 64 x 128K does not fit 8 GiB: the daemon keeps the 64 slots and halves the KV cache they share
+# (docs/long-context.md) until the plan fits; the trade-off line says what full-length batches would fit.
+expect_contains "$out" "for 64 sequence(s) of up to 131072 tokens sharing a KV cache of 524288 tokens" \
+  "the KV cache, not the batch, is halved to fit"
+expect_contains "$out" "KV cache               3.38 GiB  (a pool of 524288 tokens shared by 64 sequences of at most 131072)" \
+  "the plan's KV line names the pool"
+# (The 4K end moves with the measured overhead by a sequence or two: match the long end.)
+grep -qE "max_batch x context that fit: [0-9]+ x 4K, [0-9]+ x 8K, .* 7 x 128K, 3 x 256K, 1 x 512K$" <<<"$out" ||
+  fail "the batch x context trade-off: $(grep 'that fit' <<<"$out")"
 echo "ok"

@@ -77,6 +77,39 @@ models+=(
 )
 [ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # one more "name#tolerance#outliers#arguments"
 
+# Long contexts (docs/long-context.md), in goldens/long/: name # tolerance # prompt tokens # last positions kept #
+# generator arguments. A synthetic prompt of that many token ids (ns-ref-dump --synthetic, seed 1), the logits
+# of its last positions and 4 greedy steps: the JSON stays small however long the prompt. YaRN models run
+# past their original context (rope.scaling.original_context_length).
+oss_long="--arch gpt-oss --n-embd 64 --n-layer 2 --n-head 2 --n-head-kv 1 --oss-head-dim 16 --n-ff 64 \
+ --n-expert 4 --n-expert-used 2 --oss-sliding-window 128 --rope-base 150000 --oss-yarn-factor 32 \
+ --oss-yarn-orig-ctx 4096 --n-ctx 131072 --type F32 --seed 5"
+long_models=(
+  "long-gpt-oss-yarn-32k#0.002#32768#4#$oss_long"
+)
+
+for entry in "${long_models[@]}"; do
+  IFS="#" read -r name tol n_tokens last args <<<"$entry"
+  if [ ${#only[@]} -eq 0 ] || [[ ! " ${only[*]} " =~ " $name " ]]; then continue; fi  # by name only: minutes each
+  echo "== $name" >&2
+  # shellcheck disable=SC2086
+  "$gen" $args --out "$tmp/$name.gguf" >/dev/null
+  "$dump" "$tmp/$name.gguf" --synthetic "$n_tokens" 1 "$last" 8 4 > "$tmp/$name.long.json" 2> "$tmp/$name.log" ||
+    { tail -20 "$tmp/$name.log" >&2; exit 1; }
+  mkdir -p "$root/tests/conformance/goldens/long"
+  python3 - "$name" "$tol" "$commit" "$args" "$tmp/$name.long.json" "$root/tests/conformance/goldens/long/$name.json" <<'PY'
+import json, shlex, sys
+name, tol, commit, args, dump_path, out = sys.argv[1:]
+doc = {"model": name, "reference": "llama.cpp " + commit + " (node-llama-cpp 3.22.1), CPU, flash attention off",
+       "generator": shlex.split(args), "tolerance": float(tol), "prompt": "synthetic (ns-ref-dump --synthetic)"}
+doc.update(json.load(open(dump_path)))
+with open(out, "w") as f:
+    json.dump(doc, f, separators=(",", ":"))
+    f.write("\n")
+print(f"wrote {out}: {doc['n_tokens']} prompt tokens", file=sys.stderr)
+PY
+done
+
 for entry in "${models[@]}"; do
   IFS="#" read -r name tol outliers args <<<"$entry"
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $name " ]]; then continue; fi

@@ -11,7 +11,17 @@
 // then GREEDY greedy tokens, each decoded alone, with the top-TOP logits
 // before each choice. Flash attention is off (the 2026 build turns it on for
 // CPU, which moves logits by up to 0.5), one sequence, 2 threads, F16 KV cache.
+//
+//   ns-ref-dump MODEL.gguf --synthetic N SEED LAST [TOP=8] [GREEDY=4] > out.json
+//
+// Long contexts (docs/long-context.md): no text, N token ids drawn by
+// synthetic_token() below (the test draws the same), the whole prompt in one
+// llama_decode (physical batches of NS_REF_UBATCH, default 512, so the
+// score matrix stays small) with logits kept for the LAST positions only,
+// then GREEDY greedy steps as above. One JSON object: n_tokens, seed,
+// last_top_logits (positions N - LAST .. N - 1), greedy, greedy_top_logits.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -66,6 +76,101 @@ std::string ids_json(const std::vector<llama_token>& v) {
   return o + "]";
 }
 
+// Token i of a synthetic prompt: splitmix64 of (seed, i) mod n_vocab; the
+// first token is the vocabulary's BOS where it has one.
+llama_token synthetic_token(uint64_t seed, uint64_t i, int n_vocab) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 1;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<llama_token>(z % static_cast<uint64_t>(n_vocab));
+}
+
+int dump_synthetic(llama_model* model, int argc, char** argv) {
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s MODEL.gguf --synthetic N SEED LAST [TOP=8] [GREEDY=4]\n", argv[0]);
+    return 2;
+  }
+  const int n = std::atoi(argv[3]);
+  const uint64_t seed = std::strtoull(argv[4], nullptr, 10);
+  const int last = std::atoi(argv[5]);
+  const int top = argc > 6 ? std::atoi(argv[6]) : 8;
+  const int n_greedy = argc > 7 ? std::atoi(argv[7]) : 4;
+  if (n < 1 || last < 1 || last > n) {
+    std::fprintf(stderr, "--synthetic: N >= 1 and 1 <= LAST <= N\n");
+    return 2;
+  }
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  const int n_vocab = llama_vocab_n_tokens(vocab);
+  std::vector<llama_token> toks(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) toks[static_cast<size_t>(i)] = synthetic_token(seed, static_cast<uint64_t>(i), n_vocab);
+  if (llama_vocab_get_add_bos(vocab)) toks[0] = llama_vocab_bos(vocab);
+
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(n + n_greedy + 1);
+  cp.n_batch = static_cast<uint32_t>(n);
+  const char* ub = std::getenv("NS_REF_UBATCH");
+  cp.n_ubatch = ub ? static_cast<uint32_t>(std::atoi(ub)) : 512;
+  cp.n_seq_max = 1;
+  cp.n_threads = 2;
+  cp.n_threads_batch = 2;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.no_perf = true;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (!ctx) {
+    std::fprintf(stderr, "cannot create a context of %u tokens\n", cp.n_ctx);
+    return 1;
+  }
+  llama_batch batch = llama_batch_init(n, 0, 1);
+  for (int i = 0; i < n; ++i) {
+    batch.token[i] = toks[static_cast<size_t>(i)];
+    batch.pos[i] = i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = i >= n - last;
+  }
+  batch.n_tokens = n;
+  if (llama_decode(ctx, batch) != 0) {
+    std::fprintf(stderr, "decode failed\n");
+    return 1;
+  }
+  llama_batch_free(batch);
+  std::string last_top = "[";
+  for (int i = 0; i < last; ++i)
+    last_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, n - last + i), n_vocab, top);
+  last_top += "]";
+  std::vector<llama_token> greedy;
+  std::string greedy_top = "[";
+  const float* row = llama_get_logits_ith(ctx, n - 1);
+  std::vector<float> prev(row, row + n_vocab);
+  for (int g = 0; g < n_greedy; ++g) {
+    const llama_token next = static_cast<llama_token>(std::max_element(prev.begin(), prev.end()) - prev.begin());
+    greedy.push_back(next);
+    llama_batch one = llama_batch_init(1, 0, 1);
+    one.token[0] = next;
+    one.pos[0] = n + g;
+    one.n_seq_id[0] = 1;
+    one.seq_id[0][0] = 0;
+    one.logits[0] = 1;
+    one.n_tokens = 1;
+    if (llama_decode(ctx, one) != 0) {
+      std::fprintf(stderr, "decode failed\n");
+      return 1;
+    }
+    row = llama_get_logits_ith(ctx, 0);
+    greedy_top += (g ? ", " : "") + top_json(row, n_vocab, top);
+    prev.assign(row, row + n_vocab);
+    llama_batch_free(one);
+  }
+  greedy_top += "]";
+  std::printf("{\"n_tokens\": %d, \"seed\": %llu, \"first_token\": %d,\n \"last_top_logits\": %s,\n"
+              " \"greedy\": %s,\n \"greedy_top_logits\": %s}\n",
+              n, static_cast<unsigned long long>(seed), toks[0], last_top.c_str(), ids_json(greedy).c_str(),
+              greedy_top.c_str());
+  llama_free(ctx);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,10 +179,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string model_path = argv[1];
-  const int top = argc > 3 ? std::atoi(argv[3]) : 8;
+  const bool synthetic = std::string(argv[2]) == "--synthetic";
+  const int top = !synthetic && argc > 3 ? std::atoi(argv[3]) : 8;
   const int n_greedy = argc > 4 ? std::atoi(argv[4]) : 16;
   std::vector<std::string> prompts;
-  {
+  if (!synthetic) {
     std::ifstream in(argv[2]);
     std::string line;
     while (std::getline(in, line)) {
@@ -105,6 +211,11 @@ int main(int argc, char** argv) {
   if (!model) {
     std::fprintf(stderr, "cannot load %s\n", model_path.c_str());
     return 1;
+  }
+  if (std::string(argv[2]) == "--synthetic") {
+    const int rc = dump_synthetic(model, argc, argv);
+    llama_model_free(model);
+    return rc;
   }
   const llama_vocab* vocab = llama_model_get_vocab(model);
   const int n_vocab = llama_vocab_n_tokens(vocab);
