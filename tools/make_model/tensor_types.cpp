@@ -24,12 +24,13 @@ std::string short_name(std::string name) {
 }  // namespace
 
 const std::vector<GgmlType>& encodable_types() {
-  // Every weight type the kernels can quantize to (kernels::quantize_row), so
+  // Every weight type the kernels can quantize to (kernels::quantize_row, and
+  // quantize_row_weighted for the i-quants with --imatrix), so
   // mixed-quant files like the K-quant GGUFs people download can be generated.
   static const std::vector<GgmlType> types = {
       GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
-      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ2_XXS, GgmlType::IQ1_S, GgmlType::IQ1_M};
   return types;
 }
 
@@ -64,6 +65,9 @@ uint32_t file_type_of(GgmlType t) {
     case GgmlType::Q6_K: return 18; // LLAMA_FTYPE_MOSTLY_Q6_K
     case GgmlType::IQ4_NL: return 25; // LLAMA_FTYPE_MOSTLY_IQ4_NL
     case GgmlType::MXFP4: return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+    case GgmlType::IQ2_XXS: return 19;  // LLAMA_FTYPE_MOSTLY_IQ2_XXS
+    case GgmlType::IQ1_S: return 24;    // LLAMA_FTYPE_MOSTLY_IQ1_S
+    case GgmlType::IQ1_M: return 31;    // LLAMA_FTYPE_MOSTLY_IQ1_M
     default: break;
   }
   throw Error(ErrorKind::internal, "no general.file_type for " + std::string(gguf::type_name(t)));

@@ -1,0 +1,205 @@
+// The shared parts of the importance-weighted i-quant quantizers (see the
+// header). Built without -mfma, as ggml-quants.c is in the reference build.
+#include "engine/kernels/iq_quant_search.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdlib>
+#include <cmath>
+#include <cstring>
+
+#include "engine/kernels/iq_tables.h"
+#include "engine/kernels/kquant_search.h"
+#include "engine/util/error.h"
+
+namespace ns::kernels::iq {
+namespace {
+
+constexpr int kMapSize = 43692;  // keys up to 0xaaaa (every level 2), as ggml sizes its map
+
+// The level (0..2) a byte of a dequantization grid stands for.
+int level_of(SearchGrid g, uint8_t b) {
+  if (g == SearchGrid::iq1s) return static_cast<int8_t>(b) + 1;  // -1, 0, 1
+  return b == 0x08 ? 0 : b == 0x19 ? 1 : 2;                         // 0x08, 0x19, 0x2b
+}
+
+GridSearch build(SearchGrid g) {
+  const uint64_t* grid = g == SearchGrid::iq2xxs ? kIq2xxsGrid : g == SearchGrid::iq2xs ? kIq2xsGrid : kIq1sGrid;
+  const int size = g == SearchGrid::iq2xxs ? 256 : g == SearchGrid::iq2xs ? 512 : 2048;
+  const int nwant = g == SearchGrid::iq1s ? 3 : 2;
+  GridSearch s;
+  s.level.resize(static_cast<size_t>(size));
+  s.map.assign(kMapSize, -1);
+  for (int e = 0; e < size; ++e) {
+    uint16_t u = 0;
+    for (int j = 0; j < 8; ++j) {
+      const int l = level_of(g, static_cast<uint8_t>(grid[e] >> (8 * j)));
+      s.level[static_cast<size_t>(e)] |= static_cast<uint64_t>(2 * l + 1) << (8 * j);
+      u = static_cast<uint16_t>(u | (l << (2 * j)));
+    }
+    s.map[u] = e;
+  }
+  // Off-grid keys: squared distances are at most 8 * 4^2, so a histogram
+  // finds the nwant-th distinct distance, then the entries within it are
+  // listed by distance and index (ggml sorts (distance, index) pairs).
+  constexpr int kMaxD2 = 8 * 16;
+  std::vector<int> d2(static_cast<size_t>(size));
+  for (int u = 0; u < kMapSize; ++u) {
+    if (s.map[u] >= 0) continue;
+    bool valid = true;
+    for (int j = 0; j < 8; ++j) valid = valid && ((u >> (2 * j)) & 3) <= 2;
+    if (!valid) continue;
+    int count[kMaxD2 + 1] = {};
+    for (int e = 0; e < size; ++e) {
+      int d = 0;
+      for (int j = 0; j < 8; ++j) {
+        const int diff = 2 * (grid_level(s, e, j) - ((u >> (2 * j)) & 3));
+        d += diff * diff;
+      }
+      d2[static_cast<size_t>(e)] = d;
+      ++count[d];
+    }
+    int limit = 0, distinct = 0, n = 0;
+    for (int d = 0; d <= kMaxD2 && distinct < nwant; ++d)
+      if (count[d] > 0) {
+        ++distinct;
+        limit = d;
+        n += count[d];
+      }
+    s.map[u] = -1 - static_cast<int32_t>(s.lists.size());
+    s.lists.push_back(static_cast<uint16_t>(n));
+    for (int d = 0; d <= limit; ++d) {
+      if (count[d] == 0) continue;
+      for (int e = 0; e < size; ++e)
+        if (d2[static_cast<size_t>(e)] == d) s.lists.push_back(static_cast<uint16_t>(e));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+const GridSearch& grid_search(SearchGrid g) {
+  static const GridSearch iq2xxs = build(SearchGrid::iq2xxs);
+  if (g == SearchGrid::iq2xxs) return iq2xxs;
+  if (g == SearchGrid::iq2xs) {
+    static const GridSearch iq2xs = build(SearchGrid::iq2xs);
+    return iq2xs;
+  }
+  static const GridSearch iq1s = build(SearchGrid::iq1s);
+  return iq1s;
+}
+
+float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* w) {
+  float max = 0;
+  for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
+  if (max < kq::kGroupMaxEps) {
+    std::memset(L, 0, static_cast<size_t>(n));
+    return 0.0f;
+  }
+  const auto fl = [](int l) { return static_cast<float>(l); };
+  float iscale = fl(nmax) / max;
+  for (int i = 0; i < n; ++i) L[i] = static_cast<uint8_t>(kq::nearest_int(iscale * x[i]));
+  const float scale = 1 / iscale;
+  float best_mse = 0;
+  for (int i = 0; i < n; ++i) {
+    const float diff = x[i] - scale * fl(L[i]);
+    best_mse += w[i] * diff * diff;
+  }
+  for (int is = -4; is <= 4; ++is) {
+    if (is == 0) continue;
+    const float iscale_is = (0.1f * fl(is) + fl(nmax)) / max;
+    const float scale_is = 1 / iscale_is;
+    float mse = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::min(nmax, kq::nearest_int(iscale_is * x[i]));
+      const float diff = x[i] - scale_is * fl(l);
+      mse += w[i] * diff * diff;
+    }
+    if (mse < best_mse) {
+      best_mse = mse;
+      iscale = iscale_is;
+    }
+  }
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::min(nmax, kq::nearest_int(iscale * x[i]));
+    L[i] = static_cast<uint8_t>(l);
+    sumlx += w[i] * x[i] * fl(l);
+    suml2 += w[i] * fl(l) * fl(l);
+  }
+  for (int itry = 0; itry < 5; ++itry) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      float slx = sumlx - w[i] * x[i] * fl(L[i]);
+      float sl2 = suml2 - w[i] * fl(L[i]) * fl(L[i]);
+      if (slx > 0 && sl2 > 0) {
+        const int l = std::min(nmax, kq::nearest_int(x[i] * sl2 / slx));
+        if (l != L[i]) {
+          slx += w[i] * x[i] * fl(l);
+          sl2 += w[i] * fl(l) * fl(l);
+          if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+            L[i] = static_cast<uint8_t>(l);
+            sumlx = slx;
+            suml2 = sl2;
+            ++changed;
+          }
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+void importance_weights(int n, const float* importance, const float* x, float sigma2, float* weight) {
+  for (int i = 0; i < n; ++i) weight[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
+}
+
+float sum_squares(const float* x, int n) {
+  float s = 0;
+  for (int i = 0; i < n; ++i) s += x[i] * x[i];
+  return s;
+}
+
+namespace {
+struct Pair {
+  float x;
+  int index;
+};
+int by_value(const void* a, const void* b) {
+  const float l = static_cast<const Pair*>(a)->x, r = static_cast<const Pair*>(b)->x;
+  return l < r ? -1 : l > r ? 1 : 0;
+}
+}  // namespace
+
+void sorted_order(const float* x, int n, int* order) {
+  Pair pairs[32];
+  for (int j = 0; j < n; ++j) pairs[j] = {x[j], j};
+  std::qsort(pairs, static_cast<size_t>(n), sizeof(Pair), by_value);
+  for (int j = 0; j < n; ++j) order[j] = pairs[j].index;
+}
+
+int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const float* weight, float scale,
+                       const float* xg, int8_t* L) {
+  const uint16_t* nb = s.neighbours(u);
+  float best = FLT_MAX;
+  int index = -1;
+  for (int k = 1; k <= nb[0]; ++k) {
+    float d2 = 0;
+    for (int j = 0; j < 8; ++j) {
+      const float q = xg[grid_level(s, nb[k], j)];
+      const float diff = scale * q - xval[j];
+      d2 += weight[j] * diff * diff;
+    }
+    if (d2 < best) {
+      best = d2;
+      index = nb[k];
+    }
+  }
+  if (index < 0) throw Error(ErrorKind::invalid_input, "i-quant quantizer: non-finite weights or importance");
+  for (int j = 0; j < 8; ++j) L[j] = static_cast<int8_t>(grid_level(s, index, j));
+  return index;
+}
+
+}  // namespace ns::kernels::iq
