@@ -70,6 +70,26 @@ models+=(
   "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"
   "tiny-glm4moe-kquant#0.15#0.03#$glm_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type attn_(q|k|v).weight=Q5_K --vocab-pre glm4"
 )
+# Low-bit mixes as the 1.5-2.5-bit GGUFs of K2 / DeepSeek are laid out: routed experts IQ1_S / IQ1_M /
+# IQ2_XXS, attention Q4_K / Q6_K, shared experts and the rest Q8_0. An entry with --imatrix is quantized by
+# llama-quantize with that importance matrix (llama-imatrix on prompts.txt, committed under
+# tests/conformance/imatrix/) and must match the generator byte for byte: reference_quantize.sh.
+ds2_k2_shape="--arch deepseek2 --n-embd 256 --n-layer 4 --n-head 8 --n-ff 512 --n-expert 8 --n-expert-used 2 \
+ --q-lora-rank 256 --kv-lora-rank 64 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 256 \
+ --n-shared-expert 1 --n-dense-lead 1 --n-ctx 4096 --seed 7"
+ds2_k2_attn="--tensor-type attn_(q_a|q_b|kv_a_mqa).weight=Q4_K --tensor-type attn_output=Q6_K \
+ --imatrix tests/conformance/imatrix/tiny-ds2-k2.imatrix.gguf --imatrix-include _exps"
+kl_lowbit_shape="--arch kimi-linear --n-embd 256 --n-layer 3 --n-head 4 --n-ff 512 --n-expert 8 --n-expert-used 2 \
+ --mla-every 3 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 256 --n-ctx 4096 --seed 7"
+kl_lowbit_attn="--tensor-type attn_(q|k|v).weight=Q4_K \
+ --imatrix tests/conformance/imatrix/tiny-kimi-linear-lowbit.imatrix.gguf --imatrix-include _exps"
+models+=(
+  "tiny-ds2-k2-f32#0.002#0#$ds2_k2_shape --type F32"
+  "tiny-ds2-k2-iq1s#0.2#0.03#$ds2_k2_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=IQ1_S --tensor-type ffn_down_exps=IQ2_XXS $ds2_k2_attn"
+  "tiny-ds2-k2-iq2xxs#0.2#0.03#$ds2_k2_shape --type Q8_0 --tensor-type _exps=IQ2_XXS $ds2_k2_attn"
+  "tiny-kimi-linear-lowbit-f32#0.002#0#$kl_lowbit_shape --type F32"
+  "tiny-kimi-linear-iq1m#0.2#0.03#$kl_lowbit_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=IQ1_M --tensor-type ffn_down_exps=IQ2_XXS $kl_lowbit_attn"
+)
 [ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # one more "name#tolerance#outliers#arguments"
 
 for entry in "${models[@]}"; do
@@ -77,7 +97,11 @@ for entry in "${models[@]}"; do
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $name " ]]; then continue; fi
   echo "== $name" >&2
   # shellcheck disable=SC2086
-  "$gen" $args --out "$tmp/$name.gguf" >/dev/null
+  if [[ " $args " == *" --imatrix "* ]]; then
+    (cd "$root" && "$here/reference_quantize.sh" "$gen" "$refbin/bin" "$tmp/$name.gguf" $args)
+  else
+    "$gen" $args --out "$tmp/$name.gguf" >/dev/null
+  fi
   "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.cases.json" 2> "$tmp/$name.log" ||
     { tail -20 "$tmp/$name.log" >&2; exit 1; }
   NS_REF_UBATCH=1 "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.ub1.json" 2> "$tmp/$name.log" ||
