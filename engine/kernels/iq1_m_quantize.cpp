@@ -117,29 +117,9 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
         scale = -scale;
         best_k = 3 - best_k;
       }
-      bool all_on_grid = true;
+      const float* const xg[2] = {shifted_values(best_k, 0), shifted_values(best_k, 1)};
       int index[2];
-      for (int k = 0; k < 2; ++k) {
-        const uint16_t u = iq::grid_key(L + 8 * k);
-        index[k] = s.on_grid(u);
-        if (index[k] < 0) {
-          all_on_grid = false;
-          index[k] = iq::best_neighbour(s, u, xb + 8 * k, weight + 8 * k, scale, shifted_values(best_k, k), L + 8 * k);
-        }
-      }
-      if (!all_on_grid) {
-        float sumqx = 0, sumq2 = 0;
-        for (int k = 0; k < 2; ++k) {
-          const float* xx = shifted_values(best_k, k);
-          for (int j = 0; j < 8; ++j) {
-            const float w = weight[8 * k + j];
-            const float q = xx[iq::grid_level(s, index[k], j)];
-            sumqx += w * q * xb[8 * k + j];
-            sumq2 += w * q * q;
-          }
-        }
-        if (sumqx > 0 && sumq2 > 0) scale = sumqx / sumq2;
-      }
+      scale = iq::iq1_snap(s, 2, xb, weight, scale, xg, L, index);
       qs[2 * ib] = static_cast<uint8_t>(index[0] & 255);
       qs[2 * ib + 1] = static_cast<uint8_t>(index[1] & 255);
       qh[ib] = static_cast<uint8_t>((index[0] >> 8) | ((index[1] >> 8) << 4));

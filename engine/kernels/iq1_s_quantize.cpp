@@ -90,27 +90,9 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
         best_shift = -best_shift;
       }
       const float* xx = best_shift == 1 ? kPlus : kMinus;
-      bool all_on_grid = true;
+      const float* const xg[4] = {xx, xx, xx, xx};
       int index[4];
-      for (int k = 0; k < 4; ++k) {
-        const uint16_t u = iq::grid_key(L + 8 * k);
-        index[k] = s.on_grid(u);
-        if (index[k] < 0) {
-          all_on_grid = false;
-          index[k] = iq::best_neighbour(s, u, xb + 8 * k, weight + 8 * k, scale, xx, L + 8 * k);
-        }
-      }
-      if (!all_on_grid) {
-        float sumqx = 0, sumq2 = 0;
-        for (int k = 0; k < 4; ++k)
-          for (int j = 0; j < 8; ++j) {
-            const float w = weight[8 * k + j];
-            const float q = xx[iq::grid_level(s, index[k], j)];
-            sumqx += w * q * xb[8 * k + j];
-            sumq2 += w * q * q;
-          }
-        if (sumqx > 0 && sumq2 > 0) scale = sumqx / sumq2;
-      }
+      scale = iq::iq1_snap(s, 4, xb, weight, scale, xg, L, index);
       int h = 0;
       for (int k = 0; k < 4; ++k) {
         blk[iq::Iq1s::qs + 4 * ib + k] = static_cast<uint8_t>(index[k] & 255);

@@ -202,4 +202,27 @@ int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const flo
   return index;
 }
 
+float iq1_snap(const GridSearch& s, int n_groups, const float* xb, const float* weight, float scale,
+               const float* const* xg, int8_t* L, int* index) {
+  bool all_on_grid = true;
+  for (int k = 0; k < n_groups; ++k) {
+    const uint16_t u = grid_key(L + 8 * k);
+    index[k] = s.on_grid(u);
+    if (index[k] < 0) {
+      all_on_grid = false;
+      index[k] = best_neighbour(s, u, xb + 8 * k, weight + 8 * k, scale, xg[k], L + 8 * k);
+    }
+  }
+  if (all_on_grid) return scale;
+  float sumqx = 0, sumq2 = 0;
+  for (int k = 0; k < n_groups; ++k)
+    for (int j = 0; j < 8; ++j) {
+      const float w = weight[8 * k + j];
+      const float q = xg[k][grid_level(s, index[k], j)];
+      sumqx += w * q * xb[8 * k + j];
+      sumq2 += w * q * q;
+    }
+  return sumqx > 0 && sumq2 > 0 ? sumqx / sumq2 : scale;
+}
+
 }  // namespace ns::kernels::iq

@@ -78,4 +78,11 @@ void sorted_order(const float* x, int n, int* order);
 int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const float* weight, float scale,
                        const float* xg, int8_t* L);
 
+// IQ1_S / IQ1_M: snaps groups k < n_groups of the levels L (8 each) to the
+// grid, group k valued by xg[k] (its shifted -1, 0, 1), writing the entries to
+// index; when any group was off the grid, refits the scale to the snapped
+// values (kept only if positive, as ggml does). Returns the scale.
+float iq1_snap(const GridSearch& s, int n_groups, const float* xb, const float* weight, float scale,
+               const float* const* xg, int8_t* L, int* index);
+
 }  // namespace ns::kernels::iq
