@@ -25,33 +25,6 @@ namespace {
 
 constexpr int kMaxQ = 3;
 
-// The values of levels 0..2 in the grid's units (2l + 1).
-constexpr float kOdd[3] = {1, 3, 5};
-
-// The grid entry for group levels L (0..2), snapping them to the nearest
-// neighbour when they are off the grid.
-int snap(const iq::GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale) {
-  const uint16_t u = iq::grid_key(L);
-  const int e = s.on_grid(u);
-  return e >= 0 ? e : iq::best_neighbour(s, u, xval, waux, scale, kOdd, L);
-}
-
-// Levels from a scale: nearest (2l + 1) to id * x, clamped to 0..2.
-void levels(const float* xval, float id, int8_t* L) {
-  for (int j = 0; j < 8; ++j)
-    L[j] = static_cast<int8_t>(std::clamp(kq::nearest_int(0.5f * (id * xval[j] - 1)), 0, kMaxQ - 1));
-}
-
-// The weighted least-squares sums of x against (2l + 1).
-void fit_sums(const float* xval, const float* weight, const int8_t* L, float& sumqx, float& sumq2) {
-  sumqx = sumq2 = 0;
-  for (int i = 0; i < 32; ++i) {
-    const float q = static_cast<float>(2 * L[i] + 1);
-    sumqx += weight[i] * xval[i] * q;
-    sumq2 += weight[i] * q * q;
-  }
-}
-
 }  // namespace
 
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
@@ -74,31 +47,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       uint8_t signs[4];
       iq::importance_weights(32, qwb + 32 * ib, xb, sigma2, weight);
       for (int i = 0; i < 32; ++i) waux[i] = std::sqrt(weight[i]);
-      for (int k = 0; k < 4; ++k) {
-        int nflip = 0;
-        uint8_t sg = 0;
-        for (int i = 0; i < 8; ++i) {
-          xval[8 * k + i] = xb[8 * k + i] >= 0 ? xb[8 * k + i] : -xb[8 * k + i];
-          if (xb[8 * k + i] < 0) {
-            ++nflip;
-            sg = static_cast<uint8_t>(sg | (1 << i));
-          }
-        }
-        if (nflip % 2) {
-          int imin = 0;
-          float min = weight[8 * k] * xb[8 * k] * xb[8 * k];
-          for (int i = 1; i < 8; ++i) {
-            const float ax = weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
-            if (ax < min) {
-              min = ax;
-              imin = i;
-            }
-          }
-          xval[8 * k + imin] = -xval[8 * k + imin];
-          sg = static_cast<uint8_t>(sg ^ (1 << imin));
-        }
-        signs[k] = sg & 127;
-      }
+      for (int k = 0; k < 4; ++k) signs[k] = iq::fold_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k);
       float max = xval[0];
       for (int i = 1; i < 32; ++i) max = std::max(max, xval[i]);
       scales[ib] = 0;
@@ -111,11 +60,11 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
         const float id = (static_cast<float>(2 * kMaxQ - 1) + static_cast<float>(is) * 0.1f) / eff_max;
         const float this_scale = 1 / id;
         for (int k = 0; k < 4; ++k) {
-          levels(xval + 8 * k, id, Laux + 8 * k);
-          snap(s, Laux + 8 * k, xval + 8 * k, waux + 8 * k, this_scale);
+          iq::odd_levels(xval + 8 * k, id, Laux + 8 * k);
+          iq::snap_odd(s, Laux + 8 * k, xval + 8 * k, waux + 8 * k, this_scale);
         }
         float sumqx, sumq2;
-        fit_sums(xval, weight, Laux, sumqx, sumq2);
+        iq::odd_fit(32, xval, weight, Laux, sumqx, sumq2);
         if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
           scale = sumqx / sumq2;
           best = scale * sumqx;
@@ -125,11 +74,11 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       if (scale > 0) {
         const float id = 1 / scale;
         for (int k = 0; k < 4; ++k) {
-          levels(xval + 8 * k, id, L + 8 * k);
-          snap(s, L + 8 * k, xval + 8 * k, waux + 8 * k, scale);
+          iq::odd_levels(xval + 8 * k, id, L + 8 * k);
+          iq::snap_odd(s, L + 8 * k, xval + 8 * k, waux + 8 * k, scale);
         }
         float sumqx, sumq2;
-        fit_sums(xval, weight, L, sumqx, sumq2);
+        iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
       }
       if (scale < 0) {  // ggml's guard (the scale is stored unsigned): flip the signs instead

@@ -202,6 +202,52 @@ int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const flo
   return index;
 }
 
+uint8_t fold_signs(const float* xb, const float* weight, float* xval) {
+  int nflip = 0;
+  uint8_t sg = 0;
+  for (int i = 0; i < 8; ++i) {
+    xval[i] = xb[i] >= 0 ? xb[i] : -xb[i];
+    if (xb[i] < 0) {
+      ++nflip;
+      sg = static_cast<uint8_t>(sg | (1 << i));
+    }
+  }
+  if (nflip % 2) {
+    int imin = 0;
+    float min = weight[0] * xb[0] * xb[0];
+    for (int i = 1; i < 8; ++i) {
+      const float ax = weight[i] * xb[i] * xb[i];
+      if (ax < min) {
+        min = ax;
+        imin = i;
+      }
+    }
+    xval[imin] = -xval[imin];
+    sg = static_cast<uint8_t>(sg ^ (1 << imin));
+  }
+  return sg & 127;
+}
+
+void odd_levels(const float* xval, float id, int8_t* L) {
+  for (int j = 0; j < 8; ++j) L[j] = static_cast<int8_t>(std::clamp(kq::nearest_int(0.5f * (id * xval[j] - 1)), 0, 2));
+}
+
+int snap_odd(const GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale) {
+  static constexpr float kOdd[3] = {1, 3, 5};
+  const uint16_t u = grid_key(L);
+  const int e = s.on_grid(u);
+  return e >= 0 ? e : best_neighbour(s, u, xval, waux, scale, kOdd, L);
+}
+
+void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, float& sumqx, float& sumq2) {
+  sumqx = sumq2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const float q = static_cast<float>(2 * L[i] + 1);
+    sumqx += weight[i] * xval[i] * q;
+    sumq2 += weight[i] * q * q;
+  }
+}
+
 float iq1_snap(const GridSearch& s, int n_groups, const float* xb, const float* weight, float scale,
                const float* const* xg, int8_t* L, int* index) {
   bool all_on_grid = true;

@@ -78,6 +78,19 @@ void sorted_order(const float* x, int n, int* order);
 int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const float* weight, float scale,
                        const float* xg, int8_t* L);
 
+// IQ2_XXS / IQ2_XS (magnitudes 2l + 1 with l in 0..2, signs apart):
+// fold_signs: the magnitudes of a group of 8 into xval and its sign bits; an
+// odd count of minus signs flips the element of least weight * x^2 back (the
+// format stores 7 sign bits, the 8th makes the count even). Returns the 7 bits.
+uint8_t fold_signs(const float* xb, const float* weight, float* xval);
+// odd_levels: the nearest 2l + 1 to id * xval for a group of 8, l clamped to 0..2.
+void odd_levels(const float* xval, float id, int8_t* L);
+// snap_odd: the grid entry of levels L, snapping them to the nearest listed
+// neighbour (under weights waux and scale) when off the grid.
+int snap_odd(const GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale);
+// odd_fit: the weighted least-squares sums of xval against 2L + 1 over n elements.
+void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, float& sumqx, float& sumq2);
+
 // IQ1_S / IQ1_M: snaps groups k < n_groups of the levels L (8 each) to the
 // grid, group k valued by xg[k] (its shifted -1, 0, 1), writing the entries to
 // index; when any group was off the grid, refits the scale to the snapped

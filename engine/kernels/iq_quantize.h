@@ -14,6 +14,10 @@ namespace iq2_xxs {
 // importance required (as in ggml).
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
 }  // namespace iq2_xxs
+namespace iq2_xs {
+// importance required (as in ggml).
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}  // namespace iq2_xs
 namespace iq1_s {
 // importance required (as in ggml).
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);

@@ -15,6 +15,7 @@ using WeightedFn = void (*)(const float*, void*, int64_t, const float*);
 WeightedFn weighted(GgmlType t) {
   switch (t) {
     case GgmlType::IQ2_XXS: return iq2_xxs::quantize_weighted;
+    case GgmlType::IQ2_XS: return iq2_xs::quantize_weighted;
     case GgmlType::IQ1_S: return iq1_s::quantize_weighted;
     case GgmlType::IQ1_M: return iq1_m::quantize_weighted;
     case GgmlType::IQ4_XS: return iq4_xs::quantize_weighted;
@@ -37,7 +38,9 @@ Importance importance_use(GgmlType t) {
   }
 }
 
-bool needs_importance(GgmlType t) { return t == GgmlType::IQ2_XXS || t == GgmlType::IQ1_S; }
+bool needs_importance(GgmlType t) {
+  return t == GgmlType::IQ2_XXS || t == GgmlType::IQ2_XS || t == GgmlType::IQ1_S;
+}
 
 void quantize_row_weighted(GgmlType t, const float* src, void* dst, int64_t n, const float* importance) {
   if (WeightedFn f = weighted(t)) {

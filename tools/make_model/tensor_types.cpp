@@ -30,8 +30,8 @@ const std::vector<GgmlType>& encodable_types() {
   static const std::vector<GgmlType> types = {
       GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
-      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ2_XXS, GgmlType::IQ1_S, GgmlType::IQ1_M,
-      GgmlType::IQ4_XS};
+      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S,
+      GgmlType::IQ1_M, GgmlType::IQ4_XS};
   return types;
 }
 
@@ -67,6 +67,7 @@ uint32_t file_type_of(GgmlType t) {
     case GgmlType::IQ4_NL: return 25; // LLAMA_FTYPE_MOSTLY_IQ4_NL
     case GgmlType::MXFP4: return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
     case GgmlType::IQ2_XXS: return 19;  // LLAMA_FTYPE_MOSTLY_IQ2_XXS
+    case GgmlType::IQ2_XS: return 20;   // LLAMA_FTYPE_MOSTLY_IQ2_XS
     case GgmlType::IQ1_S: return 24;    // LLAMA_FTYPE_MOSTLY_IQ1_S
     case GgmlType::IQ1_M: return 31;    // LLAMA_FTYPE_MOSTLY_IQ1_M
     case GgmlType::IQ4_XS: return 30;   // LLAMA_FTYPE_MOSTLY_IQ4_XS

@@ -49,9 +49,9 @@ double relative_error(const std::vector<float>& x, const std::vector<float>& y, 
 }  // namespace
 
 TEST_CASE("the i-quant grid searches hold ggml's grid keys and nearest neighbours") {
-  // ggml's kgrid_2bit_256 and kgrid_1bit_2048 start 0, 2, 5, 8, 10 (levels
-  // 2 bits each, element 0 lowest): both grids' first entries.
-  for (auto g : {iq::SearchGrid::iq2xxs, iq::SearchGrid::iq1s}) {
+  // ggml's kgrid_2bit_256, kgrid_2bit_512 and kgrid_1bit_2048 start 0, 2, 5,
+  // 8, 10 (levels 2 bits each, element 0 lowest): the grids' first entries.
+  for (auto g : {iq::SearchGrid::iq2xxs, iq::SearchGrid::iq2xs, iq::SearchGrid::iq1s}) {
     const iq::GridSearch& s = iq::grid_search(g);
     const uint16_t keys[5] = {0, 2, 5, 8, 10};
     for (int e = 0; e < 5; ++e) {
@@ -60,7 +60,7 @@ TEST_CASE("the i-quant grid searches hold ggml's grid keys and nearest neighbour
       CHECK(iq::grid_key(L) == keys[e]);
       CHECK(s.on_grid(keys[e]) == e);
     }
-    CHECK(s.level.size() == (g == iq::SearchGrid::iq2xxs ? 256u : 2048u));
+    CHECK(s.level.size() == (g == iq::SearchGrid::iq2xxs ? 256u : g == iq::SearchGrid::iq2xs ? 512u : 2048u));
     // Every key of levels 0..2 is on the grid or has a list, nearest first,
     // holding every entry at the smallest distance.
     int off_grid = 0;
@@ -98,12 +98,13 @@ TEST_CASE("i-quant round trips stay within each type's bound, and importance ste
   constexpr int64_t n = 1024;
   const std::vector<float> x = gaussian(n, 11);
   // Relative RMS error bounds with uniform importance (measured on Gaussian
-  // rows: IQ2_XXS 0.34, IQ1_S 0.49, IQ1_M 0.45, IQ4_XS 0.074).
+  // rows: IQ2_XXS 0.34, IQ2_XS 0.30, IQ1_S 0.49, IQ1_M 0.45, IQ4_XS 0.074).
   const struct {
     GgmlType t;
     double bound;
     double focus;  // the error where importance is 100x must drop below this share
-  } cases[] = {{GgmlType::IQ2_XXS, 0.38, 0.9}, {GgmlType::IQ1_S, 0.55, 0.9}, {GgmlType::IQ1_M, 0.52, 0.9},
+  } cases[] = {{GgmlType::IQ2_XXS, 0.38, 0.9}, {GgmlType::IQ2_XS, 0.34, 0.9}, {GgmlType::IQ1_S, 0.55, 0.9},
+               {GgmlType::IQ1_M, 0.52, 0.9},
                {GgmlType::IQ4_XS, 0.12, 0.95}};
   std::vector<float> uniform(n, 1.0f), focused(n, 1.0f);
   std::vector<bool> all(n, true), important(n, false);
@@ -130,7 +131,7 @@ TEST_CASE("i-quant round trips stay within each type's bound, and importance ste
 TEST_CASE("i-quant quantizers: zero rows, missing importance and unsupported types") {
   constexpr int64_t n = 256;
   const std::vector<float> zeros(n, 0.0f), ones(n, 1.0f);
-  for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS}) {
+  for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS}) {
     CAPTURE(ns::gguf::type_name(t));
     for (float v : round_trip(t, zeros, ones.data())) CHECK(v == 0.0f);
     CHECK(importance_use(t) == Importance::used);
@@ -143,6 +144,7 @@ TEST_CASE("i-quant quantizers: zero rows, missing importance and unsupported typ
   CHECK_FALSE(needs_importance(GgmlType::IQ4_XS));
   CHECK_THROWS_AS(quantize_row_weighted(GgmlType::IQ2_XXS, x.data(), q.data(), n, nullptr), ns::Error);
   CHECK_THROWS_AS(quantize_row_weighted(GgmlType::IQ1_S, x.data(), q.data(), n, nullptr), ns::Error);
+  CHECK_THROWS_AS(quantize_row_weighted(GgmlType::IQ2_XS, x.data(), q.data(), n, nullptr), ns::Error);
   // ggml's Q4_K quantizer would use the weights, ours would not: refused.
   CHECK(importance_use(GgmlType::Q4_K) == Importance::unsupported);
   CHECK_THROWS_AS(quantize_row_weighted(GgmlType::Q4_K, x.data(), q.data(), n, ones.data()), ns::Error);
