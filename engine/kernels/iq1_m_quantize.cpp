@@ -23,8 +23,8 @@ namespace {
 
 constexpr int kBlock = 16;             // ggml's IQ1M_BLOCK_SIZE
 constexpr float kGroupMaxEps = 1e-7f;  // ggml's GROUP_MAX_EPS_IQ1_M
-constexpr float kPlus[3] = {-1 + iq::kIq1Delta, iq::kIq1Delta, 1 + iq::kIq1Delta};
-constexpr float kMinus[3] = {-1 - iq::kIq1Delta, -iq::kIq1Delta, 1 - iq::kIq1Delta};
+constexpr const float* kPlus = iq::kIq1Plus;
+constexpr const float* kMinus = iq::kIq1Minus;
 // Sign pair k (group 0, group 1): 0 (+, +), 1 (+, -), 2 (-, +), 3 (-, -); the
 // qh bits that mark a negative shift for it.
 constexpr uint8_t kShiftMask[4] = {0x00, 0x80, 0x08, 0x88};

@@ -24,8 +24,8 @@ namespace {
 
 constexpr int kBlock = 32;           // ggml's IQ1S_BLOCK_SIZE
 constexpr float kGroupMaxEps = 1e-12f;  // ggml's GROUP_MAX_EPS_IQ1_S
-constexpr float kPlus[3] = {-1 + iq::kIq1Delta, iq::kIq1Delta, 1 + iq::kIq1Delta};
-constexpr float kMinus[3] = {-1 - iq::kIq1Delta, -iq::kIq1Delta, 1 - iq::kIq1Delta};
+constexpr const float* kPlus = iq::kIq1Plus;
+constexpr const float* kMinus = iq::kIq1Minus;
 
 }  // namespace
 

@@ -39,11 +39,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       float weight[16], waux[16], xval[16];
       int8_t L[16] = {}, Laux[16];
       uint8_t signs[2];
-      iq::importance_weights(16, qwb + 16 * ib, xb, sigma2, weight);
-      for (int i = 0; i < 16; ++i) waux[i] = std::sqrt(weight[i]);
-      for (int k = 0; k < 2; ++k) signs[k] = iq::fold_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k);
-      float max = xval[0];
-      for (int i = 1; i < 16; ++i) max = std::max(max, xval[i]);
+      const float max = iq::fold_block(16, xb, qwb + 16 * ib, sigma2, weight, waux, xval, signs);
       scales[ib] = 0;
       if (max < kq::kGroupMaxEps) continue;
       float best = 0;

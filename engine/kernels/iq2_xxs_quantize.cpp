@@ -45,11 +45,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       float weight[32], waux[32], xval[32];
       int8_t L[32] = {}, Laux[32];
       uint8_t signs[4];
-      iq::importance_weights(32, qwb + 32 * ib, xb, sigma2, weight);
-      for (int i = 0; i < 32; ++i) waux[i] = std::sqrt(weight[i]);
-      for (int k = 0; k < 4; ++k) signs[k] = iq::fold_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k);
-      float max = xval[0];
-      for (int i = 1; i < 32; ++i) max = std::max(max, xval[i]);
+      const float max = iq::fold_block(32, xb, qwb + 32 * ib, sigma2, weight, waux, xval, signs);
       scales[ib] = 0;
       if (max < kq::kGroupMaxEps) continue;
       float scale = iq::make_qp_quants(32, kMaxQ + 1, xval, reinterpret_cast<uint8_t*>(L), weight);

@@ -228,6 +228,16 @@ uint8_t fold_signs(const float* xb, const float* weight, float* xval) {
   return sg & 127;
 }
 
+float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux,
+                 float* xval, uint8_t* signs) {
+  importance_weights(n, importance, xb, sigma2, weight);
+  for (int i = 0; i < n; ++i) waux[i] = std::sqrt(weight[i]);
+  for (int k = 0; k < n / 8; ++k) signs[k] = fold_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k);
+  float max = xval[0];
+  for (int i = 1; i < n; ++i) max = std::max(max, xval[i]);
+  return max;
+}
+
 void odd_levels(const float* xval, float id, int8_t* L) {
   for (int j = 0; j < 8; ++j) L[j] = static_cast<int8_t>(std::clamp(kq::nearest_int(0.5f * (id * xval[j] - 1)), 0, 2));
 }

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/kernels/iquant.h"
+
 namespace ns::kernels::iq {
 
 // The grids with a search structure (ggml's iq2_data slots).
@@ -83,6 +85,11 @@ int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const flo
 // odd count of minus signs flips the element of least weight * x^2 back (the
 // format stores 7 sign bits, the 8th makes the count even). Returns the 7 bits.
 uint8_t fold_signs(const float* xb, const float* weight, float* xval);
+// fold_block: a block of n (a multiple of 8) elements: its weights from the
+// importance, their square roots waux (the neighbour search's weights), the
+// folded magnitudes and each group's sign bits; returns the largest magnitude.
+float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux,
+                 float* xval, uint8_t* signs);
 // odd_levels: the nearest 2l + 1 to id * xval for a group of 8, l clamped to 0..2.
 void odd_levels(const float* xval, float id, int8_t* L);
 // snap_odd: the grid entry of levels L, snapping them to the nearest listed
@@ -90,6 +97,10 @@ void odd_levels(const float* xval, float id, int8_t* L);
 int snap_odd(const GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale);
 // odd_fit: the weighted least-squares sums of xval against 2L + 1 over n elements.
 void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, float& sumqx, float& sumq2);
+
+// IQ1_S / IQ1_M: the values of levels 0..2 with a positive or a negative shift.
+inline constexpr float kIq1Plus[3] = {-1 + kIq1Delta, kIq1Delta, 1 + kIq1Delta};
+inline constexpr float kIq1Minus[3] = {-1 - kIq1Delta, -kIq1Delta, 1 - kIq1Delta};
 
 // IQ1_S / IQ1_M: snaps groups k < n_groups of the levels L (8 each) to the
 // grid, group k valued by xg[k] (its shifted -1, 0, 1), writing the entries to
