@@ -15,52 +15,62 @@
 namespace ns::kernels::iq {
 namespace {
 
-constexpr int kMapSize = 43692;  // keys up to 0xaaaa (every level 2), as ggml sizes its map
-
-// The level (0..2) a byte of a dequantization grid stands for.
+// The level a byte of a dequantization grid stands for.
 int level_of(SearchGrid g, uint8_t b) {
   if (g == SearchGrid::iq1s) return static_cast<int8_t>(b) + 1;  // -1, 0, 1
+  if (g == SearchGrid::iq3xxs) return b / 8;                      // 0x04 + 8l, 0x3e for 7
   return b == 0x08 ? 0 : b == 0x19 ? 1 : 2;                         // 0x08, 0x19, 0x2b
 }
 
 GridSearch build(SearchGrid g) {
-  const uint64_t* grid = g == SearchGrid::iq2xxs ? kIq2xxsGrid : g == SearchGrid::iq2xs ? kIq2xsGrid : kIq1sGrid;
-  const int size = g == SearchGrid::iq2xxs ? 256 : g == SearchGrid::iq2xs ? 512 : 2048;
-  const int nwant = g == SearchGrid::iq1s ? 3 : 2;
   GridSearch s;
+  const bool iq3 = g == SearchGrid::iq3xxs;
+  s.group = iq3 ? 4 : 8;
+  s.bits = iq3 ? 3 : 2;
+  const int size = g == SearchGrid::iq2xxs || iq3 ? 256 : g == SearchGrid::iq2xs ? 512 : 2048;
+  const int nwant = g == SearchGrid::iq1s ? 3 : 2;
+  const int max_level = iq3 ? 7 : 2, mask = (1 << s.bits) - 1;
+  // Keys up to every level at its largest (ggml's map sizes: 43692, 4096).
+  const int map_size = iq3 ? 4096 : 43692;
+  const auto entry = [&](int e) {
+    return iq3 ? static_cast<uint64_t>(kIq3xxsGrid[e])
+               : (g == SearchGrid::iq2xxs ? kIq2xxsGrid : g == SearchGrid::iq2xs ? kIq2xsGrid : kIq1sGrid)[e];
+  };
   s.level.resize(static_cast<size_t>(size));
-  s.map.assign(kMapSize, -1);
+  s.map.assign(static_cast<size_t>(map_size), -1);
   for (int e = 0; e < size; ++e) {
     uint16_t u = 0;
-    for (int j = 0; j < 8; ++j) {
-      const int l = level_of(g, static_cast<uint8_t>(grid[e] >> (8 * j)));
+    for (int j = 0; j < s.group; ++j) {
+      const int l = level_of(g, static_cast<uint8_t>(entry(e) >> (8 * j)));
       s.level[static_cast<size_t>(e)] |= static_cast<uint64_t>(2 * l + 1) << (8 * j);
-      u = static_cast<uint16_t>(u | (l << (2 * j)));
+      u = static_cast<uint16_t>(u | (l << (s.bits * j)));
     }
     s.map[u] = e;
   }
-  // Off-grid keys: squared distances are at most 8 * 4^2, so a histogram
-  // finds the nwant-th distinct distance, then the entries within it are
-  // listed by distance and index (ggml sorts (distance, index) pairs).
-  constexpr int kMaxD2 = 8 * 16;
+  // Off-grid keys: squared distances are at most group * (2 * max_level)^2,
+  // so a histogram finds the nwant-th distinct distance, then the entries
+  // within it are listed by distance and index (ggml sorts (distance, index)
+  // pairs).
+  const int max_d2 = s.group * 4 * max_level * max_level;
   std::vector<int> d2(static_cast<size_t>(size));
-  for (int u = 0; u < kMapSize; ++u) {
+  std::vector<int> count(static_cast<size_t>(max_d2) + 1);
+  for (int u = 0; u < map_size; ++u) {
     if (s.map[u] >= 0) continue;
     bool valid = true;
-    for (int j = 0; j < 8; ++j) valid = valid && ((u >> (2 * j)) & 3) <= 2;
+    for (int j = 0; j < s.group; ++j) valid = valid && ((u >> (s.bits * j)) & mask) <= max_level;
     if (!valid) continue;
-    int count[kMaxD2 + 1] = {};
+    std::fill(count.begin(), count.end(), 0);
     for (int e = 0; e < size; ++e) {
       int d = 0;
-      for (int j = 0; j < 8; ++j) {
-        const int diff = 2 * (grid_level(s, e, j) - ((u >> (2 * j)) & 3));
+      for (int j = 0; j < s.group; ++j) {
+        const int diff = 2 * (grid_level(s, e, j) - ((u >> (s.bits * j)) & mask));
         d += diff * diff;
       }
       d2[static_cast<size_t>(e)] = d;
       ++count[d];
     }
     int limit = 0, distinct = 0, n = 0;
-    for (int d = 0; d <= kMaxD2 && distinct < nwant; ++d)
+    for (int d = 0; d <= max_d2 && distinct < nwant; ++d)
       if (count[d] > 0) {
         ++distinct;
         limit = d;
@@ -85,6 +95,10 @@ const GridSearch& grid_search(SearchGrid g) {
   if (g == SearchGrid::iq2xs) {
     static const GridSearch iq2xs = build(SearchGrid::iq2xs);
     return iq2xs;
+  }
+  if (g == SearchGrid::iq3xxs) {
+    static const GridSearch iq3xxs = build(SearchGrid::iq3xxs);
+    return iq3xxs;
   }
   static const GridSearch iq1s = build(SearchGrid::iq1s);
   return iq1s;
@@ -187,7 +201,7 @@ int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const flo
   int index = -1;
   for (int k = 1; k <= nb[0]; ++k) {
     float d2 = 0;
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < s.group; ++j) {
       const float q = xg[grid_level(s, nb[k], j)];
       const float diff = scale * q - xval[j];
       d2 += weight[j] * diff * diff;
@@ -198,7 +212,7 @@ int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const flo
     }
   }
   if (index < 0) throw Error(ErrorKind::invalid_input, "i-quant quantizer: non-finite weights or importance");
-  for (int j = 0; j < 8; ++j) L[j] = static_cast<int8_t>(grid_level(s, index, j));
+  for (int j = 0; j < s.group; ++j) L[j] = static_cast<int8_t>(grid_level(s, index, j));
   return index;
 }
 
@@ -230,7 +244,10 @@ uint8_t fold_signs(const float* xb, const float* weight, float* xval) {
 
 float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux,
                  float* xval, uint8_t* signs) {
-  importance_weights(n, importance, xb, sigma2, weight);
+  if (importance)
+    importance_weights(n, importance, xb, sigma2, weight);
+  else
+    for (int i = 0; i < n; ++i) weight[i] = xb[i] * xb[i];
   for (int i = 0; i < n; ++i) waux[i] = std::sqrt(weight[i]);
   for (int k = 0; k < n / 8; ++k) signs[k] = fold_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k);
   float max = xval[0];

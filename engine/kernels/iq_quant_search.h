@@ -23,7 +23,7 @@
 namespace ns::kernels::iq {
 
 // The grids with a search structure (ggml's iq2_data slots).
-enum class SearchGrid { iq2xxs, iq2xs, iq1s };
+enum class SearchGrid { iq2xxs, iq2xs, iq1s, iq3xxs };
 
 // For one grid: `level[g]` the 8 levels of grid entry g (byte j = 2 l_j + 1,
 // as ggml keeps them), `on_grid(u)` the entry whose levels are u or -1, and
@@ -33,7 +33,11 @@ enum class SearchGrid { iq2xxs, iq2xs, iq1s };
 // for IQ2_XXS / IQ2_XS, 3 for IQ1_S / IQ1_M. Built once, on first use
 // (thread-safe); only keys with every level <= 2 have neighbour lists, the
 // only ones the quantizers look up.
+// IQ3_XXS's grid is of groups of 4 with levels 0..7 (3 bits each, ggml's
+// iq3xs_init_impl, magnitudes 0x04 + 8l but 0x3e for 7): `group` and `bits`
+// say which; its keys are sum l_j << 3j and every key has a list (nwant 2).
 struct GridSearch {
+  int group = 8, bits = 2;
   std::vector<uint64_t> level;
   std::vector<int32_t> map;  // u -> entry (>= 0) or -1 - offset into `lists`
   std::vector<uint16_t> lists;  // at an offset: the count, then the entries
@@ -43,10 +47,16 @@ struct GridSearch {
 };
 const GridSearch& grid_search(SearchGrid g);
 
-// Key of 8 levels (0..2) L[0..7].
+// Key of 8 levels (0..2) L[0..7] (the 2-bit grids).
 static inline uint16_t grid_key(const int8_t* L) {
   uint16_t u = 0;
   for (int j = 0; j < 8; ++j) u = static_cast<uint16_t>(u | (L[j] << (2 * j)));
+  return u;
+}
+// Key of a group of levels on grid s.
+static inline uint16_t grid_key(const GridSearch& s, const int8_t* L) {
+  uint16_t u = 0;
+  for (int j = 0; j < s.group; ++j) u = static_cast<uint16_t>(u | (L[j] << (s.bits * j)));
   return u;
 }
 
@@ -86,7 +96,7 @@ int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const flo
 // format stores 7 sign bits, the 8th makes the count even). Returns the 7 bits.
 uint8_t fold_signs(const float* xb, const float* weight, float* xval);
 // fold_block: a block of n (a multiple of 8) elements: its weights from the
-// importance, their square roots waux (the neighbour search's weights), the
+// importance (x^2 where it is null), their square roots waux (the neighbour search's weights), the
 // folded magnitudes and each group's sign bits; returns the largest magnitude.
 float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux,
                  float* xval, uint8_t* signs);

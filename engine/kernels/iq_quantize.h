@@ -26,6 +26,10 @@ namespace iq1_m {
 // importance may be null: the weights are then x^2 (as in ggml).
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
 }  // namespace iq1_m
+namespace iq3_xxs {
+// importance may be null: the weights are then x^2 (as in ggml).
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}  // namespace iq3_xxs
 namespace iq4_xs {
 // importance may be null: the weights are then x^2 (ggml's quantize_row_iq4_xs_ref).
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);

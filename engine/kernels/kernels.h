@@ -57,7 +57,7 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 // Importance-weighted quantization, as llama-quantize with an importance
 // matrix (one weight per column, `importance` n floats, the same for every
 // row). Importance::used: the type's quantizer here takes it (IQ2_XXS, IQ2_XS,
-// IQ1_S, IQ1_M, IQ4_XS; the first three need it); ignored: ggml's quantizer ignores it too
+// IQ1_S, IQ1_M, IQ3_XXS, IQ4_XS; the first three need it); ignored: ggml's quantizer ignores it too
 // (F32, F16, BF16, Q8_0, MXFP4), so quantize_row gives llama-quantize's bytes
 // with or without one; unsupported: ggml's quantizer would use it but this
 // build's does not (the K-quants, Q4_0..Q5_1, IQ4_NL): quantize those without

@@ -19,6 +19,7 @@ WeightedFn weighted(GgmlType t) {
     case GgmlType::IQ1_S: return iq1_s::quantize_weighted;
     case GgmlType::IQ1_M: return iq1_m::quantize_weighted;
     case GgmlType::IQ4_XS: return iq4_xs::quantize_weighted;
+    case GgmlType::IQ3_XXS: return iq3_xxs::quantize_weighted;
     default: return nullptr;
   }
 }

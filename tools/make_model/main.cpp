@@ -90,7 +90,8 @@ int run(int argc, char** argv) {
                  "PATTERN=TYPE override, repeatable, last match wins; PATTERN is a substring or a regex of the "
                  "tensor name (norms and ffn_gate_inp stay F32)");
   app.add_option("--imatrix", opt.imatrix_path,
-                 "importance matrix (the GGUF llama-imatrix writes): IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M and IQ4_XS tensors "
+                 "importance matrix (the GGUF llama-imatrix writes): IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M, IQ3_XXS and IQ4_XS "
+                 "tensors "
                  "quantize with it as llama-quantize --imatrix does (IQ2_XXS, IQ2_XS and IQ1_S need it)")
       ->check(CLI::ExistingFile);
   app.add_option("--imatrix-include", opt.imatrix_include,

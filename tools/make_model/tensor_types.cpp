@@ -31,7 +31,7 @@ const std::vector<GgmlType>& encodable_types() {
       GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
       GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S,
-      GgmlType::IQ1_M, GgmlType::IQ4_XS};
+      GgmlType::IQ1_M, GgmlType::IQ3_XXS, GgmlType::IQ4_XS};
   return types;
 }
 
@@ -71,6 +71,7 @@ uint32_t file_type_of(GgmlType t) {
     case GgmlType::IQ1_S: return 24;    // LLAMA_FTYPE_MOSTLY_IQ1_S
     case GgmlType::IQ1_M: return 31;    // LLAMA_FTYPE_MOSTLY_IQ1_M
     case GgmlType::IQ4_XS: return 30;   // LLAMA_FTYPE_MOSTLY_IQ4_XS
+    case GgmlType::IQ3_XXS: return 23;  // LLAMA_FTYPE_MOSTLY_IQ3_XXS
     default: break;
   }
   throw Error(ErrorKind::internal, "no general.file_type for " + std::string(gguf::type_name(t)));

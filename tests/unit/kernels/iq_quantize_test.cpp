@@ -94,18 +94,38 @@ TEST_CASE("the i-quant grid searches hold ggml's grid keys and nearest neighbour
   }
 }
 
+TEST_CASE("the IQ3_XXS grid search holds ggml's grid keys and lists every off-grid key") {
+  // ggml's iq3 kgrid_256 starts 0, 2, 4, 9, 11 (levels 3 bits each, element 0 lowest).
+  const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq3xxs);
+  CHECK(s.group == 4);
+  const uint16_t keys[5] = {0, 2, 4, 9, 11};
+  for (int e = 0; e < 5; ++e) {
+    int8_t L[4];
+    for (int j = 0; j < 4; ++j) L[j] = static_cast<int8_t>(iq::grid_level(s, e, j));
+    CHECK(iq::grid_key(s, L) == keys[e]);
+    CHECK(s.on_grid(keys[e]) == e);
+  }
+  int off_grid = 0;
+  for (int u = 0; u < 4096; ++u)
+    if (s.on_grid(static_cast<uint16_t>(u)) < 0) {
+      ++off_grid;
+      CHECK(s.neighbours(static_cast<uint16_t>(u))[0] > 0);
+    }
+  CHECK(off_grid == 4096 - 256);
+}
+
 TEST_CASE("i-quant round trips stay within each type's bound, and importance steers the error") {
   constexpr int64_t n = 1024;
   const std::vector<float> x = gaussian(n, 11);
   // Relative RMS error bounds with uniform importance (measured on Gaussian
-  // rows: IQ2_XXS 0.34, IQ2_XS 0.30, IQ1_S 0.49, IQ1_M 0.45, IQ4_XS 0.074).
+  // rows: IQ2_XXS 0.34, IQ2_XS 0.30, IQ1_S 0.49, IQ1_M 0.45, IQ3_XXS 0.18, IQ4_XS 0.074).
   const struct {
     GgmlType t;
     double bound;
     double focus;  // the error where importance is 100x must drop below this share
   } cases[] = {{GgmlType::IQ2_XXS, 0.38, 0.9}, {GgmlType::IQ2_XS, 0.34, 0.9}, {GgmlType::IQ1_S, 0.55, 0.9},
                {GgmlType::IQ1_M, 0.52, 0.9},
-               {GgmlType::IQ4_XS, 0.12, 0.95}};
+               {GgmlType::IQ3_XXS, 0.21, 0.9}, {GgmlType::IQ4_XS, 0.12, 0.95}};
   std::vector<float> uniform(n, 1.0f), focused(n, 1.0f);
   std::vector<bool> all(n, true), important(n, false);
   for (int64_t i = 0; i < n; i += 4) {
@@ -126,12 +146,14 @@ TEST_CASE("i-quant round trips stay within each type's bound, and importance ste
   // IQ1_M and IQ4_XS without importance weigh by x^2, as ggml does (measured ~0.57 and ~0.09).
   CHECK(relative_error(x, round_trip(GgmlType::IQ1_M, x, nullptr), all) < 0.62);
   CHECK(relative_error(x, round_trip(GgmlType::IQ4_XS, x, nullptr), all) < 0.12);
+  CHECK(relative_error(x, round_trip(GgmlType::IQ3_XXS, x, nullptr), all) < 0.25);
 }
 
 TEST_CASE("i-quant quantizers: zero rows, missing importance and unsupported types") {
   constexpr int64_t n = 256;
   const std::vector<float> zeros(n, 0.0f), ones(n, 1.0f);
-  for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS}) {
+  for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ3_XXS,
+                     GgmlType::IQ4_XS}) {
     CAPTURE(ns::gguf::type_name(t));
     for (float v : round_trip(t, zeros, ones.data())) CHECK(v == 0.0f);
     CHECK(importance_use(t) == Importance::used);
@@ -142,6 +164,7 @@ TEST_CASE("i-quant quantizers: zero rows, missing importance and unsupported typ
   CHECK(needs_importance(GgmlType::IQ1_S));
   CHECK_FALSE(needs_importance(GgmlType::IQ1_M));
   CHECK_FALSE(needs_importance(GgmlType::IQ4_XS));
+  CHECK_FALSE(needs_importance(GgmlType::IQ3_XXS));
   CHECK_THROWS_AS(quantize_row_weighted(GgmlType::IQ2_XXS, x.data(), q.data(), n, nullptr), ns::Error);
   CHECK_THROWS_AS(quantize_row_weighted(GgmlType::IQ1_S, x.data(), q.data(), n, nullptr), ns::Error);
   CHECK_THROWS_AS(quantize_row_weighted(GgmlType::IQ2_XS, x.data(), q.data(), n, nullptr), ns::Error);
