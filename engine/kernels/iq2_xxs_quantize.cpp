@@ -77,13 +77,9 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
         iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
       }
-      if (scale < 0) {  // ggml's guard (the scale is stored unsigned): flip the signs instead
-        scale = -scale;
-        for (auto& sg : signs) sg = static_cast<uint8_t>(~sg & 127);
-      }
+      iq::unsign_scale(scale, signs, 4);
       for (int k = 0; k < 4; ++k) {
-        const int e = s.on_grid(iq::grid_key(L + 8 * k));
-        if (e < 0) throw Error(ErrorKind::internal, "IQ2_XXS quantizer: a group ended off the grid");
+        const int e = iq::final_entry(s, L + 8 * k, "IQ2_XXS");
         q2[2 * ib] |= static_cast<uint32_t>(e) << (8 * k);
         q2[2 * ib + 1] |= static_cast<uint32_t>(signs[k]) << (7 * k);
       }

@@ -15,7 +15,6 @@
 #include "engine/kernels/iq_quantize.h"
 #include "engine/kernels/iquant.h"
 #include "engine/kernels/kquant_search.h"
-#include "engine/util/error.h"
 
 namespace ns::kernels::iq3_xxs {
 namespace {
@@ -91,13 +90,9 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
         iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
       }
-      if (scale < 0) {  // ggml's guard (the scale is stored unsigned): flip the signs instead
-        scale = -scale;
-        for (auto& sg : signs) sg = static_cast<uint8_t>(~sg & 127);
-      }
+      iq::unsign_scale(scale, signs, 4);
       for (int k = 0; k < 8; ++k) {
-        const int e = s.on_grid(iq::grid_key(s, L + 4 * k));
-        if (e < 0) throw Error(ErrorKind::internal, "IQ3_XXS quantizer: a group ended off the grid");
+        const int e = iq::final_entry(s, L + 4 * k, "IQ3_XXS");
         blk[iq::Iq3xxs::qs + 8 * ib + k] = static_cast<uint8_t>(e);
       }
       sas[ib] = signs[0] | (signs[1] << 7) | (signs[2] << 14) | (static_cast<uint32_t>(signs[3]) << 21);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "engine/kernels/iq_tables.h"
 #include "engine/kernels/kquant_search.h"
@@ -273,6 +274,18 @@ void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, flo
     sumqx += weight[i] * xval[i] * q;
     sumq2 += weight[i] * q * q;
   }
+}
+
+void unsign_scale(float& scale, uint8_t* signs, int n) {
+  if (!(scale < 0)) return;
+  scale = -scale;
+  for (int k = 0; k < n; ++k) signs[k] = static_cast<uint8_t>(~signs[k] & 127);
+}
+
+int final_entry(const GridSearch& s, const int8_t* L, const char* format) {
+  const int e = s.on_grid(grid_key(s, L));
+  if (e < 0) throw Error(ErrorKind::internal, std::string(format) + " quantizer: a group ended off the grid");
+  return e;
 }
 
 float iq1_snap(const GridSearch& s, int n_groups, const float* xb, const float* weight, float scale,

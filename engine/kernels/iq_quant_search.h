@@ -108,6 +108,13 @@ int snap_odd(const GridSearch& s, int8_t* L, const float* xval, const float* wau
 // odd_fit: the weighted least-squares sums of xval against 2L + 1 over n elements.
 void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, float& sumqx, float& sumq2);
 
+// IQ2_XXS / IQ2_XS / IQ3_XXS: ggml's guard for a negative fitted scale (the
+// format stores it unsigned): make it positive and flip the n groups' signs.
+void unsign_scale(float& scale, uint8_t* signs, int n);
+// The grid entry of a group's final levels; throws ns::Error (internal), naming
+// `format`, if they are off the grid (the search always snaps them onto it).
+int final_entry(const GridSearch& s, const int8_t* L, const char* format);
+
 // IQ1_S / IQ1_M: the values of levels 0..2 with a positive or a negative shift.
 inline constexpr float kIq1Plus[3] = {-1 + kIq1Delta, kIq1Delta, 1 + kIq1Delta};
 inline constexpr float kIq1Minus[3] = {-1 - kIq1Delta, -kIq1Delta, 1 - kIq1Delta};
