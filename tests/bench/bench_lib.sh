@@ -8,6 +8,11 @@
 #                              cgroup; prints the cgroup's peak usage on stderr
 #   drop_caches                drops the page cache (root), or warns
 #   kv KEY                     reads key=value from a RESULT line on stdin
+#   bench_lowbit_model WORK N_LAYER TYPE  a smaller deepseek2 shape (n_embd 1024,
+#                              64 experts of 512, top-6) with routed experts in
+#                              TYPE (Q4_0, IQ2_XXS, ...), the rest Q8_0; the
+#                              i-quants with a uniform importance matrix (speed
+#                              only: real files use llama-imatrix's); prints its path
 #
 # Needs: $gen (the generator binary) for bench_model.
 
@@ -34,6 +39,50 @@ bench_model() {  # work n_layer -> path
     "$gen" "${flags[@]}" --out "$model.tmp" >/dev/null && mv "$model.tmp" "$model"
   fi
   echo "$model"
+}
+
+bench_lowbit_model() {  # work n_layer type -> path
+  local work=$1 n_layer=$2 type=$3
+  local shape=(--arch deepseek2 --n-embd 1024 --n-layer "$n_layer" --n-head 16 --n-ff 4096 --n-expert 64
+               --n-expert-used 6 --n-ff-expert 512 --n-shared-expert 2 --n-dense-lead 1 --kv-lora-rank 256
+               --q-lora-rank 0 --qk-rope-dim 64 --qk-nope-dim 64 --v-head-dim 64 --seed 1)
+  local flags=("${shape[@]}" --type Q8_0 --tensor-type "_exps=$type")
+  local model="$work/lowbit-$type-L$n_layer.gguf"
+  mkdir -p "$work"
+  if [[ $type == IQ* ]]; then
+    local imatrix="$work/lowbit-uniform-L$n_layer.imatrix.gguf"
+    [[ -f $imatrix ]] || uniform_imatrix "$imatrix" "$n_layer" 64 1024 512
+    flags+=(--imatrix "$imatrix" --imatrix-include _exps)
+  fi
+  if [[ ! -f $model ]]; then
+    echo "generating $model ($(( $("$gen" "${flags[@]}" --print-size-only) >> 20 )) MiB)..." >&2
+    "$gen" "${flags[@]}" --out "$model.tmp" >/dev/null && mv "$model.tmp" "$model"
+  fi
+  echo "$model"
+}
+
+# An importance matrix in llama-imatrix's GGUF form with every weight 1 for
+# the routed experts of layers 1..N_LAYER-1 (gate/up over n_embd, down over n_ff).
+uniform_imatrix() {  # out n_layer n_expert n_embd n_ff_expert
+  python3 - "$@" <<'PY'
+import struct, sys
+out, n_layer, n_expert, n_embd, n_ff = sys.argv[1], *map(int, sys.argv[2:])
+tensors = []
+for l in range(1, n_layer):
+    for proj, ne0 in (("gate", n_embd), ("up", n_embd), ("down", n_ff)):
+        name = f"blk.{l}.ffn_{proj}_exps.weight"
+        tensors += [(name + ".in_sum2", [ne0, n_expert], [1.0] * ne0 * n_expert),
+                    (name + ".counts", [1, n_expert], [1.0] * n_expert)]
+def s(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
+head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 1) + s("general.type") + struct.pack("<I", 8) + s("imatrix")
+off, infos, data = 0, b"", b""
+for name, dims, vals in tensors:
+    infos += s(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims) + struct.pack("<IQ", 0, off)
+    blob = struct.pack(f"<{len(vals)}f", *vals); blob += b"\0" * (-len(blob) % 32)
+    data += blob; off += len(blob)
+meta = head + infos
+open(out, "wb").write(meta + b"\0" * (-len(meta) % 32) + data)
+PY
 }
 
 drop_caches() {

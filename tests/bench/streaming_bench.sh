@@ -19,6 +19,9 @@
 #   2700MiB (the model is then 3.04x the budget); N_LAYER default 27 (~8 GiB; fewer layers: scale BUDGET with them).
 #   env: DECODE_TOKENS (8), PROMPT_TOKENS (8: the decode runs' prompt),
 #        PREFILL_TOKENS (64: the prefill runs' prompt), MMAP_DECODE_TOKENS (4).
+#   LOWBIT=1 (issue 16) runs this instead: decode tok/s of one smaller deepseek2 shape with its routed experts
+#   in Q4_0 and in IQ2_XXS (bench_lowbit_model; BUDGET default 100MiB, N_LAYER 5: ~264 and ~146 MiB), both
+#   streamed with io_mode uring under the same budget in the same run, and the ratio; needs no fio.
 # Build first: cmake --build BUILD_DIR --target ns_bench_batch nightshift-make-model
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,6 +36,27 @@ mmap_decode_tokens=${MMAP_DECODE_TOKENS:-4}
 bench="$build/engine/ns_bench_batch"
 gen="$build/tools/nightshift-make-model"
 source tests/bench/bench_lib.sh
+
+if [[ ${LOWBIT:-0} == 1 ]]; then
+  budget=${3:-100MiB} n_layer=${4:-5}
+  command -v jq >/dev/null || { echo "jq is not installed: apt-get install jq" >&2; exit 2; }
+  for bin in "$bench" "$gen"; do [[ -x $bin ]] || { echo "$bin is not built" >&2; exit 2; }; done
+  echo "== routed experts Q4_0 vs IQ2_XXS, io_mode uring, budget $budget, batch 1, $decode_tokens tokens"
+  echo "   machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  declare -A T
+  for type in Q4_0 IQ2_XXS; do
+    model=$(bench_lowbit_model "$work" "$n_layer" "$type")
+    drop_caches
+    r=$("$bench" decode "$model" --batch 1 --prompt-tokens "$prompt_tokens" --tokens "$decode_tokens" \
+          --io-mode uring --budget "$budget" --threads "$(nproc)" 2>/dev/null | grep '^RESULT')
+    T[$type]=$(kv tok_s <<<"$r")
+    printf "%-8s %4d MiB file: %7.3f tok/s, %6.1f MiB read/step, hit rate %.2f, io wait %3.0f%%, peak RSS %s MiB\n" \
+      "$type" "$(( $(stat -c %s "$model") >> 20 ))" "${T[$type]}" "$(jq -n "$(kv bytes_per_step <<<"$r") / 1048576")" \
+      "$(kv hit_rate <<<"$r")" "$(jq -n "$(kv io_share <<<"$r") * 100")" "$(kv peak_rss_mib <<<"$r")"
+  done
+  echo "IQ2_XXS / Q4_0 decode: $(jq -n "${T[IQ2_XXS]} / ${T[Q4_0]} | .*100|round/100")x"
+  exit 0
+fi
 
 for tool in fio jq; do command -v $tool >/dev/null || { echo "$tool is not installed: apt-get install $tool" >&2; exit 2; }; done
 for bin in "$bench" "$gen"; do [[ -x $bin ]] || { echo "$bin is not built: cmake --build $build --target $(basename "$bin")" >&2; exit 2; }; done

@@ -89,6 +89,14 @@ int run(int argc, char** argv) {
   app.add_option("--tensor-type", overrides,
                  "PATTERN=TYPE override, repeatable, last match wins; PATTERN is a substring or a regex of the "
                  "tensor name (norms and ffn_gate_inp stay F32)");
+  app.add_option("--imatrix", opt.imatrix_path,
+                 "importance matrix (the GGUF llama-imatrix writes): IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M, IQ3_XXS and IQ4_XS "
+                 "tensors "
+                 "quantize with it as llama-quantize --imatrix does (IQ2_XXS, IQ2_XS and IQ1_S need it)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--imatrix-include", opt.imatrix_include,
+                 "use the --imatrix entries of tensors whose name contains this only (repeatable; as llama-quantize "
+                 "--include-weights)");
   app.add_flag("--tied-output", s.tied_output, "omit output.weight (the head reuses token_embd)");
   app.add_option("--vocab", opt.vocab_path, "copy every tokenizer.* key from this GGUF (default: built-in BPE)")
       ->check(CLI::ExistingFile);

@@ -14,6 +14,43 @@ using gguf::GgmlType;
 using gguf::val::str;
 using gguf::val::u32;
 
+namespace {
+
+// The importance weights tensor t quantizes with as `type`, as llama-quantize
+// would use them (see kernels.h's Importance); throws where the bytes could
+// not match its.
+const std::vector<float>* importance_for(const TensorPlan& t, GgmlType type, const ImportanceMatrix& m,
+                                         const std::string& path) {
+  const auto it = m.weights.find(t.name);
+  const std::string tname(gguf::type_name(type));
+  if (it == m.weights.end()) {
+    if (kernels::needs_importance(type))
+      throw Error(ErrorKind::invalid_input,
+                  "tensor '" + t.name + "' is " + tname + ", which needs an importance matrix: " +
+                      (path.empty() ? "pass one (--imatrix FILE from llama-imatrix)"
+                                    : "--imatrix " + path + " has no entry for it (was it made on this model?)"));
+    return nullptr;
+  }
+  const kernels::Importance use = kernels::importance_use(type);
+  if (use == kernels::Importance::ignored || t.always_f32 || t.dims.size() < 2) return nullptr;
+  if (use == kernels::Importance::unsupported)
+    throw Error(ErrorKind::invalid_input,
+                "tensor '" + t.name + "' is " + tname + " and --imatrix " + path +
+                    " has an entry for it: llama-quantize would quantize it with the importance weights, which "
+                    "nightshift's " + tname + " quantizer does not take, so the bytes would differ. Leave it out "
+                    "(--imatrix-include, as llama-quantize --include-weights) or give the tensor another type");
+  const uint64_t experts = t.dims.size() > 2 ? t.dims[2] : 1;
+  if (it->second.size() != t.dims[0] * experts)
+    throw Error(ErrorKind::invalid_input, "--imatrix " + path + ": the entry for '" + t.name + "' has " +
+                                              std::to_string(it->second.size()) + " weights, the tensor needs " +
+                                              std::to_string(t.dims[0] * experts) + " (" +
+                                              std::to_string(t.dims[0]) + " columns x " + std::to_string(experts) +
+                                              " experts): it was made on another model");
+  return &it->second;
+}
+
+}  // namespace
+
 std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
   Architecture* arch = find_architecture(opt.arch);
   if (!arch)
@@ -45,10 +82,12 @@ std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
   for (const auto& [key, value] : vocab.metadata) w.set(key, value);
   if (!opt.chat_template.empty()) w.set("tokenizer.chat_template", str(opt.chat_template));
 
+  if (!opt.imatrix_path.empty()) model->importance = load_importance(opt.imatrix_path, opt.imatrix_include);
   model->tensors = arch->tensors(shape);
   for (const TensorPlan& t : model->tensors) {
     const GgmlType type = choose_type(t, opt.type, opt.overrides);
     model->types.push_back(type);
+    model->tensor_importance.push_back(importance_for(t, type, model->importance, opt.imatrix_path));
     w.add_tensor(t.name, t.dims, type);
     uint64_t n = 1;
     for (uint64_t d : t.dims) n *= d;
@@ -74,6 +113,8 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
     const uint64_t row_bytes = gguf::row_bytes(gguf::traits(type), plan.dims[0]);
     const uint64_t key = tensor_key(plan.name);
     const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / row_bytes);
+    const std::vector<float>* weights = model.tensor_importance[i];
+    const uint64_t rows_per_expert = plan.dims.size() > 1 ? plan.dims[1] : 1;  // importance row = expert
     for (auto& s : scratch) s.resize(static_cast<size_t>(n));
 
     for (uint64_t first = 0; first < rows; first += rows_per_chunk) {
@@ -86,7 +127,11 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
             plan.fill(seed, first + static_cast<uint64_t>(r), row, n);
           else
             fill_row(seed, key, first + static_cast<uint64_t>(r), plan.init, row, n);
-          kernels::quantize_row(type, row, chunk.data() + static_cast<uint64_t>(r) * row_bytes, n);
+          const uint64_t global_row = first + static_cast<uint64_t>(r);
+          const float* importance =
+              weights ? weights->data() + global_row / rows_per_expert * static_cast<uint64_t>(n) : nullptr;
+          kernels::quantize_row_weighted(type, row, chunk.data() + static_cast<uint64_t>(r) * row_bytes, n,
+                                         importance);
         }
       });
       w.write_data(chunk);

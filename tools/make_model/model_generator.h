@@ -17,6 +17,7 @@
 
 #include "engine/gguf/gguf_writer.h"
 #include "tools/make_model/architecture.h"
+#include "tools/make_model/importance.h"
 #include "tools/make_model/tensor_types.h"
 #include "tools/make_model/vocabulary.h"
 
@@ -36,6 +37,9 @@ struct GeneratorOptions {
   std::string name;        // general.name; empty: "random-<arch>"
   std::string chat_template;  // tokenizer.chat_template (Jinja text); empty: none, or the --vocab file's
   uint64_t seed = 0;
+  std::string imatrix_path;  // empty: none; else llama-imatrix's GGUF (importance.h)
+  // Non-empty: only the entries whose tensor name contains one of these (llama-quantize --include-weights).
+  std::vector<std::string> imatrix_include;
 };
 
 struct PlannedModel {
@@ -45,9 +49,15 @@ struct PlannedModel {
   std::string vocab_source;
   uint64_t n_params = 0;
   uint64_t n_active_params = 0;      // per token: experts count n_expert_used / n_expert
+  ImportanceMatrix importance;       // --imatrix
+  // Per tensor: its importance weights (n_expert rows of dims[0]) when its type
+  // quantizes with them (kernels::importance_use), else null.
+  std::vector<const std::vector<float>*> tensor_importance;
 };
 
-// Throws ns::Error(invalid_input) for impossible shapes or types, bad_model/io for a bad --vocab file.
+// Throws ns::Error(invalid_input) for impossible shapes or types, bad_model/io for a bad --vocab file, and
+// for an importance matrix that does not fit (a type that needs one without an entry, an entry of the wrong
+// size, or one for a type whose quantizer here cannot use it: kernels.h's Importance).
 std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& options);
 
 // Called after each tensor with the bytes written so far.

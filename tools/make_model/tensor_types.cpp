@@ -24,13 +24,15 @@ std::string short_name(std::string name) {
 }  // namespace
 
 const std::vector<GgmlType>& encodable_types() {
-  // Every weight type the kernels can quantize to (kernels::quantize_row), so
+  // Every weight type the kernels can quantize to (kernels::quantize_row, and
+  // quantize_row_weighted for the i-quants with --imatrix), so
   // mixed-quant files like the K-quant GGUFs people download can be generated.
   static const std::vector<GgmlType> types = {
       GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
       GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-      GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::NVFP4};
+      GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::NVFP4,
+      GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ3_XXS, GgmlType::IQ4_XS};
   return types;
 }
 
@@ -68,6 +70,12 @@ uint32_t file_type_of(GgmlType t) {
     case GgmlType::NVFP4: return 39;  // LLAMA_FTYPE_MOSTLY_NVFP4
     case GgmlType::Q1_0: return 40;   // LLAMA_FTYPE_MOSTLY_Q1_0
     case GgmlType::Q2_0: return 41;   // LLAMA_FTYPE_MOSTLY_Q2_0
+    case GgmlType::IQ2_XXS: return 19;  // LLAMA_FTYPE_MOSTLY_IQ2_XXS
+    case GgmlType::IQ2_XS: return 20;   // LLAMA_FTYPE_MOSTLY_IQ2_XS
+    case GgmlType::IQ1_S: return 24;    // LLAMA_FTYPE_MOSTLY_IQ1_S
+    case GgmlType::IQ1_M: return 31;    // LLAMA_FTYPE_MOSTLY_IQ1_M
+    case GgmlType::IQ4_XS: return 30;   // LLAMA_FTYPE_MOSTLY_IQ4_XS
+    case GgmlType::IQ3_XXS: return 23;  // LLAMA_FTYPE_MOSTLY_IQ3_XXS
     default: break;
   }
   throw Error(ErrorKind::internal, "no general.file_type for " + std::string(gguf::type_name(t)));

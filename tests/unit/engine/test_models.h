@@ -107,19 +107,42 @@ inline std::string gpt_oss_model() {
                                "--n-ctx 4096 --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o --seed 41");
 }
 
-// Runs `nightshift run ARGS --json` in a fresh process (its own VmHWM) and
-// returns the output's "stats"; empty when the CLI is not built (the caller skips).
-inline nlohmann::json run_cli_stats(const std::string& args) {
+// deepseek2 quantized as the 1.8-bit K2 GGUFs are (routed gate/up IQ1_S, down
+// IQ2_XXS, attention Q4_K/Q6_K, shared experts and the rest Q8_0), with the
+// importance matrix llama-imatrix made for this shape: the golden
+// tiny-ds2-k2-iq1s (tests/conformance/reference/make_goldens.sh), whose bytes
+// are llama-quantize's.
+inline std::string k2_lowbit_model() {
+  return make_model("k2-lowbit", "--arch deepseek2 --n-embd 256 --n-layer 4 --n-head 8 --n-ff 512 --n-expert 8 "
+                                 "--n-expert-used 2 --q-lora-rank 256 --kv-lora-rank 64 --qk-rope-dim 16 "
+                                 "--qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 256 --n-shared-expert 1 "
+                                 "--n-dense-lead 1 --n-ctx 4096 --seed 7 --type Q8_0 "
+                                 "--tensor-type 'ffn_(gate|up)_exps=IQ1_S' --tensor-type ffn_down_exps=IQ2_XXS "
+                                 "--tensor-type 'attn_(q_a|q_b|kv_a_mqa).weight=Q4_K' --tensor-type attn_output=Q6_K "
+                                 "--imatrix " NS_SOURCE_DIR "/tests/conformance/imatrix/tiny-ds2-k2.imatrix.gguf "
+                                 "--imatrix-include _exps");
+}
+
+// Runs `nightshift ARGS` in a fresh process and parses its standard output as
+// JSON; null when the CLI is not built (the caller skips).
+inline nlohmann::json run_cli_json(const std::string& args) {
   const std::filesystem::path cli = std::filesystem::path(NS_BINARY_DIR) / "daemon" / "nightshift";
   if (!std::filesystem::exists(cli)) return {};
-  const std::string cmd = cli.string() + " run " + args + " --json 'Once upon a time there was' 2>/dev/null";
+  const std::string cmd = cli.string() + " " + args + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) throw std::runtime_error("cannot run: " + cmd);
   std::string out;
   std::array<char, 4096> buf{};
   while (size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
   if (pclose(p) != 0) throw std::runtime_error("failed: " + cmd + "\n" + out);
-  return nlohmann::json::parse(out).at("stats");
+  return nlohmann::json::parse(out);
+}
+
+// Runs `nightshift run ARGS --json` in a fresh process (its own VmHWM) and
+// returns the output's "stats"; empty when the CLI is not built (the caller skips).
+inline nlohmann::json run_cli_stats(const std::string& args) {
+  const nlohmann::json out = run_cli_json("run " + args + " --json 'Once upon a time there was'");
+  return out.is_null() ? out : out.at("stats");
 }
 
 }  // namespace ns::test

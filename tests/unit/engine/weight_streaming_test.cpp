@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
+#include "engine/stream/budget_planner.h"
 #include "engine/util/error.h"
 #include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
@@ -98,6 +100,52 @@ TEST_CASE("weight streaming: qwen3next and qwen35moe streamed through a 4-slot c
     CHECK(r.decode_logits == base.decode_logits);
     CHECK(r.stats.cache.evictions > 0);
   }
+}
+
+// deepseek2 quantized as the 1.8-bit K2 files are (IQ1_S gate/up, IQ2_XXS down, Q4_K/Q6_K attention): its
+// 24 low-bit experts stream through 4 slots between MLA layers, evicted and re-read, with the mapping's logits.
+TEST_CASE("weight streaming: a K2-like IQ1_S/IQ2_XXS deepseek2 through a 4-slot cache gives the mapping's logits") {
+  const std::string path = test::k2_lowbit_model();
+  const Run base = run_model(path, "mmap", 0);
+  for (const char* mode : {"uring", "pread"}) {
+    CAPTURE(mode);
+    const Run r = run_model(path, mode, 4);
+    CHECK(r.prompt_logits == base.prompt_logits);
+    CHECK(r.decode_logits == base.decode_logits);
+    CHECK(r.stats.cache.evictions > 0);
+  }
+}
+
+// The byte counts of an i-quant mix (#16: a row's size is what the reader reads): the reader, the planner and
+// `model info` count ggml's block sizes, IQ1_S 50 bytes per 256 weights and IQ2_XXS 66, so one expert of the
+// K2-like mix (gate and up 256 rows of 256 IQ1_S weights, down 256 rows of 256 IQ2_XXS) is 42496 bytes.
+TEST_CASE("weight streaming: the K2-like i-quant mix's expert bytes, as the reader, the planner and model info count") {
+  const std::string path = test::k2_lowbit_model();
+  constexpr uint64_t kExpert = 2 * 256 * 50 + 256 * 66;
+  const auto f = gguf::GgufFile::open(path);
+  int stacks = 0;
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    if (!stream::ExpertLayout::is_streamed(t.name)) continue;
+    CAPTURE(t.name);
+    CHECK(t.nbytes == 8 * 256 * (t.type == gguf::GgmlType::IQ1_S ? 50u : 66u));
+    ++stacks;
+  }
+  CHECK(stacks == 9);
+  const auto layout = stream::ExpertLayout::from_tensors(f->tensors(), path);
+  stream::BudgetInputs in;
+  in.memory_budget = 1ull << 30;
+  const stream::BudgetPlan plan = stream::plan_budget(f->tensors(), layout, in, path);
+  CHECK(plan.streamed_experts == 24);
+  CHECK(plan.streamed_bytes == 24 * kExpert);
+  const auto info = test::run_cli_json("model info " + path + " --json");
+  if (info.is_null()) {
+    MESSAGE("skipped model info: build the nightshift target first");
+    return;
+  }
+  CHECK(info.at("bytes_per_expert").get<uint64_t>() == kExpert);
+  CHECK(info.at("tensor_types").at("IQ1_S").get<int>() == 6);
+  CHECK(info.at("tensor_types").at("IQ2_XXS").get<int>() == 3);
+  CHECK(info.at("resident_bytes").get<uint64_t>() + 24 * kExpert <= info.at("file_bytes").get<uint64_t>());
 }
 
 // A qwen3next file larger than the budget (53 MiB against 40 MiB: 4 layers of 32 Q8_0 experts) runs in a fresh

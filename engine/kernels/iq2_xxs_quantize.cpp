@@ -1,0 +1,102 @@
+// IQ2_XXS quantizer, ggml's quantize_row_iq2_xxs_impl (importance required).
+// Per sub-block of 32: fold the signs into the values (an odd number of minus
+// signs in a group of 8 flips the least important element, as the format
+// stores only 7 sign bits), fit levels 0..2 (x ~ scale * (2l + 1)) with
+// make_qp_quants, try 13 scales around it snapping every group of 8 to the
+// grid (the nearest neighbour under the weights when off the grid), keep the
+// best least-squares fit, snap once more with it and refit the scale. The
+// super-block scale is the largest sub-block scale / 31, each sub-block
+// keeps a 4-bit multiple. Layout: iquant.h; search and weights:
+// iq_quant_search.h.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/kernels/formats.h"
+#include "engine/kernels/half.h"
+#include "engine/kernels/iq_quant_search.h"
+#include "engine/kernels/iq_quantize.h"
+#include "engine/kernels/iquant.h"
+#include "engine/kernels/kquant_search.h"
+#include "engine/util/error.h"
+
+namespace ns::kernels::iq2_xxs {
+namespace {
+
+constexpr int kMaxQ = 3;
+
+}  // namespace
+
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  if (importance == nullptr)
+    throw Error(ErrorKind::invalid_input,
+                "IQ2_XXS needs an importance matrix: make one with llama-imatrix and pass it (--imatrix FILE)");
+  const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq2xxs);
+  auto* blk = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / iq::kElems; ++b, blk += iq::Iq2xxs::bytes) {
+    const float* xbl = src + iq::kElems * b;
+    const float* qwb = importance + iq::kElems * b;
+    uint32_t q2[16] = {};
+    float scales[8];
+    float max_scale = 0;
+    const float sigma2 = iq::sum_squares(xbl, iq::kElems) / static_cast<float>(iq::kElems);
+    for (int ib = 0; ib < 8; ++ib) {
+      const float* xb = xbl + 32 * ib;
+      float weight[32], waux[32], xval[32];
+      int8_t L[32] = {}, Laux[32];
+      uint8_t signs[4];
+      const float max = iq::fold_block(32, xb, qwb + 32 * ib, sigma2, weight, waux, xval, signs);
+      scales[ib] = 0;
+      if (max < kq::kGroupMaxEps) continue;
+      float scale = iq::make_qp_quants(32, kMaxQ + 1, xval, reinterpret_cast<uint8_t*>(L), weight);
+      const float eff_max = scale * kMaxQ;
+      if (eff_max <= 0) continue;
+      float best = 0;
+      for (int is = -6; is <= 6; ++is) {
+        const float id = (static_cast<float>(2 * kMaxQ - 1) + static_cast<float>(is) * 0.1f) / eff_max;
+        const float this_scale = 1 / id;
+        for (int k = 0; k < 4; ++k) {
+          iq::odd_levels(xval + 8 * k, id, Laux + 8 * k);
+          iq::snap_odd(s, Laux + 8 * k, xval + 8 * k, waux + 8 * k, this_scale);
+        }
+        float sumqx, sumq2;
+        iq::odd_fit(32, xval, weight, Laux, sumqx, sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+          scale = sumqx / sumq2;
+          best = scale * sumqx;
+          std::memcpy(L, Laux, 32);
+        }
+      }
+      if (scale > 0) {
+        const float id = 1 / scale;
+        for (int k = 0; k < 4; ++k) {
+          iq::odd_levels(xval + 8 * k, id, L + 8 * k);
+          iq::snap_odd(s, L + 8 * k, xval + 8 * k, waux + 8 * k, scale);
+        }
+        float sumqx, sumq2;
+        iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
+        if (sumq2 > 0) scale = sumqx / sumq2;
+      }
+      iq::unsign_scale(scale, signs, 4);
+      for (int k = 0; k < 4; ++k) {
+        const int e = iq::final_entry(s, L + 8 * k, "IQ2_XXS");
+        q2[2 * ib] |= static_cast<uint32_t>(e) << (8 * k);
+        q2[2 * ib + 1] |= static_cast<uint32_t>(signs[k]) << (7 * k);
+      }
+      scales[ib] = scale;
+      max_scale = std::max(max_scale, scale);
+    }
+    std::memset(blk, 0, iq::Iq2xxs::bytes);
+    if (max_scale == 0) continue;
+    const float d = max_scale / 31;
+    store_u16(blk + iq::Iq2xxs::d, float_to_half(d));
+    const float id = 1 / d;
+    for (int ib = 0; ib < 8; ++ib) {
+      const int l = std::clamp(kq::nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);
+      q2[2 * ib + 1] |= static_cast<uint32_t>(l) << 28;
+    }
+    std::memcpy(blk + iq::Iq2xxs::qs, q2, sizeof q2);
+  }
+}
+
+}  // namespace ns::kernels::iq2_xxs

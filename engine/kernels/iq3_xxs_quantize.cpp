@@ -1,0 +1,117 @@
+// IQ3_XXS quantizer, ggml's quantize_row_iq3_xxs_impl with its 256-entry grid
+// (importance optional: the weights are x^2 without it). As IQ2_XS's search
+// (iq2_xs_quantize.cpp) on sub-blocks of 32 with magnitudes 2l + 1, l in 0..7,
+// in groups of 4 on the grid: 31 scales around max / 15 tried, the groups the
+// best fit left off the grid snapped again under its scale, then the refit.
+// The super-block scale is the largest sub-block scale / 31 (stored times
+// 1.0125, ggml's fudge factor), each sub-block a 4-bit multiple beside its 28
+// sign bits. Layout: iquant.h; search and weights: iq_quant_search.h.
+#include <algorithm>
+#include <cstring>
+
+#include "engine/kernels/formats.h"
+#include "engine/kernels/half.h"
+#include "engine/kernels/iq_quant_search.h"
+#include "engine/kernels/iq_quantize.h"
+#include "engine/kernels/iquant.h"
+#include "engine/kernels/kquant_search.h"
+
+namespace ns::kernels::iq3_xxs {
+namespace {
+
+constexpr int kMaxQ = 8;
+constexpr float kGroupMaxEps = 1e-8f;  // ggml's GROUP_MAX_EPS_IQ3_XXS
+constexpr float kOdd[kMaxQ] = {1, 3, 5, 7, 9, 11, 13, 15};
+
+// The nearest 2l + 1 to id * xval for a group of 4, l clamped to 0..7.
+void levels(const float* xval, float id, int8_t* L) {
+  for (int j = 0; j < 4; ++j)
+    L[j] = static_cast<int8_t>(std::clamp(kq::nearest_int(0.5f * (id * xval[j] - 1)), 0, kMaxQ - 1));
+}
+
+// The grid entry of a group's levels L, snapped to the nearest listed neighbour when off the grid.
+int snap(const iq::GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale) {
+  const uint16_t u = iq::grid_key(s, L);
+  const int e = s.on_grid(u);
+  return e >= 0 ? e : iq::best_neighbour(s, u, xval, waux, scale, kOdd, L);
+}
+
+}  // namespace
+
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq3xxs);
+  auto* blk = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / iq::kElems; ++b, blk += iq::Iq3xxs::bytes) {
+    std::memset(blk, 0, iq::Iq3xxs::bytes);
+    const float* xbl = src + iq::kElems * b;
+    const float* qwb = importance ? importance + iq::kElems * b : nullptr;
+    uint32_t sas[8] = {};
+    float scales[8];
+    float max_scale = 0;
+    const float sigma2 = 2 * iq::sum_squares(xbl, iq::kElems) / static_cast<float>(iq::kElems);
+    for (int ib = 0; ib < 8; ++ib) {
+      const float* xb = xbl + 32 * ib;
+      float weight[32], waux[32], xval[32];
+      int8_t L[32] = {}, Laux[32];
+      uint8_t signs[4];
+      const float max = iq::fold_block(32, xb, qwb ? qwb + 32 * ib : nullptr, sigma2, weight, waux, xval, signs);
+      scales[ib] = 0;
+      if (max < kGroupMaxEps) continue;
+      float best = 0;
+      float scale = max / static_cast<float>(2 * kMaxQ - 1);
+      bool on_grid[8];
+      std::fill(std::begin(on_grid), std::end(on_grid), true);
+      for (int is = -15; is <= 15; ++is) {
+        const float id = (static_cast<float>(2 * kMaxQ - 1) + static_cast<float>(is) * 0.2f) / max;
+        const float this_scale = 1 / id;
+        bool on_grid_aux[8];
+        for (int k = 0; k < 8; ++k) {
+          levels(xval + 4 * k, id, Laux + 4 * k);
+          on_grid_aux[k] = s.on_grid(iq::grid_key(s, Laux + 4 * k)) >= 0;
+          snap(s, Laux + 4 * k, xval + 4 * k, waux + 4 * k, this_scale);
+        }
+        float sumqx, sumq2;
+        iq::odd_fit(32, xval, weight, Laux, sumqx, sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+          scale = sumqx / sumq2;
+          best = scale * sumqx;
+          std::memcpy(L, Laux, 32);
+          std::copy(std::begin(on_grid_aux), std::end(on_grid_aux), std::begin(on_grid));
+        }
+      }
+      if (std::count(std::begin(on_grid), std::end(on_grid), false) > 0 && scale > 0) {
+        const float id = 1 / scale;
+        for (int k = 0; k < 8; ++k) {
+          if (on_grid[k]) continue;
+          levels(xval + 4 * k, id, L + 4 * k);
+          snap(s, L + 4 * k, xval + 4 * k, waux + 4 * k, scale);
+        }
+        float sumqx, sumq2;
+        iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
+        if (sumq2 > 0) scale = sumqx / sumq2;
+      }
+      iq::unsign_scale(scale, signs, 4);
+      for (int k = 0; k < 8; ++k) {
+        const int e = iq::final_entry(s, L + 4 * k, "IQ3_XXS");
+        blk[iq::Iq3xxs::qs + 8 * ib + k] = static_cast<uint8_t>(e);
+      }
+      sas[ib] = signs[0] | (signs[1] << 7) | (signs[2] << 14) | (static_cast<uint32_t>(signs[3]) << 21);
+      scales[ib] = scale;
+      max_scale = std::max(max_scale, scale);
+    }
+    if (max_scale == 0) {
+      std::memset(blk, 0, iq::Iq3xxs::bytes);
+      continue;
+    }
+    const float d = max_scale / 31;
+    store_u16(blk + iq::Iq3xxs::d, float_to_half(d * 1.0125f));
+    const float id = 1 / d;
+    for (int ib = 0; ib < 8; ++ib) {
+      const int l = std::clamp(kq::nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);
+      sas[ib] |= static_cast<uint32_t>(l) << 28;
+    }
+    std::memcpy(blk + iq::Iq3xxs::sas, sas, sizeof sas);
+  }
+}
+
+}  // namespace ns::kernels::iq3_xxs

@@ -1,0 +1,38 @@
+// The importance-weighted quantizers of the i-quants (ggml-quants.c's
+// quantize_row_*_impl), one file per format (iq*_quantize.cpp) over the
+// searches in iq_quant_search.h. `importance` holds one non-negative weight
+// per column (n floats: llama-imatrix's mean squared activation of that input
+// feature, as llama-quantize derives it); every row of a matrix uses the same
+// vector. Callers go through kernels::quantize_row_weighted (kernels.h).
+#pragma once
+
+#include <cstdint>
+
+namespace ns::kernels {
+
+namespace iq2_xxs {
+// importance required (as in ggml).
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}  // namespace iq2_xxs
+namespace iq2_xs {
+// importance required (as in ggml).
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}  // namespace iq2_xs
+namespace iq1_s {
+// importance required (as in ggml).
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}  // namespace iq1_s
+namespace iq1_m {
+// importance may be null: the weights are then x^2 (as in ggml).
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}  // namespace iq1_m
+namespace iq3_xxs {
+// importance may be null: the weights are then x^2 (as in ggml).
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}  // namespace iq3_xxs
+namespace iq4_xs {
+// importance may be null: the weights are then x^2 (ggml's quantize_row_iq4_xs_ref).
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}  // namespace iq4_xs
+
+}  // namespace ns::kernels
