@@ -86,6 +86,39 @@ llama_token synthetic_token(uint64_t seed, uint64_t i, int n_vocab) {
   return static_cast<llama_token>(z % static_cast<uint64_t>(n_vocab));
 }
 
+// Greedy decoding after a prompt of n tokens whose last logits row is `last`:
+// n_greedy steps, each feeding the argmax token at the next position; returns
+// false when a decode fails. Fills the chosen ids and their top-k JSON rows.
+bool greedy_steps(llama_context* ctx, const float* last, int n, int n_vocab, int n_greedy, int top,
+                  std::vector<llama_token>* greedy, std::string* greedy_top) {
+  *greedy_top = "[";
+  std::vector<float> prev(last, last + n_vocab);
+  for (int g = 0; g < n_greedy; ++g) {
+    const llama_token next = static_cast<llama_token>(std::max_element(prev.begin(), prev.end()) - prev.begin());
+    greedy->push_back(next);
+    llama_batch one = llama_batch_init(1, 0, 1);
+    one.token[0] = next;
+    one.pos[0] = n + g;
+    one.n_seq_id[0] = 1;
+    one.seq_id[0][0] = 0;
+    one.logits[0] = 1;
+    one.n_tokens = 1;
+    const int rc = llama_decode(ctx, one);
+    if (rc == 0) {
+      const float* row = llama_get_logits_ith(ctx, 0);
+      *greedy_top += (g ? ", " : "") + top_json(row, n_vocab, top);
+      prev.assign(row, row + n_vocab);
+    }
+    llama_batch_free(one);
+    if (rc != 0) {
+      std::fprintf(stderr, "decode failed\n");
+      return false;
+    }
+  }
+  *greedy_top += "]";
+  return true;
+}
+
 int dump_synthetic(llama_model* model, int argc, char** argv) {
   if (argc < 6) {
     std::fprintf(stderr, "usage: %s MODEL.gguf --synthetic N SEED LAST [TOP=8] [GREEDY=4]\n", argv[0]);
@@ -140,29 +173,8 @@ int dump_synthetic(llama_model* model, int argc, char** argv) {
     last_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, n - last + i), n_vocab, top);
   last_top += "]";
   std::vector<llama_token> greedy;
-  std::string greedy_top = "[";
-  const float* row = llama_get_logits_ith(ctx, n - 1);
-  std::vector<float> prev(row, row + n_vocab);
-  for (int g = 0; g < n_greedy; ++g) {
-    const llama_token next = static_cast<llama_token>(std::max_element(prev.begin(), prev.end()) - prev.begin());
-    greedy.push_back(next);
-    llama_batch one = llama_batch_init(1, 0, 1);
-    one.token[0] = next;
-    one.pos[0] = n + g;
-    one.n_seq_id[0] = 1;
-    one.seq_id[0][0] = 0;
-    one.logits[0] = 1;
-    one.n_tokens = 1;
-    if (llama_decode(ctx, one) != 0) {
-      std::fprintf(stderr, "decode failed\n");
-      return 1;
-    }
-    row = llama_get_logits_ith(ctx, 0);
-    greedy_top += (g ? ", " : "") + top_json(row, n_vocab, top);
-    prev.assign(row, row + n_vocab);
-    llama_batch_free(one);
-  }
-  greedy_top += "]";
+  std::string greedy_top;
+  if (!greedy_steps(ctx, llama_get_logits_ith(ctx, n - 1), n, n_vocab, n_greedy, top, &greedy, &greedy_top)) return 1;
   std::printf("{\"n_tokens\": %d, \"seed\": %llu, \"first_token\": %d,\n \"last_top_logits\": %s,\n"
               " \"greedy\": %s,\n \"greedy_top_logits\": %s}\n",
               n, static_cast<unsigned long long>(seed), toks[0], last_top.c_str(), ids_json(greedy).c_str(),
@@ -268,29 +280,8 @@ int main(int argc, char** argv) {
     llama_batch_free(batch);
 
     std::vector<llama_token> greedy;
-    std::string greedy_top = "[";
-    const float* last = llama_get_logits_ith(ctx, n - 1);
-    std::vector<float> prev(last, last + n_vocab);
-    for (int g = 0; g < n_greedy; ++g) {
-      const llama_token next = static_cast<llama_token>(std::max_element(prev.begin(), prev.end()) - prev.begin());
-      greedy.push_back(next);
-      llama_batch one = llama_batch_init(1, 0, 1);
-      one.token[0] = next;
-      one.pos[0] = n + g;
-      one.n_seq_id[0] = 1;
-      one.seq_id[0][0] = 0;
-      one.logits[0] = 1;
-      one.n_tokens = 1;
-      if (llama_decode(ctx, one) != 0) {
-        std::fprintf(stderr, "decode failed\n");
-        return 1;
-      }
-      const float* row = llama_get_logits_ith(ctx, 0);
-      greedy_top += (g ? ", " : "") + top_json(row, n_vocab, top);
-      prev.assign(row, row + n_vocab);
-      llama_batch_free(one);
-    }
-    greedy_top += "]";
+    std::string greedy_top;
+    if (!greedy_steps(ctx, llama_get_logits_ith(ctx, n - 1), n, n_vocab, n_greedy, top, &greedy, &greedy_top)) return 1;
     std::printf("  {\"model\": \"%s\", \"prompt\": \"%s\", \"prompt_tokens\": %s,\n   \"prompt_top_logits\": %s,\n"
                 "   \"greedy\": %s,\n   \"greedy_top_logits\": %s}%s\n",
                 json_escape(name).c_str(), json_escape(prompt).c_str(), ids_json(toks).c_str(), prompt_top.c_str(),
