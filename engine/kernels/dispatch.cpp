@@ -76,9 +76,9 @@ constexpr FormatKernels kFormats[] = {
      nullptr, iq3_xxs_avx2::vec_dot, iq3_xxs_avx2::tile},
     {GgmlType::IQ2_XS, GgmlType::Q8_K, iq2_xs::dequantize, nullptr, iq2_xs::vec_dot,  //
      nullptr, iq2_xs_avx2::vec_dot, iq2_xs_avx2::tile},
-    {GgmlType::TQ2_0, GgmlType::Q8_K, tq2_0::dequantize, nullptr, tq2_0::vec_dot,  //
+    {GgmlType::TQ2_0, GgmlType::Q8_K, tq2_0::dequantize, tq2_0::quantize, tq2_0::vec_dot,  //
      nullptr, tq2_0_avx2::vec_dot, tq2_0_avx2::tile},
-    {GgmlType::TQ1_0, GgmlType::Q8_K, tq1_0::dequantize, nullptr, tq1_0::vec_dot,  //
+    {GgmlType::TQ1_0, GgmlType::Q8_K, tq1_0::dequantize, tq1_0::quantize, tq1_0::vec_dot,  //
      nullptr, tq1_0_avx2::vec_dot, tq1_0_avx2::tile},
     {GgmlType::IQ2_S, GgmlType::Q8_K, iq2_s::dequantize, nullptr, iq2_s::vec_dot,  //
      nullptr, iq2_s_avx2::vec_dot, iq2_s_avx2::tile},

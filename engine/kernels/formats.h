@@ -423,6 +423,7 @@ namespace tq2_0 {
 inline constexpr int64_t kBlockElems = 256;
 inline constexpr size_t kBlockBytes = 64 + 2;
 void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
 float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
 }  // namespace tq2_0
 namespace tq2_0_avx2 {
@@ -434,6 +435,7 @@ namespace tq1_0 {
 inline constexpr int64_t kBlockElems = 256;
 inline constexpr size_t kBlockBytes = 48 + 4 + 2;
 void dequantize(const void* src, float* dst, int64_t n);
+void quantize(const float* src, void* dst, int64_t n);
 float vec_dot(const void* w, const void* x, int64_t n);  // x: Q8_K
 }  // namespace tq1_0
 namespace tq1_0_avx2 {

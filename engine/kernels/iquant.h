@@ -52,11 +52,13 @@
 // internal linkage or is a template (see format.h).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "engine/kernels/format.h"
+#include "engine/kernels/half.h"
 #include "engine/kernels/iq_tables.h"
 #include "engine/kernels/kquant.h"
 
@@ -361,6 +363,29 @@ static void ternary_dequantize(const void* src, float* dst, int64_t n) {
     int8_t w[kElems];
     U::unpack(blk, w);
     for (int e = 0; e < kElems; ++e) dst[e] = static_cast<float>(w[e]) * d;
+  }
+}
+
+// ggml's quantize_row_tq1_0_ref / quantize_row_tq2_0_ref (llama-quantize
+// ignores an importance matrix for both): per super-block d is the largest
+// magnitude (stored as fp16, the digits use the unrounded float d) and each
+// weight's digit is round(x / d) + 1 (x * (1 / d) in float, half away from
+// zero) in 0..2; an all-zero block gets d = 0 and digit 1 everywhere.
+// U::pack(digits in element order, block) writes the format's bytes but d.
+template <class U>
+static void ternary_quantize(const float* src, void* dst, int64_t n) {
+  auto* blk = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / kElems; ++b, blk += U::L::bytes, src += kElems) {
+    float amax = 0;
+    for (int e = 0; e < kElems; ++e) {
+      const float a = std::fabs(src[e]);
+      amax = amax > a ? amax : a;  // ggml's MAX, NaN included
+    }
+    const float id = amax != 0.0f ? 1.0f / amax : 0.0f;
+    uint8_t digits[kElems];
+    for (int e = 0; e < kElems; ++e) digits[e] = static_cast<uint8_t>(std::lround(src[e] * id) + 1);
+    U::pack(digits, blk);
+    store_u16(blk + U::L::d, float_to_half(amax));
   }
 }
 

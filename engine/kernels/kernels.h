@@ -50,8 +50,9 @@ GgmlType vec_dot_type(GgmlType weight_type);
 
 // Reference conversions (scalar, exact definitions of the formats). n must be a
 // multiple of the block size. Throw ns::Error for types without kernels;
-// quantize_row also for the read-only weight types (the i-quants, TQ1_0, TQ2_0),
-// which this build computes with but cannot produce.
+// quantize_row also for the read-only weight types (the i-quants: IQ2_S and
+// IQ3_S have no quantizer here, the others only quantize_row_weighted), which
+// this build computes with but cannot produce that way.
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 
@@ -59,7 +60,7 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 // matrix (one weight per column, `importance` n floats, the same for every
 // row). Importance::used: the type's quantizer here takes it (IQ2_XXS, IQ2_XS,
 // IQ1_S, IQ1_M, IQ3_XXS, IQ4_XS; the first three need it); ignored: ggml's quantizer ignores it too
-// (F32, F16, BF16, Q8_0, MXFP4), so quantize_row gives llama-quantize's bytes
+// (F32, F16, BF16, Q8_0, MXFP4, TQ1_0, TQ2_0), so quantize_row gives llama-quantize's bytes
 // with or without one; unsupported: ggml's quantizer would use it but this
 // build's does not (the K-quants, Q4_0..Q5_1, IQ4_NL): quantize those without
 // an importance matrix, or their bytes differ from llama-quantize's.

@@ -32,7 +32,8 @@ const std::vector<GgmlType>& encodable_types() {
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
       GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
       GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::NVFP4,
-      GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ3_XXS, GgmlType::IQ4_XS};
+      GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ3_XXS, GgmlType::IQ4_XS,
+      GgmlType::TQ1_0, GgmlType::TQ2_0};
   return types;
 }
 
@@ -76,6 +77,8 @@ uint32_t file_type_of(GgmlType t) {
     case GgmlType::IQ1_M: return 31;    // LLAMA_FTYPE_MOSTLY_IQ1_M
     case GgmlType::IQ4_XS: return 30;   // LLAMA_FTYPE_MOSTLY_IQ4_XS
     case GgmlType::IQ3_XXS: return 23;  // LLAMA_FTYPE_MOSTLY_IQ3_XXS
+    case GgmlType::TQ1_0: return 36;    // LLAMA_FTYPE_MOSTLY_TQ1_0
+    case GgmlType::TQ2_0: return 37;    // LLAMA_FTYPE_MOSTLY_TQ2_0
     default: break;
   }
   throw Error(ErrorKind::internal, "no general.file_type for " + std::string(gguf::type_name(t)));

@@ -1,6 +1,7 @@
-// The i-quants (read-only weight formats on lookup grids, dotted against Q8_K):
-// the tables' value sets, each dequantizer on hand-built blocks whose values
-// follow by hand from the grid and sign facts, the scalar dot against the dot
+// The i-quants (weight formats on lookup grids, dotted against Q8_K) and the
+// ternary TQ1_0 / TQ2_0: the tables' value sets, each dequantizer on hand-built
+// blocks whose values follow by hand from the grid and sign facts, the ternary
+// quantizers on hand-made rows and round trips, the scalar dot against the dot
 // of the dequantized rows (tying the dot to the dequantizer), and the AVX2
 // dot, tile and matmul against the scalar dot on random blocks.
 #include "engine/kernels/iquant.h"
@@ -339,6 +340,72 @@ TEST_CASE("TQ1_0 dequantizes hand-built blocks") {
   check_values(dequantized(GgmlType::TQ1_0, w.data(), 256), expected);
 }
 
+// The ternary quantizers (ggml's quantize_row_tq*_ref): d = the largest
+// magnitude, digit round(x / d) + 1, half away from zero. Expected bytes by
+// hand from the layouts in iquant.h.
+TEST_CASE("TQ2_0 quantizes a hand-made row to the expected bytes") {
+  // d = 2 (fp16 0x4000). x / d: element 0 1 (digit 2), 32 -0.5 (rounds away
+  // to -1: digit 0), 64 0.495 (0: digit 1), 96 -0.6 (digit 0); element 133
+  // 0.5 (rounds away to 1: digit 2). qs[0] packs elements 0, 32, 64, 96 at
+  // bits 0, 2, 4, 6: 2 | 0 | 1 << 4 | 0 = 0x12; qs[37] elements 133, 165,
+  // 197, 229: 2 | 1 << 2 | 1 << 4 | 1 << 6 = 0x56; the rest digit 1: 0x55.
+  std::vector<float> x(256, 0.0f);
+  x[0] = 2.0f, x[32] = -1.0f, x[64] = 0.99f, x[96] = -1.2f, x[133] = 1.0f;
+  std::vector<uint8_t> expected(tq2_0::kBlockBytes, 0x55);
+  expected[0] = 0x12;
+  expected[37] = 0x56;
+  store_u16(expected.data() + 64, 0x4000);
+  CHECK(quantized(GgmlType::TQ2_0, x.data(), 256) == expected);
+}
+
+TEST_CASE("TQ1_0 quantizes a hand-made row to the expected bytes") {
+  // d = 3 (fp16 0x4200). A byte holding digits a..e stores ceil(v * 256 /
+  // 243), v = 81a + 27b + 9c + 3d + e; a qh byte's 4 digits are scaled by 3.
+  // All digits 1: v = 121 -> 128 in qs, v = 40 * 3 -> 127 in qh.
+  // qs[0], elements 0, 32, 64, 96, 128 = -3, 1.5, -1.4, 3, -1.5: x / d
+  // -1, 0.5, -0.47, 1, -0.5, digits 0, 2, 1, 2, 0: v = 69 -> 73.
+  // qs[37], elements 165, 181, 197, 213, 229: 197 = 2.9, digits 1, 1, 2, 1,
+  // 1: v = 130 -> 137. qh[2], elements 242, 246, 250, 254: 246 = -3, digits
+  // 1, 0, 1, 1: v = 31 * 3 -> 98.
+  std::vector<float> x(256, 0.0f);
+  x[0] = -3.0f, x[32] = 1.5f, x[64] = -1.4f, x[96] = 3.0f, x[128] = -1.5f;
+  x[197] = 2.9f;
+  x[246] = -3.0f;
+  std::vector<uint8_t> expected(tq1_0::kBlockBytes, 128);
+  for (int j = 0; j < 4; ++j) expected[48 + j] = 127;
+  expected[0] = 73;
+  expected[37] = 137;
+  expected[48 + 2] = 98;
+  store_u16(expected.data() + 52, 0x4200);
+  CHECK(quantized(GgmlType::TQ1_0, x.data(), 256) == expected);
+}
+
+TEST_CASE("ternary quantizers: exact on ternary rows, within d / 2 on any row") {
+  for (const GgmlType t : {GgmlType::TQ1_0, GgmlType::TQ2_0}) {
+    CAPTURE(name(t));
+    // Rows of -0.75, 0, 0.75 (0.75 exact in fp16), every block holding both
+    // signs: every digit position of both layouts comes back as it went in.
+    std::mt19937 rng(5);
+    std::vector<float> ternary(1024);
+    for (auto& v : ternary) v = 0.75f * static_cast<float>(static_cast<int>(rng() % 3) - 1);
+    for (int b = 0; b < 4; ++b) ternary[256 * b + 7] = 0.75f, ternary[256 * b + 250] = -0.75f;
+    check_values(dequantized(t, quantized(t, ternary.data(), 1024).data(), 1024), ternary);
+    // Normal rows: each value is off by at most half the block's fp16 scale
+    // (plus the scale's own fp16 rounding, 2^-11 relative).
+    const auto x = random_normal(1024, 9);
+    const auto back = dequantized(t, quantized(t, x.data(), 1024).data(), 1024);
+    for (int b = 0; b < 4; ++b) {
+      float amax = 0;
+      for (int e = 0; e < 256; ++e) amax = std::max(amax, std::fabs(x[256 * b + e]));
+      for (int e = 0; e < 256; ++e)
+        CHECK(std::fabs(back[256 * b + e] - x[256 * b + e]) <= amax * (0.5f + 1.0f / 2048));
+    }
+    // An all-zero block: d = 0, every digit 1, all zero back.
+    const std::vector<float> zeros(256, 0.0f);
+    check_values(dequantized(t, quantized(t, zeros.data(), 256).data(), 256), zeros);
+  }
+}
+
 TEST_CASE("IQ2_S dequantizes hand-built blocks") {
   // Block 0, d = 1. Sub-block 0: index low bytes 1, 0xff, 2, 0 with qh[0] =
   // 0b00'00'11'00 putting 3 above group 1's (index 0x3ff); explicit sign
@@ -496,6 +563,7 @@ TEST_CASE("i-quants are read-only: quantize_row says so") {
   std::vector<uint8_t> q(512);
   for (const GgmlType t : kIQuants) {
     CAPTURE(name(t));
+    if (t == GgmlType::TQ1_0 || t == GgmlType::TQ2_0) continue;  // quantized above
     CHECK(is_supported(t));
     CHECK(vec_dot_type(t) == GgmlType::Q8_K);
     CHECK((find_format(t)->quantize == nullptr));

@@ -29,7 +29,8 @@ inline constexpr GgmlType kMultiBlockTypes[] = {GgmlType::Q1_0, GgmlType::Q2_0, 
 // The K-quants (256-element super-blocks, Q8_K activations).
 inline constexpr GgmlType kKQuants[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
-// The read-only i-quants (no quantizer: tests build their blocks from random bytes).
+// The i-quants and ternary types (tests build their blocks from random bytes; only TQ1_0 and TQ2_0
+// have a quantize_row, the others at most quantize_row_weighted).
 inline constexpr GgmlType kIQuants[] = {GgmlType::IQ2_XXS, GgmlType::IQ1_S,  GgmlType::IQ1_M, GgmlType::IQ4_XS,
                                         GgmlType::IQ3_XXS, GgmlType::IQ2_XS, GgmlType::TQ2_0, GgmlType::TQ1_0,
                                         GgmlType::IQ2_S,   GgmlType::IQ3_S};
