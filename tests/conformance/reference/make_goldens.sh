@@ -76,11 +76,13 @@ models+=(
   "tiny-kimi-linear-lowtypes#0.15#0.03#$kl_shape --type Q8_0 --tensor-type ffn_gate_exps=Q1_0 --tensor-type ffn_up_exps=Q2_0 --tensor-type ffn_down_exps=NVFP4"
 )
 # Low-bit mixes as the 1.5-2.5-bit GGUFs of K2 / DeepSeek are laid out: routed experts IQ1_S / IQ1_M /
-# IQ2_XXS, attention Q4_K / Q6_K, shared experts and the rest Q8_0. An entry with --imatrix is quantized by
-# llama-quantize with that importance matrix (llama-imatrix on prompts.txt, committed under
-# tests/conformance/imatrix/) and must match the generator byte for byte: reference_quantize.sh. Tolerance 0.2
-# (0.25 for IQ1_S): the reference against itself differs by up to 0.68 on these files (near-tie routing over
-# 1.6-2-bit experts), and on tiny-ds2-k2-iq1s a greedy step with a top-2 margin of 0.2007 flips with the routing.
+# IQ2_XXS or ternary TQ1_0 / TQ2_0, attention Q4_K / Q6_K, shared experts and the rest Q8_0. An entry with
+# --imatrix is quantized by llama-quantize with that importance matrix (llama-imatrix on prompts.txt, committed
+# under tests/conformance/imatrix/) and must match the generator byte for byte: reference_quantize.sh (the
+# ternary types ignore the matrix, in llama-quantize as here: tiny-ds2-k2-tq keeps it for the shared arguments
+# and that byte check). Tolerance 0.2 (0.25 for IQ1_S): the reference against itself differs by up to 0.68 on
+# these files (0.40 on tiny-ds2-k2-tq; near-tie routing over 1.6-2-bit experts), and on tiny-ds2-k2-iq1s a
+# greedy step with a top-2 margin of 0.2007 flips with the routing.
 # The kimi-linear mix is not that coarse (the reference against itself: max 0.011; we agree to 0.016): 0.05.
 ds2_k2_shape="--arch deepseek2 --n-embd 256 --n-layer 4 --n-head 8 --n-ff 512 --n-expert 8 --n-expert-used 2 \
  --q-lora-rank 256 --kv-lora-rank 64 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 256 \
@@ -95,6 +97,7 @@ models+=(
   "tiny-ds2-k2-f32#0.002#0#$ds2_k2_shape --type F32"
   "tiny-ds2-k2-iq1s#0.25#0.03#$ds2_k2_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=IQ1_S --tensor-type ffn_down_exps=IQ2_XXS $ds2_k2_attn"
   "tiny-ds2-k2-iq2xxs#0.2#0.03#$ds2_k2_shape --type Q8_0 --tensor-type _exps=IQ2_XXS $ds2_k2_attn"
+  "tiny-ds2-k2-tq#0.2#0.03#$ds2_k2_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=TQ1_0 --tensor-type ffn_down_exps=TQ2_0 $ds2_k2_attn"
   "tiny-kimi-linear-lowbit-f32#0.002#0#$kl_lowbit_shape --type F32"
   "tiny-kimi-linear-iq1m#0.05#0.03#$kl_lowbit_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=IQ1_M --tensor-type ffn_down_exps=IQ2_XXS $kl_lowbit_attn"
 )
