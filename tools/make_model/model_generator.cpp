@@ -35,6 +35,7 @@ std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
 
   auto model = std::make_unique<PlannedModel>();
   model->vocab_source = vocab.source;
+  model->random_expert_codes = opt.random_expert_codes;
   gguf::GgufWriter& w = model->writer;
   // Key order as in llama.cpp's converter output (and ../shared/models).
   w.set("general.architecture", str(arch->name()));
@@ -75,6 +76,8 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
     const uint64_t key = tensor_key(plan.name);
     const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / row_bytes);
     for (auto& s : scratch) s.resize(static_cast<size_t>(n));
+    const bool codes = model.random_expert_codes && plan.expert && !plan.fill && type == GgmlType::MXFP4 &&
+                       plan.init.kind == Init::Kind::normal;
 
     for (uint64_t first = 0; first < rows; first += rows_per_chunk) {
       const uint64_t count = std::min(rows_per_chunk, rows - first);
@@ -82,6 +85,11 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
       pool.parallel_for(static_cast<int64_t>(count), [&](int thread, int64_t begin, int64_t end) {
         float* row = scratch[static_cast<size_t>(thread)].data();
         for (int64_t r = begin; r < end; ++r) {
+          if (codes) {
+            fill_mxfp4_codes(seed, key, first + static_cast<uint64_t>(r), plan.init,
+                             chunk.data() + static_cast<uint64_t>(r) * row_bytes, n);
+            continue;
+          }
           if (plan.fill)
             plan.fill(seed, first + static_cast<uint64_t>(r), row, n);
           else

@@ -36,6 +36,7 @@ struct GeneratorOptions {
   std::string name;        // general.name; empty: "random-<arch>"
   std::string chat_template;  // tokenizer.chat_template (Jinja text); empty: none, or the --vocab file's
   uint64_t seed = 0;
+  bool random_expert_codes = false;  // MXFP4 routed experts as random codes (fill_mxfp4_codes)
 };
 
 struct PlannedModel {
@@ -45,6 +46,7 @@ struct PlannedModel {
   std::string vocab_source;
   uint64_t n_params = 0;
   uint64_t n_active_params = 0;      // per token: experts count n_expert_used / n_expert
+  bool random_expert_codes = false;  // GeneratorOptions' flag
 };
 
 // Throws ns::Error(invalid_input) for impossible shapes or types, bad_model/io for a bad --vocab file.
