@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # nightshift against llama.cpp on one model, in one run (issue 17):
-#   - llama.cpp's llama-batched-bench with the whole model in RAM (mmap, its
-#     repack on), and in a memory cgroup of the budget (-nr: no repack, the
+#   - llama.cpp's llama-batched-bench with the whole model in RAM (mmap over a
+#     warm page cache, its repack on), and in a memory cgroup of the budget (-nr: no repack, the
 #     weights stay in the page cache the cgroup limits; -kvu: one KV buffer for
 #     all sequences, which a limit needs with many of them);
 #   - nightshift with the whole model in RAM (an expert cache that holds every
@@ -79,6 +79,10 @@ llama_runs() {  # mode limit extra-args...
   local common=(-m "$model" -t "$threads" -b 2048 -ub 512 "$@")
   echo "== llama.cpp ($mode): decode, prefill, nightly..." >&2
   drop_caches
+  # In RAM: the file read once into the page cache first, as nightshift's
+  # in-RAM runs warm their expert cache (llama.cpp maps the experts it does not
+  # repack, and would otherwise fault them in from disk during its first steps).
+  (( limit > 0 )) || cat "$model" > /dev/null
   L[$mode.decode]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((largest * (prompt_tokens + decode_tokens) + 64)) \
                       -npp "$prompt_tokens" -ntg "$decode_tokens" -npl "$batches") || echo "WARNING: llama.cpp $mode decode failed" >&2
   L[$mode.prefill]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((prefill_tokens + 64)) \
