@@ -4,6 +4,7 @@
 //   ns_bench_batch decode  MODEL [--batch 1,4,16,32,64] [--tokens 8] [--prompt-tokens 8] [--verify 2]
 //   ns_bench_batch prefill MODEL [--prompt-tokens 512]
 //   ns_bench_batch spread  MODEL [--tokens 64]
+//   ns_bench_batch docs    MODEL --out FILE [--count 64] [--prompt-tokens 1500] [--prefix-tokens 300]
 // common options:
 //   --io-mode uring|pread|mmap  --budget SIZE (e.g. 2800MiB; 0 = what the machine has)
 //   --context N  --max-sequences N (default: the largest batch)  --threads N  --seed N
@@ -26,11 +27,17 @@
 // prefill: one prompt of --prompt-tokens random tokens, tok/s of its prefill.
 // spread: one forward pass over --tokens random tokens, the routing spread of
 // every MoE layer (distinct experts, busiest expert's share, entropy).
+// docs: the inputs of a "nightly" batch (compare_llamacpp.sh): --count
+// documents of about --prompt-tokens tokens in the model's tokenizer, each
+// starting with the same --prefix-tokens-token instruction, one per line of
+// --out (for `nightshift submit --prompt-lines`); only the tokenizer is loaded.
 //
 // Every run prints human lines and one "RESULT key=value ..." line per
 // configuration for the scripts.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -70,6 +77,9 @@ struct Args {
   int repeat = 1;
   double disk_gib_s = 0;
   int prefetch_width = -1;  // -1: the engine's default; 0: no prediction; N: top N per token
+  std::string out;        // docs: the file written
+  int count = 64;         // docs: how many documents
+  int prefix_tokens = 0;  // docs: the shared instruction's tokens
 };
 
 std::vector<int> parse_list(const std::string& v) {
@@ -82,9 +92,9 @@ std::vector<int> parse_list(const std::string& v) {
 
 // Random lowercase words making a prompt of n tokens (n + 1 at worst):
 // distinct prompts route differently, as distinct jobs' texts would.
-std::string random_prompt(const ns::Model& m, int n, uint64_t seed) {
+std::string random_prompt(const ns::Tokenizer& tok, int n, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const auto count = [&m](const std::string& t) { return static_cast<int>(m.tokenizer().encode(t, true, false).size()); };
+  const auto count = [&tok](const std::string& t) { return static_cast<int>(tok.encode(t, true, false).size()); };
   std::string text;
   for (;;) {
     const size_t before = text.size();
@@ -174,7 +184,7 @@ void warm(ns::Model& m, const Args& a) {
   if (a.warm_tokens <= 0) return;
   const auto t0 = Clock::now();
   const auto before = m.stream_stats();
-  run_batch(m, {random_prompt(m, a.warm_tokens, a.seed + 999)}, 1, 0, nullptr, nullptr);
+  run_batch(m, {random_prompt(m.tokenizer(), a.warm_tokens, a.seed + 999)}, 1, 0, nullptr, nullptr);
   const auto d = m.stream_stats() - before;
   std::printf("warm-up: %d random tokens in %.1f s, read %s into the expert cache\n", a.warm_tokens,
               std::chrono::duration<double>(Clock::now() - t0).count(), format_size(d.bytes_read()).c_str());
@@ -197,7 +207,7 @@ int cmd_decode(const Args& a) {
   std::map<int, std::vector<int32_t>> alone_tokens;  // prompt index -> its tokens when run alone
   for (const int n : a.batches) {
     std::vector<std::string> prompts;
-    for (int i = 0; i < n; ++i) prompts.push_back(random_prompt(*m, a.prompt_tokens, a.seed + static_cast<uint64_t>(i)));
+    for (int i = 0; i < n; ++i) prompts.push_back(random_prompt(m->tokenizer(), a.prompt_tokens, a.seed + static_cast<uint64_t>(i)));
     Phase dec, pre;
     std::vector<ns::GenerationResult> res;
     for (int r = 0; r < a.repeat; ++r) {
@@ -261,7 +271,7 @@ int cmd_prefill(const Args& a) {
   print_plan(*m);
   std::fflush(stdout);
   warm(*m, a);
-  const std::string prompt = random_prompt(*m, a.prompt_tokens, a.seed + 500);
+  const std::string prompt = random_prompt(m->tokenizer(), a.prompt_tokens, a.seed + 500);
   Phase dec, pre;
   std::vector<ns::GenerationResult> res;
   for (int r = 0; r < a.repeat; ++r) {
@@ -313,13 +323,41 @@ int cmd_spread(const Args& a) {
   return 0;
 }
 
+int cmd_docs(const Args& a) {
+  if (a.out.empty()) throw ns::Error(ns::ErrorKind::invalid_input, "docs needs --out FILE");
+  if (a.prefix_tokens >= a.prompt_tokens)
+    throw ns::Error(ns::ErrorKind::invalid_input, "--prefix-tokens must be below --prompt-tokens");
+  const auto file = ns::gguf::GgufFile::open(a.model);
+  const auto tok = ns::Tokenizer::from_gguf(*file);
+  const std::string prefix = a.prefix_tokens > 0 ? random_prompt(*tok, a.prefix_tokens, a.seed + 7000) + " " : "";
+  FILE* f = std::fopen(a.out.c_str(), "w");
+  if (!f) throw ns::Error(ns::ErrorKind::io, "cannot write " + a.out + ": " + std::strerror(errno));
+  int64_t total = 0, lo = INT64_MAX, hi = 0;
+  for (int i = 0; i < a.count; ++i) {
+    // The body alone has the remaining tokens; joined to the prefix a word may
+    // merge across the space, so the whole is counted again.
+    const std::string doc = prefix + random_prompt(*tok, a.prompt_tokens - a.prefix_tokens, a.seed + 8000 + static_cast<uint64_t>(i));
+    const auto n = static_cast<int64_t>(tok->encode(doc, true, false).size());
+    total += n;
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+    std::fprintf(f, "%s\n", doc.c_str());
+  }
+  if (std::fclose(f) != 0) throw ns::Error(ns::ErrorKind::io, "cannot write " + a.out + ": " + std::strerror(errno));
+  std::printf("docs: %d documents in %s, %.1f tokens on average (%lld-%lld), a shared %d-token prefix\n", a.count,
+              a.out.c_str(), double(total) / a.count, static_cast<long long>(lo), static_cast<long long>(hi), a.prefix_tokens);
+  std::printf("RESULT kind=docs count=%d mean_tokens=%.1f min_tokens=%lld max_tokens=%lld prefix_tokens=%d\n", a.count,
+              double(total) / a.count, static_cast<long long>(lo), static_cast<long long>(hi), a.prefix_tokens);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     spdlog::set_level(spdlog::level::warn);  // the plan is printed as one line (print_plan)
     Args a;
-    if (argc < 3) throw ns::Error(ns::ErrorKind::invalid_input, "usage: ns_bench_batch decode|prefill|spread MODEL [options]");
+    if (argc < 3) throw ns::Error(ns::ErrorKind::invalid_input, "usage: ns_bench_batch decode|prefill|spread|docs MODEL [options]");
     a.cmd = argv[1];
     a.model = argv[2];
     for (int i = 3; i < argc; ++i) {
@@ -341,6 +379,9 @@ int main(int argc, char** argv) {
       else if (k == "--repeat") a.repeat = std::max(1, std::stoi(v));
       else if (k == "--disk-gib-s") a.disk_gib_s = std::stod(v);
       else if (k == "--prefetch-width") a.prefetch_width = std::stoi(v);
+      else if (k == "--out") a.out = v;
+      else if (k == "--count") a.count = std::max(1, std::stoi(v));
+      else if (k == "--prefix-tokens") a.prefix_tokens = std::max(0, std::stoi(v));
       else throw ns::Error(ns::ErrorKind::invalid_input, "unknown option " + k);
     }
     if (a.batches.empty()) throw ns::Error(ns::ErrorKind::invalid_input, "--batch needs at least one size");
@@ -350,6 +391,7 @@ int main(int argc, char** argv) {
     if (a.cmd == "decode") return cmd_decode(a);
     if (a.cmd == "prefill") return cmd_prefill(a);
     if (a.cmd == "spread") return cmd_spread(a);
+    if (a.cmd == "docs") return cmd_docs(a);
     throw ns::Error(ns::ErrorKind::invalid_input, "unknown command " + a.cmd);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ns_bench_batch: %s\n", e.what());

@@ -44,7 +44,7 @@ model_bytes=$(stat -c %s "$model")
 budget_bytes=$(numfmt --from=iec "${budget%iB}")
 largest=$(tr , '\n' <<<"$batches" | sort -n | tail -1)
 echo "== model $model: $((model_bytes >> 20)) MiB, budget $budget; in-RAM runs with $ram_budget"
-echo "   machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "   machine: $(machine_line)"
 fio_gib_s=$(bench_fio "$model" 6)
 echo "== fio O_DIRECT sequential read (best of three shapes): $fio_gib_s GiB/s"
 

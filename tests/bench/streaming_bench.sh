@@ -66,7 +66,7 @@ model=$(bench_model "$work" "$n_layer")
 budget_bytes=$(numfmt --from=iec "${budget%iB}")
 model_bytes=$(stat -c %s "$model")
 echo "== model $model: $((model_bytes >> 20)) MiB = $(jq -n "$model_bytes / $budget_bytes | .*10|round/10")x the budget of $budget"
-echo "   machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "   machine: $(machine_line)"
 
 fio_gib_s=$(bench_fio "$model" 6)
 echo "== fio O_DIRECT sequential read (best of 1 MiB x 16, and 1 MiB x 16 / 4 MiB x 8 with registered buffers): $fio_gib_s GiB/s"

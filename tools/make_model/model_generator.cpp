@@ -72,6 +72,7 @@ std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
 
   auto model = std::make_unique<PlannedModel>();
   model->vocab_source = vocab.source;
+  model->random_expert_codes = opt.random_expert_codes;
   gguf::GgufWriter& w = model->writer;
   // Key order as in llama.cpp's converter output (and ../shared/models).
   w.set("general.architecture", str(arch->name()));
@@ -116,6 +117,8 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
     const std::vector<float>* weights = model.tensor_importance[i];
     const uint64_t rows_per_expert = plan.dims.size() > 1 ? plan.dims[1] : 1;  // importance row = expert
     for (auto& s : scratch) s.resize(static_cast<size_t>(n));
+    const bool codes = model.random_expert_codes && plan.expert && !plan.fill && type == GgmlType::MXFP4 &&
+                       plan.init.kind == Init::Kind::normal;
 
     for (uint64_t first = 0; first < rows; first += rows_per_chunk) {
       const uint64_t count = std::min(rows_per_chunk, rows - first);
@@ -123,6 +126,11 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
       pool.parallel_for(static_cast<int64_t>(count), [&](int thread, int64_t begin, int64_t end) {
         float* row = scratch[static_cast<size_t>(thread)].data();
         for (int64_t r = begin; r < end; ++r) {
+          if (codes) {
+            fill_mxfp4_codes(seed, key, first + static_cast<uint64_t>(r), plan.init,
+                             chunk.data() + static_cast<uint64_t>(r) * row_bytes, n);
+            continue;
+          }
           if (plan.fill)
             plan.fill(seed, first + static_cast<uint64_t>(r), row, n);
           else

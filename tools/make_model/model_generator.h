@@ -40,6 +40,7 @@ struct GeneratorOptions {
   std::string imatrix_path;  // empty: none; else llama-imatrix's GGUF (importance.h)
   // Non-empty: only the entries whose tensor name contains one of these (llama-quantize --include-weights).
   std::vector<std::string> imatrix_include;
+  bool random_expert_codes = false;  // MXFP4 routed experts as random codes (fill_mxfp4_codes)
 };
 
 struct PlannedModel {
@@ -53,6 +54,7 @@ struct PlannedModel {
   // Per tensor: its importance weights (n_expert rows of dims[0]) when its type
   // quantizes with them (kernels::importance_use), else null.
   std::vector<const std::vector<float>*> tensor_importance;
+  bool random_expert_codes = false;  // GeneratorOptions' flag
 };
 
 // Throws ns::Error(invalid_input) for impossible shapes or types, bad_model/io for a bad --vocab file, and

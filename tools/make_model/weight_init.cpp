@@ -1,5 +1,7 @@
 #include "tools/make_model/weight_init.h"
 
+#include "engine/kernels/formats.h"
+
 namespace ns::make_model {
 namespace {
 
@@ -25,6 +27,11 @@ float unit_normal(uint64_t bits) {
   return static_cast<float>(sum - kMean) * kInvStd;
 }
 
+// The row's own stream: splitmix64 started from a hash of (seed, tensor, row).
+uint64_t row_state(uint64_t seed, uint64_t key, uint64_t row) {
+  return mix64(mix64(mix64(seed + kGamma) ^ key) + row * kGamma);
+}
+
 }  // namespace
 
 uint64_t tensor_key(std::string_view name) {
@@ -37,8 +44,7 @@ uint64_t tensor_key(std::string_view name) {
 }
 
 void fill_row(uint64_t seed, uint64_t key, uint64_t row, const Init& init, float* out, int64_t n) {
-  // The row's own stream: splitmix64 started from a hash of (seed, tensor, row).
-  uint64_t state = mix64(mix64(mix64(seed + kGamma) ^ key) + row * kGamma);
+  uint64_t state = row_state(seed, key, row);
   for (int64_t j = 0; j < n; ++j) {
     state += kGamma;
     out[j] = unit_normal(mix64(state));
@@ -53,6 +59,25 @@ void fill_row(uint64_t seed, uint64_t key, uint64_t row, const Init& init, float
   for (int64_t j = 0; j < n; ++j) sum += out[j];
   const float mean = n > 1 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
   for (int64_t j = 0; j < n; ++j) out[j] = (out[j] - mean) * init.scale;
+}
+
+void fill_mxfp4_codes(uint64_t seed, uint64_t key, uint64_t row, const Init& init, uint8_t* out, int64_t n) {
+  using namespace kernels::mxfp4;
+  // Uniform codes: E[kValues^2] = (0 + 1 + 4 + 9 + 16 + 36 + 64 + 144) / 8 = 34.25,
+  // a deviation of 5.85 * scale(e). The exponent whose deviation is nearest
+  // init.scale by halving or doubling (exact in float, the same everywhere).
+  uint8_t e = 128;
+  while (e > 2 && 5.85f * scale(e) > 1.4142f * init.scale) --e;
+  while (e < 200 && 5.85f * scale(e) * 1.4142f < init.scale) ++e;
+  uint64_t state = row_state(seed, key, row);
+  for (int64_t b = 0; b < n / kBlockElems; ++b, out += kBlockBytes) {
+    out[0] = e;
+    for (int half = 0; half < 2; ++half) {
+      state += kGamma;
+      uint64_t bits = mix64(state);
+      for (int j = 0; j < 8; ++j, bits >>= 8) out[1 + half * 8 + j] = static_cast<uint8_t>(bits);
+    }
+  }
 }
 
 }  // namespace ns::make_model

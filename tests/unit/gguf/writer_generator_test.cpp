@@ -406,6 +406,36 @@ TEST_CASE("weights are zero-mean after quantization and scaled by fan-in") {
   }
 }
 
+TEST_CASE("--random-expert-codes: MXFP4 experts as random codes, zero-mean, near the normal rows' deviation") {
+  ScratchDir dir;
+  const std::string flags = "--n-embd 256 --n-ff 128 --n-layer 2 --n-expert 8 --n-expert-used 2 --type Q8_0 "
+                            "--tensor-type _exps=MXFP4 --seed 5";
+  const auto normal = make_and_open(dir, "normal.gguf", flags);
+  const auto codes = make_and_open(dir, "codes.gguf", flags + " --random-expert-codes --threads 1");
+  const auto again = make_and_open(dir, "again.gguf", flags + " --random-expert-codes --threads 2");
+  CHECK(read_bytes(dir.file("codes.gguf")) == read_bytes(dir.file("again.gguf")));
+  REQUIRE(normal->tensors().size() == codes->tensors().size());
+  int expert_tensors = 0;
+  for (size_t i = 0; i < codes->tensors().size(); ++i) {
+    const TensorInfo& t = codes->tensors()[i];
+    const TensorInfo& n = normal->tensors()[i];
+    CAPTURE(t.name);
+    const bool differ = std::memcmp(codes->tensor_data(t), normal->tensor_data(n), t.nbytes) != 0;
+    if (t.name.find("_exps") == std::string::npos) {
+      CHECK(!differ);  // only the routed experts change
+      continue;
+    }
+    ++expert_tensors;
+    CHECK(differ);
+    const Stats c = stats(dequantize(*codes, t)), q = stats(dequantize(*normal, n));
+    CHECK(std::abs(c.mean) < 0.01 * c.std);
+    // One exponent per tensor, a power of two from the target at most: within sqrt(2).
+    CHECK(c.std > q.std / 1.45);
+    CHECK(c.std < q.std * 1.45);
+  }
+  CHECK(expert_tensors == 6);  // gate, up, down in each of the 2 layers
+}
+
 TEST_CASE("random tokens spread over the experts") {
   // Layer 0's router applied to normalized embeddings of 64 tokens: a bias
   // common to all tokens would send them to the same few experts.
