@@ -27,27 +27,32 @@ sed -i -e 's/^threads: 2/threads: 1/' "$CONFIG"
   echo "checkpoint_tokens: 0"
 } >> "$CONFIG"
 
-tokens=${ETA_TEST_TOKENS:-1000}
+tokens=${ETA_TEST_TOKENS:-2000}
 cores=$(nproc)
 load_before=$(cut -d' ' -f1 /proc/loadavg)
 a=$(ns submit --config "$CONFIG" --model m --max-tokens "$tokens" --ignore-eos --temperature 0 "Once upon a time")
 start_daemon
 generated() { sql "SELECT ifnull(progress_generated, 0) FROM jobs WHERE id = $a"; }
 past() { (($(generated) >= $1)); }
-wait_for 60 "job $a to decode an eighth of its tokens alone" past $((tokens / 8))
+wait_for 240 "job $a to decode an eighth of its tokens alone" past $((tokens / 8))
 others=()
 for i in 1 2 3; do
-  others+=("$(ns submit --config "$CONFIG" --model m --max-tokens $((tokens * 2)) --ignore-eos "Another story $i")")
+  others+=("$(ns submit --config "$CONFIG" --model m --max-tokens "$tokens" --ignore-eos "Another story $i")")
 done
-wait_for 120 "job $a at mid-run" past $((tokens / 2))
+# The snapshot is taken once the three are decoding and A is past half its
+# tokens (later than mid-run when the machine is fast), so the batch it shows
+# is always the grown one.
+others_running() { (($(sql "SELECT count(*) FROM jobs WHERE state = 'running' AND id != $a AND progress_generated > 0") == 3)); }
+wait_for 240 "the three others to join job $a's batch" others_running
+wait_for 240 "job $a at mid-run" past $((tokens / 2))
 mid=$(ns status --config "$CONFIG" --json)
-wait_for 120 "job $a to end" state_is "$a" done
+wait_for 240 "job $a to end" state_is "$a" done
 finished=$(sql "SELECT finished_ms FROM jobs WHERE id = $a")
 started=$(sql "SELECT started_ms FROM jobs WHERE id = $a")
 kill -TERM "$DAEMON_PID"  # the others are released, checkpointed
 wait_daemon 0
 
-printf '%s' "$mid" > "$WORK/mid.json"
+printf "%s" "$mid" > "$WORK/mid.json"
 load_after=$(cut -d' ' -f1 /proc/loadavg)
 python3 - "$WORK/mid.json" "$a" "$finished" "$started" "$tokens" "$cores" "$load_before" "$load_after" <<'PY' ||
 import json, os, sys
