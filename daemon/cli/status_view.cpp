@@ -75,11 +75,16 @@ std::optional<double> job_eta_s(const jobs::Job& job, int64_t now_ms) {
   return jobs::remaining_eta_s(from_rate, now_ms);
 }
 
-// `line` cut to `width` characters (UTF-8 aware), "..." marking the cut.
-std::string fit(const std::string& line, int width) {
+// Characters (not bytes) of a UTF-8 line.
+size_t chars_of(const std::string& line) {
   size_t chars = 0;
   for (unsigned char c : line) chars += (c & 0xC0) != 0x80;
-  if (chars <= static_cast<size_t>(width)) return line;
+  return chars;
+}
+
+// `line` cut to `width` characters (UTF-8 aware), "..." marking the cut.
+std::string fit(const std::string& line, int width) {
+  if (chars_of(line) <= static_cast<size_t>(width)) return line;
   const size_t keep = static_cast<size_t>(std::max(width - 3, 0));
   size_t seen = 0, i = 0;
   for (; i < line.size(); ++i) {
@@ -234,10 +239,21 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
       const std::string batch = daemon_batch_text(daemon_batch(s, w.id));
       if (!batch.empty()) line += "  " + batch;
     }
-    line += "  " + worker_state_text(w, s.now_ms);
+    // Then the rest while it fits: whole fields, the last one cut only where
+    // enough of it shows, so a narrow terminal never cuts into the batch's ETA.
+    std::vector<std::string> rest = {worker_state_text(w, s.now_ms)};
     if (w.stopped_ms == 0) {
-      line += "  " + (w.model.empty() ? std::string("(no model)") : w.model);
-      if (!w.problem.empty()) line += "  CANNOT SERVE: " + one_line(w.problem, 200);
+      rest.push_back(w.model.empty() ? std::string("(no model)") : w.model);
+      if (!w.problem.empty()) rest.push_back("CANNOT SERVE: " + one_line(w.problem, 200));
+    }
+    for (const std::string& field : rest) {
+      const int room = width - static_cast<int>(chars_of(line)) - 2;
+      if (room >= static_cast<int>(chars_of(field))) {
+        line += "  " + field;
+        continue;
+      }
+      if (room >= 8) line += "  " + fit(field, room);
+      break;
     }
     daemons.lines.push_back(fit(line, width));
   }
