@@ -36,7 +36,11 @@ ns submit --config "$demo/config.yaml" --model demo --max-tokens 32 --temperatur
   "The night shift begins when the office empties."
 ns submit --config "$demo/config.yaml" --model demo --max-tokens 24 --temperature 0.7 --top-p 0.9 --seed 1 \
   "Dear diary, today the queue"
-ns submit --config "$demo/config.yaml" --model no-such-model "This job names a model the config does not have."
+echo "== a job naming a model the config does not have is refused at submit (exit 4) =="
+if ns submit --config "$demo/config.yaml" --model no-such-model "This job names a model the config does not have."; then
+  echo "demo: the submit of an unknown model was accepted" >&2
+  exit 1
+fi
 
 echo "== running nightshiftd --drain =="
 "$bin/daemon/nightshiftd" --config "$demo/config.yaml" --drain
