@@ -1,47 +1,17 @@
 // The token loop must not allocate: counts global operator new calls while
 // the reader and the expert cache serve layers (acquire, wait_next, release,
-// prefetch, raw submit and wait_any). Replacing operator new here affects the
-// whole test binary, which only costs a counter increment elsewhere.
+// prefetch, raw submit and wait_any). The counter is
+// tests/unit/allocation_counter.h.
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "engine/stream/expert_cache.h"
 #include "engine/stream/stream_stats.h"
+#include "tests/unit/allocation_counter.h"
 #include "tests/unit/stream/stream_test_util.h"
 
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-// GCC flags free() on memory from operator new once these are inlined, not knowing that
-// this operator new is malloc: the pairing is right by construction.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 using namespace ns::stream;
-
-TEST_CASE("the allocation counter sees allocations (so a zero below means something)") {
-  const long before = g_allocations.load();
-  auto* v = new std::vector<int>(100);
-  delete v;
-  CHECK(g_allocations.load() - before >= 2);
-}
 
 TEST_CASE("serving layers from the expert cache does not allocate") {
   stream_test::ScratchDir dir;
@@ -76,7 +46,7 @@ TEST_CASE("serving layers from the expert cache does not allocate") {
       ReadOp op;
       ReadOp* ops[1] = {&op};
 
-      const long before = g_allocations.load();
+      const long before = ns_test::allocations();
       for (int token = 0; token < 6; ++token) {
         for (uint32_t l = 1; l < shape.n_layer; ++l) {
           const std::vector<int32_t>& experts = routes[(token + l) % routes.size()];
@@ -96,7 +66,7 @@ TEST_CASE("serving layers from the expert cache does not allocate") {
       }
       cache.wait_idle();
       const StreamStats s = snapshot(*reader, &cache);
-      const long during = g_allocations.load() - before;
+      const long during = ns_test::allocations() - before;
       CHECK(during == 0);
       CHECK(s.cache.misses > 0);
       CHECK(s.cache.hits > 0);
