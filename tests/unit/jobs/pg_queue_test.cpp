@@ -20,8 +20,10 @@
 #include "jobs/pg_queue.h"
 #include "jobs/queue.h"
 #include "tests/unit/jobs/backends.h"
+#include "tests/unit/jobs/database_error.h"
 
 using namespace ns::jobs;
+using ns::test::database_error_from;
 
 namespace {
 
@@ -32,18 +34,6 @@ JobSpec spec(const std::string& prompt) {
   return s;
 }
 
-// What `f` threw, or fails the test if nothing was thrown.
-template <class F>
-DatabaseError database_error_from(F&& f) {
-  try {
-    f();
-  } catch (const DatabaseError& e) {
-    return e;
-  }
-  FAIL("no DatabaseError was thrown");
-  return DatabaseError(false, "");
-}
-
 #define PG_BACKEND(db)                                                          \
   ns::test::PgBackend db;                                                       \
   if (!db.available()) {                                                        \
@@ -52,19 +42,6 @@ DatabaseError database_error_from(F&& f) {
   }
 
 }  // namespace
-
-TEST_CASE("the embedded PostgreSQL migrations are numbered 1..N and not empty") {
-  auto all = pg::migrations();
-  REQUIRE_FALSE(all.empty());
-  for (size_t i = 0; i < all.size(); ++i) {
-    CHECK(all[i].version == static_cast<int>(i + 1));
-    CAPTURE(all[i].file_name);
-    // Each changes the schema: creates something or alters a table.
-    CHECK((all[i].sql.find("CREATE") != std::string_view::npos || all[i].sql.find("ALTER TABLE") != std::string_view::npos));
-  }
-  CHECK(std::string(all[0].file_name) == "001_init.sql");
-  CHECK(pg::latest_schema_version() == all.back().version);
-}
 
 TEST_CASE("PostgreSQL: migrations are recorded once; a newer schema is refused, not touched") {
   PG_BACKEND(db);

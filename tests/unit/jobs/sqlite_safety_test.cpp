@@ -21,26 +21,16 @@
 #include "jobs/sqlite_migrations.h"
 #include "jobs/sqlite_queue.h"
 #include "jobs/time_format.h"
+#include "tests/unit/jobs/database_error.h"
 #include "tests/unit/jobs/temp_dir.h"
 
 using namespace ns::jobs;
+using ns::test::database_error_from;
 
 namespace {
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
-}
-
-// What open/submit threw, or fails the test if nothing was thrown.
-template <class F>
-DatabaseError database_error_from(F&& f) {
-  try {
-    f();
-  } catch (const DatabaseError& e) {
-    return e;
-  }
-  FAIL("no DatabaseError was thrown");
-  return DatabaseError(false, "");
 }
 
 JobSpec spec(const std::string& prompt) {

@@ -7,6 +7,7 @@
 
 #include "engine/util/error.h"
 #include "jobs/queue.h"
+#include "jobs/pg_migrations.h"
 #include "jobs/sqlite_db.h"
 #include "jobs/sqlite_migrations.h"
 #include "jobs/sqlite_queue.h"
@@ -14,17 +15,20 @@
 
 using namespace ns::jobs;
 
-TEST_CASE("the embedded migrations are numbered 1..N and not empty") {
-  auto all = sqlite::migrations();
-  REQUIRE_FALSE(all.empty());
-  for (size_t i = 0; i < all.size(); ++i) {
-    CHECK(all[i].version == static_cast<int>(i + 1));
-    CAPTURE(all[i].file_name);
-    // Each changes the schema: creates something or alters a table.
-    CHECK((all[i].sql.find("CREATE") != std::string_view::npos || all[i].sql.find("ALTER TABLE") != std::string_view::npos));
-  }
-  CHECK(std::string(all[0].file_name) == "001_init.sql");
-  CHECK(sqlite::latest_schema_version() == all.back().version);
+TEST_CASE("each backend's embedded migrations are numbered 1..N and not empty") {
+  const auto check = [](std::span<const Migration> all, int latest) {
+    REQUIRE_FALSE(all.empty());
+    for (size_t i = 0; i < all.size(); ++i) {
+      CHECK(all[i].version == static_cast<int>(i + 1));
+      CAPTURE(all[i].file_name);
+      // Each changes the schema: creates something or alters a table.
+      CHECK((all[i].sql.find("CREATE") != std::string_view::npos || all[i].sql.find("ALTER TABLE") != std::string_view::npos));
+    }
+    CHECK(std::string(all[0].file_name) == "001_init.sql");
+    CHECK(latest == all.back().version);
+  };
+  check(sqlite::migrations(), sqlite::latest_schema_version());
+  check(pg::migrations(), pg::latest_schema_version());
 }
 
 TEST_CASE("migrations run once; reopening keeps the data and applies nothing") {
