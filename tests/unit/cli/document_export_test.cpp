@@ -18,16 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
-}
-
 void submit_folder(ns::jobs::Queue& q, const fs::path& docs, const std::string& batch = "docs") {
   ns::jobs::JobSpec base;
   base.model = "tiny";
@@ -46,9 +36,9 @@ TEST_CASE("continued names keep the folder and the extension") {
 TEST_CASE("each finished document's continuation is written under OUT with its relative path") {
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs", out = db.dir.path() / "out";
-  write(docs / "one.md", "One.");
-  write(docs / "sub/two.txt", "Two.");
-  write(docs / "three.md", "Three.");
+  ns::test::write_file(docs / "one.md", "One.");
+  ns::test::write_file(docs / "sub/two.txt", "Two.");
+  ns::test::write_file(docs / "three.md", "Three.");
   submit_folder(*db.queue, docs);
   db.finish_next(" The end.");       // one.md
   db.fail_next("io", "disk gone");   // sub/two.txt (jobs are claimed in relative-path order)
@@ -56,7 +46,7 @@ TEST_CASE("each finished document's continuation is written under OUT with its r
 
   DocumentExportReport r = export_documents(*db.queue, out, {});
   CHECK(r.written == std::vector<std::string>{"one.continued.md"});
-  CHECK(read(out / "one.continued.md") == " The end.");
+  CHECK(ns::test::read_file(out / "one.continued.md") == " The end.");
   CHECK(r.pending == 1);
   REQUIRE(r.problems.size() == 1);
   CHECK(r.problems[0].name == "sub/two.txt");
@@ -72,8 +62,8 @@ TEST_CASE("each finished document's continuation is written under OUT with its r
   with_doc.with_document = true;
   r = export_documents(*db.queue, out, with_doc);
   CHECK(r.written == std::vector<std::string>{"one.continued.md", "three.continued.md"});
-  CHECK(read(out / "one.continued.md") == "One. The end.");
-  CHECK(read(out / "three.continued.md") == "Three. Four.");
+  CHECK(ns::test::read_file(out / "one.continued.md") == "One. The end.");
+  CHECK(ns::test::read_file(out / "three.continued.md") == "Three. Four.");
 
   // Exporting into the documents' folder: the output is never taken for a document.
   export_documents(*db.queue, docs, {});
@@ -84,10 +74,10 @@ TEST_CASE("each finished document's continuation is written under OUT with its r
 TEST_CASE("an edited document: its newest version decides") {
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs", out = db.dir.path() / "out";
-  write(docs / "one.md", "Version one.");
+  ns::test::write_file(docs / "one.md", "Version one.");
   submit_folder(*db.queue, docs);
   db.finish_next(" Old continuation.");
-  write(docs / "one.md", "Version two.");
+  ns::test::write_file(docs / "one.md", "Version two.");
   submit_folder(*db.queue, docs);
 
   DocumentExportReport r = export_documents(*db.queue, out, {});
@@ -97,14 +87,14 @@ TEST_CASE("an edited document: its newest version decides") {
   db.finish_next(" New continuation.");
   r = export_documents(*db.queue, out, {});
   CHECK(r.written == std::vector<std::string>{"one.continued.md"});
-  CHECK(read(out / "one.continued.md") == " New continuation.");
+  CHECK(ns::test::read_file(out / "one.continued.md") == " New continuation.");
 }
 
 TEST_CASE("--batch picks one batch; JSONL and plain jobs are not documents; escaping names are refused") {
   ns::test::CliQueue db;
   const fs::path a = db.dir.path() / "a", b = db.dir.path() / "b", out = db.dir.path() / "out";
-  write(a / "x.md", "From a.");
-  write(b / "y.md", "From b.");
+  ns::test::write_file(a / "x.md", "From a.");
+  ns::test::write_file(b / "y.md", "From b.");
   submit_folder(*db.queue, a, "batch-a");
   submit_folder(*db.queue, b, "batch-b");
   ns::jobs::JobSpec plain;

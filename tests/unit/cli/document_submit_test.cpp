@@ -17,11 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
-
 std::vector<std::string> names(const std::vector<Document>& docs) {
   std::vector<std::string> out;
   for (const Document& d : docs) out.push_back(d.relative_path);
@@ -40,15 +35,15 @@ ns::jobs::JobSpec base() {
 TEST_CASE("documents: matching files at any depth, not hidden ones, not export output") {
   ns::test::TempDir t;
   const fs::path docs = t.path() / "notes";
-  write(docs / "b.md", "B");
-  write(docs / "a.txt", "A");
-  write(docs / "sub/deeper/c.md", "C");
-  write(docs / "skip.pdf", "not a document");
-  write(docs / ".hidden.md", "hidden");
-  write(docs / ".git/config.md", "hidden folder");
-  write(docs / "b.continued.md", "written by export --dir");
-  write(docs / "sub/c.continued", "written by export --dir");
-  write(docs / "to.be.continued.later.md", "a document whose name merely contains the word");
+  ns::test::write_file(docs / "b.md", "B");
+  ns::test::write_file(docs / "a.txt", "A");
+  ns::test::write_file(docs / "sub/deeper/c.md", "C");
+  ns::test::write_file(docs / "skip.pdf", "not a document");
+  ns::test::write_file(docs / ".hidden.md", "hidden");
+  ns::test::write_file(docs / ".git/config.md", "hidden folder");
+  ns::test::write_file(docs / "b.continued.md", "written by export --dir");
+  ns::test::write_file(docs / "sub/c.continued", "written by export --dir");
+  ns::test::write_file(docs / "to.be.continued.later.md", "a document whose name merely contains the word");
   CHECK(names(find_documents(docs, kDefaultDocumentGlobs)) ==
         std::vector<std::string>{"a.txt", "b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
   CHECK(names(find_documents(docs, {"*.md"})) == std::vector<std::string>{"b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
@@ -72,9 +67,9 @@ TEST_CASE("custom ids name the document and its version") {
 TEST_CASE("one job per document; a rerun queues nothing; an edited document gets one new job") {
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs";
-  write(docs / "one.md", "Chapter one. The rain");
-  write(docs / "two.txt", "Notes: the meeting");
-  write(docs / "sub/three.md", "Third");
+  ns::test::write_file(docs / "one.md", "Chapter one. The rain");
+  ns::test::write_file(docs / "two.txt", "Notes: the meeting");
+  ns::test::write_file(docs / "sub/three.md", "Third");
 
   const DocumentSubmitReport first = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(first.created() == 3);
@@ -95,7 +90,7 @@ TEST_CASE("one job per document; a rerun queues nothing; an edited document gets
   CHECK(again.already() == 3);
   for (size_t i = 0; i < 3; ++i) CHECK(again.documents[i].id == first.documents[i].id);
 
-  write(docs / "two.txt", "Notes: the meeting ran late");
+  ns::test::write_file(docs / "two.txt", "Notes: the meeting ran late");
   const DocumentSubmitReport edited = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(edited.created() == 1);
   CHECK(edited.documents[2].relative_path == "two.txt");
@@ -106,9 +101,9 @@ TEST_CASE("one job per document; a rerun queues nothing; an edited document gets
 TEST_CASE("a document that cannot be queued is reported; the others are queued") {
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs";
-  write(docs / "empty.md", "");
-  write(docs / "latin1.txt", "caf\xe9");
-  write(docs / "good.md", "fine");
+  ns::test::write_file(docs / "empty.md", "");
+  ns::test::write_file(docs / "latin1.txt", "caf\xe9");
+  ns::test::write_file(docs / "good.md", "fine");
   const DocumentSubmitReport r = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(r.created() == 1);
   CHECK(r.rejected() == 2);

@@ -27,14 +27,8 @@ using jobs::JobState;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using test::read_file;
+using test::write_file;
 
 // The GGUF with the type id of tensor `name` replaced by `type_id`: after the
 // name come n_dims (u32), n_dims dims (u64 each), then the type (u32).
