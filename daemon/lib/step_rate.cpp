@@ -92,6 +92,19 @@ void StepRate::fit() {
   per_step_ = best[0];
   per_token_ = best[1];
   per_key_ = best[2];
+  // The price of a key now: the latest steps of the batch as it is now, above
+  // what the fit charges per step and per token, per key they attended.
+  if (!steps_.back().decode_only) return;
+  double seconds = 0, keys = 0, tokens = 0;
+  size_t n = 0;
+  for (size_t k = steps_.size(); k-- > steps_.size() - segment_;) {
+    seconds += steps_[k].seconds;
+    keys += steps_[k].keys;
+    tokens += steps_[k].tokens;
+    if (++n >= min_segment_steps_ && seconds >= kRecent.count()) break;
+  }
+  if (n < min_segment_steps_ || keys <= 0) return;
+  per_key_ = std::max(per_key_, (seconds - per_step_ * double(n) - per_token_ * tokens) / keys);
 }
 
 double StepRate::step_seconds(double tokens, double keys) const {

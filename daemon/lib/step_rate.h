@@ -17,6 +17,33 @@
 // first token (what the ETAs used before) averages faster steps in: those
 // ETAs ran 25-40 % low.
 //
+// A key's price is not one number: it rises as the batch's KV caches grow
+// (measured on the 2-core test machine, the compute thread's CPU time per
+// step of eta.sh's model: 0.65 us a key for one job up to 1,500 keys, about
+// 1.0 us for four from 2,000 to 11,000 keys; likely the CPU caches, which
+// hold one job's KV and not four's). A fit over steps that have not reached
+// the batch's size yet prices the keys ahead too low: just after a batch grew
+// (segment too short, so the window's fit, mostly steps of the smaller batch)
+// the ETAs ran 19-40 % low on a quiet machine. So a key costs at least what
+// it costs now: the latest second of the batch as it is now (at least 32
+// steps), above what the fit charges per step and per token, per key those
+// steps attended; the model's price per key is the larger of the two (the
+// price of that rule: a slower second, another process's burst, reads as
+// dearer keys, and the ETA errs high until it passes).
+// Replayed on 16 recorded runs of eta.sh (the daemon's debug step log), the
+// error at mid-run went from a median of -22 % to -7 % in wall time on the
+// loaded machine (11 runs), from -21..-34 % to -12..-23 % on a quiet one (5
+// runs, the daemon niced over the others), and within 15 % from 7 to 10 of 14
+// runs in CPU time. Not enough: the key a batch attends now is dearer than
+// the average key so far and keeps getting dearer as its KV caches grow (in
+// one quiet run the model priced a key at 0.84 us at 1,850 keys; the steps
+// that followed cost 1.15 us per added key), and eta.sh on the quiet
+// machine, whose snapshot comes just after the batch grew, still measures
+// -17 % to -48 % in the daemon (11 runs; -23 % to -40 % in 5 before). And on
+// the shared machine even a step's CPU time shifts +-25 % from one second to
+// the next with the other processes' use of the caches, which no past step
+// foresees.
+//
 // ETAs are to max_tokens (an end-of-text token or a stop string may come
 // sooner); jobs that will join later are not foreseen. Not thread-safe (the
 // worker thread owns it).
@@ -73,6 +100,7 @@ class StepRate {
   // once it has this many steps over this long; before, the whole window.
   static constexpr size_t min_segment_steps_ = 32;
   static constexpr std::chrono::seconds min_segment_{2};
+  static constexpr std::chrono::duration<double> kRecent{1.0};  // the price of a key now: the last second
   static constexpr size_t kMaxSegment = 4096;  // its latest steps, enough to show the trend
   void fit();
   std::chrono::milliseconds window_;

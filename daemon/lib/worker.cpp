@@ -584,9 +584,9 @@ void Worker::step() {
   ++totals_.steps;
   const BatchStepStats& st = batch_->last_step();
   rate_.add(t0, Clock::now(), st);
-  spdlog::debug("step {}: {} job(s), {} tokens ({} prefill), {} experts ({} read, {} cached), {:.1f} MiB read, "
+  spdlog::debug("step {}: {} job(s), {} tokens ({} prefill, {} keys), {} experts ({} read, {} cached), {:.1f} MiB read, "
                 "{:.1f} ms ({:.1f} ms waiting for reads)",
-                totals_.steps, size, st.tokens, st.prefill_tokens, st.experts_used, st.experts_read,
+                totals_.steps, size, st.tokens, st.prefill_tokens, st.keys, st.experts_used, st.experts_read,
                 st.experts_cached, mib(st.bytes_read), ms_since(t0), 1e3 * st.io_wait_s);
   for (auto& [handle, gen] : batch_->take_finished()) {
     auto it = std::find_if(active_.begin(), active_.end(), [&](const auto& a) { return a->handle == handle; });
