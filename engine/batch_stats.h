@@ -28,6 +28,7 @@ struct BatchStepStats {
   int32_t tokens = 0;          // tokens in the forward pass
   int32_t decode_tokens = 0;   // of which next tokens of decoding sequences
   int32_t prefill_tokens = 0;  // of which prompt (or replayed checkpoint) tokens
+  int32_t prefix_tokens = 0;   // prompt tokens copied from prefix snapshots, not computed (generation_batch.h)
   int32_t generated = 0;       // completion tokens sampled by this step
   int64_t keys = 0;            // keys the step's tokens attend to in all: sum of (position + 1)
   uint32_t experts_used = 0;   // distinct (layer, expert) pairs routed to, over all MoE layers
@@ -45,6 +46,7 @@ struct BatchRunStats {
   int64_t steps = 0;
   int64_t tokens = 0;           // tokens through the forward pass
   int64_t decode_tokens = 0, prefill_tokens = 0;
+  int64_t prefix_tokens = 0;    // prompt tokens copied from prefix snapshots instead of prefilled
   int64_t generated = 0;        // completion tokens sampled
   int64_t sequence_steps = 0;   // sum over steps of BatchStepStats::sequences
   uint64_t experts_used = 0, experts_cached = 0, experts_read = 0;
@@ -77,6 +79,7 @@ inline void BatchRunStats::add(const BatchStepStats& s) {
   tokens += s.tokens;
   decode_tokens += s.decode_tokens;
   prefill_tokens += s.prefill_tokens;
+  prefix_tokens += s.prefix_tokens;
   generated += s.generated;
   sequence_steps += s.sequences;
   experts_used += s.experts_used;

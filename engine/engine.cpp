@@ -29,6 +29,7 @@ class EngineImpl final : public Engine {
     mo.n_seq = std::max(1, opts.max_sequences);
     mo.max_batch = std::max(0, opts.max_batch_tokens);
     mo.kv_tokens = opts.kv_tokens;
+    mo.prefix_cache = std::max(0, opts.prefix_cache);
     mo.streaming.memory_budget = opts.memory_budget;
     mo.streaming.io_mode = opts.io_mode;
     mo.streaming.cache_policy = opts.cache_policy;

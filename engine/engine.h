@@ -35,6 +35,8 @@ struct EngineOptions {
   // deepseek2 files with the fused attn_kv_b: cache expanded keys and values
   // as the reference does (its logits exactly) instead of the latent.
   bool mla_expanded_cache = false;
+  // Prompt-prefix snapshots GenerationBatch keeps (ModelOptions::prefix_cache); 0 = no prefix sharing.
+  int prefix_cache = 0;
 };
 
 class GenerationBatch;
@@ -70,6 +72,9 @@ struct GenerationStats {
   // jobs of a batch it is the batch's decoding wall time, so decoded tokens /
   // decode_share_ms is the batch's rate; alone it equals decode_ms.
   double decode_share_ms = 0;
+  // Prompt tokens copied from a prefix snapshot instead of prefilled
+  // (GenerationBatch's prefix sharing); 0 when the whole prompt was computed.
+  uint64_t prefix_tokens = 0;
 };
 
 // One choice of a generation: what a single-choice request returns, and each

@@ -17,7 +17,26 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// FNV-1a over token ids: the key of a prefix snapshot (its tokens are compared too).
+uint64_t token_hash(std::span<const int32_t> tokens) {
+  uint64_t h = 1469598103934665603ull;
+  for (const int32_t t : tokens)
+    for (int b = 0; b < 4; ++b) h = (h ^ ((static_cast<uint32_t>(t) >> (8 * b)) & 0xffu)) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace
+
+struct GenerationBatch::Prefix {
+  std::vector<int32_t> tokens;    // the prompt prefix it holds; empty: free
+  uint64_t hash = 0;              // token_hash(tokens)
+  int32_t seq = 0;                // its spare sequence in the model's state
+  Sequence* producer = nullptr;   // whose prefill is making it; null once ready
+  int waiters = 0;                // requests that will copy it (they keep it from eviction)
+  uint64_t used = 0;              // last use, for LRU eviction
+  bool ready() const { return !tokens.empty() && producer == nullptr; }
+  int64_t len() const { return static_cast<int64_t>(tokens.size()); }
+};
 
 struct GenerationBatch::Grammars {
   struct Entry {
@@ -89,6 +108,8 @@ struct GenerationBatch::Sequence {
   Clock::time_point t_start, t_decode;
   bool decoding = false;
   bool announced = false;         // its first report (prefilled 0) is made
+  int use_prefix = -1;            // a snapshot to copy before its prefill goes on (it waits for it)
+  int make_prefix = -1;           // a snapshot its prefill stops at and fills
   // This request's share of the steps it took part in (see the header).
   uint64_t bytes = 0;
   double io_wait_s = 0, compute_s = 0, read_busy_s = 0;
@@ -112,9 +133,15 @@ GenerationBatch::GenerationBatch(Model& model) : model_(model) {
   finishing_.reserve(slots_.size());
   step_tokens_.reserve(slots_.size());
   step_decoded_.reserve(slots_.size());
+  prefixes_.resize(static_cast<size_t>(model.prefix_slots()));
+  for (size_t e = 0; e < prefixes_.size(); ++e) prefixes_[e].seq = static_cast<int32_t>(model.n_seq() + static_cast<int64_t>(e));
 }
 
-GenerationBatch::~GenerationBatch() = default;
+// The snapshots' rows go back to the pool (the next batch on this model starts empty).
+GenerationBatch::~GenerationBatch() {
+  for (const Prefix& p : prefixes_)
+    if (!p.tokens.empty()) model_.release_rows(p.seq);
+}
 
 int GenerationBatch::free_slots() const {
   return static_cast<int>(std::count(slots_.begin(), slots_.end(), nullptr));
@@ -224,8 +251,12 @@ int GenerationBatch::add(GenerationRequest request) {
                     " tokens within memory_budget: lower max_tokens, shorten the prompt, or raise memory_budget "
                     "(`nightshift model info MODEL --memory-budget B` shows what fits)");
   if (kv.pooled() && !fits_rows(need, n)) {
-    refused_rows_ = need;
-    return kNoRoom;
+    while (!fits_rows(need, n) && evict_prefix(-1)) {
+    }
+    if (!fits_rows(need, n)) {
+      refused_rows_ = need;
+      return kNoRoom;
+    }
   }
 
   // Every sequence is built before any takes a slot: a bad request leaves the batch unchanged.
@@ -256,6 +287,7 @@ int GenerationBatch::add(GenerationRequest request) {
     for (const auto& s : seqs) group->choices.push_back(&s->result);
     group->progress.prompt_tokens = static_cast<int32_t>(prompt.size());
   }
+  Sequence& leader = *seqs.front();
   for (int k = 0; k < n; ++k) {
     Sequence& s = *seqs[static_cast<size_t>(k)];
     s.handle = handle;
@@ -269,7 +301,150 @@ int GenerationBatch::add(GenerationRequest request) {
     *it = std::move(seqs[static_cast<size_t>(k)]);
   }
   refused_rows_ = 0;
+  if (sharing_ && !prefixes_.empty()) plan_prefix(leader);
   return handle;
+}
+
+// Where the joining request s (a leader: choice 0) finds its prompt's
+// longest shared part (the header's "Prefix sharing").
+void GenerationBatch::plan_prefix(Sequence& s) {
+  const int64_t limit = (s.n_prompt - 1) / kPrefixBlock * kPrefixBlock;  // its last prompt token is computed
+  if (limit < kPrefixMin) return;
+  const std::span<const int32_t> prompt(s.history.data(), static_cast<size_t>(s.n_prompt));
+  // A snapshot (ready or under way) that begins its prompt.
+  int best = -1;
+  for (size_t e = 0; e < prefixes_.size(); ++e) {
+    const Prefix& p = prefixes_[e];
+    if (p.tokens.empty() || p.len() > limit || (best >= 0 && p.len() <= prefixes_[static_cast<size_t>(best)].len()))
+      continue;
+    if (p.hash == token_hash(prompt.first(p.tokens.size())) &&
+        std::equal(p.tokens.begin(), p.tokens.end(), prompt.begin()))
+      best = static_cast<int>(e);
+  }
+  if (best >= 0) ++prefixes_[static_cast<size_t>(best)].waiters;  // kept while a longer one is sought
+  const int64_t have = best >= 0 ? prefixes_[static_cast<size_t>(best)].len() : 0;
+  // The longest common start with another request's prompt.
+  Sequence* other = nullptr;
+  int64_t common = 0;
+  for (auto& slot : slots_) {
+    if (!slot || slot.get() == &s || slot->choice != 0) continue;
+    const int64_t n = std::min(limit, slot->n_prompt);
+    const auto diff = std::mismatch(prompt.begin(), prompt.begin() + n, slot->history.begin());
+    const int64_t len = (diff.first - prompt.begin()) / kPrefixBlock * kPrefixBlock;
+    if (len > common) {
+      common = len;
+      other = slot.get();
+    }
+  }
+  if (common >= kPrefixMin && common > have) {
+    // The other request gives the snapshot now if its state is that of
+    // exactly the common part, or if the state is attention rows only (no
+    // recurrent state, no sliding ring) and it has them; it makes the
+    // snapshot if its prefill has not passed the common part yet (nor will
+    // jump past it by a copy); else this request's own prefill makes it.
+    const SequenceState& kv = model_.sequence_state();
+    const bool rows_only = kv.n_recurrent_layers() == 0 && kv.n_sliding_layers() == 0;
+    const int64_t other_at =
+        other->use_prefix >= 0 ? std::max(other->fed, prefixes_[static_cast<size_t>(other->use_prefix)].len()) : other->fed;
+    Sequence* producer = &s;
+    bool now = false;
+    if ((rows_only && other->fed >= common) || (!other->decoding && other->use_prefix < 0 && other->fed == common)) {
+      producer = other;
+      now = true;
+    } else if (!other->decoding && other->make_prefix < 0 && other_at <= common) {
+      producer = other;
+    } else if (s.make_prefix >= 0) {
+      producer = nullptr;
+    }
+    const int e = producer ? take_prefix(common, best) : -1;
+    if (e >= 0) {
+      Prefix& p = prefixes_[static_cast<size_t>(e)];
+      p.tokens.assign(prompt.begin(), prompt.begin() + common);
+      p.hash = token_hash(p.tokens);
+      p.used = ++prefix_tick_;
+      if (now) {
+        model_.copy_sequence(producer->seq, p.seq, common);  // ready at once
+      } else {
+        p.producer = producer;
+        producer->make_prefix = e;
+      }
+      if (producer != &s) {  // this one waits for it rather than for the shorter one
+        if (best >= 0) --prefixes_[static_cast<size_t>(best)].waiters;
+        best = e;
+        ++p.waiters;
+      }
+    }
+  }
+  if (best < 0) return;
+  s.use_prefix = best;
+  prefixes_[static_cast<size_t>(best)].used = ++prefix_tick_;
+}
+
+// A free snapshot slot holding `len` rows of the pool, evicting idle ones
+// (never `keep`) as needed; -1 when none can be had.
+int GenerationBatch::take_prefix(int64_t len, int keep) {
+  auto free = [&] {
+    return std::find_if(prefixes_.begin(), prefixes_.end(), [](const Prefix& p) { return p.tokens.empty(); });
+  };
+  auto it = free();
+  if (it == prefixes_.end() && evict_prefix(keep)) it = free();
+  if (it == prefixes_.end()) return -1;
+  while (!model_.reserve_rows(it->seq, len))
+    if (!evict_prefix(keep)) return -1;
+  return static_cast<int>(it - prefixes_.begin());
+}
+
+// Drops the least recently used snapshot that is ready and that no request waits for.
+bool GenerationBatch::evict_prefix(int keep) {
+  Prefix* lru = nullptr;
+  for (size_t e = 0; e < prefixes_.size(); ++e) {
+    Prefix& p = prefixes_[e];
+    if (static_cast<int>(e) != keep && p.ready() && p.waiters == 0 && (!lru || p.used < lru->used)) lru = &p;
+  }
+  if (!lru) return false;
+  drop_prefix(static_cast<int>(lru - prefixes_.data()));
+  return true;
+}
+
+void GenerationBatch::drop_prefix(int e) {
+  Prefix& p = prefixes_[static_cast<size_t>(e)];
+  model_.release_rows(p.seq);
+  p.tokens.clear();
+  p.producer = nullptr;
+  p.waiters = 0;
+  for (auto& slot : slots_)  // waiters of an unfinished one prefill on their own
+    if (slot && slot->use_prefix == e) slot->use_prefix = -1;
+}
+
+// s has fed exactly its snapshot's tokens: its state now is the snapshot.
+void GenerationBatch::snapshot(Sequence& s) {
+  Prefix& p = prefixes_[static_cast<size_t>(s.make_prefix)];
+  model_.copy_sequence(s.seq, p.seq, p.len());
+  p.producer = nullptr;
+  s.make_prefix = -1;
+}
+
+void GenerationBatch::copy_prefixes() {
+  for (auto& slot : slots_) {
+    if (!slot || slot->use_prefix < 0) continue;
+    Sequence& s = *slot;
+    Prefix& p = prefixes_[static_cast<size_t>(s.use_prefix)];
+    if (!p.ready()) continue;
+    model_.copy_sequence(p.seq, s.seq, p.len());
+    s.fed = p.len();
+    s.result.stats.prefix_tokens = static_cast<uint64_t>(p.len());
+    prefix_copied_ += p.len();
+    --p.waiters;
+    p.used = ++prefix_tick_;
+    s.use_prefix = -1;
+  }
+}
+
+void GenerationBatch::set_prefix_sharing(bool on) { sharing_ = on; }
+
+int GenerationBatch::prefix_entries() const {
+  return static_cast<int>(
+      std::count_if(prefixes_.begin(), prefixes_.end(), [](const Prefix& p) { return !p.tokens.empty(); }));
 }
 
 // Whether n ranges of `need` rows fit the pool's free ranges now (first fit, as reserve() does).
@@ -302,6 +477,10 @@ bool GenerationBatch::report(Sequence& s) {
 }
 
 void GenerationBatch::finish(Sequence& s, const char* reason) {
+  if (s.make_prefix >= 0) drop_prefix(s.make_prefix);  // it never reached the snapshot's end
+  s.make_prefix = -1;
+  if (s.use_prefix >= 0) --prefixes_[static_cast<size_t>(s.use_prefix)].waiters;
+  s.use_prefix = -1;
   const auto now = Clock::now();
   GenerationResult& r = s.result;
   if (r.finish_reason.empty()) r.finish_reason = reason;
@@ -381,6 +560,7 @@ bool GenerationBatch::step() {
     }
   for (auto& slot : slots_)
     if (slot && slot->group && slot->group->cancelled) finish(*slot, "cancelled");
+  copy_prefixes();
   // Decoding sequences first (one token each), then prompt chunks fill what is left.
   batch_.clear();
   batch_owner_.clear();
@@ -392,13 +572,16 @@ bool GenerationBatch::step() {
       batch_owner_.push_back(&s);
     }
   for (auto& slot : slots_) {
-    if (!slot || slot->decoding || slot->waiting) continue;
+    if (!slot || slot->decoding || slot->waiting || slot->use_prefix >= 0) continue;
     Sequence& s = *slot;
-    // A leader stops at the end of its prompt until the other choices have its state.
+    // A leader stops at the end of its prompt until the other choices have
+    // its state; a snapshot's producer at the snapshot's end.
     const bool sharing = s.group && !s.group->shared;
-    const int64_t end = sharing ? s.n_prompt : s.n_fill;
+    const int64_t last = sharing ? s.n_prompt : s.n_fill;  // its logits row comes back there
+    int64_t end = last;
+    if (s.make_prefix >= 0) end = std::min(end, prefixes_[static_cast<size_t>(s.make_prefix)].len());
     for (int64_t pos = s.fed; pos < end && batch_.size() < cap; ++pos) {
-      batch_.push_back({s.history[static_cast<size_t>(pos)], s.seq, static_cast<int32_t>(pos), pos + 1 == end});
+      batch_.push_back({s.history[static_cast<size_t>(pos)], s.seq, static_cast<int32_t>(pos), pos + 1 == last});
       batch_owner_.push_back(&s);
     }
   }
@@ -420,6 +603,8 @@ bool GenerationBatch::step() {
     }
   }
   st.tokens = static_cast<int32_t>(batch_.size());
+  st.prefix_tokens = static_cast<int32_t>(prefix_copied_);
+  prefix_copied_ = 0;
 
   model_.forward_batch(batch_, logits_);
 
@@ -429,6 +614,7 @@ bool GenerationBatch::step() {
   for (size_t i = 0; i < batch_.size(); ++i) {
     Sequence& s = *batch_owner_[i];
     ++s.fed;
+    if (s.make_prefix >= 0 && s.fed == prefixes_[static_cast<size_t>(s.make_prefix)].len()) snapshot(s);
     if (!batch_[i].logits) continue;
     float* lg = &logits_[row++ * n_vocab];
     if (s.group && !s.group->shared) {
@@ -454,6 +640,8 @@ bool GenerationBatch::step() {
   attribute(st);
   for (auto& [seq, reason] : finishing_) finish(*seq, reason);
   finishing_.clear();
+  while (refused_rows_ > 0 && evict_prefix(-1)) {  // a request waits for rows: idle snapshots give theirs
+  }
   // Prefill progress for sequences still filling their prompt.
   for (auto& slot : slots_)
     if (slot && !slot->decoding && !slot->waiting && slot->req.on_progress) {
@@ -630,8 +818,10 @@ std::vector<std::pair<int, GenerationResult>> GenerationBatch::take_finished() {
   return out;
 }
 
-std::vector<GenerationResult> GenerationBatch::run_all(Model& model, std::vector<GenerationRequest> requests) {
+std::vector<GenerationResult> GenerationBatch::run_all(Model& model, std::vector<GenerationRequest> requests,
+                                                      bool prefix_sharing, BatchRunStats* totals) {
   GenerationBatch batch(model);
+  batch.set_prefix_sharing(prefix_sharing);
   std::vector<GenerationResult> results(requests.size());
   std::vector<int> handle_to_index;
   size_t next = 0;
@@ -646,6 +836,7 @@ std::vector<GenerationResult> GenerationBatch::run_all(Model& model, std::vector
     for (auto& [h, r] : batch.take_finished()) results[static_cast<size_t>(handle_to_index[static_cast<size_t>(h)])] = std::move(r);
     if (!more && next == requests.size()) break;
   }
+  if (totals) *totals = batch.totals();
   return results;
 }
 

@@ -63,6 +63,40 @@
 // again when largest_free_rows() >= refused_rows(). A sequence's tokens do
 // not depend on where its rows lie, so batched output still equals alone.
 //
+// Prefix sharing (docs/batching.md): requests whose prompts begin alike (a
+// JSONL batch's system prompt and instruction, a nightly batch's template)
+// prefill the common part once. The model's spare sequences
+// (Model::prefix_slots(), ModelOptions::prefix_cache) hold snapshots: the
+// state after exactly P prompt tokens (attention rows 0..P-1, a sliding
+// layer's ring as it stands after P, the recurrent state after P), keyed by a
+// hash of those tokens; P is a multiple of kPrefixBlock, at least
+// kPrefixMin, and at most the prompt's length - 1 (its last token is always
+// computed: it gives the first logits). When a request joins (choice 0 of
+// n), its prompt is compared with the snapshots (hash, then the tokens
+// themselves: a collision shares nothing) and with the prompts of the
+// requests in the batch, and the longest common part wins:
+// - a snapshot: copied into its slot at the next step (Model::copy_sequence),
+//   its prefill starts at P; one still being produced, it waits for (no
+//   forward pass of its own meanwhile);
+// - a request of the batch sharing P tokens that has not fed past P: that
+//   one's prompt chunk ends at P, its state is snapshotted there and the
+//   joiner waits for it; else the joiner's own prefill is split at P and
+//   snapshotted, for later joiners (the daemon's jobs come one step apart).
+// A job's tokens equal those without sharing: the copy holds exactly what its
+// own prefill would have computed for positions < P (every token's result is
+// independent of its batch neighbours and of where prefill chunks end). A
+// resumed request replays its checkpoint after the copy; keep_tail prompts
+// compare their kept tokens. A snapshot costs P rows of the KV pool while it
+// is kept; the least recently used snapshot no request is waiting on is
+// evicted when a slot or rows are wanted, a joining request's rows first
+// (add() evicts before it answers kNoRoom; step() evicts all idle ones while
+// a request is refused). A producer that finishes or is cancelled before P
+// drops its snapshot, and its waiters prefill on their own.
+// Stats: GenerationStats::prefix_tokens, the prompt tokens a request copied;
+// BatchStepStats::prefix_tokens, those copied at a step (prefill_tokens
+// counts only the tokens computed), so a batch of 64 jobs with a 300-token
+// common prefix prefills the 300 once. set_prefix_sharing(false) turns it off.
+//
 // Not thread-safe. Uses the model's KV-cache sequences; at most
 // model.n_seq() sequences are active at once (a request of n choices takes n).
 #pragma once
@@ -118,14 +152,24 @@ class GenerationBatch {
   // Requests that finished since the last call, with their handles.
   std::vector<std::pair<int, GenerationResult>> take_finished();
 
-  // Runs requests to completion, up to n_seq at a time, results in request order.
-  static std::vector<GenerationResult> run_all(Model& model, std::vector<GenerationRequest> requests);
+  // Runs requests to completion, up to n_seq at a time, results in request
+  // order; totals (optional) receives the run's totals().
+  static std::vector<GenerationResult> run_all(Model& model, std::vector<GenerationRequest> requests,
+                                               bool prefix_sharing = true, BatchRunStats* totals = nullptr);
 
   // The figures of the latest step() that ran a forward pass (zeros before the first).
   const BatchStepStats& last_step() const { return last_step_; }
   // Sum of every step since construction or reset_totals().
   const BatchRunStats& totals() const { return totals_; }
   void reset_totals() { totals_ = {}; }
+  // Prefix sharing (above): on by default when the model has prefix slots;
+  // off, every request prefills its whole prompt (for comparison).
+  static constexpr int64_t kPrefixBlock = 16;  // snapshot lengths are multiples of this
+  static constexpr int64_t kPrefixMin = 32;    // shorter common parts are not shared
+  void set_prefix_sharing(bool on);
+  bool prefix_sharing() const { return sharing_ && !prefixes_.empty(); }
+  // Snapshots kept now (ready or being produced), for tests and logs.
+  int prefix_entries() const;
   // Time spent computing and applying grammar masks since construction, seconds.
   double grammar_seconds() const { return grammar_s_; }
 
@@ -137,6 +181,17 @@ class GenerationBatch {
   bool fits_rows(int64_t need, int n) const;
   int64_t refused_rows_ = 0;
   struct Group;     // the choices of a request with n > 1
+  struct Prefix;    // a prompt-prefix snapshot in one of the model's spare sequences
+  void plan_prefix(Sequence& s);
+  int take_prefix(int64_t len, int keep);  // a free snapshot with len rows reserved, or -1
+  bool evict_prefix(int keep);             // drops the least recently used idle snapshot
+  void drop_prefix(int e);
+  void snapshot(Sequence& s);              // s's state becomes its snapshot's
+  void copy_prefixes();                    // waiting requests whose snapshot is ready copy it
+  std::vector<Prefix> prefixes_;
+  bool sharing_ = true;
+  uint64_t prefix_tick_ = 0;
+  int64_t prefix_copied_ = 0;              // tokens copied since the last step's figures
   std::unique_ptr<Sequence> make_sequence(GenerationRequest request, std::span<const int32_t> prompt);
   void take_row(Sequence& s, float* logits, BatchStepStats& st);
   void share_prompt(Sequence& leader, const float* logits, BatchStepStats& st);

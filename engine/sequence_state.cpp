@@ -32,15 +32,13 @@ struct SequenceState::Buffer {
 SequenceState::~SequenceState() = default;
 
 SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout,
-                             int64_t max_batch, bool allocate, int64_t pool_rows)
-    : n_seq_(n_seq), n_ctx_(n_ctx), layout_(layout) {
+                             int64_t max_batch, bool allocate, int64_t pool_rows, int64_t n_spare)
+    : n_seq_(n_seq), n_all_(n_seq + std::max<int64_t>(n_spare, 0)), n_ctx_(n_ctx), layout_(layout) {
   pool_rows_ = n_seq_ * n_ctx_;
-  if (pool_rows > 0 && pool_rows < pool_rows_) {
-    pool_rows_ = pool_rows;
-    pooled_ = true;
-  }
-  start_.resize(static_cast<size_t>(n_seq_));
-  len_.resize(static_cast<size_t>(n_seq_));
+  if (pool_rows > 0 && pool_rows < pool_rows_) pool_rows_ = pool_rows;
+  pooled_ = pool_rows_ < n_seq_ * n_ctx_ || n_all_ > n_seq_;
+  start_.resize(static_cast<size_t>(n_all_));
+  len_.resize(static_cast<size_t>(n_all_));
   if (pooled_) {
     free_.emplace_back(0, pool_rows_);
   } else {
@@ -71,7 +69,7 @@ SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, cons
     rows_.push_back(rows);
     in_pool_.push_back(attends && w == 0);
     first_row_.push_back(total_rows_);
-    total_rows_ += attends && w == 0 ? pool_rows_ : rows * n_seq_;
+    total_rows_ += attends && w == 0 ? pool_rows_ : rows * n_all_;
   }
   if (allocate) this->allocate();
 }
@@ -82,13 +80,13 @@ void SequenceState::allocate() {
   vbuf_ = std::make_unique<Buffer>(static_cast<size_t>(total_rows_ * layout_.v_dim) * sizeof(uint16_t));
   kp_ = kbuf_->data();
   vp_ = vbuf_->data();
-  const auto count = [&](int64_t layers, int64_t per) { return static_cast<size_t>(layers * n_seq_ * per); };
+  const auto count = [&](int64_t layers, int64_t per) { return static_cast<size_t>(layers * n_all_ * per); };
   conv_.resize(count(n_rec_, layout_.conv_floats));
   state_.resize(count(n_rec_, layout_.state_floats));
 }
 
 bool SequenceState::reserve(int64_t seq, int64_t n) {
-  if (seq < 0 || seq >= n_seq_ || n < 1 || n > n_ctx_)
+  if (seq < 0 || seq >= n_all_ || n < 1 || n > n_ctx_)
     throw Error(ErrorKind::internal, "sequence state: a reservation of " + std::to_string(n) + " rows for sequence " +
                                          std::to_string(seq) + " (contexts of " + std::to_string(n_ctx_) + ")");
   if (!pooled_) return true;
@@ -138,15 +136,15 @@ int64_t SequenceState::largest_free() const {
 
 void SequenceState::reset_recurrent(int64_t seq) {
   for (int64_t r = 0; r < n_rec_; ++r) {
-    const auto c = static_cast<size_t>((r * n_seq_ + seq) * layout_.conv_floats);
-    const auto s = static_cast<size_t>((r * n_seq_ + seq) * layout_.state_floats);
+    const auto c = static_cast<size_t>((r * n_all_ + seq) * layout_.conv_floats);
+    const auto s = static_cast<size_t>((r * n_all_ + seq) * layout_.state_floats);
     std::fill_n(conv_.begin() + static_cast<std::ptrdiff_t>(c), layout_.conv_floats, 0.0f);
     std::fill_n(state_.begin() + static_cast<std::ptrdiff_t>(s), layout_.state_floats, 0.0f);
   }
 }
 
 void SequenceState::copy_sequence(int64_t src, int64_t dst, int64_t n_tokens) {
-  if (src < 0 || src >= n_seq_ || dst < 0 || dst >= n_seq_ || n_tokens < 0 || n_tokens > seq_rows(src) ||
+  if (src < 0 || src >= n_all_ || dst < 0 || dst >= n_all_ || n_tokens < 0 || n_tokens > seq_rows(src) ||
       n_tokens > seq_rows(dst))
     throw Error(ErrorKind::internal, "sequence state: copy of " + std::to_string(n_tokens) + " tokens from sequence " +
                                          std::to_string(src) + " to " + std::to_string(dst) + " is out of range");
@@ -160,7 +158,7 @@ void SequenceState::copy_sequence(int64_t src, int64_t dst, int64_t n_tokens) {
     std::copy_n(v(il, src, 0), n * layout_.v_dim, v(il, dst, 0));
   }
   for (int64_t r = 0; r < n_rec_; ++r) {
-    const auto from = static_cast<size_t>(r * n_seq_ + src), to = static_cast<size_t>(r * n_seq_ + dst);
+    const auto from = static_cast<size_t>(r * n_all_ + src), to = static_cast<size_t>(r * n_all_ + dst);
     std::copy_n(conv_.begin() + static_cast<std::ptrdiff_t>(from * layout_.conv_floats), layout_.conv_floats,
                 conv_.begin() + static_cast<std::ptrdiff_t>(to * layout_.conv_floats));
     std::copy_n(state_.begin() + static_cast<std::ptrdiff_t>(from * layout_.state_floats), layout_.state_floats,

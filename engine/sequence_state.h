@@ -40,6 +40,16 @@
 // (reset_recurrent), so a job entering a slot never sees its predecessor's
 // state, and a resumed job that replays its tokens from position 0 rebuilds
 // it exactly. Not thread-safe (one forward at a time, like the Model).
+//
+// Spare sequences (the prefix cache, generation_batch.h): n_spare more
+// sequences, ids n_seq .. n_seq + n_spare - 1, that never run a forward pass:
+// they hold snapshots copied in and out with copy_sequence(). Each has its
+// own sliding rings and recurrent state (counted in attention_bytes() and
+// recurrent_bytes(), so the memory plan holds them) and takes its full
+// layers' rows from the same pool as the batch's sequences, by reserve(): a
+// snapshot of P tokens costs P rows while it is kept. With spares the pool is
+// always handed out first-fit (pooled() is true), so every sequence, spare or
+// not, must reserve its rows before it is used.
 #pragma once
 
 #include <cstddef>
@@ -71,7 +81,7 @@ class SequenceState {
   // pool_rows: the full layers' rows shared by all sequences (above); 0 or
   // anything at or above n_seq x n_ctx is the fixed layout.
   SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout, int64_t max_batch = 1,
-                bool allocate = true, int64_t pool_rows = 0);
+                bool allocate = true, int64_t pool_rows = 0, int64_t n_spare = 0);
   ~SequenceState();
   SequenceState(const SequenceState&) = delete;
   SequenceState& operator=(const SequenceState&) = delete;
@@ -80,11 +90,12 @@ class SequenceState {
   void allocate();
 
   int64_t n_seq() const { return n_seq_; }
+  int64_t n_spare() const { return n_all_ - n_seq_; }  // the spare sequences (above) after them
   int64_t n_ctx() const { return n_ctx_; }
   // The pool: rows every full layer keeps for all sequences together.
   int64_t pool_rows() const { return pool_rows_; }
   bool pooled() const { return pooled_; }
-  // Gives sequence seq `n` rows (1 <= n <= n_ctx) of the pool, releasing what
+  // Gives sequence seq (any of n_seq + n_spare) `n` rows (1 <= n <= n_ctx) of the pool, releasing what
   // it held; false when no n free rows lie side by side (nothing changes).
   // Fixed layout: always true. Positions [0, n) of seq are then valid.
   bool reserve(int64_t seq, int64_t n);
@@ -122,9 +133,9 @@ class SequenceState {
 
   uint64_t attention_bytes() const {
     return bytes_per_token() * static_cast<uint64_t>(pool_rows_) +
-           sliding_bytes_per_sequence() * static_cast<uint64_t>(n_seq_);
+           sliding_bytes_per_sequence() * static_cast<uint64_t>(n_all_);
   }
-  uint64_t recurrent_bytes() const { return recurrent_bytes_per_sequence() * static_cast<uint64_t>(n_seq_); }
+  uint64_t recurrent_bytes() const { return recurrent_bytes_per_sequence() * static_cast<uint64_t>(n_all_); }
   uint64_t bytes() const { return attention_bytes() + recurrent_bytes(); }
   // Attention cache bytes one token of context takes (the layers that see
   // every position; a sliding layer's ring does not grow with the context).
@@ -146,10 +157,10 @@ class SequenceState {
     if (in_pool_[l]) return first_row_[l] + start_[static_cast<size_t>(seq)] + pos;
     return first_row_[l] + seq * rows_[l] + pos % rows_[l];
   }
-  int64_t rec(int64_t il, int64_t seq) const { return index_[static_cast<size_t>(il)] * n_seq_ + seq; }
+  int64_t rec(int64_t il, int64_t seq) const { return index_[static_cast<size_t>(il)] * n_all_ + seq; }
 
   struct Buffer;  // anonymous mapping, zero until written
-  int64_t n_seq_, n_ctx_, pool_rows_ = 0;
+  int64_t n_seq_, n_all_, n_ctx_, pool_rows_ = 0;  // n_all_: n_seq_ + the spares
   bool pooled_ = false;
   SequenceLayout layout_;
   int64_t total_rows_ = 0;         // rows of every layer together

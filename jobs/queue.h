@@ -138,6 +138,9 @@ struct JobResult {
   // A document longer than the context: prompt tokens dropped from its front
   // (prompt_tokens counts those kept); 0 otherwise (docs/long-context.md).
   int32_t prompt_tokens_dropped = 0;
+  // Prompt tokens copied from a prefix snapshot another job of the batch
+  // prefilled (engine GenerationStats::prefix_tokens); 0 = all computed.
+  uint64_t prefix_tokens = 0;
 };
 
 // How far a running job has got, written with its heartbeats.

@@ -44,6 +44,7 @@ inline constexpr ResultStat kResultStats[] = {
     {"prefetch_accuracy", &JobResult::prefetch_accuracy, nullptr, &GenerationStats::prefetch_accuracy},
     {"avg_batch_size", &JobResult::avg_batch_size, nullptr, &GenerationStats::avg_batch_size},
     {"decode_share_ms", &JobResult::decode_share_ms, nullptr, &GenerationStats::decode_share_ms},
+    {"prefix_tokens", nullptr, &JobResult::prefix_tokens, nullptr, &GenerationStats::prefix_tokens},
 };
 
 // "queue_wait_ms, load_ms, ...": the columns in table order, each after `prefix` ("r.").

@@ -14,6 +14,7 @@
 #include "daemon/cli/openai_batch.h"
 #include "daemon/cli/run_progress.h"
 #include "daemon/cli/sampling_flags.h"
+#include "daemon/lib/config.h"
 #include "engine/engine.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
@@ -70,7 +71,7 @@ json stats_json(const GenerationStats& s) {
           {"io_wait_ms", s.io_wait_ms},         {"compute_ms", s.compute_ms},
           {"cache_hit_rate", s.cache_hit_rate}, {"prefetch_accuracy", s.prefetch_accuracy},
           {"batch_steps", s.batch_steps},       {"avg_batch_size", s.avg_batch_size},
-          {"decode_share_ms", s.decode_share_ms}};
+          {"decode_share_ms", s.decode_share_ms},   {"prefix_tokens", s.prefix_tokens}};
 }
 
 // --cpu-features: which compute kernels run (kernels::set_isa_override).
@@ -221,6 +222,7 @@ struct ModelInfoArgs {
   std::string disk_rate;  // e.g. "2.3GiB" (per second): the disk-bound estimate's rate
   int64_t context = 0;  // the model's own length
   int max_batch = 1;
+  int prefix_cache = daemon::Config{}.prefix_cache;  // the daemon's default
   bool json = false;
 };
 
@@ -238,6 +240,7 @@ void model_info_command(const ModelInfoArgs& a) {
   // tokens, the tokens per forward pass sized from the budget.
   mo.context = a.context;
   mo.n_seq = a.max_batch;
+  mo.prefix_cache = a.prefix_cache;
   mo.max_batch = 0;
   mo.threads = 1;
   mo.streaming.io_mode = a.memory_budget.empty() ? "mmap" : "uring";
@@ -320,6 +323,7 @@ void model_info_command(const ModelInfoArgs& a) {
                         {"kv_tokens", st.pool_rows()},
                         {"max_batch", mo.n_seq},
                         {"max_batch_asked", a.max_batch},
+                        {"prefix_cache", a.prefix_cache},
                         {"resident_bytes", plan.resident_bytes},
                         {"kv_cache_bytes", plan.kv_cache_bytes},
                         {"recurrent_bytes", plan.recurrent_bytes},
@@ -447,6 +451,9 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   info->add_option("path", ia->path, "GGUF model file")->required();
   info->add_option("--memory-budget", ia->memory_budget, "Show what this budget holds resident (e.g. 8GiB)");
   info->add_option("--context,-c", ia->context, "Longest sequence the plan sizes the KV cache for (0 = the model's own length)")->capture_default_str();
+  info->add_option("--prefix-cache", ia->prefix_cache,
+                   "Prompt-prefix snapshots the plan holds, as the daemon's prefix_cache (0 = none)")
+      ->capture_default_str();
   info->add_option("--max-batch", ia->max_batch,
                    "Sequences the plan holds at once, as the daemon's max_batch (halved until it fits the budget, "
                    "as the daemon does)")

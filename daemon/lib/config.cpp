@@ -171,6 +171,12 @@ const std::vector<Option>& option_table() {
                  "cache holds max_batch x context tokens (halved at load until it fits memory_budget); 1 = one "
                  "job at a time (applies at the next model load)",
                  &Config::max_batch),
+      int_option("prefix_cache", "2", 0, 64, true,
+                 "prompt-prefix snapshots kept so jobs whose prompts begin alike (a JSONL batch's system prompt, a "
+                 "--dir batch's template) prefill the common part once (docs/batching.md); each holds its tokens' "
+                 "rows of the KV cache while kept, and one sequence's recurrent state on KDA/delta-net models; "
+                 "0 = off (applies at the next model load)",
+                 &Config::prefix_cache),
       {{"claim_models", "string", "any",
         "which jobs this daemon claims: any (a job naming a model not under models: goes back to the queue, and "
         "the daemon says so) or "

@@ -24,6 +24,7 @@ struct Config {
   std::string io_mode = "uring";              // uring | pread | mmap: how routed experts are read
   std::string cpu_features = "auto";          // auto | avx512 | avx2 | scalar: the kernels' ISA path
   int max_batch = 8;                          // jobs decoded together; 1 = one at a time
+  int prefix_cache = 2;                       // prompt-prefix snapshots kept (prefix sharing); 0 = off
   std::string claim_models = "any";           // any | configured: which jobs this daemon claims
   std::string log_level = "info";
   int poll_interval_ms = 1000;                // idle wait between claims

@@ -303,6 +303,9 @@ std::string format_job_details(const jobs::Job& job, bool escape) {
       field("prompt_dropped", fmt::format("{} tokens from the front: the document is longer than the context, "
                                           "its tail was continued",
                                           r.prompt_tokens_dropped));
+    if (r.prefix_tokens > 0)
+      field("prefix_shared", fmt::format("{} prompt tokens copied from a prefix another job prefilled",
+                                         r.prefix_tokens));
     field("queue_wait", fmt::format("{:.0f} ms", r.queue_wait_ms));
     field("load", fmt::format("{:.1f} ms", r.load_ms));
     field("prefill", fmt::format("{:.1f} ms ({:.2f} tok/s)", r.prefill_ms, r.prefill_tok_s));

@@ -132,6 +132,7 @@ WorkerOptions worker_options_from(const Config& config) {
   o.engine.io_mode = config.io_mode;
   o.cpu_features = config.cpu_features;
   o.engine.max_sequences = config.max_batch;
+  o.engine.prefix_cache = config.prefix_cache;
   o.poll_interval_ms = config.poll_interval_ms;
   o.lease_ms = config.lease_ms;
   o.checkpoint_tokens = config.checkpoint_tokens;
@@ -171,7 +172,8 @@ void Worker::update_options(WorkerOptions options) {
                                         options.engine.context != options_.engine.context ||
                                         options.engine.memory_budget != options_.engine.memory_budget ||
                                         options.engine.io_mode != options_.engine.io_mode ||
-                                        options.engine.max_sequences != options_.engine.max_sequences);
+                                        options.engine.max_sequences != options_.engine.max_sequences ||
+                                        options.engine.prefix_cache != options_.engine.prefix_cache);
   if (engine_stale && active_.empty()) {
     spdlog::info("model {}: its path or the engine options changed; it is loaded again for the next job",
                  engine_model_);
@@ -584,9 +586,9 @@ void Worker::step() {
   ++totals_.steps;
   const BatchStepStats& st = batch_->last_step();
   rate_.add(t0, Clock::now(), st);
-  spdlog::debug("step {}: {} job(s), {} tokens ({} prefill, {} keys), {} experts ({} read, {} cached), {:.1f} MiB read, "
-                "{:.1f} ms ({:.1f} ms waiting for reads)",
-                totals_.steps, size, st.tokens, st.prefill_tokens, st.keys, st.experts_used, st.experts_read,
+  spdlog::debug("step {}: {} job(s), {} tokens ({} prefill, {} keys, {} prompt tokens copied from prefixes), {} experts "
+                "({} read, {} cached), {:.1f} MiB read, {:.1f} ms ({:.1f} ms waiting for reads)",
+                totals_.steps, size, st.tokens, st.prefill_tokens, st.keys, st.prefix_tokens, st.experts_used, st.experts_read,
                 st.experts_cached, mib(st.bytes_read), ms_since(t0), 1e3 * st.io_wait_s);
   for (auto& [handle, gen] : batch_->take_finished()) {
     auto it = std::find_if(active_.begin(), active_.end(), [&](const auto& a) { return a->handle == handle; });
@@ -602,11 +604,13 @@ void Worker::step() {
     const BatchRunStats& run = batch_->totals();
     spdlog::info("batch run: {} job(s) (at most {} together) in {} steps, {} tokens in {:.1f} s = {:.2f} tok/s "
                  "aggregate, {:.1f} MiB read ({:.2f} MiB per token, {:.2f} GiB/s while reading), {:.0f}% of the "
-                 "time waiting for reads, expert cache hits {:.0f}%",
+                 "time waiting for reads, expert cache hits {:.0f}%; {} prompt tokens prefilled, {} copied from "
+                 "shared prefixes",
                  totals_.jobs, totals_.max_size, totals_.steps, totals_.tokens, secs,
                  secs > 0 ? totals_.tokens / secs : 0, mib(run.bytes_read),
                  totals_.tokens > 0 ? mib(run.bytes_read) / static_cast<double>(totals_.tokens) : 0,
-                 run.read_gib_s(), 100 * run.io_share(), 100 * run.cache_hit_rate());
+                 run.read_gib_s(), 100 * run.io_share(), 100 * run.cache_hit_rate(), run.prefill_tokens,
+                 run.prefix_tokens);
     batch_->reset_totals();
     totals_ = RunTotals{};
     rate_.reset();

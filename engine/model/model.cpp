@@ -36,13 +36,15 @@ uint64_t activation_bytes_per_token(const Hparams& hp, const BufferSizes& bs, bo
 // What bounds the KV cache beyond pool x per-token bytes, for the plan's line.
 std::string kv_pool_note(const SequenceState& st) {
   std::string note;
-  if (st.pooled())
+  if (st.pool_rows() < st.n_seq() * st.n_ctx())
     note = "a pool of " + std::to_string(st.pool_rows()) + " tokens shared by " + std::to_string(st.n_seq()) +
            " sequences of at most " + std::to_string(st.n_ctx());
   if (st.n_sliding_layers() > 0)
     note += (note.empty() ? "" : "; ") + std::to_string(st.n_sliding_layers()) + " of " +
             std::to_string(st.n_attention_layers()) + " layers sliding-window: " +
             std::to_string(st.sliding_bytes_per_sequence() >> 10) + " KiB a sequence whatever the context";
+  if (st.n_spare() > 0)
+    note += (note.empty() ? "" : "; ") + std::to_string(st.n_spare()) + " prefix-cache snapshots (rows from the pool)";
   return note;
 }
 
@@ -158,7 +160,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   for (;;) {
     // Sliding layers' rings hold every position one forward pass of B tokens writes or reads.
     // Sized first, allocated once the plan accepts it (64 x 128K contexts may not fit RAM).
-    m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false, pool);
+    m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false, pool,
+                                               std::max<int64_t>(0, opts.prefix_cache));
     StreamingFootprint fp;
     fp.kv_cache_bytes = m->seqs_->attention_bytes();
     fp.kv_cache_note = kv_pool_note(*m->seqs_);
@@ -175,7 +178,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
       pool = next;
     }
   }
-  if (m->seqs_->pooled())
+  if (m->seqs_->pool_rows() < full_pool)
     spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
                  m->seqs_->pool_rows(), n_seq, n_ctx);
   if (!opts.streaming.plan_only) m->seqs_->allocate();

@@ -36,6 +36,11 @@ struct ModelOptions {
   // sequence_state.h). 0: n_seq x context, halved at load until the memory
   // plan fits (never below kMinPoolRows); > 0: this many (at most n_seq x context).
   int64_t kv_tokens = 0;
+  // Prompt-prefix snapshots kept beside the n_seq sequences (GenerationBatch's
+  // prefix cache): spare sequences of the state (sequence_state.h) whose
+  // rows come from the KV pool and whose sliding rings and recurrent state
+  // the memory plan counts. 0: none, prefix sharing off.
+  int64_t prefix_cache = 0;
   StreamingOptions streaming;  // memory_budget, io_mode, cache policy (weight_streaming.h)
   ArchOptions arch;            // choices the file leaves open (engine/arch/architecture.h)
 };
@@ -91,6 +96,9 @@ class Model {
   // Each token's result is independent of what else is in the batch.
   void forward_batch(std::span<const BatchToken> batch, std::vector<float>& logits);
   int64_t n_seq() const { return seqs_->n_seq(); }
+  // Spare sequences for prefix snapshots, ids n_seq() .. n_seq() + prefix_slots() - 1
+  // (ModelOptions::prefix_cache): never in a forward pass, only copied from and to.
+  int64_t prefix_slots() const { return seqs_->n_spare(); }
   // Sequence dst starts as a copy of src's first n_tokens positions (attention
   // rows and recurrent state; SequenceState::copy_sequence).
   void copy_sequence(int32_t src, int32_t dst, int64_t n_tokens) { seqs_->copy_sequence(src, dst, n_tokens); }

@@ -5,6 +5,7 @@
 //   ns_bench_batch prefill MODEL [--prompt-tokens 512]
 //   ns_bench_batch spread  MODEL [--tokens 64]
 //   ns_bench_batch docs    MODEL --out FILE [--count 64] [--prompt-tokens 1500] [--prefix-tokens 300]
+//   ns_bench_batch prefix  MODEL [--count 16] [--prompt-tokens 400] [--prefix-tokens 300] [--tokens 8]
 // common options:
 //   --io-mode uring|pread|mmap  --budget SIZE (e.g. 2800MiB; 0 = what the machine has)
 //   --context N  --max-sequences N (default: the largest batch)  --threads N  --seed N
@@ -31,6 +32,12 @@
 // documents of about --prompt-tokens tokens in the model's tokenizer, each
 // starting with the same --prefix-tokens-token instruction, one per line of
 // --out (for `nightshift submit --prompt-lines`); only the tokenizer is loaded.
+// prefix: prefix sharing (engine/generation_batch.h) measured against itself:
+// --count prompts of about --prompt-tokens tokens, each starting with the same
+// --prefix-tokens-token instruction, decode --tokens greedy tokens in one
+// batch (--max-sequences at a time, default all), with sharing off and on, in
+// turn, --repeat times on one loaded model; prints the prompt tokens computed
+// and copied, wall time and the ratios, and whether every output is the same.
 //
 // Every run prints human lines and one "RESULT key=value ..." line per
 // configuration for the scripts.
@@ -323,6 +330,67 @@ int cmd_spread(const Args& a) {
   return 0;
 }
 
+double load_average() {
+  double l = 0;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = 0;
+    std::fclose(f);
+  }
+  return l;
+}
+
+int cmd_prefix(const Args& a) {
+  if (a.prefix_tokens <= 0 || a.prefix_tokens >= a.prompt_tokens)
+    throw ns::Error(ns::ErrorKind::invalid_input, "prefix needs 0 < --prefix-tokens < --prompt-tokens");
+  ns::ModelOptions mo;
+  load_opts(a, a.max_sequences > 0 ? a.max_sequences : a.count, mo);
+  if (mo.context <= 0) mo.context = a.prompt_tokens + a.tokens + 32;
+  mo.prefix_cache = 4;
+  auto m = ns::Model::load(a.model, mo);
+  std::printf("model %s, io_mode %s, budget %s, %lld sequences at a time, forward pass up to %lld tokens\n",
+              a.model.c_str(), a.io_mode.c_str(), a.budget ? format_size(a.budget).c_str() : "auto",
+              static_cast<long long>(m->n_seq()), static_cast<long long>(m->max_batch()));
+  print_plan(*m);
+  warm(*m, a);
+  const std::string prefix = random_prompt(m->tokenizer(), a.prefix_tokens, a.seed + 7000) + " ";
+  std::vector<ns::GenerationRequest> reqs;
+  for (int i = 0; i < a.count; ++i)
+    reqs.push_back({prefix + random_prompt(m->tokenizer(), a.prompt_tokens - a.prefix_tokens, a.seed + 8000 + static_cast<uint64_t>(i)),
+                    greedy(a.tokens), {}, {}, {}, {}});
+  struct Side {
+    ns::BatchRunStats s;
+    double seconds = 0;
+    std::vector<ns::GenerationResult> out;
+  } side[2];
+  for (int r = 0; r < a.repeat; ++r)
+    for (int on = 0; on < 2; ++on) {
+      const auto t0 = Clock::now();
+      side[on].out = ns::GenerationBatch::run_all(*m, reqs, on == 1, &side[on].s);
+      side[on].seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+  bool same = true;
+  for (size_t i = 0; i < reqs.size(); ++i) same &= side[0].out[i].tokens == side[1].out[i].tokens;
+  for (int on = 0; on < 2; ++on) {
+    const Side& x = side[on];
+    std::printf("sharing %-3s: %lld prompt tokens computed, %lld copied, %.2f s wall, %.2f s in steps that decoded nothing, "
+                "%lld forward passes, read %s\n",
+                on ? "on" : "off", static_cast<long long>(x.s.prefill_tokens), static_cast<long long>(x.s.prefix_tokens),
+                x.seconds, x.s.seconds - x.s.decode_seconds, static_cast<long long>(x.s.steps),
+                format_size(x.s.bytes_read).c_str());
+  }
+  const double tok_ratio = side[1].s.prefill_tokens > 0 ? double(side[0].s.prefill_tokens) / double(side[1].s.prefill_tokens) : 0;
+  const double wall_ratio = side[1].seconds > 0 ? side[0].seconds / side[1].seconds : 0;
+  std::printf("%d jobs, %d-token prompts sharing %d tokens: %.2fx fewer prompt tokens computed, %.2fx faster wall; "
+              "outputs %s; load average %.2f\n",
+              a.count, a.prompt_tokens, a.prefix_tokens, tok_ratio, wall_ratio, same ? "identical" : "DIFFER", load_average());
+  std::printf("RESULT kind=prefix count=%d prompt_tokens=%d prefix_tokens=%d computed_off=%lld computed_on=%lld copied=%lld "
+              "seconds_off=%.4f seconds_on=%.4f token_ratio=%.4f wall_ratio=%.4f same=%d load=%.2f\n",
+              a.count, a.prompt_tokens, a.prefix_tokens, static_cast<long long>(side[0].s.prefill_tokens),
+              static_cast<long long>(side[1].s.prefill_tokens), static_cast<long long>(side[1].s.prefix_tokens),
+              side[0].seconds, side[1].seconds, tok_ratio, wall_ratio, same ? 1 : 0, load_average());
+  return same ? 0 : 1;
+}
+
 int cmd_docs(const Args& a) {
   if (a.out.empty()) throw ns::Error(ns::ErrorKind::invalid_input, "docs needs --out FILE");
   if (a.prefix_tokens >= a.prompt_tokens)
@@ -357,7 +425,7 @@ int main(int argc, char** argv) {
   try {
     spdlog::set_level(spdlog::level::warn);  // the plan is printed as one line (print_plan)
     Args a;
-    if (argc < 3) throw ns::Error(ns::ErrorKind::invalid_input, "usage: ns_bench_batch decode|prefill|spread|docs MODEL [options]");
+    if (argc < 3) throw ns::Error(ns::ErrorKind::invalid_input, "usage: ns_bench_batch decode|prefill|spread|docs|prefix MODEL [options]");
     a.cmd = argv[1];
     a.model = argv[2];
     for (int i = 3; i < argc; ++i) {
@@ -392,6 +460,7 @@ int main(int argc, char** argv) {
     if (a.cmd == "prefill") return cmd_prefill(a);
     if (a.cmd == "spread") return cmd_spread(a);
     if (a.cmd == "docs") return cmd_docs(a);
+    if (a.cmd == "prefix") return cmd_prefix(a);
     throw ns::Error(ns::ErrorKind::invalid_input, "unknown command " + a.cmd);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ns_bench_batch: %s\n", e.what());

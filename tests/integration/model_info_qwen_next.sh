@@ -14,7 +14,8 @@ make_model next80b.gguf --arch qwen3next --n-embd 2048 --n-layer 48 --n-head 16 
 ((($(stat -c %b "$WORK/next80b.gguf") * 512) < 64 * 1024 * 1024)) || fail "the header-only file takes disk space"
 out=$(ns model info "$WORK/next80b.gguf" --memory-budget 8GiB --context 8192 --disk-rate 2.3GiB)
 expect_contains "$out" "parameters: 79054158592" "80B parameters"
-expect_contains "$out" "recurrent state       75.38 MiB  (delta-rule layers, fixed per sequence)" "recurrent state line"
+# One sequence's state (75.38 MiB) and the daemon's 2 prefix-cache snapshots' (prefix_cache, docs/batching.md).
+expect_contains "$out" "recurrent state      226.12 MiB  (delta-rule layers, fixed per sequence)" "recurrent state line"
 expect_contains "$out" "KV cache             192.00 MiB" "KV cache of the 12 full-attention layers only"
 
 # Qwen3.5-35B-A3B: 40 layers, the same attention and delta-net heads, 256 experts top-8 of 512, imrope sections.
@@ -24,6 +25,6 @@ make_model q35b.gguf --arch qwen35moe --n-embd 2048 --n-layer 40 --n-head 16 --n
   --n-ctx 262144 --type Q8_0 --tensor-type _exps=Q4_K --header-only
 out=$(ns model info "$WORK/q35b.gguf" --memory-budget 8GiB --context 8192 --disk-rate 2.3GiB)
 expect_contains "$out" "parameters: 33645589120" "35B parameters"
-expect_contains "$out" "recurrent state       62.81 MiB  (delta-rule layers, fixed per sequence)" "recurrent state line"
+expect_contains "$out" "recurrent state      188.44 MiB  (delta-rule layers, fixed per sequence)" "recurrent state line (3 x 62.81)"
 expect_contains "$out" "KV cache             160.00 MiB" "KV cache of the 10 full-attention layers only"
 echo "ok"

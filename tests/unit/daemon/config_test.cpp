@@ -69,6 +69,7 @@ context: 8192
 log_level: debug
 poll_interval_ms: 250
 worker_id: night-1
+prefix_cache: 0
 )",
                           "/etc/nightshift/config.yaml");
   CHECK(c.database == "/etc/nightshift/data/queue.db");
@@ -78,6 +79,8 @@ worker_id: night-1
   CHECK(c.models.at("up") == "/etc/shared/up.gguf");
   CHECK(c.threads == 6);
   CHECK(c.context == 8192);
+  CHECK(c.prefix_cache == 0);  // prefix sharing off (default 2)
+  CHECK(default_config().prefix_cache == 2);
   CHECK(c.log_level == "debug");
   CHECK(c.poll_interval_ms == 250);
   CHECK(c.worker_id == "night-1");
@@ -172,7 +175,7 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "cpu_features", "max_batch", "claim_models", "log_level", "poll_interval_ms",
+  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "cpu_features", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
                                        "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});
