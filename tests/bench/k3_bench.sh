@@ -5,7 +5,7 @@
 #      dense first layer of 18432) as K3 has them: latent MoE (the routed
 #      experts in a 4096-wide latent, ffn_routed_down/norm/up), attention
 #      residuals, situ; MXFP4 experts, Q8_0 elsewhere, a small vocabulary.
-#      N_LAYER 5 (one dense, four MoE, one of them MLA) is 21.4 GiB: 3.05x the 7 GiB budget;
+#      N_LAYER 6 (one dense, five MoE, one of them MLA) is 26.5 GiB: 3.3x the 8 GiB budget;
 #   2. `nightshift model info` at the budget: the plan, and the disk-bound
 #      tok/s at 1 sequence and at the batch that touches every expert for
 #      fio's rate (measured next: O_DIRECT sequential reads of the file);
@@ -22,15 +22,15 @@
 #      sequences), the same batch sizes, LLAMA_DECODE_TOKENS tokens each (fewer
 #      than ours: every step of a batch pages most of the file in again);
 #   6. the ratios nightshift / llama.cpp and nightshift / each ceiling.
-# The in-RAM ceiling: the model (~25 GiB) does not fit this machine's RAM, so
+# The in-RAM ceiling: the model (~27 GiB) does not fit this machine's RAM, so
 # it cannot be measured by holding it; it is the same decode steps without
 # their I/O wait (tok/s / (1 - io wait share)): what the steps' compute
 # allows, i.e. the rate with every expert already in memory.
-# Not run by ctest. Needs root (cgroup, drop_caches), fio, jq, ~22 GiB of disk
+# Not run by ctest. Needs root (cgroup, drop_caches), fio, jq, ~27 GiB of disk
 # under WORK_DIR (delete the model when done: KEEP_MODEL=0 does).
 #
 # Usage: tests/bench/k3_bench.sh [BUILD_DIR] [WORK_DIR] [BUDGET] [N_LAYER] [LLAMA_BIN_DIR]
-#   defaults: build, /var/tmp/ns-bench, 7GiB, 5, /var/tmp/ref/build/bin ("" skips llama.cpp)
+#   defaults: build, /var/tmp/ns-bench, 8GiB, 6, /var/tmp/ref/build/bin ("" skips llama.cpp)
 #   env: BATCHES (1,16,32,64), DECODE_TOKENS (8), PROMPT_TOKENS (8), LLAMA_DECODE_TOKENS (4),
 #        LLAMA_BATCHES (BATCHES), LLAMA_TIMEOUT (seconds, unset: none), VERIFY (0: batched vs alone prompts; each costs a run alone),
 #        KEEP_MODEL (1: 0 deletes the model at the end), SHAPE (the width flags, replacing Kimi K2's below;
@@ -42,8 +42,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
 work=${2:-/var/tmp/ns-bench}
-budget=${3:-7GiB}
-n_layer=${4:-5}
+budget=${3:-8GiB}
+n_layer=${4:-6}
 llama_bin=${5-/var/tmp/ref/build/bin}
 batches=${BATCHES:-1,16,32,64}
 llama_batches=${LLAMA_BATCHES:-$batches}

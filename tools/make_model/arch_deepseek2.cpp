@@ -158,7 +158,7 @@ class Deepseek2Architecture : public Architecture {
     const uint64_t n_embd = s.n_embd;
     const MlaDims mla{n_embd, s.n_head, f.q_lora_rank, f.kv_lora_rank, f.qk_rope, f.qk_nope, f.v_head,
                       f.layout == "kv_b"};
-    const DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared};
+    const DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared, s.n_expert_used};
     PlanBuilder p(s.n_layer);
     p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
     p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);

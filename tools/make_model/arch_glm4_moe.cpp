@@ -101,7 +101,7 @@ class Glm4MoeArchitecture : public Architecture {
   std::vector<TensorPlan> tensors(const Shape& s) const override {
     const Glm4MoeFlags& f = f_;
     const uint64_t n_embd = s.n_embd, hd = head_dim(s), q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
-    const DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared};
+    const DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared, s.n_expert_used};
     const Init bias{Init::Kind::normal, 0.05f};
     PlanBuilder p(s.n_layer);
     p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});

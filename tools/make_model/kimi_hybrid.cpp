@@ -89,7 +89,7 @@ std::vector<TensorPlan> kimi_hybrid_tensors(const Shape& s, const KimiParts& par
   KdaDims kda{n_embd, s.n_head, f.kda_head_dim, f.d_conv};
   kda.full_rank_gate = parts.full_rank_kda_gate;
   kda.flat_a = parts.flat_ssm_a;
-  DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared};
+  DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared, s.n_expert_used};
   ffn.latent = parts.expert_latent;
   ffn.routed_norm = parts.routed_norm;
   // The residual mix scores: ~unit score spread for a unit-RMS input.

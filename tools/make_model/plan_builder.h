@@ -21,6 +21,9 @@ class PlanBuilder {
   static Init proj(uint64_t fan_in) { return Init{Init::Kind::normal, 1.0f / std::sqrt(float(fan_in))}; }
   Init to_residual(uint64_t fan_in) const { return Init{Init::Kind::normal, residual_ / std::sqrt(float(fan_in))}; }
   static Init norm() { return Init{Init::Kind::norm, 0.05f}; }
+  // The sigmoid router's selection bias exp_probs_b for n_used of n_expert
+  // (plan_builder.cpp: sized by the expert load spread it causes).
+  static Init selection_bias(uint64_t n_expert, uint64_t n_used);
 
   void add(std::string name, std::vector<uint64_t> dims, Init init, bool always_f32 = false, bool expert = false) {
     plans_.push_back({std::move(name), std::move(dims), init, always_f32, expert});
@@ -47,12 +50,13 @@ struct MlaDims {
 void add_mla(PlanBuilder& p, const std::string& b, const MlaDims& d);
 
 // DeepSeek-style FFN of block prefix b: dense (ffn_gate/up/down of n_ff) when
-// `dense`, else router, selection bias, routed experts and n_shared shared experts.
+// `dense`, else router, selection bias (PlanBuilder::selection_bias for
+// n_expert_used of n_expert), routed experts and n_shared shared experts.
 // With `latent` > 0 (kimi-k3's latent MoE) the routed experts run in that
 // width between ffn_routed_down and ffn_routed_up (ffn_routed_norm if
 // routed_norm); the router and shared experts stay n_embd wide.
 struct DeepseekFfnDims {
-  uint64_t n_embd = 0, n_ff = 0, n_expert = 0, n_ff_expert = 0, n_shared = 0;
+  uint64_t n_embd = 0, n_ff = 0, n_expert = 0, n_ff_expert = 0, n_shared = 0, n_expert_used = 0;
   uint64_t latent = 0;
   bool routed_norm = false;
 };
