@@ -39,7 +39,7 @@
 #include "daemon/lib/service_notify.h"
 #include "daemon/lib/worker.h"
 #include "daemon/lib/worker_identity.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/queue.h"
 #include "jobs/open_queue.h"
 #include "jobs/pg_conn.h"

@@ -9,7 +9,7 @@
 
 #include "engine/generation_batch.h"
 #include "engine/model/model.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/sampler/logprobs.h"
-#include "engine/sampling_params.h"
+#include "common/sampling_params.h"
 
 namespace ns {
 

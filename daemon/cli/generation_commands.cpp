@@ -18,8 +18,8 @@
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/stream/budget_planner.h"
-#include "engine/stream/human_size.h"
-#include "engine/util/error.h"
+#include "common/human_size.h"
+#include "common/error.h"
 
 namespace ns::cli {
 namespace {
@@ -88,7 +88,7 @@ void run_command(const RunArgs& a) {
   EngineOptions eo;
   eo.threads = a.threads;
   eo.context = a.context;
-  eo.memory_budget = stream::parse_size(a.memory_budget);
+  eo.memory_budget = parse_size(a.memory_budget);
   eo.io_mode = a.io_mode;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
   eo.max_sequences = std::max(1, a.sampling.n);  // n choices decode together
@@ -241,7 +241,7 @@ void model_info_command(const ModelInfoArgs& a) {
   mo.max_batch = 0;
   mo.threads = 1;
   mo.streaming.io_mode = a.memory_budget.empty() ? "mmap" : "uring";
-  if (!a.memory_budget.empty()) mo.streaming.memory_budget = stream::parse_size(a.memory_budget);
+  if (!a.memory_budget.empty()) mo.streaming.memory_budget = parse_size(a.memory_budget);
   mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
   // As the daemon does (Worker::engine_for): a budget that cannot hold
   // max_batch contexts may hold fewer; halve, and say so.
@@ -315,7 +315,7 @@ void model_info_command(const ModelInfoArgs& a) {
     json pairs = json::array();
     for (const auto& t : tradeoff)
       pairs.push_back({{"context", t.context}, {"max_batch", t.max_batch}, {"kv_tokens", t.kv_tokens}});
-    o["memory_plan"] = {{"memory_budget", stream::parse_size(a.memory_budget)},
+    o["memory_plan"] = {{"memory_budget", parse_size(a.memory_budget)},
                         {"context", model->n_ctx()},
                         {"kv_tokens", st.pool_rows()},
                         {"max_batch", mo.n_seq},
@@ -335,7 +335,7 @@ void model_info_command(const ModelInfoArgs& a) {
                                         "  max_batch x context that fit: " + stream::describe_tradeoff(tradeoff) +
                                         "\n  (sequences of that full length; the daemon shares the KV cache by the "
                                         "jobs' actual lengths)\n"}};
-    const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(stream::parse_size(a.disk_rate));
+    const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(parse_size(a.disk_rate));
     const stream::DiskBoundEstimate e = stream::estimate_disk_bound(
         plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()), hp.n_expert, hp.n_expert_used, rate);
     if (e.bytes_per_expert > 0) {

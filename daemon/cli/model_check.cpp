@@ -11,7 +11,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/hparams.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::cli {
 namespace {

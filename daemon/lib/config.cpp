@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "engine/kernels/kernels.h"
-#include "engine/util/error.h"
-#include "engine/stream/human_size.h"
+#include "common/error.h"
+#include "common/human_size.h"
 #include "jobs/open_queue.h"
 
 namespace ns::daemon {
@@ -141,7 +141,7 @@ const std::vector<Option>& option_table() {
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          const std::string v = as_string(ctx, "memory_budget", n);
          try {
-           c.memory_budget = v == "0" ? 0 : stream::parse_size(v);
+           c.memory_budget = v == "0" ? 0 : parse_size(v);
          } catch (const Error& e) {
            reject(ctx, n, std::string("memory_budget: ") + e.what());
          }
