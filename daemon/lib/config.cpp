@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/kernels/kernels.h"
+#include "engine/engine.h"
 #include "common/error.h"
 #include "common/human_size.h"
 #include "jobs/open_queue.h"
@@ -160,7 +160,7 @@ const std::vector<Option>& option_table() {
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          c.cpu_features = one_of(ctx, n, "cpu_features", {"auto", "avx512", "avx2", "scalar"});
          try {
-           (void)kernels::parse_cpu_features(c.cpu_features);
+           check_cpu_features(c.cpu_features);
          } catch (const Error& e) {
            reject(ctx, n, e.what());
          }

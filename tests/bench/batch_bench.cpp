@@ -49,6 +49,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/generation_batch.h"
+#include "engine/process_stats.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/model/routing_spread.h"
