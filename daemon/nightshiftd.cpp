@@ -39,7 +39,8 @@
 #include "daemon/lib/service_notify.h"
 #include "daemon/lib/worker.h"
 #include "daemon/lib/worker_identity.h"
-#include "engine/util/error.h"
+#include "common/error.h"
+#include "engine/engine.h"
 #include "jobs/queue.h"
 #include "jobs/open_queue.h"
 #include "jobs/pg_conn.h"
@@ -112,8 +113,7 @@ void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, co
                "lease {} ms, checkpoint every {} tokens / {} ms, kernels {} (cpu_features {}; CPU has {}){}",
                opts.worker_id, ns::jobs::pg::redact_url(db), config.source, config.models.size(), config.threads, config.context,
                config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
-               ns::kernels::isa_name(ns::kernels::active_isa()), config.cpu_features,
-               ns::kernels::cpu_feature_summary(), drain ? ", drain mode" : "");
+               ns::cpu_features_in_use(), config.cpu_features, ns::cpu_features_available(), drain ? ", drain mode" : "");
   if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
   for (const auto& [name, path] : config.models) {
     std::error_code ec;

@@ -1,15 +1,20 @@
 // The engine facade: loads the model, runs generations through the batch
-// step loop (generation_batch.cpp).
+// step loop (generation_batch.cpp), and answers for the model file and the
+// kernels, so the daemon and the CLI need no engine internals.
 #include "engine/engine.h"
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <span>
 #include <string>
 
+#include "common/error.h"
+#include "engine/chat/model_chat_template.h"
 #include "engine/generation_batch.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
-#include "engine/util/error.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace ns {
 namespace {
@@ -17,6 +22,38 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Engine::Batch over the step loop.
+class BatchImpl final : public Engine::Batch {
+ public:
+  explicit BatchImpl(Model& model) : batch_(model) {}
+  int add(GenerationRequest request) override { return batch_.add(std::move(request)); }
+  int64_t largest_free_rows() const override { return batch_.largest_free_rows(); }
+  int64_t refused_rows() const override { return batch_.refused_rows(); }
+  int free_slots() const override { return batch_.free_slots(); }
+  int active() const override { return batch_.active(); }
+  bool step() override { return batch_.step(); }
+  std::vector<std::pair<int, GenerationResult>> take_finished() override { return batch_.take_finished(); }
+  const BatchStepStats& last_step() const override { return batch_.last_step(); }
+  const BatchRunStats& totals() const override { return batch_.totals(); }
+  void reset_totals() override { batch_.reset_totals(); }
+  double grammar_seconds() const override { return batch_.grammar_seconds(); }
+
+ private:
+  GenerationBatch batch_;
+};
+
+// The top `k` of one logits row, best first (ties by lower id).
+TopLogits top_logits(const float* row, int64_t n_vocab, int k) {
+  std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
+  for (int32_t i = 0; i < n_vocab; ++i) ids[i] = i;
+  k = static_cast<int>(std::min<int64_t>(k, n_vocab));
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+  TopLogits out;
+  for (int i = 0; i < k; ++i) out.emplace_back(ids[i], row[ids[i]]);
+  return out;
 }
 
 class EngineImpl final : public Engine {
@@ -48,6 +85,11 @@ class EngineImpl final : public Engine {
     summary_.n_experts_used = hp.n_expert_used;
     summary_.context_length = model_->n_ctx();
     summary_.file_bytes = model_->file().file_size();
+    try {
+      summary_.chat_template = chat::read_chat_template(model_->file());
+    } catch (const Error& e) {
+      summary_.chat_template_problem = e.what();
+    }
     load_ms_ = ms_since(t0);
   }
 
@@ -68,7 +110,35 @@ class EngineImpl final : public Engine {
     return std::move(done[0].second);
   }
 
-  std::unique_ptr<GenerationBatch> open_batch() override { return std::make_unique<GenerationBatch>(*model_); }
+  std::unique_ptr<Batch> open_batch() override { return std::make_unique<BatchImpl>(*model_); }
+
+  LogitsReport logits(const std::string& prompt, int greedy, int top) override {
+    const int64_t n_vocab = model_->n_vocab();
+    LogitsReport out;
+    out.prompt_tokens = model_->tokenizer().encode(prompt, true, true);
+    const std::vector<int32_t>& toks = out.prompt_tokens;
+    if (toks.empty()) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
+    if (static_cast<int64_t>(toks.size()) + greedy > model_->n_ctx())
+      throw Error(ErrorKind::invalid_input, "prompt plus greedy tokens exceed the context; raise --context");
+    std::vector<float> logits;
+    const size_t chunk = static_cast<size_t>(model_->max_batch());
+    for (size_t p = 0; p < toks.size(); p += chunk) {
+      const size_t n = std::min(toks.size() - p, chunk);
+      model_->forward(std::span(toks).subspan(p, n), static_cast<int64_t>(p), true, logits);
+      for (size_t t = 0; t < n; ++t) out.prompt_top.push_back(top_logits(&logits[t * n_vocab], n_vocab, top));
+    }
+    // Greedy continuation from the last prompt position's logits.
+    std::vector<float> last(logits.end() - n_vocab, logits.end());
+    int64_t pos = static_cast<int64_t>(toks.size());
+    for (int i = 0; i < greedy; ++i) {
+      const int32_t id = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+      out.greedy.push_back(id);
+      const int32_t one[1] = {id};
+      model_->forward(one, pos++, false, last);
+      out.greedy_top.push_back(top_logits(last.data(), n_vocab, top));
+    }
+    return out;
+  }
 
  private:
   std::unique_ptr<Model> model_;
@@ -76,7 +146,36 @@ class EngineImpl final : public Engine {
   double load_ms_ = 0;
 };
 
+class ModelFileImpl final : public ModelFile {
+ public:
+  explicit ModelFileImpl(const std::string& path) {
+    const auto f = gguf::GgufFile::open(path);
+    chat_template_ = chat::read_chat_template(*f);
+    n_ctx_train_ = Hparams::from_gguf(*f).n_ctx_train;
+    tokenizer_ = Tokenizer::from_gguf(*f);
+  }
+  const std::optional<std::string>& chat_template() const override { return chat_template_; }
+  int64_t context_length() const override { return n_ctx_train_; }
+  int64_t count_tokens(const std::string& text) const override {
+    return static_cast<int64_t>(tokenizer_->encode(text, true, true).size());
+  }
+
+ private:
+  std::optional<std::string> chat_template_;
+  int64_t n_ctx_train_ = 0;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
 }  // namespace
+
+std::unique_ptr<ModelFile> ModelFile::open(const std::string& gguf_path) {
+  return std::make_unique<ModelFileImpl>(gguf_path);
+}
+
+void check_cpu_features(const std::string& setting) { (void)kernels::parse_cpu_features(setting); }
+void use_cpu_features(const std::string& setting) { kernels::set_isa_override(setting); }
+const char* cpu_features_in_use() { return kernels::isa_name(kernels::active_isa()); }
+std::string cpu_features_available() { return kernels::cpu_feature_summary(); }
 
 std::unique_ptr<Engine> Engine::load(const std::string& gguf_path, const EngineOptions& opts) {
   return std::make_unique<EngineImpl>(gguf_path, opts);
@@ -90,14 +189,6 @@ std::string context_overflow_problem(int64_t prompt_tokens, int64_t context, int
   return "the prompt is " + std::to_string(prompt_tokens) + " tokens but the context holds " + std::to_string(context) +
          " (a prompt must leave room for at least one generated token): " + fix +
          (context < model_context ? "" : " (the context is already the model's own length)");
-}
-
-uint64_t peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  return 0;
 }
 
 }  // namespace ns

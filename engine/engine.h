@@ -1,5 +1,11 @@
-// The engine's public face: load a GGUF model, generate text for a prompt.
-// The daemon and the CLI use only this header.
+// The engine's public face, the one door the daemon and the CLI use
+// (tests/lint/check_includes.sh keeps it so): load a GGUF model, generate text
+// for a prompt or for several jobs at once (Engine::Batch), the reference
+// logits of a prompt, what a model file says without loading it (ModelFile,
+// describe_model), and which compute kernels run. Its value types live in
+// generation.h (requests, progress, results), batch_stats.h (a step's
+// figures) and model_report.h (`model info`); errors and sampling parameters
+// in common/.
 //
 // Contract: load() throws ns::Error (bad_model / io / invalid_input) with a
 // message naming the file and the problem. generate() throws ns::Error
@@ -8,14 +14,16 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <span>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "engine/sampler/logprobs.h"
-#include "engine/sampling_params.h"
+#include "common/sampling_params.h"
+#include "engine/batch_stats.h"
+#include "engine/generation.h"
+#include "engine/model_report.h"
 
 namespace ns {
 
@@ -39,93 +47,57 @@ struct EngineOptions {
   int prefix_cache = 0;
 };
 
-class GenerationBatch;
-
-struct GenerationStats {
-  int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;
-  double load_ms = 0;       // model load (0 when the model was already loaded)
-  double prefill_ms = 0;
-  double decode_ms = 0;
-  double prefill_tok_s = 0;
-  double decode_tok_s = 0;
-  uint64_t peak_rss_bytes = 0;  // VmHWM of the process
-  uint64_t bytes_read = 0;      // weight bytes read from disk for this generation
-  uint64_t kv_bytes_per_token = 0;  // KV cache bytes one token of context takes (all layers)
-  // Weight streaming, for this generation (generate(); zeros where nothing was streamed):
-  double read_gib_s = 0;        // read rate while reads were in flight
-  double io_wait_ms = 0;        // compute blocked waiting for expert reads
-  double compute_ms = 0;        // prefill + decode time not spent waiting
-  double cache_hit_rate = 0;    // expert cache hits / lookups
-  double prefetch_accuracy = 0; // prefetched experts that were then used / prefetched
-  // Batching (GenerationBatch): the forward passes this generation took part
-  // in and the mean number of sequences in them (1 when it ran alone). In a
-  // batch, bytes_read, io_wait_ms, compute_ms and the read time behind
-  // read_gib_s are this generation's share of each step's figures, in
-  // proportion to its tokens in the step; cache_hit_rate and
-  // prefetch_accuracy are those of the steps it took part in.
-  int32_t batch_steps = 0;
-  double avg_batch_size = 0;
-  // This generation's share of the wall time of the steps that decoded its
-  // tokens: each step that decoded tokens splits its time evenly among them
-  // (a prompt chunk riding along is charged to the decoders). Summed over the
-  // jobs of a batch it is the batch's decoding wall time, so decoded tokens /
-  // decode_share_ms is the batch's rate; alone it equals decode_ms.
-  double decode_share_ms = 0;
-  // Prompt tokens copied from a prefix snapshot instead of prefilled
-  // (GenerationBatch's prefix sharing); 0 when the whole prompt was computed.
-  uint64_t prefix_tokens = 0;
-};
-
-// One choice of a generation: what a single-choice request returns, and each
-// of the n choices of SamplingParams::n.
-struct GenerationChoice {
-  std::string text;
-  std::string finish_reason;     // "stop" (EOS, stop string, grammar complete), "length", "cancelled", "error"
-  std::string error;             // finish_reason "error": why (GenerationBatch only; generate() throws instead)
-  std::vector<int32_t> tokens;   // completion token ids
-  sampler::ChoiceLogprobs logprobs;  // params.logprobs: one record per token (engine/sampler/logprobs.h)
-};
-
-// Choice 0 (the only one unless params.n > 1) and the generation's stats.
-// With n > 1, prompt_tokens counts the prompt once (it is prefilled once) and
-// completion_tokens sums every choice's tokens, as OpenAI's usage does; the
-// times are the whole generation's.
-struct GenerationResult : GenerationChoice {
-  GenerationStats stats;
-  // GenerationRequest::keep_tail: prompt tokens dropped from the front to fit
-  // the context (stats.prompt_tokens counts those kept); 0 otherwise.
-  int32_t prompt_tokens_dropped = 0;
-  std::vector<GenerationChoice> more_choices;  // choices 1..n-1
-  sampler::TokenPieces pieces;  // params.logprobs: the text of every token id the records name
-};
-
-struct GenerationProgress {
-  int32_t prompt_tokens = 0;
-  int32_t prefilled = 0;       // prompt tokens processed so far
-  int32_t generated = 0;       // completion tokens so far (resumed ones included)
-  std::string piece;           // text of the newest token (may be a partial UTF-8 sequence)
-  const std::vector<int32_t>* tokens = nullptr;  // all completion tokens so far (for checkpoints)
-  // Every choice so far (tokens and logprobs), in choice order, for
-  // checkpoints. With n > 1, `generated` sums the choices' tokens and
-  // `tokens` is choice 0's.
-  std::span<const GenerationChoice* const> choices;
-};
-
-// Called when the prefill starts (prefilled 0, before the first chunk, which
-// may take seconds), after each prefill chunk and after every token; return
-// false to cancel.
-using ProgressFn = std::function<bool(const GenerationProgress&)>;
-
 struct ModelSummary {
   std::string path, name, architecture;
   int64_t n_params = 0, n_layers = 0, n_embd = 0, n_vocab = 0, n_experts = 0, n_experts_used = 0;
   int64_t context_length = 0;
   uint64_t file_bytes = 0;
+  // tokenizer.chat_template (engine/chat/), none for a base model; when the
+  // key cannot be read, none and chat_template_problem says why.
+  std::optional<std::string> chat_template;
+  std::string chat_template_problem;
+};
+
+// Top-k (token id, logit) pairs of one logits row, best first (ties by lower id).
+using TopLogits = std::vector<std::pair<int32_t, float>>;
+
+// Engine::logits: the logits the reference's are compared with (tests/conformance/).
+struct LogitsReport {
+  std::vector<int32_t> prompt_tokens;
+  std::vector<TopLogits> prompt_top;  // one per prompt position
+  std::vector<int32_t> greedy;        // the greedy continuation's tokens
+  std::vector<TopLogits> greedy_top;  // one per greedy token, the logits after it
 };
 
 class Engine {
  public:
+  // Several generations at once (continuous batching), up to max_sequences
+  // active: the step loop of engine/generation_batch.h, whose header holds
+  // the full contract (joining, KV rows, stats, grammars, choices).
+  class Batch {
+   public:
+    virtual ~Batch() = default;
+    // Tokenizes and validates; throws ns::Error(invalid_input) for a bad
+    // request (the batch is unchanged). Returns the request's handle, or
+    // kBatchNoRoom when the KV pool lacks its rows now: offer it again once
+    // largest_free_rows() >= refused_rows(). Requires free_slots() >= params.n.
+    virtual int add(GenerationRequest request) = 0;
+    virtual int64_t largest_free_rows() const = 0;
+    virtual int64_t refused_rows() const = 0;
+    virtual int free_slots() const = 0;
+    virtual int active() const = 0;
+    // One forward pass over all active requests. Returns false when none is active.
+    virtual bool step() = 0;
+    // Requests that finished since the last call, with their handles.
+    virtual std::vector<std::pair<int, GenerationResult>> take_finished() = 0;
+    // The figures of the latest step() (zeros before the first), and their
+    // sum since the batch opened or reset_totals().
+    virtual const BatchStepStats& last_step() const = 0;
+    virtual const BatchRunStats& totals() const = 0;
+    virtual void reset_totals() = 0;
+    virtual double grammar_seconds() const = 0;  // computing and applying grammar masks, seconds
+  };
+
   static std::unique_ptr<Engine> load(const std::string& gguf_path, const EngineOptions& opts);
   virtual ~Engine() = default;
 
@@ -135,19 +107,37 @@ class Engine {
   virtual GenerationResult generate(const std::string& prompt, const SamplingParams& params,
                                     const ProgressFn& on_progress = {},
                                     const std::vector<int32_t>& resume = {}) = 0;
-  // Several generations at once (continuous batching), up to max_sequences
-  // active; see engine/generation_batch.h. One batch at a time per Engine.
-  virtual std::unique_ptr<GenerationBatch> open_batch() = 0;
+  // One batch at a time per Engine, and no generate() or logits() while it is open.
+  virtual std::unique_ptr<Batch> open_batch() = 0;
+  // The prompt's logits at every position (the top `top` of each) and a
+  // greedy continuation of `greedy` tokens, in sequence 0 of the cache.
+  // Throws ns::Error(invalid_input) for a prompt that tokenizes to nothing or
+  // that, with the greedy tokens, does not fit the context.
+  virtual LogitsReport logits(const std::string& prompt, int greedy, int top) = 0;
   virtual const ModelSummary& summary() const = 0;
   virtual double load_ms() const = 0;
 };
 
-// The error for a prompt of `prompt_tokens` that does not fit a context of
-// `context` tokens (the model's own length is `model_context`): the lengths
-// and the fix. The engine (at run) and `submit --config` (at submit) say the same.
-std::string context_overflow_problem(int64_t prompt_tokens, int64_t context, int64_t model_context);
+// What a model file says without loading its weights: the checks
+// `submit --config` makes. Throws ns::Error (bad_model / io) when the file
+// cannot be read.
+class ModelFile {
+ public:
+  static std::unique_ptr<ModelFile> open(const std::string& gguf_path);
+  virtual ~ModelFile() = default;
+  virtual const std::optional<std::string>& chat_template() const = 0;  // none: a base model
+  virtual int64_t context_length() const = 0;                          // the model's own (n_ctx_train)
+  virtual int64_t count_tokens(const std::string& text) const = 0;      // as the engine tokenizes a prompt
+};
 
-// Peak resident set size of this process (VmHWM), bytes; 0 if unknown.
-uint64_t peak_rss_bytes();
+// The compute kernels (config key cpu_features, --cpu-features): "auto"
+// selects the best this CPU has; "scalar", "avx2" or "avx512" force that
+// path. check_cpu_features throws ns::Error(invalid_input) for another name
+// or a path the CPU lacks, naming what it has; use_cpu_features also applies
+// it, for every engine in the process (between generations).
+void check_cpu_features(const std::string& setting);
+void use_cpu_features(const std::string& setting);
+const char* cpu_features_in_use();       // "avx512", "avx2" or "scalar"
+std::string cpu_features_available();   // what the CPU offers, for messages: "avx2 fma f16c avx512f ..."
 
 }  // namespace ns

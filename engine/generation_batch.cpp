@@ -7,7 +7,7 @@
 
 #include "engine/grammar/matcher.h"
 #include "engine/process_stats.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

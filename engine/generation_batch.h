@@ -109,26 +109,12 @@
 #include <vector>
 
 #include "engine/batch_stats.h"
-#include "engine/engine.h"
+#include "engine/generation.h"
 #include "engine/model/model.h"
 #include "engine/sampler/sampler.h"
 #include "engine/sampler/stop_matcher.h"
 
 namespace ns {
-
-struct GenerationRequest {
-  std::string prompt;
-  SamplingParams params;
-  ProgressFn on_progress;        // optional; false cancels this request only
-  std::vector<int32_t> resume;   // checkpointed completion tokens to replay (choice 0)
-  sampler::ChoiceLogprobs resume_logprobs;    // their records (params.logprobs); replay stops where these end
-  std::vector<GenerationChoice> resume_more;  // n > 1: choices 1..n-1 checkpointed (tokens, logprobs)
-  // A prompt too long for the context (or the KV pool) keeps its tail instead
-  // of failing: its BOS (if the tokenizer adds one) and its last tokens, as
-  // many as leave room for max_tokens (at least half the room); the result's
-  // prompt_tokens_dropped says how many went. For documents (submit --dir).
-  bool keep_tail = false;
-};
 
 class GenerationBatch {
  public:
@@ -139,7 +125,7 @@ class GenerationBatch {
   // (the batch is unchanged), among them params.n above the slots the model
   // has. Returns the request's handle, or kNoRoom when the KV pool lacks the
   // rows now (above). Requires free_slots() >= params.n.
-  static constexpr int kNoRoom = -1;
+  static constexpr int kNoRoom = kBatchNoRoom;
   int add(GenerationRequest request);
   // KV rows: the longest free range now, and what the last kNoRoom wanted per choice.
   int64_t largest_free_rows() const;

@@ -13,4 +13,12 @@ uint64_t process_read_bytes() {
   return 0;
 }
 
+uint64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
 }  // namespace ns

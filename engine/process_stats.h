@@ -10,4 +10,7 @@ namespace ns {
 // from storage (in io_mode mmap, the expert bytes the page faults read).
 uint64_t process_read_bytes();
 
+// Peak resident set size of this process (VmHWM), bytes.
+uint64_t peak_rss_bytes();
+
 }  // namespace ns

@@ -6,7 +6,7 @@
 #include <new>
 #include <string>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 

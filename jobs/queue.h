@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampling_params.h"
-#include "engine/util/error.h"
+#include "common/sampling_params.h"
+#include "common/error.h"
 #include "jobs/backoff.h"
 
 namespace ns::jobs {

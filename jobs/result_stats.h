@@ -2,7 +2,7 @@
 // a `results` column, the JobResult member that holds it (and the same-named
 // key of the "result" object of `nightshift show --json`), and the engine
 // GenerationStats member the daemon copies it from (null where the worker
-// computes it itself: queue_wait_ms, load_ms, peak_rss_bytes).
+// computes it itself: queue_wait_ms, load_ms).
 //
 // Driven by this table: the results INSERT of both backends, the job SELECT
 // and read_job(), the JSON of a job, and the worker's copy from the engine's
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/engine.h"
+#include "common/generation_stats.h"
 #include "jobs/queue.h"
 
 namespace ns::jobs {
@@ -35,7 +35,7 @@ inline constexpr ResultStat kResultStats[] = {
     {"decode_ms", &JobResult::decode_ms, nullptr, &GenerationStats::decode_ms},
     {"prefill_tok_s", &JobResult::prefill_tok_s, nullptr, &GenerationStats::prefill_tok_s},
     {"decode_tok_s", &JobResult::decode_tok_s, nullptr, &GenerationStats::decode_tok_s},
-    {"peak_rss_bytes", nullptr, &JobResult::peak_rss_bytes},
+    {"peak_rss_bytes", nullptr, &JobResult::peak_rss_bytes, nullptr, &GenerationStats::peak_rss_bytes},
     {"bytes_read", nullptr, &JobResult::bytes_read, nullptr, &GenerationStats::bytes_read},
     {"read_gib_s", &JobResult::read_gib_s, nullptr, &GenerationStats::read_gib_s},
     {"io_wait_ms", &JobResult::io_wait_ms, nullptr, &GenerationStats::io_wait_ms},

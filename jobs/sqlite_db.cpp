@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::jobs::sqlite {
 namespace {

@@ -1,6 +1,6 @@
 #include <string>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/sqlite_db.h"
 #include "jobs/sqlite_migrations.h"
 

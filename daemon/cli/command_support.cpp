@@ -15,7 +15,7 @@
 #include "daemon/cli/model_check.h"
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/open_queue.h"
 
 namespace ns::cli {

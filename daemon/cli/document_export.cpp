@@ -9,7 +9,7 @@
 #include <map>
 
 #include "daemon/cli/document_submit.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::cli {
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include <span>
 
 #include "daemon/cli/sha256.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::cli {
 namespace fs = std::filesystem;

@@ -15,12 +15,9 @@
 #include "daemon/cli/run_progress.h"
 #include "daemon/cli/sampling_flags.h"
 #include "daemon/lib/config.h"
+#include "common/error.h"
+#include "common/human_size.h"
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
-#include "engine/model/model.h"
-#include "engine/stream/budget_planner.h"
-#include "engine/stream/human_size.h"
-#include "engine/util/error.h"
 
 namespace ns::cli {
 namespace {
@@ -74,7 +71,7 @@ json stats_json(const GenerationStats& s) {
           {"decode_share_ms", s.decode_share_ms},   {"prefix_tokens", s.prefix_tokens}};
 }
 
-// --cpu-features: which compute kernels run (kernels::set_isa_override).
+// --cpu-features: which compute kernels run (use_cpu_features, engine/engine.h).
 void add_cpu_features_option(CLI::App* cmd, std::string& value) {
   cmd->add_option("--cpu-features", value,
                   "Compute kernels: auto (the best this CPU has), avx512 (AVX-512 + VNNI), avx2 or scalar; a path "
@@ -84,12 +81,12 @@ void add_cpu_features_option(CLI::App* cmd, std::string& value) {
 }
 
 void run_command(const RunArgs& a) {
-  kernels::set_isa_override(a.cpu_features);
+  use_cpu_features(a.cpu_features);
   const std::string prompt = read_prompt(a.prompt, a.prompt_file);
   EngineOptions eo;
   eo.threads = a.threads;
   eo.context = a.context;
-  eo.memory_budget = stream::parse_size(a.memory_budget);
+  eo.memory_budget = parse_size(a.memory_budget);
   eo.io_mode = a.io_mode;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
   eo.max_sequences = std::max(1, a.sampling.n);  // n choices decode together
@@ -151,58 +148,24 @@ void run_command(const RunArgs& a) {
                r.stats.compute_ms, 100.0 * r.stats.cache_hit_rate, 100.0 * r.stats.prefetch_accuracy);
 }
 
-// Top-k [id, logit] pairs of one logits row, best first (ties by lower id).
-json top_logits(const float* row, int64_t n_vocab, int k) {
-  std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
-  for (int32_t i = 0; i < n_vocab; ++i) ids[i] = i;
-  k = static_cast<int>(std::min<int64_t>(k, n_vocab));
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
-                    [&](int32_t a, int32_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
-  json out = json::array();
-  for (int i = 0; i < k; ++i) out.push_back({ids[i], row[ids[i]]});
-  return out;
-}
-
 void logits_command(const LogitsArgs& a) {
-  kernels::set_isa_override(a.cpu_features);
-  ModelOptions mo;
-  mo.threads = a.threads;
-  mo.context = a.context;
-  mo.streaming.io_mode = a.io_mode;
-  mo.arch.mla_expanded_cache = a.mla_cache == "expanded";
-  auto model = Model::load(a.model, mo);
-  const int64_t n_vocab = model->n_vocab();
-  std::vector<float> logits;
+  use_cpu_features(a.cpu_features);
+  EngineOptions eo;
+  eo.threads = a.threads;
+  eo.context = a.context;
+  eo.io_mode = a.io_mode;
+  eo.mla_expanded_cache = a.mla_cache == "expanded";
+  auto engine = Engine::load(a.model, eo);
   json all = json::array();
   for (const std::string& prompt : a.prompts) {
-    std::vector<int32_t> toks = model->tokenizer().encode(prompt, true, true);
-    if (toks.empty()) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
-    if (static_cast<int64_t>(toks.size()) + a.greedy > model->n_ctx())
-      throw Error(ErrorKind::invalid_input, "prompt plus greedy tokens exceed the context; raise --context");
+    const LogitsReport r = engine->logits(prompt, a.greedy, a.top);
     json out;
     out["model"] = a.model.substr(a.model.find_last_of('/') + 1);
     out["prompt"] = prompt;
-    out["prompt_tokens"] = toks;
-    json prompt_top = json::array();
-    for (size_t p = 0; p < toks.size(); p += static_cast<size_t>(model->max_batch())) {
-      const size_t n = std::min(toks.size() - p, static_cast<size_t>(model->max_batch()));
-      model->forward(std::span(toks).subspan(p, n), static_cast<int64_t>(p), true, logits);
-      for (size_t t = 0; t < n; ++t) prompt_top.push_back(top_logits(&logits[t * n_vocab], n_vocab, a.top));
-    }
-    out["prompt_top_logits"] = prompt_top;
-    // Greedy continuation from the last prompt position's logits.
-    std::vector<float> last(logits.end() - n_vocab, logits.end());
-    json greedy = json::array(), greedy_top = json::array();
-    int64_t pos = static_cast<int64_t>(toks.size());
-    for (int i = 0; i < a.greedy; ++i) {
-      const int32_t id = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
-      greedy.push_back(id);
-      const int32_t one[1] = {id};
-      model->forward(one, pos++, false, last);
-      greedy_top.push_back(top_logits(last.data(), n_vocab, a.top));
-    }
-    out["greedy"] = greedy;
-    out["greedy_top_logits"] = greedy_top;
+    out["prompt_tokens"] = r.prompt_tokens;
+    out["prompt_top_logits"] = r.prompt_top;
+    out["greedy"] = r.greedy;
+    out["greedy_top_logits"] = r.greedy_top;
     all.push_back(out);
   }
   // One prompt: one object (the goldens' entry schema); several: an array, like the goldens files.
@@ -226,123 +189,73 @@ struct ModelInfoArgs {
   bool json = false;
 };
 
-// Routed-expert stacks (ffn_*_exps) are the part streamed from disk; only
-// n_expert_used of their experts are active per token.
-bool is_expert_stack(const gguf::TensorInfo& t) {
-  return t.dims.size() == 3 && t.name.find("_exps.") != std::string::npos;
-}
-
 void model_info_command(const ModelInfoArgs& a) {
-  // Loading builds the tokenizer, the architecture's shape checks and the KV
-  // cache geometry; mmap mode reads no weights, a budget adds the memory plan.
-  ModelOptions mo;
-  // As Engine::load sizes a daemon's model: max_batch sequences of `context`
-  // tokens, the tokens per forward pass sized from the budget.
-  mo.context = a.context;
-  mo.n_seq = a.max_batch;
-  mo.prefix_cache = a.prefix_cache;
-  mo.max_batch = 0;
-  mo.threads = 1;
-  mo.streaming.io_mode = a.memory_budget.empty() ? "mmap" : "uring";
-  if (!a.memory_budget.empty()) mo.streaming.memory_budget = stream::parse_size(a.memory_budget);
-  mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
-  // As the daemon does (Worker::engine_for): a budget that cannot hold
-  // max_batch contexts may hold fewer; halve, and say so.
-  std::unique_ptr<Model> model;
-  std::string halved;
-  for (;;) {
-    try {
-      model = Model::load(a.path, mo);
-      break;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::invalid_input || a.memory_budget.empty() || mo.n_seq <= 1) throw;
-      halved = "max_batch " + std::to_string(a.max_batch) + " does not fit memory_budget " + a.memory_budget +
-               "; the daemon halves it at load";
-      mo.n_seq /= 2;
-    }
-  }
-  const gguf::GgufFile& f = model->file();
-  const Hparams& hp = model->hparams();
-  uint64_t params = 0, active = 0, resident_bytes = 0, expert_bytes_one_layer = 0;
-  int first_moe_layer = -1;
-  json types = json::object();
-  for (const auto& t : model->tensors()) {  // the file's, less what the model skips (NextN blocks)
-    const std::string type(gguf::type_name(t.type));
-    params += t.n_elements();
-    types[type] = types.value(type, 0) + 1;
-    if (!is_expert_stack(t)) {
-      active += t.n_elements();
-      resident_bytes += t.nbytes;
-      continue;
-    }
-    const uint64_t n_expert = t.dims[2];
-    active += t.n_elements() / n_expert * static_cast<uint64_t>(std::max<int64_t>(hp.n_expert_used, 0));
-    const int layer = std::atoi(t.name.c_str() + 4);  // "blk.N."
-    if (first_moe_layer < 0) first_moe_layer = layer;
-    if (layer == first_moe_layer) expert_bytes_one_layer += t.nbytes / n_expert;
-  }
+  ModelReportOptions ro;
+  ro.context = a.context;
+  ro.max_batch = a.max_batch;
+  ro.prefix_cache = a.prefix_cache;
+  if (!a.memory_budget.empty()) ro.memory_budget = parse_size(a.memory_budget);
+  const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(parse_size(a.disk_rate));
+  ro.disk_bytes_per_s = rate;
+  const ModelReport m = describe_model(a.path, ro);
   json o = {{"path", a.path},
-            {"name", hp.name},
-            {"architecture", hp.arch},
-            {"gguf_version", f.version()},
-            {"file_bytes", f.file_size()},
-            {"parameters", params},
-            {"active_parameters_per_token", active},
-            {"tensors", model->tensors().size()},
-            {"tensors_not_loaded", f.tensors().size() - model->tensors().size()},
-            {"tensor_types", types},
-            {"n_layer", hp.n_layer},
-            {"n_embd", hp.n_embd},
-            {"n_head", hp.n_head},
-            {"n_head_kv", hp.n_head_kv},
-            {"n_ff", hp.n_ff},
-            {"n_expert", hp.n_expert},
-            {"n_expert_used", hp.n_expert_used},
-            {"bytes_per_expert", expert_bytes_one_layer},
-            {"resident_bytes", resident_bytes},
-            {"kv_bytes_per_token", model->sequence_state().bytes_per_token()},
-            {"recurrent_bytes_per_sequence", model->sequence_state().recurrent_bytes_per_sequence()},
-            {"context_length", hp.n_ctx_train},
-            {"tokenizer", f.get_string_or("tokenizer.ggml.model", "")},
-            {"pre_tokenizer", f.get_string_or("tokenizer.ggml.pre", "")}};
-  if (model->streaming().planned) {
-    const stream::BudgetPlan& plan = model->streaming().plan;
-    // The batch x context trade-off (docs/long-context.md): 4K, 8K, ... up to the model's own length.
-    const SequenceState& st = model->sequence_state();
-    std::vector<int64_t> contexts;
-    for (int64_t c = 4096; c < hp.n_ctx_train; c *= 2) contexts.push_back(c);
-    contexts.push_back(std::max<int64_t>(hp.n_ctx_train, 1));
-    const auto tradeoff = stream::kv_tradeoff(plan, st.bytes_per_token(),
-                                              st.sliding_bytes_per_sequence() + st.recurrent_bytes_per_sequence(),
-                                              contexts);
+            {"name", m.name},
+            {"architecture", m.architecture},
+            {"gguf_version", m.gguf_version},
+            {"file_bytes", m.file_bytes},
+            {"parameters", m.parameters},
+            {"active_parameters_per_token", m.active_parameters_per_token},
+            {"tensors", m.tensors},
+            {"tensors_not_loaded", m.tensors_not_loaded},
+            {"tensor_types", m.tensor_types},
+            {"n_layer", m.n_layer},
+            {"n_embd", m.n_embd},
+            {"n_head", m.n_head},
+            {"n_head_kv", m.n_head_kv},
+            {"n_ff", m.n_ff},
+            {"n_expert", m.n_expert},
+            {"n_expert_used", m.n_expert_used},
+            {"bytes_per_expert", m.bytes_per_expert},
+            {"resident_bytes", m.resident_bytes},
+            {"kv_bytes_per_token", m.kv_bytes_per_token},
+            {"recurrent_bytes_per_sequence", m.recurrent_bytes_per_sequence},
+            {"context_length", m.context_length},
+            {"tokenizer", m.tokenizer},
+            {"pre_tokenizer", m.pre_tokenizer}};
+  if (m.memory_plan) {
+    const MemoryPlanReport& p = *m.memory_plan;
     json pairs = json::array();
-    for (const auto& t : tradeoff)
+    for (const auto& t : p.batch_x_context)
       pairs.push_back({{"context", t.context}, {"max_batch", t.max_batch}, {"kv_tokens", t.kv_tokens}});
-    o["memory_plan"] = {{"memory_budget", stream::parse_size(a.memory_budget)},
-                        {"context", model->n_ctx()},
-                        {"kv_tokens", st.pool_rows()},
-                        {"max_batch", mo.n_seq},
-                        {"max_batch_asked", a.max_batch},
-                        {"prefix_cache", a.prefix_cache},
-                        {"resident_bytes", plan.resident_bytes},
-                        {"kv_cache_bytes", plan.kv_cache_bytes},
-                        {"recurrent_bytes", plan.recurrent_bytes},
-                        {"cache_experts", plan.cache_experts},
-                        {"streamed_experts", plan.streamed_experts},
-                        {"minimum_budget", plan.minimum_budget},
+    // As the daemon does (daemon/lib/engine_host.cpp): a budget that cannot
+    // hold max_batch contexts may hold fewer; the plan was halved, say so.
+    const std::string halved = p.max_batch == a.max_batch
+                                   ? ""
+                                   : "max_batch " + std::to_string(a.max_batch) + " does not fit memory_budget " +
+                                         a.memory_budget + "; the daemon halves it at load";
+    o["memory_plan"] = {{"memory_budget", p.memory_budget},
+                        {"context", p.context},
+                        {"kv_tokens", p.kv_tokens},
+                        {"max_batch", p.max_batch},
+                        {"max_batch_asked", p.max_batch_asked},
+                        {"prefix_cache", p.prefix_cache},
+                        {"resident_bytes", p.resident_bytes},
+                        {"kv_cache_bytes", p.kv_cache_bytes},
+                        {"recurrent_bytes", p.recurrent_bytes},
+                        {"cache_experts", p.cache_experts},
+                        {"streamed_experts", p.streamed_experts},
+                        {"minimum_budget", p.minimum_budget},
                         {"batch_x_context", pairs},
-                        {"summary", "  for " + std::to_string(mo.n_seq) + " sequence(s) of up to " +
-                                        std::to_string(model->n_ctx()) + " tokens sharing a KV cache of " +
-                                        std::to_string(st.pool_rows()) + " tokens" +
-                                        (halved.empty() ? "" : " (" + halved + " to " + std::to_string(mo.n_seq) + ")") +
-                                        "\n" + plan.describe() +
-                                        "  max_batch x context that fit: " + stream::describe_tradeoff(tradeoff) +
+                        {"summary", "  for " + std::to_string(p.max_batch) + " sequence(s) of up to " +
+                                        std::to_string(p.context) + " tokens sharing a KV cache of " +
+                                        std::to_string(p.kv_tokens) + " tokens" +
+                                        (halved.empty() ? "" : " (" + halved + " to " + std::to_string(p.max_batch) + ")") +
+                                        "\n" + p.description +
+                                        "  max_batch x context that fit: " + p.batch_x_context_text +
                                         "\n  (sequences of that full length; the daemon shares the KV cache by the "
                                         "jobs' actual lengths)\n"}};
-    const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(stream::parse_size(a.disk_rate));
-    const stream::DiskBoundEstimate e = stream::estimate_disk_bound(
-        plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()), hp.n_expert, hp.n_expert_used, rate);
-    if (e.bytes_per_expert > 0) {
+    if (m.disk_bound) {
+      const DiskBoundReport& e = *m.disk_bound;
       std::string text;
       const auto mib = [](double b) { return b / (1 << 20); };
       char line[512];

@@ -8,7 +8,7 @@
 
 #include "daemon/cli/sha256.h"
 #include "engine/chat/chat_messages_json.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include "daemon/cli/commands.h"
 #include "daemon/cli/completion_command.h"
 #include "daemon/cli/migrate_queue_command.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"nightshift: offline batch generation with large MoE models streamed from NVMe.\n"

@@ -4,14 +4,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/error.h"
 #include "engine/chat/chat_messages_json.h"
 #include "engine/chat/chat_template.h"
-#include "engine/chat/model_chat_template.h"
 #include "engine/engine.h"
-#include "engine/gguf/gguf_file.h"
-#include "engine/model/hparams.h"
-#include "engine/tokenizer/tokenizer.h"
-#include "engine/util/error.h"
 
 namespace ns::cli {
 namespace {
@@ -42,12 +38,6 @@ std::string close_names(const std::string& name, const std::map<std::string, std
   return out;
 }
 
-struct ModelCheck::ModelFacts {
-  std::optional<std::string> chat_template;
-  std::unique_ptr<Tokenizer> tokenizer;
-  int64_t n_ctx_train = 0;
-};
-
 std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   if (!config_ || config_->models.empty()) return "";
   const auto it = config_->models.find(spec.model);
@@ -62,21 +52,16 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   }
   auto known = facts_.find(spec.model);
   if (known == facts_.end()) {
-    std::shared_ptr<ModelFacts> facts;  // unreadable from here: the daemon will say
+    std::shared_ptr<ModelFile> facts;  // unreadable from here: the daemon will say
     try {
-      const auto f = gguf::GgufFile::open(it->second);
-      auto read = std::make_shared<ModelFacts>();
-      read->chat_template = chat::read_chat_template(*f);
-      read->n_ctx_train = Hparams::from_gguf(*f).n_ctx_train;
-      read->tokenizer = Tokenizer::from_gguf(*f);
-      facts = std::move(read);
+      facts = ModelFile::open(it->second);
     } catch (const Error&) {
     }
     known = facts_.emplace(spec.model, std::move(facts)).first;
   }
-  const ModelFacts* facts = known->second.get();
+  const ModelFile* facts = known->second.get();
   if (!facts) return "";
-  if (spec.is_chat() && !facts->chat_template)
+  if (spec.is_chat() && !facts->chat_template())
     return "model '" + spec.model + "' (" + it->second +
            ") has no chat template (tokenizer.chat_template is not in its GGUF): it is a base model or a conversion "
            "without one; submit plain prompts (/v1/completions) or use an instruct model";
@@ -85,16 +70,16 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   std::string prompt = spec.prompt;
   if (spec.is_chat()) {
     try {
-      prompt = chat::render_chat(*facts->chat_template, chat::chat_messages_from_json(spec.messages), true);
+      prompt = chat::render_chat(*facts->chat_template(), chat::chat_messages_from_json(spec.messages), true);
     } catch (const Error&) {
       return "";  // the daemon says what is wrong with them
     }
   }
-  const int64_t context = config_->context > 0 ? config_->context : facts->n_ctx_train;
-  const int64_t n = static_cast<int64_t>(facts->tokenizer->encode(prompt, true, true).size());
+  const int64_t context = config_->context > 0 ? config_->context : facts->context_length();
+  const int64_t n = facts->count_tokens(prompt);
   if (n < context) return "";
   return "model '" + spec.model + "' in " + config_->source + ": " +
-         context_overflow_problem(n, context, facts->n_ctx_train);
+         context_overflow_problem(n, context, facts->context_length());
 }
 
 }  // namespace ns::cli

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "daemon/lib/config.h"
+#include "engine/engine.h"
 #include "jobs/queue.h"
 
 namespace ns::cli {
@@ -34,9 +35,9 @@ class ModelCheck {
   std::string problem(const jobs::JobSpec& spec);
 
  private:
-  struct ModelFacts;  // what the model's GGUF header says (read once)
   std::optional<daemon::Config> config_;
-  std::map<std::string, std::shared_ptr<ModelFacts>> facts_;  // by model name; null: not readable from here
+  // What each model's GGUF header says (read once), by model name; null: not readable from here.
+  std::map<std::string, std::shared_ptr<ModelFile>> facts_;
 };
 
 // The configured names closest to `name` (edit distance at most 2, or a

@@ -15,7 +15,7 @@
 #include "engine/chat/chat_messages_json.h"
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/valid_utf8.h"
 
 namespace ns::cli {

@@ -49,7 +49,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/sampler/logprobs.h"
-#include "engine/sampling_params.h"
+#include "common/sampling_params.h"
 
 namespace ns::cli {
 

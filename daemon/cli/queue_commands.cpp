@@ -29,7 +29,7 @@
 #include "daemon/cli/model_check.h"
 #include "daemon/cli/sampling_flags.h"
 #include "daemon/lib/job_format.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/queue.h"
 
 namespace ns::cli {

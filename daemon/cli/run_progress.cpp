@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "engine/stream/human_size.h"
+#include "common/human_size.h"
 
 namespace ns::cli {
 namespace {
@@ -41,7 +41,7 @@ void RunProgress::loading(const std::string& path) {
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(path, ec);
   draw("loading " + std::filesystem::path(path).filename().string() +
-       (ec ? std::string() : " (" + stream::format_size(bytes) + ")") + "...");
+       (ec ? std::string() : " (" + format_size(bytes) + ")") + "...");
 }
 
 void RunProgress::before_text() {

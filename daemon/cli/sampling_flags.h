@@ -13,8 +13,8 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
-#include "engine/sampling_params.h"
-#include "engine/util/error.h"
+#include "common/sampling_params.h"
+#include "common/error.h"
 
 namespace ns::cli {
 

@@ -22,7 +22,7 @@
 #include "daemon/cli/document_export.h"
 #include "daemon/cli/status_view.h"
 #include "daemon/lib/job_format.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::cli {
 namespace {

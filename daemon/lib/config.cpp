@@ -14,9 +14,9 @@
 #include <set>
 #include <sstream>
 
-#include "engine/kernels/kernels.h"
-#include "engine/util/error.h"
-#include "engine/stream/human_size.h"
+#include "engine/engine.h"
+#include "common/error.h"
+#include "common/human_size.h"
 #include "jobs/open_queue.h"
 
 namespace ns::daemon {
@@ -141,7 +141,7 @@ const std::vector<Option>& option_table() {
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          const std::string v = as_string(ctx, "memory_budget", n);
          try {
-           c.memory_budget = v == "0" ? 0 : stream::parse_size(v);
+           c.memory_budget = v == "0" ? 0 : parse_size(v);
          } catch (const Error& e) {
            reject(ctx, n, std::string("memory_budget: ") + e.what());
          }
@@ -160,7 +160,7 @@ const std::vector<Option>& option_table() {
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          c.cpu_features = one_of(ctx, n, "cpu_features", {"auto", "avx512", "avx2", "scalar"});
          try {
-           (void)kernels::parse_cpu_features(c.cpu_features);
+           check_cpu_features(c.cpu_features);
          } catch (const Error& e) {
            reject(ctx, n, e.what());
          }

@@ -10,7 +10,7 @@
 // DaemonConfigError (below) leaves the job queued.
 #pragma once
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::daemon {
 

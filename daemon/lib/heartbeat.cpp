@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::daemon {
 namespace {

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "daemon/lib/config.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::daemon {
 namespace {

@@ -1,10 +1,19 @@
-// The daemon's worker loop: recover jobs whose worker is gone, claim jobs
-// under leases, run them on the engine (resuming from their checkpoints),
-// write each outcome under its lease's fence, repeat.
+// The daemon's worker: recover jobs whose worker is gone, claim jobs under
+// leases, run them on the engine (resuming from their checkpoints), write
+// each outcome under its lease's fence, repeat.
+//
+// This file is the step loop, one state machine: admit (claim jobs for the
+// free slots, load their model when the batch is empty, join them to the
+// batch) -> step (one forward pass for every job in it) -> finish (the jobs
+// that ended leave, their outcomes are written). Its rooms: the engine host
+// (engine_host.h: load, chat render), the progress policy
+// (progress_policy.h: checkpoint, cancel, lease, between tokens), the
+// outcome writer (outcome_writer.h: a job's end under its lease's fence) and
+// their shared vocabulary (job_run.h: options, outcomes, a running job).
 //
 // Batching (continuous): up to max_batch jobs of one model decode together,
 // one forward pass per step for all of them, so every expert read from disk
-// serves every job routed to it (engine/generation_batch.h). Jobs join at
+// serves every job routed to it (Engine::Batch). Jobs join at
 // any step while slots are free (claim_batch: strictly from the head of the
 // queue, so priority and age decide who enters and nobody is jumped) and
 // leave as they finish; each keeps its own sampling, seed, stops and limits
@@ -51,53 +60,20 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "daemon/lib/engine_host.h"
+#include "daemon/lib/job_run.h"
+#include "daemon/lib/outcome_writer.h"
+#include "daemon/lib/progress_policy.h"
 #include "daemon/lib/run_status.h"
 #include "daemon/lib/step_rate.h"
 #include "engine/engine.h"
-#include "engine/generation_batch.h"
-#include "jobs/backoff.h"
 #include "jobs/queue.h"
 
 namespace ns::daemon {
-
-struct Config;
-
-struct WorkerOptions {
-  std::string worker_id;
-  std::map<std::string, std::string> models;  // name -> GGUF path
-  std::string config_source;                  // named in "unknown model" messages
-  bool claim_configured_only = false;         // claim only jobs for `models` (config claim_models: configured)
-  EngineOptions engine;       // engine.max_sequences: the batch size (config max_batch; 1 = sequential)
-  std::string cpu_features = "auto";  // the kernels' ISA path (config cpu_features), set by the worker
-  int poll_interval_ms = 1000;
-  int cancel_poll_ms = 200;  // how often a running job re-reads cancel_requested
-  int64_t lease_ms = 60'000;
-  int checkpoint_tokens = 32;          // 0: not by count
-  int checkpoint_interval_ms = 10'000;  // 0: not by time
-  jobs::Backoff retry_backoff;                // a job after a transient failure or a crash
-  jobs::Backoff database_backoff{100, 5000};  // a queue write that met a locked database or a full disk
-};
-
-WorkerOptions worker_options_from(const Config& config);
-
-enum class JobOutcome {
-  none_queued,           // nothing claimable
-  done,
-  failed,                // permanent failure
-  retrying,              // transient failure: queued again after a backoff
-  dead,                  // transient failure with no attempts left
-  cancelled,
-  released,              // stopped mid-job: queued again, resumes from the checkpoint
-  lease_lost,            // another worker took the job over; nothing written
-  database_unavailable,  // the claim met a locked database or a full disk; try again later
-  unservable,            // this daemon's configuration cannot run it: released, left queued (DaemonConfigError)
-};
-const char* outcome_name(JobOutcome o);
 
 class Worker {
  public:
@@ -122,8 +98,8 @@ class Worker {
 
   // Called on every progress step of a running job, after the worker's own
   // checks (for status reporting; tests use it to act mid-generation).
-  using ProgressObserver = std::function<void(const jobs::Job&, const GenerationProgress&)>;
-  void set_progress_observer(ProgressObserver observer) { observer_ = std::move(observer); }
+  using ProgressObserver = ProgressPolicy::Observer;
+  void set_progress_observer(ProgressObserver observer) { progress_.set_observer(std::move(observer)); }
   // Called by run() while no job is running: where the daemon applies a reloaded config.
   void set_between_jobs(std::function<void()> hook) { between_jobs_ = std::move(hook); }
 
@@ -133,24 +109,21 @@ class Worker {
   const WorkerOptions& options() const { return options_; }
 
   // The model whose engine is loaded ("" when none).
-  const std::string& loaded_model() const { return engine_model_; }
+  const std::string& loaded_model() const { return host_.model(); }
 
  private:
-  struct Execution;
-  struct Active;
   using Clock = std::chrono::steady_clock;
   enum class Admitted { none, some, database_unavailable };
+  // The states of the loop: admit (claim, load, join), step (a forward pass),
+  // finish (the jobs that ended leave and are written).
   Admitted admit();
   void start(const jobs::Job& job);
   void step();
+  void finish(std::unique_ptr<RunningJob> run, const GenerationResult& gen);
   void estimate();
-  void finish(Active& a, GenerationResult gen);
   void fail_all(const Execution& failure, bool drop_engine);
   void end(const jobs::Job& job, const Execution& ex);
-  std::string render_prompt(const jobs::Job& job);
-  Engine& engine_for(const std::string& model, double& load_ms);
-  void drop_engine();
-  JobOutcome record(const jobs::Job& job, const Execution& ex);
+  void log_run_summary();
   void recover_orphans();
   // For --drain: a job waits out a retry backoff, or runs under another
   // worker (a killed daemon's, until its lease expires and it is taken over).
@@ -160,29 +133,24 @@ class Worker {
   void block(const std::string& model, const std::string& reason, const std::vector<jobs::Job>& released);
   void unblock(const std::string& model);
   void publish_problem();
-  // Runs a queue write, retrying transient database errors with backoff.
-  template <class F>
-  auto persist(const char* what, int64_t job_id, F&& write) -> decltype(write());
 
   jobs::Queue& queue_;
   WorkerOptions options_;
   const std::atomic<bool>& stop_;
   RunStatus own_status_;
   RunStatus& status_;
-  ProgressObserver observer_;
+  EngineHost host_;
+  ProgressPolicy progress_;
+  OutcomeWriter writer_;
   std::function<void()> between_jobs_;
-  std::unique_ptr<Engine> engine_;
-  std::string engine_model_, engine_path_;
-  std::optional<std::string> chat_template_;  // the loaded model's tokenizer.chat_template
-  std::unique_ptr<GenerationBatch> batch_;
-  std::vector<std::unique_ptr<Active>> active_;  // the jobs in batch_ (stable addresses: progress callbacks)
-  std::deque<JobOutcome> outcomes_;              // ends not yet returned by run_next()
+  std::vector<std::unique_ptr<RunningJob>> active_;  // the jobs in the host's batch (stable addresses: progress callbacks)
+  std::deque<JobOutcome> outcomes_;                  // ends not yet returned by run_next()
   Clock::time_point last_admit_{};
   // A job of n choices found fewer than n free slots and went back to the
   // queue: no claims until that many are free (it is at the head again then),
   // rather than claiming and releasing it at every step.
   int wanted_slots_ = 0;
-  // KV rows a job sent back for lack of them wanted (GenerationBatch::kNoRoom):
+  // KV rows a job sent back for lack of them wanted (kBatchNoRoom):
   // no job is claimed until that many lie free, so a long job is not starved by short ones.
   int64_t wanted_rows_ = 0;
   bool waiting_for_others_ = false;              // work_left() said so once
@@ -194,13 +162,12 @@ class Worker {
   };
   std::map<std::string, Blocked> blocked_;        // by model name
   bool slot_freed_ = false;                      // a job left the batch since the last claim
-  double unpaid_load_ms_ = 0;                    // a model load no job has been charged with yet (Active::load_ms)
   StepRate rate_;                                // the batch's step model: jobs' tok/s and ETAs
   // The batch run in progress (from the first job joining an empty batch to
   // the last one leaving), for its summary line.
   struct RunTotals {
     Clock::time_point started{};
-    int64_t jobs = 0, steps = 0, tokens = 0;  // bytes and times: batch_->totals()
+    int64_t jobs = 0, steps = 0, tokens = 0;  // bytes and times: Engine::Batch::totals()
     int max_size = 0;
   } totals_;
 };

@@ -8,7 +8,7 @@
 
 #include "engine/forward_state.h"
 #include "engine/model/hparams.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/model/tensor_loader.h"
 #include "engine/sequence_state.h"
 

@@ -15,7 +15,7 @@
 #include "engine/layers/mla_attention.h"
 #include "engine/layers/residual.h"
 #include "engine/ops.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

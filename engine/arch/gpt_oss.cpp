@@ -25,7 +25,7 @@
 #include "engine/layers/yarn_rope.h"
 #include "engine/ops.h"
 #include "engine/sequence_state.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "engine/ops.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 

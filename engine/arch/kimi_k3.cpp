@@ -25,7 +25,7 @@
 #include "engine/arch/kimi_hybrid.h"
 #include "engine/layers/attn_residuals.h"
 #include "engine/ops.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

@@ -14,7 +14,7 @@
 #include "engine/layers/ffn.h"
 #include "engine/layers/residual.h"
 #include "engine/layers/yarn_rope.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

@@ -33,7 +33,7 @@
 #include "engine/layers/yarn_rope.h"
 #include "engine/ops.h"
 #include "engine/sequence_state.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

@@ -11,7 +11,7 @@
 #include "engine/arch/llama.h"
 #include "engine/arch/qwen_moe.h"
 #include "engine/arch/qwen_next.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "engine/chat/chat_template.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::chat {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::chat {
 namespace {

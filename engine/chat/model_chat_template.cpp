@@ -2,7 +2,7 @@
 #include "engine/chat/model_chat_template.h"
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::chat {
 

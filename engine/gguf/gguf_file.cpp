@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::gguf {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::gguf {
 

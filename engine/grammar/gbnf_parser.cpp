@@ -5,7 +5,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/utf8_ranges.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::grammar {
 

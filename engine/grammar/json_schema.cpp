@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "engine/grammar/grammar.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::grammar {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/kernels/formats.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::kernels {
 namespace {

@@ -15,7 +15,7 @@
 #include "engine/kernels/iq_quantize.h"
 #include "engine/kernels/iquant.h"
 #include "engine/kernels/kquant_search.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::kernels::iq2_xs {
 

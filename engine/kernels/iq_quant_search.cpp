@@ -11,7 +11,7 @@
 
 #include "engine/kernels/iq_tables.h"
 #include "engine/kernels/kquant_search.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::kernels::iq {
 namespace {

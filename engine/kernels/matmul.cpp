@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/kernels/format.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns::kernels {

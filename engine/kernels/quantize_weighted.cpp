@@ -6,7 +6,7 @@
 #include "engine/kernels/format.h"
 #include "engine/kernels/iq_quantize.h"
 #include "engine/kernels/kernels.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::kernels {
 

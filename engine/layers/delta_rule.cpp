@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/sequence_state.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns {

@@ -10,7 +10,7 @@
 
 #include "engine/ops.h"
 #include "engine/stream/expert_cache.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 

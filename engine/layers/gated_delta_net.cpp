@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "engine/ops.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 // Buffer use (per-token widths from GdnShape, rows of s.n tokens):
 //   s.q    [t][conv_dim]   q | k | v projected, convolved in place; o over v

@@ -6,7 +6,7 @@
 #include "engine/layers/delta_rule.h"
 #include "engine/ops.h"
 #include "engine/sequence_state.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 // Buffer use (per-token widths from KdaShape, rows of s.n tokens):
 //   s.q, s.k, s.v  [t][d_inner]   projections, convolved in place; s.v then holds o

@@ -7,7 +7,7 @@
 #include "engine/sequence_state.h"
 #include "engine/layers/attention.h"
 #include "engine/ops.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/util/thread_pool.h"
 
 // Buffer use (per-token widths from mla_*_width, rows of s.n tokens):

@@ -4,7 +4,7 @@
 
 #include "engine/arch/architecture.h"
 #include "engine/gguf/gguf_file.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "engine/ops.h"
 #include "engine/stream/memory_limit.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

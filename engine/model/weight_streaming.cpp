@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/stream/human_size.h"
+#include "common/human_size.h"
 #include "engine/stream/memory_limit.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {
@@ -105,7 +105,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::s
   ws->cache = std::make_unique<stream::ExpertCache>(*ws->reader, ws->layout, co);
   spdlog::info("streaming experts with {} ({} reads in flight), cache {} experts ({}), policy {}",
                stream::io_mode_name(ws->reader->mode()), ro.queue_depth, co.capacity,
-               stream::format_size(uint64_t{co.capacity} * ws->layout.slot_bytes()), stream::cache_policy_name(policy));
+               format_size(uint64_t{co.capacity} * ws->layout.slot_bytes()), stream::cache_policy_name(policy));
   return ws;
 }
 

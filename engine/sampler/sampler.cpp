@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::sampler {
 namespace {

@@ -25,7 +25,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/sampling_params.h"
+#include "common/sampling_params.h"
 
 namespace ns::sampler {
 

@@ -1,7 +1,7 @@
 #include "engine/sampler/stop_matcher.h"
 
 #include "engine/sampler/utf8.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::sampler {
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "engine/stream/direct_io.h"
-#include "engine/stream/human_size.h"
-#include "engine/util/error.h"
+#include "common/human_size.h"
+#include "common/error.h"
 
 namespace ns::stream {
 namespace {

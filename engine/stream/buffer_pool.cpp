@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/stream/direct_io.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::stream {
 namespace {

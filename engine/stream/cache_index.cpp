@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::stream {
 

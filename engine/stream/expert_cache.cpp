@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::stream {
 namespace {

@@ -4,7 +4,7 @@
 #include <charconv>
 
 #include "engine/stream/direct_io.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::stream {
 namespace {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <sstream>
 
-#include "engine/stream/human_size.h"
+#include "common/human_size.h"
 
 namespace ns::stream {
 namespace {

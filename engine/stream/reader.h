@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "engine/stream/read_op.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::stream {
 

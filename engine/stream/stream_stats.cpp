@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "engine/stream/human_size.h"
+#include "common/human_size.h"
 
 namespace ns::stream {
 

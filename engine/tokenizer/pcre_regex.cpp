@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::tok {
 

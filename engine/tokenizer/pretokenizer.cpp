@@ -6,7 +6,7 @@
 #include "engine/tokenizer/pcre_regex.h"
 #include "engine/tokenizer/unicode_class.h"
 #include "engine/tokenizer/utf8.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::tok {
 

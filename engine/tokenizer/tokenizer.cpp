@@ -9,7 +9,7 @@
 #include "engine/tokenizer/spm_encoder.h"
 #include "engine/tokenizer/utf8.h"
 #include "engine/tokenizer/vocab.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 

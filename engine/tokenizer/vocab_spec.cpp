@@ -1,7 +1,7 @@
 // VocabSpec::from_gguf: the tokenizer.* metadata keys, read into plain data.
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 

@@ -12,7 +12,7 @@ CREATE TABLE jobs (
   model            TEXT    NOT NULL CHECK (model <> ''),
   prompt           TEXT    NOT NULL CHECK (prompt <> ''),
 
-  -- Sampling parameters (engine/sampling_params.h), one column each.
+  -- Sampling parameters (common/sampling_params.h), one column each.
   max_tokens       INTEGER NOT NULL,
   temperature      REAL    NOT NULL,
   top_k            INTEGER NOT NULL,

@@ -56,16 +56,17 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/generation_batch.h"
+#include "engine/process_stats.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/model/routing_spread.h"
-#include "engine/stream/human_size.h"
-#include "engine/util/error.h"
+#include "common/human_size.h"
+#include "common/error.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using ns::stream::format_size;
+using ns::format_size;
 
 struct Args {
   std::string cmd, model;
@@ -438,7 +439,7 @@ int main(int argc, char** argv) {
       else if (k == "--verify") a.verify = std::stoi(v);
       else if (k == "--io-mode") a.io_mode = v;
       else if (k == "--cpu-features") a.cpu_features = v;
-      else if (k == "--budget") a.budget = v == "0" ? 0 : ns::stream::parse_size(v);
+      else if (k == "--budget") a.budget = v == "0" ? 0 : ns::parse_size(v);
       else if (k == "--context") a.context = std::stoi(v);
       else if (k == "--max-sequences") a.max_sequences = std::stoi(v);
       else if (k == "--threads") a.threads = std::stoi(v);

@@ -33,11 +33,13 @@
 
 #include "engine/stream/buffer_pool.h"
 #include "engine/stream/expert_cache.h"
-#include "engine/stream/human_size.h"
+#include "common/human_size.h"
 #include "engine/stream/reader.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using namespace ns::stream;
+using ns::format_size;
+using ns::parse_size;
 using Clock = std::chrono::steady_clock;
 
 namespace {

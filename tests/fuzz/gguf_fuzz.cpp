@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

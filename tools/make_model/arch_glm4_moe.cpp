@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tools/make_model/architecture.h"
 #include "tools/make_model/plan_builder.h"
 

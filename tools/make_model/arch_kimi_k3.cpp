@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tools/make_model/architecture.h"
 #include "tools/make_model/kimi_hybrid.h"
 

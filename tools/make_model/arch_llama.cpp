@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tools/make_model/architecture.h"
 
 namespace ns::make_model {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tools/make_model/architecture.h"
 
 namespace ns::make_model {

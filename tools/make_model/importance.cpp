@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::make_model {
 

@@ -2,7 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::make_model {
 

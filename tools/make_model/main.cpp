@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/util/thread_pool.h"
 #include "tools/make_model/model_generator.h"
 

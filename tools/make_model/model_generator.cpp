@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/kernels/kernels.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/util/thread_pool.h"
 #include "tools/make_model/vocabulary.h"
 #include "tools/make_model/weight_init.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns::make_model {
 

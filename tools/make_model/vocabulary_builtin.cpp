@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "engine/gguf/gguf_writer.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tools/make_model/vocabulary.h"
 
 namespace ns::make_model {

@@ -1,7 +1,7 @@
 // --vocab FILE.gguf: copy the tokenizer from a real vocabulary file.
 #include <algorithm>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tools/make_model/vocabulary.h"
 
 namespace ns::make_model {

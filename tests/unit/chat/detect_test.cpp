@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/chat/chat_template.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using ns::chat::ChatTemplate;
 using ns::chat::detect_family_name;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/chat/chat_messages_json.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using nlohmann::json;
 using ns::chat::ChatMessage;

@@ -9,7 +9,7 @@
 #include "engine/chat/model_chat_template.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using ns::chat::ChatTemplate;
 using ns::chat::read_chat_template;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/chat/chat_template.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using ns::chat::ChatMessage;
 using ns::chat::ChatTemplate;

@@ -8,7 +8,7 @@
 #include "daemon/cli/openai_batch.h"
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/matcher.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using ns::SamplingParams;
 using ns::cli::BatchEndpoint;

@@ -9,7 +9,7 @@
 
 #include "daemon/cli/openai_batch.h"
 #include "engine/sampler/logprobs.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using nlohmann::json;
 using ns::cli::BatchEndpoint;

@@ -15,7 +15,7 @@
 #include "daemon/lib/database_path.h"
 #include "daemon/lib/logging.h"
 #include "engine/kernels/kernels.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tests/unit/jobs/temp_dir.h"
 
 using namespace ns::daemon;

@@ -12,7 +12,7 @@
 #include "engine/generation_batch.h"
 #include "engine/model/model.h"
 #include "engine/sequence_state.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

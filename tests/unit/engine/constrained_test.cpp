@@ -14,7 +14,7 @@
 #include "engine/generation_batch.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/matcher.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

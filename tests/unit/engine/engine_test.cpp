@@ -8,7 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/generation_batch.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

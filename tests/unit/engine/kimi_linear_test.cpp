@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "engine/model/model.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

@@ -12,7 +12,7 @@
 #include <span>
 
 #include "engine/model/model.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

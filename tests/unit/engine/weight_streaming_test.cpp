@@ -14,7 +14,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
 #include "engine/stream/budget_planner.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
 

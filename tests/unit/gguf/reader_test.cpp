@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using namespace ns;
 using namespace ns::gguf;

@@ -14,7 +14,7 @@
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "writer_test_util.h"
 
 using namespace ns;

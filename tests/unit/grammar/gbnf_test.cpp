@@ -3,7 +3,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/matcher.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using ns::grammar::Matcher;
 using ns::grammar::parse_gbnf;

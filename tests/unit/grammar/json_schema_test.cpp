@@ -5,7 +5,7 @@
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/matcher.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using namespace ns::grammar;
 using ojson = nlohmann::ordered_json;

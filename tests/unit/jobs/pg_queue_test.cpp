@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/pg_conn.h"
 #include "jobs/pg_migrations.h"
 #include "jobs/pg_queue.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/queue.h"
 #include "jobs/time_format.h"
 #include "tests/unit/jobs/backends.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/queue.h"
 #include "tests/unit/jobs/backends.h"
 

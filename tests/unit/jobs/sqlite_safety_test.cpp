@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/queue.h"
 #include "jobs/sqlite_db.h"
 #include "jobs/sqlite_migrations.h"

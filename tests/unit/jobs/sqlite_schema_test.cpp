@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "jobs/queue.h"
 #include "jobs/pg_migrations.h"
 #include "jobs/sqlite_db.h"

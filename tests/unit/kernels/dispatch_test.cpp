@@ -2,7 +2,7 @@
 // types, block geometry agreeing with the GGUF type table, exact output sizes,
 // set_isa's clamping, the cpu_features override and the per-ISA fallbacks.
 #include "engine/kernels/formats.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "kernel_test_util.h"
 
 using namespace ns::kernels;

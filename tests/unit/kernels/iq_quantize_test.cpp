@@ -10,7 +10,7 @@
 
 #include "engine/kernels/iq_quant_search.h"
 #include "engine/kernels/kernels.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "kernel_test_util.h"
 
 using namespace ns::kernels;

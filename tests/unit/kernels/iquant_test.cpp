@@ -11,7 +11,7 @@
 #include <set>
 
 #include "engine/kernels/formats.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/util/thread_pool.h"
 #include "kernel_test_util.h"
 

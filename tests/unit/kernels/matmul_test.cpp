@@ -3,7 +3,7 @@
 // errors it raises and the scratch it keeps.
 #include <cstring>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "engine/util/thread_pool.h"
 #include "kernel_test_util.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/sampler/sampler.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/sampling_params.h"
+#include "common/sampling_params.h"
 
 namespace {
 

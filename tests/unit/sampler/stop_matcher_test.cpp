@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/sampler/stop_matcher.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using ns::sampler::StopMatcher;
 

@@ -7,13 +7,15 @@
 
 #include "engine/stream/budget_planner.h"
 #include "engine/stream/direct_io.h"
-#include "engine/stream/human_size.h"
+#include "common/human_size.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "stream_test_util.h"
 
 using namespace ns::stream;
+using ns::format_size;
+using ns::parse_size;
 using ns::gguf::GgmlType;
 using ns::gguf::TensorInfo;
 

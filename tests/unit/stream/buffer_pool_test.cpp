@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/stream/buffer_pool.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using namespace ns::stream;
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/stream/cache_index.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using namespace ns::stream;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tiny_vocab.h"
 
 using tiny::ids_of;

@@ -6,7 +6,7 @@
 
 #include "engine/tokenizer/fast_splitters.h"
 #include "engine/tokenizer/pretokenizer.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 using namespace ns::tok;
 

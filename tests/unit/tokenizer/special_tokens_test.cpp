@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tiny_vocab.h"
 
 using tiny::id_of;

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/sampling_params.h"
+#include "common/sampling_params.h"
 
 namespace ns {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace ns::stream {
+namespace ns {
 
 // Throws ns::Error(invalid_input) naming the text and the accepted forms for
 // anything else (empty, negative, unknown unit, over 2^64 - 1).
@@ -18,4 +18,4 @@ uint64_t parse_size(std::string_view text);
 // "8.00 GiB", "2.44 MiB", "512 B": two decimals in the largest binary unit that fits.
 std::string format_size(uint64_t bytes);
 
-}  // namespace ns::stream
+}  // namespace ns

@@ -1,12 +1,12 @@
-#include "engine/stream/human_size.h"
+#include "common/human_size.h"
 
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
-namespace ns::stream {
+namespace ns {
 namespace {
 
 [[noreturn]] void bad_size(std::string_view text, const char* why) {
@@ -90,4 +90,4 @@ std::string format_size(uint64_t bytes) {
   return buf;
 }
 
-}  // namespace ns::stream
+}  // namespace ns

@@ -1,0 +1,150 @@
+#include "daemon/lib/engine_host.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "daemon/lib/failure.h"
+#include "engine/chat/chat_messages_json.h"
+#include "engine/chat/chat_template.h"
+
+namespace ns::daemon {
+namespace {
+
+std::string known_models(const std::map<std::string, std::string>& models) {
+  if (models.empty()) return "none are configured";
+  std::string list;
+  for (const auto& [name, path] : models) list += (list.empty() ? "" : ", ") + name;
+  return "known models: " + list;
+}
+
+// A model file this daemon's user may not reach (a directory on the way it
+// cannot enter) or read is a problem of the daemon's deployment, not of the
+// jobs: they stay queued (DaemonConfigError) until the permissions are fixed
+// and the daemon reloaded. Names the first directory it cannot enter, as
+// "does not exist" would send the user looking for a missing file.
+void require_reachable(const std::string& model, const std::string& path) {
+  const std::string who = " (the daemon runs as uid " + std::to_string(geteuid()) + ")";
+  const std::string after = "; fix the permissions and reload the daemon (systemctl reload nightshiftd): its jobs "
+                            "stay queued meanwhile";
+  std::filesystem::path dir;
+  for (const auto& part : std::filesystem::path(path).parent_path()) {
+    dir /= part;
+    if (::access(dir.c_str(), X_OK) != 0 && (errno == EACCES || errno == EPERM)) {
+      throw DaemonConfigError(ErrorKind::io, "model '" + model + "': cannot enter directory " + dir.string() +
+                                                 " on the way to " + path + ": " + std::strerror(errno) + who + after);
+    }
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return;
+  }
+  const int err = errno;
+  if (err == EACCES || err == EPERM) {
+    throw DaemonConfigError(ErrorKind::io, "model '" + model + "': cannot read " + path + ": " + std::strerror(err) +
+                                               who + after);
+  }
+}
+
+}  // namespace
+
+Engine::Batch& EngineHost::open(const std::string& model, const WorkerOptions& options) {
+  auto it = options.models.find(model);
+  if (it == options.models.end()) {
+    throw DaemonConfigError(ErrorKind::invalid_input,
+                            "model '" + model + "' is not in the daemon's config (" + known_models(options.models) +
+                                "); add it under models: in " +
+                                (options.config_source.empty() ? std::string("the config") : options.config_source) +
+                                " and reload (SIGHUP); if the name is wrong, `nightshift cancel` the jobs and "
+                                "`nightshift retry --model RIGHT` them (docs/operations.md, \"A bad night\")");
+  }
+  const std::string& path = it->second;
+  if (!engine_ || model_ != model || path_ != path) {
+    require_reachable(model, path);
+    load(model, path, options);
+  }
+  if (!batch_) batch_ = engine_->open_batch();
+  return *batch_;
+}
+
+void EngineHost::load(const std::string& model, const std::string& path, const WorkerOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    // Transient: a model on a disk that is mounted late, or still being copied.
+    throw Error(ErrorKind::io, "model '" + model + "': file " + path +
+                                   " does not exist or is not a regular file (check models." + model +
+                                   " in the config; the job is retried in case the disk is not mounted yet)");
+  }
+
+  // Free the previous model first: two models may not fit in memory together.
+  drop();
+  spdlog::info("loading model {} from {} (batches of up to {} jobs)", model, path, options.engine.max_sequences);
+  const auto t0 = std::chrono::steady_clock::now();
+  EngineOptions eo = options.engine;
+  for (;;) {
+    try {
+      engine_ = Engine::load(path, eo);
+      break;
+    } catch (const Error& e) {
+      // The KV cache grows with the batch: a budget that cannot hold
+      // max_batch contexts may hold fewer. Halve rather than fail the jobs.
+      if (e.kind() != ErrorKind::invalid_input) throw;
+      // Loading sees no job: an invalid_input here is the engine settings
+      // (memory_budget, io_mode, context) against this model.
+      if (eo.max_sequences <= 1) {
+        throw DaemonConfigError(ErrorKind::invalid_input,
+                                "this daemon's configuration cannot load model '" + model + "': " + e.what());
+      }
+      spdlog::warn("model {}: a batch of {} jobs does not fit ({}); trying {}", model, eo.max_sequences, e.what(),
+                   eo.max_sequences / 2);
+      eo.max_sequences /= 2;
+    }
+  }
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  unpaid_load_ms_ += load_ms;
+  if (const std::string& problem = engine_->summary().chat_template_problem; !problem.empty())
+    spdlog::warn("model {}: its chat template cannot be read ({}); chat jobs for it will fail", model, problem);
+  model_ = model;
+  path_ = path;
+  status_.set_loaded_model(model);
+  status_.touch();
+  spdlog::info("model {} loaded in {:.0f} ms", model, load_ms);
+}
+
+void EngineHost::drop() {
+  batch_.reset();  // refers to the engine's model
+  unpaid_load_ms_ = 0;  // that load served no job
+  engine_.reset();
+  model_.clear();
+  path_.clear();
+  status_.set_loaded_model("");
+}
+
+bool EngineHost::stale(const WorkerOptions& options, const WorkerOptions& loaded_with) const {
+  if (!engine_) return false;
+  const auto it = options.models.find(model_);
+  const EngineOptions &now = options.engine, &was = loaded_with.engine;
+  return it == options.models.end() || it->second != path_ || now.threads != was.threads ||
+         now.context != was.context || now.memory_budget != was.memory_budget || now.io_mode != was.io_mode ||
+         now.max_sequences != was.max_sequences || now.prefix_cache != was.prefix_cache;
+}
+
+std::string EngineHost::render_prompt(const jobs::Job& job) const {
+  if (!job.spec.is_chat()) return job.spec.prompt;
+  const std::optional<std::string>& chat_template = engine_->summary().chat_template;
+  if (!chat_template) {
+    throw Error(ErrorKind::invalid_input,
+                "model '" + job.spec.model + "' has no chat template (tokenizer.chat_template is not in its GGUF): "
+                "it is a base model or a conversion without one; submit the job as a plain prompt "
+                "(/v1/completions) or use an instruct model");
+  }
+  return chat::render_chat(*chat_template, chat::chat_messages_from_json(job.spec.messages), /*add_assistant=*/true);
+}
+
+}  // namespace ns::daemon

@@ -1,0 +1,128 @@
+// describe_model(): `nightshift model info`'s figures (contract in model_report.h).
+#include "engine/model_report.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "common/error.h"
+#include "engine/model/model.h"
+#include "engine/stream/budget_planner.h"
+
+namespace ns {
+namespace {
+
+// Routed-expert stacks (ffn_*_exps) are the part streamed from disk; only
+// n_expert_used of their experts are active per token.
+bool is_expert_stack(const gguf::TensorInfo& t) {
+  return t.dims.size() == 3 && t.name.find("_exps.") != std::string::npos;
+}
+
+MemoryPlanReport plan_report(const Model& model, const stream::BudgetPlan& plan, int max_batch, int max_batch_asked) {
+  const Hparams& hp = model.hparams();
+  const SequenceState& st = model.sequence_state();
+  MemoryPlanReport p;
+  p.context = model.n_ctx();
+  p.kv_tokens = st.pool_rows();
+  p.max_batch = max_batch;
+  p.max_batch_asked = max_batch_asked;
+  p.resident_bytes = plan.resident_bytes;
+  p.kv_cache_bytes = plan.kv_cache_bytes;
+  p.recurrent_bytes = plan.recurrent_bytes;
+  p.cache_experts = plan.cache_experts;
+  p.streamed_experts = plan.streamed_experts;
+  p.minimum_budget = plan.minimum_budget;
+  // The batch x context trade-off (docs/long-context.md): 4K, 8K, ... up to the model's own length.
+  std::vector<int64_t> contexts;
+  for (int64_t c = 4096; c < hp.n_ctx_train; c *= 2) contexts.push_back(c);
+  contexts.push_back(std::max<int64_t>(hp.n_ctx_train, 1));
+  const auto tradeoff = stream::kv_tradeoff(
+      plan, st.bytes_per_token(), st.sliding_bytes_per_sequence() + st.recurrent_bytes_per_sequence(), contexts);
+  for (const auto& t : tradeoff) p.batch_x_context.push_back({t.context, t.max_batch, t.kv_tokens});
+  p.description = plan.describe();
+  p.batch_x_context_text = stream::describe_tradeoff(tradeoff);
+  return p;
+}
+
+}  // namespace
+
+ModelReport describe_model(const std::string& path, const ModelReportOptions& opts) {
+  // Loading builds the tokenizer, the architecture's shape checks and the KV
+  // cache geometry; mmap mode reads no weights, a budget adds the memory plan.
+  ModelOptions mo;
+  // As Engine::load sizes a daemon's model: max_batch sequences of `context`
+  // tokens, the tokens per forward pass sized from the budget.
+  mo.context = opts.context;
+  mo.n_seq = opts.max_batch;
+  mo.prefix_cache = opts.prefix_cache;
+  mo.max_batch = 0;
+  mo.threads = 1;
+  mo.streaming.io_mode = opts.memory_budget ? "uring" : "mmap";
+  if (opts.memory_budget) mo.streaming.memory_budget = *opts.memory_budget;
+  mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
+  // As the daemon does (daemon/lib/engine_host.cpp): a budget that cannot
+  // hold max_batch contexts may hold fewer; halve.
+  std::unique_ptr<Model> model;
+  for (;;) {
+    try {
+      model = Model::load(path, mo);
+      break;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::invalid_input || !opts.memory_budget || mo.n_seq <= 1) throw;
+      mo.n_seq /= 2;
+    }
+  }
+  const gguf::GgufFile& f = model->file();
+  const Hparams& hp = model->hparams();
+  ModelReport r;
+  int first_moe_layer = -1;
+  for (const auto& t : model->tensors()) {  // the file's, less what the model skips (NextN blocks)
+    r.parameters += t.n_elements();
+    ++r.tensor_types[std::string(gguf::type_name(t.type))];
+    if (!is_expert_stack(t)) {
+      r.active_parameters_per_token += t.n_elements();
+      r.resident_bytes += t.nbytes;
+      continue;
+    }
+    const uint64_t n_expert = t.dims[2];
+    r.active_parameters_per_token +=
+        t.n_elements() / n_expert * static_cast<uint64_t>(std::max<int64_t>(hp.n_expert_used, 0));
+    const int layer = std::atoi(t.name.c_str() + 4);  // "blk.N."
+    if (first_moe_layer < 0) first_moe_layer = layer;
+    if (layer == first_moe_layer) r.bytes_per_expert += t.nbytes / n_expert;
+  }
+  r.name = hp.name;
+  r.architecture = hp.arch;
+  r.gguf_version = f.version();
+  r.file_bytes = f.file_size();
+  r.tensors = model->tensors().size();
+  r.tensors_not_loaded = f.tensors().size() - model->tensors().size();
+  r.n_layer = hp.n_layer;
+  r.n_embd = hp.n_embd;
+  r.n_head = hp.n_head;
+  r.n_head_kv = hp.n_head_kv;
+  r.n_ff = hp.n_ff;
+  r.n_expert = hp.n_expert;
+  r.n_expert_used = hp.n_expert_used;
+  r.kv_bytes_per_token = model->sequence_state().bytes_per_token();
+  r.recurrent_bytes_per_sequence = model->sequence_state().recurrent_bytes_per_sequence();
+  r.context_length = hp.n_ctx_train;
+  r.tokenizer = f.get_string_or("tokenizer.ggml.model", "");
+  r.pre_tokenizer = f.get_string_or("tokenizer.ggml.pre", "");
+  if (model->streaming().planned) {
+    const stream::BudgetPlan& plan = model->streaming().plan;
+    r.memory_plan = plan_report(*model, plan, static_cast<int>(mo.n_seq), opts.max_batch);
+    r.memory_plan->prefix_cache = opts.prefix_cache;
+    r.memory_plan->memory_budget = *opts.memory_budget;  // as given (0: the machine's, which the plan names)
+    const stream::DiskBoundEstimate e =
+        stream::estimate_disk_bound(plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()),
+                                    hp.n_expert, hp.n_expert_used, opts.disk_bytes_per_s);
+    if (e.bytes_per_expert > 0) {
+      r.disk_bound = DiskBoundReport{e.hit_rate,     e.bytes_per_token_batch1, e.tok_s_batch1,
+                                     e.full_batch,   e.bytes_per_token_full,   e.tok_s_full};
+    }
+  }
+  return r;
+}
+
+}  // namespace ns
