@@ -30,7 +30,7 @@
 // blocks in order, as their AVX2 kernels do; IQ4_NL and MXFP4 (kEvenOdd
 // true) put two blocks in a 512-bit register, int32 lanes 0-7 block b and
 // 8-15 block b + 1, with one scale vector holding each block's product in its
-// half: the halves are table4_avx2.h's even and odd accumulators, and an odd
+// half: the halves are block32_avx2.h's even and odd accumulators, and an odd
 // last block is added to their total as there. Per row x token and block:
 // vpdpbusd, convert, the scale product, FMA (AVX2: sign, maddubs, madd,
 // convert, multiply, FMA). On Zen 4 a 512-bit operation costs two 256-bit

@@ -11,7 +11,7 @@ struct Format {
   static constexpr size_t kBlockBytes = mxfp4::kBlockBytes;
   static constexpr size_t kQsOffset = 1;
   static constexpr int kOffset = 128;
-  static constexpr bool kEvenOdd = true;  // AVX2 (table4_avx2.h) sums even and odd blocks apart
+  static constexpr bool kEvenOdd = true;  // AVX2 (block32_avx2.h) sums even and odd blocks apart
   static float scale(const uint8_t* block) { return mxfp4::scale(block[0]); }
   static __m256i decode(const uint8_t* qs) {
     return _mm256_shuffle_epi8(avx512::offset_table(mxfp4::kValues), avx2::unpack_nibbles(qs));

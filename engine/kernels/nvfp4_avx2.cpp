@@ -3,7 +3,7 @@
 // per 16-element sub-block) are converted to float and added into one
 // accumulator by an FMA with the per-lane scale d_w(sub-block) * d_x; one
 // horizontal sum at the end. The codes are looked up in MXFP4's table with a
-// byte shuffle and multiplied as in table4_avx2.h (maddubs on |w| and x
+// byte shuffle and multiplied as in block32_avx2.h (maddubs on |w| and x
 // carrying w's sign).
 #include "engine/kernels/avx2_util.h"
 #include "engine/kernels/formats.h"
@@ -75,7 +75,7 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
     for (int t = 0; t < T; ++t) y[t * ys + r] = avx2::hsum(acc[r][t]);
 }
 
-// Shapes: those of the table-lookup formats (table4_avx2.h), not tuned separately.
+// Shapes: those of the table-lookup formats (iq4_nl_avx2.cpp), not tuned separately.
 using Kernels = avx2::MicroKernels<Micro, 4, 2, 4>;
 
 }  // namespace

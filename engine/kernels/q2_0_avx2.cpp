@@ -98,7 +98,7 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
     for (int t = 0; t < T; ++t) y[t * ys + r] = acc[r][t];
 }
 
-// Shapes: those of the table-lookup formats (table4_avx2.h), not tuned separately.
+// Shapes: those of the table-lookup formats (iq4_nl_avx2.cpp), not tuned separately.
 using Kernels = avx2::MicroKernels<Micro, 4, 2, 4>;
 
 }  // namespace
