@@ -21,18 +21,22 @@
 // m_w * s_x per block in a separate sum, lane r for row r, added at the end
 // (ggml's order).
 //
-// A format supplies F with
-//   kBlockBytes, kQsOffset   weight block bytes; where decode reads
+// A format is a block decoder F (the ones below, in namespace block32) with
+//   kBlockBytes              weight block bytes
 //   kSigned                  decode gives int8 weights (else codes w + kOffset)
 //   kOffset                  o above (unsigned codes only)
 //   kMin                     the block holds an fp16 min at byte 2; x is Q8_1
 //   kEvenOdd                 the two-accumulator order above
 //   scale(block)             d_w as a float
 //   decode(block)            the 32 weight bytes in element order
+//   decode_u(block)          signed formats: w + 128 as unsigned bytes, for
+//                            the AVX-512 kernel (int8_avx512.h), which reads
+//                            these decoders too
 // Each block prefetches the bytes the next micro-tile reads, R rows further
-// down (see avx2_util.h). Like quant_avx2.h, only *_avx2.cpp files include
-// this; each instantiates it with an F of its own anonymous namespace, so no
-// copy is shared with another file.
+// down (see avx2_util.h). Like quant_avx2.h, only *_avx2.cpp and *_avx512.cpp
+// files include this; the decoders are in an anonymous namespace, so each
+// file instantiates the loop with types of its own and no copy is shared with
+// another file (or ISA).
 #pragma once
 
 #include "engine/kernels/formats.h"
@@ -167,5 +171,81 @@ struct Block32Bind {
 };
 template <class F, int kRowsSingle, int kRowsBatch, int kTokens>
 using Block32Kernels = MicroKernels<Block32Bind<F>::template Micro, kRowsSingle, kRowsBatch, kTokens>;
+
+// The block decoders, one per format (layouts: formats.h).
+namespace block32 {
+namespace {
+
+// The fields every decoder of an fp16-scaled format without a min has.
+struct Fp16Scaled {
+  static constexpr bool kMin = false;
+  static float scale(const uint8_t* block) { return load_fp16(block); }
+};
+
+struct Q8_0 : Fp16Scaled {
+  static constexpr size_t kBlockBytes = q8_0::kBlockBytes;
+  static constexpr bool kSigned = true, kEvenOdd = false;
+  static constexpr int kOffset = 0;
+  static __m256i decode(const uint8_t* block) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+  }
+  static __m256i decode_u(const uint8_t* block) {  // the sign bit flipped: w + 128
+    return _mm256_xor_si256(decode(block), _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+
+struct Q4_0 : Fp16Scaled {  // the nibbles as stored are w + 8
+  static constexpr size_t kBlockBytes = q4_0::kBlockBytes;
+  static constexpr bool kSigned = false, kEvenOdd = false;
+  static constexpr int kOffset = 8;
+  static __m256i decode(const uint8_t* block) { return unpack_nibbles(block + 2); }
+};
+
+struct Q5_0 : Fp16Scaled {  // nibbles and fifth bits: w + 16
+  static constexpr size_t kBlockBytes = q5_0::kBlockBytes;
+  static constexpr bool kSigned = false, kEvenOdd = false;
+  static constexpr int kOffset = 16;
+  static __m256i decode(const uint8_t* block) { return unpack_5bit(block + 2, block + 6); }
+};
+
+// Q4_1 and Q5_1: the codes are the levels; the min is at byte 2.
+struct Q4_1 {
+  static constexpr size_t kBlockBytes = q4_1::kBlockBytes;
+  static constexpr bool kSigned = false, kMin = true, kEvenOdd = false;
+  static constexpr int kOffset = 0;
+  static float scale(const uint8_t* block) { return load_fp16(block); }
+  static __m256i decode(const uint8_t* block) { return unpack_nibbles(block + 4); }
+};
+
+struct Q5_1 : Q4_1 {
+  static constexpr size_t kBlockBytes = q5_1::kBlockBytes;
+  static __m256i decode(const uint8_t* block) { return unpack_5bit(block + 4, block + 8); }
+};
+
+// The table formats: 16 nibbles bytes at kQs index a 16-entry int8 table.
+template <const int8_t* kValues, size_t kQs>
+struct Table4 {
+  static constexpr bool kSigned = true, kMin = false, kEvenOdd = true;
+  static constexpr int kOffset = 0;
+  static __m256i decode(const uint8_t* block) { return lookup_nibbles(kValues, block + kQs); }
+  static __m256i decode_u(const uint8_t* block) {  // a table of level + 128
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kValues));
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_xor_si128(v, _mm_set1_epi8(static_cast<char>(0x80))));
+    return _mm256_shuffle_epi8(table, unpack_nibbles(block + kQs));
+  }
+};
+
+struct IQ4_NL : Table4<iq4_nl::kValues, 2> {
+  static constexpr size_t kBlockBytes = iq4_nl::kBlockBytes;
+  static float scale(const uint8_t* block) { return load_fp16(block); }
+};
+
+struct MXFP4 : Table4<mxfp4::kValues, 1> {  // E8M0 scale, halved (formats.h)
+  static constexpr size_t kBlockBytes = mxfp4::kBlockBytes;
+  static float scale(const uint8_t* block) { return mxfp4::scale(block[0]); }
+};
+
+}  // namespace
+}  // namespace block32
 
 }  // namespace ns::kernels::avx2

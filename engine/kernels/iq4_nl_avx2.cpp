@@ -7,17 +7,10 @@
 namespace ns::kernels::iq4_nl_avx2 {
 namespace {
 
-struct Format {
-  static constexpr size_t kBlockBytes = iq4_nl::kBlockBytes;
-  static constexpr bool kSigned = true, kMin = false, kEvenOdd = true;
-  static constexpr int kOffset = 0;
-  static float scale(const uint8_t* block) { return load_fp16(block); }
-  static __m256i decode(const uint8_t* block) { return avx2::lookup_nibbles(iq4_nl::kValues, block + 2); }
-};
 // Shapes: 4 rows for a lone token, 2 x 4 otherwise (|w| of 3 rows would not
 // stay in registers); 3 x 4 measured the same within noise on one core of a
 // shared Sapphire Rapids VM, 4096-wide rows.
-using Kernels = avx2::Block32Kernels<Format, 4, 2, 4>;
+using Kernels = avx2::Block32Kernels<avx2::block32::IQ4_NL, 4, 2, 4>;
 
 }  // namespace
 

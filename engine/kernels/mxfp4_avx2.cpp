@@ -7,15 +7,8 @@
 namespace ns::kernels::mxfp4_avx2 {
 namespace {
 
-struct Format {
-  static constexpr size_t kBlockBytes = mxfp4::kBlockBytes;
-  static constexpr bool kSigned = true, kMin = false, kEvenOdd = true;
-  static constexpr int kOffset = 0;
-  static float scale(const uint8_t* block) { return mxfp4::scale(block[0]); }
-  static __m256i decode(const uint8_t* block) { return avx2::lookup_nibbles(mxfp4::kValues, block + 1); }
-};
 // Shapes: IQ4_NL's.
-using Kernels = avx2::Block32Kernels<Format, 4, 2, 4>;
+using Kernels = avx2::Block32Kernels<avx2::block32::MXFP4, 4, 2, 4>;
 
 }  // namespace
 

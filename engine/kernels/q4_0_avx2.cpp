@@ -5,16 +5,9 @@
 namespace ns::kernels::q4_0_avx2 {
 namespace {
 
-struct Format {
-  static constexpr size_t kBlockBytes = q4_0::kBlockBytes;
-  static constexpr bool kSigned = false, kMin = false, kEvenOdd = false;
-  static constexpr int kOffset = 8;
-  static float scale(const uint8_t* block) { return load_fp16(block); }
-  static __m256i decode(const uint8_t* block) { return avx2::unpack_nibbles(block + 2); }
-};
 // Shapes measured on a Sapphire Rapids core (4096-wide rows, best of
 // interleaved runs): 4 rows for a lone token, 3 x 4 otherwise.
-using Kernels = avx2::Block32Kernels<Format, 4, 3, 4>;
+using Kernels = avx2::Block32Kernels<avx2::block32::Q4_0, 4, 3, 4>;
 
 }  // namespace
 

@@ -6,16 +6,9 @@
 namespace ns::kernels::q4_1_avx2 {
 namespace {
 
-struct Format {
-  static constexpr size_t kBlockBytes = q4_1::kBlockBytes;
-  static constexpr bool kSigned = false, kMin = true, kEvenOdd = false;
-  static constexpr int kOffset = 0;
-  static float scale(const uint8_t* block) { return load_fp16(block); }
-  static __m256i decode(const uint8_t* block) { return avx2::unpack_nibbles(block + 4); }
-};
 // Shapes (as Q4_0's): 4 rows for a lone token, 3 x 4 otherwise; 2 x 4 measured
 // the same within noise (one core of a shared Sapphire Rapids VM, 4096-wide rows).
-using Kernels = avx2::Block32Kernels<Format, 4, 3, 4>;
+using Kernels = avx2::Block32Kernels<avx2::block32::Q4_1, 4, 3, 4>;
 
 }  // namespace
 

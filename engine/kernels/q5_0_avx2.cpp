@@ -5,16 +5,9 @@
 namespace ns::kernels::q5_0_avx2 {
 namespace {
 
-struct Format {
-  static constexpr size_t kBlockBytes = q5_0::kBlockBytes;
-  static constexpr bool kSigned = false, kMin = false, kEvenOdd = false;
-  static constexpr int kOffset = 16;
-  static float scale(const uint8_t* block) { return load_fp16(block); }
-  static __m256i decode(const uint8_t* block) { return avx2::unpack_5bit(block + 2, block + 6); }
-};
 // Shapes (as Q4_0's): 4 rows for a lone token, 3 x 4 otherwise; 2 x 4 measured
 // the same within noise (one core of a shared Sapphire Rapids VM, 4096-wide rows).
-using Kernels = avx2::Block32Kernels<Format, 4, 3, 4>;
+using Kernels = avx2::Block32Kernels<avx2::block32::Q5_0, 4, 3, 4>;
 
 }  // namespace
 

@@ -8,18 +8,9 @@ namespace {
 
 constexpr size_t kBytes = q8_0::kBlockBytes;
 
-struct Format {
-  static constexpr size_t kBlockBytes = q8_0::kBlockBytes;
-  static constexpr bool kSigned = true, kMin = false, kEvenOdd = false;
-  static constexpr int kOffset = 0;
-  static float scale(const uint8_t* block) { return load_fp16(block); }
-  static __m256i decode(const uint8_t* block) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-  }
-};
 // Shapes measured on a Sapphire Rapids core (4096-wide rows, best of
 // interleaved runs): 4 rows for a lone token, 2 x 4 otherwise.
-using Kernels = avx2::Block32Kernels<Format, 4, 2, 4>;
+using Kernels = avx2::Block32Kernels<avx2::block32::Q8_0, 4, 2, 4>;
 
 }  // namespace
 
