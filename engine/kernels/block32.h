@@ -1,18 +1,21 @@
 // The scalar reference loops of the formats whose 32-element weight blocks
 // are dotted against one activation block each (Q8_0, Q4_0, Q5_0, Q4_1,
 // Q5_1, IQ4_NL, MXFP4; block32_avx2.h is their AVX2 loop), and the block
-// searches and packing their quantizers share. A format supplies a block description B:
+// searches and packing their quantizers share. A format is a block
+// description B (the ones below):
 //   kBlockElems, kBlockBytes   its block
 //   kMin                       the block holds an fp16 min m at byte 2 and
 //                              is dotted against Q8_1 (else Q8_0)
 //   scale(block)               d as a float
 //   level(block, j)            element j's integer level: x[j] = d * level
 //                              (+ m where kMin)
+//   kLevels, pack(code, block) formats with a quantizer here: the number of
+//                              codes, and where they are stored
 // The dot product is ggml's generic one: per block the exact integer sum of
 // level * q_x, times d_w * d_x, plus m_w * s_x where kMin, added to one float
 // sum in block order.
-// Everything here is static or a template over a type of the including file
-// (see format.h: no copy compiled for another ISA can be the one kept).
+// Everything here is static or in an anonymous namespace (see format.h: no
+// copy compiled for another ISA can be the one kept).
 #pragma once
 
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include <cstring>
 
 #include "engine/kernels/formats.h"
+#include "engine/kernels/half.h"
 
 namespace ns::kernels::block32 {
 
@@ -149,5 +153,76 @@ static inline float quantize_q8(const float* x, int8_t* q, int* sum) {
   }
   return d;
 }
+
+// quantize_row of Q4_0, Q5_0 (quantize_signed) and Q4_1, Q5_1 (quantize_affine).
+template <class B>
+static void quantize(const float* src, void* dst, int64_t n) {
+  auto* blk = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / B::kBlockElems; ++b, blk += B::kBlockBytes, src += B::kBlockElems) {
+    int code[32];
+    if constexpr (B::kMin) {
+      float min;
+      store_u16(blk, float_to_half(quantize_affine(src, B::kLevels, code, &min)));
+      store_u16(blk + 2, float_to_half(min));
+    } else {
+      store_u16(blk, float_to_half(quantize_signed(src, B::kLevels / 2, code)));
+    }
+    B::pack(code, blk);
+  }
+}
+
+namespace {
+
+// The blocks with an fp16 d at byte 0 (kHasMin: and an fp16 m at byte 2).
+template <size_t kBytes, bool kHasMin = false>
+struct Fp16Block {
+  static constexpr int64_t kBlockElems = 32;
+  static constexpr size_t kBlockBytes = kBytes;
+  static constexpr bool kMin = kHasMin;
+  static float scale(const uint8_t* blk) { return load_fp16(blk); }
+};
+
+struct Q8_0 : Fp16Block<q8_0::kBlockBytes> {
+  static int level(const uint8_t* blk, int j) { return static_cast<int8_t>(blk[2 + j]); }
+};
+
+struct Q8_1 : Fp16Block<q8_1::kBlockBytes> {  // its values; s = d * sum(q) is not one
+  static int level(const uint8_t* blk, int j) { return static_cast<int8_t>(blk[4 + j]); }
+};
+
+struct Q4_0 : Fp16Block<q4_0::kBlockBytes> {
+  static constexpr int kLevels = 16;
+  static int level(const uint8_t* blk, int j) { return nibble(blk + 2, j) - 8; }
+  static void pack(const int* code, uint8_t* blk) { pack_nibbles(code, blk + 2); }
+};
+
+struct Q5_0 : Fp16Block<q5_0::kBlockBytes> {
+  static constexpr int kLevels = 32;
+  static int level(const uint8_t* blk, int j) { return code5(blk + 2, blk + 6, j) - 16; }
+  static void pack(const int* code, uint8_t* blk) { pack_5bit(code, blk + 2, blk + 6); }
+};
+
+struct Q4_1 : Fp16Block<q4_1::kBlockBytes, true> {
+  static constexpr int kLevels = 16;
+  static int level(const uint8_t* blk, int j) { return nibble(blk + 4, j); }
+  static void pack(const int* code, uint8_t* blk) { pack_nibbles(code, blk + 4); }
+};
+
+struct Q5_1 : Fp16Block<q5_1::kBlockBytes, true> {
+  static constexpr int kLevels = 32;
+  static int level(const uint8_t* blk, int j) { return code5(blk + 4, blk + 8, j); }
+  static void pack(const int* code, uint8_t* blk) { pack_5bit(code, blk + 4, blk + 8); }
+};
+
+struct IQ4_NL : Fp16Block<iq4_nl::kBlockBytes> {
+  static int level(const uint8_t* blk, int j) { return iq4_nl::kValues[nibble(blk + 2, j)]; }
+};
+
+struct MXFP4 : Fp16Block<mxfp4::kBlockBytes> {  // its scale is E8M0 (halved, formats.h), not fp16
+  static float scale(const uint8_t* blk) { return mxfp4::scale(blk[0]); }
+  static int level(const uint8_t* blk, int j) { return mxfp4::kValues[nibble(blk + 1, j)]; }
+};
+
+}  // namespace
 
 }  // namespace ns::kernels::block32

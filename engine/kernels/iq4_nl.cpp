@@ -23,17 +23,9 @@ int best_index(float x) {
   return idx;
 }
 
-struct Block {
-  static constexpr int64_t kBlockElems = iq4_nl::kBlockElems;
-  static constexpr size_t kBlockBytes = iq4_nl::kBlockBytes;
-  static constexpr bool kMin = false;
-  static float scale(const uint8_t* blk) { return load_fp16(blk); }
-  static int level(const uint8_t* blk, int j) { return kValues[block32::nibble(blk + 2, j)]; }
-};
-
 }  // namespace
 
-void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<Block>(src, dst, n); }
+void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<block32::IQ4_NL>(src, dst, n); }
 
 // ggml's quantize_row_iq4_nl_ref (quantize_row_iq4_nl_impl with ntry = -1,
 // no importance weights): the value of largest magnitude maps to level -127,
@@ -63,7 +55,6 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-// Exact integer sum per block, scaled by d_x * d_w (ggml's order).
-float vec_dot(const void* w, const void* x, int64_t n) { return block32::vec_dot<Block>(w, x, n); }
+float vec_dot(const void* w, const void* x, int64_t n) { return block32::vec_dot<block32::IQ4_NL>(w, x, n); }
 
 }  // namespace ns::kernels::iq4_nl

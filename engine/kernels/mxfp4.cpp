@@ -38,17 +38,9 @@ uint8_t exponent(float amax) {
   return l > 127 ? uint8_t{252} : static_cast<uint8_t>(static_cast<int>(l) - 2 + 127);
 }
 
-struct Block {
-  static constexpr int64_t kBlockElems = mxfp4::kBlockElems;
-  static constexpr size_t kBlockBytes = mxfp4::kBlockBytes;
-  static constexpr bool kMin = false;
-  static float scale(const uint8_t* blk) { return mxfp4::scale(blk[0]); }
-  static int level(const uint8_t* blk, int j) { return kValues[block32::nibble(blk + 1, j)]; }
-};
-
 }  // namespace
 
-void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<Block>(src, dst, n); }
+void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<block32::MXFP4>(src, dst, n); }
 
 // ggml's quantize_row_mxfp4_ref: one exponent from the largest magnitude,
 // then each value's nearest level under it (no scale search, no weights).
@@ -63,7 +55,6 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-// Exact integer sum per block, scaled by d_x * d_w (ggml's order).
-float vec_dot(const void* w, const void* x, int64_t n) { return block32::vec_dot<Block>(w, x, n); }
+float vec_dot(const void* w, const void* x, int64_t n) { return block32::vec_dot<block32::MXFP4>(w, x, n); }
 
 }  // namespace ns::kernels::mxfp4

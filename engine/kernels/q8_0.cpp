@@ -4,19 +4,8 @@
 #include "engine/kernels/half.h"
 
 namespace ns::kernels::q8_0 {
-namespace {
 
-struct Block {
-  static constexpr int64_t kBlockElems = q8_0::kBlockElems;
-  static constexpr size_t kBlockBytes = q8_0::kBlockBytes;
-  static constexpr bool kMin = false;
-  static float scale(const uint8_t* blk) { return load_fp16(blk); }
-  static int level(const uint8_t* blk, int j) { return static_cast<int8_t>(blk[2 + j]); }
-};
-
-}  // namespace
-
-void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<Block>(src, dst, n); }
+void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<block32::Q8_0>(src, dst, n); }
 
 // ggml's quantize_row_q8_0_ref: d = amax / 127, q = round(x / d), half away from zero.
 void quantize(const float* src, void* dst, int64_t n) {
@@ -27,7 +16,6 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-// Exact integer sum per block, then one scale per block (ggml's order).
-float vec_dot(const void* w, const void* x, int64_t n) { return block32::vec_dot<Block>(w, x, n); }
+float vec_dot(const void* w, const void* x, int64_t n) { return block32::vec_dot<block32::Q8_0>(w, x, n); }
 
 }  // namespace ns::kernels::q8_0

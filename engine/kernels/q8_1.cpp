@@ -6,19 +6,8 @@
 #include "engine/kernels/half.h"
 
 namespace ns::kernels::q8_1 {
-namespace {
 
-struct Block {  // the levels and d; s is not part of the values
-  static constexpr int64_t kBlockElems = q8_1::kBlockElems;
-  static constexpr size_t kBlockBytes = q8_1::kBlockBytes;
-  static constexpr bool kMin = false;
-  static float scale(const uint8_t* blk) { return load_fp16(blk); }
-  static int level(const uint8_t* blk, int j) { return static_cast<int8_t>(blk[4 + j]); }
-};
-
-}  // namespace
-
-void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<Block>(src, dst, n); }
+void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<block32::Q8_1>(src, dst, n); }
 
 // ggml's quantize_row_q8_1_ref: as Q8_0 (d = amax / 127, round half away
 // from zero), plus s = fp16(sum(q) * d).
