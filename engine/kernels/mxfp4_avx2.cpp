@@ -5,15 +5,11 @@
 #include "engine/kernels/block32_avx2.h"
 
 namespace ns::kernels::mxfp4_avx2 {
-namespace {
 
 // Shapes: IQ4_NL's.
 using Kernels = avx2::Block32Kernels<avx2::block32::MXFP4, 4, 2, 4>;
 
-}  // namespace
-
 float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
-
 void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::mxfp4_avx2

@@ -4,21 +4,16 @@
 #include "engine/kernels/block32_avx2.h"
 
 namespace ns::kernels::q8_0_avx2 {
-namespace {
-
-constexpr size_t kBytes = q8_0::kBlockBytes;
 
 // Shapes measured on a Sapphire Rapids core (4096-wide rows, best of
 // interleaved runs): 4 rows for a lone token, 2 x 4 otherwise.
 using Kernels = avx2::Block32Kernels<avx2::block32::Q8_0, 4, 2, 4>;
 
-}  // namespace
-
 // As ggml's x86 quantize_row_q8_0: d = amax / 127, q = x * (127 / amax)
 // rounded half to even. Differs from the reference only on rounding ties.
 void quantize(const float* src, void* dst, int64_t n) {
   auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / q8_0::kBlockElems; ++b, blk += kBytes, src += q8_0::kBlockElems) {
+  for (int64_t b = 0; b < n / q8_0::kBlockElems; ++b, blk += q8_0::kBlockBytes, src += q8_0::kBlockElems) {
     __m256i q[4];
     const float amax = avx2::quantize_q8_lanes(src, q);
     store_u16(blk, _cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
@@ -27,7 +22,6 @@ void quantize(const float* src, void* dst, int64_t n) {
 }
 
 float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
-
 void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::q8_0_avx2

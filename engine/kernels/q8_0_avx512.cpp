@@ -3,14 +3,10 @@
 #include "engine/kernels/int8_avx512.h"
 
 namespace ns::kernels::q8_0_avx512 {
-namespace {
 
 using Kernels = avx512::Int8Kernels<avx2::block32::Q8_0>;
 
-}  // namespace
-
 float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
-
 void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::q8_0_avx512
