@@ -26,6 +26,7 @@
 
 #include "engine/kernels/formats.h"
 #include "engine/kernels/half.h"
+#include "engine/kernels/kquant_search.h"
 
 namespace ns::kernels::block32 {
 
@@ -75,30 +76,6 @@ static float vec_dot(const void* w, const void* x, int64_t n) {
   return sum;
 }
 
-// The largest |x| of n values, and that value with its sign (the first of
-// equal magnitudes): the quantizers that map it to their extreme level.
-struct Extreme {
-  float amax = 0, max = 0;
-};
-static inline Extreme largest_magnitude(const float* x, int64_t n) {
-  Extreme e;
-  for (int64_t j = 0; j < n; ++j) {
-    const float ax = std::fabs(x[j]);
-    if (ax > e.amax) {
-      e.amax = ax;
-      e.max = x[j];
-    }
-  }
-  return e;
-}
-
-// The largest |x| of n values (fmax: a NaN is passed over).
-static inline float abs_max(const float* x, int64_t n) {
-  float amax = 0;
-  for (int64_t j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-  return amax;
-}
-
 // The 32 codes (each below 32) of a block in Q4_0's nibble order at qs, and
 // for 5-bit codes their fifth bits as the little-endian uint32 at qh.
 static inline void pack_nibbles(const int* code, uint8_t* qs) {
@@ -117,7 +94,7 @@ static inline void pack_5bit(const int* code, uint8_t* qh, uint8_t* qs) {
 // (ggml's int8 truncation rounds x / d + half half-up in [0, 2 half]).
 // Returns d.
 static inline float quantize_signed(const float* x, int half, int* code) {
-  const float d = largest_magnitude(x, 32).max / static_cast<float>(-half);
+  const float d = kq::largest_magnitude(x, 32).max / static_cast<float>(-half);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const float shift = static_cast<float>(half) + 0.5f;
   for (int j = 0; j < 32; ++j) code[j] = std::min(2 * half - 1, static_cast<int>(static_cast<int8_t>(x[j] * id + shift)));
@@ -144,7 +121,7 @@ static inline float quantize_affine(const float* x, int levels, int* code, float
 // ggml's Q8_0 / Q8_1 reference block: d = amax / 127, q = round(x / d) half
 // away from zero, stored at q; returns d and the sum of the q.
 static inline float quantize_q8(const float* x, int8_t* q, int* sum) {
-  const float d = abs_max(x, q8_0::kBlockElems) / 127.0f;
+  const float d = kq::abs_max(x, q8_0::kBlockElems) / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   *sum = 0;
   for (int j = 0; j < q8_0::kBlockElems; ++j) {

@@ -35,7 +35,7 @@ void quantize(const float* src, void* dst, int64_t n) {
   auto* blk = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
     uint8_t L[kBlockElems] = {};
-    const auto [amax, max] = block32::largest_magnitude(src, kBlockElems);
+    const auto [amax, max] = kq::largest_magnitude(src, kBlockElems);
     float d = 0;
     if (amax >= kq::kGroupMaxEps) {
       const float id = 1 / (max / static_cast<float>(kValues[0]));

@@ -47,7 +47,7 @@ void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<bl
 void quantize(const float* src, void* dst, int64_t n) {
   auto* blk = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
-    const uint8_t e = exponent(block32::abs_max(src, kBlockElems));
+    const uint8_t e = exponent(kq::abs_max(src, kBlockElems));
     const float d = scale(e);
     blk[0] = e;
     for (int j = 0; j < 16; ++j)
