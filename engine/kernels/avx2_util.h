@@ -120,7 +120,8 @@ struct MicroKernels {
 // flatten: a step is inlined whatever its size (GCC kept Q2_0's out of line).
 template <class F, int R, int T>
 struct StepMicro {
-  [[gnu::flatten]] static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
+  [[gnu::flatten]] static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y,
+                                   int64_t ys) {
     typename F::Acc acc[R][T];
     zero_tile(acc);
     for (int64_t b = 0; b < n / F::kBlockElems; ++b)
@@ -132,13 +133,40 @@ struct StepMicro {
   }
 };
 
-template <class F>
-struct StepBind {
-  template <int R, int T>
-  using Micro = StepMicro<F, R, T>;
+// The fields of a StepMicro format but its step: a block of kElems elements
+// in kBytes bytes spanning kActBytes of activations, accumulators of one
+// float (kFloatAcc) or 8.
+namespace {
+template <bool kFloat>
+struct AccOf {
+  using type = __m256;
 };
+template <>
+struct AccOf<true> {
+  using type = float;
+};
+template <int64_t kElems, size_t kBytes, size_t kActBytes, bool kFloatAcc = false>
+struct StepFormat {
+  static constexpr int64_t kBlockElems = kElems;
+  static constexpr size_t kBlockBytes = kBytes;
+  static constexpr size_t kXBytes = kActBytes;
+  using Acc = typename AccOf<kFloatAcc>::type;
+  static float total(__m256 acc) { return hsum(acc); }
+  static float total(float acc) { return acc; }
+};
+}  // namespace
+
+// MicroKernels of a micro-kernel template M<F, R, T> over format F.
+template <template <class, int, int> class M, class F>
+struct BindFormat {
+  template <int R, int T>
+  using Micro = M<F, R, T>;
+};
+template <template <class, int, int> class M, class F, int kRowsSingle, int kRowsBatch, int kTokens>
+using KernelsOf = MicroKernels<BindFormat<M, F>::template Micro, kRowsSingle, kRowsBatch, kTokens>;
+
 template <class F, int kRowsSingle, int kRowsBatch, int kTokens>
-using StepKernels = MicroKernels<StepBind<F>::template Micro, kRowsSingle, kRowsBatch, kTokens>;
+using StepKernels = KernelsOf<StepMicro, F, kRowsSingle, kRowsBatch, kTokens>;
 
 // Micro-kernel for the float-like formats (F32, F16, BF16), whose weights and
 // activations share one element type. Load::load8 widens 8 elements to floats,

@@ -97,7 +97,8 @@ static inline float quantize_signed(const float* x, int half, int* code) {
   const float d = kq::largest_magnitude(x, 32).max / static_cast<float>(-half);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const float shift = static_cast<float>(half) + 0.5f;
-  for (int j = 0; j < 32; ++j) code[j] = std::min(2 * half - 1, static_cast<int>(static_cast<int8_t>(x[j] * id + shift)));
+  for (int j = 0; j < 32; ++j)
+    code[j] = std::min(2 * half - 1, static_cast<int>(static_cast<int8_t>(x[j] * id + shift)));
   return d;
 }
 
@@ -113,7 +114,8 @@ static inline float quantize_affine(const float* x, int levels, int* code, float
   }
   const float d = (hi - lo) / static_cast<float>(levels - 1);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int j = 0; j < 32; ++j) code[j] = std::min(levels - 1, static_cast<int>(static_cast<int8_t>((x[j] - lo) * id + 0.5f)));
+  for (int j = 0; j < 32; ++j)
+    code[j] = std::min(levels - 1, static_cast<int>(static_cast<int8_t>((x[j] - lo) * id + 0.5f)));
   *min = lo;
   return d;
 }

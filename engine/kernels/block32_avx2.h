@@ -44,6 +44,15 @@
 
 namespace ns::kernels::avx2 {
 
+// An odd last block (kEvenOdd): out += d * (the exact sum of p's int32
+// lanes), one float FMA; d holds d_w * d_x in every lane.
+static inline void add_block_total(float& out, __m256i p, __m256 d) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+  out = _mm_cvtss_f32(_mm_fmadd_ss(_mm256_castps256_ps128(d), _mm_cvtepi32_ps(s), _mm_set_ss(out)));
+}
+
 template <class F, int R, int T>
 struct Block32Micro {
   static_assert(F::kMin ? q8_1::kBlockElems == 32 : q8_0::kBlockElems == 32, "one weight block per activation block");
@@ -149,13 +158,7 @@ struct Block32Micro {
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) y[t * ys + r] = hsum(_mm256_add_ps(acc[r][t], odd[r][t]));
       if (b < nb) {  // the odd last block: its exact sum, then d * sum added to the total
-        block(w, ws, x, xs, b, [y, ys](int r, int t, __m256i p, __m256 d) {
-          __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-          s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-          s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-          float& out = y[t * ys + r];
-          out = _mm_cvtss_f32(_mm_fmadd_ss(_mm256_castps256_ps128(d), _mm_cvtepi32_ps(s), _mm_set_ss(out)));
-        });
+        block(w, ws, x, xs, b, [y, ys](int r, int t, __m256i p, __m256 d) { add_block_total(y[t * ys + r], p, d); });
       }
     }
   }
@@ -164,13 +167,8 @@ struct Block32Micro {
 // The vec_dot and tile entry points of format F: micro-tiles of up to kTokens
 // tokens and kRowsBatch rows, kRowsSingle rows for a lone token (each
 // format's measured shapes are in its file).
-template <class F>
-struct Block32Bind {
-  template <int R, int T>
-  using Micro = Block32Micro<F, R, T>;
-};
 template <class F, int kRowsSingle, int kRowsBatch, int kTokens>
-using Block32Kernels = MicroKernels<Block32Bind<F>::template Micro, kRowsSingle, kRowsBatch, kTokens>;
+using Block32Kernels = KernelsOf<Block32Micro, F, kRowsSingle, kRowsBatch, kTokens>;
 
 // The block decoders, one per format (layouts: formats.h).
 namespace block32 {

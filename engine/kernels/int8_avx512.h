@@ -69,6 +69,7 @@ static inline __m512 halves(float a, float b) {
 
 template <class F, int R, int T>
 struct Int8Micro {
+  static_assert(!F::kMin, "x is Q8_0");
   static constexpr size_t kWBytes = F::kBlockBytes;
   static constexpr size_t kXBytes = q8_0::kBlockBytes;
   static constexpr int kOffset = F::kSigned ? 128 : F::kOffset;
@@ -173,13 +174,8 @@ struct Int8Micro {
           y[t * ys + r] = avx2::hsum(
               _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm512_extractf32x8_ps(acc[r][t], 1)));
       if (b < nb) {
-        one_block(w, ws, x, xs, b, [y, ys](int r, int t, __m256i p, __m256 d) {
-          __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-          s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-          s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-          float& out = y[t * ys + r];
-          out = _mm_cvtss_f32(_mm_fmadd_ss(_mm256_castps256_ps128(d), _mm_cvtepi32_ps(s), _mm_set_ss(out)));
-        });
+        one_block(w, ws, x, xs, b,
+                  [y, ys](int r, int t, __m256i p, __m256 d) { avx2::add_block_total(y[t * ys + r], p, d); });
       }
     }
   }
@@ -196,12 +192,6 @@ inline constexpr int kRowsSingle = 4, kRowsBatch = 4, kTokens = 4;
 
 // The vec_dot and tile entry points of format F.
 template <class F>
-struct Int8Bind {
-  static_assert(!F::kMin, "x is Q8_0");
-  template <int R, int T>
-  using Micro = Int8Micro<F, R, T>;
-};
-template <class F>
-using Int8Kernels = avx2::MicroKernels<Int8Bind<F>::template Micro, kRowsSingle, kRowsBatch, kTokens>;
+using Int8Kernels = avx2::KernelsOf<Int8Micro, F, kRowsSingle, kRowsBatch, kTokens>;
 
 }  // namespace ns::kernels::avx512

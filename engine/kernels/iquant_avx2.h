@@ -87,12 +87,7 @@ struct Fp16Super {
 inline constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 4;
 
 template <class D>
-struct Bind {
-  template <int R, int T>
-  using M = Micro<D, R, T>;
-};
-template <class D>
-using Kernels = avx2::MicroKernels<Bind<D>::template M, kRowsSingle, kRowsBatch, kTokens>;
+using Kernels = avx2::KernelsOf<Micro, D, kRowsSingle, kRowsBatch, kTokens>;
 
 // The scale of 16 int16 lanes: lo for elements 0..15, hi for 16..31.
 static inline __m256i scale_halves(int lo, int hi) {

@@ -25,12 +25,7 @@ inline __m256 lane_scales(const uint8_t* e, float dx) {
   return _mm256_set_m128(_mm_set1_ps(nvfp4::scale(e[1]) * dx), _mm_set1_ps(nvfp4::scale(e[0]) * dx));
 }
 
-struct Format {
-  static constexpr int64_t kBlockElems = nvfp4::kBlockElems;
-  static constexpr size_t kBlockBytes = nvfp4::kBlockBytes;
-  static constexpr size_t kXBytes = 2 * q8_0::kBlockBytes;
-  using Acc = __m256;
-
+struct Format : avx2::StepFormat<nvfp4::kBlockElems, nvfp4::kBlockBytes, 2 * q8_0::kBlockBytes> {
   template <int R, int T>
   static void step(const uint8_t* wb, size_t ws, const uint8_t* xb, size_t xs, __m256 (&acc)[R][T]) {
     const __m256i ones = _mm256_set1_epi16(1);
@@ -61,8 +56,6 @@ struct Format {
       }
     }
   }
-
-  static float total(__m256 acc) { return avx2::hsum(acc); }
 };
 
 // Shapes: those of the table-lookup formats (iq4_nl_avx2.cpp), not tuned separately.

@@ -29,12 +29,7 @@ inline __m256i signs(const uint8_t* p) {
   return _mm256_or_si256(clear, _mm256_set1_epi8(1));
 }
 
-struct Format {
-  static constexpr int64_t kBlockElems = q1_0::kBlockElems;
-  static constexpr size_t kBlockBytes = q1_0::kBlockBytes;
-  static constexpr size_t kXBytes = kActBlocks * q8_0::kBlockBytes;
-  using Acc = __m256;
-
+struct Format : avx2::StepFormat<q1_0::kBlockElems, q1_0::kBlockBytes, kActBlocks * q8_0::kBlockBytes> {
   template <int R, int T>
   static void step(const uint8_t* wb, size_t ws, const uint8_t* xb, size_t xs, __m256 (&acc)[R][T]) {
     const __m256i ones8 = _mm256_set1_epi8(1);
@@ -70,8 +65,6 @@ struct Format {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(dw, partial[r][t], acc[r][t]);
     }
   }
-
-  static float total(__m256 acc) { return avx2::hsum(acc); }
 };
 
 // Shapes: those of the table-lookup formats (iq4_nl_avx2.cpp), not tuned separately.

@@ -48,12 +48,7 @@ inline float scaled_sum(float acc, float dw, float dx0, int32_t s0, float dx1, i
   return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(acc), _mm_mul_ss(_mm_set_ss(dw), partial)));
 }
 
-struct Format {
-  static constexpr int64_t kBlockElems = q2_0::kBlockElems;
-  static constexpr size_t kBlockBytes = q2_0::kBlockBytes;
-  static constexpr size_t kXBytes = 2 * q8_0::kBlockBytes;
-  using Acc = float;
-
+struct Format : avx2::StepFormat<q2_0::kBlockElems, q2_0::kBlockBytes, 2 * q8_0::kBlockBytes, true> {
   template <int R, int T>
   static void step(const uint8_t* wb, size_t ws, const uint8_t* xb, size_t xs, float (&acc)[R][T]) {
     const __m256i ones8 = _mm256_set1_epi8(1);
@@ -84,8 +79,6 @@ struct Format {
       }
     }
   }
-
-  static float total(float acc) { return acc; }
 };
 
 // Shapes: those of the table-lookup formats (iq4_nl_avx2.cpp), not tuned separately.

@@ -198,7 +198,8 @@ std::vector<uint8_t> make_weights(GgmlType type, int64_t rows, int64_t cols, con
       ns::kernels::quantize_row(type, wf.data() + r * cols, wq.data() + r * row_bytes, cols);
   } else {
     for (auto& b : wq) b = static_cast<uint8_t>(rng());
-    for (size_t b = 0; b < wq.size(); b += tt.block_bytes) ns::kernels::iq::set_super_scale(type, wq.data() + b, 0x1800);
+    for (size_t b = 0; b < wq.size(); b += tt.block_bytes)
+      ns::kernels::iq::set_super_scale(type, wq.data() + b, 0x1800);
   }
   return wq;
 }
@@ -258,7 +259,8 @@ int print_hashes(const Options& opt) {
     }
     std::printf("hash %-8s %-7s %016llx\n", std::string(tt.name).c_str(), "ref", static_cast<unsigned long long>(hd));
     if (ns::kernels::importance_use(type) == ns::kernels::Importance::used)
-      std::printf("hash %-8s %-7s %016llx\n", std::string(tt.name).c_str(), "quant-w", static_cast<unsigned long long>(hq));
+      std::printf("hash %-8s %-7s %016llx\n", std::string(tt.name).c_str(), "quant-w",
+                  static_cast<unsigned long long>(hq));
     for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
       if (isa > ns::kernels::detected_isa()) continue;
       ns::kernels::set_isa(isa);
