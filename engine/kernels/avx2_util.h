@@ -110,6 +110,64 @@ struct MicroKernels {
   static void tile(const Tile& t) { run_micro_tiles(t, kMicro, kRowsSingle, kRowsBatch); }
 };
 
+// The micro-kernel of a format given as a block step (Q1_0, Q2_0, NVFP4:
+// weight blocks that span several Q8_0 activation blocks, each with a float
+// order of its own): F::step<R, T>(wb, ws, xb, xs, acc) adds the products of
+// one weight block of R rows (ws bytes apart, at wb) and its activations for
+// T tokens (xs bytes apart, at xb) to acc[r][t], F::Acc values zeroed first;
+// F::total(acc) is then the dot product. F::kBlockElems and F::kBlockBytes
+// are the weight block's, F::kXBytes the activation bytes it spans.
+// flatten: a step is inlined whatever its size (GCC kept Q2_0's out of line).
+template <class F, int R, int T>
+struct StepMicro {
+  [[gnu::flatten]] static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y,
+                                   int64_t ys) {
+    typename F::Acc acc[R][T];
+    zero_tile(acc);
+    for (int64_t b = 0; b < n / F::kBlockElems; ++b)
+      F::template step<R, T>(w + b * F::kBlockBytes, ws, x + b * F::kXBytes, xs, acc);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) y[t * ys + r] = F::total(acc[r][t]);
+  }
+};
+
+// The fields of a StepMicro format but its step: a block of kElems elements
+// in kBytes bytes spanning kActBytes of activations, accumulators of one
+// float (kFloatAcc) or 8.
+namespace {
+template <bool kFloat>
+struct AccOf {
+  using type = __m256;
+};
+template <>
+struct AccOf<true> {
+  using type = float;
+};
+template <int64_t kElems, size_t kBytes, size_t kActBytes, bool kFloatAcc = false>
+struct StepFormat {
+  static constexpr int64_t kBlockElems = kElems;
+  static constexpr size_t kBlockBytes = kBytes;
+  static constexpr size_t kXBytes = kActBytes;
+  using Acc = typename AccOf<kFloatAcc>::type;
+  static float total(__m256 acc) { return hsum(acc); }
+  static float total(float acc) { return acc; }
+};
+}  // namespace
+
+// MicroKernels of a micro-kernel template M<F, R, T> over format F.
+template <template <class, int, int> class M, class F>
+struct BindFormat {
+  template <int R, int T>
+  using Micro = M<F, R, T>;
+};
+template <template <class, int, int> class M, class F, int kRowsSingle, int kRowsBatch, int kTokens>
+using KernelsOf = MicroKernels<BindFormat<M, F>::template Micro, kRowsSingle, kRowsBatch, kTokens>;
+
+template <class F, int kRowsSingle, int kRowsBatch, int kTokens>
+using StepKernels = KernelsOf<StepMicro, F, kRowsSingle, kRowsBatch, kTokens>;
+
 // Micro-kernel for the float-like formats (F32, F16, BF16), whose weights and
 // activations share one element type. Load::load8 widens 8 elements to floats,
 // Load::load1 one element (tails of rows that are not a multiple of 8).

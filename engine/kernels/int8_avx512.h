@@ -30,7 +30,7 @@
 // blocks in order, as their AVX2 kernels do; IQ4_NL and MXFP4 (kEvenOdd
 // true) put two blocks in a 512-bit register, int32 lanes 0-7 block b and
 // 8-15 block b + 1, with one scale vector holding each block's product in its
-// half: the halves are table4_avx2.h's even and odd accumulators, and an odd
+// half: the halves are block32_avx2.h's even and odd accumulators, and an odd
 // last block is added to their total as there. Per row x token and block:
 // vpdpbusd, convert, the scale product, FMA (AVX2: sign, maddubs, madd,
 // convert, multiply, FMA). On Zen 4 a 512-bit operation costs two 256-bit
@@ -40,9 +40,10 @@
 // tokens, and each activation block loaded once for the R rows; the next
 // micro-tile's rows are prefetched (avx2_util.h has the measurements).
 //
-// A format supplies F with kBlockBytes, kOffset (o), kEvenOdd, scale(block) (the weight
-// block's scale as a float), and decode(qs) (16 or 32 bytes of one block at
-// qs = block + kQsOffset into the 32 bytes u of one 256-bit half).
+// A format is its AVX2 block decoder (block32_avx2.h): kBlockBytes, kEvenOdd,
+// scale(block) (the weight block's scale as a float), and the bytes u of one
+// 256-bit half: decode(block) for the unsigned formats (o = kOffset),
+// decode_u(block) for the signed ones (o = 128).
 #pragma once
 
 // GCC 12's AVX-512 intrinsics pass a self-initialised "undefined" vector as
@@ -54,8 +55,7 @@
 
 #include <immintrin.h>
 
-#include "engine/kernels/formats.h"
-#include "engine/kernels/quant_avx2.h"
+#include "engine/kernels/block32_avx2.h"
 
 namespace ns::kernels::avx512 {
 
@@ -67,21 +67,24 @@ static inline __m512 halves(float a, float b) {
   return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
 }
 
-// The 16 unsigned bytes kValues[i] + 128 of a 16-level int8 table, for a
-// byte shuffle that decodes nibbles straight to offset weights.
-static inline __m256i offset_table(const int8_t* values) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values));
-  return _mm256_broadcastsi128_si256(_mm_xor_si128(v, _mm_set1_epi8(static_cast<char>(0x80))));
-}
-
 template <class F, int R, int T>
 struct Int8Micro {
+  static_assert(!F::kMin, "x is Q8_0");
   static constexpr size_t kWBytes = F::kBlockBytes;
   static constexpr size_t kXBytes = q8_0::kBlockBytes;
+  static constexpr int kOffset = F::kSigned ? 128 : F::kOffset;
+
+  static inline __m256i decode(const uint8_t* block) {
+    if constexpr (F::kSigned) {
+      return F::decode_u(block);
+    } else {
+      return F::decode(block);
+    }
+  }
 
   // Blocks b and b + 1 of R rows x T tokens into acc (kEvenOdd formats).
   static inline void pair(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t b, __m512 (&acc)[R][T]) {
-    const __m512i offset = _mm512_set1_epi8(static_cast<char>(F::kOffset));
+    const __m512i offset = _mm512_set1_epi8(static_cast<char>(kOffset));
     __m512i u[R];
     __m512 dw[R];
 #pragma GCC unroll 8
@@ -89,7 +92,7 @@ struct Int8Micro {
       const uint8_t* wb = w + r * ws + b * kWBytes;
       avx2::prefetch_next_rows(wb, R, ws);
       if constexpr (2 * kWBytes > 64) avx2::prefetch_next_rows(wb + 64, R, ws);
-      u[r] = join(F::decode(wb + F::kQsOffset), F::decode(wb + kWBytes + F::kQsOffset));
+      u[r] = join(decode(wb), decode(wb + kWBytes));
       dw[r] = halves(F::scale(wb), F::scale(wb + kWBytes));
     }
 #pragma GCC unroll 8
@@ -112,7 +115,7 @@ struct Int8Micro {
   // row x token's exact int32 lanes go to f(r, t, p, d_w * d_x).
   template <class Fn>
   static inline void one_block(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t b, Fn&& f) {
-    const __m256i offset = _mm256_set1_epi8(static_cast<char>(F::kOffset));
+    const __m256i offset = _mm256_set1_epi8(static_cast<char>(kOffset));
     const __m256i zero = _mm256_setzero_si256();
     __m256i u[R];
     __m256 dw[R];
@@ -120,7 +123,7 @@ struct Int8Micro {
     for (int r = 0; r < R; ++r) {
       const uint8_t* wb = w + r * ws + b * kWBytes;
       avx2::prefetch_next_rows(wb, R, ws);
-      u[r] = F::decode(wb + F::kQsOffset);
+      u[r] = decode(wb);
       dw[r] = _mm256_set1_ps(F::scale(wb));
     }
 #pragma GCC unroll 8
@@ -171,13 +174,8 @@ struct Int8Micro {
           y[t * ys + r] = avx2::hsum(
               _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm512_extractf32x8_ps(acc[r][t], 1)));
       if (b < nb) {
-        one_block(w, ws, x, xs, b, [y, ys](int r, int t, __m256i p, __m256 d) {
-          __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-          s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-          s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-          float& out = y[t * ys + r];
-          out = _mm_cvtss_f32(_mm_fmadd_ss(_mm256_castps256_ps128(d), _mm_cvtepi32_ps(s), _mm_set_ss(out)));
-        });
+        one_block(w, ws, x, xs, b,
+                  [y, ys](int r, int t, __m256i p, __m256 d) { avx2::add_block_total(y[t * ys + r], p, d); });
       }
     }
   }
@@ -194,12 +192,6 @@ inline constexpr int kRowsSingle = 4, kRowsBatch = 4, kTokens = 4;
 
 // The vec_dot and tile entry points of format F.
 template <class F>
-struct Int8Bind {
-  static_assert(F::kBlockElems == q8_0::kBlockElems, "one weight block per Q8_0 block");
-  template <int R, int T>
-  using Micro = Int8Micro<F, R, T>;
-};
-template <class F>
-using Int8Kernels = avx2::MicroKernels<Int8Bind<F>::template Micro, kRowsSingle, kRowsBatch, kTokens>;
+using Int8Kernels = avx2::KernelsOf<Int8Micro, F, kRowsSingle, kRowsBatch, kTokens>;
 
 }  // namespace ns::kernels::avx512

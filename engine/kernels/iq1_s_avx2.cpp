@@ -16,10 +16,7 @@ inline __m256i shift_table(int delta) {
   return _mm256_broadcastsi128_si256(t);
 }
 
-struct Decoder {
-  static constexpr size_t kBytes = iq::Iq1s::bytes;
-  static constexpr float kFactor = 0.125f;
-  static float scale(const uint8_t* blk) { return load_fp16(blk + iq::Iq1s::d); }
+struct Decoder : iq_avx2::Fp16Super<iq::Iq1s, 0.125f> {
   static void decode(const uint8_t* blk, int v, __m256i* wabs, __m256i* wsign, __m256i* sc) {
     const uint16_t qh = iq::iq1s_qh(blk, v);
     const __m256i g =
@@ -33,11 +30,9 @@ struct Decoder {
   }
 };
 
-using K = iq_avx2::Kernels<Decoder>;
-
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) { return K::vec_dot(w, x, n); }
-void tile(const Tile& t) { K::tile(t); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq_avx2::Kernels<Decoder>::vec_dot(w, x, n); }
+void tile(const Tile& t) { iq_avx2::Kernels<Decoder>::tile(t); }
 
 }  // namespace ns::kernels::iq1_s_avx2

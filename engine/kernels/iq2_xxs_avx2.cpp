@@ -8,10 +8,7 @@
 namespace ns::kernels::iq2_xxs_avx2 {
 namespace {
 
-struct Decoder {
-  static constexpr size_t kBytes = iq::Iq2xxs::bytes;
-  static constexpr float kFactor = 0.125f;
-  static float scale(const uint8_t* blk) { return load_fp16(blk + iq::Iq2xxs::d); }
+struct Decoder : iq_avx2::Fp16Super<iq::Iq2xxs, 0.125f> {
   static void decode(const uint8_t* blk, int v, __m256i* wabs, __m256i* wsign, __m256i* sc) {
     const uint32_t word = iq::iq2xxs_signs_scale(blk, v);
     const uint8_t* idx = blk + iq::Iq2xxs::qs + 8 * v;
@@ -22,11 +19,9 @@ struct Decoder {
   }
 };
 
-using K = iq_avx2::Kernels<Decoder>;
-
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) { return K::vec_dot(w, x, n); }
-void tile(const Tile& t) { K::tile(t); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq_avx2::Kernels<Decoder>::vec_dot(w, x, n); }
+void tile(const Tile& t) { iq_avx2::Kernels<Decoder>::tile(t); }
 
 }  // namespace ns::kernels::iq2_xxs_avx2

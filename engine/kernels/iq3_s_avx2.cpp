@@ -8,10 +8,7 @@
 namespace ns::kernels::iq3_s_avx2 {
 namespace {
 
-struct Decoder {
-  static constexpr size_t kBytes = iq::Iq3s::bytes;
-  static constexpr float kFactor = 1.0f;
-  static float scale(const uint8_t* blk) { return load_fp16(blk + iq::Iq3s::d); }
+struct Decoder : iq_avx2::Fp16Super<iq::Iq3s, 1.0f> {
   static void decode(const uint8_t* blk, int v, __m256i* wabs, __m256i* wsign, __m256i* sc) {
     const auto g = [&](int k) { return static_cast<int>(iq::kIq3sGrid[iq::iq3s_index(blk, v, k)]); };
     *wabs = _mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7));
@@ -21,11 +18,9 @@ struct Decoder {
   }
 };
 
-using K = iq_avx2::Kernels<Decoder>;
-
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) { return K::vec_dot(w, x, n); }
-void tile(const Tile& t) { K::tile(t); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq_avx2::Kernels<Decoder>::vec_dot(w, x, n); }
+void tile(const Tile& t) { iq_avx2::Kernels<Decoder>::tile(t); }
 
 }  // namespace ns::kernels::iq3_s_avx2

@@ -8,10 +8,7 @@
 namespace ns::kernels::iq3_xxs_avx2 {
 namespace {
 
-struct Decoder {
-  static constexpr size_t kBytes = iq::Iq3xxs::bytes;
-  static constexpr float kFactor = 0.25f;
-  static float scale(const uint8_t* blk) { return load_fp16(blk + iq::Iq3xxs::d); }
+struct Decoder : iq_avx2::Fp16Super<iq::Iq3xxs, 0.25f> {
   static void decode(const uint8_t* blk, int v, __m256i* wabs, __m256i* wsign, __m256i* sc) {
     const uint32_t word = iq::iq3xxs_signs_scale(blk, v);
     const auto g = [&](int k) { return static_cast<int>(iq::kIq3xxsGrid[iq::iq3xxs_index(blk, v, k)]); };
@@ -21,11 +18,9 @@ struct Decoder {
   }
 };
 
-using K = iq_avx2::Kernels<Decoder>;
-
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) { return K::vec_dot(w, x, n); }
-void tile(const Tile& t) { K::tile(t); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq_avx2::Kernels<Decoder>::vec_dot(w, x, n); }
+void tile(const Tile& t) { iq_avx2::Kernels<Decoder>::tile(t); }
 
 }  // namespace ns::kernels::iq3_xxs_avx2

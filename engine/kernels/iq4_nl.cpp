@@ -3,7 +3,7 @@
 // nibbles ordered as in Q4_0. Scalar reference; dotted against Q8_0.
 #include <cmath>
 
-#include "engine/kernels/formats.h"
+#include "engine/kernels/block32.h"
 #include "engine/kernels/half.h"
 #include "engine/kernels/kquant_search.h"
 
@@ -25,17 +25,7 @@ int best_index(float x) {
 
 }  // namespace
 
-void dequantize(const void* src, float* dst, int64_t n) {
-  const auto* blk = static_cast<const uint8_t*>(src);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, dst += kBlockElems) {
-    const float d = load_fp16(blk);
-    const uint8_t* qs = blk + 2;
-    for (int j = 0; j < 16; ++j) {
-      dst[j] = d * static_cast<float>(kValues[qs[j] & 0x0f]);
-      dst[j + 16] = d * static_cast<float>(kValues[qs[j] >> 4]);
-    }
-  }
-}
+void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<block32::IQ4_NL>(src, dst, n); }
 
 // ggml's quantize_row_iq4_nl_ref (quantize_row_iq4_nl_impl with ntry = -1,
 // no importance weights): the value of largest magnitude maps to level -127,
@@ -45,14 +35,7 @@ void quantize(const float* src, void* dst, int64_t n) {
   auto* blk = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
     uint8_t L[kBlockElems] = {};
-    float amax = 0, max = 0;
-    for (int j = 0; j < kBlockElems; ++j) {
-      const float ax = std::fabs(src[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = src[j];
-      }
-    }
+    const auto [amax, max] = kq::largest_magnitude(src, kBlockElems);
     float d = 0;
     if (amax >= kq::kGroupMaxEps) {
       const float id = 1 / (max / static_cast<float>(kValues[0]));
@@ -72,19 +55,6 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-// Exact integer sum per block, scaled by d_x * d_w (ggml's order).
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_0::kBlockBytes) {
-    const uint8_t* qs = wb + 2;
-    const auto* xq = reinterpret_cast<const int8_t*>(xb + 2);
-    int32_t sumi = 0;
-    for (int j = 0; j < 16; ++j) sumi += kValues[qs[j] & 0x0f] * xq[j] + kValues[qs[j] >> 4] * xq[j + 16];
-    sum += load_fp16(xb) * load_fp16(wb) * static_cast<float>(sumi);
-  }
-  return sum;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return block32::vec_dot<block32::IQ4_NL>(w, x, n); }
 
 }  // namespace ns::kernels::iq4_nl

@@ -9,10 +9,7 @@
 namespace ns::kernels::iq4_xs_avx2 {
 namespace {
 
-struct Decoder {
-  static constexpr size_t kBytes = iq::Iq4xs::bytes;
-  static constexpr float kFactor = 1.0f;
-  static float scale(const uint8_t* blk) { return load_fp16(blk + iq::Iq4xs::d); }
+struct Decoder : iq_avx2::Fp16Super<iq::Iq4xs, 1.0f> {
   static void decode(const uint8_t* blk, int v, __m256i* wabs, __m256i* wsign, __m256i* sc) {
     const __m256i levels =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl::kValues)));
@@ -23,11 +20,9 @@ struct Decoder {
   }
 };
 
-using K = iq_avx2::Kernels<Decoder>;
-
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) { return K::vec_dot(w, x, n); }
-void tile(const Tile& t) { K::tile(t); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq_avx2::Kernels<Decoder>::vec_dot(w, x, n); }
+void tile(const Tile& t) { iq_avx2::Kernels<Decoder>::tile(t); }
 
 }  // namespace ns::kernels::iq4_xs_avx2

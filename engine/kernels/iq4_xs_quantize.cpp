@@ -72,14 +72,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
         iq::importance_weights(kBlock, qw + kBlock * ib, xb, sigma2, weight);
       else
         for (int j = 0; j < kBlock; ++j) weight[j] = xb[j] * xb[j];
-      float amax = 0, max = 0;
-      for (int j = 0; j < kBlock; ++j) {
-        const float ax = std::fabs(xb[j]);
-        if (ax > amax) {
-          amax = ax;
-          max = xb[j];
-        }
-      }
+      const auto [amax, max] = kq::largest_magnitude(xb, kBlock);
       scales[ib] = 0;
       if (amax < kq::kGroupMaxEps) continue;
       float d = -max / static_cast<float>(kLevels[0]);

@@ -71,16 +71,23 @@ struct Micro {
   }
 };
 
+// The fields of a decoder whose super-block scale is the fp16 at byte L::d of
+// an L::bytes block (an iquant.h layout), with its final factor. In an
+// anonymous namespace: each file instantiates it for itself (see avx2_util.h).
+namespace {
+template <class L, float kF>
+struct Fp16Super {
+  static constexpr size_t kBytes = L::bytes;
+  static constexpr float kFactor = kF;
+  static float scale(const uint8_t* blk) { return load_fp16(blk + L::d); }
+};
+}  // namespace
+
 // Shapes as the K-quants' (kquant_avx2.cpp): 4 rows for a lone token, 2 x 4 otherwise.
 inline constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 4;
 
 template <class D>
-struct Bind {
-  template <int R, int T>
-  using M = Micro<D, R, T>;
-};
-template <class D>
-using Kernels = avx2::MicroKernels<Bind<D>::template M, kRowsSingle, kRowsBatch, kTokens>;
+using Kernels = avx2::KernelsOf<Micro, D, kRowsSingle, kRowsBatch, kTokens>;
 
 // The scale of 16 int16 lanes: lo for elements 0..15, hi for 16..31.
 static inline __m256i scale_halves(int lo, int hi) {

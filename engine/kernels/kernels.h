@@ -5,9 +5,12 @@
 // has it, an AVX2 version (<format>_avx2.cpp, compiled with -mavx2 -mfma -mf16c)
 // and for the hot formats an AVX-512 + VNNI version (<format>_avx512.cpp,
 // compiled with -mavx512{f,bw,vl,dq,vnni} as well), chosen at run time through
-// the table in dispatch.cpp; the K-quants Q2_K..Q6_K share one file per ISA
-// (kquant_avx2.cpp, kquant_avx512.cpp: one loop, a decoder per format). Tests
-// compare each with the scalar reference on random and edge-case blocks.
+// the table in dispatch.cpp. Each family has one tile loop and a block decoder
+// per format: the K-quants (kquant_avx2.h), the 32-element block formats
+// (block32_avx2.h, int8_avx512.h; scalar: block32.h), the i-quants
+// (iquant_avx2.h), the formats whose blocks span several Q8_0 blocks
+// (avx2::StepMicro). Tests compare each with the scalar reference on random
+// and edge-case blocks.
 //
 // As in the reference implementation, activations are converted to the
 // weight type's "vec-dot type" before the dot product: Q8_0 for Q4_0/Q8_0 (integer

@@ -1,11 +1,12 @@
 // The scale searches of ggml's reference K-quant quantizers (ggml-quants.c,
 // no importance matrix): given a group of values, find the integer levels L
 // and the scale (and min) that fit them best. Scalar only, used by the
-// reference quantizers of the K-quants (and nearest_int by Q8_K's and
-// IQ4_NL's); results follow ggml's arithmetic so that model files we write
+// reference quantizers of the K-quants (nearest_int and the magnitude
+// searches by the others' too); results follow ggml's arithmetic so that model files we write
 // match the reference's bytes as closely as float evaluation allows.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -22,6 +23,30 @@ static inline int nearest_int(float v) {
   int32_t bits;
   std::memcpy(&bits, &shifted, sizeof bits);
   return (bits & 0x007fffff) - 0x00400000;
+}
+
+// The largest |x| of n values, and that value with its sign (the first of
+// equal magnitudes): the quantizers that map it to their extreme level.
+struct Extreme {
+  float amax = 0, max = 0;
+};
+static inline Extreme largest_magnitude(const float* x, int64_t n) {
+  Extreme e;
+  for (int64_t j = 0; j < n; ++j) {
+    const float ax = std::fabs(x[j]);
+    if (ax > e.amax) {
+      e.amax = ax;
+      e.max = x[j];
+    }
+  }
+  return e;
+}
+
+// The largest |x| of n values (fmax: a NaN is passed over).
+static inline float abs_max(const float* x, int64_t n) {
+  float amax = 0;
+  for (int64_t j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  return amax;
 }
 
 // make_qx_quants with rmse_type 1 and no importance weights (weights x^2):

@@ -4,7 +4,7 @@
 // Q8_0 as in ggml, whose generic vec_dot this follows.
 #include <cmath>
 
-#include "engine/kernels/formats.h"
+#include "engine/kernels/block32.h"
 
 namespace ns::kernels::mxfp4 {
 // A tie goes to the smaller magnitude and 0 is code 0, never code 8 (-0).
@@ -40,26 +40,14 @@ uint8_t exponent(float amax) {
 
 }  // namespace
 
-void dequantize(const void* src, float* dst, int64_t n) {
-  const auto* blk = static_cast<const uint8_t*>(src);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, dst += kBlockElems) {
-    const float d = scale(blk[0]);
-    const uint8_t* qs = blk + 1;
-    for (int j = 0; j < 16; ++j) {
-      dst[j] = static_cast<float>(kValues[qs[j] & 0x0f]) * d;
-      dst[j + 16] = static_cast<float>(kValues[qs[j] >> 4]) * d;
-    }
-  }
-}
+void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<block32::MXFP4>(src, dst, n); }
 
 // ggml's quantize_row_mxfp4_ref: one exponent from the largest magnitude,
 // then each value's nearest level under it (no scale search, no weights).
 void quantize(const float* src, void* dst, int64_t n) {
   auto* blk = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
-    float amax = 0;
-    for (int j = 0; j < kBlockElems; ++j) amax = std::fmax(amax, std::fabs(src[j]));
-    const uint8_t e = exponent(amax);
+    const uint8_t e = exponent(kq::abs_max(src, kBlockElems));
     const float d = scale(e);
     blk[0] = e;
     for (int j = 0; j < 16; ++j)
@@ -67,19 +55,6 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-// Exact integer sum per block, scaled by d_x * d_w (ggml's order).
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_0::kBlockBytes) {
-    const uint8_t* qs = wb + 1;
-    const auto* xq = reinterpret_cast<const int8_t*>(xb + 2);
-    int32_t sumi = 0;
-    for (int j = 0; j < 16; ++j) sumi += kValues[qs[j] & 0x0f] * xq[j] + kValues[qs[j] >> 4] * xq[j + 16];
-    sum += load_fp16(xb) * scale(wb[0]) * static_cast<float>(sumi);
-  }
-  return sum;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return block32::vec_dot<block32::MXFP4>(w, x, n); }
 
 }  // namespace ns::kernels::mxfp4

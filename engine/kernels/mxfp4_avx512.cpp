@@ -4,25 +4,10 @@
 #include "engine/kernels/int8_avx512.h"
 
 namespace ns::kernels::mxfp4_avx512 {
-namespace {
 
-struct Format {
-  static constexpr int64_t kBlockElems = mxfp4::kBlockElems;
-  static constexpr size_t kBlockBytes = mxfp4::kBlockBytes;
-  static constexpr size_t kQsOffset = 1;
-  static constexpr int kOffset = 128;
-  static constexpr bool kEvenOdd = true;  // AVX2 (table4_avx2.h) sums even and odd blocks apart
-  static float scale(const uint8_t* block) { return mxfp4::scale(block[0]); }
-  static __m256i decode(const uint8_t* qs) {
-    return _mm256_shuffle_epi8(avx512::offset_table(mxfp4::kValues), avx2::unpack_nibbles(qs));
-  }
-};
-using Kernels = avx512::Int8Kernels<Format>;
-
-}  // namespace
+using Kernels = avx512::Int8Kernels<avx2::block32::MXFP4>;
 
 float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
-
 void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::mxfp4_avx512

@@ -3,16 +3,13 @@
 // per 16-element sub-block) are converted to float and added into one
 // accumulator by an FMA with the per-lane scale d_w(sub-block) * d_x; one
 // horizontal sum at the end. The codes are looked up in MXFP4's table with a
-// byte shuffle and multiplied as in table4_avx2.h (maddubs on |w| and x
+// byte shuffle and multiplied as in block32_avx2.h (maddubs on |w| and x
 // carrying w's sign).
 #include "engine/kernels/avx2_util.h"
 #include "engine/kernels/formats.h"
 
 namespace ns::kernels::nvfp4_avx2 {
 namespace {
-
-constexpr size_t kWBytes = nvfp4::kBlockBytes;
-constexpr size_t kXBytes = q8_0::kBlockBytes;
 
 // Two sub-blocks' 16 code bytes to 32 int8 weights in element order: the
 // low nibbles of bytes 0..7, their high nibbles, then the same for bytes 8..15.
@@ -28,22 +25,12 @@ inline __m256 lane_scales(const uint8_t* e, float dx) {
   return _mm256_set_m128(_mm_set1_ps(nvfp4::scale(e[1]) * dx), _mm_set1_ps(nvfp4::scale(e[0]) * dx));
 }
 
-template <int R, int T>
-struct Micro {
-  static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys);
-};
-
-template <int R, int T>
-void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
-  const int64_t nb = n / nvfp4::kBlockElems;
-  const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::kValues)));
-  __m256 acc[R][T];
-  avx2::zero_tile(acc);
-
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = w + b * kWBytes;
+struct Format : avx2::StepFormat<nvfp4::kBlockElems, nvfp4::kBlockBytes, 2 * q8_0::kBlockBytes> {
+  template <int R, int T>
+  static void step(const uint8_t* wb, size_t ws, const uint8_t* xb, size_t xs, __m256 (&acc)[R][T]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::kValues)));
     __m256i q01[R], q23[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
@@ -53,10 +40,10 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
     }
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = x + t * xs + 2 * b * kXBytes;
-      const __m256i x01 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
-      const __m256i x23 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXBytes + 2));
-      const float dx0 = load_fp16(xb), dx1 = load_fp16(xb + kXBytes);
+      const uint8_t* xt = xb + t * xs;
+      const __m256i x01 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xt + 2));
+      const __m256i x23 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xt + q8_0::kBlockBytes + 2));
+      const float dx0 = load_fp16(xt), dx1 = load_fp16(xt + q8_0::kBlockBytes);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         // |w| * (x with w's sign) = w * x; pairs sum to at most 2 * 12 * 127 in int16.
@@ -69,14 +56,10 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
       }
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) y[t * ys + r] = avx2::hsum(acc[r][t]);
-}
+};
 
-// Shapes: those of the table-lookup formats (table4_avx2.h), not tuned separately.
-using Kernels = avx2::MicroKernels<Micro, 4, 2, 4>;
+// Shapes: those of the table-lookup formats (iq4_nl_avx2.cpp), not tuned separately.
+using Kernels = avx2::StepKernels<Format, 4, 2, 4>;
 
 }  // namespace
 

@@ -14,8 +14,6 @@
 namespace ns::kernels::q1_0_avx2 {
 namespace {
 
-constexpr size_t kWBytes = q1_0::kBlockBytes;
-constexpr size_t kXBytes = q8_0::kBlockBytes;
 constexpr int kActBlocks = q1_0::kBlockElems / q8_0::kBlockElems;
 
 // The 32 bits at p to 32 bytes: byte j is +1 where bit j is set, else -1.
@@ -31,21 +29,12 @@ inline __m256i signs(const uint8_t* p) {
   return _mm256_or_si256(clear, _mm256_set1_epi8(1));
 }
 
-template <int R, int T>
-struct Micro {
-  static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys);
-};
-
-template <int R, int T>
-void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
-  const int64_t nb = n / q1_0::kBlockElems;
-  const __m256i ones8 = _mm256_set1_epi8(1);
-  const __m256i ones16 = _mm256_set1_epi16(1);
-  __m256 acc[R][T], partial[R][T];
-  avx2::zero_tile(acc);
-
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = w + b * kWBytes;
+struct Format : avx2::StepFormat<q1_0::kBlockElems, q1_0::kBlockBytes, kActBlocks * q8_0::kBlockBytes> {
+  template <int R, int T>
+  static void step(const uint8_t* wb, size_t ws, const uint8_t* xb, size_t xs, __m256 (&acc)[R][T]) {
+    const __m256i ones8 = _mm256_set1_epi8(1);
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    __m256 partial[R][T];
     avx2::zero_tile(partial);  // an FMA onto zero is ggml's first multiply, rounded once
 #pragma GCC unroll 4
     for (int k = 0; k < kActBlocks; ++k) {
@@ -57,9 +46,9 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
       }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        const uint8_t* xb = x + t * xs + (kActBlocks * b + k) * kXBytes;
-        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
-        const __m256 dx = avx2::broadcast_fp16(xb);
+        const uint8_t* xk = xb + t * xs + k * q8_0::kBlockBytes;
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xk + 2));
+        const __m256 dx = avx2::broadcast_fp16(xk);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           // |x| <= 127, so the pairs of ones * x fit int16.
@@ -76,14 +65,10 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(dw, partial[r][t], acc[r][t]);
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) y[t * ys + r] = avx2::hsum(acc[r][t]);
-}
+};
 
-// Shapes: those of the table-lookup formats (table4_avx2.h), not tuned separately.
-using Kernels = avx2::MicroKernels<Micro, 4, 2, 4>;
+// Shapes: those of the table-lookup formats (iq4_nl_avx2.cpp), not tuned separately.
+using Kernels = avx2::StepKernels<Format, 4, 2, 4>;
 
 }  // namespace
 

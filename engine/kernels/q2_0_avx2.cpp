@@ -16,9 +16,6 @@
 namespace ns::kernels::q2_0_avx2 {
 namespace {
 
-constexpr size_t kWBytes = q2_0::kBlockBytes;
-constexpr size_t kXBytes = q8_0::kBlockBytes;
-
 // The 32 codes of the 8 bytes at qs, one per byte in element order.
 inline __m256i codes(const uint8_t* qs) {
   int64_t bits;
@@ -51,21 +48,11 @@ inline float scaled_sum(float acc, float dw, float dx0, int32_t s0, float dx1, i
   return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(acc), _mm_mul_ss(_mm_set_ss(dw), partial)));
 }
 
-template <int R, int T>
-struct Micro {
-  static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys);
-};
-
-template <int R, int T>
-void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
-  const int64_t nb = n / q2_0::kBlockElems;
-  const __m256i ones8 = _mm256_set1_epi8(1);
-  const __m256i ones16 = _mm256_set1_epi16(1);
-  float acc[R][T];
-  avx2::zero_tile(acc);
-
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = w + b * kWBytes;
+struct Format : avx2::StepFormat<q2_0::kBlockElems, q2_0::kBlockBytes, 2 * q8_0::kBlockBytes, true> {
+  template <int R, int T>
+  static void step(const uint8_t* wb, size_t ws, const uint8_t* xb, size_t xs, float (&acc)[R][T]) {
+    const __m256i ones8 = _mm256_set1_epi8(1);
+    const __m256i ones16 = _mm256_set1_epi16(1);
     __m256i q0[R], q1[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
@@ -75,13 +62,13 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
     }
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = x + t * xs + 2 * b * kXBytes;
-      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
-      const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXBytes + 2));
+      const uint8_t* xt = xb + t * xs;
+      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xt + 2));
+      const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xt + q8_0::kBlockBytes + 2));
       // Pairwise sums stay within int16: |q x| pairs <= 2 * 3 * 127, |x| pairs <= 254.
       const __m256i off0 = _mm256_maddubs_epi16(ones8, x0);
       const __m256i off1 = _mm256_maddubs_epi16(ones8, x1);
-      const float dx0 = load_fp16(xb), dx1 = load_fp16(xb + kXBytes);
+      const float dx0 = load_fp16(xt), dx1 = load_fp16(xt + q8_0::kBlockBytes);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const __m256i p0 = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(q0[r], x0), off0), ones16);
@@ -92,14 +79,10 @@ void Micro<R, T>::run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, 
       }
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) y[t * ys + r] = acc[r][t];
-}
+};
 
-// Shapes: those of the table-lookup formats (table4_avx2.h), not tuned separately.
-using Kernels = avx2::MicroKernels<Micro, 4, 2, 4>;
+// Shapes: those of the table-lookup formats (iq4_nl_avx2.cpp), not tuned separately.
+using Kernels = avx2::StepKernels<Format, 4, 2, 4>;
 
 }  // namespace
 

@@ -52,15 +52,8 @@ void quantize(const float* src, void* dst, int64_t n) {
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
     int8_t levels[kBlockElems];
     float scales[16];
-    float max_scale = 0, amax = 0;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = kq::make_q3_quants(16, 4, src + 16 * j, levels + 16 * j);
-      const float scale = std::fabs(scales[j]);
-      if (scale > amax) {
-        amax = scale;
-        max_scale = scales[j];
-      }
-    }
+    for (int j = 0; j < 16; ++j) scales[j] = kq::make_q3_quants(16, 4, src + 16 * j, levels + 16 * j);
+    const float max_scale = kq::largest_magnitude(scales, 16).max;
     uint8_t* packed = blk + L::scales;
     std::memset(packed, 0, 12);
     if (max_scale != 0.0f) {

@@ -3,23 +3,10 @@
 #include "engine/kernels/int8_avx512.h"
 
 namespace ns::kernels::q4_0_avx512 {
-namespace {
 
-struct Format {
-  static constexpr int64_t kBlockElems = q4_0::kBlockElems;
-  static constexpr size_t kBlockBytes = q4_0::kBlockBytes;
-  static constexpr size_t kQsOffset = 2;
-  static constexpr int kOffset = 8;
-  static constexpr bool kEvenOdd = false;  // AVX2 sums the blocks in order
-  static float scale(const uint8_t* block) { return load_fp16(block); }
-  static __m256i decode(const uint8_t* qs) { return avx2::unpack_nibbles(qs); }
-};
-using Kernels = avx512::Int8Kernels<Format>;
-
-}  // namespace
+using Kernels = avx512::Int8Kernels<avx2::block32::Q4_0>;
 
 float vec_dot(const void* w, const void* x, int64_t n) { return Kernels::vec_dot(w, x, n); }
-
 void tile(const Tile& t) { Kernels::tile(t); }
 
 }  // namespace ns::kernels::q4_0_avx512

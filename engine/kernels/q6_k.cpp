@@ -50,15 +50,8 @@ void quantize(const float* src, void* dst, int64_t n) {
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
     int8_t levels[kBlockElems];
     float scales[16];
-    float max_scale = 0, max_abs_scale = 0;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = kq::make_qx_quants(16, 32, src + 16 * j, levels + 16 * j);
-      const float abs_scale = std::fabs(scales[j]);
-      if (abs_scale > max_abs_scale) {
-        max_abs_scale = abs_scale;
-        max_scale = scales[j];
-      }
-    }
+    for (int j = 0; j < 16; ++j) scales[j] = kq::make_qx_quants(16, 32, src + 16 * j, levels + 16 * j);
+    const auto [max_abs_scale, max_scale] = kq::largest_magnitude(scales, 16);
     if (max_abs_scale < kq::kGroupMaxEps) {
       std::memset(blk, 0, kBlockBytes);
       continue;

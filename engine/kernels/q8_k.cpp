@@ -29,14 +29,7 @@ void dequantize(const void* src, float* dst, int64_t n) {
 void quantize(const float* src, void* dst, int64_t n) {
   auto* blk = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
-    float amax = 0, max = 0;
-    for (int j = 0; j < kBlockElems; ++j) {
-      const float ax = std::fabs(src[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = src[j];
-      }
-    }
+    const auto [amax, max] = kq::largest_magnitude(src, kBlockElems);
     auto* q = reinterpret_cast<int8_t*>(blk + L::qs);
     if (amax == 0.0f) {
       std::memset(blk, 0, kBlockBytes);

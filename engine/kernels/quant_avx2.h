@@ -1,5 +1,5 @@
 // Unpacking helpers shared by the AVX2 kernels of the nibble-packed formats
-// (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) and of the K-quants. Like avx2_util.h, only
+// (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, IQ4_XS) and of the K-quants. Like avx2_util.h, only
 // *_avx2.cpp files include this, and everything is static.
 #pragma once
 
@@ -30,6 +30,45 @@ static inline __m256i expand_bits(const uint8_t* p) {
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i picked = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), which), bit);
   return _mm256_cmpeq_epi8(picked, bit);
+}
+
+// 16 bytes of nibbles at qs looked up in a 16-entry int8 table: the table
+// formats' weights in element order.
+static inline __m256i lookup_nibbles(const int8_t* values, const uint8_t* qs) {
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+  return _mm256_shuffle_epi8(table, unpack_nibbles(qs));
+}
+
+// Q5_0 / Q5_1 codes: the nibbles at qs with the 32 fifth bits at qh as 0x10.
+static inline __m256i unpack_5bit(const uint8_t* qh, const uint8_t* qs) {
+  return _mm256_or_si256(unpack_nibbles(qs), _mm256_and_si256(expand_bits(qh), _mm256_set1_epi8(0x10)));
+}
+
+// One block of 32 floats as ggml's x86 Q8_0 / Q8_1 quantizers take it:
+// q[i] holds elements 8i..8i+7 as int32, x * (127 / amax) rounded half to
+// even; returns amax.
+static inline float quantize_q8_lanes(const float* src, __m256i (&q)[4]) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(src + 8 * i);
+  __m256 amax8 = _mm256_andnot_ps(sign_bit, v[0]);
+  for (int i = 1; i < 4; ++i) amax8 = _mm256_max_ps(amax8, _mm256_andnot_ps(sign_bit, v[i]));
+  __m128 amax4 = _mm_max_ps(_mm256_extractf128_ps(amax8, 1), _mm256_castps256_ps128(amax8));
+  amax4 = _mm_max_ps(amax4, _mm_movehl_ps(amax4, amax4));
+  amax4 = _mm_max_ss(amax4, _mm_movehdup_ps(amax4));
+  const float amax = _mm_cvtss_f32(amax4);
+  const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+  for (int i = 0; i < 4; ++i)
+    q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return amax;
+}
+
+// quantize_q8_lanes' values as 32 int8 in element order (the packs work per
+// 128-bit lane; the permute puts the bytes back in order).
+static inline __m256i pack_q8(const __m256i (&q)[4]) {
+  const __m256i q16a = _mm256_packs_epi32(q[0], q[1]);
+  const __m256i q16b = _mm256_packs_epi32(q[2], q[3]);
+  return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 // Shuffle masks over 8 int16 values held in both 128-bit lanes (K-quant

@@ -52,11 +52,9 @@ struct Decoder {
   }
 };
 
-using K = iq_avx2::Kernels<Decoder>;
-
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) { return K::vec_dot(w, x, n); }
-void tile(const Tile& t) { K::tile(t); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq_avx2::Kernels<Decoder>::vec_dot(w, x, n); }
+void tile(const Tile& t) { iq_avx2::Kernels<Decoder>::tile(t); }
 
 }  // namespace ns::kernels::tq1_0_avx2

@@ -8,10 +8,7 @@
 namespace ns::kernels::tq2_0_avx2 {
 namespace {
 
-struct Decoder {
-  static constexpr size_t kBytes = iq::Tq2::bytes;
-  static constexpr float kFactor = 1.0f;
-  static float scale(const uint8_t* blk) { return load_fp16(blk + iq::Tq2::d); }
+struct Decoder : iq_avx2::Fp16Super<iq::Tq2, 1.0f> {
   static void decode(const uint8_t* blk, int v, __m256i* wabs, __m256i* wsign, __m256i* sc) {
     const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + iq::Tq2::qs + 32 * (v / 4)));
     const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * (v % 4)), _mm256_set1_epi8(3));
@@ -22,11 +19,9 @@ struct Decoder {
   }
 };
 
-using K = iq_avx2::Kernels<Decoder>;
-
 }  // namespace
 
-float vec_dot(const void* w, const void* x, int64_t n) { return K::vec_dot(w, x, n); }
-void tile(const Tile& t) { K::tile(t); }
+float vec_dot(const void* w, const void* x, int64_t n) { return iq_avx2::Kernels<Decoder>::vec_dot(w, x, n); }
+void tile(const Tile& t) { iq_avx2::Kernels<Decoder>::tile(t); }
 
 }  // namespace ns::kernels::tq2_0_avx2

@@ -13,6 +13,16 @@
 // time of a path is its fastest call.
 //
 // usage: ns_bench_kernels [--threads N] [--min-time SECONDS] [--size N] [--type NAME] [--tokens N,N,..]
+//                         [--paths NAME,NAME,..] [--hash]
+// --paths times only the named paths (e.g. avx2,avx512: a before/after run of
+// the SIMD kernels without the slow baselines). --hash times nothing: it
+// prints a digest of every output bit of matmul per weight type and ISA path
+// (rows of 7 and 33 blocks, 768 and 1280 elements for 256-element blocks; 29
+// rows; 1..17 and 64 tokens): a kernel change that keeps the arithmetic keeps
+// every line, so the lines before and after it must be the same. Lines
+// "ref" digest the reference quantizer's bytes (random ones for the read-only
+// formats) and the reference dequantizer's floats, "quant-w" the
+// importance-weighted quantizer's bytes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -41,7 +51,24 @@ struct Options {
   int64_t size = 4096;
   std::string only;  // one type name, or all
   std::vector<int64_t> tokens{1, 16, 64};
+  std::vector<std::string> paths;  // empty: all
+  bool hash = false;
 };
+
+std::vector<std::string> split_commas(const char* p) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (; *p != '\0'; ++p) {
+    if (*p == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *p;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -55,6 +82,10 @@ Options parse(int argc, char** argv) {
       o.only = argv[++i];
     } else if (a == "--size" && i + 1 < argc) {
       o.size = std::atoll(argv[++i]);
+    } else if (a == "--paths" && i + 1 < argc) {
+      o.paths = split_commas(argv[++i]);
+    } else if (a == "--hash") {
+      o.hash = true;
     } else if (a == "--tokens" && i + 1 < argc) {
       o.tokens.clear();
       for (const char* p = argv[++i]; *p != '\0';) {
@@ -70,7 +101,7 @@ Options parse(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 256)] [--type NAME, e.g. Q4_K] "
-          "[--tokens N,N,.. (default 1,16,64)]\n",
+          "[--tokens N,N,.. (default 1,16,64)] [--paths scalar,avx2,avx512,deq+dot,deq+simd] [--hash]\n",
           argv[0]);
       std::exit(a == "--help" ? 0 : 2);
     }
@@ -145,10 +176,121 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return den > 0 ? num / den : num;
 }
 
+constexpr GgmlType kTypes[] = {GgmlType::F32,   GgmlType::F16,   GgmlType::BF16,   GgmlType::Q8_0,    GgmlType::Q4_0,
+                               GgmlType::Q4_1,  GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::IQ4_NL,  GgmlType::MXFP4,
+                               GgmlType::Q2_K,  GgmlType::Q3_K,  GgmlType::Q4_K,   GgmlType::Q5_K,    GgmlType::Q6_K,
+                               GgmlType::IQ2_XXS,
+                               GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ2_XS,
+                               GgmlType::TQ2_0, GgmlType::TQ1_0, GgmlType::IQ2_S,  GgmlType::IQ3_S,
+                               GgmlType::Q1_0,  GgmlType::Q2_0,  GgmlType::NVFP4};
+
+// rows x cols weights of `type` from the floats wf (rows x cols): quantized
+// where the type has a quantizer. Read-only formats (the i-quants) have none:
+// random bytes are valid blocks once the fp16 super-scale is finite; 2^-9
+// keeps the weights near the others' 0.02 scale.
+std::vector<uint8_t> make_weights(GgmlType type, int64_t rows, int64_t cols, const std::vector<float>& wf,
+                                  std::mt19937& rng) {
+  const auto& tt = ns::gguf::traits(type);
+  const size_t row_bytes = ns::gguf::row_bytes(tt, static_cast<uint64_t>(cols));
+  std::vector<uint8_t> wq(row_bytes * static_cast<size_t>(rows));
+  if (ns::kernels::find_format(type)->quantize != nullptr) {
+    for (int64_t r = 0; r < rows; ++r)
+      ns::kernels::quantize_row(type, wf.data() + r * cols, wq.data() + r * row_bytes, cols);
+  } else {
+    for (auto& b : wq) b = static_cast<uint8_t>(rng());
+    for (size_t b = 0; b < wq.size(); b += tt.block_bytes)
+      ns::kernels::iq::set_super_scale(type, wq.data() + b, 0x1800);
+  }
+  return wq;
+}
+
+std::vector<float> normal_floats(size_t n, float sigma, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, sigma);
+  std::vector<float> v(n);
+  for (auto& f : v) f = normal(rng);
+  return v;
+}
+
+// FNV-1a, continued from h over n bytes at p.
+constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+uint64_t fnv(uint64_t h, const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// --hash: FNV-1a over the bits of every output of matmul, per type and ISA,
+// and of the reference conversions.
+int print_hashes(const Options& opt) {
+  ns::ThreadPool pool(1);
+  const int64_t rows = 29;  // no multiple of any micro-tile height
+  std::vector<int64_t> token_counts;
+  for (int64_t t = 1; t <= 17; ++t) token_counts.push_back(t);
+  token_counts.push_back(64);
+  std::printf("kernels hash: detected ISA %s; per type and path, all outputs of %lld rows x 2 widths x tokens 1..17, "
+              "64\n",
+              ns::kernels::isa_name(ns::kernels::detected_isa()), static_cast<long long>(rows));
+  for (const GgmlType type : kTypes) {
+    const auto& tt = ns::gguf::traits(type);
+    if (!opt.only.empty() && opt.only != tt.name) continue;
+    const int64_t be = tt.block_elems;
+    const std::vector<int64_t> widths = be == 256 ? std::vector<int64_t>{768, 1280}
+                                        : be > 1  ? std::vector<int64_t>{7 * be, 33 * be}
+                                                  : std::vector<int64_t>{203, 1056};
+    // The reference conversions first: the weights quantized and dequantized,
+    // and quantized with an importance matrix where the type's quantizer takes one.
+    uint64_t hd = kFnvBasis, hq = kFnvBasis;
+    for (const int64_t cols : widths) {
+      std::mt19937 rng(static_cast<uint32_t>(cols));
+      const auto wf = normal_floats(static_cast<size_t>(rows * cols), 0.1f, rng);
+      const auto wq = make_weights(type, rows, cols, wf, rng);
+      std::vector<float> back(static_cast<size_t>(rows * cols));
+      ns::kernels::dequantize_row(type, wq.data(), back.data(), rows * cols);
+      hd = fnv(fnv(hd, wq.data(), wq.size()), back.data(), back.size() * sizeof(float));
+      if (ns::kernels::importance_use(type) == ns::kernels::Importance::used) {
+        std::vector<float> importance(static_cast<size_t>(cols));
+        for (auto& v : importance) v = std::uniform_real_distribution<float>(0.1f, 2.0f)(rng);
+        std::vector<uint8_t> out(wq.size() / static_cast<size_t>(rows));
+        for (int64_t r = 0; r < rows; ++r) {
+          ns::kernels::quantize_row_weighted(type, wf.data() + r * cols, out.data(), cols, importance.data());
+          hq = fnv(hq, out.data(), out.size());
+        }
+      }
+    }
+    std::printf("hash %-8s %-7s %016llx\n", std::string(tt.name).c_str(), "ref", static_cast<unsigned long long>(hd));
+    if (ns::kernels::importance_use(type) == ns::kernels::Importance::used)
+      std::printf("hash %-8s %-7s %016llx\n", std::string(tt.name).c_str(), "quant-w",
+                  static_cast<unsigned long long>(hq));
+    for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+      if (isa > ns::kernels::detected_isa()) continue;
+      ns::kernels::set_isa(isa);
+      uint64_t h = kFnvBasis;
+      for (const int64_t cols : widths) {
+        std::mt19937 rng(static_cast<uint32_t>(cols));
+        const auto wf = normal_floats(static_cast<size_t>(rows * cols), 0.1f, rng);
+        const auto wq = make_weights(type, rows, cols, wf, rng);
+        const ns::kernels::MatrixView w{type, wq.data(), rows, cols, wq.size() / static_cast<size_t>(rows)};
+        const auto x = normal_floats(static_cast<size_t>(64 * cols), 2.0f, rng);
+        for (const int64_t tokens : token_counts) {
+          std::vector<float> y(static_cast<size_t>(tokens * rows));
+          ns::kernels::MatmulScratch scratch;
+          ns::kernels::matmul(w, x.data(), tokens, y.data(), pool, scratch);
+          h = fnv(h, y.data(), y.size() * sizeof(float));
+        }
+      }
+      std::printf("hash %-8s %-7s %016llx\n", std::string(tt.name).c_str(), ns::kernels::isa_name(isa),
+                  static_cast<unsigned long long>(h));
+    }
+  }
+  ns::kernels::set_isa(ns::kernels::detected_isa());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
+  if (opt.hash) return print_hashes(opt);
   const int64_t n = opt.size;
   ns::ThreadPool pool(opt.threads);
   std::printf("kernels bench: %lld x %lld weights, %d threads, detected ISA %s, >= %.2f s per figure\n",
@@ -157,12 +299,9 @@ int main(int argc, char** argv) {
 
   // Zero-mean random weights and activations (tests/bench/README.md, "Honest benchmark models").
   std::mt19937 rng(42);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> wf(static_cast<size_t>(n * n));
-  for (auto& v : wf) v = 0.02f * normal(rng);
+  const std::vector<float> wf = normal_floats(static_cast<size_t>(n * n), 0.02f, rng);
   const int64_t max_tokens = *std::max_element(opt.tokens.begin(), opt.tokens.end());
-  std::vector<float> x(static_cast<size_t>(max_tokens * n));
-  for (auto& v : x) v = normal(rng);
+  const std::vector<float> x = normal_floats(static_cast<size_t>(max_tokens * n), 1.0f, rng);
 
   std::vector<std::vector<float>> row_buffers(static_cast<size_t>(pool.size()), std::vector<float>(n));
   const bool have_avx2 = ns::kernels::detected_isa() >= Isa::avx2;
@@ -172,30 +311,15 @@ int main(int argc, char** argv) {
   std::printf("\n%-6s %6s  %-8s %9s %9s %8s %10s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s", "GB/s",
               "vs scalar", "vs deq+dot", "vs deq+simd", "vs avx2");
 
-  const GgmlType types[] = {GgmlType::F32,   GgmlType::F16,   GgmlType::BF16,   GgmlType::Q8_0,    GgmlType::Q4_0,
-                            GgmlType::Q4_1,  GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::IQ4_NL,  GgmlType::MXFP4,
-                            GgmlType::Q2_K,  GgmlType::Q3_K,  GgmlType::Q4_K,   GgmlType::Q5_K,    GgmlType::Q6_K,
-                            GgmlType::IQ2_XXS,
-                            GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ2_XS,
-                            GgmlType::TQ2_0, GgmlType::TQ1_0, GgmlType::IQ2_S,  GgmlType::IQ3_S,
-                            GgmlType::Q1_0,  GgmlType::Q2_0,  GgmlType::NVFP4};
-  for (const GgmlType type : types) {
+  const auto wanted = [&opt](const char* path) {
+    return opt.paths.empty() || std::find(opt.paths.begin(), opt.paths.end(), path) != opt.paths.end();
+  };
+  for (const GgmlType type : kTypes) {
     const auto& tt = ns::gguf::traits(type);
     const std::string name(tt.name);
     if (!opt.only.empty() && opt.only != name) continue;
-    const size_t row_bytes = ns::gguf::row_bytes(tt, static_cast<uint64_t>(n));
-    std::vector<uint8_t> wq(row_bytes * static_cast<size_t>(n));
-    if (ns::kernels::find_format(type)->quantize != nullptr) {
-      for (int64_t r = 0; r < n; ++r) ns::kernels::quantize_row(type, wf.data() + r * n, wq.data() + r * row_bytes, n);
-    } else {
-      // Read-only formats (the i-quants) have no quantizer: random bytes are
-      // valid blocks once the fp16 super-scale is finite; 2^-9 keeps the
-      // weights near the others' 0.02 scale.
-      for (auto& b : wq) b = static_cast<uint8_t>(rng());
-      for (size_t b = 0; b < wq.size(); b += tt.block_bytes)
-        ns::kernels::iq::set_super_scale(type, wq.data() + b, 0x1800);
-    }
-    const ns::kernels::MatrixView w{type, wq.data(), n, n, row_bytes};
+    const std::vector<uint8_t> wq = make_weights(type, n, n, wf, rng);
+    const ns::kernels::MatrixView w{type, wq.data(), n, n, ns::gguf::row_bytes(tt, static_cast<uint64_t>(n))};
     const double weight_gb = static_cast<double>(wq.size()) / 1e9;
 
     for (const int64_t tokens : opt.tokens) {
@@ -211,22 +335,29 @@ int main(int argc, char** argv) {
         return [&, dot](float* y) { dequantize_then_dot(w, x.data(), tokens, y, pool, row_buffers, dot); };
       };
       const size_t ny = static_cast<size_t>(tokens * n);
-      std::vector<Path> paths;
-      paths.push_back({"scalar", matmul_with(Isa::scalar), std::vector<float>(ny)});
-      if (have_avx2) paths.push_back({"avx2", matmul_with(Isa::avx2), std::vector<float>(ny)});
-      if (have_avx512) paths.push_back({"avx512", matmul_with(Isa::avx512), std::vector<float>(ny)});
-      const size_t i_plain = paths.size();
-      paths.push_back({"deq+dot", dequantize_with(plain_dot), std::vector<float>(ny)});
+      std::vector<Path> all;
+      all.push_back({"scalar", matmul_with(Isa::scalar), std::vector<float>(ny)});
+      if (have_avx2) all.push_back({"avx2", matmul_with(Isa::avx2), std::vector<float>(ny)});
+      if (have_avx512) all.push_back({"avx512", matmul_with(Isa::avx512), std::vector<float>(ny)});
+      all.push_back({"deq+dot", dequantize_with(plain_dot), std::vector<float>(ny)});
       if (have_avx2) {
-        paths.push_back(
+        all.push_back(
             {"deq+simd", dequantize_with(ns::kernels::vec_dot(GgmlType::F32, Isa::avx2)), std::vector<float>(ny)});
       }
+      std::vector<Path> paths;
+      for (auto& p : all)
+        if (wanted(p.name)) paths.push_back(std::move(p));
+      if (paths.empty()) continue;
       measure(paths, opt.min_time);
 
-      const double t_scalar = paths[0].best;
-      const double t_plain = paths[i_plain].best;
-      const double t_simd = have_avx2 ? paths[i_plain + 1].best : 0;
-      const double t_avx2 = have_avx2 ? paths[1].best : 0;
+      // A ratio against a path not timed prints as 0.
+      const auto time_of = [&paths](const char* path) {
+        for (const auto& p : paths)
+          if (std::strcmp(p.name, path) == 0) return p.best;
+        return 0.0;
+      };
+      const double t_scalar = time_of("scalar"), t_plain = time_of("deq+dot");
+      const double t_simd = time_of("deq+simd"), t_avx2 = time_of("avx2");
       for (const auto& p : paths) {
         std::printf("%-6s %6lld  %-8s %9.3f %9.2f %8.2f %9.2fx %9.2fx", name.c_str(), static_cast<long long>(tokens),
                     p.name, p.best * 1e3, gflop / p.best, weight_gb / p.best, t_scalar / p.best, t_plain / p.best);
@@ -235,7 +366,8 @@ int main(int argc, char** argv) {
       }
       // The paths compute the same product; they differ by the rounding of the
       // activations (matmul converts them to the vec-dot type) and of the sums.
-      std::printf("%-6s %6lld  max |y - y_scalar| / max |y_scalar|:", name.c_str(), static_cast<long long>(tokens));
+      std::printf("%-6s %6lld  max |y - y_%s| / max |y_%s|:", name.c_str(), static_cast<long long>(tokens),
+                  paths[0].name, paths[0].name);
       for (size_t i = 1; i < paths.size(); ++i)
         std::printf(" %s %.1e", paths[i].name, max_rel_diff(paths[i].y, paths[0].y));
       std::printf("\n");
