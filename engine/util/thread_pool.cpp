@@ -1,38 +1,8 @@
 #include "engine/util/thread_pool.h"
 
 #include <algorithm>
-#include <chrono>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define NS_CPU_RELAX() _mm_pause()
-#else
-#define NS_CPU_RELAX() ((void)0)
-#endif
 
 namespace ns {
-namespace {
-
-// Spin budgets (see the header). Measured on the shared 2-core Zen 4 VM,
-// DeepSeek-V2-Lite-shaped Q4_0 decode at 1 sequence, 2 threads: see
-// docs/performance.md (in-RAM decode, thread pool).
-constexpr auto kWorkerSpin = std::chrono::microseconds(200);
-constexpr auto kCallerSpin = std::chrono::microseconds(100);
-
-// Spins until done() or `budget` has passed; true if done() became true.
-template <class Done>
-bool spin_until(Done&& done, std::chrono::microseconds budget) {
-  const auto deadline = std::chrono::steady_clock::now() + budget;
-  for (;;) {
-    for (int i = 0; i < 32; ++i) {
-      if (done()) return true;
-      NS_CPU_RELAX();
-    }
-    if (std::chrono::steady_clock::now() >= deadline) return done();
-  }
-}
-
-}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
@@ -67,9 +37,9 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int, int64_t, 
     std::lock_guard lock(mu_);
     job_ = &fn;
     job_n_ = n;
-    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+    pending_ = n_threads_ - 1;
     error_ = nullptr;
-    generation_.fetch_add(1, std::memory_order_release);
+    ++generation_;
   }
   cv_start_.notify_all();
   // The workers hold a reference to fn: even if our chunk throws, wait for them
@@ -80,8 +50,8 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int, int64_t, 
   } catch (...) {
     mine = std::current_exception();
   }
-  wait_done(pending_);
   std::unique_lock lock(mu_);
+  cv_done_.wait(lock, [this] { return pending_ == 0; });
   job_ = nullptr;
   std::exception_ptr error = mine ? mine : error_;
   error_ = nullptr;
@@ -107,9 +77,9 @@ void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int,
     chunk_n_ = n_chunks;
     chunk_next_.store(0, std::memory_order_relaxed);
     chunk_open_ = true;
-    chunk_joined_.store(0, std::memory_order_relaxed);
+    chunk_joined_ = 0;
     error_ = nullptr;
-    generation_.fetch_add(1, std::memory_order_release);
+    ++generation_;
   }
   cv_start_.notify_all();
   std::exception_ptr mine;
@@ -120,23 +90,13 @@ void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int,
     chunk_next_.store(n_chunks, std::memory_order_relaxed);  // the others stop after their chunk
   }
   // Close the job: workers that have not joined yet skip it; wait for those inside.
-  {
-    std::lock_guard lock(mu_);
-    chunk_open_ = false;
-  }
-  wait_done(chunk_joined_);
   std::unique_lock lock(mu_);
+  chunk_open_ = false;
+  cv_done_.wait(lock, [this] { return chunk_joined_ == 0; });
   chunk_job_ = nullptr;
   std::exception_ptr error = mine ? mine : error_;
   error_ = nullptr;
   if (error) std::rethrow_exception(error);
-}
-
-void ThreadPool::wait_done(const std::atomic<int>& count) {
-  // Decremented under mu_, and cv_done_ notified there when it reaches 0.
-  if (spin_until([&count] { return count.load(std::memory_order_acquire) == 0; }, kCallerSpin)) return;
-  std::unique_lock lock(mu_);
-  cv_done_.wait(lock, [&count] { return count.load(std::memory_order_relaxed) == 0; });
 }
 
 void ThreadPool::worker(int index) {
@@ -144,12 +104,11 @@ void ThreadPool::worker(int index) {
   for (;;) {
     const std::function<void(int, int64_t, int64_t)>* fn;
     int64_t n;
-    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, kWorkerSpin);
     {
       std::unique_lock lock(mu_);
-      cv_start_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
+      cv_start_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
-      seen = generation_.load(std::memory_order_relaxed);
+      seen = generation_;
       fn = job_;
       n = job_n_;
       if (!fn) {  // a parallel_chunks job: join it if it is still open

@@ -2,15 +2,6 @@
 // parallel_for blocks until every chunk is done; the calling thread takes part.
 // Not reentrant: one parallel_for at a time per pool. If fn throws, the first
 // exception is rethrown by parallel_for once every thread has finished its chunk.
-//
-// Waking a sleeping thread costs tens of microseconds on a VM (a futex call and
-// an inter-processor interrupt), as much as a one-token matmul of an expert.
-// A decode step makes hundreds of parallel calls a few microseconds apart, so
-// a worker spins (with pause) for kWorkerSpin after a job before it sleeps,
-// and the caller spins for kCallerSpin while the workers finish before it
-// sleeps: within a step no one sleeps; between steps a worker spins at most
-// kWorkerSpin per gap. The spins are bounded so a machine shared with other
-// work loses little to them (a descheduled peer makes the spinner sleep).
 #pragma once
 
 #include <atomic>
@@ -45,16 +36,14 @@ class ThreadPool {
  private:
   void worker(int index);
   void run_chunks(int index);  // the dynamic job's loop
-  void wait_done(const std::atomic<int>& count);  // until count is 0 (spin, then sleep)
   int n_threads_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;
   const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  // Written under mu_; atomic so that a spinning thread can read it without the lock.
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  uint64_t generation_ = 0;
+  int pending_ = 0;
   bool stop_ = false;
   std::exception_ptr error_;  // first exception thrown by a chunk of the current job
   // The current parallel_chunks job: open while workers may still join it.
@@ -62,7 +51,7 @@ class ThreadPool {
   int64_t chunk_n_ = 0;
   std::atomic<int64_t> chunk_next_{0};
   bool chunk_open_ = false;
-  std::atomic<int> chunk_joined_{0};  // workers inside the chunk job (written under mu_)
+  int chunk_joined_ = 0;  // workers inside the chunk job
 };
 
 }  // namespace ns
