@@ -121,6 +121,24 @@ struct MatmulScratch {
 void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatmulScratch& scratch, bool per_token = false);
 
+// One product of a matmul_group: y = w x, as matmul(w, x, n_tokens, y).
+struct MatmulTask {
+  MatrixView w;
+  const float* x = nullptr;
+  int64_t n_tokens = 0;
+  float* y = nullptr;
+};
+
+// Several independent products in one call, each computed exactly as matmul
+// computes it (the same bits): their row chunks go to the threads as one list,
+// so the pool wakes once for all of them and no thread waits at a barrier
+// between them (a one-token product of an expert takes about as long as a
+// wake-up). A task whose x, n_tokens, cols and activation format are those of
+// the task before it shares that task's converted activations (an FFN's gate
+// and up). No task's y may overlap another's x or y.
+void matmul_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, MatmulScratch& scratch,
+                  bool per_token = false);
+
 // fp16 / bf16 scalar conversions (exact, round-to-nearest-even on the way down).
 float fp16_to_fp32(uint16_t h);
 uint16_t fp32_to_fp16(float f);

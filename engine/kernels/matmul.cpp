@@ -1,7 +1,10 @@
 // matmul: convert the activations once, then hand the row chunks out to the
 // threads one at a time; a chunk is multiplied with every token before the
 // next chunk is touched, so each weight byte comes from memory once per call.
+// matmul_group does the same for several products in one hand-out: one
+// parallel call, one list of chunks.
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "engine/kernels/format.h"
@@ -18,16 +21,25 @@ constexpr int64_t kRowQuantum = 12;
 // Below this many activation elements, converting on one thread beats waking the pool.
 constexpr int64_t kParallelConvertElems = 1 << 16;
 
+// Tasks per parallel call of matmul_group (more are run in several calls).
+constexpr size_t kMaxGroupTasks = 64;
+
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+// One conversion of a task's activations into scratch (offset bytes in).
 struct ConvertJob {
   RowFromFloatFn convert;
   const float* x;
   int64_t cols;
-  uint8_t* dst;
+  int64_t n_tokens;
+  GgmlType type;
+  size_t offset;
   size_t dst_stride;
-  void run(int64_t t_begin, int64_t t_end) const {
-    for (int64_t t = t_begin; t < t_end; ++t) convert(x + t * cols, dst + t * dst_stride, cols);
+  bool same_input(const ConvertJob& o) const {
+    return x == o.x && cols == o.cols && n_tokens == o.n_tokens && type == o.type;
+  }
+  void run(uint8_t* base, int64_t t_begin, int64_t t_end) const {
+    for (int64_t t = t_begin; t < t_end; ++t) convert(x + t * cols, base + offset + t * dst_stride, cols);
   }
 };
 
@@ -65,9 +77,13 @@ struct ProductJob {
 
 }  // namespace
 
-void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch,
-            bool per_token) {
-  if (n_tokens <= 0 || w.rows <= 0) return;
+namespace {
+
+// Checks task t's shape and fills its product job (x still unset, see
+// matmul_group); false when the task has nothing to compute.
+bool plan_task(const MatmulTask& t, Isa isa, int64_t threads, bool per_token, ProductJob& job, ConvertJob& conv) {
+  const MatrixView& w = t.w;
+  if (t.n_tokens <= 0 || w.rows <= 0) return false;
   const FormatKernels& f = require_format(w.type, "matmul");
   const FormatKernels& act = *find_format(f.vec_dot_type);
   require_whole_blocks(w.type, w.cols, "matmul");
@@ -80,33 +96,21 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
                                           " elements; the tensor view is wrong");
   }
   if (w.cols == 0) {  // empty rows: every dot product is 0
-    std::fill(y, y + n_tokens * w.rows, 0.0f);
-    return;
+    std::fill(t.y, t.y + t.n_tokens * w.rows, 0.0f);
+    return false;
   }
-  const Isa isa = active_isa();
   const IsaKernels k = kernels_for(f, isa);
 
-  // 1. Activations in the vec-dot format (F32 weights use x as it is).
-  const uint8_t* xa = reinterpret_cast<const uint8_t*>(x);
-  size_t x_stride = static_cast<size_t>(w.cols) * sizeof(float);
+  // Activations in the vec-dot format (F32 weights use x as it is).
+  conv = ConvertJob{nullptr, t.x, w.cols, t.n_tokens, act.type, 0, static_cast<size_t>(w.cols) * sizeof(float)};
   if (act.type != GgmlType::F32) {
-    x_stride = gguf::row_bytes(gguf::traits(act.type), static_cast<uint64_t>(w.cols));
-    const size_t need = x_stride * static_cast<size_t>(n_tokens);
-    if (scratch.act.size() < need) scratch.act.resize(need);
-    const ConvertJob convert{kernels_for(act, isa).quantize, x, w.cols, scratch.act.data(), x_stride};
-    if (n_tokens > 1 && pool.size() > 1 && n_tokens * w.cols >= kParallelConvertElems) {
-      pool.parallel_for(n_tokens, [&convert](int, int64_t b, int64_t e) { convert.run(b, e); });
-    } else {
-      convert.run(0, n_tokens);
-    }
-    xa = scratch.act.data();
+    conv.convert = kernels_for(act, isa).quantize;
+    conv.dst_stride = gguf::row_bytes(gguf::traits(act.type), static_cast<uint64_t>(w.cols));
   }
 
-  // 2. Rows in chunks, a contiguous range of chunks per thread. Chunks are a
-  // multiple of kRowQuantum rows so micro-tiles of 2, 3 or 4 rows fit them
-  // exactly, and there are at least ~8 per thread so that small matrices still
-  // split evenly.
-  const int64_t threads = pool.size();
+  // Rows in chunks. Chunks are a multiple of kRowQuantum rows so micro-tiles
+  // of 2, 3 or 4 rows fit them exactly, and there are at least ~8 per thread
+  // so that small matrices still split evenly.
   int64_t chunk_rows =
       std::max<int64_t>(kRowQuantum, static_cast<int64_t>(kChunkBytes / row_bytes) / kRowQuantum * kRowQuantum);
   chunk_rows = std::min(
@@ -115,23 +119,75 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
   // path (llamafile tinyBLAS) declines rows % 4 or cols % 8, and ggml then
   // runs ggml_vec_dot_f16 per token, which is our one-token kernel.
   const bool token_by_token =
-      w.type == GgmlType::F16 && n_tokens > 1 && (per_token || w.rows % 4 != 0 || w.cols % 8 != 0);
-  const ProductJob job{k.tile,
-                       k.vec_dot,
-                       static_cast<const uint8_t*>(w.data),
-                       w.row_stride,
-                       w.rows,
-                       w.cols,
-                       xa,
-                       x_stride,
-                       n_tokens,
-                       y,
-                       chunk_rows,
-                       token_by_token};
+      w.type == GgmlType::F16 && t.n_tokens > 1 && (per_token || w.rows % 4 != 0 || w.cols % 8 != 0);
+  job = ProductJob{k.tile,
+                   k.vec_dot,
+                   static_cast<const uint8_t*>(w.data),
+                   w.row_stride,
+                   w.rows,
+                   w.cols,
+                   reinterpret_cast<const uint8_t*>(t.x),
+                   conv.dst_stride,
+                   t.n_tokens,
+                   t.y,
+                   chunk_rows,
+                   token_by_token};
+  return true;
+}
+
+void run_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, MatmulScratch& scratch, bool per_token) {
+  const Isa isa = active_isa();
+  std::array<ProductJob, kMaxGroupTasks> jobs;
+  std::array<ConvertJob, kMaxGroupTasks> convs;  // convs[j]: the conversion jobs[j] reads
+  std::array<int64_t, kMaxGroupTasks> chunk_end;  // chunks of jobs [0, j] together
+  std::array<bool, kMaxGroupTasks> shared{};      // jobs[j] reads jobs[j - 1]'s conversion
+  size_t n = 0, need = 0;
+  int64_t n_chunks = 0;
+  for (size_t i = 0; i < n_tasks; ++i) {
+    if (!plan_task(tasks[i], isa, pool.size(), per_token, jobs[n], convs[n])) continue;
+    ConvertJob& c = convs[n];
+    if (c.convert != nullptr) {
+      shared[n] = n > 0 && c.same_input(convs[n - 1]);
+      c.offset = shared[n] ? convs[n - 1].offset : need;
+      if (!shared[n]) need += c.dst_stride * static_cast<size_t>(c.n_tokens);
+    }
+    n_chunks += (jobs[n].rows + jobs[n].chunk_rows - 1) / jobs[n].chunk_rows;
+    chunk_end[n++] = n_chunks;
+  }
+  if (n == 0) return;
+  if (scratch.act.size() < need) scratch.act.resize(need);
+  uint8_t* act = scratch.act.data();
+  for (size_t j = 0; j < n; ++j) {
+    const ConvertJob& c = convs[j];
+    if (c.convert == nullptr) continue;
+    jobs[j].x = act + c.offset;
+    if (shared[j]) continue;
+    if (c.n_tokens > 1 && pool.size() > 1 && c.n_tokens * c.cols >= kParallelConvertElems) {
+      pool.parallel_for(c.n_tokens, [&c, act](int, int64_t b, int64_t e) { c.run(act, b, e); });
+    } else {
+      c.run(act, 0, c.n_tokens);
+    }
+  }
   // Chunks go to whichever thread is free (the machine may be shared: a
   // static split waits for the slowest thread at every call).
-  const int64_t n_chunks = (w.rows + chunk_rows - 1) / chunk_rows;
-  pool.parallel_chunks(n_chunks, [&job](int, int64_t c) { job.run(c, c + 1); });
+  pool.parallel_chunks(n_chunks, [&jobs, &chunk_end, n](int, int64_t c) {
+    const size_t j = static_cast<size_t>(std::upper_bound(chunk_end.begin(), chunk_end.begin() + n, c) - chunk_end.begin());
+    const int64_t first = j == 0 ? 0 : chunk_end[j - 1];
+    jobs[j].run(c - first, c - first + 1);
+  });
+}
+
+}  // namespace
+
+void matmul_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, MatmulScratch& scratch, bool per_token) {
+  for (size_t first = 0; first < n_tasks; first += kMaxGroupTasks)
+    run_group(tasks + first, std::min(kMaxGroupTasks, n_tasks - first), pool, scratch, per_token);
+}
+
+void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch,
+            bool per_token) {
+  const MatmulTask task{w, x, n_tokens, y};
+  matmul_group(&task, 1, pool, scratch, per_token);
 }
 
 }  // namespace ns::kernels

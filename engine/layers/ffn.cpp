@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <span>
 
 #include "engine/ops.h"
@@ -43,9 +44,9 @@ void add_row_bias(float* rows, const float* bias, int64_t m, int64_t width) {
 void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float* b, float* out, ForwardState& s,
                bool per_token) {
   const int64_t n_ff = w.gate.rows;
-  kernels::matmul(w.gate, in, m, a, *s.pool, s.mm, per_token);
+  const kernels::MatmulTask gate_up[] = {{w.gate, in, m, a}, {w.up, in, m, b}};
+  kernels::matmul_group(gate_up, 2, *s.pool, s.mm, per_token);
   add_row_bias(a, w.gate_b, m, n_ff);
-  kernels::matmul(w.up, in, m, b, *s.pool, s.mm, per_token);
   add_row_bias(b, w.up_b, m, n_ff);
   w.act.apply(a, b, m * n_ff);
   kernels::matmul(w.down, a, m, out, *s.pool, s.mm, per_token);
@@ -182,18 +183,87 @@ void add_shared_experts(const MoeWeights& w, ForwardState& s) {
   }
 }
 
-// Runs expert e over the tokens routed to it (their rows of `in`, `width`
-// wide) and stores each (token, slot) output in s.slot_out (unweighted: the
-// per-token reduction weighs them).
-void run_expert(int32_t e, const FfnWeights& fw, int64_t n_used, const float* in, int64_t width, ForwardState& s) {
-  const int64_t m = s.expert_count[e];
-  const int32_t* rows = &s.expert_rows[s.expert_first[e]];
-  for (int64_t j = 0; j < m; ++j)
-    std::memcpy(&s.ex_in[j * width], &in[(rows[j] / n_used) * width], sizeof(float) * width);
-  gated_ffn(fw, s.ex_in.data(), m, s.ex_a.data(), s.ex_b.data(), s.ex_out.data(), s, /*per_token=*/true);
-  for (int64_t j = 0; j < m; ++j)
-    std::memcpy(&s.slot_out[static_cast<size_t>(rows[j]) * width], &s.ex_out[j * width], sizeof(float) * width);
-}
+// Experts per ExpertGroup: two products each in one matmul_group call (64 tasks).
+constexpr size_t kGroupExperts = 32;
+
+// One expert of a group: its weights, its (token, slot) pairs and, once
+// added, its first row in the group's buffers; `held` is its cache index.
+struct GroupExpert {
+  int32_t e = -1;
+  FfnWeights fw;
+  size_t held = 0;
+  int64_t first = 0;
+};
+
+// The experts of one group over the tokens routed to them: every expert's
+// tokens gathered into s.ex_in one expert after another, the gate and up
+// products of all of them in one matmul_group call and the down products in
+// another (one wake of the pool each, where one expert's one-token product
+// takes about as long as a wake), then each (token, slot) output stored in
+// s.slot_out (unweighted: the per-token reduction weighs them). Each expert's
+// products are computed as they would be alone (matmul_group's bits).
+class ExpertGroup {
+ public:
+  ExpertGroup(int64_t n_used, const float* in, int64_t width, ForwardState& s)
+      : n_used_(n_used), in_(in), width_(width), s_(s) {}
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  const GroupExpert& operator[](size_t i) const { return g_[i]; }
+  // Whether expert e's tokens fit beside those already in the group.
+  bool fits(int32_t e) const { return n_ < kGroupExperts && rows_ + s_.expert_count[e] <= s_.max_batch; }
+  void add(const GroupExpert& x) {
+    GroupExpert& g = g_[n_++];
+    g = x;
+    g.first = rows_;
+    const int64_t m = s_.expert_count[x.e];
+    const int32_t* rows = &s_.expert_rows[s_.expert_first[x.e]];
+    for (int64_t j = 0; j < m; ++j)
+      std::memcpy(&s_.ex_in[(rows_ + j) * width_], &in_[(rows[j] / n_used_) * width_], sizeof(float) * width_);
+    rows_ += m;
+  }
+  void run() {
+    std::array<kernels::MatmulTask, 2 * kGroupExperts> tasks;
+    for (size_t i = 0; i < n_; ++i) {
+      const GroupExpert& g = g_[i];
+      const int64_t m = s_.expert_count[g.e], n_ff = g.fw.gate.rows;
+      const float* x = &s_.ex_in[g.first * width_];
+      tasks[2 * i] = {g.fw.gate, x, m, &s_.ex_a[g.first * n_ff]};
+      tasks[2 * i + 1] = {g.fw.up, x, m, &s_.ex_b[g.first * n_ff]};
+    }
+    kernels::matmul_group(tasks.data(), 2 * n_, *s_.pool, s_.mm, /*per_token=*/true);
+    for (size_t i = 0; i < n_; ++i) {
+      const GroupExpert& g = g_[i];
+      const int64_t m = s_.expert_count[g.e], n_ff = g.fw.gate.rows;
+      float* a = &s_.ex_a[g.first * n_ff];
+      float* b = &s_.ex_b[g.first * n_ff];
+      add_row_bias(a, g.fw.gate_b, m, n_ff);
+      add_row_bias(b, g.fw.up_b, m, n_ff);
+      g.fw.act.apply(a, b, m * n_ff);
+      tasks[i] = {g.fw.down, a, m, &s_.ex_out[g.first * width_]};
+    }
+    kernels::matmul_group(tasks.data(), n_, *s_.pool, s_.mm, /*per_token=*/true);
+    for (size_t i = 0; i < n_; ++i) {
+      const GroupExpert& g = g_[i];
+      const int64_t m = s_.expert_count[g.e];
+      const int32_t* rows = &s_.expert_rows[s_.expert_first[g.e]];
+      for (int64_t j = 0; j < m; ++j) {
+        float* out = &s_.slot_out[static_cast<size_t>(rows[j]) * static_cast<size_t>(width_)];
+        add_row_bias(&s_.ex_out[(g.first + j) * width_], g.fw.down_b, 1, width_);
+        std::memcpy(out, &s_.ex_out[(g.first + j) * width_], sizeof(float) * width_);
+      }
+    }
+  }
+  void clear() { n_ = 0, rows_ = 0; }
+
+ private:
+  int64_t n_used_;
+  const float* in_;
+  int64_t width_;
+  ForwardState& s_;
+  std::array<GroupExpert, kGroupExperts> g_;
+  size_t n_ = 0;
+  int64_t rows_ = 0;
+};
 
 // One expert's matrices inside a cache slot: the file's layout, so the
 // mapping's shapes and strides apply.
@@ -282,6 +352,7 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     (*s.routing_observer)(RoutingEvent{w.layer, n, n_used, n_expert, s.chosen.data(), s.chosen_w.data(),
                                        static_cast<int64_t>(n_active)});
 
+  ExpertGroup group(n_used, expert_in, width, s);
   if (s.experts) {
     if (w.layer < 0) throw Error(ErrorKind::internal, "moe_ffn: streamed experts need the layer index of MoeWeights");
     // Copied: prefetch_next_layer reuses s.active for its list.
@@ -289,18 +360,51 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     cache.acquire(static_cast<uint32_t>(w.layer), std::span<const int32_t>(s.active.data(), n_active));
     std::copy_n(s.active.begin(), n_active, s.active.begin() + n_expert);
     if (s.predict_next) prefetch_next_layer(w, s);
-    for (size_t done = 0; done < n_active; ++done) {
-      stream::ExpertWeights ew;
-      const size_t i = cache.wait_next(&ew);
+    // A group: the next expert in memory (waiting for it if need be), then
+    // those already in memory that fit beside it; never waits while holding
+    // some, so the reads of the others go on. One that does not fit opens the
+    // next group.
+    const auto held = [&](size_t i, const stream::ExpertWeights& ew) {
       const int32_t e = s.active[static_cast<size_t>(n_expert) + i];
-      run_expert(e, slot_weights(w, e, ew), n_used, expert_in, width, s);
-      cache.release(i);
+      return GroupExpert{e, slot_weights(w, e, ew), i};
+    };
+    std::optional<GroupExpert> carry;
+    for (size_t handed = 0; handed < n_active || carry;) {
+      if (carry) {
+        group.add(*carry);
+        carry.reset();
+      } else {
+        stream::ExpertWeights ew;
+        const size_t i = cache.wait_next(&ew);
+        ++handed;
+        group.add(held(i, ew));
+      }
+      while (handed < n_active) {
+        stream::ExpertWeights ew;
+        const std::optional<size_t> i = cache.try_next(&ew);
+        if (!i) break;
+        ++handed;
+        const GroupExpert x = held(*i, ew);
+        if (!group.fits(x.e)) {
+          carry = x;
+          break;
+        }
+        group.add(x);
+      }
+      group.run();
+      for (size_t k = 0; k < group.size(); ++k) cache.release(group[k].held);
+      group.clear();
     }
   } else {
     for (size_t i = 0; i < n_active; ++i) {
       const int32_t e = s.active[i];
-      run_expert(e, expert_weights(w, e, w.gate.expert(e), w.up.expert(e), w.down.expert(e)), n_used, expert_in, width, s);
+      if (!group.empty() && !group.fits(e)) {
+        group.run();
+        group.clear();
+      }
+      group.add(GroupExpert{e, expert_weights(w, e, w.gate.expert(e), w.up.expert(e), w.down.expert(e)), 0});
     }
+    if (!group.empty()) group.run();
   }
 
   // Slot order per token, whatever order the experts ran in. Latent experts

@@ -243,21 +243,29 @@ ExpertWeights ExpertCache::wait(size_t i) {
   return weights_of(i);
 }
 
+std::optional<size_t> ExpertCache::try_next(ExpertWeights* weights) {
+  poll_loading();
+  issue_deferred();
+  for (size_t i = 0; i < n_wants_; ++i) {
+    const Want& w = wants_[i];
+    if (w.handed || w.released || w.slot == CacheIndex::kNone) continue;
+    if (slots_[static_cast<size_t>(w.slot)].state != Slot::State::loading) {
+      *weights = weights_of(i);
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
 size_t ExpertCache::wait_next(ExpertWeights* weights) {
   for (;;) {
-    poll_loading();
-    issue_deferred();
+    if (const std::optional<size_t> i = try_next(weights)) return *i;
     bool any_left = false, any_loading = false;
     for (size_t i = 0; i < n_wants_; ++i) {
       const Want& w = wants_[i];
       if (w.handed || w.released) continue;
       any_left = true;
-      if (w.slot == CacheIndex::kNone) continue;
-      if (slots_[static_cast<size_t>(w.slot)].state != Slot::State::loading) {
-        *weights = weights_of(i);
-        return i;
-      }
-      any_loading = true;
+      any_loading |= w.slot != CacheIndex::kNone;  // in a slot and not ready: loading
     }
     if (!any_left) throw Error(ErrorKind::internal, "ExpertCache::wait_next: every expert was handed out already");
     if (!any_loading) {

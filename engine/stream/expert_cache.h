@@ -33,6 +33,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -94,6 +95,8 @@ class ExpertCache {
   // Blocks until some not yet handed out expert of the current acquire is in
   // memory, preferring those already there; returns its index i (into experts).
   size_t wait_next(ExpertWeights* weights);
+  // wait_next without blocking: an expert already in memory, or nullopt.
+  std::optional<size_t> try_next(ExpertWeights* weights);
   // Done with experts[i]: unpin it, and start deferred reads in freed slots.
   void release(size_t i);
   // Releases everything the current acquire still holds.

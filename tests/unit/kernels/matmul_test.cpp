@@ -1,6 +1,6 @@
 // matmul against a plain dequantize-then-dot reference in double precision,
 // for one token and a batch, on one and two threads, under each ISA; plus the
-// errors it raises and the scratch it keeps.
+// errors it raises and the scratch it keeps; matmul_group against matmul.
 #include <cstring>
 
 #include "common/error.h"
@@ -144,6 +144,46 @@ TEST_CASE("matmul gives the same result on 1 and 2 threads") {
   matmul(w.view(), x.data(), 3, y1.data(), one, scratch);
   matmul(w.view(), x.data(), 3, y2.data(), two, scratch);
   CHECK(y1 == y2);  // rows are independent: the split must not change a single bit
+}
+
+TEST_CASE("matmul_group gives each task matmul's bits, shared inputs and all, on 1 and 2 threads, each ISA") {
+  // Mixed formats (block and float, so different activation formats), inputs
+  // shared by consecutive tasks (converted once) and not, one task with no
+  // tokens, and more tasks than one parallel call takes (64).
+  const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_0, GgmlType::F16, GgmlType::Q4_K, GgmlType::Q8_0};
+  const int64_t cols = 256;
+  std::vector<Weights> ws;
+  for (uint32_t i = 0; i < 70; ++i) ws.push_back(random_weights(types[i % 5], 13 + i % 7, cols, i % 3, 6000 + 50 * i));
+  const auto x = random_normal(static_cast<size_t>(4 * cols * 70), 81, 1.5f);
+  // Task i's input: tasks 2k and 2k + 1 share one; token counts 1..3 (task 9: none).
+  const auto input = [&](size_t i) { return x.data() + (i / 2) * 4 * cols; };
+  const auto tokens = [](size_t i) { return i == 9 ? int64_t{0} : int64_t(1 + (i / 2) % 3); };
+  for (const int threads : {1, 2}) {
+    ns::ThreadPool pool(threads);
+    for (const Isa isa : isas_to_test()) {
+      for (const bool per_token : {false, true}) {
+        CAPTURE(threads);
+        CAPTURE(isa_name(isa));
+        CAPTURE(per_token);
+        IsaScope scope(isa);
+        MatmulScratch scratch;
+        std::vector<std::vector<float>> alone(ws.size()), grouped(ws.size());
+        std::vector<MatmulTask> tasks;
+        for (size_t i = 0; i < ws.size(); ++i) {
+          const size_t n = static_cast<size_t>(3 * ws[i].rows);
+          alone[i].assign(n, -1.0f);
+          grouped[i].assign(n, -1.0f);
+          matmul(ws[i].view(), input(i), tokens(i), alone[i].data(), pool, scratch, per_token);
+          tasks.push_back(MatmulTask{ws[i].view(), input(i), tokens(i), grouped[i].data()});
+        }
+        matmul_group(tasks.data(), tasks.size(), pool, scratch, per_token);
+        for (size_t i = 0; i < ws.size(); ++i) {
+          CAPTURE(i);
+          CHECK(std::memcmp(alone[i].data(), grouped[i].data(), alone[i].size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("matmul scratch grows only when too small") {

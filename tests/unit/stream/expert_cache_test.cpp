@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,31 @@ TEST_CASE("more experts than slots: misses wait for released slots and still arr
   CHECK_THROWS_AS(c.wait(2), ns::Error);
   c.release(0);
   f.check_bytes(c.wait(2), 1, 2);
+  c.release_all();
+}
+
+TEST_CASE("try_next hands out only experts in memory and never waits") {
+  Fixture f;
+  auto r = f.reader();
+  ExpertCache c(*r, f.layout, options(2));
+  run_layer(c, f, 1, {0, 1});  // both resident
+  // 0 and 1 are hits; 2 has no slot while they are held: deferred.
+  c.acquire(1, std::vector<int32_t>{2, 0, 1});
+  std::vector<bool> seen(3, false);
+  for (int k = 0; k < 2; ++k) {
+    ExpertWeights w;
+    const std::optional<size_t> i = c.try_next(&w);
+    REQUIRE(i.has_value());
+    REQUIRE(*i >= 1);
+    CHECK(!seen[*i]);
+    seen[*i] = true;
+    f.check_bytes(w, 1, *i == 1 ? 0 : 1);
+  }
+  ExpertWeights w;
+  CHECK(!c.try_next(&w).has_value());  // only the deferred one is left: no waiting
+  c.release(1);                         // frees a slot: 2's read starts
+  f.check_bytes(c.wait(0), 1, 2);
+  CHECK(!c.try_next(&w).has_value());  // every expert handed out
   c.release_all();
 }
 
