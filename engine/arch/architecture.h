@@ -1,5 +1,7 @@
-// One file per architecture: each knows its tensors (loaded and shape-checked
-// through TensorLoader) and computes one transformer layer over a batch.
+// One file per architecture: each describes its tensors once, in a table
+// (engine/model/tensor_table.h) that its loader, the memory plan and
+// nightshift-make-model read, and computes one transformer layer over a batch.
+// Adding one: its file, its tests and one line in registry.cpp.
 // Embedding lookup, the final norm and the output head are shared (model.cpp).
 #pragma once
 
@@ -10,6 +12,7 @@
 #include "engine/model/hparams.h"
 #include "common/error.h"
 #include "engine/model/tensor_loader.h"
+#include "engine/model/tensor_table.h"
 #include "engine/sequence_state.h"
 
 namespace ns {
@@ -44,6 +47,13 @@ struct ArchOptions {
 // Throws ns::Error(bad_model) for architectures this build does not run.
 std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader,
                                                 const ArchOptions& options = {});
+
+// Every tensor of a file of hp.arch, unbound (engine/model/tensor_table.h):
+// the output head (without output.weight when tied_output), then the blocks,
+// in the converter's file order. nightshift-make-model writes what this lists.
+// Throws ns::Error(internal) for an architecture without a table yet.
+TensorTable tensor_table(const Hparams& hp, bool tied_output);
+bool has_tensor_table(const std::string& arch);
 
 // Architectures known to this build, for messages.
 const char* supported_architectures();

@@ -70,8 +70,9 @@ class Deepseek2 final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const Deepseek2Layer& L = layers_[static_cast<size_t>(il)];
-    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] { mla_attention(L.attn, sh_, il, s); });
-    pre_norm_residual(s, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { deepseek_ffn(L.ffn, s); });
+    attention_ffn_layer(
+        s, L.attn_norm, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { mla_attention(L.attn, sh_, il, s); },
+        [&] { deepseek_ffn(L.ffn, s); });
   }
 
  private:

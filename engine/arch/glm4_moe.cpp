@@ -75,9 +75,9 @@ class Glm4Moe final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const Glm4MoeLayer& L = layers_[static_cast<size_t>(il)];
-    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps,
-                      [&] { gqa_attention(L.attn, L.extras, hp_, rope_, il, s); });
-    pre_norm_residual(s, L.post_attn_norm, hp_.n_embd, hp_.rms_eps, [&] { deepseek_ffn(L.ffn, s); });
+    attention_ffn_layer(
+        s, L.attn_norm, L.post_attn_norm, hp_.n_embd, hp_.rms_eps,
+        [&] { gqa_attention(L.attn, L.extras, hp_, rope_, il, s); }, [&] { deepseek_ffn(L.ffn, s); });
   }
 
  private:

@@ -43,19 +43,45 @@ struct GptOssLayer {
   MoeWeights moe;
 };
 
-std::vector<float> optional_vector(TensorLoader& t, const std::string& name, int64_t n) {
-  return t.has(name) ? t.vector(name, n) : std::vector<float>{};
-}
-
-// A per-expert bias [n_expert][width] (GGUF dims [width, n_expert]), or empty when absent.
-std::vector<float> optional_expert_bias(TensorLoader& t, const std::string& name, int64_t width, int64_t n_expert) {
-  return t.has(name) ? t.values(name, {static_cast<uint64_t>(width), static_cast<uint64_t>(n_expert)})
-                     : std::vector<float>{};
-}
-
 void add_bias(float* rows, const std::vector<float>& b, int64_t n, int64_t width) {
   if (b.empty()) return;
   for (int64_t t = 0; t < n; ++t) ops::add(rows + t * width, b.data(), width);
+}
+
+// Every tensor of a gpt-oss file's blocks, bound to `layers` (one per block).
+void describe(const Hparams& hp, TensorTable& t, std::vector<GptOssLayer>& layers) {
+  const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
+  using R = TensorRole;
+  const Presence optional = Presence::optional;
+  layers.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const std::string p = block_prefix(il);
+    GptOssLayer& L = layers[static_cast<size_t>(il)];
+    t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
+    t.matrix(p + "attn_q.weight", q_dim, d, R::input, &L.wq);
+    t.vector(p + "attn_q.bias", q_dim, R::bias, &L.bq, optional);
+    t.matrix(p + "attn_k.weight", kv_dim, d, R::input, &L.wk);
+    t.vector(p + "attn_k.bias", kv_dim, R::bias, &L.bk, optional);
+    t.matrix(p + "attn_v.weight", kv_dim, d, R::input, &L.wv);
+    t.vector(p + "attn_v.bias", kv_dim, R::bias, &L.bv, optional);
+    t.matrix(p + "attn_output.weight", d, q_dim, R::residual, &L.wo);
+    t.vector(p + "attn_output.bias", d, R::bias, &L.bo);
+    t.vector(p + "attn_sinks.weight", hp.n_head, R::bias, &L.sinks);
+    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.post_attn_norm);
+    moe_tensors(t, p, hp, L.moe, {.router = Presence::required, .selection = std::nullopt});
+    // Per-expert biases [n_expert][width] (GGUF dims [width, n_expert]), when the file has them.
+    const auto n_expert = static_cast<uint64_t>(hp.n_expert), n_ff = static_cast<uint64_t>(hp.n_ff_expert);
+    t.values(p + "ffn_gate_exps.bias", {n_ff, n_expert}, R::bias, &L.moe.gate_bias, optional);
+    t.values(p + "ffn_up_exps.bias", {n_ff, n_expert}, R::bias, &L.moe.up_bias, optional);
+    t.values(p + "ffn_down_exps.bias", {static_cast<uint64_t>(d), n_expert}, R::bias, &L.moe.down_bias, optional);
+    // Fixed by the reference for this architecture, whatever the metadata says.
+    L.moe.gating = ExpertGating::softmax_weight;
+    L.moe.normalize_weights = false;
+    L.moe.n_groups = L.moe.n_groups_used = 0;
+    L.moe.act.kind = FfnActivation::Kind::swiglu_oai;
+    L.moe.act.alpha = kSwigluAlpha;
+    L.moe.act.limit = kSwigluLimit;
+  }
 }
 
 class GptOss final : public Architecture {
@@ -72,36 +98,7 @@ class GptOss final : public Architecture {
     swa.rope_base = hp.rope_base_swa;
     rope_swa_ = rope_params(swa);
 
-    const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const std::string p = "blk." + std::to_string(il) + ".";
-      GptOssLayer L;
-      L.attn_norm = t.vector(p + "attn_norm.weight", d);
-      L.wq = t.matrix(p + "attn_q.weight", q_dim, d);
-      L.wk = t.matrix(p + "attn_k.weight", kv_dim, d);
-      L.wv = t.matrix(p + "attn_v.weight", kv_dim, d);
-      L.bq = optional_vector(t, p + "attn_q.bias", q_dim);
-      L.bk = optional_vector(t, p + "attn_k.bias", kv_dim);
-      L.bv = optional_vector(t, p + "attn_v.bias", kv_dim);
-      L.wo = t.matrix(p + "attn_output.weight", d, q_dim);
-      L.bo = t.vector(p + "attn_output.bias", d);
-      L.sinks = t.vector(p + "attn_sinks.weight", hp.n_head);
-      L.post_attn_norm = t.vector(p + "post_attention_norm.weight", d);
-      L.moe = load_moe(t, p, hp_);
-      // Fixed by the reference for this architecture, whatever the metadata says.
-      L.moe.gating = ExpertGating::softmax_weight;
-      L.moe.normalize_weights = false;
-      L.moe.selection_bias.clear();
-      L.moe.n_groups = L.moe.n_groups_used = 0;
-      L.moe.act.kind = FfnActivation::Kind::swiglu_oai;
-      L.moe.act.alpha = kSwigluAlpha;
-      L.moe.act.limit = kSwigluLimit;
-      L.moe.router_bias = t.vector(p + "ffn_gate_inp.bias", hp.n_expert);
-      L.moe.gate_bias = optional_expert_bias(t, p + "ffn_gate_exps.bias", hp.n_ff_expert, hp.n_expert);
-      L.moe.up_bias = optional_expert_bias(t, p + "ffn_up_exps.bias", hp.n_ff_expert, hp.n_expert);
-      L.moe.down_bias = optional_expert_bias(t, p + "ffn_down_exps.bias", d, hp.n_expert);
-      layers_.push_back(std::move(L));
-    }
+    load_layers(describe, hp_, t, layers_);
   }
 
   BufferSizes buffer_sizes() const override {
@@ -115,8 +112,9 @@ class GptOss final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const GptOssLayer& L = layers_[static_cast<size_t>(il)];
-    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] { attention(L, il, s); });
-    pre_norm_residual(s, L.post_attn_norm, hp_.n_embd, hp_.rms_eps, [&] { moe_ffn(L.moe, s); });
+    attention_ffn_layer(
+        s, L.attn_norm, L.post_attn_norm, hp_.n_embd, hp_.rms_eps, [&] { attention(L, il, s); },
+        [&] { moe_ffn(L.moe, s); });
   }
 
  private:
@@ -172,5 +170,7 @@ class GptOss final : public Architecture {
 std::unique_ptr<Architecture> make_gpt_oss(const Hparams& hp, TensorLoader& loader) {
   return std::make_unique<GptOss>(hp, loader);
 }
+
+void gpt_oss_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
 
 }  // namespace ns

@@ -8,7 +8,9 @@
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
 #include "engine/layers/residual.h"
+#include "engine/model/tensor_table.h"
 #include "engine/ops.h"
+#include "engine/util/error.h"
 
 namespace ns {
 namespace {
@@ -21,36 +23,32 @@ struct LlamaLayer {
   bool is_moe = false;
 };
 
+// Every tensor of a llama file's blocks, bound to `layers` (one per block).
+void describe(const Hparams& hp, TensorTable& t, std::vector<LlamaLayer>& layers) {
+  const int64_t d = hp.n_embd;
+  using R = TensorRole;
+  layers.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const std::string p = block_prefix(il);
+    LlamaLayer& L = layers[static_cast<size_t>(il)];
+    t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
+    gqa_tensors(t, p, hp, L.attn);
+    t.vector(p + "ffn_norm.weight", d, R::norm, &L.ffn_norm);
+    L.is_moe = hp.is_moe();
+    if (L.is_moe) {
+      moe_tensors(t, p, hp, L.moe, MoeBiases::none());
+      L.moe.normalize_weights = true;  // Mixtral renormalizes the top-k softmax weights
+      L.moe.gating = ExpertGating::softmax;
+    } else {
+      ffn_tensors(t, p, "", hp.n_ff, d, L.ffn);
+    }
+  }
+}
+
 class Llama final : public Architecture {
  public:
   Llama(const Hparams& hp, TensorLoader& t) : hp_(hp) {
-    const int64_t d = hp.n_embd, q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const std::string p = "blk." + std::to_string(il) + ".";
-      LlamaLayer L;
-      L.attn_norm = t.vector(p + "attn_norm.weight", d);
-      L.attn.wq = t.matrix(p + "attn_q.weight", q_dim, d);
-      L.attn.wk = t.matrix(p + "attn_k.weight", kv_dim, d);
-      L.attn.wv = t.matrix(p + "attn_v.weight", kv_dim, d);
-      L.attn.wo = t.matrix(p + "attn_output.weight", d, q_dim);
-      L.ffn_norm = t.vector(p + "ffn_norm.weight", d);
-      if (hp.is_moe()) {
-        L.is_moe = true;
-        L.moe.layer = il;
-        L.moe.router = t.matrix(p + "ffn_gate_inp.weight", hp.n_expert, d);
-        L.moe.gate = t.experts(p + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_expert, d);
-        L.moe.up = t.experts(p + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_expert, d);
-        L.moe.down = t.experts(p + "ffn_down_exps.weight", hp.n_expert, d, hp.n_ff_expert);
-        L.moe.n_used = hp.n_expert_used;
-        L.moe.normalize_weights = true;  // Mixtral renormalizes the top-k softmax weights
-        L.moe.gating = ExpertGating::softmax;
-      } else {
-        L.ffn.gate = t.matrix(p + "ffn_gate.weight", hp.n_ff, d);
-        L.ffn.up = t.matrix(p + "ffn_up.weight", hp.n_ff, d);
-        L.ffn.down = t.matrix(p + "ffn_down.weight", d, hp.n_ff);
-      }
-      layers_.push_back(std::move(L));
-    }
+    load_layers(describe, hp, t, layers_);
   }
 
   BufferSizes buffer_sizes() const override {
@@ -63,13 +61,14 @@ class Llama final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const LlamaLayer& L = layers_[static_cast<size_t>(il)];
-    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] { gqa_attention(L.attn, hp_, il, s); });
-    pre_norm_residual(s, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] {
-      if (L.is_moe)
-        moe_ffn(L.moe, s);
-      else
-        gated_ffn(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
-    });
+    attention_ffn_layer(
+        s, L.attn_norm, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { gqa_attention(L.attn, hp_, il, s); },
+        [&] {
+          if (L.is_moe)
+            moe_ffn(L.moe, s);
+          else
+            gated_ffn(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
+        });
   }
 
  private:
@@ -80,7 +79,13 @@ class Llama final : public Architecture {
 }  // namespace
 
 std::unique_ptr<Architecture> make_llama(const Hparams& hp, TensorLoader& loader) {
+  // The layer rotates with ops::rope, which takes no YaRN parameters.
+  if (hp.rope_scaling == RopeScaling::yarn)
+    throw Error(ErrorKind::bad_model, "llama: YaRN rope scaling (llama.rope.scaling.type = yarn) is not supported "
+                                      "for this architecture yet (supported: none, linear)");
   return std::make_unique<Llama>(hp, loader);
 }
+
+void llama_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
 
 }  // namespace ns

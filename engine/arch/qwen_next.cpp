@@ -52,49 +52,74 @@ struct Layer {
   MoeWeights moe;
 };
 
+// The shared expert's width.
+int64_t shexp_width(const Hparams& hp) { return hp.n_ff_shexp > 0 ? hp.n_ff_shexp : hp.n_ff; }
+
+// The Gated DeltaNet layers' shape, when the model has any.
+GdnShape gdn_shape_if_any(const Hparams& hp) {
+  for (int64_t il = 0; il < hp.n_layer; ++il)
+    if (hp.is_recurrent(il)) return gdn_shape(hp);
+  return {};
+}
+
+// Every tensor of a qwen3next/qwen35moe file's blocks, bound to `layers` (one
+// per layer that runs); the NextN blocks after them (a full-attention block
+// plus the nextn.* projections) are described but never read.
+void describe(const Hparams& hp, TensorTable& t, std::vector<Layer>& layers) {
+  const std::string& a = hp.arch;
+  if (!hp.is_moe()) throw Error(ErrorKind::bad_model, a + ": expert_count is missing (every layer is MoE)");
+  if (shexp_width(hp) <= 0)
+    throw Error(ErrorKind::bad_model, a + ": expert_shared_feed_forward_length and feed_forward_length are missing");
+  const GdnShape gdn = gdn_shape_if_any(hp);
+  const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
+  using R = TensorRole;
+  layers.resize(static_cast<size_t>(hp.n_layer));
+  Layer nextn_scratch;
+  for (int64_t il = 0; il < hp.n_layer + hp.n_layer_nextn; ++il) {
+    const std::string p = block_prefix(il);
+    const bool nextn = il >= hp.n_layer;
+    t.set_skipping(nextn);
+    Layer& L = nextn ? nextn_scratch : layers[static_cast<size_t>(il)];
+    if (nextn) {
+      t.matrix(p + "nextn.eh_proj.weight", d, 2 * d, R::input, nullptr);
+      for (const char* norm : {"enorm", "hnorm", "shared_head_norm"})
+        t.vector(p + "nextn." + norm + ".weight", d, R::norm, nullptr);
+    }
+    t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
+    L.recurrent = !nextn && hp.is_recurrent(il);
+    if (L.recurrent) {
+      gdn_tensors(t, p, gdn, d, L.gdn);
+    } else {
+      t.matrix(p + "attn_q.weight", 2 * q_dim, d, R::input, &L.attn.wq);
+      t.matrix(p + "attn_k.weight", kv_dim, d, R::input, &L.attn.wk);
+      t.matrix(p + "attn_v.weight", kv_dim, d, R::input, &L.attn.wv);
+      t.matrix(p + "attn_output.weight", d, q_dim, R::residual, &L.attn.wo);
+      t.vector(p + "attn_q_norm.weight", hd, R::norm, &L.attn.q_norm);
+      t.vector(p + "attn_k_norm.weight", hd, R::norm, &L.attn.k_norm);
+    }
+    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.post_norm);
+    moe_tensors(t, p, hp, L.moe, MoeBiases::none());
+    // The reference fixes the routing for both architectures whatever the metadata says.
+    L.moe.gating = ExpertGating::softmax;
+    L.moe.normalize_weights = true;
+    gated_shared_expert_tensors(t, p, shexp_width(hp), d, L.moe);
+  }
+  t.set_skipping(false);
+}
+
 class QwenNext final : public Architecture {
  public:
-  QwenNext(const Hparams& hp, TensorLoader& t) : hp_(hp), rope_(rope_params(hp)) {
+  QwenNext(const Hparams& hp, TensorLoader& t) : hp_(hp), rope_(rope_params(hp)), gdn_(gdn_shape_if_any(hp)) {
     const std::string& a = hp.arch;
-    if (!hp.is_moe()) throw Error(ErrorKind::bad_model, a + ": expert_count is missing (every layer is MoE)");
     if (hp.head_dim_v != hp.head_dim)
       throw Error(ErrorKind::bad_model, a + ": attention.value_length " + std::to_string(hp.head_dim_v) +
                                             " must equal attention.key_length " + std::to_string(hp.head_dim));
     int64_t n_rec = 0;
-    for (int64_t il = 0; il < hp.n_layer; ++il) n_rec += hp.is_recurrent(il);
-    if (n_rec > 0) gdn_ = gdn_shape(hp);
-    const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
-    shexp_width_ = hp.n_ff_shexp > 0 ? hp.n_ff_shexp : hp.n_ff;
-    if (shexp_width_ <= 0)
-      throw Error(ErrorKind::bad_model, a + ": expert_shared_feed_forward_length and feed_forward_length are missing");
     for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const std::string p = "blk." + std::to_string(il) + ".";
-      Layer L;
-      L.attn_norm = t.vector(p + "attn_norm.weight", d);
-      L.post_norm = t.vector(p + "post_attention_norm.weight", d);
-      L.recurrent = hp.is_recurrent(il);
-      if (L.recurrent) {
-        L.gdn = load_gdn(t, p, gdn_, d);
-      } else {
-        L.attn.wq = t.matrix(p + "attn_q.weight", 2 * q_dim, d);
-        L.attn.wk = t.matrix(p + "attn_k.weight", kv_dim, d);
-        L.attn.wv = t.matrix(p + "attn_v.weight", kv_dim, d);
-        L.attn.wo = t.matrix(p + "attn_output.weight", d, q_dim);
-        L.attn.q_norm = t.vector(p + "attn_q_norm.weight", hd);
-        L.attn.k_norm = t.vector(p + "attn_k_norm.weight", hd);
-      }
-      L.moe = load_moe(t, p, hp);
-      // The reference fixes the routing for both architectures whatever the metadata says.
-      L.moe.gating = ExpertGating::softmax;
-      L.moe.normalize_weights = true;
-      L.moe.selection_bias.clear();
-      L.moe.has_shared = true;
-      L.moe.shared.gate = t.matrix(p + "ffn_gate_shexp.weight", shexp_width_, d);
-      L.moe.shared.up = t.matrix(p + "ffn_up_shexp.weight", shexp_width_, d);
-      L.moe.shared.down = t.matrix(p + "ffn_down_shexp.weight", d, shexp_width_);
-      L.moe.shared_gate_inp = t.vector(p + "ffn_gate_inp_shexp.weight", d);
-      layers_.push_back(std::move(L));
+      n_rec += hp.is_recurrent(il);
+      if (hp.is_recurrent(il)) check_gdn_layout(t, block_prefix(il));
     }
+    load_layers(describe, hp, t, layers_);
     spdlog::info("{}: {} Gated DeltaNet layers (state {} floats per sequence each), {} attention layers", a, n_rec,
                  gdn_.conv_floats() + gdn_.state_floats(), hp.n_layer - n_rec);
   }
@@ -106,7 +131,7 @@ class QwenNext final : public Architecture {
     b.k = std::max({kv_dim, gdn_.k_width(), delta_rule_scratch_u16(gdn_.head_dim)});
     b.v = std::max(kv_dim, gdn_.v_width());
     b.att = std::max(q_dim, 4 * gdn_.n_v_head);  // gdn: raw b | a, beta, g
-    b.ff = std::max(hp_.n_ff_expert, shexp_width_);
+    b.ff = std::max(hp_.n_ff_expert, shexp_width(hp_));
     b.cache.k_dim = b.cache.v_dim = kv_dim;
     b.cache.conv_floats = gdn_.conv_floats();
     b.cache.state_floats = gdn_.state_floats();
@@ -116,13 +141,15 @@ class QwenNext final : public Architecture {
 
   void layer(int64_t il, ForwardState& s) override {
     const Layer& L = layers_[static_cast<size_t>(il)];
-    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] {
-      if (L.recurrent)
-        gdn_attention(L.gdn, gdn_, il, s);
-      else
-        attention(L.attn, il, s);
-    });
-    pre_norm_residual(s, L.post_norm, hp_.n_embd, hp_.rms_eps, [&] { moe_ffn(L.moe, s); });
+    attention_ffn_layer(
+        s, L.attn_norm, L.post_norm, hp_.n_embd, hp_.rms_eps,
+        [&] {
+          if (L.recurrent)
+            gdn_attention(L.gdn, gdn_, il, s);
+          else
+            attention(L.attn, il, s);
+        },
+        [&] { moe_ffn(L.moe, s); });
   }
 
  private:
@@ -159,7 +186,6 @@ class QwenNext final : public Architecture {
   Hparams hp_;
   RopeParams rope_;
   GdnShape gdn_;
-  int64_t shexp_width_ = 0;
   std::vector<Layer> layers_;
 };
 
@@ -168,5 +194,7 @@ class QwenNext final : public Architecture {
 std::unique_ptr<Architecture> make_qwen_next(const Hparams& hp, TensorLoader& loader) {
   return std::make_unique<QwenNext>(hp, loader);
 }
+
+void qwen_next_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
 
 }  // namespace ns

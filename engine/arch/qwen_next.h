@@ -5,4 +5,5 @@
 namespace ns {
 // qwen3next and qwen35moe.
 std::unique_ptr<Architecture> make_qwen_next(const Hparams& hp, TensorLoader& loader);
+void qwen_next_tensors(const Hparams& hp, TensorTable& t);  // the blocks' tensors, unbound
 }

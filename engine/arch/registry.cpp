@@ -1,4 +1,5 @@
-// Maps general.architecture to the file that implements it.
+// Maps general.architecture to the file that implements it: one line per
+// architecture (how to build it, and its tensor table when it has one).
 #include "engine/arch/architecture.h"
 
 #include <string_view>
@@ -14,38 +15,79 @@
 #include "common/error.h"
 
 namespace ns {
+namespace {
+
+using Make = std::unique_ptr<Architecture> (*)(const Hparams& hp, TensorLoader& t, const ArchOptions& o);
+
+// Make for the architectures that take no options ...
+template <std::unique_ptr<Architecture> (*F)(const Hparams&, TensorLoader&)>
+std::unique_ptr<Architecture> plain(const Hparams& hp, TensorLoader& t, const ArchOptions&) {
+  return F(hp, t);
+}
+// ... and for those whose MLA cache may be expanded.
+template <std::unique_ptr<Architecture> (*F)(const Hparams&, TensorLoader&, bool)>
+std::unique_ptr<Architecture> mla(const Hparams& hp, TensorLoader& t, const ArchOptions& o) {
+  return F(hp, t, o.mla_expanded_cache);
+}
+
+struct Entry {
+  std::string_view arch;  // general.architecture
+  Make make;
+  void (*blocks)(const Hparams& hp, TensorTable& t);  // its blocks' tensor table; nullptr: none yet
+};
+
+// In the order supported_architectures() names them.
+constexpr Entry kArchitectures[] = {
+    {"llama", plain<make_llama>, llama_tensors},
+    {"deepseek2", mla<make_deepseek2>, nullptr},
+    {"kimi-linear", mla<make_kimi_linear>, nullptr},
+    {"kimi-k3", mla<make_kimi_k3>, nullptr},
+    {"qwen2moe", plain<make_qwen_moe>, qwen_moe_tensors},
+    {"qwen3moe", plain<make_qwen_moe>, qwen_moe_tensors},
+    {"qwen3next", plain<make_qwen_next>, qwen_next_tensors},
+    {"qwen35moe", plain<make_qwen_next>, qwen_next_tensors},
+    {"glm4moe", plain<make_glm4_moe>, nullptr},
+    {"gpt-oss", plain<make_gpt_oss>, gpt_oss_tensors},
+};
+
+const Entry* find(std::string_view arch) {
+  for (const Entry& e : kArchitectures)
+    if (e.arch == arch) return &e;
+  return nullptr;
+}
+
+}  // namespace
 
 const char* supported_architectures() {
-  return "llama, deepseek2, kimi-linear, kimi-k3, qwen2moe, qwen3moe, qwen3next, qwen35moe, glm4moe, gpt-oss";
+  static const std::string names = [] {
+    std::string s;
+    for (const Entry& e : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(e.arch);
+    return s;
+  }();
+  return names.c_str();
 }
 
 std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
-  if (hp.arch == "llama") {
-    // engine/arch/llama.cpp rotates with ops::rope, which takes no YaRN parameters.
-    if (hp.rope_scaling == RopeScaling::yarn)
-      throw Error(ErrorKind::bad_model, "llama: YaRN rope scaling (llama.rope.scaling.type = yarn) is not supported "
-                                        "for this architecture yet (supported: none, linear)");
-    return make_llama(hp, loader);
-  }
-  if (hp.arch == "deepseek2") return make_deepseek2(hp, loader, options.mla_expanded_cache);
-  if (hp.arch == "kimi-linear") return make_kimi_linear(hp, loader, options.mla_expanded_cache);
-  if (hp.arch == "kimi-k3") return make_kimi_k3(hp, loader, options.mla_expanded_cache);
-  if (hp.arch == "qwen2moe" || hp.arch == "qwen3moe") return make_qwen_moe(hp, loader);
-  if (hp.arch == "qwen3next" || hp.arch == "qwen35moe") return make_qwen_next(hp, loader);
-  if (hp.arch == "glm4moe") return make_glm4_moe(hp, loader);
-  if (hp.arch == "gpt-oss") return make_gpt_oss(hp, loader);
-  throw unsupported_architecture(hp.arch);
+  const Entry* e = find(hp.arch);
+  if (!e) throw unsupported_architecture(hp.arch);
+  return e->make(hp, loader, options);
 }
 
-bool architecture_supported(const std::string& arch) {
-  std::string_view rest = supported_architectures();
-  while (!rest.empty()) {
-    const size_t comma = rest.find(", ");
-    if (rest.substr(0, comma) == arch) return true;
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
-  }
-  return false;
+bool has_tensor_table(const std::string& arch) {
+  const Entry* e = find(arch);
+  return e && e->blocks;
 }
+
+TensorTable tensor_table(const Hparams& hp, bool tied_output) {
+  const Entry* e = find(hp.arch);
+  if (!e || !e->blocks) throw Error(ErrorKind::internal, "no tensor table for architecture '" + hp.arch + "'");
+  TensorTable t;
+  head_tensors(t, hp, tied_output, nullptr, nullptr, nullptr);
+  e->blocks(hp, t);
+  return t;
+}
+
+bool architecture_supported(const std::string& arch) { return find(arch) != nullptr; }
 
 Error unsupported_architecture(const std::string& arch, const std::string& where) {
   return Error(ErrorKind::bad_model, (where.empty() ? "" : where + ": ") + "architecture '" + arch +

@@ -11,6 +11,20 @@
 #include "engine/util/thread_pool.h"
 
 namespace ns {
+
+void gqa_tensors(TensorTable& t, const std::string& p, const Hparams& hp, GqaWeights& w, GqaExtras* x,
+                 Presence biases) {
+  const int64_t d = hp.n_embd, q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
+  t.matrix(p + "attn_q.weight", q_dim, d, TensorRole::input, &w.wq);
+  t.matrix(p + "attn_k.weight", kv_dim, d, TensorRole::input, &w.wk);
+  t.matrix(p + "attn_v.weight", kv_dim, d, TensorRole::input, &w.wv);
+  if (x) {
+    t.vector(p + "attn_q.bias", q_dim, TensorRole::bias, &x->bq, biases);
+    t.vector(p + "attn_k.bias", kv_dim, TensorRole::bias, &x->bk, biases);
+    t.vector(p + "attn_v.bias", kv_dim, TensorRole::bias, &x->bv, biases);
+  }
+  t.matrix(p + "attn_output.weight", d, q_dim, TensorRole::residual, &w.wo);
+}
 namespace {
 
 constexpr int kLanes = 8;  // tinyBLAS's AVX2 vector width

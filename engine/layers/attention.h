@@ -12,12 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/forward_state.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layers/yarn_rope.h"
 #include "engine/model/hparams.h"
+#include "engine/model/tensor_table.h"
 
 namespace ns {
 
@@ -44,6 +46,12 @@ struct GqaExtras {
 };
 void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, const RopeParams& rope, int64_t il,
                    ForwardState& s);
+
+// The table entries (model/tensor_table.h) of GQA attention at layer prefix p
+// ("blk.N.") with hp's head counts and size: attn_q, attn_k, attn_v, then
+// (with `biases`, in x) attn_{q,k,v}.bias of that presence, then attn_output.
+void gqa_tensors(TensorTable& t, const std::string& p, const Hparams& hp, GqaWeights& w, GqaExtras* x = nullptr,
+                 Presence biases = Presence::optional);
 
 // Causal softmax attention of one query head over F16 cached keys/values at
 // positions 0..last_pos: out[v_dim] = sum_j softmax(q·k_j * scale)_j v_j,

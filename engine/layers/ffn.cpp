@@ -61,28 +61,51 @@ int64_t layer_of_prefix(const std::string& p) {
 }
 }  // namespace
 
-MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp) {
-  const int64_t d = hp.n_embd, ew = hp.expert_width();
-  MoeWeights m;
+void ffn_tensors(TensorTable& t, const std::string& p, const std::string& suffix, int64_t n_ff, int64_t n_embd,
+                 FfnWeights& w) {
+  t.matrix(p + "ffn_gate" + suffix + ".weight", n_ff, n_embd, TensorRole::input, &w.gate);
+  t.matrix(p + "ffn_up" + suffix + ".weight", n_ff, n_embd, TensorRole::input, &w.up);
+  t.matrix(p + "ffn_down" + suffix + ".weight", n_embd, n_ff, TensorRole::residual, &w.down);
+}
+
+void moe_tensors(TensorTable& t, const std::string& p, const Hparams& hp, MoeWeights& m, const MoeBiases& biases) {
+  const int64_t d = hp.n_embd, ew = hp.expert_width(), latent = hp.n_expert_latent;
+  using R = TensorRole;
   m.layer = layer_of_prefix(p);
-  m.router = t.matrix(p + "ffn_gate_inp.weight", hp.n_expert, d);
-  m.gate = t.experts(p + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_expert, ew);
-  m.up = t.experts(p + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_expert, ew);
-  m.down = t.experts(p + "ffn_down_exps.weight", hp.n_expert, ew, hp.n_ff_expert);
+  t.matrix(p + "ffn_gate_inp.weight", hp.n_expert, d, R::router, &m.router);
+  if (biases.router) t.vector(p + "ffn_gate_inp.bias", hp.n_expert, R::bias, &m.router_bias, *biases.router);
+  if (biases.selection) t.vector(p + "exp_probs_b.bias", hp.n_expert, R::bias, &m.selection_bias, *biases.selection);
+  t.experts(p + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_expert, ew, R::routed, &m.gate);
+  t.experts(p + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_expert, ew, R::routed, &m.up);
+  // Latent experts write the latent sum; ffn_routed_up writes the residual.
+  t.experts(p + "ffn_down_exps.weight", hp.n_expert, ew, hp.n_ff_expert, latent > 0 ? R::routed : R::routed_residual,
+            &m.down);
   m.act = FfnActivation::of(hp);
-  if (hp.n_expert_latent > 0) {
-    m.routed_down = t.matrix(p + "ffn_routed_down.weight", ew, d);
-    m.routed_up = t.matrix(p + "ffn_routed_up.weight", d, ew);
-    if (t.has(p + "ffn_routed_norm.weight")) m.routed_norm = t.vector(p + "ffn_routed_norm.weight", ew);
+  if (latent > 0) {
+    t.matrix(p + "ffn_routed_down.weight", ew, d, R::input, &m.routed_down);
+    t.matrix(p + "ffn_routed_up.weight", d, ew, R::residual, &m.routed_up);
+    t.vector(p + "ffn_routed_norm.weight", ew, R::norm, &m.routed_norm, Presence::tolerated);
     m.rms_eps = hp.rms_eps;
   }
-  if (t.has(p + "exp_probs_b.bias")) m.selection_bias = t.vector(p + "exp_probs_b.bias", hp.n_expert);
   m.n_used = hp.n_expert_used;
   m.normalize_weights = hp.expert_weights_norm;
   m.gating = hp.expert_gating;
   m.weights_scale = hp.expert_weights_scale;
   m.n_groups = hp.n_expert_groups;
   m.n_groups_used = hp.n_group_used;
+}
+
+void gated_shared_expert_tensors(TensorTable& t, const std::string& p, int64_t n_ff, int64_t n_embd, MoeWeights& m) {
+  m.has_shared = true;
+  t.vector(p + "ffn_gate_inp_shexp.weight", n_embd, TensorRole::router, &m.shared_gate_inp);
+  ffn_tensors(t, p, "_shexp", n_ff, n_embd, m.shared);
+}
+
+MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp) {
+  MoeWeights m;
+  TensorTable table;
+  moe_tensors(table, p, hp, m);
+  table.load(t);
   return m;
 }
 

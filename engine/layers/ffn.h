@@ -1,12 +1,15 @@
 // Feed-forward blocks: the dense SwiGLU FFN and the routed mixture of experts.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/forward_state.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/hparams.h"
 #include "engine/model/tensor_loader.h"
+#include "engine/model/tensor_table.h"
 
 namespace ns {
 
@@ -30,6 +33,12 @@ struct FfnWeights {
   const float* up_b = nullptr;
   const float* down_b = nullptr;
 };
+
+// The table entries (model/tensor_table.h) of a gated FFN of width n_ff at
+// layer prefix p ("blk.N."): ffn_gate<suffix>, ffn_up<suffix>, ffn_down<suffix>
+// (suffix "" for a dense FFN, "_shexp" for shared experts), bound to w's matrices.
+void ffn_tensors(TensorTable& t, const std::string& p, const std::string& suffix, int64_t n_ff, int64_t n_embd,
+                 FfnWeights& w);
 
 // out[m][down rows] = down(act(gate(in) + gate_b, up(in) + up_b)) + down_b for
 // m rows of in (absent biases add nothing); a, b are [m][n_ff] scratch.
@@ -79,9 +88,23 @@ struct MoeWeights {
   std::vector<float> shared_gate_inp;  // [n_embd], or empty
 };
 
-// Loads the routed experts, router and selection bias of layer prefix p
-// ("blk.N.") with the routing settings in hp, and the latent projections
-// (ffn_routed_down/_up/_norm) when hp.n_expert_latent > 0.
+// The router's optional tensors an architecture has, with their presence
+// (none: not the architecture's; the loader leaves such a tensor unused).
+struct MoeBiases {
+  std::optional<Presence> router;                         // ffn_gate_inp.bias (gpt-oss)
+  std::optional<Presence> selection = Presence::tolerated;  // exp_probs_b.bias
+  static MoeBiases none() { return {std::nullopt, std::nullopt}; }  // the router alone (llama, qwen*)
+};
+// The table entries of layer prefix p's ("blk.N.") router and its biases,
+// routed experts and, when hp.n_expert_latent > 0, latent projections
+// (ffn_routed_down/_up/_norm), in that order, bound to m; sets m's routing
+// settings from hp.
+void moe_tensors(TensorTable& t, const std::string& p, const Hparams& hp, MoeWeights& m, const MoeBiases& biases = {});
+// The table entries of a shared expert of width n_ff scaled per token by
+// sigmoid(ffn_gate_inp_shexp · x) (qwen2moe, qwen3next, qwen35moe):
+// ffn_gate_inp_shexp, then ffn_{gate,up,down}_shexp; sets m.has_shared.
+void gated_shared_expert_tensors(TensorTable& t, const std::string& p, int64_t n_ff, int64_t n_embd, MoeWeights& m);
+// Loads what moe_tensors describes.
 MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp);
 
 // s.xn -> s.out: route every token to its top n_used experts, then run each

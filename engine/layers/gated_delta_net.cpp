@@ -43,26 +43,28 @@ GdnShape gdn_shape(const Hparams& hp) {
   return sh;
 }
 
-GdnWeights load_gdn(TensorLoader& t, const std::string& p, const GdnShape& sh, int64_t n_embd) {
-  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+void check_gdn_layout(const TensorLoader& t, const std::string& p) {
   if (!t.has(p + "attn_qkv.weight") && t.has(p + "ssm_in.weight"))
     bad_shape(p + "ssm_in.weight is the legacy interleaved q/k/v/z projection; re-convert the model with a current "
                   "convert_hf_to_gguf.py (it writes attn_qkv and attn_gate)");
-  GdnWeights w;
-  w.qkv = t.matrix(p + "attn_qkv.weight", sh.conv_dim(), n_embd);
-  w.z = t.matrix(p + "attn_gate.weight", sh.value_dim(), n_embd);
-  w.conv = t.values(p + "ssm_conv1d.weight", {u(sh.d_conv), u(sh.conv_dim())});
+}
+
+void gdn_tensors(TensorTable& t, const std::string& p, const GdnShape& sh, int64_t n_embd, GdnWeights& w) {
+  using R = TensorRole;
+  t.matrix(p + "attn_qkv.weight", sh.conv_dim(), n_embd, R::input, &w.qkv);
+  t.matrix(p + "attn_gate.weight", sh.value_dim(), n_embd, R::input, &w.z);
+  t.values(p + "ssm_conv1d.weight", {static_cast<uint64_t>(sh.d_conv), static_cast<uint64_t>(sh.conv_dim())}, R::conv,
+           &w.conv);
+  t.vector(p + "ssm_dt.bias", sh.n_v_head, R::bias, &w.dt_bias);
+  t.vector(p + "ssm_a", sh.n_v_head, R::bias, &w.a);
   if (sh.split_beta_alpha) {
-    w.beta = t.matrix(p + "ssm_beta.weight", sh.n_v_head, n_embd);
-    w.alpha = t.matrix(p + "ssm_alpha.weight", sh.n_v_head, n_embd);
+    t.matrix(p + "ssm_beta.weight", sh.n_v_head, n_embd, R::input, &w.beta);
+    t.matrix(p + "ssm_alpha.weight", sh.n_v_head, n_embd, R::input, &w.alpha);
   } else {
-    w.ba = t.matrix(p + "ssm_ba.weight", 2 * sh.n_v_head, n_embd);
+    t.matrix(p + "ssm_ba.weight", 2 * sh.n_v_head, n_embd, R::input, &w.ba);
   }
-  w.a = t.vector(p + "ssm_a", sh.n_v_head);
-  w.dt_bias = t.vector(p + "ssm_dt.bias", sh.n_v_head);
-  w.norm = t.vector(p + "ssm_norm.weight", sh.head_dim);
-  w.out = t.matrix(p + "ssm_out.weight", n_embd, sh.value_dim());
-  return w;
+  t.vector(p + "ssm_norm.weight", sh.head_dim, R::norm, &w.norm);
+  t.matrix(p + "ssm_out.weight", n_embd, sh.value_dim(), R::residual, &w.out);
 }
 
 void gdn_attention(const GdnWeights& w, const GdnShape& sh, int64_t il, ForwardState& s) {

@@ -30,6 +30,7 @@
 #include "engine/layers/delta_rule.h"
 #include "engine/model/hparams.h"
 #include "engine/model/tensor_loader.h"
+#include "engine/model/tensor_table.h"
 
 namespace ns {
 
@@ -67,10 +68,13 @@ struct GdnWeights {
   kernels::MatrixView out;        // [n_embd][value_dim]
 };
 
-// Loads layer prefix p ("blk.N."): attn_qkv, attn_gate, ssm_conv1d, ssm_ba or
-// ssm_beta + ssm_alpha, ssm_a, ssm_dt.bias, ssm_norm, ssm_out. A legacy
-// qwen3next file with the interleaved ssm_in is rejected (re-convert it).
-GdnWeights load_gdn(TensorLoader& t, const std::string& p, const GdnShape& sh, int64_t n_embd);
+// The table entries (model/tensor_table.h) of layer prefix p ("blk.N."), in
+// the converter's order: attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias, ssm_a,
+// ssm_beta + ssm_alpha or ssm_ba, ssm_norm, ssm_out; bound to w.
+void gdn_tensors(TensorTable& t, const std::string& p, const GdnShape& sh, int64_t n_embd, GdnWeights& w);
+// Throws ns::Error(bad_model) for a legacy qwen3next layer p with the
+// interleaved ssm_in instead of attn_qkv + attn_gate (re-convert it).
+void check_gdn_layout(const TensorLoader& t, const std::string& p);
 
 // s.xn -> s.out for s.n tokens (sequence s.seq[t], in position order per
 // sequence), reading and advancing each sequence's state in layer il of s.seqs.

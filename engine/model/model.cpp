@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/model/tensor_table.h"
 #include "engine/ops.h"
 #include "engine/stream/memory_limit.h"
 #include "common/error.h"
@@ -67,10 +68,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     throw Error(ErrorKind::bad_model, path + ": token_embd.weight has " + std::to_string(hp.n_vocab) +
                                           " rows but the tokenizer has " + std::to_string(m->tokenizer_->n_vocab()) +
                                           " tokens");
-  m->token_embd_ = t.matrix("token_embd.weight", hp.n_vocab, hp.n_embd);
-  m->output_norm_ = t.vector("output_norm.weight", hp.n_embd);
   // Tied embeddings: no output.weight, the embedding matrix is the output head.
-  m->output_ = t.has("output.weight") ? t.matrix("output.weight", hp.n_vocab, hp.n_embd) : m->token_embd_;
+  const bool tied_output = !t.has("output.weight");
+  TensorTable head;
+  head_tensors(head, hp, tied_output, &m->token_embd_, &m->output_norm_, &m->output_);
+  head.load(t);
+  if (tied_output) m->output_ = m->token_embd_;
   m->arch_ = make_architecture(hp, t, opts.arch);
   // The multi-token-prediction blocks after the last layer (nextn_predict_layers)
   // serve speculative decoding, which nightshift does not do: like the

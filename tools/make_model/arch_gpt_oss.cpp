@@ -3,8 +3,9 @@
 // sliding-window and full attention (--oss-sliding-window; the pattern is the
 // reference's default, even layers slide, unless --oss-swa-period writes
 // attention.sliding_window_pattern), YaRN RoPE, every layer MoE with a router
-// bias and per-expert biases. --n-ff is the experts' width. Names, shapes and
-// metadata as llama.cpp's converter (conversion/gpt_oss.py) writes them.
+// bias and per-expert biases. --n-ff is the experts' width. Metadata as
+// llama.cpp's converter (conversion/gpt_oss.py) writes it; the tensors are
+// engine/arch/gpt_oss.cpp's table.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -12,7 +13,6 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
-#include "tools/make_model/plan_builder.h"
 
 namespace ns::make_model {
 namespace {
@@ -94,43 +94,11 @@ class GptOssArchitecture : public Architecture {
     w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));
   }
 
-  std::vector<TensorPlan> tensors(const Shape& s) const override {
-    const GptOssFlags& f = flags();
-    const uint64_t n_embd = s.n_embd, n_ff = s.n_ff, n_expert = s.n_expert, hd = f.head_dim;
-    const uint64_t q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
-    const Init bias{Init::Kind::normal, 0.05f};
+  bool refine(const TensorSpec& t, TensorPlan& plan) const override {
+    if (t.name.ends_with("_exps.bias")) return flags().expert_bias;
     // Sink logits of the order of the attention scores: they take a visible share of the softmax.
-    const Init sinks{Init::Kind::normal, 1.0f};
-    PlanBuilder p(s.n_layer);
-    p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
-    p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-    if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
-    for (uint32_t i = 0; i < s.n_layer; ++i) {
-      const std::string b = "blk." + std::to_string(i) + ".";
-      p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      p.add(b + "attn_q.weight", {n_embd, q_dim}, PlanBuilder::proj(n_embd));
-      p.add(b + "attn_q.bias", {q_dim}, bias, true);
-      p.add(b + "attn_k.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
-      p.add(b + "attn_k.bias", {kv_dim}, bias, true);
-      p.add(b + "attn_v.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
-      p.add(b + "attn_v.bias", {kv_dim}, bias, true);
-      p.add(b + "attn_output.weight", {q_dim, n_embd}, p.to_residual(q_dim));
-      p.add(b + "attn_output.bias", {n_embd}, bias, true);
-      p.add(b + "attn_sinks.weight", {s.n_head}, sinks, true);
-      p.add(b + "post_attention_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      p.add(b + "ffn_gate_inp.weight", {n_embd, n_expert}, PlanBuilder::proj(n_embd), true);
-      // A small zero-sum router bias: it moves choices, not the overall balance.
-      p.add(b + "ffn_gate_inp.bias", {n_expert}, bias, true);
-      p.add(b + "ffn_gate_exps.weight", {n_embd, n_ff, n_expert}, PlanBuilder::proj(n_embd), false, true);
-      p.add(b + "ffn_up_exps.weight", {n_embd, n_ff, n_expert}, PlanBuilder::proj(n_embd), false, true);
-      p.add(b + "ffn_down_exps.weight", {n_ff, n_embd, n_expert}, p.to_residual(n_ff), false, true);
-      if (f.expert_bias) {
-        p.add(b + "ffn_gate_exps.bias", {n_ff, n_expert}, bias, true);
-        p.add(b + "ffn_up_exps.bias", {n_ff, n_expert}, bias, true);
-        p.add(b + "ffn_down_exps.bias", {n_embd, n_expert}, bias, true);
-      }
-    }
-    return p.take();
+    if (t.name.ends_with("attn_sinks.weight")) plan.init = Init{Init::Kind::normal, 1.0f};
+    return true;
   }
 };
 

@@ -1,12 +1,11 @@
 // qwen3moe (Qwen3 MoE: per-head Q/K RMS norms, no biases, head size from
 // --head-dim) and qwen2moe (Qwen1.5/Qwen2 MoE: Q/K/V biases, a shared expert
 // of width --n-ff-shexp behind a sigmoid gate ffn_gate_inp_shexp). Every
-// layer is MoE; --n-ff is the routed experts' width. Names, shapes and
-// metadata as llama.cpp's converter writes them (src/llama-arch.cpp,
-// src/models/qwen2moe.cpp, qwen3moe.cpp).
+// layer is MoE; --n-ff is the routed experts' width. Metadata as llama.cpp's
+// converter writes it (src/llama-arch.cpp, src/models/qwen2moe.cpp,
+// qwen3moe.cpp); the tensors are engine/arch/qwen_moe.cpp's table.
 #include <CLI/CLI.hpp>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -74,52 +73,6 @@ class QwenMoeArchitecture : public Architecture {
     w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));
     if (!qwen3_) w.set(a + "expert_shared_feed_forward_length", val::u32(flags().n_ff_shexp));
     w.set(a + "vocab_size", val::u32(s.n_vocab));
-  }
-
-  std::vector<TensorPlan> tensors(const Shape& s) const override {
-    const uint64_t n_embd = s.n_embd, n_ff = s.n_ff, n_vocab = s.n_vocab, n_expert = s.n_expert;
-    const uint64_t hd = head_dim(s), q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv, shexp = flags().n_ff_shexp;
-    const auto proj = [](uint64_t fan_in) { return Init{Init::Kind::normal, 1.0f / std::sqrt(float(fan_in))}; };
-    const float residual = 1.0f / std::sqrt(2.0f * float(s.n_layer));
-    const auto to_residual = [&](uint64_t fan_in) { return Init{Init::Kind::normal, residual / std::sqrt(float(fan_in))}; };
-    const Init norm{Init::Kind::norm, 0.05f};
-    const Init bias{Init::Kind::normal, 0.05f};
-
-    std::vector<TensorPlan> t;
-    auto add = [&](std::string name, std::vector<uint64_t> dims, Init init, bool always_f32 = false,
-                   bool expert = false) { t.push_back({std::move(name), std::move(dims), init, always_f32, expert}); };
-    add("token_embd.weight", {n_embd, n_vocab}, Init{Init::Kind::normal, 1.0f});
-    add("output_norm.weight", {n_embd}, norm, true);
-    if (!s.tied_output) add("output.weight", {n_embd, n_vocab}, proj(n_embd));
-    for (uint32_t i = 0; i < s.n_layer; ++i) {
-      const std::string b = "blk." + std::to_string(i) + ".";
-      add(b + "attn_norm.weight", {n_embd}, norm, true);
-      add(b + "attn_q.weight", {n_embd, q_dim}, proj(n_embd));
-      add(b + "attn_k.weight", {n_embd, kv_dim}, proj(n_embd));
-      add(b + "attn_v.weight", {n_embd, kv_dim}, proj(n_embd));
-      if (!qwen3_) {
-        add(b + "attn_q.bias", {q_dim}, bias, true);
-        add(b + "attn_k.bias", {kv_dim}, bias, true);
-        add(b + "attn_v.bias", {kv_dim}, bias, true);
-      }
-      add(b + "attn_output.weight", {q_dim, n_embd}, to_residual(q_dim));
-      if (qwen3_) {
-        add(b + "attn_k_norm.weight", {hd}, norm, true);
-        add(b + "attn_q_norm.weight", {hd}, norm, true);
-      }
-      add(b + "ffn_norm.weight", {n_embd}, norm, true);
-      add(b + "ffn_gate_inp.weight", {n_embd, n_expert}, proj(n_embd), true);
-      add(b + "ffn_gate_exps.weight", {n_embd, n_ff, n_expert}, proj(n_embd), false, true);
-      add(b + "ffn_up_exps.weight", {n_embd, n_ff, n_expert}, proj(n_embd), false, true);
-      add(b + "ffn_down_exps.weight", {n_ff, n_embd, n_expert}, to_residual(n_ff), false, true);
-      if (!qwen3_) {
-        add(b + "ffn_gate_inp_shexp.weight", {n_embd}, proj(n_embd), true);
-        add(b + "ffn_gate_shexp.weight", {n_embd, shexp}, proj(n_embd));
-        add(b + "ffn_up_shexp.weight", {n_embd, shexp}, proj(n_embd));
-        add(b + "ffn_down_shexp.weight", {shexp, n_embd}, to_residual(shexp));
-      }
-    }
-    return t;
   }
 
  private:

@@ -1,7 +1,8 @@
 // qwen3next (Qwen3-Next) and qwen35moe (Qwen3.5 MoE) shapes: Gated DeltaNet
 // layers with a gated full-attention layer every --full-attn-every layers,
 // every layer MoE (--n-ff per routed expert) with a shared expert of
-// --qn-n-ff-shexp behind a sigmoid gate. Names, shapes and metadata as
+// --qn-n-ff-shexp behind a sigmoid gate. The tensors are
+// engine/arch/qwen_next.cpp's table. Names, shapes and metadata as
 // llama.cpp's converter (conversion/qwen.py, 2026-09-28) writes them: attn_q
 // twice the query width (per head query then gate), attn_qkv/attn_gate for the
 // delta-net projections, ssm_conv1d [d_conv, conv channels], ssm_a holding
@@ -19,7 +20,6 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
-#include "tools/make_model/plan_builder.h"
 
 namespace ns::make_model {
 namespace {
@@ -138,66 +138,16 @@ class QwenNextArchitecture : public Architecture {
     w.set(a + "vocab_size", val::u32(s.n_vocab));
   }
 
-  std::vector<TensorPlan> tensors(const Shape& s) const override {
-    const QwenNextFlags& f = flags();
-    const uint64_t n_embd = s.n_embd, n_ff = s.n_ff, n_expert = s.n_expert, shexp = f.n_ff_shexp;
-    const uint64_t hd = f.head_dim, q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
-    const uint64_t S = f.gdn_head_dim, n_v = f.gdn_v_heads, key_dim = S * f.gdn_k_heads, value_dim = S * n_v;
-    const uint64_t conv_dim = 2 * key_dim + value_dim;
-    PlanBuilder p(s.n_layer);
-    p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
-    p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-    if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
-    for (uint32_t i = 0; i < s.n_layer + f.nextn; ++i) {
-      const std::string b = "blk." + std::to_string(i) + ".";
-      const bool nextn = i >= s.n_layer;  // a full-attention block plus the NextN projections
-      if (nextn) {
-        p.add(b + "nextn.eh_proj.weight", {2 * n_embd, n_embd}, PlanBuilder::proj(2 * n_embd));
-        p.add(b + "nextn.enorm.weight", {n_embd}, PlanBuilder::norm(), true);
-        p.add(b + "nextn.hnorm.weight", {n_embd}, PlanBuilder::norm(), true);
-        p.add(b + "nextn.shared_head_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      }
-      p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      if (nextn || f.is_attention(i)) {
-        p.add(b + "attn_q.weight", {n_embd, 2 * q_dim}, PlanBuilder::proj(n_embd));
-        p.add(b + "attn_k.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
-        p.add(b + "attn_v.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
-        p.add(b + "attn_output.weight", {q_dim, n_embd}, p.to_residual(q_dim));
-        p.add(b + "attn_q_norm.weight", {hd}, PlanBuilder::norm(), true);
-        p.add(b + "attn_k_norm.weight", {hd}, PlanBuilder::norm(), true);
-      } else {
-        p.add(b + "attn_qkv.weight", {n_embd, conv_dim}, PlanBuilder::proj(n_embd));
-        p.add(b + "attn_gate.weight", {n_embd, value_dim}, PlanBuilder::proj(n_embd));
-        // Each channel's taps are a row: centred like every "normal" row.
-        p.add(b + "ssm_conv1d.weight", {f.d_conv, conv_dim}, Init{Init::Kind::normal, 1.0f / std::sqrt(float(f.d_conv))},
-              true);
-        p.add(b + "ssm_dt.bias", {n_v}, Init{Init::Kind::normal, 0.5f}, true);
-        // ssm_a = -exp(A_log) < 0, one per value head: -1, -1.5, -2, -2.5, -1, ... (exact, seed-independent).
-        TensorPlan a{b + "ssm_a", {n_v}, Init{Init::Kind::normal, 1.0f}, true};
-        a.fill = [](uint64_t, uint64_t, float* out, int64_t n) {
-          for (int64_t k = 0; k < n; ++k) out[k] = -(1.0f + 0.5f * float(k % 4));
-        };
-        p.add(std::move(a));
-        if (qwen35_) {
-          p.add(b + "ssm_beta.weight", {n_embd, n_v}, PlanBuilder::proj(n_embd));
-          p.add(b + "ssm_alpha.weight", {n_embd, n_v}, PlanBuilder::proj(n_embd));
-        } else {
-          p.add(b + "ssm_ba.weight", {n_embd, 2 * n_v}, PlanBuilder::proj(n_embd));
-        }
-        p.add(b + "ssm_norm.weight", {S}, PlanBuilder::norm(), true);
-        p.add(b + "ssm_out.weight", {value_dim, n_embd}, p.to_residual(value_dim));
-      }
-      p.add(b + "post_attention_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      p.add(b + "ffn_gate_inp.weight", {n_embd, n_expert}, PlanBuilder::proj(n_embd), true);
-      p.add(b + "ffn_gate_exps.weight", {n_embd, n_ff, n_expert}, PlanBuilder::proj(n_embd), false, true);
-      p.add(b + "ffn_up_exps.weight", {n_embd, n_ff, n_expert}, PlanBuilder::proj(n_embd), false, true);
-      p.add(b + "ffn_down_exps.weight", {n_ff, n_embd, n_expert}, p.to_residual(n_ff), false, true);
-      p.add(b + "ffn_gate_inp_shexp.weight", {n_embd}, PlanBuilder::proj(n_embd), true);
-      p.add(b + "ffn_gate_shexp.weight", {n_embd, shexp}, PlanBuilder::proj(n_embd));
-      p.add(b + "ffn_up_shexp.weight", {n_embd, shexp}, PlanBuilder::proj(n_embd));
-      p.add(b + "ffn_down_shexp.weight", {shexp, n_embd}, p.to_residual(shexp));
+  bool refine(const TensorSpec& t, TensorPlan& plan) const override {
+    if (t.name.ends_with("ssm_dt.bias")) plan.init = Init{Init::Kind::normal, 0.5f};
+    // ssm_a = -exp(A_log) < 0, one per value head: -1, -1.5, -2, -2.5, -1, ... (exact, seed-independent).
+    if (t.name.ends_with("ssm_a")) {
+      plan.init = Init{Init::Kind::normal, 1.0f};
+      plan.fill = [](uint64_t, uint64_t, float* out, int64_t n) {
+        for (int64_t k = 0; k < n; ++k) out[k] = -(1.0f + 0.5f * float(k % 4));
+      };
     }
-    return p.take();
+    return true;
   }
 
  private:

@@ -1,5 +1,7 @@
 // What the generator needs to know about one model architecture: its flags
-// beyond the common ones, its hyperparameter metadata and its tensor list.
+// beyond the common ones and its hyperparameter metadata; its tensors are the
+// engine's table of the architecture (table_plans.h), or, for an architecture
+// not yet described by one, its own list.
 //
 // One file per architecture (arch_llama.cpp, later arch_deepseek2.cpp, ...)
 // defines a subclass and registers it with a file-scope ArchitectureRegistrar;
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
+#include "engine/model/tensor_table.h"
 #include "tools/make_model/weight_init.h"
 
 namespace CLI {
@@ -60,8 +63,21 @@ class Architecture {
   virtual void validate(const Shape& shape) const = 0;
   // "<arch>.*" hyperparameters, in the order llama.cpp's converter writes them.
   virtual void add_metadata(gguf::GgufWriter& w, const Shape& shape) const = 0;
-  // Every tensor, in file order.
-  virtual std::vector<TensorPlan> tensors(const Shape& shape) const = 0;
+  // The generator's say over one entry of the engine's tensor table (table_plans.h),
+  // `plan` made from its role: may change its initial values; false leaves an
+  // optional tensor out (a flag turned it off). The default keeps the plan.
+  virtual bool refine(const TensorSpec& spec, TensorPlan& plan) const {
+    (void)spec;
+    (void)plan;
+    return true;
+  }
+  // Every tensor, in file order, for an architecture the engine does not yet
+  // describe with a tensor table (engine/arch/architecture.h has_tensor_table);
+  // for the others the table is the list (table_plans.h) and this is not called.
+  virtual std::vector<TensorPlan> tensors(const Shape& shape) const {
+    (void)shape;
+    return {};
+  }
 };
 
 Architecture* find_architecture(const std::string& name);  // nullptr if unknown

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "engine/arch/architecture.h"
 #include "engine/kernels/kernels.h"
 #include "common/error.h"
 #include "engine/util/thread_pool.h"
+#include "tools/make_model/table_plans.h"
 #include "tools/make_model/vocabulary.h"
 #include "tools/make_model/weight_init.h"
 
@@ -84,7 +86,7 @@ std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
   if (!opt.chat_template.empty()) w.set("tokenizer.chat_template", str(opt.chat_template));
 
   if (!opt.imatrix_path.empty()) model->importance = load_importance(opt.imatrix_path, opt.imatrix_include);
-  model->tensors = arch->tensors(shape);
+  model->tensors = has_tensor_table(arch->name()) ? table_plans(*arch, w, shape) : arch->tensors(shape);
   for (const TensorPlan& t : model->tensors) {
     const GgmlType type = choose_type(t, opt.type, opt.overrides);
     model->types.push_back(type);

@@ -1,0 +1,129 @@
+// An architecture's tensors, described once (issue 12; gemma.cpp's
+// ForEachTensor idea).
+//
+// Contract: one function in the architecture's file (engine/arch/<arch>.cpp)
+// lists every tensor of its model files: name, shape (GGUF/ggml order, from
+// Hparams), role, presence, and the field the loader fills. Its consumers read
+// that one list and keep no list of their own:
+//   - the loader: TensorTable::load fills every bound field through
+//     TensorLoader (shape- and type-checked); the tensors it asks for are what
+//     Model's memory plan counts;
+//   - the planner: the routed roles are the tensors the expert layout streams
+//     (stream::ExpertLayout::is_streamed agrees, tests/unit/engine/tensor_table_test.cpp);
+//   - nightshift-make-model (tools/make_model/table_plans.cpp): one tensor
+//     per entry it writes, in table order (the file order of llama.cpp's
+//     converter), its initial scale and type class (quantized or F32) from the role.
+// The table is built from hyperparameters alone, so the generator reads it
+// from the metadata it writes (Hparams::from_gguf), as the engine does.
+// Entries are bound to the caller's weight structs (a null destination: a
+// description only, as tensor_table() in engine/arch/architecture.h gives).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/kernels/kernels.h"
+#include "engine/model/hparams.h"
+#include "engine/model/tensor_loader.h"
+
+namespace ns {
+
+enum class TensorRole : uint8_t {
+  embedding,        // token_embd: one row per token
+  norm,             // a normalization scale, near 1 (F32)
+  bias,             // an additive bias (F32)
+  input,            // a projection of the normalized stream or of another projection
+  residual,         // a projection whose output is added to the residual stream
+  router,           // expert router logits (F32)
+  conv,             // a short convolution's taps, a row per channel (F32)
+  routed,           // a routed experts' stack [cols, rows, n_expert]: streamed, not resident
+  routed_residual,  // the routed experts' down stack, which writes the residual stream
+};
+const char* role_name(TensorRole r);
+// Routed experts' stacks: streamed from disk by the expert cache.
+inline bool is_routed(TensorRole r) { return r == TensorRole::routed || r == TensorRole::routed_residual; }
+// Kept in F32 whatever type the rest of the model has (norms, biases, routers).
+inline bool keeps_f32(TensorRole r) {
+  return r == TensorRole::norm || r == TensorRole::bias || r == TensorRole::router || r == TensorRole::conv;
+}
+
+enum class Presence : uint8_t {
+  required,   // the loader fails without it; the generator writes it
+  optional,   // the loader takes it when present; the generator writes it
+  tolerated,  // the loader takes it when present; the generator does not write it
+  skipped,    // the generator writes it; the loader never reads it (NextN blocks, which no forward pass reaches)
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<uint64_t> dims;  // ggml order: dims[0] is the row (input features)
+  TensorRole role = TensorRole::input;
+  Presence presence = Presence::required;
+  // Where the loader puts it: a 1-D tensor (or any small one, converted to
+  // F32) in a vector, a matrix in a view, a routed stack in an experts view.
+  std::variant<std::monostate, std::vector<float>*, kernels::MatrixView*, ExpertsView*> into;
+};
+
+// "blk.<il>.": the prefix of block il's tensors.
+std::string block_prefix(int64_t il);
+
+class TensorTable {
+ public:
+  // A 1-D tensor of n values.
+  void vector(std::string name, int64_t n, TensorRole role, std::vector<float>* into,
+              Presence presence = Presence::required);
+  // A small tensor of any shape, all its values in `into` (conv weights, ssm_a).
+  void values(std::string name, std::vector<uint64_t> dims, TensorRole role, std::vector<float>* into,
+              Presence presence = Presence::required);
+  // A matrix with `rows` outputs and `cols` inputs (dims [cols, rows]), as TensorLoader::matrix.
+  void matrix(std::string name, int64_t rows, int64_t cols, TensorRole role, kernels::MatrixView* into,
+              Presence presence = Presence::required);
+  // n_expert stacked matrices of `rows` x `cols` (dims [cols, rows, n_expert]); role routed or routed_residual.
+  void experts(std::string name, int64_t n_expert, int64_t rows, int64_t cols, TensorRole role, ExpertsView* into);
+
+  const std::vector<TensorSpec>& specs() const { return specs_; }
+  // Loads every bound entry (required ones must be in the file, the others
+  // are loaded when they are); throws what TensorLoader throws.
+  void load(TensorLoader& t) const;
+  // Forgets every binding (for a description whose weight structs are gone).
+  void unbind();
+  // While set, entries are added unbound and Presence::skipped (an
+  // architecture's NextN blocks, described into scratch structs).
+  void set_skipping(bool on) { skipping_ = on; }
+
+ private:
+  void add(TensorSpec spec);
+  std::vector<TensorSpec> specs_;
+  bool skipping_ = false;
+};
+
+// An architecture's binding function: lists the tensors of hp's blocks into
+// the table, bound to `layers` (resized to one per block that runs).
+template <class Layer>
+using DescribeLayers = void (*)(const Hparams& hp, TensorTable& t, std::vector<Layer>& layers);
+
+// The architecture's loader: fills `layers` from the file through its table.
+template <class Layer>
+void load_layers(DescribeLayers<Layer> describe, const Hparams& hp, TensorLoader& loader, std::vector<Layer>& layers) {
+  TensorTable t;
+  describe(hp, t, layers);
+  t.load(loader);
+}
+
+// A description only: `describe` run on weight structs that are then
+// dropped, the table left unbound.
+template <class Layer>
+void describe_unbound(DescribeLayers<Layer> describe, const Hparams& hp, TensorTable& t) {
+  std::vector<Layer> dropped;
+  describe(hp, t, dropped);
+  t.unbind();
+}
+
+// The output head every architecture shares: token_embd, output_norm, and
+// output.weight unless tied_output (the head then reuses token_embd).
+void head_tensors(TensorTable& t, const Hparams& hp, bool tied_output, kernels::MatrixView* token_embd,
+                  std::vector<float>* output_norm, kernels::MatrixView* output);
+
+}  // namespace ns

@@ -1,0 +1,92 @@
+// The architectures' tensor tables (engine/model/tensor_table.h): a generated
+// file holds exactly what the table lists, in its order; the engine loads all
+// of it; the routed roles are what the expert layout streams; and the loader
+// reports a missing or misshapen tensor by name.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/arch/architecture.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/hparams.h"
+#include "engine/model/tensor_table.h"
+#include "engine/stream/expert_layout.h"
+#include "engine/util/error.h"
+#include "tests/unit/engine/test_models.h"
+
+using namespace ns;
+
+namespace {
+
+// One small file of each architecture described by a table (and variants whose lists differ).
+std::vector<std::string> table_models() {
+  const std::string tiny = "--n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --type Q8_0 ";
+  return {
+      test::dense_model(),
+      test::moe_model(),
+      test::make_model("table-llama-tied", "--arch llama --tied-output " + tiny + "--n-ff 64"),
+      test::make_model("table-qwen2moe", "--arch qwen2moe " + tiny + "--n-ff 32 --n-expert 4 --n-expert-used 2"),
+      test::make_model("table-qwen3moe",
+                       "--arch qwen3moe " + tiny + "--head-dim 32 --n-ff 32 --n-expert 4 --n-expert-used 2"),
+  };
+}
+
+}  // namespace
+
+TEST_CASE("tensor table: a generated file holds what the table lists, in order, routed stacks streamed") {
+  for (const std::string& path : table_models()) {
+    CAPTURE(path);
+    const auto f = gguf::GgufFile::open(path);
+    Hparams hp = Hparams::from_gguf(*f);
+    REQUIRE(has_tensor_table(hp.arch));
+    hp.n_vocab = static_cast<int64_t>(f->find_tensor("token_embd.weight")->dims[1]);
+    const TensorTable table = tensor_table(hp, f->find_tensor("output.weight") == nullptr);
+    std::vector<const TensorSpec*> written;
+    for (const TensorSpec& s : table.specs()) {
+      CHECK(s.into.index() == 0);  // a description: bound to nothing
+      CHECK(is_routed(s.role) == stream::ExpertLayout::is_streamed(s.name));
+      if (s.presence != Presence::tolerated) written.push_back(&s);
+    }
+    REQUIRE(written.size() == f->tensors().size());
+    for (size_t i = 0; i < written.size(); ++i) {
+      CHECK(f->tensors()[i].name == written[i]->name);
+      CHECK(f->tensors()[i].dims == written[i]->dims);
+    }
+  }
+}
+
+TEST_CASE("tensor table: the loader fills bound entries and names what is missing or misshapen") {
+  const auto f = gguf::GgufFile::open(test::dense_model());
+  TensorLoader loader(*f);
+  std::vector<float> norm, absent;
+  kernels::MatrixView q;
+  TensorTable t;
+  t.vector("blk.0.attn_norm.weight", 64, TensorRole::norm, &norm);
+  t.matrix("blk.0.attn_q.weight", 64, 64, TensorRole::input, &q);
+  t.vector("blk.0.attn_q.bias", 64, TensorRole::bias, &absent, Presence::optional);
+  t.vector("blk.0.ffn_norm.weight", 64, TensorRole::norm, nullptr);  // described only
+  t.load(loader);
+  CHECK(norm.size() == 64);
+  CHECK(q.rows == 64);
+  CHECK(q.cols == 64);
+  CHECK(absent.empty());
+  // Only the bound entries were asked for.
+  CHECK(loader.used_tensors().size() == 2);
+
+  TensorTable missing;
+  missing.vector("blk.0.attn_q.bias", 64, TensorRole::bias, &absent);
+  CHECK_THROWS_WITH_AS(missing.load(loader), doctest::Contains("'blk.0.attn_q.bias' [64] is missing"), Error);
+  TensorTable misshapen;
+  misshapen.matrix("blk.0.attn_k.weight", 64, 64, TensorRole::input, &q);
+  CHECK_THROWS_WITH_AS(misshapen.load(loader), doctest::Contains("expected shape [64, 64], the file has [64, 32]"),
+                       Error);
+}
+
+TEST_CASE("tensor table: an architecture without one is refused") {
+  Hparams hp;
+  hp.arch = "no-such-architecture";
+  CHECK_FALSE(has_tensor_table(hp.arch));
+  CHECK_THROWS_AS(tensor_table(hp, false), Error);
+  CHECK(has_tensor_table("llama"));
+}
