@@ -10,7 +10,7 @@
 #include "engine/layers/residual.h"
 #include "engine/model/tensor_table.h"
 #include "engine/ops.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 namespace {

@@ -1,6 +1,6 @@
 #include "engine/model/tensor_table.h"
 
-#include "engine/util/error.h"
+#include "common/error.h"
 
 namespace ns {
 

@@ -3,7 +3,7 @@
 #include "engine/arch/architecture.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/hparams.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tools/make_model/plan_builder.h"
 
 namespace ns::make_model {

@@ -12,7 +12,7 @@
 #include "engine/model/hparams.h"
 #include "engine/model/tensor_table.h"
 #include "engine/stream/expert_layout.h"
-#include "engine/util/error.h"
+#include "common/error.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
