@@ -26,7 +26,8 @@ FACADE=(
 
 # Group and rank of an engine path (longest prefix first). engine/model/
 # holds two layers: the vocabulary the architectures and layers share
-# (hparams, tensor_loader, routing) below them, and the Model above them.
+# (hparams, tensor_loader, the tensor tables, routing) below them, and the
+# Model above them.
 engine_group() {
   case "$1" in
     engine/util/*) echo "util 0" ;;
@@ -37,8 +38,8 @@ engine_group() {
     engine/sampler/*) echo "sampler 2" ;;
     engine/chat/*) echo "chat 2" ;;
     engine/grammar/*) echo "grammar 3" ;;
-    engine/model/hparams.* | engine/model/tensor_loader.* | engine/model/routing.* | engine/model/routing_spread.*)
-      echo "model-vocabulary 3" ;;
+    engine/model/hparams.* | engine/model/tensor_loader.* | engine/model/tensor_table.*) echo "model-vocabulary 3" ;;
+    engine/model/routing.* | engine/model/routing_spread.*) echo "model-vocabulary 3" ;;
     engine/forward_state.* | engine/sequence_state.* | engine/ops.* | engine/process_stats.*) echo "state 4" ;;
     engine/layers/*) echo "layers 5" ;;
     engine/arch/*) echo "arch 6" ;;
