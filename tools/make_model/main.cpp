@@ -113,6 +113,10 @@ int run(int argc, char** argv) {
   app.add_flag("--random-expert-codes", opt.random_expert_codes,
                "MXFP4 routed experts as uniformly random codes (zero-mean, about the normal rows' deviation) instead "
                "of quantized normal rows: ~30x faster, for multi-GiB bench models");
+  bool weights_version = false;
+  app.add_flag("--weights-version", weights_version,
+               "print the generation of the weights these flags give (changes when the generator's weights do) and "
+               "exit");
   bool header_only = false;
   app.add_flag("--header-only", header_only,
                "write the metadata and tensor table, with every tensor zero and no disk space for the data (a sparse "
@@ -123,6 +127,10 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;  // --help is not an error
+  }
+  if (weights_version) {
+    std::printf("%d\n", kWeightsVersion);
+    return 0;
   }
   if (!print_size_only && out.empty()) {
     std::fprintf(stderr, "error: --out PATH is required (or use --print-size-only)\n");

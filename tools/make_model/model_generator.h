@@ -27,6 +27,13 @@ class ThreadPool;
 
 namespace ns::make_model {
 
+// The generation of the weights the same flags and seed give: bumped whenever a
+// change to the generator makes them write other weights (`--weights-version`),
+// so tests/bench/bench_lib.sh's cached bench models are made again instead of
+// measuring the old weights. 2: the sigmoid routers' selection bias sized by the
+// load spread it causes (2026-12-01; plan_builder.cpp selection_bias).
+inline constexpr int kWeightsVersion = 2;
+
 struct GeneratorOptions {
   std::string arch = "llama";
   Shape shape;
