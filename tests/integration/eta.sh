@@ -1,68 +1,91 @@
 # The ETA `nightshift status` shows for a running job, against when the job
-# really ends (issue #19: ETAs ran 25-40 % low). Job A decodes alone for an
-# eighth of its tokens, then three longer jobs join its batch and every step
-# gets slower, and slower again as the contexts grow; at A's mid-run the ETA
-# must be within 15 % of the time A then really takes. A rate measured since
-# A's first token averages the faster steps in and says too little. Waits on
-# progress rows and states, not on time. Checkpoints are written by time only
-# here: on a loaded machine each fsync'd write is a step-sized hiccup.
+# really ends (issue #19: ETAs ran 25-40 % low; the criterion: within 15 % at
+# mid-run). Job A decodes alone until its first progress report, then three
+# jobs join its batch and every step gets slower, and slower again as the
+# contexts grow; at A's mid-run (half its tokens, the grown batch running for
+# seconds) the ETA must be within 15 % of the time A then really takes. A
+# rate measured since A's first token averages the faster steps in and says
+# too little. Waits on progress rows and states, not on time. Checkpoints are
+# written by time only here: on a loaded machine each fsync'd write is a
+# step-sized hiccup.
 #
-# The accuracy is a measurement, not an assertion of the suite (a timed
-# assertion fails on a loaded machine: with more runnable threads than cores
-# the daemon's single compute thread gets the CPU in slices whose share
-# changes from second to second with other processes, and no estimate from
-# the past can foresee it; measured -58 % to +39 % at a load average of 20 on
-# 2 cores, before and after alike; -76 % to +54 % at 7 to 16). With the
-# daemon niced over the other processes (its own session's autogroup at -15,
-# a quiet machine's CPU share) a fast run joins the three late and is
-# measured just after they joined: -17 % to -48 %, as the price of a key
-# still rises while the grown batch's KV caches grow (daemon/lib/step_rate.h).
-# The suite prints the figures and checks the rest; ETA_ASSERT=1 makes a run
-# on a quiet machine fail above 15 %.
+# Sized by what it measures: a run whose mid-run left less than 5 s (a fast
+# machine; 0.06 s was seen with 2,000 tokens, a meaningless resolution) is
+# run again with twice the tokens, and the figure is that run's. A run costs
+# about 10 s of one core on the quiet 2-core test machine (3,000 tokens: ~6 s
+# left at mid-run).
+#
+# The daemon gets a quiet machine's CPU share: it runs in its own session,
+# whose autogroup is niced to -15 over the other processes (where the test may:
+# as root). With more runnable threads than cores and no such share, the
+# daemon's single compute thread gets the CPU in slices whose share changes
+# from second to second with the other processes, which no estimate from the
+# past can foresee (measured before: -58 % to +39 % at a load average of 20 on
+# 2 cores). So the 15 % is asserted where the daemon got that share, and
+# otherwise printed; ETA_ASSERT=1 asserts it in any case, ETA_ASSERT=0 never.
+# Measured figures: daemon/lib/step_rate.h.
 source "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || { echo "SKIP: python3 is needed to read the JSON"; exit 77; }
 
-make_model eta.gguf --n-embd 256 --n-layer 4 --n-ff 512 --n-ctx 4096
+make_model eta.gguf --n-embd 256 --n-layer 4 --n-ff 512 --n-ctx 8192
 write_config m=eta.gguf
 sed -i -e 's/^threads: 2/threads: 1/' "$CONFIG"
 {
   echo "max_batch: 4"
-  echo "context: 4096"
+  echo "context: 8192"
   echo "lease_ms: 3000"  # progress every second; a shorter lease expired under ctest -j3 at load 15 (the joiners were taken back 0.6 s after they joined)
   echo "checkpoint_tokens: 0"
+  [[ -z "${ETA_STEP_LOG:-}" ]] || echo "log_level: debug"  # ETA_STEP_LOG=FILE keeps each step's line there, to replay
 } >> "$CONFIG"
 
-tokens=${ETA_TEST_TOKENS:-2000}
 cores=$(nproc)
-load_before=$(cut -d' ' -f1 /proc/loadavg)
-a=$(ns submit --config "$CONFIG" --model m --max-tokens "$tokens" --ignore-eos --temperature 0 "Once upon a time")
-start_daemon
-generated() { sql "SELECT ifnull(progress_generated, 0) FROM jobs WHERE id = $a"; }
-past() { (($(generated) >= $1)); }
-wait_for 240 "job $a to decode an eighth of its tokens alone" past $((tokens / 8))
-others=()
-for i in 1 2 3; do
-  others+=("$(ns submit --config "$CONFIG" --model m --max-tokens "$tokens" --ignore-eos "Another story $i")")
-done
-# The snapshot is taken once the three are decoding and A is past half its
-# tokens (later than mid-run when the machine is fast), so the batch it shows
-# is always the grown one.
-others_running() { (($(sql "SELECT count(*) FROM jobs WHERE state = 'running' AND id != $a AND progress_generated > 0") == 3)); }
-wait_for 240 "the three others to join job $a's batch" others_running
-wait_for 240 "job $a at mid-run" past $((tokens / 2))
-mid=$(ns status --config "$CONFIG" --json)
-wait_for 240 "job $a to end" state_is "$a" done
-finished=$(sql "SELECT finished_ms FROM jobs WHERE id = $a")
-started=$(sql "SELECT started_ms FROM jobs WHERE id = $a")
-kill -TERM "$DAEMON_PID"  # the others are released, checkpointed
-wait_daemon 0
+niced=0
+start_niced_daemon() {  # the daemon in its own session, its autogroup niced when permitted
+  setsid "$NIGHTSHIFTD" --config "$CONFIG" > "$WORK/daemon.log" 2>&1 &
+  DAEMON_PID=$!
+  # Once it leads its own session (else the autogroup would be this test's).
+  own_session() { [[ "$(ps -o sid= -p "$DAEMON_PID" | tr -d ' ')" == "$DAEMON_PID" ]]; }
+  wait_for 30 "the daemon's own session" own_session
+  if echo -15 2> /dev/null > "/proc/$DAEMON_PID/autogroup"; then niced=1; fi
+}
 
-printf "%s" "$mid" > "$WORK/mid.json"
-load_after=$(cut -d' ' -f1 /proc/loadavg)
-python3 - "$WORK/mid.json" "$a" "$finished" "$started" "$tokens" "$cores" "$load_before" "$load_after" <<'PY' ||
-import json, os, sys
+# One run: A with $1 tokens; prints what it measured; $WORK/result: the seconds left at mid-run and |error| (0 0: the batch grew too late).
+run() {
+  local tokens=$1 a others=()
+  rm -f "$DB" "$DB"-*
+  a=$(ns submit --config "$CONFIG" --model m --max-tokens "$tokens" --ignore-eos --temperature 0 "Once upon a time")
+  local load_before
+  load_before=$(cut -d' ' -f1 /proc/loadavg)
+  start_niced_daemon
+  generated() { sql "SELECT ifnull(progress_generated, 0) FROM jobs WHERE id = $a"; }
+  past() { (($(generated) >= $1)); }
+  # The three are queued as soon as A runs, and join at the daemon's next poll for queued jobs.
+  wait_for 240 "job $a to run" state_is "$a" running
+  printf 'Another story %s\n' 1 2 3 > "$WORK/others.txt"
+  mapfile -t others < <(ns submit --config "$CONFIG" --model m --max-tokens "$tokens" --ignore-eos --prompt-lines "$WORK/others.txt")
+  others_running() { (($(sql "SELECT count(*) FROM jobs WHERE state = 'running' AND id != $a AND progress_generated > 0") == 3)); }
+  wait_for 240 "the three others to join job $a's batch" others_running
+  if (($(generated) >= tokens / 2)); then  # a fast machine: the batch grew too late to measure
+    echo "job $a was past mid-run ($(generated) of $tokens tokens) when the others joined"
+    kill -TERM "$DAEMON_PID"
+    wait_daemon 0
+    echo "0 0" > "$WORK/result"
+    return
+  fi
+  wait_for 240 "job $a at mid-run" past $((tokens / 2))
+  ns status --config "$CONFIG" --json > "$WORK/mid.json"
+  wait_for 600 "job $a to end" state_is "$a" done
+  local finished started
+  finished=$(sql "SELECT finished_ms FROM jobs WHERE id = $a")
+  started=$(sql "SELECT started_ms FROM jobs WHERE id = $a")
+  kill -TERM "$DAEMON_PID"  # the others are released, checkpointed
+  wait_daemon 0
+  [[ -z "${ETA_STEP_LOG:-}" ]] || cp "$WORK/daemon.log" "$ETA_STEP_LOG"
+  python3 - "$WORK/mid.json" "$a" "$finished" "$started" "$tokens" "$cores" "$load_before" \
+    "$(cut -d' ' -f1 /proc/loadavg)" "$niced" > "$WORK/measured" <<'PY' || fail "reading the status at mid-run: $(cat "$WORK/measured")"
+import json, sys
 a, finished, started, tokens = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-cores, load = int(sys.argv[6]), max(float(sys.argv[7]), float(sys.argv[8]))
+cores, load, niced = int(sys.argv[6]), max(float(sys.argv[7]), float(sys.argv[8])), sys.argv[9] == "1"
 s = json.load(open(sys.argv[1]))
 job = next(j for j in s["running"] if j["id"] == a)
 assert job["eta_s"] is not None, job
@@ -75,10 +98,29 @@ batch = next(w for w in s["workers"] if w["id"] == job["worker"])
 print(f"at {job['generated']}/{tokens} tokens: ETA {eta:.2f} s, ended {actual:.2f} s later: error {100 * err:+.1f} % "
       f"(a rate since the job's start: {naive:.2f} s, {100 * (naive - actual) / actual:+.1f} %); "
       f"job {job['tok_s']:.1f} tok/s, batch of {batch['batch_jobs']} {batch['batch_tok_s']:.1f} tok/s, "
-      f"batch ETA {batch['batch_eta_s']:.1f} s")
+      f"batch ETA {batch['batch_eta_s']:.1f} s; load average {load} on {cores} cores, daemon "
+      f"{'niced' if niced else 'not niced'}")
 assert batch["batch_jobs"] == 4 and batch["batch_eta_s"] >= eta, batch
-print(f"load average {load} on {cores} cores")
-sys.exit(1 if os.environ.get("ETA_ASSERT") == "1" and abs(err) > 0.15 else 0)
+print(f"{actual:.3f} {abs(err):.4f}")
 PY
-  fail "the ETA at mid-run is off by more than 15 %"
+  head -n 1 "$WORK/measured"
+  tail -n 1 "$WORK/measured" > "$WORK/result"  # seconds left at mid-run, |error|
+}
+too_short() { python3 -c "import sys; sys.exit(0 if $1 < 5 else 1)"; }
+
+tokens=${ETA_TEST_TOKENS:-2500}
+run "$tokens"
+read -r left err < "$WORK/result"
+if too_short "$left" && ((tokens < 5000)); then
+  echo "$left s left at mid-run: too short to measure 15 %; again with $((tokens * 2)) tokens"
+  tokens=$((tokens * 2))
+  run "$tokens"
+  read -r left err < "$WORK/result"
+fi
+if too_short "$left"; then echo "$left s left at mid-run with $tokens tokens: too short to measure 15 % (not asserted)"; err=0; fi
+assert=${ETA_ASSERT:-$niced}
+if python3 -c "import sys; sys.exit(0 if $err > 0.15 else 1)"; then
+  [[ "$assert" != 1 ]] || fail "the ETA at mid-run is off by more than 15 %"
+  echo "(not asserted: ETA_ASSERT=0, or the daemon could not be given a quiet machine's CPU share)"
+fi
 echo "ok"
