@@ -27,16 +27,12 @@ void StepRate::add(Clock::time_point start, Clock::time_point end, const BatchSt
   fit();
 }
 
-void StepRate::fit() {
-  // Least squares for t = c + a * tokens + b * keys: the normal equations of
-  // every subset of the three terms, keeping the best fit whose coefficients
-  // are all >= 0 (a negative cost is noise; a term that did not vary over the
-  // steps cannot be told from the others and drops out). Over the batch as it
-  // is now (the current segment) once it has run long enough to show how its
-  // steps grow with the contexts; until then over the whole window.
-  const bool segment = segment_ >= min_segment_steps_ &&
-                       steps_.back().end - steps_[steps_.size() - segment_].end >= min_segment_;
-  const size_t first = segment ? steps_.size() - segment_ : 0;
+// Least squares for t = c + a * tokens + b * keys over steps_[first..]: the
+// normal equations of every subset of the three terms, keeping the best fit
+// whose coefficients are all >= 0 (a negative cost is noise; a term that did
+// not vary over the steps cannot be told from the others and drops out).
+// False if no subset could be solved.
+bool StepRate::least_squares(size_t first, double (&best)[3]) const {
   double xx[3][3] = {}, xy[3] = {};
   for (size_t i = first; i < steps_.size(); ++i) {
     const Sample& s = steps_[i];
@@ -46,7 +42,7 @@ void StepRate::fit() {
       xy[r] += x[r] * s.seconds;
     }
   }
-  double best_rss = -1, best[3] = {};
+  double best_rss = -1;
   for (int mask = 1; mask < 8; ++mask) {
     int idx[3], n = 0;
     for (int t = 0; t < 3; ++t)
@@ -88,10 +84,30 @@ void StepRate::fit() {
       std::copy(beta, beta + 3, best);
     }
   }
-  if (best_rss < 0) return;
+  return best_rss >= 0;
+}
+
+void StepRate::fit() {
+  // Over the whole window, whose steps of other batch sizes tell a cost per
+  // token from one per step; then over the batch as it is now (the current
+  // segment) once it has run long enough to show how its steps grow with the
+  // contexts (2 s, or its keys per step grown by half: a slope to fit). Its
+  // steps all have the same tokens, so they price a step of them and a key;
+  // the step's price is split as the window's fit splits it.
+  double best[3];
+  if (!least_squares(0, best)) return;
   per_step_ = best[0];
   per_token_ = best[1];
   per_key_ = best[2];
+  const Sample& since = steps_[steps_.size() - segment_];
+  if (segment_ >= min_segment_steps_ && since.decode_only &&
+      (steps_.back().end - since.end >= min_segment_ || steps_.back().keys >= kKeysGrown * since.keys) &&
+      least_squares(steps_.size() - segment_, best)) {
+    const double tokens = steps_.back().tokens, step = best[0] + best[1] * tokens;
+    per_token_ = std::min(per_token_, step / tokens);
+    per_step_ = step - per_token_ * tokens;
+    per_key_ = best[2];
+  }
   // The price of a key now: the latest steps of the batch as it is now, above
   // what the fit charges per step and per token, per key they attended.
   if (!steps_.back().decode_only) return;
@@ -111,10 +127,11 @@ double StepRate::step_seconds(double tokens, double keys) const {
   return per_step_ + per_token_ * tokens + per_key_ * keys;
 }
 
-std::vector<StepRate::Estimate> StepRate::estimate(std::span<const Job> jobs) const {
+std::vector<StepRate::Estimate> StepRate::estimate(std::span<const Job> jobs, int64_t refills) const {
   std::vector<Estimate> out(jobs.size());
   if (steps_.empty() || !(per_step_ > 0 || per_token_ > 0 || per_key_ > 0)) return out;
-  // Steps each job has left; the batch runs them together, shrinking as jobs end.
+  // Steps each job has left; the batch runs them together, shrinking as jobs
+  // end, unless queued jobs take their places.
   std::vector<int64_t> steps_left(jobs.size());
   double tokens = 0, context = 0;  // the decoding batch: tokens per step, sum of sequence contexts
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -146,6 +163,12 @@ std::vector<StepRate::Estimate> StepRate::estimate(std::span<const Job> jobs) co
     out[i].tok_s = next > 0 && j.prompt_left == 0 ? double(n) / next : 0;
     tokens -= n;
     context -= double(n) * double(j.context + j.prompt_left);
+    // Queued jobs take its sequences from step L on, from an empty context:
+    // one of them attends (k + 1) - L keys at step k.
+    const int64_t r = std::min<int64_t>(n, std::max<int64_t>(refills, 0));
+    refills -= r;
+    tokens += double(r);
+    context -= L * double(r);
   }
   return out;
 }

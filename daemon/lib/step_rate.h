@@ -34,18 +34,36 @@
 // error at mid-run went from a median of -22 % to -7 % in wall time on the
 // loaded machine (11 runs), from -21..-34 % to -12..-23 % on a quiet one (5
 // runs, the daemon niced over the others), and within 15 % from 7 to 10 of 14
-// runs in CPU time. Not enough: the key a batch attends now is dearer than
-// the average key so far and keeps getting dearer as its KV caches grow (in
-// one quiet run the model priced a key at 0.84 us at 1,850 keys; the steps
-// that followed cost 1.15 us per added key), and eta.sh on the quiet
-// machine, whose snapshot comes just after the batch grew, still measures
-// -17 % to -48 % in the daemon (11 runs; -23 % to -40 % in 5 before). And on
-// the shared machine even a step's CPU time shifts +-25 % from one second to
-// the next with the other processes' use of the caches, which no past step
-// foresees.
+// runs in CPU time. (The -17 % to -48 % eta.sh then measured with the daemon
+// niced were its scenario's: a fast run took the snapshot at 1,917 of 2,000
+// tokens, 0.06 s before the end; eta.sh now measures at A's half with 5 s or
+// more to go.)
 //
-// ETAs are to max_tokens (an end-of-text token or a stop string may come
-// sooner); jobs that will join later are not foreseen. Not thread-safe (the
+// The batch as it is now is fitted alone once its keys per step grew by half
+// (a slope to fit), not only after 2 s: a niced daemon's batch in eta.sh
+// (~1-9 ms steps) had not run 2 s by A's mid-run, and the window's fit, A's
+// steps alone mixed in, priced its keys too low. Its steps all have the same
+// tokens, so they tell the price of a step of them, split between the step
+// and its tokens as the window's fit (which saw other batch sizes) splits it.
+// Replayed on 14 runs of eta.sh (the daemon niced, load 12-14 on 2 cores):
+// error at A's half from a median of -6 % (-21 % to +32 %) to +2 % (-15 % to
+// +32 %), within 15 % in 10 runs instead of 9. What is left is the machine's:
+// a step's price moves +-25 % from one second to the next with the other
+// processes' use of the caches (in the +32 % run it fell 30 % over the 9 s
+// after the snapshot), which no past step foresees. Still not foreseen: the
+// rise of a key's price as the KV caches grow (measured: 0.55 us a key at
+// 1,000 keys a step in the batch of 4, 1.0-1.1 us from 5,000 on); a term in
+// keys squared, fitted over the batch as it is now, was tried and dropped: on
+// the same runs its errors reached +106 % and +163 % at 40 % of A's run.
+//
+// Queued jobs take the places of jobs that end (`refills`): in a nightly
+// batch with more jobs queued than the batch holds, it keeps its size, and
+// an estimate that let it shrink said the jobs that outlive the first to end
+// end sooner (-26 % in step_rate_test's simulation). The worker passes them
+// when its last claim filled every free slot (the queue's depth is not read:
+// a count on every job's end), so a queue that held exactly that many makes
+// the ETAs of the longer jobs err high. ETAs are to max_tokens (an
+// end-of-text token or a stop string may come sooner). Not thread-safe (the
 // worker thread owns it).
 #pragma once
 
@@ -83,7 +101,10 @@ class StepRate {
     std::optional<double> eta_s;   // nullopt: nothing measured yet
   };
   // Every job's figures, in the order given; all of them make up the batch.
-  std::vector<Estimate> estimate(std::span<const Job> jobs) const;
+  // `refills`: sequences of queued jobs that will take the places of those
+  // that end (one each, from an empty context, staying past the jobs given),
+  // so the batch keeps its size while the queue lasts.
+  std::vector<Estimate> estimate(std::span<const Job> jobs, int64_t refills = 0) const;
 
   // Predicted wall time of a step of `tokens` tokens attending `keys` keys (0: nothing measured yet).
   // A step of one token per sequence of contexts summing to C attends C + tokens keys.
@@ -97,11 +118,14 @@ class StepRate {
     bool decode_only = false;
   };
   // The current segment (steps since the batch last changed) is fitted alone
-  // once it has this many steps over this long; before, the whole window.
+  // once it has this many steps over this long, or over keys per step grown
+  // this much; before, the whole window.
   static constexpr size_t min_segment_steps_ = 32;
   static constexpr std::chrono::seconds min_segment_{2};
+  static constexpr double kKeysGrown = 1.5;
   static constexpr std::chrono::duration<double> kRecent{1.0};  // the price of a key now: the last second
   static constexpr size_t kMaxSegment = 4096;  // its latest steps, enough to show the trend
+  bool least_squares(size_t first, double (&best)[3]) const;
   void fit();
   std::chrono::milliseconds window_;
   size_t min_steps_;

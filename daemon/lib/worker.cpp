@@ -133,6 +133,7 @@ Worker::Admitted Worker::admit() {
     }
     claimed = queue_.claim_batch(options_.worker_id, options_.lease_ms, free_slots,
                                  active_.empty() ? std::string() : host_.model(), servable);
+    queue_more_ = claimed.size() >= static_cast<size_t>(free_slots);
   } catch (const jobs::DatabaseError& e) {
     if (!e.transient()) throw;
     const int64_t delay = jobs::backoff_delay_ms(options_.database_backoff, 3);
@@ -315,7 +316,10 @@ void Worker::estimate() {
     jobs.push_back({a->prefilled + a->generated / n, std::max(a->prompt_tokens - a->prefilled, 0),
                     int64_t{a->job.spec.sampling.max_tokens} * n - a->generated, n});
   }
-  const std::vector<StepRate::Estimate> est = rate_.estimate(jobs);
+  // Jobs that end are replaced while the queue lasts: its depth is not read
+  // (a count on every job's end), but a claim that filled every free slot
+  // may have left more.
+  const std::vector<StepRate::Estimate> est = rate_.estimate(jobs, queue_more_ ? options_.engine.max_sequences : 0);
   for (size_t i = 0; i < active_.size(); ++i) {
     RunningJob& a = *active_[i];
     a.tok_s = est[i].tok_s;

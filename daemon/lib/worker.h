@@ -162,6 +162,7 @@ class Worker {
   };
   std::map<std::string, Blocked> blocked_;        // by model name
   bool slot_freed_ = false;                      // a job left the batch since the last claim
+  bool queue_more_ = false;                      // the last claim filled every free slot: more may be queued
   StepRate rate_;                                // the batch's step model: jobs' tok/s and ETAs
   // The batch run in progress (from the first job joining an empty batch to
   // the last one leaving), for its summary line.
