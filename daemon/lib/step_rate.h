@@ -50,7 +50,9 @@
 // +32 %), within 15 % in 10 runs instead of 9. What is left is the machine's:
 // a step's price moves +-25 % from one second to the next with the other
 // processes' use of the caches (in the +32 % run it fell 30 % over the 9 s
-// after the snapshot), which no past step foresees. Still not foreseen: the
+// after the snapshot), which no past step foresees. In the daemon, eta.sh
+// (12 runs, niced, load 11-14): -12 % to +31 %, within 15 % in 10 (before,
+// 7 runs at load 12-13: -19 % to +12.5 %, within 15 % in 6). Still not foreseen: the
 // rise of a key's price as the KV caches grow (measured: 0.55 us a key at
 // 1,000 keys a step in the batch of 4, 1.0-1.1 us from 5,000 on); a term in
 // keys squared, fitted over the batch as it is now, was tried and dropped: on
