@@ -79,15 +79,26 @@ TEST_CASE("step model: steps that slow down as contexts grow; the ETA sums the s
   CHECK(est[0].tok_s == doctest::Approx(1 / (c + 2 * a + b * 2 * 501)).epsilon(1e-6));
 }
 
-TEST_CASE("step model: the batch as it is now, once it has run a while, not the steps before it changed") {
+namespace {
+
+// Alone and fast for 2000 steps, then `steps` steps of 4 together from
+// `context`, each costing c + b a key: the next 200 steps are priced as the
+// batch of 4's, not with the steps alone mixed in.
+void check_priced_as_now(int steps, int64_t context, double c, double b) {
   StepRate r;
-  // Alone, fast; then 4 together whose steps cost 1 ms + 20 us a key for 5 s.
-  auto t = decode(r, Clock::time_point{}, 2000, 1, 10, 0.0005, 0, 0);
-  decode(r, t, 300, 4, 400, 0.001, 0, 2e-5);
+  const auto t = decode(r, Clock::time_point{}, 2000, 1, 10, 0.0005, 0, 0);
+  decode(r, t, steps, 4, context, c, 0, b);
+  const int64_t now = context + steps;
   double expected = 0;
-  for (int k = 0; k < 200; ++k) expected += 0.001 + 2e-5 * 4 * (700 + k + 1);
-  const std::vector<StepRate::Job> jobs(4, StepRate::Job{.context = 700, .tokens_left = 200});
+  for (int k = 0; k < 200; ++k) expected += c + b * 4 * double(now + k + 1);
+  const std::vector<StepRate::Job> jobs(4, StepRate::Job{.context = now, .tokens_left = 200});
   CHECK(*r.estimate(jobs)[0].eta_s == doctest::Approx(expected).epsilon(1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("step model: the batch as it is now, once it has run a while, not the steps before it changed") {
+  check_priced_as_now(300, 400, 0.001, 2e-5);  // 5 s of steps costing 1 ms + 20 us a key
 }
 
 // Before 2 s, once its keys per step grew by half: on a niced daemon (~1 ms
@@ -95,14 +106,7 @@ TEST_CASE("step model: the batch as it is now, once it has run a while, not the 
 // the window, A's steps alone mixed in, priced its keys too low (replayed on
 // 14 recorded runs at load 12-14: median error -6 % before, +2 % after).
 TEST_CASE("step model: the batch as it is now, once its keys per step grew by half, not the steps before it changed") {
-  StepRate r;
-  // Alone for a second; then 4 together from context 100 for 0.1 s: 0.1 ms + 1 us a key.
-  auto t = decode(r, Clock::time_point{}, 2000, 1, 10, 0.0005, 0, 0);
-  decode(r, t, 150, 4, 100, 0.0001, 0, 1e-6);
-  double expected = 0;
-  for (int k = 0; k < 200; ++k) expected += 0.0001 + 1e-6 * 4 * (250 + k + 1);
-  const std::vector<StepRate::Job> jobs(4, StepRate::Job{.context = 250, .tokens_left = 200});
-  CHECK(*r.estimate(jobs)[0].eta_s == doctest::Approx(expected).epsilon(1e-6));
+  check_priced_as_now(150, 100, 0.0001, 1e-6);  // 0.1 s of steps costing 0.1 ms + 1 us a key, from 400 keys to 1,000
 }
 
 TEST_CASE("step model: a batch that grew is priced at its new size, and shrinks as jobs end") {
