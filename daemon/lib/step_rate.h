@@ -45,18 +45,23 @@
 // steps alone mixed in, priced its keys too low. Its steps all have the same
 // tokens, so they tell the price of a step of them, split between the step
 // and its tokens as the window's fit (which saw other batch sizes) splits it.
-// Replayed on 14 runs of eta.sh (the daemon niced, load 12-14 on 2 cores):
-// error at A's half from a median of -6 % (-21 % to +32 %) to +2 % (-15 % to
-// +32 %), within 15 % in 10 runs instead of 9. What is left is the machine's:
-// a step's price moves +-25 % from one second to the next with the other
+// Replayed on 20 runs of eta.sh (the daemon niced, load 11-14 on 2 cores),
+// the error at A's half: -21 % to +32 % before, -15 % to +32 % after (mean
+// |error| 11.6 % -> 10.6 %; within 15 % in 15 runs both): the low tail (the
+// window's fit) is shorter; dropping the price of a key now as well changed
+// little (10.1 %, 16 runs). In the daemon, eta.sh (12 runs, niced, load
+// 11-14): -12 % to +31 %, within 15 % in 10 (before, 7 runs at load 12-13:
+// -19 % to +12.5 %, within 15 % in 6). What is left is the machine's: a
+// step's price moves +-25 % from one second to the next with the other
 // processes' use of the caches (in the +32 % run it fell 30 % over the 9 s
-// after the snapshot), which no past step foresees. In the daemon, eta.sh
-// (12 runs, niced, load 11-14): -12 % to +31 %, within 15 % in 10 (before,
-// 7 runs at load 12-13: -19 % to +12.5 %, within 15 % in 6). Still not foreseen: the
-// rise of a key's price as the KV caches grow (measured: 0.55 us a key at
-// 1,000 keys a step in the batch of 4, 1.0-1.1 us from 5,000 on); a term in
-// keys squared, fitted over the batch as it is now, was tried and dropped: on
-// the same runs its errors reached +106 % and +163 % at 40 % of A's run.
+// after the snapshot), which no past step foresees. Still not foreseen: the
+// rise of a key's price as the KV caches grow (measured at that load: 0.55 us
+// a key at 1,000 keys a step in the batch of 4, 1.0-1.1 us from 5,000 on; on
+// a quiet machine the batch of 4 ran 1,252 tok/s at ~1,900 tokens each,
+// about 0.4 us a key, so much of the rise is the other processes' use of the
+// caches); a term in keys squared, fitted over the batch as it is now, was
+// tried and dropped: on the same runs its errors reached +106 % and +163 % at
+// 40 % of A's run.
 //
 // Queued jobs take the places of jobs that end (`refills`): in a nightly
 // batch with more jobs queued than the batch holds, it keeps its size, and
