@@ -46,6 +46,7 @@ sed -i -e 's/^threads: 2/threads: 1/' "$CONFIG"
 cores=$(nproc)
 niced=0
 start_niced_daemon() {  # the daemon in its own session, its autogroup niced when permitted
+  niced=0
   setsid "$NIGHTSHIFTD" --config "$CONFIG" > "$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
   # Once it leads its own session (else the autogroup would be this test's).
