@@ -49,8 +49,8 @@
 // the error at A's half: -21 % to +32 % before, -15 % to +32 % after (mean
 // |error| 11.6 % -> 10.6 %; within 15 % in 15 runs both): the low tail (the
 // window's fit) is shorter; dropping the price of a key now as well changed
-// little (10.1 %, 16 runs). In the daemon, eta.sh (12 runs, niced, load
-// 11-14): -12 % to +31 %, within 15 % in 10 (before, 7 runs at load 12-13:
+// little (10.1 %, 16 runs). In the daemon, eta.sh (22 runs, niced, load
+// 11-14): -38 % to +31 %, within 15 % in 18 (before, 7 runs at load 12-13:
 // -19 % to +12.5 %, within 15 % in 6). What is left is the machine's: a
 // step's price moves +-25 % from one second to the next with the other
 // processes' use of the caches (in the +32 % run it fell 30 % over the 9 s

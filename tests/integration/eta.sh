@@ -25,7 +25,7 @@
 # to second with the other processes (measured before: -58 % to +39 % at a
 # load average of 20 on 2 cores). With it, the caches stay shared: at load
 # 11-14 a step's price still moves +-25 % from one second to the next, and
-# the error spreads from -12 % to +31 % (daemon/lib/step_rate.h). So by
+# the error spreads from -38 % to +31 % (daemon/lib/step_rate.h). So by
 # default a niced run fails beyond 50 % (a rate since the job's start says
 # -66 % to -79 % here), and ETA_ASSERT=1 asserts the criterion's 15 % (for a
 # quiet machine); ETA_ASSERT=0 asserts nothing.
