@@ -49,6 +49,16 @@ const std::string kSelectJobSql = select_job_sql();
 
 const char* const kSelectJob = kSelectJobSql.c_str();
 
+const char* list_order_sql(ListFilter::Order order) {
+  switch (order) {
+    case ListFilter::Order::newest_first: return " ORDER BY j.id DESC";
+    case ListFilter::Order::oldest_first: return " ORDER BY j.id";
+    case ListFilter::Order::recently_finished:
+      return " AND j.finished_ms IS NOT NULL ORDER BY j.finished_ms DESC, j.id DESC";
+  }
+  return " ORDER BY j.id DESC";  // not reached: every order is above
+}
+
 const char* const kSelectWorkers = R"(
 SELECT id, host, pid, model, version, started_ms, heartbeat_ms, stopped_ms, jobs, problem FROM workers
 ORDER BY stopped_ms IS NOT NULL, heartbeat_ms DESC, id)";

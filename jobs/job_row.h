@@ -26,6 +26,10 @@ class Row {
 // Column order shared by every job SELECT and read_job(); add the WHERE.
 extern const char* const kSelectJob;
 
+// What list() adds after its WHERE for an order (both dialects): the ORDER
+// BY, and for recently_finished the condition that a job has finished.
+const char* list_order_sql(ListFilter::Order order);
+
 // `db` names the database in error messages.
 Job read_job(const Row& row, const std::string& db);
 // Columns attempt, worker, started_ms, ended_ms, resumed_tokens, outcome,

@@ -4,40 +4,16 @@
 
 #include <string>
 
+#include "common/utf8.h"
 #include "jobs/queue.h"
 
 namespace ns::jobs {
 
 size_t invalid_utf8_offset(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return i;  // a continuation byte or 0xF8..0xFF where a character must start
-    }
-    if (i + len > s.size()) return i;  // cut short
-    for (size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Overlong forms, UTF-16 surrogates and values past U+10FFFF are not UTF-8.
-    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return i;
+  uint32_t cp = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = decode_utf8(s.substr(i), &cp);
+    if (len == 0) return i;  // a stray or cut-short sequence, an overlong form, a surrogate, past U+10FFFF
     i += len;
   }
   return std::string_view::npos;

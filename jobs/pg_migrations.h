@@ -17,8 +17,6 @@ namespace ns::jobs::pg {
 
 class Conn;
 
-using jobs::Migration;
-
 // All migrations, in version order.
 std::span<const Migration> migrations();
 

@@ -42,13 +42,7 @@ std::optional<Job> PgQueue::get(int64_t id) {
 std::vector<Job> PgQueue::list(const ListFilter& filter) {
   std::string where = " WHERE ($1::text IS NULL OR j.state = $1) AND ($3::text IS NULL OR j.batch = $3)"
                       " AND ($4::text IS NULL OR j.model = $4)";
-  switch (filter.order) {
-    case ListFilter::Order::newest_first: where += " ORDER BY j.id DESC"; break;
-    case ListFilter::Order::oldest_first: where += " ORDER BY j.id"; break;
-    case ListFilter::Order::recently_finished:
-      where += " AND j.finished_ms IS NOT NULL ORDER BY j.finished_ms DESC, j.id DESC";
-      break;
-  }
+  where += list_order_sql(filter.order);
   where += " LIMIT $2::bigint";  // NULL = no limit
   Params p;
   if (filter.state) {

@@ -89,16 +89,7 @@ Db::Db(const std::string& path, const SqliteOptions& options)
   create_private(path);
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    // Keep the handle long enough to read its message, then free it.
-    try {
-      raise(rc, "open");
-    } catch (...) {
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw;
-    }
-  }
+  if (rc != SQLITE_OK) raise_and_close(rc, "open");
   sqlite3_extended_result_codes(db_, 1);
   try {
     // busy_timeout first: switching to WAL takes a lock another process may hold.
@@ -152,13 +143,7 @@ void Db::open_read_only() {
       if (rc == SQLITE_OK) return;
     }
     if (std::string_view(query).find("immutable") != std::string_view::npos) {
-      try {
-        raise(rc, "open read-only");
-      } catch (...) {
-        sqlite3_close(db_);
-        db_ = nullptr;
-        throw;
-      }
+      raise_and_close(rc, "open read-only");
     }
     sqlite3_close(db_);
     db_ = nullptr;
@@ -174,6 +159,17 @@ CachedStmt Db::cached(std::string_view sql) {
   auto it = cache_.find(std::string(sql));
   if (it == cache_.end()) it = cache_.emplace(std::string(sql), std::make_unique<Stmt>(*this, sql)).first;
   return CachedStmt(*it->second);
+}
+
+void Db::raise_and_close(int rc, std::string_view what) {
+  // Keep the handle long enough to read its message, then free it.
+  try {
+    raise(rc, what);
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
 }
 
 void Db::raise(int rc, std::string_view sql) const {

@@ -106,6 +106,8 @@ class Db {
 
  private:
   void open_read_only();
+  // raise() for a failed open, then the handle closed.
+  [[noreturn]] void raise_and_close(int rc, std::string_view what);
 
   std::string path_;
   int busy_timeout_ms_ = 0;

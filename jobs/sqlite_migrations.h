@@ -16,8 +16,6 @@ namespace ns::jobs::sqlite {
 
 class Db;
 
-using jobs::Migration;
-
 // All migrations, in version order.
 std::span<const Migration> migrations();
 

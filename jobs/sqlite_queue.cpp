@@ -65,13 +65,7 @@ std::optional<Job> SqliteQueue::get(int64_t id) {
 std::vector<Job> SqliteQueue::list(const ListFilter& filter) {
   std::string sql = kSelectJob;
   sql += " WHERE (?1 IS NULL OR j.state = ?1) AND (?3 IS NULL OR j.batch = ?3) AND (?4 IS NULL OR j.model = ?4)";
-  switch (filter.order) {
-    case ListFilter::Order::newest_first: sql += " ORDER BY j.id DESC"; break;
-    case ListFilter::Order::oldest_first: sql += " ORDER BY j.id"; break;
-    case ListFilter::Order::recently_finished:
-      sql += " AND j.finished_ms IS NOT NULL ORDER BY j.finished_ms DESC, j.id DESC";
-      break;
-  }
+  sql += list_order_sql(filter.order);
   sql += " LIMIT ?2";
   auto st = db_.cached(sql);
   if (filter.state) {

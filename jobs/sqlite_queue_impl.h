@@ -64,56 +64,11 @@ class SqliteQueue final : public TransitionQueue {
  public:
   SqliteQueue(const std::string& path, const SqliteOptions& options);
 
-  // ---- reads ------------------------------------------------------------------
-  std::optional<Checkpoint> checkpoint(int64_t id) override;
-  bool cancel_requested(int64_t id) override;
-  std::optional<Job> get(int64_t id) override;
-  std::vector<Job> list(const ListFilter& filter) override;
-  std::vector<AttemptRecord> attempts(int64_t id) override;
-  std::vector<BatchSummary> batches(int32_t limit) override;
-  int64_t prune(int64_t older_than_ms, const std::vector<JobState>& states) override;
-
-  // ---- the fleet ----------------------------------------------------------------
-  void register_worker(const WorkerInfo& info) override;
-  void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
-                        const std::string& problem) override;
-  void worker_stopped(const std::string& id) override;
-  std::vector<WorkerInfo> workers() override;
-
-  // ---- copying a queue (nightshift migrate-queue; added with the PostgreSQL backend) ----
-  std::vector<JobCopy> export_jobs(int64_t after_id, int32_t limit) override;
-  std::optional<MigrationMark> migration_mark(const std::string& source) override;
-  void finish_migration(const std::string& source, bool keep_ids) override;
+  // Queue's members, the state machine's primitives and the helpers both backends have:
+#include "jobs/queue_backend_members.inc"
 
  protected:
-  // ---- the state machine's primitives (jobs/queue_transitions.h) ------------------
   std::unique_ptr<WriteTx> begin_write() override { return std::make_unique<HeldTx<WriteTransaction>>(db_); }
-  SubmitOutcome insert(const JobSpec& spec) override;
-  bool anything_claimable(const std::string& servable_json) override;
-  std::vector<QueueHead> claimable_head(int limit, const std::string& servable_json) override;
-  std::vector<Job> claim_ids(const std::vector<int64_t>& ids, const std::string& worker, int64_t lease_ms) override;
-  std::optional<Orphan> running_under(const Lease& lease) override;
-  bool extend_lease(const Lease& lease, int64_t lease_ms, const JobProgress* progress) override;
-  void put_checkpoint(const Lease& lease, const Checkpoint& cp) override;
-  bool finish_fenced(const Lease& lease, const char* state, const std::string* error_kind,
-                     const std::string* error) override;
-  void requeue_fenced(const Lease& lease, int64_t delay_ms, const std::string& error_kind,
-                      const std::string& error) override;
-  void release_fenced(const Lease& lease, bool run_alone) override;
-  void end_attempt(const Lease& lease, const AttemptEnd& end) override;
-  void write_result(int64_t id, const JobResult& r) override;
-  void drop_checkpoint(int64_t id) override;
-  bool any_orphan(const OrphanScope& scope) override;
-  std::vector<Orphan> orphans(const OrphanScope& scope) override;
-  std::optional<std::string> locked_state_of(int64_t id) override;
-  void finish_unfenced(int64_t id, const char* state) override;
-  void request_cancel(int64_t id) override;
-  void reset_to_queued(int64_t id, const std::string& model) override;
-  QueueCounts counts_of(const std::string& batch) override;
-  void refuse_taken_ids(std::span<const JobCopy> copies) override;
-  SubmitOutcome import_one(const JobCopy& c, bool keep_ids) override;
-  void mark_page(const std::string& source, bool keep_ids, int64_t last_source_id, int64_t copied,
-                 int64_t skipped) override;
 
  private:
   // Claimable jobs in claim order: ?1 now, ?2 limit, ?3 NULL or a JSON array of servable models.
@@ -121,13 +76,6 @@ class SqliteQueue final : public TransitionQueue {
       SELECT id, model, run_alone FROM jobs WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= ?1)
         AND (?3 IS NULL OR model IN (SELECT value FROM json_each(?3)))
       ORDER BY priority DESC, id LIMIT ?2)";
-  std::optional<int64_t> id_for_key(const std::string& key);
-  // Inside the inserting transaction: the job's grammar column (006_grammar), when it has one.
-  void set_grammar(int64_t id, const std::string& grammar);
-  // The columns of schema/sqlite/NNN_choices_logprobs.sql (n, logprobs), written after the row they belong to.
-  void write_output_options(int64_t id, const SamplingParams& sp);
-  void write_result_choices(int64_t id, const JobResult& r);
-  void write_checkpoint_choices(int64_t id, const Checkpoint& cp);
   Db db_;
   int64_t claim_now_ = 0;  // the clock reading of the claim in progress
 };

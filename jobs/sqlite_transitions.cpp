@@ -10,6 +10,21 @@
 #include "jobs/time_format.h"
 
 namespace ns::jobs::sqlite {
+namespace {
+
+// The choices and logprobs columns of the results or checkpoints row of job
+// `id`, written after the row: nothing when both are "" (INSERT OR REPLACE
+// left them NULL).
+void update_choices(Db& db, const char* table, int64_t id, const std::string& choices, const std::string& logprobs) {
+  if (choices.empty() && logprobs.empty()) return;
+  db.cached(std::string("UPDATE ") + table + " SET choices = ?2, logprobs = ?3 WHERE job_id = ?1")
+      ->bind(1, id)
+      .bind_text_or_null(2, choices)
+      .bind_text_or_null(3, logprobs)
+      .run();
+}
+
+}  // namespace
 
 SubmitOutcome SqliteQueue::insert(const JobSpec& spec) {
   if (std::optional<int64_t> id = id_for_key(spec.idempotency_key)) return {*id, false};
@@ -49,21 +64,11 @@ void SqliteQueue::write_output_options(int64_t id, const SamplingParams& sp) {
 }
 
 void SqliteQueue::write_result_choices(int64_t id, const JobResult& r) {
-  if (r.more_choices.empty() && r.logprobs.empty()) return;  // INSERT OR REPLACE left them NULL
-  db_.cached("UPDATE results SET choices = ?2, logprobs = ?3 WHERE job_id = ?1")
-      ->bind(1, id)
-      .bind_text_or_null(2, choices_to_json(r.more_choices))
-      .bind_text_or_null(3, r.logprobs)
-      .run();
+  update_choices(db_, "results", id, choices_to_json(r.more_choices), r.logprobs);
 }
 
 void SqliteQueue::write_checkpoint_choices(int64_t id, const Checkpoint& cp) {
-  if (cp.more_tokens.empty() && cp.logprobs.empty()) return;  // INSERT OR REPLACE left them NULL
-  db_.cached("UPDATE checkpoints SET choices = ?2, logprobs = ?3 WHERE job_id = ?1")
-      ->bind(1, id)
-      .bind_text_or_null(2, token_lists_to_json(cp.more_tokens))
-      .bind_text_or_null(3, cp.logprobs)
-      .run();
+  update_choices(db_, "checkpoints", id, token_lists_to_json(cp.more_tokens), cp.logprobs);
 }
 
 bool SqliteQueue::anything_claimable(const std::string& servable_json) {

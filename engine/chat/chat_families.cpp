@@ -49,10 +49,7 @@ const std::vector<ChatTemplate>& supported_templates() {
 
 std::string supported_template_names() {
   std::string out;
-  for (const auto& entry : kNames) {
-    if (!out.empty()) out += ", ";
-    out += entry.second;
-  }
+  for (const auto& entry : kNames) out += (out.empty() ? "" : ", ") + std::string(entry.second);
   return out;
 }
 

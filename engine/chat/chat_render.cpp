@@ -131,25 +131,27 @@ std::string render_llama3(const Messages& messages, bool add_assistant) {
   return out;
 }
 
-std::string render_deepseek2(const Messages& messages, bool add_assistant) {
-  std::string out;
-  for (const auto& m : messages) {
-    if (m.role == "system") out += m.content + "\n\n";
-    else if (m.role == "user") out += "User: " + m.content + "\n\n";
-    else out += "Assistant: " + m.content + "<｜end▁of▁sentence｜>";
-  }
-  if (add_assistant) out += "Assistant:";
-  return out;
-}
+// DeepSeek V2's and V3's templates: the system text then a blank line, each
+// user turn after its marker (V2 also ends it with a blank line), each
+// assistant turn after its marker and ended by <｜end▁of▁sentence｜>; the
+// generation prompt is the assistant marker (V2's without its space).
+struct DeepseekMarkers {
+  const char* user;
+  const char* user_end;
+  const char* assistant;
+  const char* generation_prompt;
+};
+constexpr DeepseekMarkers kDeepseek2{"User: ", "\n\n", "Assistant: ", "Assistant:"};
+constexpr DeepseekMarkers kDeepseek3{"<｜User｜>", "", "<｜Assistant｜>", "<｜Assistant｜>"};
 
-std::string render_deepseek3(const Messages& messages, bool add_assistant) {
+std::string render_deepseek(const Messages& messages, bool add_assistant, const DeepseekMarkers& k) {
   std::string out;
   for (const auto& m : messages) {
     if (m.role == "system") out += m.content + "\n\n";
-    else if (m.role == "user") out += "<｜User｜>" + m.content;
-    else out += "<｜Assistant｜>" + m.content + "<｜end▁of▁sentence｜>";
+    else if (m.role == "user") out += k.user + m.content + k.user_end;
+    else out += k.assistant + m.content + "<｜end▁of▁sentence｜>";
   }
-  if (add_assistant) out += "<｜Assistant｜>";
+  if (add_assistant) out += k.generation_prompt;
   return out;
 }
 
@@ -424,8 +426,8 @@ std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages
     case ChatTemplate::mistral_v7: return render_mistral_v7(messages, false);
     case ChatTemplate::mistral_v7_tekken: return render_mistral_v7(messages, true);
     case ChatTemplate::llama3: return render_llama3(messages, add_assistant);
-    case ChatTemplate::deepseek2: return render_deepseek2(messages, add_assistant);
-    case ChatTemplate::deepseek3: return render_deepseek3(messages, add_assistant);
+    case ChatTemplate::deepseek2: return render_deepseek(messages, add_assistant, kDeepseek2);
+    case ChatTemplate::deepseek3: return render_deepseek(messages, add_assistant, kDeepseek3);
     case ChatTemplate::kimi_k2: return render_kimi_k2(messages, add_assistant);
     case ChatTemplate::kimi_k3: return render_kimi_k3(messages, add_assistant);
     case ChatTemplate::qwen35: return render_qwen35(messages, add_assistant);

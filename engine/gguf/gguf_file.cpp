@@ -375,41 +375,42 @@ const Value& array_of(const GgufFile& f, const std::string& key) {
   if (v->type != ValueType::ARRAY) key_error(f.path(), key, std::string("should be an array but is ") + value_type_name(v->type));
   return *v;
 }
+
+// Each element of array `v` through element(), which calls key_error() for
+// one it cannot take.
+template <class T, class Element>
+std::vector<T> array_elements(const Value& v, Element element) {
+  std::vector<T> out;
+  out.reserve(v.arr.size());
+  for (const auto& e : v.arr) out.push_back(element(e));
+  return out;
+}
 }  // namespace
 
 std::vector<std::string> GgufFile::get_string_array(const std::string& key) const {
   const Value& v = array_of(*this, key);
   if (v.elem_type != ValueType::STRING)
     key_error(path_, key, std::string("should be an array of strings but holds ") + value_type_name(v.elem_type));
-  std::vector<std::string> out;
-  out.reserve(v.arr.size());
-  for (const auto& e : v.arr) out.push_back(e.s);
-  return out;
+  return array_elements<std::string>(v, [](const Value& e) { return e.s; });
 }
 
 std::vector<float> GgufFile::get_f32_array(const std::string& key) const {
   const Value& v = array_of(*this, key);
-  std::vector<float> out;
-  out.reserve(v.arr.size());
-  for (const auto& e : v.arr) {
-    if (e.is_float()) out.push_back(static_cast<float>(e.f));
-    else if (e.is_integer()) out.push_back(static_cast<float>(e.i));
-    else key_error(path_, key, std::string("should be a numeric array but holds ") + value_type_name(v.elem_type));
-  }
-  return out;
+  return array_elements<float>(v, [&](const Value& e) {
+    if (e.is_float()) return static_cast<float>(e.f);
+    if (e.is_integer()) return static_cast<float>(e.i);
+    key_error(path_, key, std::string("should be a numeric array but holds ") + value_type_name(v.elem_type));
+  });
 }
 
 std::vector<int32_t> GgufFile::get_i32_array(const std::string& key) const {
   const Value& v = array_of(*this, key);
-  std::vector<int32_t> out;
-  out.reserve(v.arr.size());
-  for (const auto& e : v.arr) {
+  return array_elements<int32_t>(v, [&](const Value& e) {
     if (!e.is_integer()) key_error(path_, key, std::string("should be an integer array but holds ") + value_type_name(v.elem_type));
     if (e.i < std::numeric_limits<int32_t>::min() || e.i > std::numeric_limits<int32_t>::max())
       key_error(path_, key, "holds " + std::to_string(e.i) + ", outside the int32 range");
-    out.push_back(static_cast<int32_t>(e.i));
-  }
-  return out;
+    return static_cast<int32_t>(e.i);
+  });
 }
 
 }  // namespace ns::gguf

@@ -14,32 +14,27 @@ namespace ns::gguf {
 
 namespace val {
 namespace {
-// Integers fill both u and i, as the reader does, so either accessor works.
-Value unsigned_value(ValueType t, uint64_t v) {
+// Integers fill both u and i, as the reader does, so either accessor works
+// (a negative value's u is its two's complement, as the reader's).
+template <class Int>
+Value integer_value(ValueType t, Int v) {
   Value x;
   x.type = t;
-  x.u = v;
-  x.i = static_cast<int64_t>(v);
-  return x;
-}
-Value signed_value(ValueType t, int64_t v) {
-  Value x;
-  x.type = t;
-  x.i = v;
   x.u = static_cast<uint64_t>(v);
+  x.i = static_cast<int64_t>(v);
   return x;
 }
 }  // namespace
 
-Value u8(uint8_t v) { return unsigned_value(ValueType::UINT8, v); }
-Value i8(int8_t v) { return signed_value(ValueType::INT8, v); }
-Value u16(uint16_t v) { return unsigned_value(ValueType::UINT16, v); }
-Value i16(int16_t v) { return signed_value(ValueType::INT16, v); }
-Value u32(uint32_t v) { return unsigned_value(ValueType::UINT32, v); }
-Value i32(int32_t v) { return signed_value(ValueType::INT32, v); }
-Value u64(uint64_t v) { return unsigned_value(ValueType::UINT64, v); }
-Value i64(int64_t v) { return signed_value(ValueType::INT64, v); }
-Value boolean(bool v) { return unsigned_value(ValueType::BOOL, v ? 1 : 0); }
+Value u8(uint8_t v) { return integer_value(ValueType::UINT8, v); }
+Value i8(int8_t v) { return integer_value(ValueType::INT8, v); }
+Value u16(uint16_t v) { return integer_value(ValueType::UINT16, v); }
+Value i16(int16_t v) { return integer_value(ValueType::INT16, v); }
+Value u32(uint32_t v) { return integer_value(ValueType::UINT32, v); }
+Value i32(int32_t v) { return integer_value(ValueType::INT32, v); }
+Value u64(uint64_t v) { return integer_value(ValueType::UINT64, v); }
+Value i64(int64_t v) { return integer_value(ValueType::INT64, v); }
+Value boolean(bool v) { return integer_value(ValueType::BOOL, v ? 1u : 0u); }
 
 Value f32(float v) {
   Value x;

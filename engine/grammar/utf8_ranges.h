@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace ns::grammar {
 
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
@@ -28,8 +30,8 @@ std::vector<CodepointRange> normalize(std::vector<CodepointRange> ranges);
 std::vector<CodepointRange> complement(const std::vector<CodepointRange>& ranges);
 std::vector<Utf8Sequence> utf8_sequences(const std::vector<CodepointRange>& ranges);
 
-std::string encode_utf8(uint32_t cp);
-// Bytes of the well-formed UTF-8 character at the start of s (its value in *cp); 0 if none.
-size_t decode_utf8(std::string_view s, uint32_t* cp);
+// One character each way, shared with the queue and the tests: common/utf8.h.
+using ns::decode_utf8;
+using ns::encode_utf8;
 
 }  // namespace ns::grammar

@@ -1,8 +1,11 @@
 #include "engine/tokenizer/bpe_encoder.h"
 
-#include <queue>
+#include <algorithm>
+#include <functional>
+#include <optional>
 
 #include "engine/tokenizer/byte_unicode.h"
+#include "engine/tokenizer/pair_merge.h"
 #include "engine/tokenizer/utf8.h"
 
 namespace ns::tok {
@@ -27,31 +30,6 @@ int32_t BpeEncoder::rank(std::string_view left, std::string_view right, std::str
   return it == ranks_.end() ? -1 : it->second;
 }
 
-namespace {
-
-struct Symbol {
-  int prev;
-  int next;
-  uint32_t offset;
-  uint32_t len;  // 0 once merged into its left neighbour
-};
-
-struct Bigram {
-  int left;
-  int right;
-  int32_t rank;
-  uint32_t len;
-};
-
-// Lowest rank first; on a tie the leftmost pair.
-struct BigramOrder {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  }
-};
-
-}  // namespace
-
 void BpeEncoder::encode_word(const std::string& word, std::vector<int32_t>& out, std::string& key) const {
   if (ignore_merges_) {
     const int32_t id = vocab_.find(word);
@@ -60,43 +38,22 @@ void BpeEncoder::encode_word(const std::string& word, std::vector<int32_t>& out,
       return;
     }
   }
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size());
-  for (size_t off = 0; off < word.size();) {
-    const size_t len = std::min(utf8_seq_len(static_cast<unsigned char>(word[off])), word.size() - off);
-    const int index = static_cast<int>(symbols.size());
-    symbols.push_back({index - 1, off + len == word.size() ? -1 : index + 1, static_cast<uint32_t>(off),
-                       static_cast<uint32_t>(len)});
-    off += len;
-  }
   const std::string_view w(word);
-  const auto text_of = [&](const Symbol& s) { return w.substr(s.offset, s.len); };
+  std::vector<MergeSymbol> symbols = merge_symbols(w, [](std::string_view t, size_t off) {
+    return std::min(utf8_seq_len(static_cast<unsigned char>(t[off])), t.size() - off);
+  });
+  const auto text_of = [&](const MergeSymbol& s) { return w.substr(s.offset, s.len); };
+  // Lowest rank first.
+  merge_pairs<int32_t>(
+      symbols,
+      [&](const MergeSymbol& left, const MergeSymbol& right) -> std::optional<int32_t> {
+        const int32_t r = rank(text_of(left), text_of(right), key);
+        if (r < 0) return std::nullopt;
+        return r;
+      },
+      std::less<int32_t>());
 
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
-  const auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const int32_t r = rank(text_of(symbols[left]), text_of(symbols[right]), key);
-    if (r < 0) return;
-    queue.push({left, right, r, symbols[left].len + symbols[right].len});
-  };
-  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram bg = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bg.left];
-    Symbol& right = symbols[bg.right];
-    // Stale entry (symbols only grow, so an unchanged length means unchanged text).
-    if (left.len == 0 || right.len == 0 || left.len + right.len != bg.len) continue;
-    left.len += right.len;
-    right.len = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bg.left;
-    try_add(left.prev, bg.left);
-    try_add(bg.left, left.next);
-  }
-
-  for (const Symbol& s : symbols) {
+  for (const MergeSymbol& s : symbols) {
     if (s.len == 0) continue;
     const std::string_view piece = text_of(s);
     const int32_t id = vocab_.find(piece);

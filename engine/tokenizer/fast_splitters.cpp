@@ -111,6 +111,19 @@ size_t contraction_at(const Window& w, size_t pos, bool any_case) {
 
 bool is_other(const CharClass& f) { return !(f.whitespace || f.letter || f.number) && f.in_range; }
 
+// The last alternatives of GPT-2's, Llama 3's and Kimi K2's patterns, for a
+// run of n_ws whitespace characters at pos; cuts one piece and advances pos:
+//   \s+(?!\S): a run followed by a non-space gives up its last character,
+//     which then leads the next piece; at the end of the piece it keeps all;
+//   \s+;
+//   else (no alternative matched) a piece of one character.
+void split_spaces(Window& w, size_t& pos, size_t n_ws) {
+  if (n_ws > 1 && w.cpt(pos + n_ws) != kOutOfRange) pos += n_ws - 1;
+  else if (n_ws > 0) pos += n_ws;
+  else ++pos;
+  w.cut(pos);
+}
+
 // The alternatives Llama 3 and Kimi K2 end with, at pos (a character the
 // earlier alternatives did not take); cuts one or more pieces and advances pos:
 //   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
@@ -159,19 +172,7 @@ void split_numbers_symbols_spaces(Window& w, size_t& pos) {
     w.cut(pos);
     return;
   }
-  // \s+(?!\S)
-  if (n_ws > 1 && w.cpt(pos + n_ws) != kOutOfRange) {
-    pos += n_ws - 1;
-    w.cut(pos);
-    return;
-  }
-  // \s+
-  if (n_ws > 0) {
-    pos += n_ws;
-    w.cut(pos);
-    return;
-  }
-  w.cut(++pos);
+  split_spaces(w, pos, n_ws);
 }
 
 }  // namespace
@@ -213,19 +214,7 @@ void split_gpt2_fast(const std::vector<uint32_t>& cpts, size_t begin, size_t end
 
     size_t n_ws = 0;
     while (w.cls(pos + n_ws).whitespace) ++n_ws;
-    // \s+(?!\S): a run followed by a non-space gives up its last character,
-    // which then leads the next piece; at the end of the piece it keeps all.
-    if (n_ws > 1 && w.cpt(pos + n_ws) != kOutOfRange) {
-      pos += n_ws - 1;
-      w.cut(pos);
-      continue;
-    }
-    if (n_ws > 0) {
-      pos += n_ws;
-      w.cut(pos);
-      continue;
-    }
-    w.cut(++pos);  // no alternative matched: a piece of one character
+    split_spaces(w, pos, n_ws);
   }
 }
 

@@ -95,10 +95,7 @@ PreTokenizerInfo resolve_pre_tokenizer(const std::string& name) {
 
 std::string supported_pre_tokenizer_names() {
   std::string s;
-  for (const PreName& p : kPreNames) {
-    if (!s.empty()) s += ", ";
-    s += p.name;
-  }
+  for (const PreName& p : kPreNames) s += (s.empty() ? "" : ", ") + std::string(p.name);
   return s;
 }
 

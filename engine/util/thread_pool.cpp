@@ -53,6 +53,10 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int, int64_t, 
   std::unique_lock lock(mu_);
   cv_done_.wait(lock, [this] { return pending_ == 0; });
   job_ = nullptr;
+  rethrow_first(mine);
+}
+
+void ThreadPool::rethrow_first(std::exception_ptr mine) {
   std::exception_ptr error = mine ? mine : error_;
   error_ = nullptr;
   if (error) std::rethrow_exception(error);
@@ -94,9 +98,7 @@ void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int,
   chunk_open_ = false;
   cv_done_.wait(lock, [this] { return chunk_joined_ == 0; });
   chunk_job_ = nullptr;
-  std::exception_ptr error = mine ? mine : error_;
-  error_ = nullptr;
-  if (error) std::rethrow_exception(error);
+  rethrow_first(mine);
 }
 
 void ThreadPool::worker(int index) {

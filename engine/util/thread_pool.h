@@ -36,6 +36,9 @@ class ThreadPool {
  private:
   void worker(int index);
   void run_chunks(int index);  // the dynamic job's loop
+  // Under mu_, once a job's workers are done: rethrows the caller's own
+  // exception `mine`, else the first a worker threw (clearing it).
+  void rethrow_first(std::exception_ptr mine);
   int n_threads_;
   std::vector<std::thread> threads_;
   std::mutex mu_;

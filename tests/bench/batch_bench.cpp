@@ -62,6 +62,7 @@
 #include "engine/model/routing_spread.h"
 #include "common/human_size.h"
 #include "common/error.h"
+#include "tests/bench/bench_args.h"
 
 namespace {
 
@@ -423,48 +424,40 @@ int cmd_docs(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return ns::bench::guarded_main("ns_bench_batch", [&] {
     spdlog::set_level(spdlog::level::warn);  // the plan is printed as one line (print_plan)
     Args a;
-    if (argc < 3) throw ns::Error(ns::ErrorKind::invalid_input, "usage: ns_bench_batch decode|prefill|spread|docs|prefix MODEL [options]");
-    a.cmd = argv[1];
-    a.model = argv[2];
-    for (int i = 3; i < argc; ++i) {
-      const std::string k = argv[i];
-      if (i + 1 >= argc) throw ns::Error(ns::ErrorKind::invalid_input, k + " needs a value");
-      const std::string v = argv[++i];
-      if (k == "--batch") a.batches = parse_list(v);
-      else if (k == "--tokens") a.tokens = std::stoi(v);
-      else if (k == "--prompt-tokens") a.prompt_tokens = std::stoi(v);
-      else if (k == "--verify") a.verify = std::stoi(v);
-      else if (k == "--io-mode") a.io_mode = v;
-      else if (k == "--cpu-features") a.cpu_features = v;
-      else if (k == "--budget") a.budget = v == "0" ? 0 : ns::parse_size(v);
-      else if (k == "--context") a.context = std::stoi(v);
-      else if (k == "--max-sequences") a.max_sequences = std::stoi(v);
-      else if (k == "--threads") a.threads = std::stoi(v);
-      else if (k == "--seed") a.seed = std::stoull(v);
-      else if (k == "--warm-tokens") a.warm_tokens = std::stoi(v);
-      else if (k == "--repeat") a.repeat = std::max(1, std::stoi(v));
-      else if (k == "--disk-gib-s") a.disk_gib_s = std::stod(v);
-      else if (k == "--prefetch-width") a.prefetch_width = std::stoi(v);
-      else if (k == "--out") a.out = v;
-      else if (k == "--count") a.count = std::max(1, std::stoi(v));
-      else if (k == "--prefix-tokens") a.prefix_tokens = std::max(0, std::stoi(v));
-      else throw ns::Error(ns::ErrorKind::invalid_input, "unknown option " + k);
-    }
+    ns::bench::parse_command_line(
+        argc, argv, "usage: ns_bench_batch decode|prefill|spread|docs|prefix MODEL [options]", a.cmd, a.model,
+        [&](const std::string& k, const std::string& v) {
+          if (k == "--batch") a.batches = parse_list(v);
+          else if (k == "--tokens") a.tokens = std::stoi(v);
+          else if (k == "--prompt-tokens") a.prompt_tokens = std::stoi(v);
+          else if (k == "--verify") a.verify = std::stoi(v);
+          else if (k == "--io-mode") a.io_mode = v;
+          else if (k == "--cpu-features") a.cpu_features = v;
+          else if (k == "--budget") a.budget = v == "0" ? 0 : ns::parse_size(v);
+          else if (k == "--context") a.context = std::stoi(v);
+          else if (k == "--max-sequences") a.max_sequences = std::stoi(v);
+          else if (k == "--threads") a.threads = std::stoi(v);
+          else if (k == "--seed") a.seed = std::stoull(v);
+          else if (k == "--warm-tokens") a.warm_tokens = std::stoi(v);
+          else if (k == "--repeat") a.repeat = std::max(1, std::stoi(v));
+          else if (k == "--disk-gib-s") a.disk_gib_s = std::stod(v);
+          else if (k == "--prefetch-width") a.prefetch_width = std::stoi(v);
+          else if (k == "--out") a.out = v;
+          else if (k == "--count") a.count = std::max(1, std::stoi(v));
+          else if (k == "--prefix-tokens") a.prefix_tokens = std::max(0, std::stoi(v));
+          else return false;
+          return true;
+        });
     if (a.batches.empty()) throw ns::Error(ns::ErrorKind::invalid_input, "--batch needs at least one size");
     ns::kernels::set_isa_override(a.cpu_features);
     std::printf("kernels %s (CPU has %s)\n", ns::kernels::isa_name(ns::kernels::active_isa()),
                 ns::kernels::cpu_feature_summary().c_str());
-    if (a.cmd == "decode") return cmd_decode(a);
-    if (a.cmd == "prefill") return cmd_prefill(a);
-    if (a.cmd == "spread") return cmd_spread(a);
-    if (a.cmd == "docs") return cmd_docs(a);
-    if (a.cmd == "prefix") return cmd_prefix(a);
-    throw ns::Error(ns::ErrorKind::invalid_input, "unknown command " + a.cmd);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ns_bench_batch: %s\n", e.what());
-    return 1;
-  }
+    return ns::bench::run_named<Args>(
+        a.cmd,
+        {{"decode", cmd_decode}, {"prefill", cmd_prefill}, {"spread", cmd_spread}, {"docs", cmd_docs}, {"prefix", cmd_prefix}},
+        a);
+  });
 }

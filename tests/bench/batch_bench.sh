@@ -22,19 +22,9 @@
 # Build first: cmake --build BUILD_DIR --target ns_bench_batch nightshift-make-model
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${1:-build}
-work=${2:-/var/tmp/ns-bench}
-budget=${3:-2700MiB}
-n_layer=${4:-27}
-batches=${BATCHES:-1,4,16,32,64}
-decode_tokens=${DECODE_TOKENS:-8}
-prompt_tokens=${PROMPT_TOKENS:-8}
-prefill_tokens=${PREFILL_TOKENS:-512}
-ram_budget=${RAM_BUDGET:-12GiB}
-verify=${VERIFY:-2}
-bench="$build/engine/ns_bench_batch"
-gen="$build/tools/nightshift-make-model"
 source tests/bench/bench_lib.sh
+bench_args 2700MiB 27 "$@"
+bench_env BATCHES=1,4,16,32,64 DECODE_TOKENS=8 PROMPT_TOKENS=8 PREFILL_TOKENS=512 RAM_BUDGET=12GiB VERIFY=2
 
 for tool in fio jq; do command -v $tool >/dev/null || { echo "$tool is not installed: apt-get install $tool" >&2; exit 2; }; done
 for bin in "$bench" "$gen"; do [[ -x $bin ]] || { echo "$bin is not built: cmake --build $build --target $(basename "$bin")" >&2; exit 2; }; done

@@ -1,5 +1,13 @@
 # Shell helpers shared by the bench scripts (sourced, not run).
 #
+#   bench_args BUDGET N_LAYER ARG...  the model benches' command line
+#                              [BUILD_DIR] [WORK_DIR] [BUDGET] [N_LAYER]: sets
+#                              build, work, budget, n_layer (defaults build,
+#                              /var/tmp/ns-bench, BUDGET, N_LAYER), then bench_bins
+#   bench_bins BUILD           sets bench, gen, cli, daemon: ns_bench_batch,
+#                              nightshift-make-model, nightshift, nightshiftd under BUILD
+#   bench_env NAME=DEFAULT...  sets each name, lowercased, to the environment's
+#                              $NAME, or DEFAULT where that is unset or empty
 #   bench_generate WORK NAME FLAGS...  generates (or reuses) a model with
 #                              nightshift-make-model FLAGS under WORK (keyed by
 #                              the flags and --weights-version) and prints its path
@@ -23,6 +31,33 @@
 #                              only: real files use llama-imatrix's); prints its path
 #
 # Needs: $gen (the generator binary) for bench_model.
+
+# shellcheck disable=SC2034  # the variables are the caller's
+bench_args() {  # default_budget default_n_layer args...
+  local default_budget=$1 default_n_layer=$2
+  shift 2
+  build=${1:-build}
+  work=${2:-/var/tmp/ns-bench}
+  budget=${3:-$default_budget}
+  n_layer=${4:-$default_n_layer}
+  bench_bins "$build"
+}
+
+# shellcheck disable=SC2034  # the variables are the caller's
+bench_bins() {  # build
+  bench="$1/engine/ns_bench_batch"
+  gen="$1/tools/nightshift-make-model"
+  cli="$1/daemon/nightshift"
+  daemon="$1/daemon/nightshiftd"
+}
+
+bench_env() {  # NAME=DEFAULT...
+  local pair name
+  for pair in "$@"; do
+    name=${pair%%=*}
+    printf -v "${name,,}" '%s' "${!name:-${pair#*=}}"
+  done
+}
 
 bench_model() {  # work n_layer -> path
   local work=$1 n_layer=$2

@@ -39,22 +39,12 @@ llama_bin=$1
 model=$(realpath "$2")
 build=${3:-build}
 work=${4:-/var/tmp/ns-bench}
-budget=${BUDGET:-3GiB}
 model_bytes=$(stat -c %s "$model")
-ram_budget=${RAM_BUDGET:-$(( (model_bytes >> 20) + 4096 ))MiB}
-batches=${BATCHES:-1,64}
-decode_tokens=${DECODE_TOKENS:-16}
-prompt_tokens=${PROMPT_TOKENS:-8}
-prefill_tokens=${PREFILL_TOKENS:-512}
-docs=${DOCS:-64}
-doc_tokens=${DOC_TOKENS:-1500}
-prefix_tokens=${PREFIX_TOKENS:-300}
-gen_tokens=${GEN_TOKENS:-200}
-skip=" ${SKIP:-} "
-bench="$build/engine/ns_bench_batch"
-cli="$build/daemon/nightshift"
-daemon="$build/daemon/nightshiftd"
 source tests/bench/bench_lib.sh
+bench_bins "$build"
+bench_env BUDGET=3GiB "RAM_BUDGET=$(( (model_bytes >> 20) + 4096 ))MiB" BATCHES=1,64 DECODE_TOKENS=16 PROMPT_TOKENS=8 \
+  PREFILL_TOKENS=512 DOCS=64 DOC_TOKENS=1500 PREFIX_TOKENS=300 GEN_TOKENS=200
+skip=" ${SKIP:-} "
 
 bench_require jq sqlite3 -- "$bench" "$cli" "$daemon"
 [[ -x $llama_bin/llama-batched-bench ]] || { echo "$llama_bin/llama-batched-bench is not built" >&2; exit 2; }

@@ -40,21 +40,12 @@
 # Build first: cmake --build BUILD_DIR --target ns_bench_batch nightshift nightshift-make-model
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${1:-build}
-work=${2:-/var/tmp/ns-bench}
-budget=${3:-8GiB}
-n_layer=${4:-6}
-llama_bin=${5-/var/tmp/ref/build/bin}
-batches=${BATCHES:-1,16,32,64}
-llama_batches=${LLAMA_BATCHES:-$batches}
-decode_tokens=${DECODE_TOKENS:-8}
-prompt_tokens=${PROMPT_TOKENS:-8}
-llama_tokens=${LLAMA_DECODE_TOKENS:-4}
-verify=${VERIFY:-0}
-bench="$build/engine/ns_bench_batch"
-gen="$build/tools/nightshift-make-model"
-cli="$build/daemon/nightshift"
 source tests/bench/bench_lib.sh
+bench_args 8GiB 6 "$@"
+llama_bin=${5-/var/tmp/ref/build/bin}
+bench_env BATCHES=1,16,32,64 DECODE_TOKENS=8 PROMPT_TOKENS=8 VERIFY=0
+llama_batches=${LLAMA_BATCHES:-$batches}
+llama_tokens=${LLAMA_DECODE_TOKENS:-4}
 
 bench_require fio jq -- "$bench" "$gen" "$cli"
 [[ $(id -u) == 0 ]] || echo "WARNING: not root: no page-cache drops and no memory cgroup for llama.cpp" >&2

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "engine/stream/buffer_pool.h"
@@ -36,6 +37,7 @@
 #include "common/human_size.h"
 #include "engine/stream/reader.h"
 #include "common/error.h"
+#include "tests/bench/bench_args.h"
 
 using namespace ns::stream;
 using ns::format_size;
@@ -121,13 +123,18 @@ double run_reader(Reader& r, BufferPool& pool, const std::vector<Range>& ranges,
   return seconds_since(t0);
 }
 
-int cmd_read(const Args& a) {
+// The reader of a.file with the options asked for.
+std::unique_ptr<Reader> open_reader(const Args& a) {
   ReaderOptions o;
   o.mode = a.mode;
   o.queue_depth = a.qd;
   o.max_chunk_bytes = a.chunk;
   o.io_nice = a.io_nice;
-  auto r = make_reader({a.file}, o);
+  return make_reader({a.file}, o);
+}
+
+int cmd_read(const Args& a) {
+  auto r = open_reader(a);
   const std::vector<Range> ranges = make_ranges(a, r->file_size(0));
   uint64_t requested = 0;
   for (const Range& g : ranges) requested += g.length;
@@ -189,12 +196,7 @@ int cmd_mmap(const Args& a) {
 }
 
 int cmd_cache(const Args& a) {
-  ReaderOptions o;
-  o.mode = a.mode;
-  o.queue_depth = a.qd;
-  o.max_chunk_bytes = a.chunk;
-  o.io_nice = a.io_nice;
-  auto r = make_reader({a.file}, o);
+  auto r = open_reader(a);
   // The expert stacks, back to back from a 32-byte-aligned (not 4096-aligned) start, as in a GGUF.
   std::vector<ns::gguf::TensorInfo> tensors;
   uint64_t at = 4096 + 32;
@@ -272,41 +274,32 @@ int cmd_cache(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return ns::bench::guarded_main("ns_bench_stream", [&] {
     Args a;
-    if (argc < 3) throw ns::Error(ns::ErrorKind::invalid_input, "usage: ns_bench_stream read|mmap|cache FILE [options]");
-    a.cmd = argv[1];
-    a.file = argv[2];
-    for (int i = 3; i < argc; ++i) {
-      const std::string k = argv[i];
-      if (i + 1 >= argc) throw ns::Error(ns::ErrorKind::invalid_input, k + " needs a value");
-      const std::string v = argv[++i];
-      if (k == "--mode") a.mode = parse_io_mode(v);
-      else if (k == "--qd") a.qd = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "--outstanding") a.outstanding = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "--chunk") a.chunk = parse_size(v);
-      else if (k == "--min") a.min = parse_size(v);
-      else if (k == "--max") a.max = parse_size(v);
-      else if (k == "--bytes") a.bytes = parse_size(v);
-      else if (k == "--seed") a.seed = std::stoull(v);
-      else if (k == "--compute-ms") a.compute_ms = std::stod(v);
-      else if (k == "--io-nice") a.io_nice = std::stoi(v);
-      else if (k == "--layers") a.layers = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "--experts") a.experts = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "--used") a.used = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "--batch") a.batch = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "--tokens") a.tokens = static_cast<uint32_t>(std::stoul(v));
-      else if (k == "--proj") a.proj = parse_size(v);
-      else if (k == "--capacity") a.capacity = parse_size(v);
-      else if (k == "--policy") a.policy = parse_cache_policy(v);
-      else throw ns::Error(ns::ErrorKind::invalid_input, "unknown option " + k);
-    }
-    if (a.cmd == "read") return cmd_read(a);
-    if (a.cmd == "mmap") return cmd_mmap(a);
-    if (a.cmd == "cache") return cmd_cache(a);
-    throw ns::Error(ns::ErrorKind::invalid_input, "unknown command " + a.cmd);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ns_bench_stream: %s\n", e.what());
-    return 1;
-  }
+    ns::bench::parse_command_line(
+        argc, argv, "usage: ns_bench_stream read|mmap|cache FILE [options]", a.cmd, a.file,
+        [&](const std::string& k, const std::string& v) {
+          if (k == "--mode") a.mode = parse_io_mode(v);
+          else if (k == "--qd") a.qd = static_cast<uint32_t>(std::stoul(v));
+          else if (k == "--outstanding") a.outstanding = static_cast<uint32_t>(std::stoul(v));
+          else if (k == "--chunk") a.chunk = parse_size(v);
+          else if (k == "--min") a.min = parse_size(v);
+          else if (k == "--max") a.max = parse_size(v);
+          else if (k == "--bytes") a.bytes = parse_size(v);
+          else if (k == "--seed") a.seed = std::stoull(v);
+          else if (k == "--compute-ms") a.compute_ms = std::stod(v);
+          else if (k == "--io-nice") a.io_nice = std::stoi(v);
+          else if (k == "--layers") a.layers = static_cast<uint32_t>(std::stoul(v));
+          else if (k == "--experts") a.experts = static_cast<uint32_t>(std::stoul(v));
+          else if (k == "--used") a.used = static_cast<uint32_t>(std::stoul(v));
+          else if (k == "--batch") a.batch = static_cast<uint32_t>(std::stoul(v));
+          else if (k == "--tokens") a.tokens = static_cast<uint32_t>(std::stoul(v));
+          else if (k == "--proj") a.proj = parse_size(v);
+          else if (k == "--capacity") a.capacity = parse_size(v);
+          else if (k == "--policy") a.policy = parse_cache_policy(v);
+          else return false;
+          return true;
+        });
+    return ns::bench::run_named<Args>(a.cmd, {{"read", cmd_read}, {"mmap", cmd_mmap}, {"cache", cmd_cache}}, a);
+  });
 }

@@ -25,17 +25,9 @@
 # Build first: cmake --build BUILD_DIR --target ns_bench_batch nightshift-make-model
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${1:-build}
-work=${2:-/var/tmp/ns-bench}
-budget=${3:-2700MiB}
-n_layer=${4:-27}
-decode_tokens=${DECODE_TOKENS:-8}
-prompt_tokens=${PROMPT_TOKENS:-8}
-prefill_tokens=${PREFILL_TOKENS:-64}
-mmap_decode_tokens=${MMAP_DECODE_TOKENS:-4}
-bench="$build/engine/ns_bench_batch"
-gen="$build/tools/nightshift-make-model"
 source tests/bench/bench_lib.sh
+bench_args 2700MiB 27 "$@"
+bench_env DECODE_TOKENS=8 PROMPT_TOKENS=8 PREFILL_TOKENS=64 MMAP_DECODE_TOKENS=4
 
 if [[ ${LOWBIT:-0} == 1 ]]; then
   budget=${3:-100MiB} n_layer=${4:-5}

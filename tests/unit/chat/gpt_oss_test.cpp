@@ -5,7 +5,8 @@
 // and says how), with a fixed date where the template writes today's.
 #include <doctest/doctest.h>
 
-#include <ctime>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,12 +22,12 @@ using ns::chat::render_chat;
 
 namespace {
 
+// Today's UTC date, by <chrono>'s calendar rather than the renderer's gmtime_r and strftime.
 std::string utc_today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
+  const std::chrono::year_month_day d{std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now())};
   char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02u", static_cast<int>(d.year()), static_cast<unsigned>(d.month()),
+                static_cast<unsigned>(d.day()));
   return buf;
 }
 

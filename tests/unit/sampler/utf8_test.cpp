@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "common/utf8.h"
 #include "engine/sampler/utf8.h"
 
 using ns::sampler::incomplete_utf8_suffix_length;
@@ -13,26 +14,6 @@ using ns::sampler::valid_utf8;
 using ns::sampler::valid_utf8_prefix_length;
 
 namespace {
-
-std::string encode(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
 
 // Decodes by bit patterns, then rejects what RFC 3629 forbids: overlong forms, surrogates,
 // code points above U+10FFFF.
@@ -109,7 +90,7 @@ TEST_CASE("an unfinished character at the end is measured; anything else is not"
 TEST_CASE("every code point round-trips; every split of it is an unfinished suffix") {
   for (uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
     if (cp >= 0xD800 && cp <= 0xDFFF) continue;
-    const std::string c = encode(cp);
+    const std::string c = ns::encode_utf8(cp);
     REQUIRE(valid_utf8(c));
     if (cp % 61 != 0) continue;  // splits on a sample keeps the test fast
     for (size_t j = 1; j < c.size(); ++j) {
@@ -118,7 +99,7 @@ TEST_CASE("every code point round-trips; every split of it is an unfinished suff
       REQUIRE(valid_utf8_prefix_length(cut) == 1);
     }
   }
-  for (uint32_t cp = 0xD800; cp <= 0xDFFF; ++cp) REQUIRE_FALSE(valid_utf8(encode(cp)));
+  for (uint32_t cp = 0xD800; cp <= 0xDFFF; ++cp) REQUIRE_FALSE(valid_utf8(ns::encode_utf8(cp)));
 }
 
 TEST_CASE("agrees with the reference decoder on every 1-, 2- and 3-byte string") {
