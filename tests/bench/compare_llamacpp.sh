@@ -16,7 +16,9 @@
 #     DOCS (halved by the daemon until it fits); its wall time runs from the
 #     first claim to the last finish, less the model load. llama.cpp runs the
 #     same counts as batched-bench's pp/tg/pl (random tokens, prompts not
-#     shared); neither engine shares the common prefix here;
+#     shared); nightshift shares the common prefix (prefix_cache, on by
+#     default: prefilled once, copied by the other jobs, counted in the
+#     results' prefix_tokens and printed);
 #   - prints every figure and the ratios nightshift / llama.cpp.
 # Decode and prefill run through ns_bench_batch (the engine the daemon runs).
 # Not run by ctest. Needs root (memory cgroup, drop_caches), jq and sqlite3.
@@ -29,7 +31,9 @@
 #        DECODE_TOKENS (16), PROMPT_TOKENS (8: the decode runs' prompts),
 #        PREFILL_TOKENS (512), DOCS (64), DOC_TOKENS (1500), PREFIX_TOKENS (300),
 #        GEN_TOKENS (200), SKIP (a list of parts to leave out: llama-ram,
-#        llama-limit, ns-ram, ns-stream, nightly)
+#        llama-limit, ns-ram, ns-stream, decode, prefill, nightly),
+#        LOG_LEVEL (the daemon's log_level, info; debug logs every step),
+#        KEEP (a directory: the nightly runs' daemon logs and queues are copied there)
 #   A quick run: DOCS=8 DOC_TOKENS=96 PREFIX_TOKENS=24 GEN_TOKENS=8 DECODE_TOKENS=4 PREFILL_TOKENS=64
 # Build first: cmake --build BUILD_DIR --target ns_bench_batch nightshift nightshiftd
 set -euo pipefail
@@ -73,9 +77,9 @@ llama_runs() {  # mode limit extra-args...
   # in-RAM runs warm their expert cache (llama.cpp maps the experts it does not
   # repack, and would otherwise fault them in from disk during its first steps).
   (( limit > 0 )) || cat "$model" > /dev/null
-  L[$mode.decode]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((largest * (prompt_tokens + decode_tokens) + 64)) \
+  ! wants decode || L[$mode.decode]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((largest * (prompt_tokens + decode_tokens) + 64)) \
                       -npp "$prompt_tokens" -ntg "$decode_tokens" -npl "$batches") || echo "WARNING: llama.cpp $mode decode failed" >&2
-  L[$mode.prefill]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((prefill_tokens + 64)) \
+  ! wants prefill || L[$mode.prefill]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((prefill_tokens + 64)) \
                        -npp "$prefill_tokens" -ntg 1 -npl 1) || echo "WARNING: llama.cpp $mode prefill failed" >&2
   if wants nightly; then
     L[$mode.nightly]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((docs * (doc_tokens + gen_tokens) + 64)) \
@@ -93,13 +97,15 @@ ns_runs() {  # mode budget extra-args...
   local mode=$1 b=$2; shift 2
   echo "== nightshift ($mode, budget $b): decode, prefill..." >&2
   drop_caches
-  N[$mode.decode]=$("$bench" decode "$model" --batch "$batches" --tokens "$decode_tokens" --prompt-tokens "$prompt_tokens" \
+  ! wants decode || N[$mode.decode]=$("$bench" decode "$model" --batch "$batches" --tokens "$decode_tokens" --prompt-tokens "$prompt_tokens" \
                       --max-sequences "$largest" --budget "$b" "$@" 2>/dev/null | grep '^RESULT')
-  N[$mode.prefill]=$("$bench" prefill "$model" --prompt-tokens "$prefill_tokens" --budget "$b" "$@" 2>/dev/null | grep '^RESULT')
-  sed "s/^/   $mode /" <<<"${N[$mode.decode]}"$'\n'"${N[$mode.prefill]}"
+  ! wants prefill || N[$mode.prefill]=$("$bench" prefill "$model" --prompt-tokens "$prefill_tokens" --budget "$b" "$@" 2>/dev/null | grep '^RESULT')
+  printf '%s\n' "${N[$mode.decode]:-}" "${N[$mode.prefill]:-}" | grep . | sed "s/^/   $mode /" || true
 }
-! wants ns-ram || ns_runs ram "$ram_budget" --warm-tokens 128
-! wants ns-stream || ns_runs stream "$budget"
+if wants decode || wants prefill; then
+  ! wants ns-ram || ns_runs ram "$ram_budget" --warm-tokens 128
+  ! wants ns-stream || ns_runs stream "$budget"
+fi
 
 # ---- nightshift: the nightly batch through the queue and the daemon
 declare -A NIGHTLY  # NIGHTLY[mode] = (prompt + completion tokens) / wall seconds
@@ -111,17 +117,18 @@ ns_nightly() {  # mode budget
     "$bench" docs "$model" --out "$run_dir/prompts.txt" --count "$docs" --prompt-tokens "$doc_tokens" \
       --prefix-tokens "$prefix_tokens" 2>/dev/null | grep '^docs' | sed 's/^/   /'
   printf '%s\n' "database: q.db" "models:" "  bench: $model" "memory_budget: $b" "io_mode: uring" "max_batch: $docs" \
-    "context: $((doc_tokens + gen_tokens + 64))" "poll_interval_ms: 50" > "$dir/config.yaml"
+    "context: $((doc_tokens + gen_tokens + 64))" "poll_interval_ms: 50" "log_level: ${LOG_LEVEL:-info}" > "$dir/config.yaml"
   "$cli" submit --config "$dir/config.yaml" --model bench --max-tokens "$gen_tokens" --ignore-eos --temperature 0 \
     --prompt-lines "$run_dir/prompts.txt" >/dev/null
   drop_caches
   "$daemon" --config "$dir/config.yaml" --drain > "$dir/daemon.log" 2>&1 ||
     { echo "WARNING: nightshiftd failed:" >&2; tail -20 "$dir/daemon.log" >&2; }
-  grep -iE 'halv|memory plan' "$dir/daemon.log" | head -2 | sed "s/^/   $mode daemon: /" || true
-  local done_jobs prompt completion wall_ms load_ms rss_b batch
-  IFS='|' read -r done_jobs prompt completion wall_ms load_ms rss_b batch <<<"$(sqlite3 "$dir/q.db" "
+  grep -iE 'halv|memory plan|prefill chunk|batch run:' "$dir/daemon.log" | sed 's/^.*\] //' | sed "s/^/   $mode daemon: /" || true
+  [[ -z ${KEEP:-} ]] || { mkdir -p "$KEEP" && cp "$dir/daemon.log" "$KEEP/nightly-$mode.log" && cp "$dir/q.db" "$KEEP/nightly-$mode.db"; }
+  local done_jobs prompt completion wall_ms load_ms rss_b batch shared
+  IFS='|' read -r done_jobs prompt completion wall_ms load_ms rss_b batch shared <<<"$(sqlite3 "$dir/q.db" "
     SELECT count(*), sum(r.prompt_tokens), sum(r.completion_tokens), max(j.finished_ms) - min(j.started_ms),
-           max(r.load_ms), max(r.peak_rss_bytes), avg(r.avg_batch_size)
+           max(r.load_ms), max(r.peak_rss_bytes), avg(r.avg_batch_size), sum(r.prefix_tokens)
     FROM jobs j JOIN results r ON r.job_id = j.id WHERE j.state = 'done'")"
   if [[ $done_jobs != "$docs" ]]; then
     echo "WARNING: $done_jobs of $docs nightly jobs done ($mode): no nightly figure; the daemon's log ends:" >&2
@@ -132,7 +139,8 @@ ns_nightly() {  # mode budget
   printf "   %s nightly: %d jobs, %d prompt + %d completion tokens in %.1f s (+ %.1f s model load): %.2f tok/s," \
     "$mode" "$done_jobs" "$prompt" "$completion" "$(jq -n "($wall_ms - $load_ms) / 1000")" "$(jq -n "$load_ms / 1000")" \
     "${NIGHTLY[$mode]}"
-  printf " %.1f jobs decoded together on average, peak RSS %d MiB (budget %s)\n" "$batch" "$((rss_b >> 20))" "$b"
+  printf " %.1f jobs decoded together on average, peak RSS %d MiB (budget %s), %d prompt tokens copied from a shared prefix\n" \
+    "$batch" "$((rss_b >> 20))" "$b" "$shared"
 }
 if wants nightly; then
   ! wants ns-ram || ns_nightly ram "$ram_budget"
