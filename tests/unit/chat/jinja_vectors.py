@@ -34,6 +34,16 @@ ENDS_WITH_ASSISTANT = [
 ]
 
 
+def quotes_and_markers(markers):
+    """Quotes, an ampersand, newlines, Unicode and, at the user's end, a family's own `markers` as plain text."""
+    return [
+        {"role": "system", "content": "  Say \"yes\" & 'no'\n\tthen stop.  \n"},
+        {"role": "user", "content": "a < b && c > d\n\nÜnïcödé: 日本語, emoji 🙂, " + markers},
+        {"role": "assistant", "content": "\n\"quoted\" & done\n"},
+        {"role": "user", "content": ""},
+    ]
+
+
 def raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
 
@@ -57,3 +67,11 @@ def write_vectors(template_path, conversations, variables, note, extra_globals=N
     out["cases"] = cases
     json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
+
+
+def main(script, template, variables, settings, conversations, **more):
+    """A *_vectors.py script's main: renders `conversations` with the reference's models/templates/`template`,
+    whose path is the command line's argument, noting the script, jinja2's version and the `settings`."""
+    write_vectors(sys.argv[1], conversations, variables,
+                  "Rendered by tests/unit/chat/" + script + " with Python jinja2 {jinja2} from the reference's "
+                  "models/templates/" + template + " (llama.cpp of 2026-09-28), " + settings, **more)

@@ -6,9 +6,7 @@
 # the server's default; the template then opens a think section). No tools.
 #   python3 tests/unit/chat/qwen35_vectors.py /var/tmp/ref/llama.cpp/models/templates/Qwen3.5-4B.jinja \
 #       > tests/unit/chat/qwen35_vectors.json
-import sys
-
-from jinja_vectors import SYSTEM_AND_USER, write_vectors
+from jinja_vectors import SYSTEM_AND_USER, main
 
 
 CONVERSATIONS = [
@@ -45,13 +43,6 @@ CONVERSATIONS = [
 ]
 
 
-def main():
-    write_vectors(sys.argv[1], CONVERSATIONS,
-                  {"bos_token": "", "eos_token": "<|im_end|>", "enable_thinking": True},
-                  "Rendered by tests/unit/chat/qwen35_vectors.py with Python jinja2 {jinja2}"
-                  " from the reference's models/templates/Qwen3.5-4B.jinja (llama.cpp of 2026-09-28), "
-                  "enable_thinking=true, no tools.")
-
-
 if __name__ == "__main__":
-    main()
+    main("qwen35_vectors.py", "Qwen3.5-4B.jinja", {"bos_token": "", "eos_token": "<|im_end|>", "enable_thinking": True},
+         "enable_thinking=true, no tools.", CONVERSATIONS)
