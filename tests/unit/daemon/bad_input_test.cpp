@@ -85,12 +85,7 @@ TEST_CASE("bad input: each broken job fails at once with its own error; the othe
   }
 
   auto submit = [&](const std::string& model_name, const std::string& prompt = "A quiet night") {
-    jobs::JobSpec s;
-    s.model = model_name;
-    s.prompt = prompt;
-    s.sampling.max_tokens = 4;
-    s.sampling.ignore_eos = true;
-    return queue->submit(s).id;
+    return queue->submit(test::generation_spec(model_name, prompt, 4)).id;
   };
   // As a hand edit or an older client would write them, past submit()'s checks.
   jobs::sqlite::Db raw(db_path);
