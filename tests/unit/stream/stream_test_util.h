@@ -15,26 +15,13 @@
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
+#include "tests/unit/jobs/temp_dir.h"
 
 namespace stream_test {
 
-class ScratchDir {
+class ScratchDir : public ns::test::TempDir {
  public:
-  ScratchDir() {
-    std::string tmpl = std::string(NS_BINARY_DIR) + "/stream-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
+  ScratchDir() : TempDir(NS_BINARY_DIR) {}
 };
 
 // The byte at `offset` of a pattern file: a hash, so misplaced bytes show.
