@@ -20,14 +20,19 @@ SYSTEM_AND_USER = [
 USER_ONLY = [
     {"role": "user", "content": "Continue: once upon a time"},
 ]
-MULTI_TURN = [
-    {"role": "system", "content": "You are a helpful assistant"},
-    {"role": "user", "content": "Hello"},
-    {"role": "assistant", "content": "Hi there"},
-    {"role": "user", "content": "Who are you"},
-    {"role": "assistant", "content": "   I am an assistant   "},
-    {"role": "user", "content": "Another question"},
-]
+def multi_turn(reply):
+    """Two exchanges and a last question; `reply` is the second answer."""
+    return [
+        {"role": "system", "content": "You are a helpful assistant"},
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi there"},
+        {"role": "user", "content": "Who are you"},
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": "Another question"},
+    ]
+
+
+MULTI_TURN = multi_turn("   I am an assistant   ")
 ENDS_WITH_ASSISTANT = [
     {"role": "user", "content": "2+2?"},
     {"role": "assistant", "content": "4"},
