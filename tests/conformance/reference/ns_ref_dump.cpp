@@ -138,6 +138,25 @@ llama_context* open_context(llama_model* model, uint32_t n_ctx, uint32_t n_batch
   return ctx;
 }
 
+// `toks` in one llama_decode at positions 0.. of sequence 0, logits kept from
+// position `keep_from` on. False (with a message) when the decode fails.
+bool decode_all(llama_context* ctx, const std::vector<llama_token>& toks, int keep_from) {
+  const int n = static_cast<int>(toks.size());
+  llama_batch batch = llama_batch_init(n, 0, 1);
+  for (int i = 0; i < n; ++i) {
+    batch.token[i] = toks[static_cast<size_t>(i)];
+    batch.pos[i] = i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = i >= keep_from;
+  }
+  batch.n_tokens = n;
+  const bool ok = llama_decode(ctx, batch) == 0;
+  llama_batch_free(batch);
+  if (!ok) std::fprintf(stderr, "decode failed\n");
+  return ok;
+}
+
 int dump_synthetic(llama_model* model, int argc, char** argv) {
   if (argc < 6) {
     std::fprintf(stderr, "usage: %s MODEL.gguf --synthetic N SEED LAST [TOP=8] [GREEDY=4]\n", argv[0]);
@@ -160,20 +179,7 @@ int dump_synthetic(llama_model* model, int argc, char** argv) {
 
   llama_context* ctx = open_context(model, static_cast<uint32_t>(n + n_greedy + 1), static_cast<uint32_t>(n), 512);
   if (!ctx) return 1;
-  llama_batch batch = llama_batch_init(n, 0, 1);
-  for (int i = 0; i < n; ++i) {
-    batch.token[i] = toks[static_cast<size_t>(i)];
-    batch.pos[i] = i;
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = 0;
-    batch.logits[i] = i >= n - last;
-  }
-  batch.n_tokens = n;
-  if (llama_decode(ctx, batch) != 0) {
-    std::fprintf(stderr, "decode failed\n");
-    return 1;
-  }
-  llama_batch_free(batch);
+  if (!decode_all(ctx, toks, n - last)) return 1;
   std::string last_top = "[";
   for (int i = 0; i < last; ++i)
     last_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, n - last + i), n_vocab, top);
@@ -253,23 +259,10 @@ int main(int argc, char** argv) {
     }
     toks.resize(static_cast<size_t>(n));
 
-    llama_batch batch = llama_batch_init(n, 0, 1);
-    for (int i = 0; i < n; ++i) {
-      batch.token[i] = toks[static_cast<size_t>(i)];
-      batch.pos[i] = i;
-      batch.n_seq_id[i] = 1;
-      batch.seq_id[i][0] = 0;
-      batch.logits[i] = 1;
-    }
-    batch.n_tokens = n;
-    if (llama_decode(ctx, batch) != 0) {
-      std::fprintf(stderr, "decode failed\n");
-      return 1;
-    }
+    if (!decode_all(ctx, toks, 0)) return 1;
     std::string prompt_top = "[";
     for (int i = 0; i < n; ++i) prompt_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, i), n_vocab, top);
     prompt_top += "]";
-    llama_batch_free(batch);
 
     std::vector<llama_token> greedy;
     std::string greedy_top;
