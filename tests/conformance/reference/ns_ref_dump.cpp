@@ -138,6 +138,13 @@ llama_context* open_context(llama_model* model, uint32_t n_ctx, uint32_t n_batch
   return ctx;
 }
 
+// The top-`top` logits at `count` positions from `from` on, as a JSON list.
+std::string tops_json(llama_context* ctx, int from, int count, int n_vocab, int top) {
+  std::string s = "[";
+  for (int i = 0; i < count; ++i) s += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, from + i), n_vocab, top);
+  return s + "]";
+}
+
 // `toks` in one llama_decode at positions 0.. of sequence 0, logits kept from
 // position `keep_from` on. False (with a message) when the decode fails.
 bool decode_all(llama_context* ctx, const std::vector<llama_token>& toks, int keep_from) {
@@ -180,10 +187,7 @@ int dump_synthetic(llama_model* model, int argc, char** argv) {
   llama_context* ctx = open_context(model, static_cast<uint32_t>(n + n_greedy + 1), static_cast<uint32_t>(n), 512);
   if (!ctx) return 1;
   if (!decode_all(ctx, toks, n - last)) return 1;
-  std::string last_top = "[";
-  for (int i = 0; i < last; ++i)
-    last_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, n - last + i), n_vocab, top);
-  last_top += "]";
+  const std::string last_top = tops_json(ctx, n - last, last, n_vocab, top);
   std::vector<llama_token> greedy;
   std::string greedy_top;
   if (!greedy_steps(ctx, llama_get_logits_ith(ctx, n - 1), n, n_vocab, n_greedy, top, &greedy, &greedy_top)) return 1;
@@ -260,9 +264,7 @@ int main(int argc, char** argv) {
     toks.resize(static_cast<size_t>(n));
 
     if (!decode_all(ctx, toks, 0)) return 1;
-    std::string prompt_top = "[";
-    for (int i = 0; i < n; ++i) prompt_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, i), n_vocab, top);
-    prompt_top += "]";
+    const std::string prompt_top = tops_json(ctx, 0, n, n_vocab, top);
 
     std::vector<llama_token> greedy;
     std::string greedy_top;
