@@ -20,9 +20,7 @@ namespace {
 using namespace ns::jobs;
 
 JobSpec spec(const std::string& prompt, int32_t priority = 0, const std::string& key = "") {
-  JobSpec s;
-  s.model = "tiny";
-  s.prompt = prompt;
+  JobSpec s = ns::test::job_spec("tiny", prompt);
   s.priority = priority;
   s.idempotency_key = key;
   return s;
