@@ -33,9 +33,7 @@ batch_case() {
   grep -q "joining a batch of" "$WORK/daemon.log" || fail "no job joined a running batch"
   grep -q "batch run: .* job(s) (at most 4 together)" "$WORK/daemon.log" || fail "no batch run summary line"
 
-  # `run` prints the bytes the model made; the daemon stores them as valid
-  # UTF-8 (a broken sequence becomes U+FFFD, as Python decodes it).
-  valid_utf8() { python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }
+  # `run` prints the bytes the model made, the daemon stores valid UTF-8 (valid_utf8, lib.sh).
   for i in "${!prompts[@]}"; do
     temp=0
     ((i % 2 == 1)) && temp=0.9

@@ -30,11 +30,5 @@ case = doc["cases"][0]
 assert case["name"] == "system and user" and case["add_generation_prompt"]
 sys.stdout.write(case["expected"].replace("Current date: " + doc["date"], "Current date: " + sys.argv[2]))' \
   "$NS_SOURCE_DIR/tests/unit/chat/gpt_oss_vectors.json" "$day_after")
-valid_utf8() { python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }
-alone=$(ns run --model "$WORK/oss.gguf" --threads 2 --max-tokens 12 --ignore-eos --temperature 0 --no-progress \
-          "$prompt" 2>/dev/null | valid_utf8)
-expect_eq "$(sql "SELECT text FROM results")" "$alone" "chat job text vs run on the harmony-rendered prompt"
-expect_eq "$(sql "SELECT prompt_tokens FROM results")" \
-  "$(ns run --model "$WORK/oss.gguf" --threads 2 --max-tokens 1 --temperature 0 --no-progress --json "$prompt" 2>/dev/null |
-     python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["prompt_tokens"])')" "prompt tokens"
+expect_result_is_run "$WORK/oss.gguf" "$prompt" "harmony-rendered"
 echo "ok"

@@ -24,11 +24,5 @@ import json, sys
 case = json.load(open(sys.argv[1]))["cases"][0]
 assert case["name"] == "system and user" and case["add_generation_prompt"]
 sys.stdout.write(case["expected"])' "$NS_SOURCE_DIR/tests/unit/chat/kimi_k3_vectors.json")
-valid_utf8() { python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }
-alone=$(ns run --model "$WORK/k3.gguf" --threads 2 --max-tokens 12 --ignore-eos --temperature 0 --no-progress \
-          "$prompt" 2>/dev/null | valid_utf8)
-expect_eq "$(sql "SELECT text FROM results")" "$alone" "chat job text vs run on the K3-rendered prompt"
-expect_eq "$(sql "SELECT prompt_tokens FROM results")" \
-  "$(ns run --model "$WORK/k3.gguf" --threads 2 --max-tokens 1 --temperature 0 --no-progress --json "$prompt" 2>/dev/null |
-     python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["prompt_tokens"])')" "prompt tokens"
+expect_result_is_run "$WORK/k3.gguf" "$prompt" "K3-rendered"
 echo "ok"

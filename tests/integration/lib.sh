@@ -54,6 +54,23 @@ sql() {  # one query against the test database, '|' separated
 
 ns() { "$NIGHTSHIFT" "$@"; }
 
+# `run` prints the bytes the model made; the daemon stores them as valid
+# UTF-8 (a broken sequence becomes U+FFFD, as Python decodes it).
+valid_utf8() { python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }
+
+# expect_result_is_run MODEL_FILE PROMPT WHAT: the one result's text and prompt
+# tokens (a greedy 12-token job) equal `nightshift run` on PROMPT, the chat
+# rendered as WHAT.
+expect_result_is_run() {
+  local model=$1 prompt=$2 what=$3 alone
+  alone=$(ns run --model "$model" --threads 2 --max-tokens 12 --ignore-eos --temperature 0 --no-progress \
+            "$prompt" 2>/dev/null | valid_utf8)
+  expect_eq "$(sql "SELECT text FROM results")" "$alone" "chat job text vs run on the $what prompt"
+  expect_eq "$(sql "SELECT prompt_tokens FROM results")" \
+    "$(ns run --model "$model" --threads 2 --max-tokens 1 --temperature 0 --no-progress --json "$prompt" 2>/dev/null |
+       python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["prompt_tokens"])')" "prompt tokens"
+}
+
 # A small random llama model; extra arguments go to nightshift-make-model.
 make_model() {
   local name=$1

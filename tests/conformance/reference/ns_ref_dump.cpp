@@ -119,6 +119,51 @@ bool greedy_steps(llama_context* ctx, const float* last, int n, int n_vocab, int
   return true;
 }
 
+// A context for one sequence on 2 threads, flash attention off. NS_REF_UBATCH=N
+// splits a prompt into physical batches of N tokens (1: token by token);
+// `ubatch` when it is unset. Null (with a message) when it cannot be made.
+llama_context* open_context(llama_model* model, uint32_t n_ctx, uint32_t n_batch, uint32_t ubatch) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = n_ctx;
+  cp.n_batch = n_batch;
+  const char* ub = std::getenv("NS_REF_UBATCH");
+  cp.n_ubatch = ub ? static_cast<uint32_t>(std::atoi(ub)) : ubatch;
+  cp.n_seq_max = 1;
+  cp.n_threads = 2;
+  cp.n_threads_batch = 2;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.no_perf = true;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (!ctx) std::fprintf(stderr, "cannot create a context of %u tokens\n", n_ctx);
+  return ctx;
+}
+
+// The top-`top` logits at `count` positions from `from` on, as a JSON list.
+std::string tops_json(llama_context* ctx, int from, int count, int n_vocab, int top) {
+  std::string s = "[";
+  for (int i = 0; i < count; ++i) s += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, from + i), n_vocab, top);
+  return s + "]";
+}
+
+// `toks` in one llama_decode at positions 0.. of sequence 0, logits kept from
+// position `keep_from` on. False (with a message) when the decode fails.
+bool decode_all(llama_context* ctx, const std::vector<llama_token>& toks, int keep_from) {
+  const int n = static_cast<int>(toks.size());
+  llama_batch batch = llama_batch_init(n, 0, 1);
+  for (int i = 0; i < n; ++i) {
+    batch.token[i] = toks[static_cast<size_t>(i)];
+    batch.pos[i] = i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = i >= keep_from;
+  }
+  batch.n_tokens = n;
+  const bool ok = llama_decode(ctx, batch) == 0;
+  llama_batch_free(batch);
+  if (!ok) std::fprintf(stderr, "decode failed\n");
+  return ok;
+}
+
 int dump_synthetic(llama_model* model, int argc, char** argv) {
   if (argc < 6) {
     std::fprintf(stderr, "usage: %s MODEL.gguf --synthetic N SEED LAST [TOP=8] [GREEDY=4]\n", argv[0]);
@@ -139,39 +184,10 @@ int dump_synthetic(llama_model* model, int argc, char** argv) {
   for (int i = 0; i < n; ++i) toks[static_cast<size_t>(i)] = synthetic_token(seed, static_cast<uint64_t>(i), n_vocab);
   if (llama_vocab_get_add_bos(vocab)) toks[0] = llama_vocab_bos(vocab);
 
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(n + n_greedy + 1);
-  cp.n_batch = static_cast<uint32_t>(n);
-  const char* ub = std::getenv("NS_REF_UBATCH");
-  cp.n_ubatch = ub ? static_cast<uint32_t>(std::atoi(ub)) : 512;
-  cp.n_seq_max = 1;
-  cp.n_threads = 2;
-  cp.n_threads_batch = 2;
-  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  cp.no_perf = true;
-  llama_context* ctx = llama_init_from_model(model, cp);
-  if (!ctx) {
-    std::fprintf(stderr, "cannot create a context of %u tokens\n", cp.n_ctx);
-    return 1;
-  }
-  llama_batch batch = llama_batch_init(n, 0, 1);
-  for (int i = 0; i < n; ++i) {
-    batch.token[i] = toks[static_cast<size_t>(i)];
-    batch.pos[i] = i;
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = 0;
-    batch.logits[i] = i >= n - last;
-  }
-  batch.n_tokens = n;
-  if (llama_decode(ctx, batch) != 0) {
-    std::fprintf(stderr, "decode failed\n");
-    return 1;
-  }
-  llama_batch_free(batch);
-  std::string last_top = "[";
-  for (int i = 0; i < last; ++i)
-    last_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, n - last + i), n_vocab, top);
-  last_top += "]";
+  llama_context* ctx = open_context(model, static_cast<uint32_t>(n + n_greedy + 1), static_cast<uint32_t>(n), 512);
+  if (!ctx) return 1;
+  if (!decode_all(ctx, toks, n - last)) return 1;
+  const std::string last_top = tops_json(ctx, n - last, last, n_vocab, top);
   std::vector<llama_token> greedy;
   std::string greedy_top;
   if (!greedy_steps(ctx, llama_get_logits_ith(ctx, n - 1), n, n_vocab, n_greedy, top, &greedy, &greedy_top)) return 1;
@@ -235,22 +251,8 @@ int main(int argc, char** argv) {
 
   std::printf("[\n");
   for (size_t pi = 0; pi < prompts.size(); ++pi) {
-    llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = 4096;
-    cp.n_batch = 4096;
-    // NS_REF_UBATCH=N splits the prompt into physical batches of N tokens (1: token by token).
-    const char* ub = std::getenv("NS_REF_UBATCH");
-    cp.n_ubatch = ub ? static_cast<uint32_t>(std::atoi(ub)) : 4096;
-    cp.n_seq_max = 1;
-    cp.n_threads = 2;
-    cp.n_threads_batch = 2;
-    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-    cp.no_perf = true;
-    llama_context* ctx = llama_init_from_model(model, cp);
-    if (!ctx) {
-      std::fprintf(stderr, "cannot create a context\n");
-      return 1;
-    }
+    llama_context* ctx = open_context(model, 4096, 4096, 4096);
+    if (!ctx) return 1;
     const std::string& prompt = prompts[pi];
     std::vector<llama_token> toks(prompt.size() + 16);
     const int n = llama_tokenize(vocab, prompt.c_str(), static_cast<int32_t>(prompt.size()), toks.data(),
@@ -261,23 +263,8 @@ int main(int argc, char** argv) {
     }
     toks.resize(static_cast<size_t>(n));
 
-    llama_batch batch = llama_batch_init(n, 0, 1);
-    for (int i = 0; i < n; ++i) {
-      batch.token[i] = toks[static_cast<size_t>(i)];
-      batch.pos[i] = i;
-      batch.n_seq_id[i] = 1;
-      batch.seq_id[i][0] = 0;
-      batch.logits[i] = 1;
-    }
-    batch.n_tokens = n;
-    if (llama_decode(ctx, batch) != 0) {
-      std::fprintf(stderr, "decode failed\n");
-      return 1;
-    }
-    std::string prompt_top = "[";
-    for (int i = 0; i < n; ++i) prompt_top += (i ? ", " : "") + top_json(llama_get_logits_ith(ctx, i), n_vocab, top);
-    prompt_top += "]";
-    llama_batch_free(batch);
+    if (!decode_all(ctx, toks, 0)) return 1;
+    const std::string prompt_top = tops_json(ctx, 0, n, n_vocab, top);
 
     std::vector<llama_token> greedy;
     std::string greedy_top;

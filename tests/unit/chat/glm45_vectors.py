@@ -6,21 +6,14 @@
 # bos_token, eos_token, enable_thinking (true: the model thinks, as by default).
 #   python3 tests/unit/chat/glm45_vectors.py /var/tmp/ref/llama.cpp/models/templates/GLM-4.6.jinja \
 #       > tests/unit/chat/glm45_vectors.json
-import sys
-
-from jinja_vectors import MULTI_TURN, SYSTEM_AND_USER, USER_ONLY, write_vectors
+from jinja_vectors import MULTI_TURN, SYSTEM_AND_USER, USER_ONLY, main, quotes_and_markers
 
 
 CONVERSATIONS = [
     ("system and user", SYSTEM_AND_USER),
     ("user only", USER_ONLY),
     ("multi-turn with assistant replies (trimmed)", MULTI_TURN),
-    ("quotes, ampersand, newlines, unicode, markers as text", [
-        {"role": "system", "content": "  Say \"yes\" & 'no'\n\tthen stop.  \n"},
-        {"role": "user", "content": "a < b && c > d\n\nÜnïcödé: 日本語, emoji 🙂, <|user|> [gMASK]"},
-        {"role": "assistant", "content": "\n\"quoted\" & done\n"},
-        {"role": "user", "content": ""},
-    ]),
+    ("quotes, ampersand, newlines, unicode, markers as text", quotes_and_markers("<|user|> [gMASK]")),
     ("ends with an assistant turn, empty reply", [
         {"role": "user", "content": "2+2?"},
         {"role": "assistant", "content": "  "},
@@ -41,13 +34,7 @@ CONVERSATIONS = [
 ]
 
 
-def main():
-    write_vectors(sys.argv[1], CONVERSATIONS,
-                  {"bos_token": "[gMASK]", "eos_token": "<|endoftext|>", "enable_thinking": True},
-                  "Rendered by tests/unit/chat/glm45_vectors.py with Python jinja2 {jinja2}"
-                  " from the reference's models/templates/GLM-4.6.jinja (llama.cpp of 2026-09-28), "
-                  "enable_thinking=true, no tools.")
-
-
 if __name__ == "__main__":
-    main()
+    main("glm45_vectors.py", "GLM-4.6.jinja",
+         {"bos_token": "[gMASK]", "eos_token": "<|endoftext|>", "enable_thinking": True},
+         "enable_thinking=true, no tools.", CONVERSATIONS)

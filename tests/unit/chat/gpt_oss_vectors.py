@@ -10,9 +10,7 @@
 # puts the day it runs on in its place.
 #   python3 tests/unit/chat/gpt_oss_vectors.py /var/tmp/ref/llama.cpp/models/templates/openai-gpt-oss-120b.jinja \
 #       > tests/unit/chat/gpt_oss_vectors.json
-import sys
-
-from jinja_vectors import ENDS_WITH_ASSISTANT, MULTI_TURN, SYSTEM_AND_USER, USER_ONLY, write_vectors
+from jinja_vectors import ENDS_WITH_ASSISTANT, MULTI_TURN, SYSTEM_AND_USER, USER_ONLY, main, quotes_and_markers
 
 DATE = "2000-01-31"
 
@@ -26,12 +24,7 @@ CONVERSATIONS = [
     ("system and user", SYSTEM_AND_USER),
     ("user only", USER_ONLY),
     ("multi-turn with assistant replies (spaces kept)", MULTI_TURN),
-    ("quotes, newlines, unicode, markers as text", [
-        {"role": "system", "content": "  Say \"yes\" & 'no'\n\tthen stop.  \n"},
-        {"role": "user", "content": "a < b && c > d\n\nÜnïcödé: 日本語, emoji 🙂, <|start|>user <|message|>"},
-        {"role": "assistant", "content": "\n\"quoted\" & done\n"},
-        {"role": "user", "content": ""},
-    ]),
+    ("quotes, newlines, unicode, markers as text", quotes_and_markers("<|start|>user <|message|>")),
     ("ends with an assistant turn", ENDS_WITH_ASSISTANT),
     ("an empty system message adds no developer message", [
         {"role": "system", "content": ""},
@@ -40,14 +33,7 @@ CONVERSATIONS = [
 ]
 
 
-def main():
-    write_vectors(sys.argv[1], CONVERSATIONS,
-                  {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"},
-                  "Rendered by tests/unit/chat/gpt_oss_vectors.py with Python jinja2 {jinja2}"
-                  " from the reference's models/templates/openai-gpt-oss-120b.jinja (llama.cpp of 2026-09-28), "
-                  "default template variables (reasoning_effort 'medium', no tools), strftime_now giving " + DATE + ".",
-                  extra_globals={"strftime_now": strftime_now}, extra_fields={"date": DATE})
-
-
 if __name__ == "__main__":
-    main()
+    main("gpt_oss_vectors.py", "openai-gpt-oss-120b.jinja", {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"},
+         "default template variables (reasoning_effort 'medium', no tools), strftime_now giving " + DATE + ".",
+         CONVERSATIONS, extra_globals={"strftime_now": strftime_now}, extra_fields={"date": DATE})

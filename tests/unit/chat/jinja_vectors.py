@@ -20,18 +20,33 @@ SYSTEM_AND_USER = [
 USER_ONLY = [
     {"role": "user", "content": "Continue: once upon a time"},
 ]
-MULTI_TURN = [
-    {"role": "system", "content": "You are a helpful assistant"},
-    {"role": "user", "content": "Hello"},
-    {"role": "assistant", "content": "Hi there"},
-    {"role": "user", "content": "Who are you"},
-    {"role": "assistant", "content": "   I am an assistant   "},
-    {"role": "user", "content": "Another question"},
-]
+def multi_turn(reply):
+    """Two exchanges and a last question; `reply` is the second answer."""
+    return [
+        {"role": "system", "content": "You are a helpful assistant"},
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi there"},
+        {"role": "user", "content": "Who are you"},
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": "Another question"},
+    ]
+
+
+MULTI_TURN = multi_turn("   I am an assistant   ")
 ENDS_WITH_ASSISTANT = [
     {"role": "user", "content": "2+2?"},
     {"role": "assistant", "content": "4"},
 ]
+
+
+def quotes_and_markers(markers):
+    """Quotes, an ampersand, newlines, Unicode and, at the user's end, a family's own `markers` as plain text."""
+    return [
+        {"role": "system", "content": "  Say \"yes\" & 'no'\n\tthen stop.  \n"},
+        {"role": "user", "content": "a < b && c > d\n\nÜnïcödé: 日本語, emoji 🙂, " + markers},
+        {"role": "assistant", "content": "\n\"quoted\" & done\n"},
+        {"role": "user", "content": ""},
+    ]
 
 
 def raise_exception(message):
@@ -57,3 +72,11 @@ def write_vectors(template_path, conversations, variables, note, extra_globals=N
     out["cases"] = cases
     json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
+
+
+def main(script, template, variables, settings, conversations, **more):
+    """A *_vectors.py script's main: renders `conversations` with the reference's models/templates/`template`,
+    whose path is the command line's argument, noting the script, jinja2's version and the `settings`."""
+    write_vectors(sys.argv[1], conversations, variables,
+                  "Rendered by tests/unit/chat/" + script + " with Python jinja2 {jinja2} from the reference's "
+                  "models/templates/" + template + " (llama.cpp of 2026-09-28), " + settings, **more)

@@ -7,6 +7,7 @@
 
 #include "engine/chat/chat_messages_json.h"
 #include "common/error.h"
+#include "tests/unit/error_message.h"
 
 using nlohmann::json;
 using ns::chat::ChatMessage;
@@ -16,13 +17,8 @@ namespace {
 
 // The error message for `messages_json`, or "" if it parses.
 std::string error_for(const std::string& messages_json) {
-  try {
-    parse_chat_messages(json::parse(messages_json), "body.messages");
-    return "";
-  } catch (const ns::Error& e) {
-    CHECK(e.kind() == ns::ErrorKind::invalid_input);
-    return e.what();
-  }
+  return ns::test::error_message(ns::ErrorKind::invalid_input,
+                                 [&] { parse_chat_messages(json::parse(messages_json), "body.messages"); });
 }
 
 }  // namespace

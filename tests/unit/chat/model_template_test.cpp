@@ -10,6 +10,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
 #include "common/error.h"
+#include "tests/unit/error_message.h"
 
 using ns::chat::ChatTemplate;
 using ns::chat::read_chat_template;
@@ -43,16 +44,11 @@ TEST_CASE("a template stored in GGUF metadata is read and detected") {
 TEST_CASE("a file without the key has no template; a non-string value is a bad model") {
   CHECK_FALSE(read_chat_template(gguf_with("general.name", ns::gguf::val::str("base"))).has_value());
   const auto bad = gguf_with("tokenizer.chat_template", ns::gguf::val::u32(7));
-  try {
-    read_chat_template(bad);
-    FAIL("expected an error");
-  } catch (const ns::Error& e) {
-    CHECK(e.kind() == ns::ErrorKind::bad_model);
-    const std::string what = e.what();
-    CHECK(what.find("test.gguf") != std::string::npos);
-    CHECK(what.find("tokenizer.chat_template") != std::string::npos);
-    CHECK(what.find("not a string") != std::string::npos);
-  }
+  const std::string what =
+      ns::test::expect_error(ns::ErrorKind::bad_model, [&] { read_chat_template(bad); }, "expected an error");
+  CHECK(ns::test::contains(what, "test.gguf"));
+  CHECK(ns::test::contains(what, "tokenizer.chat_template"));
+  CHECK(ns::test::contains(what, "not a string"));
 }
 
 TEST_CASE("the override wins over the GGUF's template, by name or by text") {
@@ -67,16 +63,11 @@ TEST_CASE("the override wins over the GGUF's template, by name or by text") {
 
 TEST_CASE("no override and no template: chat jobs cannot run, and the message says what to do") {
   for (const std::optional<std::string>& none : {std::optional<std::string>{}, std::optional<std::string>{""}}) {
-    try {
-      resolve_chat_template("", none);
-      FAIL("expected an error");
-    } catch (const ns::Error& e) {
-      CHECK(e.kind() == ns::ErrorKind::invalid_input);
-      const std::string what = e.what();
-      CHECK(what.find("no tokenizer.chat_template") != std::string::npos);
-      CHECK(what.find("plain prompt") != std::string::npos);
-      CHECK(what.find(ns::chat::supported_template_names()) != std::string::npos);
-    }
+    const std::string what = ns::test::expect_error(
+        ns::ErrorKind::invalid_input, [&] { resolve_chat_template("", none); }, "expected an error");
+    CHECK(ns::test::contains(what, "no tokenizer.chat_template"));
+    CHECK(ns::test::contains(what, "plain prompt"));
+    CHECK(ns::test::contains(what, ns::chat::supported_template_names()));
   }
 }
 

@@ -6,9 +6,7 @@
 # the server's default; the template then opens a think section). No tools.
 #   python3 tests/unit/chat/qwen35_vectors.py /var/tmp/ref/llama.cpp/models/templates/Qwen3.5-4B.jinja \
 #       > tests/unit/chat/qwen35_vectors.json
-import sys
-
-from jinja_vectors import SYSTEM_AND_USER, write_vectors
+from jinja_vectors import SYSTEM_AND_USER, main, multi_turn
 
 
 CONVERSATIONS = [
@@ -16,14 +14,8 @@ CONVERSATIONS = [
     ("user only, spaces trimmed", [
         {"role": "user", "content": "  Continue: once upon a time \n"},
     ]),
-    ("multi-turn: replies before the last query plain, after it with a think section", [
-        {"role": "system", "content": "You are a helpful assistant"},
-        {"role": "user", "content": "Hello"},
-        {"role": "assistant", "content": "Hi there"},
-        {"role": "user", "content": "Who are you"},
-        {"role": "assistant", "content": "<think>\nThe user asks.\n</think>\n\nI am an assistant"},
-        {"role": "user", "content": "Another question"},
-    ]),
+    ("multi-turn: replies before the last query plain, after it with a think section",
+     multi_turn("<think>\nThe user asks.\n</think>\n\nI am an assistant")),
     ("ends with an assistant turn that thought", [
         {"role": "user", "content": "2+2?"},
         {"role": "assistant", "content": "<think>add</think>\n4"},
@@ -45,13 +37,6 @@ CONVERSATIONS = [
 ]
 
 
-def main():
-    write_vectors(sys.argv[1], CONVERSATIONS,
-                  {"bos_token": "", "eos_token": "<|im_end|>", "enable_thinking": True},
-                  "Rendered by tests/unit/chat/qwen35_vectors.py with Python jinja2 {jinja2}"
-                  " from the reference's models/templates/Qwen3.5-4B.jinja (llama.cpp of 2026-09-28), "
-                  "enable_thinking=true, no tools.")
-
-
 if __name__ == "__main__":
-    main()
+    main("qwen35_vectors.py", "Qwen3.5-4B.jinja", {"bos_token": "", "eos_token": "<|im_end|>", "enable_thinking": True},
+         "enable_thinking=true, no tools.", CONVERSATIONS)

@@ -25,6 +25,15 @@ std::vector<json> lines_of(const std::string& text) {
   return out;
 }
 
+// Batch `batch` of model "tiny", read from `source_path`.
+JsonlSubmitOptions options(const std::string& batch, const std::string& source_path) {
+  JsonlSubmitOptions o;
+  o.batch = batch;
+  o.model = "tiny";
+  o.source_path = source_path;
+  return o;
+}
+
 std::string request(const std::string& id, bool chat) {
   if (chat) {
     return R"({"custom_id":")" + id +
@@ -37,10 +46,7 @@ std::string request(const std::string& id, bool chat) {
 
 TEST_CASE("finished jobs become output lines in input order; unfinished ones are counted, not written") {
   ns::test::CliQueue db;
-  JsonlSubmitOptions o;
-  o.batch = "b1";
-  o.model = "tiny";
-  o.source_path = "/in.jsonl";
+  const JsonlSubmitOptions o = options("b1", "/in.jsonl");
   const std::string file = request("first", false) + "\n" + request("second", true) + "\n" + request("third", false) +
                            "\n" + request("fourth", false) + "\n";
   const JsonlSubmitReport submitted = submit_jsonl(*db.queue, file, o);
@@ -88,10 +94,7 @@ TEST_CASE("finished jobs become output lines in input order; unfinished ones are
 
 TEST_CASE("lines come out in the file's order even when jobs were queued out of order") {
   ns::test::CliQueue db;
-  JsonlSubmitOptions o;
-  o.batch = "b";
-  o.model = "tiny";
-  o.source_path = "/in.jsonl";
+  const JsonlSubmitOptions o = options("b", "/in.jsonl");
   // Line 2 is invalid at first; fixed and resubmitted, its job comes last in id order.
   std::string file = request("l1", false) + "\n" + R"({"custom_id":"l2","method":"POST","url":"/v1/completions","body":{"prompt":""}})" +
                      "\n" + request("l3", false) + "\n";
@@ -111,9 +114,7 @@ TEST_CASE("lines come out in the file's order even when jobs were queued out of 
 
 TEST_CASE("cancelled jobs are error lines with code cancelled") {
   ns::test::CliQueue db;
-  JsonlSubmitOptions o;
-  o.batch = "b";
-  o.model = "tiny";
+  const JsonlSubmitOptions o = options("b", "");
   const JsonlSubmitReport r = submit_jsonl(*db.queue, request("c", false) + "\n", o);
   db.queue->cancel(r.submitted[0].id);
   std::ostringstream out;

@@ -36,9 +36,7 @@ TEST_CASE("continued names keep the folder and the extension") {
 TEST_CASE("each finished document's continuation is written under OUT with its relative path") {
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs", out = db.dir.path() / "out";
-  ns::test::write_file(docs / "one.md", "One.");
-  ns::test::write_file(docs / "sub/two.txt", "Two.");
-  ns::test::write_file(docs / "three.md", "Three.");
+  ns::test::write_files(docs, {{"one.md", "One."}, {"sub/two.txt", "Two."}, {"three.md", "Three."}});
   submit_folder(*db.queue, docs);
   db.finish_next(" The end.");       // one.md
   db.fail_next("io", "disk gone");   // sub/two.txt (jobs are claimed in relative-path order)

@@ -35,15 +35,15 @@ ns::jobs::JobSpec base() {
 TEST_CASE("documents: matching files at any depth, not hidden ones, not export output") {
   ns::test::TempDir t;
   const fs::path docs = t.path() / "notes";
-  ns::test::write_file(docs / "b.md", "B");
-  ns::test::write_file(docs / "a.txt", "A");
-  ns::test::write_file(docs / "sub/deeper/c.md", "C");
-  ns::test::write_file(docs / "skip.pdf", "not a document");
-  ns::test::write_file(docs / ".hidden.md", "hidden");
-  ns::test::write_file(docs / ".git/config.md", "hidden folder");
-  ns::test::write_file(docs / "b.continued.md", "written by export --dir");
-  ns::test::write_file(docs / "sub/c.continued", "written by export --dir");
-  ns::test::write_file(docs / "to.be.continued.later.md", "a document whose name merely contains the word");
+  ns::test::write_files(docs, {{"b.md", "B"},
+                               {"a.txt", "A"},
+                               {"sub/deeper/c.md", "C"},
+                               {"skip.pdf", "not a document"},
+                               {".hidden.md", "hidden"},
+                               {".git/config.md", "hidden folder"},
+                               {"b.continued.md", "written by export --dir"},
+                               {"sub/c.continued", "written by export --dir"},
+                               {"to.be.continued.later.md", "a document whose name merely contains the word"}});
   CHECK(names(find_documents(docs, kDefaultDocumentGlobs)) ==
         std::vector<std::string>{"a.txt", "b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
   CHECK(names(find_documents(docs, {"*.md"})) == std::vector<std::string>{"b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
@@ -67,9 +67,9 @@ TEST_CASE("custom ids name the document and its version") {
 TEST_CASE("one job per document; a rerun queues nothing; an edited document gets one new job") {
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs";
-  ns::test::write_file(docs / "one.md", "Chapter one. The rain");
-  ns::test::write_file(docs / "two.txt", "Notes: the meeting");
-  ns::test::write_file(docs / "sub/three.md", "Third");
+  ns::test::write_files(docs, {{"one.md", "Chapter one. The rain"},
+                               {"two.txt", "Notes: the meeting"},
+                               {"sub/three.md", "Third"}});
 
   const DocumentSubmitReport first = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(first.created() == 3);
@@ -101,9 +101,7 @@ TEST_CASE("one job per document; a rerun queues nothing; an edited document gets
 TEST_CASE("a document that cannot be queued is reported; the others are queued") {
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs";
-  ns::test::write_file(docs / "empty.md", "");
-  ns::test::write_file(docs / "latin1.txt", "caf\xe9");
-  ns::test::write_file(docs / "good.md", "fine");
+  ns::test::write_files(docs, {{"empty.md", ""}, {"latin1.txt", "caf\xe9"}, {"good.md", "fine"}});
   const DocumentSubmitReport r = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(r.created() == 1);
   CHECK(r.rejected() == 2);

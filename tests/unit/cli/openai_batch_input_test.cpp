@@ -9,6 +9,7 @@
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/matcher.h"
 #include "common/error.h"
+#include "tests/unit/error_message.h"
 
 using ns::SamplingParams;
 using ns::cli::BatchEndpoint;
@@ -42,13 +43,8 @@ std::string completion(const std::string& body_fields) {
 
 // The reason `line` is rejected, or "" if it is accepted.
 std::string rejection(const std::string& line) {
-  try {
-    parse_batch_request(line, distinctive_defaults());
-    return "";
-  } catch (const ns::Error& e) {
-    CHECK(e.kind() == ns::ErrorKind::invalid_input);
-    return e.what();
-  }
+  return ns::test::error_message(ns::ErrorKind::invalid_input,
+                                 [&] { parse_batch_request(line, distinctive_defaults()); });
 }
 
 }  // namespace

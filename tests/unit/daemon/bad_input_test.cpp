@@ -85,12 +85,7 @@ TEST_CASE("bad input: each broken job fails at once with its own error; the othe
   }
 
   auto submit = [&](const std::string& model_name, const std::string& prompt = "A quiet night") {
-    jobs::JobSpec s;
-    s.model = model_name;
-    s.prompt = prompt;
-    s.sampling.max_tokens = 4;
-    s.sampling.ignore_eos = true;
-    return queue->submit(s).id;
+    return queue->submit(test::generation_spec(model_name, prompt, 4)).id;
   };
   // As a hand edit or an older client would write them, past submit()'s checks.
   jobs::sqlite::Db raw(db_path);
@@ -108,24 +103,21 @@ TEST_CASE("bad input: each broken job fails at once with its own error; the othe
       {submit("good", std::string(400, 'w') + " and more words than 64 tokens hold " + std::string(400, 'x')),
        "prompt longer than the context", "invalid_input", "but the context holds 64"},
   };
-  const int64_t utf8 = submit("good");
-  edit(utf8, "prompt = CAST(X'6361666520C3' AS TEXT)");  // "cafe " + a cut-off 2-byte sequence
-  cases.push_back({utf8, "invalid UTF-8 prompt", "invalid_input", "not valid UTF-8 (bad byte sequence at byte 5)"});
-  const int64_t huge = submit("good");
-  edit(huge, "prompt = printf('%.*c', " + std::to_string(jobs::kMaxPromptBytes + 1) + ", 'x')");
-  cases.push_back({huge, "oversized prompt", "invalid_input", "at most 8388608 bytes"});
-  const int64_t hot = submit("good");
-  edit(hot, "temperature = 99");
-  cases.push_back({hot, "temperature out of range", "invalid_input", "temperature"});
-  const int64_t nucleus = submit("good");
-  edit(nucleus, "top_p = 0");
-  cases.push_back({nucleus, "top_p = 0", "invalid_input", "top_p"});
-  const int64_t none = submit("good");
-  edit(none, "max_tokens = 0");
-  cases.push_back({none, "max_tokens = 0", "invalid_input", "max_tokens"});
-  const int64_t penalty = submit("good");
-  edit(penalty, "repeat_penalty = -1");
-  cases.push_back({penalty, "negative repeat_penalty", "invalid_input", "repeat_penalty"});
+  // A good job whose row is then edited with `set`.
+  auto edited = [&](const std::string& set) {
+    const int64_t id = submit("good");
+    edit(id, set);
+    return id;
+  };
+  // "cafe " + a cut-off 2-byte sequence
+  cases.push_back({edited("prompt = CAST(X'6361666520C3' AS TEXT)"), "invalid UTF-8 prompt", "invalid_input",
+                   "not valid UTF-8 (bad byte sequence at byte 5)"});
+  cases.push_back({edited("prompt = printf('%.*c', " + std::to_string(jobs::kMaxPromptBytes + 1) + ", 'x')"),
+                   "oversized prompt", "invalid_input", "at most 8388608 bytes"});
+  cases.push_back({edited("temperature = 99"), "temperature out of range", "invalid_input", "temperature"});
+  cases.push_back({edited("top_p = 0"), "top_p = 0", "invalid_input", "top_p"});
+  cases.push_back({edited("max_tokens = 0"), "max_tokens = 0", "invalid_input", "max_tokens"});
+  cases.push_back({edited("repeat_penalty = -1"), "negative repeat_penalty", "invalid_input", "repeat_penalty"});
   const int64_t last = submit("good");
   // Not bad input: the daemon's config lacks the model. The job stays queued.
   const int64_t unknown = submit("no_such_model");

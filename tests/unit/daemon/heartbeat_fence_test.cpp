@@ -40,10 +40,7 @@ TEST_CASE("a renewal refused because the worker's own final write landed first i
   test::TempDir dir;
   const std::string db = dir.file("q.db");
   auto q = jobs::open_sqlite_queue(db, test::kFastCommits);
-  jobs::JobSpec s;
-  s.model = "tiny";
-  s.prompt = "p";
-  const int64_t id = q->submit(s).id;
+  const int64_t id = q->submit(test::job_spec("tiny", "p")).id;
   const jobs::Lease lease = q->claim("w", 60'000)->lease();
   daemon::RunStatus status;
   status.start_job(lease, "tiny", 10, 0);  // the heartbeat still sees it: the worker has not removed it yet

@@ -120,11 +120,8 @@ TEST_CASE("the heartbeat feeds the watchdog and reports the queue in STATUS=") {
   const std::string db = dir.file("q.db");
   {
     auto q = jobs::open_sqlite_queue(db, test::kFastCommits);
-    jobs::JobSpec s;
-    s.model = "tiny";
-    s.prompt = "p";
-    q->submit(s);
-    q->submit(s);
+    q->submit(test::job_spec("tiny", "p"));
+    q->submit(test::job_spec("tiny", "p"));
   }
   NotifySocket sock(dir.file("notify"), "100000");  // WatchdogSec=100ms: a ping every 50 ms
   const daemon::ServiceNotifier notifier;

@@ -54,14 +54,10 @@ struct Fixture {
 
   int64_t submit(const std::string& prompt, int max_tokens, float temperature = 0, uint64_t seed = 1,
                  const std::string& model = "m", int priority = 0) {
-    jobs::JobSpec s;
-    s.model = model;
-    s.prompt = prompt;
+    jobs::JobSpec s = test::generation_spec(model, prompt, max_tokens);
     s.priority = priority;
-    s.sampling.max_tokens = max_tokens;
     s.sampling.temperature = temperature;
     s.sampling.seed = seed;
-    s.sampling.ignore_eos = true;
     return queue->submit(s).id;
   }
   jobs::Job job(int64_t id) { return *queue->get(id); }

@@ -58,13 +58,9 @@ struct Fixture {
   }
 
   int64_t submit(int max_tokens, float temperature = 0.0f, uint64_t seed = 0) {
-    jobs::JobSpec s;
-    s.model = "m";
-    s.prompt = "The nightly report says";
-    s.sampling.max_tokens = max_tokens;
+    jobs::JobSpec s = test::generation_spec("m", "The nightly report says", max_tokens);
     s.sampling.temperature = temperature;
     s.sampling.seed = seed;
-    s.sampling.ignore_eos = true;
     return queue->submit(s).id;
   }
   jobs::Job job(int64_t id) { return *queue->get(id); }

@@ -49,12 +49,7 @@ struct Fixture {
   }
 
   int64_t submit(const std::string& model, int max_tokens = 8, const std::string& prompt = "Once upon a time") {
-    jobs::JobSpec s;
-    s.model = model;
-    s.prompt = prompt;
-    s.sampling.max_tokens = max_tokens;
-    s.sampling.ignore_eos = true;  // a random model may emit EOS at once; we want a known length
-    return queue->submit(s).id;
+    return queue->submit(test::generation_spec(model, prompt, max_tokens)).id;
   }
   jobs::Job job(int64_t id) { return *queue->get(id); }
 };

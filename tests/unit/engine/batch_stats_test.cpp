@@ -35,14 +35,6 @@ std::unique_ptr<Model> load(const std::string& io_mode, int64_t n_seq) {
   return Model::load(streaming_model(), mo);
 }
 
-SamplingParams greedy(int n) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  return p;
-}
-
 struct Outcome {
   std::vector<BatchStepStats> steps;
   std::vector<uint64_t> step_distinct;  // distinct experts per step from the routing observer
@@ -60,21 +52,15 @@ Outcome run(Model& m) {
   uint64_t distinct = 0;
   m.set_routing_observer([&distinct](const RoutingEvent& e) { distinct += static_cast<uint64_t>(e.distinct); });
   GenerationBatch b(m);
-  o.results.resize(prompts.size());
-  std::map<int, size_t> index;
-  size_t next = 0;
-  for (;;) {
-    while (next < prompts.size() && b.free_slots() > 0) {
-      index[b.add({prompts[next], greedy(4 + 3 * static_cast<int>(next)), {}, {}, {}, {}})] = next;
-      ++next;
-    }
-    distinct = 0;
-    const bool more = b.step();
-    o.steps.push_back(b.last_step());
-    o.step_distinct.push_back(distinct);
-    for (auto& [h, r] : b.take_finished()) o.results[index[h]] = std::move(r);
-    if (!more && next == prompts.size()) break;
-  }
+  std::vector<GenerationRequest> requests;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    requests.push_back({prompts[i], test::greedy(4 + 3 * static_cast<int>(i)), {}, {}, {}, {}});
+  o.results = test::run_batch(
+      b, requests, [&distinct] { distinct = 0; },
+      [&] {
+        o.steps.push_back(b.last_step());
+        o.step_distinct.push_back(distinct);
+      });
   m.set_routing_observer({});
   o.totals = b.totals();
   return o;
@@ -173,7 +159,7 @@ TEST_CASE("batch stats: the same requests give the same tokens and expert counts
 TEST_CASE("batch stats: a lone generation carries every step whole") {
   auto m = load("uring", 1);
   GenerationBatch b(*m);
-  b.add({"The queue runner wakes up at night and reads the next job from the database", greedy(5), {}, {}, {}, {}});
+  b.add({"The queue runner wakes up at night and reads the next job from the database", test::greedy(5), {}, {}, {}, {}});
   while (b.step()) {
   }
   auto done = b.take_finished();

@@ -114,18 +114,7 @@ TEST_CASE("constrained: every output of random models under JSON schemas parses 
         schema_of.push_back(s);
       }
     auto batch = e->open_batch();
-    std::map<int, size_t> index;
-    std::vector<GenerationResult> results(requests.size());
-    size_t next = 0;
-    for (;;) {
-      while (next < requests.size() && batch->free_slots() > 0) {
-        index[batch->add(requests[next])] = next;
-        ++next;
-      }
-      const bool more = batch->step();
-      for (auto& [h, r] : batch->take_finished()) results[index[h]] = std::move(r);
-      if (!more && next == requests.size()) break;
-    }
+    const std::vector<GenerationResult> results = test::run_batch(*batch, requests);
     MESSAGE(model << ": grammar masks took " << batch->grammar_seconds() * 1e3 << " ms");
     for (size_t i = 0; i < results.size(); ++i) {
       const GenerationResult& r = results[i];
@@ -150,18 +139,7 @@ TEST_CASE("constrained: batched equals alone, and a resumed run equals an uninte
   std::vector<GenerationResult> alone;
   for (const GenerationRequest& r : requests) alone.push_back(e->generate(r.prompt, r.params));
   auto batch = e->open_batch();
-  std::map<int, size_t> index;
-  std::vector<GenerationResult> together(requests.size());
-  size_t next = 0;
-  for (;;) {
-    while (next < requests.size() && batch->free_slots() > 0) {
-      index[batch->add(requests[next])] = next;
-      ++next;
-    }
-    const bool more = batch->step();
-    for (auto& [h, r] : batch->take_finished()) together[index[h]] = std::move(r);
-    if (!more && next == requests.size()) break;
-  }
+  const std::vector<GenerationResult> together = test::run_batch(*batch, requests);
   for (size_t i = 0; i < requests.size(); ++i) {
     CAPTURE(i);
     CHECK(together[i].tokens == alone[i].tokens);

@@ -39,12 +39,6 @@ std::string lite(const std::string& layout) {
   return test::make_model("ds2lite-" + layout, lite_flags(3) + " --mla-layout " + layout + " --type Q8_0");
 }
 
-std::vector<int32_t> some_tokens(int64_t n_vocab, int n) {
-  std::vector<int32_t> t;
-  for (int i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((i * 7919 + 13) % n_vocab));
-  return t;
-}
-
 std::vector<float> prefill_logits(const std::string& path, const std::vector<int32_t>& toks,
                                   bool expanded_cache = false) {
   ModelOptions mo;
@@ -57,46 +51,25 @@ std::vector<float> prefill_logits(const std::string& path, const std::vector<int
   return logits;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
-  return d;
-}
-
-// Runs `toks` as one batch and one token at a time (another thread count too).
+// Batched prefill against one token at a time (test::batched_vs_sequential), in either MLA cache layout.
 double batched_vs_sequential(const std::string& path, bool expanded_cache = false) {
   ModelOptions mo;
   mo.arch.mla_expanded_cache = expanded_cache;
-  mo.context = 64;
-  mo.max_batch = 16;
-  auto batched = Model::load(path, mo);
-  mo.threads = 1;
-  auto single = Model::load(path, mo);
-  const int64_t n_vocab = batched->n_vocab();
-  const std::vector<int32_t> toks = some_tokens(n_vocab, 12);
-  std::vector<float> all, one;
-  batched->forward(toks, 0, true, all);
-  double max_diff = 0;
-  for (size_t t = 0; t < toks.size(); ++t) {
-    single->forward(std::span(toks).subspan(t, 1), static_cast<int64_t>(t), false, one);
-    for (int64_t v = 0; v < n_vocab; ++v) max_diff = std::max(max_diff, std::fabs(double(one[v]) - all[t * n_vocab + v]));
-  }
-  return max_diff;
+  return test::batched_vs_sequential(path, mo);
 }
 
 }  // namespace
 
 TEST_CASE("deepseek2: the fused attn_kv_b and split attn_k_b/attn_v_b layouts of one seed give the same logits") {
   // F16 keeps the transposition exact, so both layouts multiply the same numbers.
-  const std::vector<int32_t> toks = some_tokens(512, 12);
+  const std::vector<int32_t> toks = test::some_tokens(512, 12);
   const std::vector<float> split = prefill_logits(ds3("split", "F16"), toks);
   const std::vector<float> fused = prefill_logits(ds3("kv_b", "F16"), toks);
-  CHECK(max_abs_diff(split, fused) == 0.0);
+  CHECK(test::max_abs_diff(split, fused) == 0.0);
 
   // The fused file in the reference's own mode (expanded keys and values)
   // rounds elsewhere, so it agrees only closely.
-  const double d = max_abs_diff(split, prefill_logits(ds3("kv_b", "F16"), toks, /*expanded_cache=*/true));
+  const double d = test::max_abs_diff(split, prefill_logits(ds3("kv_b", "F16"), toks, /*expanded_cache=*/true));
   MESSAGE("latent vs expanded cache: max |dlogit| " << d);
   CHECK(d < 0.05);
 }

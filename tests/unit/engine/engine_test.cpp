@@ -19,13 +19,7 @@ std::unique_ptr<Engine> load(int context = 128) {
   o.context = context;
   return Engine::load(test::moe_model(), o);
 }
-SamplingParams greedy(int n) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  return p;
-}
+using test::greedy;
 }  // namespace
 
 TEST_CASE("greedy generation is deterministic and stops at max_tokens") {
@@ -195,20 +189,11 @@ void check_batched_equals_alone(const std::string& model) {
 
   // Five requests through three sequence slots: they join as others finish.
   auto batch = e->open_batch();
-  std::vector<GenerationResult> together(prompts.size());
-  std::map<int, size_t> index;
-  size_t next = 0;
+  std::vector<GenerationRequest> requests;
+  for (size_t i = 0; i < prompts.size(); ++i) requests.push_back({prompts[i], params[i], {}, {}, {}, {}});
   int max_active = 0;
-  for (;;) {
-    while (next < prompts.size() && batch->free_slots() > 0) {
-      index[batch->add({prompts[next], params[next], {}, {}, {}, {}})] = next;
-      ++next;
-    }
-    max_active = std::max(max_active, batch->active());
-    const bool more = batch->step();
-    for (auto& [h, r] : batch->take_finished()) together[index[h]] = std::move(r);
-    if (!more && next == prompts.size()) break;
-  }
+  const std::vector<GenerationResult> together =
+      test::run_batch(*batch, requests, [&] { max_active = std::max(max_active, batch->active()); });
   CHECK(max_active == 3);
   for (size_t i = 0; i < prompts.size(); ++i) {
     CAPTURE(i);

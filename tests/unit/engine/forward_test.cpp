@@ -13,23 +13,7 @@ using namespace ns;
 namespace {
 
 void check_batch_equals_sequential(const std::string& path) {
-  ModelOptions mo;
-  mo.context = 64;
-  mo.max_batch = 16;
-  auto batched = Model::load(path, mo);
-  mo.threads = 1;
-  auto single = Model::load(path, mo);
-  const int64_t n_vocab = batched->n_vocab();
-  std::vector<int32_t> toks;
-  for (int i = 0; i < 12; ++i) toks.push_back(static_cast<int32_t>((i * 7919 + 13) % n_vocab));
-  std::vector<float> all, one;
-  batched->forward(toks, 0, true, all);
-  REQUIRE(all.size() == toks.size() * n_vocab);
-  double max_diff = 0;
-  for (size_t t = 0; t < toks.size(); ++t) {
-    single->forward(std::span(toks).subspan(t, 1), static_cast<int64_t>(t), false, one);
-    for (int64_t v = 0; v < n_vocab; ++v) max_diff = std::max(max_diff, std::fabs(double(one[v]) - all[t * n_vocab + v]));
-  }
+  const double max_diff = test::batched_vs_sequential(path);
   MESSAGE(path << ": max |batched - sequential| = " << max_diff);
   CHECK(max_diff < 1e-3);
 }

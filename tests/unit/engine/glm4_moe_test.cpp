@@ -28,18 +28,7 @@ std::string glm4(int nextn, const std::string& types = "--type Q8_0") {
                               std::to_string(nextn) + " --rope-base 1000000 " + types + " --seed 41");
 }
 
-std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) {
-  std::vector<int32_t> toks;
-  for (int i = 0; i < n; ++i) toks.push_back(static_cast<int32_t>((i * 7919 + 13 + salt * 101) % n_vocab));
-  return toks;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
-  return d;
-}
+std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::some_tokens(n_vocab, n, salt * 101); }
 
 }  // namespace
 
@@ -67,7 +56,7 @@ TEST_CASE("glm4moe: a prompt in one pass equals it token by token, and two seque
     m->forward(std::span(a).subspan(t, 1), static_cast<int64_t>(t), false, step);
     seq_a.insert(seq_a.end(), step.begin(), step.end());
   }
-  const double d_steps = max_abs_diff(seq_a, la);
+  const double d_steps = test::max_abs_diff(seq_a, la);
   MESSAGE("max |one pass - token by token| = " << d_steps);
   CHECK(d_steps < 1e-3);
 
@@ -85,7 +74,7 @@ TEST_CASE("glm4moe: a prompt in one pass equals it token by token, and two seque
     auto& dst = batch[i].seq == 0 ? ma : mb;
     dst.insert(dst.end(), mixed.begin() + static_cast<int64_t>(i) * V, mixed.begin() + static_cast<int64_t>(i + 1) * V);
   }
-  const double d_batch = std::max(max_abs_diff(ma, la), max_abs_diff(mb, lb));
+  const double d_batch = std::max(test::max_abs_diff(ma, la), test::max_abs_diff(mb, lb));
   MESSAGE("max |batched - alone| = " << d_batch);
   CHECK(d_batch < 1e-3);
 }
@@ -150,12 +139,7 @@ TEST_CASE("glm4moe: the NextN block is skipped: not loaded, not planned, and the
 TEST_CASE("glm4moe: experts streamed through a 3-slot cache give the mapping's logits") {
   const std::string path = glm4(1);
   auto run = [&](const std::string& io_mode, uint32_t slots) {
-    ModelOptions mo;
-    mo.context = 64;
-    mo.threads = 2;
-    mo.streaming.io_mode = io_mode;
-    mo.streaming.max_cache_experts = slots;
-    auto m = Model::load(path, mo);
+    auto m = test::load_streamed(path, io_mode, slots);
     std::vector<float> logits, last;
     m->forward(prompt(m->n_vocab(), 12, 3), 0, true, logits);
     last.assign(logits.end() - m->n_vocab(), logits.end());

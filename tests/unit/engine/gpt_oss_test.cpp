@@ -20,11 +20,7 @@ using namespace ns;
 
 namespace {
 
-std::vector<int32_t> tokens(int n, int salt, int64_t n_vocab) {
-  std::vector<int32_t> t;
-  for (int i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((i * 7919 + salt * 131 + 13) % n_vocab));
-  return t;
-}
+std::vector<int32_t> tokens(int n, int salt, int64_t n_vocab) { return test::some_tokens(n_vocab, n, salt * 131); }
 
 // Every position's logits of `toks` fed in chunks of `chunk` tokens.
 std::vector<float> chunked_logits(Model& m, const std::vector<int32_t>& toks, size_t chunk) {
@@ -135,10 +131,7 @@ TEST_CASE("gpt-oss: several sequences in one forward pass give each the logits i
 }
 
 TEST_CASE("gpt-oss: experts (with their resident biases) streamed through a small cache give the mapping's logits") {
-  const auto mapped = test::streamed_logits(test::gpt_oss_model(), "mmap", 20);
-  const auto streamed = test::streamed_logits(test::gpt_oss_model(), "pread", 20);
-  CHECK(streamed.first == mapped.first);
-  CHECK(streamed.second.bytes_read() > 0);
+  test::check_streamed_equals_mapped(test::gpt_oss_model(), 20);
 }
 
 TEST_CASE("gpt-oss: peak RSS stays within memory_budget for a model larger than it") {

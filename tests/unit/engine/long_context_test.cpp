@@ -11,6 +11,7 @@
 #include "engine/model/model.h"
 #include "engine/sequence_state.h"
 #include "common/error.h"
+#include "tests/unit/error_message.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -140,16 +141,11 @@ TEST_CASE("a shared KV pool: short and long requests by their actual lengths, ea
   }
 
   // More than the pool can ever hold: this request's error, naming the lengths and the fix.
-  try {
-    e->generate("Hi", greedy(90));
-    FAIL("a request larger than the KV pool was accepted");
-  } catch (const Error& err) {
-    CHECK(err.kind() == ErrorKind::invalid_input);
-    const std::string what = err.what();
-    CHECK(what.find("max_tokens 90") != std::string::npos);
-    CHECK(what.find("holds 80 tokens") != std::string::npos);
-    CHECK(what.find("raise memory_budget") != std::string::npos);
-  }
+  const std::string what = test::expect_error(
+      ErrorKind::invalid_input, [&] { e->generate("Hi", greedy(90)); }, "a request larger than the KV pool was accepted");
+  CHECK(test::contains(what, "max_tokens 90"));
+  CHECK(test::contains(what, "holds 80 tokens"));
+  CHECK(test::contains(what, "raise memory_budget"));
 }
 
 TEST_CASE("a prompt longer than the context fails naming the lengths; a document keeps its tail") {
@@ -158,15 +154,10 @@ TEST_CASE("a prompt longer than the context fails naming the lengths; a document
   auto e = Engine::load(test::moe_model(), o);
   std::string doc;
   for (int i = 0; i < 40; ++i) doc += "word" + std::to_string(i) + " ";
-  try {
-    e->generate(doc, greedy(8));
-    FAIL("a prompt longer than the context was accepted");
-  } catch (const Error& err) {
-    CHECK(err.kind() == ErrorKind::invalid_input);
-    const std::string what = err.what();
-    CHECK(what.find("but the context holds 64") != std::string::npos);
-    CHECK(what.find("raise `context`") != std::string::npos);
-  }
+  const std::string what = test::expect_error(
+      ErrorKind::invalid_input, [&] { e->generate(doc, greedy(8)); }, "a prompt longer than the context was accepted");
+  CHECK(test::contains(what, "but the context holds 64"));
+  CHECK(test::contains(what, "raise `context`"));
   auto batch = e->open_batch();
   GenerationRequest r{doc, greedy(8), {}, {}, {}, {}};
   r.keep_tail = true;

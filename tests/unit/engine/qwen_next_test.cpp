@@ -45,12 +45,7 @@ TEST_CASE("qwen3next/qwen35moe: a restarted sequence starts from zero state; a c
     mo.max_batch = 8;
     auto m = Model::load(test::qwen_next_model(arch), mo);
     const std::vector<int32_t> a = {5, 77, 123, 9, 300, 17, 64}, b = {41, 42, 43, 44, 45, 46};
-    std::vector<float> first, other, again;
-    m->forward(a, 0, true, first);
-    m->forward(b, 0, true, other);  // the same slot, another sequence
-    m->forward(a, 0, true, again);
-    CHECK(first == again);
-    CHECK(first != other);
+    const std::vector<float> first = test::check_restart_is_fresh(*m, a, b);
     // The same prompt in chunks of 3, 1 and 3 tokens: the state carries over.
     std::vector<float> chunked, part;
     const std::span<const int32_t> all(a);
@@ -58,10 +53,7 @@ TEST_CASE("qwen3next/qwen35moe: a restarted sequence starts from zero state; a c
       m->forward(all.subspan(from, len), static_cast<int64_t>(from), true, part);
       chunked.insert(chunked.end(), part.begin(), part.end());
     }
-    REQUIRE(chunked.size() == first.size());
-    double max_diff = 0;
-    for (size_t i = 0; i < first.size(); ++i) max_diff = std::max(max_diff, std::fabs(double(first[i]) - chunked[i]));
-    CHECK(max_diff < 1e-3);
+    CHECK(test::max_abs_diff(first, chunked) < 1e-3);
     for (float v : first) REQUIRE(std::isfinite(v));
   }
 }

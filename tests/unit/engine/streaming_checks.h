@@ -1,9 +1,13 @@
-// The two checks every streaming architecture's tests make (llama, qwen3next,
+// The checks every streaming architecture's tests make (llama, qwen3next,
 // glm4moe, gpt-oss, kimi-k3, ...), written once:
+// - load_streamed(): the model on 2 threads, a context of 64, its routed
+//   experts read through io_mode into a cache of `cache_experts` slots.
 // - streamed_logits(): a prompt and four single-token steps with the routed
 //   experts read through io_mode and a cache of a few slots (evictions and
 //   re-reads), returning the logits and the stream stats; "mmap" gives the
 //   mapping's logits to compare against, bit for bit.
+// - check_streamed_equals_mapped(): those logits through pread equal the
+//   mapping's, bit for bit, and bytes were read.
 // - check_streams_within_budget(): the real CLI in a fresh process (VmHWM is
 //   per process) on a file larger than the budget: every token generated,
 //   peak RSS within the budget, experts read and some read more than once.
@@ -11,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -21,15 +26,20 @@
 
 namespace ns::test {
 
-inline std::pair<std::vector<float>, stream::StreamStats> streamed_logits(const std::string& path,
-                                                                          const std::string& io_mode,
-                                                                          int prompt_tokens, int cache_experts = 3) {
+inline std::unique_ptr<Model> load_streamed(const std::string& path, const std::string& io_mode,
+                                            uint32_t cache_experts) {
   ModelOptions mo;
   mo.threads = 2;
   mo.context = 64;
   mo.streaming.io_mode = io_mode;
   mo.streaming.max_cache_experts = cache_experts;
-  auto m = Model::load(path, mo);
+  return Model::load(path, mo);
+}
+
+inline std::pair<std::vector<float>, stream::StreamStats> streamed_logits(const std::string& path,
+                                                                          const std::string& io_mode,
+                                                                          int prompt_tokens, int cache_experts = 3) {
+  auto m = load_streamed(path, io_mode, static_cast<uint32_t>(cache_experts));
   std::vector<int32_t> prompt;
   for (int i = 0; i < prompt_tokens; ++i) prompt.push_back((i * 37 + 5) % static_cast<int32_t>(m->n_vocab()));
   std::vector<float> all, last;
@@ -40,6 +50,13 @@ inline std::pair<std::vector<float>, stream::StreamStats> streamed_logits(const 
     all.insert(all.end(), last.begin(), last.end());
   }
   return {all, m->stream_stats()};
+}
+
+inline void check_streamed_equals_mapped(const std::string& path, int prompt_tokens) {
+  const auto mapped = streamed_logits(path, "mmap", prompt_tokens);
+  const auto streamed = streamed_logits(path, "pread", prompt_tokens);
+  CHECK(streamed.first == mapped.first);
+  CHECK(streamed.second.bytes_read() > 0);
 }
 
 inline void check_streams_within_budget(const std::string& path, int budget_mib, const std::string& io_mode,

@@ -1,15 +1,27 @@
 // Generates small random-weight models for engine tests with the project's
-// own generator binary (built alongside the tests), cached per build.
+// own generator binary (built alongside the tests), cached per build; and what
+// the engine tests do with them alike: prompts, greedy sampling, logits
+// compared, requests run through a batch, the CLI run in a fresh process.
 #pragma once
 
+#include <doctest/doctest.h>
+
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <functional>
 #include <filesystem>
+#include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "engine/generation.h"
+#include "engine/model/model.h"
 
 namespace ns::test {
 
@@ -121,6 +133,89 @@ inline std::string k2_lowbit_model() {
                                  "--tensor-type 'attn_(q_a|q_b|kv_a_mqa).weight=Q4_K' --tensor-type attn_output=Q6_K "
                                  "--imatrix " NS_SOURCE_DIR "/tests/conformance/imatrix/tiny-ds2-k2.imatrix.gguf "
                                  "--imatrix-include _exps");
+}
+
+// `n` token ids spread over the vocabulary; another `offset` gives another prompt.
+inline std::vector<int32_t> some_tokens(int64_t n_vocab, int n, int64_t offset = 0) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((i * 7919 + 13 + offset) % n_vocab));
+  return t;
+}
+
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
+  return d;
+}
+
+// A sequence restarted at position 0 in the same slot starts from zero state
+// (recurrent layers): `a` after `b` gives a's logits again, and b's differ.
+// Returns a's logits (every position).
+inline std::vector<float> check_restart_is_fresh(Model& m, const std::vector<int32_t>& a,
+                                                 const std::vector<int32_t>& b) {
+  std::vector<float> first, other, again;
+  m.forward(a, 0, true, first);
+  m.forward(b, 0, true, other);  // the same slot, another sequence
+  m.forward(a, 0, true, again);
+  CHECK(first == again);
+  CHECK(first != other);
+  return first;
+}
+
+// Greedy sampling of exactly `n` tokens.
+inline SamplingParams greedy(int n) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = n;
+  p.ignore_eos = true;
+  return p;
+}
+
+// Feeds `requests` to `batch` (an Engine's batch or a GenerationBatch) as its
+// slots free up and steps it until every one has finished; `before_step` and
+// `after_step` watch each step. The results in the requests' order.
+template <class Batch>
+std::vector<GenerationResult> run_batch(Batch& batch, const std::vector<GenerationRequest>& requests,
+                                        const std::function<void()>& before_step = {},
+                                        const std::function<void()>& after_step = {}) {
+  std::vector<GenerationResult> results(requests.size());
+  std::map<int, size_t> index;
+  size_t next = 0;
+  for (;;) {
+    while (next < requests.size() && batch.free_slots() > 0) {
+      index[batch.add(requests[next])] = next;
+      ++next;
+    }
+    if (before_step) before_step();
+    const bool more = batch.step();
+    if (after_step) after_step();
+    for (auto& [h, r] : batch.take_finished()) results[index[h]] = std::move(r);
+    if (!more && next == requests.size()) break;
+  }
+  return results;
+}
+
+// The largest difference between 12 tokens' logits from one batched prefill
+// and from feeding them one at a time on one thread (the KV cache and the
+// batched kernels against the single-token path). `mo`: the other options.
+inline double batched_vs_sequential(const std::string& path, ModelOptions mo = {}) {
+  mo.context = 64;
+  mo.max_batch = 16;
+  auto batched = Model::load(path, mo);
+  mo.threads = 1;
+  auto single = Model::load(path, mo);
+  const int64_t n_vocab = batched->n_vocab();
+  const std::vector<int32_t> toks = some_tokens(n_vocab, 12);
+  std::vector<float> all, one;
+  batched->forward(toks, 0, true, all);
+  REQUIRE(all.size() == toks.size() * n_vocab);
+  double max_diff = 0;
+  for (size_t t = 0; t < toks.size(); ++t) {
+    single->forward(std::span(toks).subspan(t, 1), static_cast<int64_t>(t), false, one);
+    for (int64_t v = 0; v < n_vocab; ++v) max_diff = std::max(max_diff, std::fabs(double(one[v]) - all[t * n_vocab + v]));
+  }
+  return max_diff;
 }
 
 // Runs `nightshift ARGS` in a fresh process and parses its standard output as

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "engine/model/model.h"
 #include "engine/stream/budget_planner.h"
 #include "common/error.h"
+#include "tests/unit/error_message.h"
 #include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
 
@@ -34,12 +36,7 @@ struct Run {
 
 // A 12-token prompt in one batch (all logits), then 6 greedy single-token steps.
 Run run_model(const std::string& path, const std::string& io_mode, uint32_t max_cache_experts) {
-  ModelOptions mo;
-  mo.threads = 2;
-  mo.context = 64;
-  mo.streaming.io_mode = io_mode;
-  mo.streaming.max_cache_experts = max_cache_experts;
-  auto m = Model::load(path, mo);
+  auto m = test::load_streamed(path, io_mode, max_cache_experts);
   std::vector<int32_t> toks;
   for (int i = 0; i < 12; ++i) toks.push_back((i * 37 + 5) % static_cast<int32_t>(m->n_vocab()));
   Run r;
@@ -54,6 +51,18 @@ Run run_model(const std::string& path, const std::string& io_mode, uint32_t max_
   r.stats = m->stream_stats();
   CHECK(m->streaming().streaming() == (io_mode != "mmap"));
   return r;
+}
+
+// Through a 4-slot cache read with each of `modes`: the mapping's logits, bit for bit, with evictions.
+void check_4_slots_give_mapping(const std::string& path, std::initializer_list<const char*> modes = {"uring"}) {
+  const Run base = run_model(path, "mmap", 0);
+  for (const char* mode : modes) {
+    CAPTURE(mode);
+    const Run r = run_model(path, mode, 4);
+    CHECK(r.prompt_logits == base.prompt_logits);
+    CHECK(r.decode_logits == base.decode_logits);
+    CHECK(r.stats.cache.evictions > 0);
+  }
 }
 
 TEST_CASE("weight streaming: uring, pread and mmap give bit-identical logits") {
@@ -81,39 +90,21 @@ TEST_CASE("weight streaming: uring, pread and mmap give bit-identical logits") {
 
 // kimi-linear's routed experts (MXFP4) stream like any others, between KDA and MLA layers.
 TEST_CASE("weight streaming: kimi-linear streamed through a 4-slot cache gives the mapping's logits") {
-  const std::string path = test::kimi_linear_model();
-  const Run base = run_model(path, "mmap", 0);
-  const Run r = run_model(path, "uring", 4);
-  CHECK(r.prompt_logits == base.prompt_logits);
-  CHECK(r.decode_logits == base.decode_logits);
-  CHECK(r.stats.cache.evictions > 0);
+  check_4_slots_give_mapping(test::kimi_linear_model());
 }
 
 // qwen3next / qwen35moe: experts stream between Gated DeltaNet and gated attention layers.
 TEST_CASE("weight streaming: qwen3next and qwen35moe streamed through a 4-slot cache give the mapping's logits") {
   for (const char* arch : {"qwen3next", "qwen35moe"}) {
     CAPTURE(arch);
-    const std::string path = test::qwen_next_model(arch);
-    const Run base = run_model(path, "mmap", 0);
-    const Run r = run_model(path, "uring", 4);
-    CHECK(r.prompt_logits == base.prompt_logits);
-    CHECK(r.decode_logits == base.decode_logits);
-    CHECK(r.stats.cache.evictions > 0);
+    check_4_slots_give_mapping(test::qwen_next_model(arch));
   }
 }
 
 // deepseek2 quantized as the 1.8-bit K2 files are (IQ1_S gate/up, IQ2_XXS down, Q4_K/Q6_K attention): its
 // 24 low-bit experts stream through 4 slots between MLA layers, evicted and re-read, with the mapping's logits.
 TEST_CASE("weight streaming: a K2-like IQ1_S/IQ2_XXS deepseek2 through a 4-slot cache gives the mapping's logits") {
-  const std::string path = test::k2_lowbit_model();
-  const Run base = run_model(path, "mmap", 0);
-  for (const char* mode : {"uring", "pread"}) {
-    CAPTURE(mode);
-    const Run r = run_model(path, mode, 4);
-    CHECK(r.prompt_logits == base.prompt_logits);
-    CHECK(r.decode_logits == base.decode_logits);
-    CHECK(r.stats.cache.evictions > 0);
-  }
+  check_4_slots_give_mapping(test::k2_lowbit_model(), {"uring", "pread"});
 }
 
 // The byte counts of an i-quant mix (#16: a row's size is what the reader reads): the reader, the planner and
@@ -165,15 +156,10 @@ TEST_CASE("weight streaming: a budget too small fails with the breakdown and the
   ModelOptions mo;
   mo.context = 64;
   mo.streaming.memory_budget = 1 << 20;
-  try {
-    Model::load(streaming_model(), mo);
-    FAIL("a 1 MiB budget was accepted");
-  } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::invalid_input);
-    const std::string msg = e.what();
-    CHECK(msg.find("too small") != std::string::npos);
-    CHECK(msg.find("Set memory_budget to at least") != std::string::npos);
-  }
+  const std::string msg = test::expect_error(
+      ErrorKind::invalid_input, [&] { Model::load(streaming_model(), mo); }, "a 1 MiB budget was accepted");
+  CHECK(test::contains(msg, "too small"));
+  CHECK(test::contains(msg, "Set memory_budget to at least"));
   mo.streaming.io_mode = "disk";
   mo.streaming.memory_budget = 0;
   CHECK_THROWS_AS(Model::load(streaming_model(), mo), Error);

@@ -11,22 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/jobs/temp_dir.h"
+
 namespace writer_test {
 
 // A fresh directory under the system temp dir, removed with its contents at scope exit.
-struct ScratchDir {
-  std::filesystem::path path;
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ns_writer_test_XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    path = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using ScratchDir = ns::test::TempDir;
 
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -6,6 +6,7 @@
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/matcher.h"
 #include "common/error.h"
+#include "tests/unit/error_message.h"
 
 using namespace ns::grammar;
 using ojson = nlohmann::ordered_json;
@@ -21,14 +22,9 @@ struct Compiled {
   }
 };
 
+// The refusal of `schema`, or "" if it compiles.
 std::string refusal(const char* schema) {
-  try {
-    json_schema_to_gbnf(ojson::parse(schema));
-  } catch (const ns::Error& e) {
-    CHECK(e.kind() == ns::ErrorKind::invalid_input);
-    return e.what();
-  }
-  return "";
+  return ns::test::error_message(ns::ErrorKind::invalid_input, [&] { json_schema_to_gbnf(ojson::parse(schema)); });
 }
 
 }  // namespace

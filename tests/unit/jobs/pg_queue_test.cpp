@@ -28,10 +28,7 @@ using ns::test::database_error_from;
 namespace {
 
 JobSpec spec(const std::string& prompt) {
-  JobSpec s;
-  s.model = "tiny";
-  s.prompt = prompt;
-  return s;
+  return ns::test::job_spec("tiny", prompt);
 }
 
 #define PG_BACKEND(db)                                                          \

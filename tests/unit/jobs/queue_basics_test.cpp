@@ -20,9 +20,7 @@ namespace {
 using namespace ns::jobs;
 
 JobSpec spec(const std::string& prompt, int32_t priority = 0, const std::string& key = "") {
-  JobSpec s;
-  s.model = "tiny";
-  s.prompt = prompt;
+  JobSpec s = ns::test::job_spec("tiny", prompt);
   s.priority = priority;
   s.idempotency_key = key;
   return s;
@@ -497,9 +495,7 @@ QUEUE_TEST("the job_summary view shows one readable line per job") {
 QUEUE_TEST("sampling values are stored as the decimals that were asked, and read back bit for bit") {
   QUEUE_BACKEND(db);
   auto q = db.open();
-  JobSpec s;
-  s.model = "tiny";
-  s.prompt = "p";
+  JobSpec s = ns::test::job_spec("tiny", "p");
   s.sampling.temperature = 0.7f;
   s.sampling.top_p = 0.95f;
   s.sampling.min_p = 0.05f;
@@ -518,12 +514,7 @@ QUEUE_TEST("sampling values are stored as the decimals that were asked, and read
 QUEUE_TEST("list filters by model") {
   QUEUE_BACKEND(db);
   auto q = db.open();
-  for (const char* model : {"kimi", "qwen", "kimi"}) {
-    JobSpec s;
-    s.model = model;
-    s.prompt = "p";
-    q->submit(s);
-  }
+  for (const char* model : {"kimi", "qwen", "kimi"}) q->submit(ns::test::job_spec(model, "p"));
   ListFilter f;
   f.model = "kimi";
   const std::vector<Job> kimi = q->list(f);

@@ -34,9 +34,7 @@ std::string records(int tokens) {
 QUEUE_TEST("n, logprobs, the result's choices and records, and the checkpoint's, round-trip exactly") {
   QUEUE_BACKEND(db);
   auto q = db.open();
-  JobSpec s;
-  s.model = "m";
-  s.prompt = "Once";
+  JobSpec s = ns::test::job_spec("m", "Once");
   s.sampling.n = 2;
   s.sampling.logprobs = true;
   s.sampling.top_logprobs = 20;

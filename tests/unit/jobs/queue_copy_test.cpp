@@ -20,10 +20,7 @@ constexpr int64_t kLeaseMs = 60'000;
 const Backoff kNoBackoff{0, 0};
 
 JobSpec spec(const std::string& prompt) {
-  JobSpec s;
-  s.model = "tiny";
-  s.prompt = prompt;
-  return s;
+  return ns::test::job_spec("tiny", prompt);
 }
 
 JobResult result(const std::string& text) {

@@ -23,9 +23,7 @@ constexpr int64_t kLongLease = 60'000;
 const Backoff kNoBackoff{0, 0};
 
 JobSpec spec(const std::string& prompt, int32_t max_attempts = 3) {
-  JobSpec s;
-  s.model = "tiny";
-  s.prompt = prompt;
+  JobSpec s = ns::test::job_spec("tiny", prompt);
   s.max_attempts = max_attempts;
   return s;
 }

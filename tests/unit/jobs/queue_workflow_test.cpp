@@ -19,11 +19,18 @@ using namespace ns::jobs;
 constexpr int64_t kLeaseMs = 60'000;
 
 JobSpec completion(const std::string& model, const std::string& prompt, int32_t priority = 0) {
-  JobSpec s;
-  s.model = model;
-  s.prompt = prompt;
+  JobSpec s = ns::test::job_spec(model, prompt);
   s.priority = priority;
   return s;
+}
+
+WorkerInfo worker_info(const std::string& id, const std::string& host, int64_t pid) {
+  WorkerInfo w;
+  w.id = id;
+  w.host = host;
+  w.pid = pid;
+  w.version = "0.1.0";
+  return w;
 }
 
 std::vector<int64_t> ids_of(const std::vector<Job>& jobs) {
@@ -277,15 +284,9 @@ QUEUE_TEST("batch_summary: the batch's decode rate over the time it decoded, and
 QUEUE_TEST("workers register, beat, stop; status reads them back") {
   QUEUE_BACKEND(db);
   auto q = db.open();
-  WorkerInfo w;
-  w.id = "host-a:1";
-  w.host = "host-a";
-  w.pid = 1234;
-  w.version = "0.1.0";
-  q->register_worker(w);
-  w.id = "host-b:7";
-  w.host = "host-b";
-  q->register_worker(w);
+  q->register_worker(worker_info("host-a:1", "host-a", 1234));
+  const WorkerInfo b = worker_info("host-b:7", "host-b", 1234);
+  q->register_worker(b);
   const std::vector<int64_t> running{4, 9};
   q->worker_heartbeat("host-a:1", "kimi", running);
   q->worker_stopped("host-b:7");
@@ -302,7 +303,7 @@ QUEUE_TEST("workers register, beat, stop; status reads them back") {
   CHECK(fleet[1].stopped_ms > 0);
   CHECK(fleet[1].jobs.empty());
   // A restart under the same id clears stopped.
-  q->register_worker(w);
+  q->register_worker(b);
   for (const WorkerInfo& x : q->workers()) CHECK(x.stopped_ms == 0);
 }
 
@@ -344,12 +345,7 @@ QUEUE_TEST("the summary views read the new columns") {
 QUEUE_TEST("a worker's configuration problem is kept with its heartbeat and cleared by the next one") {
   QUEUE_BACKEND(db);
   auto q = db.open();
-  WorkerInfo w;
-  w.id = "host-a:1";
-  w.host = "host-a";
-  w.pid = 1;
-  w.version = "0.1.0";
-  q->register_worker(w);
+  q->register_worker(worker_info("host-a:1", "host-a", 1));
   CHECK(q->workers().at(0).problem.empty());
   q->worker_heartbeat("host-a:1", "", {}, "model tinny: not in the config (2 job(s) left queued)");
   CHECK(q->workers().at(0).problem == "model tinny: not in the config (2 job(s) left queued)");

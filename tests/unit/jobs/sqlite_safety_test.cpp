@@ -22,6 +22,7 @@
 #include "jobs/sqlite_queue.h"
 #include "jobs/time_format.h"
 #include "tests/unit/jobs/database_error.h"
+#include "tests/unit/jobs/fast_queue.h"
 #include "tests/unit/jobs/temp_dir.h"
 
 using namespace ns::jobs;
@@ -34,10 +35,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 JobSpec spec(const std::string& prompt) {
-  JobSpec s;
-  s.model = "tiny";
-  s.prompt = prompt;
-  return s;
+  return ns::test::job_spec("tiny", prompt);
 }
 
 // A small tmpfs mounted for one test (needs root; skips otherwise).

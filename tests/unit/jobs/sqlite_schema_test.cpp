@@ -11,7 +11,9 @@
 #include "jobs/sqlite_db.h"
 #include "jobs/sqlite_migrations.h"
 #include "jobs/sqlite_queue.h"
+#include "tests/unit/jobs/database_error.h"
 #include "tests/unit/jobs/temp_dir.h"
+#include "tests/unit/error_message.h"
 
 using namespace ns::jobs;
 
@@ -83,16 +85,11 @@ TEST_CASE("a database from a newer nightshift is refused, not modified") {
     sqlite::migrate(db);
     db.exec("PRAGMA user_version = " + std::to_string(future));
   }
-  try {
-    open_sqlite_queue(path);
-    FAIL("opened a database with a newer schema");
-  } catch (const ns::Error& e) {
-    CHECK(e.kind() == ns::ErrorKind::database);
-    const std::string msg = e.what();
-    CHECK_MESSAGE(msg.find(path) != std::string::npos, msg);
-    CHECK_MESSAGE(msg.find("upgrade nightshift") != std::string::npos, msg);
-    CHECK_FALSE(dynamic_cast<const DatabaseError&>(e).transient());
-  }
+  const DatabaseError e = ns::test::database_error_from([&] { open_sqlite_queue(path); });
+  const std::string msg = e.what();
+  CHECK_MESSAGE(ns::test::contains(msg, path), msg);
+  CHECK_MESSAGE(ns::test::contains(msg, "upgrade nightshift"), msg);
+  CHECK_FALSE(e.transient());
   sqlite::Db db(path);
   CHECK(db.scalar_int("PRAGMA user_version") == future);
 }
@@ -102,15 +99,10 @@ TEST_CASE("errors name the file, SQLite's message and the SQL") {
   SUBCASE("not a database") {
     const std::string path = dir.file("notes.txt");
     std::ofstream(path) << "these are not the pages you are looking for, " << std::string(4096, 'x');
-    try {
-      open_sqlite_queue(path);
-      FAIL("opened a text file as a database");
-    } catch (const ns::Error& e) {
-      CHECK(e.kind() == ns::ErrorKind::database);
-      const std::string msg = e.what();
-      CHECK_MESSAGE(msg.find(path) != std::string::npos, msg);
-      CHECK_MESSAGE(msg.find("not a database") != std::string::npos, msg);
-    }
+    const std::string msg = ns::test::expect_error(
+        ns::ErrorKind::database, [&] { open_sqlite_queue(path); }, "opened a text file as a database");
+    CHECK_MESSAGE(ns::test::contains(msg, path), msg);
+    CHECK_MESSAGE(ns::test::contains(msg, "not a database"), msg);
   }
   SUBCASE("missing directory") {
     const std::string path = dir.file("no/such/dir/q.db");

@@ -48,6 +48,15 @@ void check_against_reference(const Weights& w, const std::vector<float>& x, int6
   }
 }
 
+// matmul of `n_tokens` activation rows under `isa`, checked against the reference.
+void check_matmul(const Weights& w, const std::vector<float>& x, int64_t n_tokens, ns::ThreadPool& pool, Isa isa) {
+  IsaScope scope(isa);
+  MatmulScratch scratch;
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -12345.0f);
+  matmul(w.view(), x.data(), n_tokens, y.data(), pool, scratch);
+  check_against_reference(w, x, n_tokens, y, isa);
+}
+
 }  // namespace
 
 TEST_CASE("matmul matches dequantize-then-dot for 1 and 7 tokens, 1 and 2 threads, each ISA") {
@@ -66,11 +75,7 @@ TEST_CASE("matmul matches dequantize-then-dot for 1 and 7 tokens, 1 and 2 thread
           CAPTURE(n_tokens);
           CAPTURE(threads);
           CAPTURE(isa_name(isa));
-          IsaScope scope(isa);
-          MatmulScratch scratch;
-          std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -12345.0f);
-          matmul(w.view(), x.data(), n_tokens, y.data(), pool, scratch);
-          check_against_reference(w, x, n_tokens, y, isa);
+          check_matmul(w, x, n_tokens, pool, isa);
         }
       }
     }
@@ -86,11 +91,7 @@ TEST_CASE("matmul splits a larger matrix into many chunks without gaps or overla
     for (const Isa isa : isas_to_test()) {
       CAPTURE(name(t));
       CAPTURE(isa_name(isa));
-      IsaScope scope(isa);
-      MatmulScratch scratch;
-      std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -12345.0f);
-      matmul(w.view(), x.data(), n_tokens, y.data(), pool, scratch);
-      check_against_reference(w, x, n_tokens, y, isa);
+      check_matmul(w, x, n_tokens, pool, isa);
     }
   }
 }

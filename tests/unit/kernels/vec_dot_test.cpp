@@ -125,6 +125,15 @@ std::vector<uint8_t> raw_weights(GgmlType t, int64_t nb, int fill, uint32_t seed
   return out;
 }
 
+// Activation codes for the byte-pattern tests: all 127, all -127,
+// alternating, and spread over every code (the last, for random weights).
+const std::function<int8_t(int64_t)> kCodes[] = {
+    [](int64_t) { return int8_t{127}; },
+    [](int64_t) { return int8_t{-127}; },
+    [](int64_t i) { return static_cast<int8_t>(i % 2 ? 127 : -127); },
+    [](int64_t i) { return static_cast<int8_t>((i * 7919) % 255 - 127); },
+};
+
 }  // namespace
 
 TEST_CASE("vec_dot on random rows: scalar vs double reference, AVX2 and AVX-512 vs scalar") {
@@ -229,17 +238,11 @@ TEST_CASE("vec_dot on every byte pattern of the newer formats, scales 1 and acro
   for (const GgmlType t : types) {
     const int64_t n = 4 * block_elems(t);
     const int64_t nb = n / block_elems(t);
-    const std::function<int8_t(int64_t)> codes[] = {
-        [](int64_t) { return int8_t{127}; },
-        [](int64_t) { return int8_t{-127}; },
-        [](int64_t i) { return static_cast<int8_t>(i % 2 ? 127 : -127); },
-        [](int64_t i) { return static_cast<int8_t>((i * 7919) % 255 - 127); },
-    };
     for (const int fill : {0x00, 0xff, 0x80, 0x7f, 0x55, 0xaa, -1}) {
       CAPTURE(name(t));
       CAPTURE(fill);
       const auto w = raw_weights(t, nb, fill, 11, [&](int64_t, size_t) { return one; });
-      for (const auto& code : codes) {
+      for (const auto& code : kCodes) {
         const auto x = raw_activations(
             t, n, [](int64_t) { return 1.0f; }, code);
         check_dot(t, w.data(), x.data(), n);
@@ -255,7 +258,7 @@ TEST_CASE("vec_dot on every byte pattern of the newer formats, scales 1 and acro
       const bool signed_scale = vec_dot_type(t) == GgmlType::Q8_K;
       const auto x = raw_activations(
           t, n, [&](int64_t b) { return act_scales[(b + seed) % 4] * (signed_scale && b % 2 ? -1.0f : 1.0f); },
-          codes[3]);
+          kCodes[3]);
       check_dot(t, w.data(), x.data(), n);
     }
   }
@@ -273,17 +276,11 @@ TEST_CASE("MXFP4 vec_dot on every nibble pattern and E8M0 exponents across the f
     for (int64_t b = 0; b < nb; ++b) w[static_cast<size_t>(b) * mxfp4::kBlockBytes] = e(b);
     return w;
   };
-  const std::function<int8_t(int64_t)> codes[] = {
-      [](int64_t) { return int8_t{127}; },
-      [](int64_t) { return int8_t{-127}; },
-      [](int64_t i) { return static_cast<int8_t>(i % 2 ? 127 : -127); },
-      [](int64_t i) { return static_cast<int8_t>((i * 7919) % 255 - 127); },
-  };
   for (const int fill : {0x00, 0xff, 0x88, 0x77, 0x55, 0xaa, -1}) {
     CAPTURE(fill);
     const auto w = with_exponents(raw_weights(t, nb, fill, 11, [](int64_t, size_t) { return uint16_t{0}; }),
                                   [](int64_t) { return uint8_t{128}; });
-    for (const auto& code : codes) {
+    for (const auto& code : kCodes) {
       const auto x = raw_activations(
           t, n, [](int64_t) { return 1.0f; }, code);
       check_dot(t, w.data(), x.data(), n);
@@ -296,7 +293,7 @@ TEST_CASE("MXFP4 vec_dot on every nibble pattern and E8M0 exponents across the f
     const auto w = with_exponents(raw_weights(t, nb, -1, seed, [](int64_t, size_t) { return uint16_t{0}; }),
                                   [&](int64_t b) { return exponents[(b + seed) % 9]; });
     const auto x = raw_activations(
-        t, n, [&](int64_t b) { return act_scales[(b + 2 * seed) % 5]; }, codes[3]);
+        t, n, [&](int64_t b) { return act_scales[(b + 2 * seed) % 5]; }, kCodes[3]);
     check_dot(t, w.data(), x.data(), n);
   }
 }

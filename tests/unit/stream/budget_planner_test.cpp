@@ -11,6 +11,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
 #include "common/error.h"
+#include "tests/unit/error_message.h"
 #include "stream_test_util.h"
 
 using namespace ns::stream;
@@ -109,26 +110,22 @@ TEST_CASE("a budget too small fails with the breakdown and the smallest budget t
   in.overhead_bytes = 30u << 20;
   in.min_cache_experts = 3;
   in.memory_budget = 64u << 20;
-  try {
-    plan_budget(m.tensors, layout, in, "m.gguf");
-    FAIL("a 64 MiB budget was accepted for a model needing more");
-  } catch (const ns::Error& e) {
-    CHECK(e.kind() == ns::ErrorKind::invalid_input);
-    const std::string msg = e.what();
-    CHECK(msg.find("memory_budget 64.00 MiB is too small to run m.gguf") != std::string::npos);
-    CHECK(msg.find("KV cache") != std::string::npos);
-    CHECK(msg.find("100.00 MiB") != std::string::npos);
-    CHECK(msg.find("3 of 16 experts") != std::string::npos);
-    // The advice, rounded up to whole MiB, is itself accepted, and a MiB less is not.
-    const size_t at = msg.find("at least ");
-    REQUIRE(at != std::string::npos);
-    const uint64_t advice_mib = std::stoull(msg.substr(at + 9));
-    in.memory_budget = advice_mib << 20;
-    const BudgetPlan p = plan_budget(m.tensors, layout, in, "m.gguf");
-    CHECK(p.cache_experts >= 3);
-    CHECK(p.minimum_budget <= in.memory_budget);
-    CHECK(p.minimum_budget > ((advice_mib - 1) << 20));
-  }
+  const std::string msg =
+      ns::test::expect_error(ns::ErrorKind::invalid_input, [&] { plan_budget(m.tensors, layout, in, "m.gguf"); },
+                             "a 64 MiB budget was accepted for a model needing more");
+  CHECK(ns::test::contains(msg, "memory_budget 64.00 MiB is too small to run m.gguf"));
+  CHECK(ns::test::contains(msg, "KV cache"));
+  CHECK(ns::test::contains(msg, "100.00 MiB"));
+  CHECK(ns::test::contains(msg, "3 of 16 experts"));
+  // The advice, rounded up to whole MiB, is itself accepted, and a MiB less is not.
+  const size_t at = msg.find("at least ");
+  REQUIRE(at != std::string::npos);
+  const uint64_t advice_mib = std::stoull(msg.substr(at + 9));
+  in.memory_budget = advice_mib << 20;
+  const BudgetPlan p = plan_budget(m.tensors, layout, in, "m.gguf");
+  CHECK(p.cache_experts >= 3);
+  CHECK(p.minimum_budget <= in.memory_budget);
+  CHECK(p.minimum_budget > ((advice_mib - 1) << 20));
 }
 
 TEST_CASE("a dense model streams nothing and needs only its fixed parts") {

@@ -96,23 +96,17 @@ TEST_CASE("the layout finds the stacks, and a slot holds any expert with O_DIREC
 
 TEST_CASE("every expert of every layer comes back byte-exact, in both reader modes and both policies") {
   Fixture f;
-  for (IoMode mode : {IoMode::uring, IoMode::pread}) {
-    for (CachePolicy policy : {CachePolicy::lru, CachePolicy::lfu}) {
-      const std::string mode_name = io_mode_name(mode);
-    CAPTURE(mode_name);
-      const std::string policy_name = cache_policy_name(policy);
-      CAPTURE(policy_name);
-      auto r = f.reader(mode);
-      ExpertCache c(*r, f.layout, options(5, policy));
-      run_layer(c, f, 1, {0, 1, 2, 3, 4, 5, 6, 7});
-      run_layer(c, f, 2, {7, 6, 5, 4, 3, 2, 1, 0});
-      run_layer(c, f, 1, {3, 5});
-      const CacheStats& s = c.stats();
-      CHECK(s.hits + s.misses == 18);
-      CHECK(s.misses >= 16);
-      CHECK(r->stats().failed == 0);
-    }
-  }
+  stream_test::for_each_mode_and_policy([&](IoMode mode, CachePolicy policy) {
+    auto r = f.reader(mode);
+    ExpertCache c(*r, f.layout, options(5, policy));
+    run_layer(c, f, 1, {0, 1, 2, 3, 4, 5, 6, 7});
+    run_layer(c, f, 2, {7, 6, 5, 4, 3, 2, 1, 0});
+    run_layer(c, f, 1, {3, 5});
+    const CacheStats& s = c.stats();
+    CHECK(s.hits + s.misses == 18);
+    CHECK(s.misses >= 16);
+    CHECK(r->stats().failed == 0);
+  });
 }
 
 TEST_CASE("hits, misses and evictions follow lru on a known sequence") {

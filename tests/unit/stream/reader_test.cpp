@@ -13,6 +13,7 @@
 #include "engine/stream/buffer_pool.h"
 #include "engine/stream/reader.h"
 #include "tests/unit/stream/stream_test_util.h"
+#include "tests/unit/error_message.h"
 
 using namespace ns::stream;
 using stream_test::aligned_buffer;
@@ -169,16 +170,11 @@ TEST_CASE("a read past the end of the file fails with an io error naming the fil
     ReadOp op;
     op.prepare(0, 9000, 2000, buf.get(), direct_read_span(9000, 2000));
     r->submit(op);
-    try {
-      r->wait(op);
-      FAIL("a read past the end succeeded");
-    } catch (const ns::Error& e) {
-      CHECK(e.kind() == ns::ErrorKind::io);
-      const std::string msg = e.what();
-      CHECK(msg.find(path) != std::string::npos);
-      CHECK(msg.find("offset 9000") != std::string::npos);
-      CHECK(msg.find("ends at byte 10000") != std::string::npos);
-    }
+    const std::string msg =
+        ns::test::expect_error(ns::ErrorKind::io, [&] { r->wait(op); }, "a read past the end succeeded");
+    CHECK(ns::test::contains(msg, path));
+    CHECK(ns::test::contains(msg, "offset 9000"));
+    CHECK(ns::test::contains(msg, "ends at byte 10000"));
     CHECK(r->stats().failed == 1);
     // The reader carries on after a failure.
     ReadOp ok;
@@ -235,26 +231,18 @@ TEST_CASE("an errno from the kernel becomes an io error with its text") {
     ReadOp op;
     op.prepare(0, 0, 100, buf.get(), 4096);
     r->submit(op);
-    try {
-      r->wait(op);
-      FAIL("reading a directory succeeded");
-    } catch (const ns::Error& e) {
-      CHECK(e.kind() == ns::ErrorKind::io);
-      CHECK(std::string(e.what()).find(std::strerror(EISDIR)) != std::string::npos);
-      CHECK(std::string(e.what()).find(sub) != std::string::npos);
-    }
+    const std::string msg =
+        ns::test::expect_error(ns::ErrorKind::io, [&] { r->wait(op); }, "reading a directory succeeded");
+    CHECK(ns::test::contains(msg, std::strerror(EISDIR)));
+    CHECK(ns::test::contains(msg, sub));
     CHECK(op.error_code() == EISDIR);
   }
 }
 
 TEST_CASE("a missing file is an io error naming it") {
-  try {
-    open_reader("/nonexistent/model.gguf", IoMode::uring);
-    FAIL("opened a missing file");
-  } catch (const ns::Error& e) {
-    CHECK(e.kind() == ns::ErrorKind::io);
-    CHECK(std::string(e.what()).find("/nonexistent/model.gguf") != std::string::npos);
-  }
+  const std::string msg = ns::test::expect_error(
+      ns::ErrorKind::io, [] { open_reader("/nonexistent/model.gguf", IoMode::uring); }, "opened a missing file");
+  CHECK(ns::test::contains(msg, "/nonexistent/model.gguf"));
 }
 
 TEST_CASE("misuse is refused: unaligned or small buffers, an op queued twice") {

@@ -1,8 +1,10 @@
 // Helpers for the streaming tests: a scratch directory in the build tree (a
 // real disk filesystem, so O_DIRECT is exercised; tmpfs refuses it), files of
-// known bytes, aligned buffers, a small MoE-shaped GGUF.
+// known bytes, aligned buffers, a small MoE-shaped GGUF, every reader mode with
+// every cache policy.
 #pragma once
 
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,27 +17,30 @@
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
+#include "engine/stream/cache_index.h"
+#include "engine/stream/reader.h"
+#include "tests/unit/jobs/temp_dir.h"
 
 namespace stream_test {
 
-class ScratchDir {
+class ScratchDir : public ns::test::TempDir {
  public:
-  ScratchDir() {
-    std::string tmpl = std::string(NS_BINARY_DIR) + "/stream-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
+  ScratchDir() : TempDir(NS_BINARY_DIR) {}
 };
+
+// Runs body(mode, policy) for both reader modes and both cache policies, their names captured.
+template <class Body>
+void for_each_mode_and_policy(Body&& body) {
+  for (ns::stream::IoMode mode : {ns::stream::IoMode::uring, ns::stream::IoMode::pread}) {
+    for (ns::stream::CachePolicy policy : {ns::stream::CachePolicy::lru, ns::stream::CachePolicy::lfu}) {
+      const std::string mode_name = ns::stream::io_mode_name(mode);
+      CAPTURE(mode_name);
+      const std::string policy_name = ns::stream::cache_policy_name(policy);
+      CAPTURE(policy_name);
+      body(mode, policy);
+    }
+  }
+}
 
 // The byte at `offset` of a pattern file: a hash, so misplaced bytes show.
 inline uint8_t pattern_byte(uint64_t offset, uint64_t seed) {
