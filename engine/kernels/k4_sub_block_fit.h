@@ -3,6 +3,8 @@
 // by make_qkx2_quants weighted by rms + |x|, both quantized to 6 bits against
 // their largest value and packed (kquant.h), then every value re-quantized
 // with the stored pair. They differ in the level count and the search range.
+// Below it, the reference dequantizer and Q8_K dot they share, given where a
+// level's bits lie.
 #pragma once
 
 #include <cmath>
@@ -63,6 +65,57 @@ static inline void fit_k4_sub_blocks(const float* src, uint8_t* blk, int nmax, f
       levels[32 * j + i] = static_cast<uint8_t>(l < 0 ? 0 : (l > nmax ? nmax : l));
     }
   }
+}
+
+// Level(blk, c, half, l): the level of element 64 c + 32 half + l of the
+// block at blk; L: the block's offsets (Q4K or Q5K).
+using K4LevelFn = int (*)(const uint8_t* blk, int c, int half, int l);
+
+// x = d * sc * q - dmin * m, sub-block by sub-block.
+template <class L, K4LevelFn Level>
+static void k4_dequantize(const void* src, float* dst, int64_t n) {
+  const auto* blk = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < n / 256; ++b, blk += L::bytes) {
+    const float d = load_fp16(blk + L::d);
+    const float dmin = load_fp16(blk + L::dmin);
+    uint8_t sc[8], mn[8];
+    unpack_k4_scales(blk + L::scales, sc, mn);
+    for (int c = 0; c < 4; ++c) {
+      for (int half = 0; half < 2; ++half) {
+        const float dl = d * static_cast<float>(sc[2 * c + half]);
+        const float ml = dmin * static_cast<float>(mn[2 * c + half]);
+        for (int l = 0; l < 32; ++l) *dst++ = dl * static_cast<float>(Level(blk, c, half, l)) - ml;
+      }
+    }
+  }
+}
+
+// Per super-block: the exact integer sums of sc * q * q8 and of m * (bsum
+// pairs), then d_w d_x * isum - dmin_w d_x * msum.
+template <class L, K4LevelFn Level>
+static float k4_vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / 256; ++b, wb += L::bytes, xb += Q8K::bytes) {
+    uint8_t sc[8], mn[8];
+    unpack_k4_scales(wb + L::scales, sc, mn);
+    const auto* q8 = reinterpret_cast<const int8_t*>(xb + Q8K::qs);
+    int32_t msum = 0;
+    for (int j = 0; j < 16; ++j) msum += load_i16(xb + Q8K::bsums + 2 * j) * mn[j / 2];
+    int32_t isum = 0;
+    for (int c = 0; c < 4; ++c) {
+      for (int half = 0; half < 2; ++half) {
+        int32_t s = 0;
+        for (int l = 0; l < 32; ++l) s += Level(wb, c, half, l) * q8[64 * c + 32 * half + l];
+        isum += sc[2 * c + half] * s;
+      }
+    }
+    const float dx = load_f32(xb + Q8K::d);
+    sum +=
+        load_fp16(wb + L::d) * dx * static_cast<float>(isum) - load_fp16(wb + L::dmin) * dx * static_cast<float>(msum);
+  }
+  return sum;
 }
 
 }  // namespace ns::kernels::kq

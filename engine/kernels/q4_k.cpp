@@ -15,22 +15,18 @@ namespace ns::kernels::q4_k {
 using L = kq::Q4K;
 static_assert(L::bytes == kBlockBytes);
 
-void dequantize(const void* src, float* dst, int64_t n) {
-  const auto* blk = static_cast<const uint8_t*>(src);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes) {
-    const float d = load_fp16(blk + L::d);
-    const float dmin = load_fp16(blk + L::dmin);
-    uint8_t sc[8], mn[8];
-    kq::unpack_k4_scales(blk + L::scales, sc, mn);
-    for (int c = 0; c < 4; ++c) {
-      const uint8_t* q = blk + L::qs + 32 * c;
-      const float d1 = d * static_cast<float>(sc[2 * c]), m1 = dmin * static_cast<float>(mn[2 * c]);
-      const float d2 = d * static_cast<float>(sc[2 * c + 1]), m2 = dmin * static_cast<float>(mn[2 * c + 1]);
-      for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(q[l] & 0x0f) - m1;
-      for (int l = 0; l < 32; ++l) *dst++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-    }
-  }
+namespace {
+
+// Element 64 c + 32 half + l's level in [0, 15]: the low nibbles of 32 bytes,
+// then their high ones.
+int level(const uint8_t* blk, int c, int half, int l) {
+  const uint8_t q = blk[L::qs + 32 * c + l];
+  return half == 0 ? (q & 0x0f) : (q >> 4);
 }
+
+}  // namespace
+
+void dequantize(const void* src, float* dst, int64_t n) { kq::k4_dequantize<L, level>(src, dst, n); }
 
 // ggml's quantize_row_q4_K_ref: per sub-block a (scale, min) fit by
 // make_qkx2_quants weighted by rms + |x|, both quantized to 6 bits against
@@ -47,33 +43,6 @@ void quantize(const float* src, void* dst, int64_t n) {
   }
 }
 
-// Per super-block: the exact integer sums of sc * q * q8 and of m * (bsum
-// pairs), then d_w d_x * isum - dmin_w d_x * msum.
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_k::kBlockBytes) {
-    uint8_t sc[8], mn[8];
-    kq::unpack_k4_scales(wb + L::scales, sc, mn);
-    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
-    int32_t msum = 0;
-    for (int j = 0; j < 16; ++j) msum += kq::load_i16(xb + kq::Q8K::bsums + 2 * j) * mn[j / 2];
-    int32_t isum = 0;
-    for (int c = 0; c < 4; ++c) {
-      const uint8_t* q = wb + L::qs + 32 * c;
-      int32_t lo = 0, hi = 0;
-      for (int l = 0; l < 32; ++l) {
-        lo += (q[l] & 0x0f) * q8[64 * c + l];
-        hi += (q[l] >> 4) * q8[64 * c + 32 + l];
-      }
-      isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
-    }
-    const float dx = kq::load_f32(xb + kq::Q8K::d);
-    sum +=
-        load_fp16(wb + L::d) * dx * static_cast<float>(isum) - load_fp16(wb + L::dmin) * dx * static_cast<float>(msum);
-  }
-  return sum;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return kq::k4_vec_dot<L, level>(w, x, n); }
 
 }  // namespace ns::kernels::q4_k
