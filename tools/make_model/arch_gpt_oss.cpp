@@ -55,12 +55,8 @@ class GptOssArchitecture : public Architecture {
 
   void validate(const Shape& s) const override {
     const GptOssFlags& f = flags();
+    validate_moe_shape(s, "gpt-oss");
     auto bad = [](const std::string& m) { throw Error(ErrorKind::invalid_input, "gpt-oss: " + m); };
-    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0 || s.n_ctx == 0)
-      bad("--n-embd, --n-layer, --n-head, --n-head-kv, --n-ff and --n-ctx must be positive");
-    if (s.n_head % s.n_head_kv != 0) bad("--n-head must be a multiple of --n-head-kv");
-    if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
-      bad("every layer is MoE: --n-expert and --n-expert-used (1..--n-expert) are required");
     if (f.head_dim == 0 || f.head_dim % 2) bad("--oss-head-dim must be a positive even number");
     if (f.sliding_window == 0) bad("--oss-sliding-window must be positive");
     if (f.swa_period > s.n_layer) bad("--oss-swa-period must be at most --n-layer");

@@ -42,12 +42,8 @@ class QwenMoeArchitecture : public Architecture {
   }
 
   void validate(const Shape& s) const override {
+    validate_moe_shape(s, name());
     auto bad = [this](const std::string& m) { throw Error(ErrorKind::invalid_input, name() + ": " + m); };
-    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0 || s.n_ctx == 0)
-      bad("--n-embd, --n-layer, --n-head, --n-head-kv, --n-ff and --n-ctx must be positive");
-    if (s.n_head % s.n_head_kv != 0) bad("--n-head must be a multiple of --n-head-kv");
-    if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
-      bad("every layer is MoE: --n-expert and --n-expert-used (1..--n-expert) are required");
     if (head_dim(s) == 0 || head_dim(s) % 2) bad("the head size must be a positive even number");
     if (!qwen3_ && s.n_embd % s.n_head != 0) bad("--n-embd must be a multiple of --n-head");
     if (!qwen3_ && flags().n_ff_shexp == 0) bad("--n-ff-shexp must be positive");

@@ -79,12 +79,8 @@ class QwenNextArchitecture : public Architecture {
 
   void validate(const Shape& s) const override {
     const QwenNextFlags& f = flags();
+    validate_moe_shape(s, name());
     auto bad = [this](const std::string& m) { throw Error(ErrorKind::invalid_input, name() + ": " + m); };
-    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0 || s.n_ctx == 0)
-      bad("--n-embd, --n-layer, --n-head, --n-head-kv, --n-ff and --n-ctx must be positive");
-    if (s.n_head % s.n_head_kv != 0) bad("--n-head must be a multiple of --n-head-kv");
-    if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
-      bad("every layer is MoE: --n-expert and --n-expert-used (1..--n-expert) are required");
     if (f.full_attn_every == 0) bad("--full-attn-every must be positive (1: every layer full attention)");
     if (f.head_dim == 0 || f.rope_dim == 0 || f.rope_dim % 2 || f.rope_dim > f.head_dim)
       bad("--qn-rope-dim must be even and between 2 and --qn-head-dim");

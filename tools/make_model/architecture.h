@@ -80,6 +80,12 @@ class Architecture {
   }
 };
 
+// The checks of the common shape made by the architectures whose every layer
+// is MoE under grouped-query attention (qwen2moe/qwen3moe, qwen3next/qwen35moe,
+// gpt-oss): positive sizes, --n-head a multiple of --n-head-kv, 1..--n-expert
+// experts per token. Throws ns::Error(invalid_input) "<arch>: ..." naming the flags.
+void validate_moe_shape(const Shape& s, const std::string& arch);
+
 Architecture* find_architecture(const std::string& name);  // nullptr if unknown
 std::vector<Architecture*> all_architectures();
 std::string architecture_names();  // "llama, ..." for messages
