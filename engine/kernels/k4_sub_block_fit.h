@@ -67,6 +67,18 @@ static inline void fit_k4_sub_blocks(const float* src, uint8_t* blk, int nmax, f
   }
 }
 
+// The quantizer: per block of 256 fit_k4_sub_blocks, then Pack(levels, blk)
+// stores the levels (L: the block's offsets, Q4K or Q5K).
+template <class L, void (*Pack)(const uint8_t* levels, uint8_t* blk)>
+static void k4_quantize(const float* src, void* dst, int64_t n, int nmax, float rmin, int nstep) {
+  auto* blk = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / 256; ++b, blk += L::bytes, src += 256) {
+    uint8_t levels[256];
+    fit_k4_sub_blocks(src, blk, nmax, rmin, nstep, levels);
+    Pack(levels, blk);
+  }
+}
+
 // Level(blk, c, half, l): the level of element 64 c + 32 half + l of the
 // block at blk; L: the block's offsets (Q4K or Q5K).
 using K4LevelFn = int (*)(const uint8_t* blk, int c, int half, int l);

@@ -19,9 +19,13 @@ namespace {
 
 // Element 64 c + 32 half + l's level in [0, 15]: the low nibbles of 32 bytes,
 // then their high ones.
-int level(const uint8_t* blk, int c, int half, int l) {
-  const uint8_t q = blk[L::qs + 32 * c + l];
-  return half == 0 ? (q & 0x0f) : (q >> 4);
+int level(const uint8_t* blk, int c, int half, int l) { return (blk[L::qs + 32 * c + l] >> (4 * half)) & 0x0f; }
+
+void pack(const uint8_t* levels, uint8_t* blk) {
+  uint8_t* q = blk + L::qs;
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l)
+      q[32 * c + l] = static_cast<uint8_t>(levels[64 * c + l] | (levels[64 * c + 32 + l] << 4));
 }
 
 }  // namespace
@@ -31,17 +35,7 @@ void dequantize(const void* src, float* dst, int64_t n) { kq::k4_dequantize<L, l
 // ggml's quantize_row_q4_K_ref: per sub-block a (scale, min) fit by
 // make_qkx2_quants weighted by rms + |x|, both quantized to 6 bits against
 // their largest value, then every value re-quantized with the stored pair.
-void quantize(const float* src, void* dst, int64_t n) {
-  auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
-    uint8_t levels[kBlockElems];
-    kq::fit_k4_sub_blocks(src, blk, 15, -1.0f, 20, levels);
-    uint8_t* q = blk + L::qs;
-    for (int c = 0; c < 4; ++c)
-      for (int l = 0; l < 32; ++l)
-        q[32 * c + l] = static_cast<uint8_t>(levels[64 * c + l] | (levels[64 * c + 32 + l] << 4));
-  }
-}
+void quantize(const float* src, void* dst, int64_t n) { kq::k4_quantize<L, pack>(src, dst, n, 15, -1.0f, 20); }
 
 float vec_dot(const void* w, const void* x, int64_t n) { return kq::k4_vec_dot<L, level>(w, x, n); }
 
