@@ -38,19 +38,15 @@ class GptOssArchitecture : public Architecture {
   void add_flags(CLI::App& app) override {
     GptOssFlags& f = flags();
     const char* g = "gpt-oss";
-    app.add_option("--oss-head-dim", f.head_dim, "gpt-oss: attention head size")->capture_default_str()->group(g);
-    app.add_option("--oss-sliding-window", f.sliding_window, "gpt-oss: sliding-window length of the sliding layers")
-        ->capture_default_str()->group(g);
-    app.add_option("--oss-swa-period", f.swa_period,
-                   "gpt-oss: write attention.sliding_window_pattern = N (layer il slides when il % N < N - 1; "
-                   "0: not written, the reference's default 2)")
-        ->capture_default_str()->group(g);
-    app.add_option("--oss-yarn-factor", f.yarn_factor, "gpt-oss: YaRN context factor (0: no rope scaling)")
-        ->capture_default_str()->group(g);
-    app.add_option("--oss-yarn-orig-ctx", f.yarn_orig_ctx, "gpt-oss: YaRN original context length")
-        ->capture_default_str()->group(g);
-    app.add_option("--oss-expert-bias", f.expert_bias, "gpt-oss: write the experts' biases")
-        ->capture_default_str()->group(g);
+    add_arch_option(app, g, "--oss-head-dim", f.head_dim, "gpt-oss: attention head size");
+    add_arch_option(app, g, "--oss-sliding-window", f.sliding_window,
+                    "gpt-oss: sliding-window length of the sliding layers");
+    add_arch_option(app, g, "--oss-swa-period", f.swa_period,
+                    "gpt-oss: write attention.sliding_window_pattern = N (layer il slides when il % N < N - 1; "
+                    "0: not written, the reference's default 2)");
+    add_arch_option(app, g, "--oss-yarn-factor", f.yarn_factor, "gpt-oss: YaRN context factor (0: no rope scaling)");
+    add_arch_option(app, g, "--oss-yarn-orig-ctx", f.yarn_orig_ctx, "gpt-oss: YaRN original context length");
+    add_arch_option(app, g, "--oss-expert-bias", f.expert_bias, "gpt-oss: write the experts' biases");
   }
 
   void validate(const Shape& s) const override {

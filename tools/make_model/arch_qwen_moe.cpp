@@ -33,11 +33,10 @@ class QwenMoeArchitecture : public Architecture {
 
   void add_flags(CLI::App& app) override {
     if (qwen3_) {
-      app.add_option("--head-dim", flags().head_dim, "qwen3moe: attention head size (0: n_embd / n_head)")
-          ->capture_default_str()->group("qwen3moe");
+      add_arch_option(app, "qwen3moe", "--head-dim", flags().head_dim,
+                      "qwen3moe: attention head size (0: n_embd / n_head)");
     } else {
-      app.add_option("--n-ff-shexp", flags().n_ff_shexp, "qwen2moe: shared expert width")
-          ->capture_default_str()->group("qwen2moe");
+      add_arch_option(app, "qwen2moe", "--n-ff-shexp", flags().n_ff_shexp, "qwen2moe: shared expert width");
     }
   }
 

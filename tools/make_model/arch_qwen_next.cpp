@@ -55,26 +55,22 @@ class QwenNextArchitecture : public Architecture {
     if (app.get_option_no_throw("--full-attn-every") != nullptr) return;
     QwenNextFlags& f = flags();
     const std::string g = "qwen3next, qwen35moe";
-    app.add_option("--full-attn-every", f.full_attn_every, "qwen3next/35moe: every Nth layer is full attention")
-        ->capture_default_str()->group(g);
-    app.add_option("--qn-head-dim", f.head_dim, "qwen3next/35moe: full-attention head size")->capture_default_str()->group(g);
-    app.add_option("--qn-rope-dim", f.rope_dim, "qwen3next/35moe: rotated dims per attention head")
-        ->capture_default_str()->group(g);
-    app.add_option("--gdn-head-dim", f.gdn_head_dim, "qwen3next/35moe: Gated DeltaNet head size")
-        ->capture_default_str()->group(g);
-    app.add_option("--gdn-k-heads", f.gdn_k_heads, "qwen3next/35moe: Gated DeltaNet key heads")
-        ->capture_default_str()->group(g);
-    app.add_option("--gdn-v-heads", f.gdn_v_heads, "qwen3next/35moe: Gated DeltaNet value heads (a multiple of the key heads)")
-        ->capture_default_str()->group(g);
-    app.add_option("--gdn-conv-kernel", f.d_conv, "qwen3next/35moe: short convolution taps")->capture_default_str()->group(g);
-    app.add_option("--qn-n-ff-shexp", f.n_ff_shexp, "qwen3next/35moe: shared expert width")->capture_default_str()->group(g);
-    app.add_option("--qn-rope-sections", f.rope_sections, "qwen35moe: rope.dimension_sections (4 numbers)")
-        ->delimiter(',')->capture_default_str()->group(g);
-    app.add_option("--qn-nextn-layers", f.nextn, "qwen3next/35moe: NextN (MTP) blocks after --n-layer (never run)")
-        ->capture_default_str()->group(g);
-    app.add_option("--qn-layer-types", f.layer_types,
-                   "qwen3next/35moe: also write attention.recurrent_layers, one flag per block (true/false)")
-        ->capture_default_str()->group(g);
+    add_arch_option(app, g, "--full-attn-every", f.full_attn_every,
+                    "qwen3next/35moe: every Nth layer is full attention");
+    add_arch_option(app, g, "--qn-head-dim", f.head_dim, "qwen3next/35moe: full-attention head size");
+    add_arch_option(app, g, "--qn-rope-dim", f.rope_dim, "qwen3next/35moe: rotated dims per attention head");
+    add_arch_option(app, g, "--gdn-head-dim", f.gdn_head_dim, "qwen3next/35moe: Gated DeltaNet head size");
+    add_arch_option(app, g, "--gdn-k-heads", f.gdn_k_heads, "qwen3next/35moe: Gated DeltaNet key heads");
+    add_arch_option(app, g, "--gdn-v-heads", f.gdn_v_heads,
+                    "qwen3next/35moe: Gated DeltaNet value heads (a multiple of the key heads)");
+    add_arch_option(app, g, "--gdn-conv-kernel", f.d_conv, "qwen3next/35moe: short convolution taps");
+    add_arch_option(app, g, "--qn-n-ff-shexp", f.n_ff_shexp, "qwen3next/35moe: shared expert width");
+    add_arch_option(app, g, "--qn-rope-sections", f.rope_sections,
+                    "qwen35moe: rope.dimension_sections (4 numbers)")->delimiter(',');
+    add_arch_option(app, g, "--qn-nextn-layers", f.nextn,
+                    "qwen3next/35moe: NextN (MTP) blocks after --n-layer (never run)");
+    add_arch_option(app, g, "--qn-layer-types", f.layer_types,
+                    "qwen3next/35moe: also write attention.recurrent_layers, one flag per block (true/false)");
   }
 
   void validate(const Shape& s) const override {

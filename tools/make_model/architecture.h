@@ -80,6 +80,14 @@ class Architecture {
   }
 };
 
+// An architecture's flag: app.add_option(flag, value, help) in the architecture's
+// --help group, its default shown. (App is CLI::App, a parameter so that this
+// header needs only CLI11's forward declaration.)
+template <class App, class T>
+auto add_arch_option(App& app, const std::string& group, const std::string& flag, T& value, const std::string& help) {
+  return app.add_option(flag, value, help)->capture_default_str()->group(group);
+}
+
 // The checks of the common shape made by the architectures whose every layer
 // is MoE under grouped-query attention (qwen2moe/qwen3moe, qwen3next/qwen35moe,
 // gpt-oss): positive sizes, --n-head a multiple of --n-head-kv, 1..--n-expert
