@@ -64,9 +64,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
           iq::odd_levels(xval + 8 * k, id, L + 8 * k);
           iq::snap_odd(s, L + 8 * k, xval + 8 * k, waux + 8 * k, scale);
         }
-        float sumqx, sumq2;
-        iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
+        iq::refit_scale(32, xval, weight, L, scale);
       }
       iq::unsign_scale(scale, signs, 4);
       for (int k = 0; k < 4; ++k) {

@@ -81,9 +81,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
           levels(xval + 4 * k, id, L + 4 * k);
           snap(s, L + 4 * k, xval + 4 * k, waux + 4 * k, scale);
         }
-        float sumqx, sumq2;
-        iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
+        iq::refit_scale(32, xval, weight, L, scale);
       }
       iq::unsign_scale(scale, signs, 4);
       for (int k = 0; k < 8; ++k) {

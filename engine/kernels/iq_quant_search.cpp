@@ -278,6 +278,12 @@ void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, flo
   }
 }
 
+void refit_scale(int n, const float* xval, const float* weight, const int8_t* L, float& scale) {
+  float sumqx, sumq2;
+  odd_fit(n, xval, weight, L, sumqx, sumq2);
+  if (sumq2 > 0) scale = sumqx / sumq2;
+}
+
 bool take_better_fit(int n, const float* xval, const float* weight, const int8_t* Laux, float& scale, float& best,
                      int8_t* L) {
   float sumqx, sumq2;

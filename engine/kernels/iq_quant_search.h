@@ -110,6 +110,9 @@ void odd_levels(const float* xval, float id, int8_t* L);
 int snap_odd(const GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale);
 // odd_fit: the weighted least-squares sums of xval against 2L + 1 over n elements.
 void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, float& sumqx, float& sumq2);
+// refit_scale: the least-squares scale of the final levels L (odd_fit),
+// replacing scale unless sumq2 is 0.
+void refit_scale(int n, const float* xval, const float* weight, const int8_t* L, float& scale);
 // take_better_fit: odd_fit of the candidate levels Laux and, when its scale
 // beats the best so far (sumqx^2 / sumq2 > best), takes it: scale, best =
 // scale * sumqx and L = Laux. Returns whether it did.
