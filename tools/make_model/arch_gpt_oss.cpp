@@ -26,10 +26,7 @@ struct GptOssFlags {
   bool expert_bias = true;         // ffn_{gate,up,down}_exps.bias
 };
 
-GptOssFlags& flags() {
-  static GptOssFlags f;
-  return f;
-}
+GptOssFlags& flags() { return shared_flags<GptOssFlags>(); }
 
 class GptOssArchitecture : public Architecture {
  public:

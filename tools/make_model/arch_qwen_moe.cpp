@@ -20,11 +20,8 @@ struct QwenFlags {
   uint32_t n_ff_shexp = 128;  // qwen2moe shared expert width
 };
 
-// One flag set for both variants (each architecture's flags must be unique on the command line).
-QwenFlags& flags() {
-  static QwenFlags f;
-  return f;
-}
+// One flag set for both variants.
+QwenFlags& flags() { return shared_flags<QwenFlags>(); }
 
 class QwenMoeArchitecture : public Architecture {
  public:

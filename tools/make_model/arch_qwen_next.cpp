@@ -40,11 +40,8 @@ struct QwenNextFlags {
   bool is_attention(uint32_t il) const { return (il + 1) % full_attn_every == 0; }
 };
 
-// One flag set for both architectures (each flag must be unique on the command line).
-QwenNextFlags& flags() {
-  static QwenNextFlags f;
-  return f;
-}
+// One flag set for both architectures.
+QwenNextFlags& flags() { return shared_flags<QwenNextFlags>(); }
 
 class QwenNextArchitecture : public Architecture {
  public:

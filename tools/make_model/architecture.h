@@ -80,6 +80,15 @@ class Architecture {
   }
 };
 
+// An architecture's flag values: one object per Flags type, which every
+// registered variant of the architecture reads (CLI11 binds a flag to one
+// variable, and each flag must be unique on the command line).
+template <class Flags>
+Flags& shared_flags() {
+  static Flags f;
+  return f;
+}
+
 // An architecture's flag: app.add_option(flag, value, help) in the architecture's
 // --help group, its default shown. (App is CLI::App, a parameter so that this
 // header needs only CLI11's forward declaration.)
