@@ -47,6 +47,29 @@ void dequantize(const void* src, float* dst, int64_t n) { kq::k4_dequantize<L, l
 void quantize(const float* src, void* dst, int64_t n) { kq::k4_quantize<L, pack>(src, dst, n, 31, -0.5f, 15); }
 
 // As Q4_K's: exact integer sums per super-block, then two products.
-float vec_dot(const void* w, const void* x, int64_t n) { return kq::k4_vec_dot<L, level>(w, x, n); }
+float vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_k::kBlockBytes) {
+    uint8_t sc[8], mn[8];
+    kq::unpack_k4_scales(wb + L::scales, sc, mn);
+    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
+    int32_t msum = 0;
+    for (int j = 0; j < 16; ++j) msum += kq::load_i16(xb + kq::Q8K::bsums + 2 * j) * mn[j / 2];
+    int32_t isum = 0;
+    for (int c = 0; c < 4; ++c) {
+      for (int half = 0; half < 2; ++half) {
+        int32_t s = 0;
+        for (int l = 0; l < 32; ++l) s += level(wb, c, half, l) * q8[64 * c + 32 * half + l];
+        isum += sc[2 * c + half] * s;
+      }
+    }
+    const float dx = kq::load_f32(xb + kq::Q8K::d);
+    sum +=
+        load_fp16(wb + L::d) * dx * static_cast<float>(isum) - load_fp16(wb + L::dmin) * dx * static_cast<float>(msum);
+  }
+  return sum;
+}
 
 }  // namespace ns::kernels::q5_k
