@@ -172,56 +172,60 @@ using StepKernels = KernelsOf<StepMicro, F, kRowsSingle, kRowsBatch, kTokens>;
 // activations share one element type. Load::load8 widens 8 elements to floats,
 // Load::load1 one element (tails of rows that are not a multiple of 8).
 // Fewer than 4 row x token pairs would leave the FMA latency exposed, so small
-// tiles keep U independent accumulator sets.
+// tiles keep U independent accumulator sets. FloatKernels: its MicroKernels.
 template <class Load, int R, int T>
-static void float_micro(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
-  constexpr int U = R * T >= 4 ? 1 : 4 / (R * T);
-  __m256 acc[U][R][T];
+struct FloatMicro {
+  static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
+    constexpr int U = R * T >= 4 ? 1 : 4 / (R * T);
+    __m256 acc[U][R][T];
 #pragma GCC unroll 4
-  for (int u = 0; u < U; ++u)
+    for (int u = 0; u < U; ++u)
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) acc[u][r][t] = _mm256_setzero_ps();
+        for (int t = 0; t < T; ++t) acc[u][r][t] = _mm256_setzero_ps();
 
-  int64_t k = 0;
-  for (; k + 8 * U <= n; k += 8 * U) {
+    int64_t k = 0;
+    for (; k + 8 * U <= n; k += 8 * U) {
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) {
+      for (int u = 0; u < U; ++u) {
+        __m256 wv[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) wv[r] = Load::load8(w + r * ws, k + 8 * u);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256 xv = Load::load8(x + t * xs, k + 8 * u);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) acc[u][r][t] = _mm256_fmadd_ps(wv[r], xv, acc[u][r][t]);
+        }
+      }
+    }
+    for (; k + 8 <= n; k += 8) {
       __m256 wv[R];
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) wv[r] = Load::load8(w + r * ws, k + 8 * u);
+      for (int r = 0; r < R; ++r) wv[r] = Load::load8(w + r * ws, k);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        const __m256 xv = Load::load8(x + t * xs, k + 8 * u);
+        const __m256 xv = Load::load8(x + t * xs, k);
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) acc[u][r][t] = _mm256_fmadd_ps(wv[r], xv, acc[u][r][t]);
+        for (int r = 0; r < R; ++r) acc[0][r][t] = _mm256_fmadd_ps(wv[r], xv, acc[0][r][t]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        __m256 s = acc[0][r][t];
+#pragma GCC unroll 4
+        for (int u = 1; u < U; ++u) s = _mm256_add_ps(s, acc[u][r][t]);
+        float sum = hsum(s);
+        for (int64_t i = k; i < n; ++i) sum += Load::load1(w + r * ws, i) * Load::load1(x + t * xs, i);
+        y[t * ys + r] = sum;
       }
     }
   }
-  for (; k + 8 <= n; k += 8) {
-    __m256 wv[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) wv[r] = Load::load8(w + r * ws, k);
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const __m256 xv = Load::load8(x + t * xs, k);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) acc[0][r][t] = _mm256_fmadd_ps(wv[r], xv, acc[0][r][t]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      __m256 s = acc[0][r][t];
-#pragma GCC unroll 4
-      for (int u = 1; u < U; ++u) s = _mm256_add_ps(s, acc[u][r][t]);
-      float sum = hsum(s);
-      for (int64_t i = k; i < n; ++i) sum += Load::load1(w + r * ws, i) * Load::load1(x + t * xs, i);
-      y[t * ys + r] = sum;
-    }
-  }
-}
+};
+template <class Load, int kRowsSingle, int kRowsBatch, int kTokens>
+using FloatKernels = KernelsOf<FloatMicro, Load, kRowsSingle, kRowsBatch, kTokens>;
 
 }  // namespace ns::kernels::avx2

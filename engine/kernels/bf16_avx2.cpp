@@ -18,17 +18,10 @@ struct LoadBF16 {
   }
 };
 
-template <int R, int T>
-struct Micro {
-  static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
-    avx2::float_micro<LoadBF16, R, T>(w, ws, x, xs, n, y, ys);
-  }
-};
-
 // Shapes measured on a Sapphire Rapids core (4096-wide rows, best of
 // interleaved runs): 4 rows for a lone token, 2 x 4 otherwise.
 constexpr int kRowsSingle = 4, kRowsBatch = 2, kTokens = 4;
-using Kernels = avx2::MicroKernels<Micro, kRowsSingle, kRowsBatch, kTokens>;
+using Kernels = avx2::FloatKernels<LoadBF16, kRowsSingle, kRowsBatch, kTokens>;
 
 uint16_t to_bf16(float f) {
   uint32_t x;

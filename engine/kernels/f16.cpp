@@ -5,22 +5,10 @@
 
 namespace ns::kernels::f16 {
 
-void dequantize(const void* src, float* dst, int64_t n) {
-  const auto* h = static_cast<const uint8_t*>(src);
-  for (int64_t i = 0; i < n; ++i) dst[i] = load_fp16(h + 2 * i);
-}
+void dequantize(const void* src, float* dst, int64_t n) { widen_row<load_fp16>(src, dst, n); }
 
-void quantize(const float* src, void* dst, int64_t n) {
-  auto* h = static_cast<uint8_t*>(dst);
-  for (int64_t i = 0; i < n; ++i) store_u16(h + 2 * i, float_to_half(src[i]));
-}
+void quantize(const float* src, void* dst, int64_t n) { narrow_row<float_to_half>(src, dst, n); }
 
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* a = static_cast<const uint8_t*>(w);
-  const auto* b = static_cast<const uint8_t*>(x);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(load_fp16(a + 2 * i) * load_fp16(b + 2 * i));
-  return static_cast<float>(sum);
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return float_row_dot<2, load_fp16>(w, x, n); }
 
 }  // namespace ns::kernels::f16

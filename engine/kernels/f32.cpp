@@ -20,13 +20,6 @@ float load_f32(const uint8_t* p) {
 
 }  // namespace
 
-// As ggml's scalar path: float products, double accumulator.
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* a = static_cast<const uint8_t*>(w);
-  const auto* b = static_cast<const uint8_t*>(x);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(load_f32(a + 4 * i) * load_f32(b + 4 * i));
-  return static_cast<float>(sum);
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return float_row_dot<4, load_f32>(w, x, n); }
 
 }  // namespace ns::kernels::f32

@@ -16,17 +16,10 @@ struct LoadF32 {
   }
 };
 
-template <int R, int T>
-struct Micro {
-  static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
-    avx2::float_micro<LoadF32, R, T>(w, ws, x, xs, n, y, ys);
-  }
-};
-
 // Shapes measured on a Sapphire Rapids core (4096-wide rows, best of
 // interleaved runs): 4 rows for a lone token, 3 x 4 otherwise.
 constexpr int kRowsSingle = 4, kRowsBatch = 3, kTokens = 4;
-using Kernels = avx2::MicroKernels<Micro, kRowsSingle, kRowsBatch, kTokens>;
+using Kernels = avx2::FloatKernels<LoadF32, kRowsSingle, kRowsBatch, kTokens>;
 
 }  // namespace
 

@@ -89,4 +89,26 @@ extern const Fp16Table fp16_table;
 
 static inline float load_fp16(const uint8_t* p) { return fp16_table.value[load_u16(p)]; }
 
+// The scalar reference of the float-like formats (F32, F16, BF16): rows of
+// kBytes-byte elements that Load widens to float, Round narrows a float to
+// (2-byte formats). The dot is ggml's scalar one: float products, double sum.
+template <size_t kBytes, float (*Load)(const uint8_t*)>
+static float float_row_dot(const void* w, const void* x, int64_t n) {
+  const auto* a = static_cast<const uint8_t*>(w);
+  const auto* b = static_cast<const uint8_t*>(x);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(Load(a + kBytes * i) * Load(b + kBytes * i));
+  return static_cast<float>(sum);
+}
+template <float (*Load)(const uint8_t*)>
+static void widen_row(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint8_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = Load(h + 2 * i);
+}
+template <uint16_t (*Round)(float)>
+static void narrow_row(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint8_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) store_u16(h + 2 * i, Round(src[i]));
+}
+
 }  // namespace ns::kernels

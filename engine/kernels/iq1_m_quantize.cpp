@@ -16,20 +16,17 @@
 #include "engine/kernels/iq_quant_search.h"
 #include "engine/kernels/iq_quantize.h"
 #include "engine/kernels/iquant.h"
-#include "engine/kernels/kquant_search.h"
 
 namespace ns::kernels::iq1_m {
 namespace {
 
 constexpr int kBlock = 16;             // ggml's IQ1M_BLOCK_SIZE
 constexpr float kGroupMaxEps = 1e-7f;  // ggml's GROUP_MAX_EPS_IQ1_M
-constexpr const float* kPlus = iq::kIq1Plus;
-constexpr const float* kMinus = iq::kIq1Minus;
 // Sign pair k (group 0, group 1): 0 (+, +), 1 (+, -), 2 (-, +), 3 (-, -); the
 // qh bits that mark a negative shift for it.
 constexpr uint8_t kShiftMask[4] = {0x00, 0x80, 0x08, 0x88};
 const float* shifted_values(int k, int group) {
-  return (group == 0 ? k < 2 : k % 2 == 0) ? kPlus : kMinus;
+  return (group == 0 ? k < 2 : k % 2 == 0) ? iq::kIq1Plus : iq::kIq1Minus;
 }
 
 void block_weights(const float* qw, const float* xb, float sigma2, float* weight) {
@@ -79,11 +76,11 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       const float txs[2] = {px[0][kBlock], px[1][kBlock]};
       const float tws[2] = {pw[0][kBlock], pw[1][kBlock]};
       // Levels 0, 1, 2 are one apart, so a split's sum is T * v2 - px[i1] - px[i2].
-      const float p2 = kPlus[2], m2 = kMinus[2];
-      const float cp1 = kPlus[0] * kPlus[0] - kPlus[1] * kPlus[1];
-      const float cp2 = kPlus[1] * kPlus[1] - kPlus[2] * kPlus[2];
-      const float cm1 = kMinus[0] * kMinus[0] - kMinus[1] * kMinus[1];
-      const float cm2 = kMinus[1] * kMinus[1] - kMinus[2] * kMinus[2];
+      const float p2 = iq::kIq1Plus[2], m2 = iq::kIq1Minus[2];
+      const float cp1 = iq::kIq1Plus[0] * iq::kIq1Plus[0] - iq::kIq1Plus[1] * iq::kIq1Plus[1];
+      const float cp2 = iq::kIq1Plus[1] * iq::kIq1Plus[1] - iq::kIq1Plus[2] * iq::kIq1Plus[2];
+      const float cm1 = iq::kIq1Minus[0] * iq::kIq1Minus[0] - iq::kIq1Minus[1] * iq::kIq1Minus[1];
+      const float cm2 = iq::kIq1Minus[1] * iq::kIq1Minus[1] - iq::kIq1Minus[2] * iq::kIq1Minus[2];
       float best_score = -FLT_MAX, scale = max;
       int besti1 = -1, besti2 = -1, best_k = -1;
       for (int i1 = 0; i1 <= kBlock; ++i1) {
@@ -133,7 +130,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
     const float id = 1 / d;
     float sumqx = 0, sumq2 = 0;
     for (int ib = 0; ib < 16; ++ib) {
-      const int l = std::clamp(kq::nearest_int(0.5f * (id * scales[ib] - 1)), 0, 7);
+      const int l = iq::odd_level(scales[ib], id, 7);
       sc[ib / 4] = static_cast<uint16_t>(sc[ib / 4] | (l << (3 * (ib % 4))));
       qh[ib] |= kShiftMask[shifts[ib]];
       const float* xb = xbl + kBlock * ib;

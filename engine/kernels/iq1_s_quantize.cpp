@@ -16,23 +16,17 @@
 #include "engine/kernels/iq_quant_search.h"
 #include "engine/kernels/iq_quantize.h"
 #include "engine/kernels/iquant.h"
-#include "engine/kernels/kquant_search.h"
-#include "common/error.h"
 
 namespace ns::kernels::iq1_s {
 namespace {
 
 constexpr int kBlock = 32;           // ggml's IQ1S_BLOCK_SIZE
 constexpr float kGroupMaxEps = 1e-12f;  // ggml's GROUP_MAX_EPS_IQ1_S
-constexpr const float* kPlus = iq::kIq1Plus;
-constexpr const float* kMinus = iq::kIq1Minus;
 
 }  // namespace
 
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
-  if (importance == nullptr)
-    throw Error(ErrorKind::invalid_input,
-                "IQ1_S needs an importance matrix: make one with llama-imatrix and pass it (--imatrix FILE)");
+  iq::require_importance(importance, "IQ1_S");
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq1s);
   auto* blk = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / iq::kElems; ++b, blk += iq::Iq1s::bytes) {
@@ -66,7 +60,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       for (int i1 = 0; i1 <= kBlock; ++i1) {
         for (int i2 = i1; i2 <= kBlock; ++i2) {
           for (int shift : {1, -1}) {
-            const float* v = shift == 1 ? kPlus : kMinus;
+            const float* v = shift == 1 ? iq::kIq1Plus : iq::kIq1Minus;
             const float sumqx = (sumx[i1] - sumx[0]) * v[0] + (sumx[i2] - sumx[i1]) * v[1] +
                                 (sumx[kBlock] - sumx[i2]) * v[2];
             const float sumq2 = (sumw[i1] - sumw[0]) * v[0] * v[0] + (sumw[i2] - sumw[i1]) * v[1] * v[1] +
@@ -89,7 +83,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
         scale = -scale;
         best_shift = -best_shift;
       }
-      const float* xx = best_shift == 1 ? kPlus : kMinus;
+      const float* xx = best_shift == 1 ? iq::kIq1Plus : iq::kIq1Minus;
       const float* const xg[4] = {xx, xx, xx, xx};
       int index[4];
       scale = iq::iq1_snap(s, 4, xb, weight, scale, xg, L, index);
@@ -108,7 +102,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
     store_u16(blk + iq::Iq1s::d, float_to_half(d * 1.125f));
     const float id = 1 / d;
     for (int ib = 0; ib < 8; ++ib) {
-      int l = std::clamp(kq::nearest_int(0.5f * (id * scales[ib] - 1)), 0, 7);
+      int l = iq::odd_level(scales[ib], id, 7);
       if (shifts[ib] == -1) l |= 8;
       store_u16(blk + iq::Iq1s::qh + 2 * ib, static_cast<uint16_t>(iq::iq1s_qh(blk, ib) | (l << 12)));
     }

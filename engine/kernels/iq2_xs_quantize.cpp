@@ -15,14 +15,11 @@
 #include "engine/kernels/iq_quantize.h"
 #include "engine/kernels/iquant.h"
 #include "engine/kernels/kquant_search.h"
-#include "common/error.h"
 
 namespace ns::kernels::iq2_xs {
 
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
-  if (importance == nullptr)
-    throw Error(ErrorKind::invalid_input,
-                "IQ2_XS needs an importance matrix: make one with llama-imatrix and pass it (--imatrix FILE)");
+  iq::require_importance(importance, "IQ2_XS");
   constexpr int kMaxQ = 3;
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq2xs);
   auto* blk = static_cast<uint8_t*>(dst);
@@ -54,12 +51,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
           on_grid_aux[k] = s.on_grid(iq::grid_key(Laux + 8 * k)) >= 0;
           iq::snap_odd(s, Laux + 8 * k, xval + 8 * k, waux + 8 * k, this_scale);
         }
-        float sumqx, sumq2;
-        iq::odd_fit(16, xval, weight, Laux, sumqx, sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-          scale = sumqx / sumq2;
-          best = scale * sumqx;
-          std::memcpy(L, Laux, 16);
+        if (iq::take_better_fit(16, xval, weight, Laux, scale, best, L)) {
           on_grid[0] = on_grid_aux[0];
           on_grid[1] = on_grid_aux[1];
         }
@@ -71,9 +63,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
           iq::odd_levels(xval + 8 * k, id, L + 8 * k);
           iq::snap_odd(s, L + 8 * k, xval + 8 * k, waux + 8 * k, scale);
         }
-        float sumqx, sumq2;
-        iq::odd_fit(16, xval, weight, L, sumqx, sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
+        iq::refit_scale(16, xval, weight, L, scale);
       }
       iq::unsign_scale(scale, signs, 2);
       for (int k = 0; k < 2; ++k) {
@@ -88,7 +78,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
     store_u16(blk + iq::Iq2xs::d, float_to_half(d));
     const float id = 1 / d;
     for (int ib = 0; ib < 16; ++ib) {
-      const int l = std::clamp(kq::nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);
+      const int l = iq::odd_level(scales[ib], id, 15);
       blk[iq::Iq2xs::scales + ib / 2] |= static_cast<uint8_t>(l << (4 * (ib % 2)));
     }
     std::memcpy(blk + iq::Iq2xs::qs, q2, sizeof q2);

@@ -18,7 +18,6 @@
 #include "engine/kernels/iq_quantize.h"
 #include "engine/kernels/iquant.h"
 #include "engine/kernels/kquant_search.h"
-#include "common/error.h"
 
 namespace ns::kernels::iq2_xxs {
 namespace {
@@ -28,9 +27,7 @@ constexpr int kMaxQ = 3;
 }  // namespace
 
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
-  if (importance == nullptr)
-    throw Error(ErrorKind::invalid_input,
-                "IQ2_XXS needs an importance matrix: make one with llama-imatrix and pass it (--imatrix FILE)");
+  iq::require_importance(importance, "IQ2_XXS");
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq2xxs);
   auto* blk = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / iq::kElems; ++b, blk += iq::Iq2xxs::bytes) {
@@ -59,13 +56,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
           iq::odd_levels(xval + 8 * k, id, Laux + 8 * k);
           iq::snap_odd(s, Laux + 8 * k, xval + 8 * k, waux + 8 * k, this_scale);
         }
-        float sumqx, sumq2;
-        iq::odd_fit(32, xval, weight, Laux, sumqx, sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-          scale = sumqx / sumq2;
-          best = scale * sumqx;
-          std::memcpy(L, Laux, 32);
-        }
+        iq::take_better_fit(32, xval, weight, Laux, scale, best, L);
       }
       if (scale > 0) {
         const float id = 1 / scale;
@@ -73,9 +64,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
           iq::odd_levels(xval + 8 * k, id, L + 8 * k);
           iq::snap_odd(s, L + 8 * k, xval + 8 * k, waux + 8 * k, scale);
         }
-        float sumqx, sumq2;
-        iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
+        iq::refit_scale(32, xval, weight, L, scale);
       }
       iq::unsign_scale(scale, signs, 4);
       for (int k = 0; k < 4; ++k) {
@@ -88,13 +77,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
     }
     std::memset(blk, 0, iq::Iq2xxs::bytes);
     if (max_scale == 0) continue;
-    const float d = max_scale / 31;
-    store_u16(blk + iq::Iq2xxs::d, float_to_half(d));
-    const float id = 1 / d;
-    for (int ib = 0; ib < 8; ++ib) {
-      const int l = std::clamp(kq::nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);
-      q2[2 * ib + 1] |= static_cast<uint32_t>(l) << 28;
-    }
+    store_u16(blk + iq::Iq2xxs::d, float_to_half(iq::odd_scale_codes(max_scale, scales, q2 + 1, 2)));
     std::memcpy(blk + iq::Iq2xxs::qs, q2, sizeof q2);
   }
 }

@@ -70,12 +70,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
           on_grid_aux[k] = s.on_grid(iq::grid_key(s, Laux + 4 * k)) >= 0;
           snap(s, Laux + 4 * k, xval + 4 * k, waux + 4 * k, this_scale);
         }
-        float sumqx, sumq2;
-        iq::odd_fit(32, xval, weight, Laux, sumqx, sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-          scale = sumqx / sumq2;
-          best = scale * sumqx;
-          std::memcpy(L, Laux, 32);
+        if (iq::take_better_fit(32, xval, weight, Laux, scale, best, L)) {
           std::copy(std::begin(on_grid_aux), std::end(on_grid_aux), std::begin(on_grid));
         }
       }
@@ -86,9 +81,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
           levels(xval + 4 * k, id, L + 4 * k);
           snap(s, L + 4 * k, xval + 4 * k, waux + 4 * k, scale);
         }
-        float sumqx, sumq2;
-        iq::odd_fit(32, xval, weight, L, sumqx, sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
+        iq::refit_scale(32, xval, weight, L, scale);
       }
       iq::unsign_scale(scale, signs, 4);
       for (int k = 0; k < 8; ++k) {
@@ -103,13 +96,8 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       std::memset(blk, 0, iq::Iq3xxs::bytes);
       continue;
     }
-    const float d = max_scale / 31;
+    const float d = iq::odd_scale_codes(max_scale, scales, sas, 1);
     store_u16(blk + iq::Iq3xxs::d, float_to_half(d * 1.0125f));
-    const float id = 1 / d;
-    for (int ib = 0; ib < 8; ++ib) {
-      const int l = std::clamp(kq::nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);
-      sas[ib] |= static_cast<uint32_t>(l) << 28;
-    }
     std::memcpy(blk + iq::Iq3xxs::sas, sas, sizeof sas);
   }
 }

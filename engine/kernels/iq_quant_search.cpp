@@ -256,8 +256,10 @@ float fold_block(int n, const float* xb, const float* importance, float sigma2, 
   return max;
 }
 
+int odd_level(float x, float id, int nmax) { return std::clamp(kq::nearest_int(0.5f * (id * x - 1)), 0, nmax); }
+
 void odd_levels(const float* xval, float id, int8_t* L) {
-  for (int j = 0; j < 8; ++j) L[j] = static_cast<int8_t>(std::clamp(kq::nearest_int(0.5f * (id * xval[j] - 1)), 0, 2));
+  for (int j = 0; j < 8; ++j) L[j] = static_cast<int8_t>(odd_level(xval[j], id, 2));
 }
 
 int snap_odd(const GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale) {
@@ -274,6 +276,37 @@ void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, flo
     sumqx += weight[i] * xval[i] * q;
     sumq2 += weight[i] * q * q;
   }
+}
+
+void refit_scale(int n, const float* xval, const float* weight, const int8_t* L, float& scale) {
+  float sumqx, sumq2;
+  odd_fit(n, xval, weight, L, sumqx, sumq2);
+  if (sumq2 > 0) scale = sumqx / sumq2;
+}
+
+bool take_better_fit(int n, const float* xval, const float* weight, const int8_t* Laux, float& scale, float& best,
+                     int8_t* L) {
+  float sumqx, sumq2;
+  odd_fit(n, xval, weight, Laux, sumqx, sumq2);
+  if (!(sumq2 > 0 && sumqx * sumqx > best * sumq2)) return false;
+  scale = sumqx / sumq2;
+  best = scale * sumqx;
+  std::memcpy(L, Laux, static_cast<size_t>(n));
+  return true;
+}
+
+float odd_scale_codes(float max_scale, const float* scales, uint32_t* words, int stride) {
+  const float d = max_scale / 31;
+  const float id = 1 / d;
+  for (int ib = 0; ib < 8; ++ib) words[stride * ib] |= static_cast<uint32_t>(odd_level(scales[ib], id, 15)) << 28;
+  return d;
+}
+
+void require_importance(const float* importance, const char* format) {
+  if (importance == nullptr)
+    throw Error(ErrorKind::invalid_input, std::string(format) +
+                                              " needs an importance matrix: make one with llama-imatrix and pass it "
+                                              "(--imatrix FILE)");
 }
 
 void unsign_scale(float& scale, uint8_t* signs, int n) {

@@ -100,13 +100,31 @@ uint8_t fold_signs(const float* xb, const float* weight, float* xval);
 // folded magnitudes and each group's sign bits; returns the largest magnitude.
 float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux,
                  float* xval, uint8_t* signs);
-// odd_levels: the nearest 2l + 1 to id * xval for a group of 8, l clamped to 0..2.
+// odd_level: the nearest 2l + 1 to id * x, l clamped to 0..nmax (ggml's
+// rounding of levels and of 4-bit sub-block scales against d / 2).
+// odd_levels: odd_level for a group of 8, l clamped to 0..2.
+int odd_level(float x, float id, int nmax);
 void odd_levels(const float* xval, float id, int8_t* L);
 // snap_odd: the grid entry of levels L, snapping them to the nearest listed
 // neighbour (under weights waux and scale) when off the grid.
 int snap_odd(const GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale);
 // odd_fit: the weighted least-squares sums of xval against 2L + 1 over n elements.
 void odd_fit(int n, const float* xval, const float* weight, const int8_t* L, float& sumqx, float& sumq2);
+// refit_scale: the least-squares scale of the final levels L (odd_fit),
+// replacing scale unless sumq2 is 0.
+void refit_scale(int n, const float* xval, const float* weight, const int8_t* L, float& scale);
+// take_better_fit: odd_fit of the candidate levels Laux and, when its scale
+// beats the best so far (sumqx^2 / sumq2 > best), takes it: scale, best =
+// scale * sumqx and L = Laux. Returns whether it did.
+bool take_better_fit(int n, const float* xval, const float* weight, const int8_t* Laux, float& scale, float& best,
+                     int8_t* L);
+// IQ2_XXS / IQ3_XXS: the super-block scale d = max_scale / 31 (returned) and
+// the 4-bit code odd_level(scale, 1 / d, 15) of each of the 8 sub-block scales
+// in bits 28..31 of its word, words[stride * ib].
+float odd_scale_codes(float max_scale, const float* scales, uint32_t* words, int stride);
+// The importance-required quantizers' check: throws ns::Error (invalid_input)
+// naming the format and the fix when importance is null.
+void require_importance(const float* importance, const char* format);
 
 // IQ2_XXS / IQ2_XS / IQ3_XXS: ggml's guard for a negative fitted scale (the
 // format stores it unsigned): make it positive and flip the n groups' signs.

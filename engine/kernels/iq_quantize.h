@@ -10,29 +10,14 @@
 
 namespace ns::kernels {
 
-namespace iq2_xxs {
-// importance required (as in ggml).
-void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
-}  // namespace iq2_xxs
-namespace iq2_xs {
-// importance required (as in ggml).
-void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
-}  // namespace iq2_xs
-namespace iq1_s {
-// importance required (as in ggml).
-void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
-}  // namespace iq1_s
-namespace iq1_m {
-// importance may be null: the weights are then x^2 (as in ggml).
-void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
-}  // namespace iq1_m
-namespace iq3_xxs {
-// importance may be null: the weights are then x^2 (as in ggml).
-void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
-}  // namespace iq3_xxs
-namespace iq4_xs {
-// importance may be null: the weights are then x^2 (ggml's quantize_row_iq4_xs_ref).
-void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
-}  // namespace iq4_xs
+// importance required (as in ggml):
+namespace iq2_xxs { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
+namespace iq2_xs { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
+namespace iq1_s { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
+// importance may be null: the weights are then x^2 (as in ggml; for IQ4_XS
+// ggml's quantize_row_iq4_xs_ref):
+namespace iq1_m { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
+namespace iq3_xxs { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
+namespace iq4_xs { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
 
 }  // namespace ns::kernels

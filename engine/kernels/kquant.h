@@ -90,4 +90,42 @@ static inline void unpack_q3k_scales(const uint8_t* p, int8_t sc[16]) {
   }
 }
 
+// The reference Q8_K dot of the formats of 16 sub-blocks of 16 (Q2_K, Q3_K,
+// Q6_K). Level(blk, h, k, l): the level of element 128 h + 32 k + l of the
+// block at blk.
+using K16LevelFn = int (*)(const uint8_t* blk, int h, int k, int l);
+
+// The exact sum over the sub-blocks j of sc[j] times the dot of their levels
+// with the Q8_K values q8.
+template <K16LevelFn Level, class Scale>
+static int32_t k16_isum(const uint8_t* blk, const int8_t* q8, const Scale* sc) {
+  int32_t isum = 0;
+  for (int h = 0; h < 2; ++h) {
+    for (int k = 0; k < 4; ++k) {
+      for (int half = 0; half < 2; ++half) {
+        int32_t s = 0;
+        for (int l = 16 * half; l < 16 * half + 16; ++l) s += Level(blk, h, k, l) * q8[128 * h + 32 * k + l];
+        isum += sc[8 * h + 2 * k + half] * s;
+      }
+    }
+  }
+  return isum;
+}
+
+// Formats without mins (Q3_K, Q6_K): per super-block d_w d_x * k16_isum, the
+// int8 scales of a block as Scales(blk, sc) gives them.
+template <class L, K16LevelFn Level, void (*Scales)(const uint8_t* blk, int8_t sc[16])>
+static float k16_vec_dot(const void* w, const void* x, int64_t n) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kElems; ++b, wb += L::bytes, xb += Q8K::bytes) {
+    int8_t sc[16];
+    Scales(wb, sc);
+    const int32_t isum = k16_isum<Level>(wb, reinterpret_cast<const int8_t*>(xb + Q8K::qs), sc);
+    sum += load_fp16(wb + L::d) * load_f32(xb + Q8K::d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 }  // namespace ns::kernels::kq

@@ -24,17 +24,24 @@ float signed_abs_max(int n, const float* x, float* amax) {
   return max;
 }
 
+// A group whose largest magnitude is below kGroupMaxEps quantizes to zeros:
+// true with its n levels zeroed; otherwise false with *max the signed value
+// of largest magnitude.
+bool zero_group(int n, const float* x, int8_t* L, float* max) {
+  float amax = 0;
+  *max = signed_abs_max(n, x, &amax);
+  if (!(amax < kGroupMaxEps)) return false;
+  std::memset(L, 0, static_cast<size_t>(n));
+  return true;
+}
+
 int clamp_level(int l, int lo, int hi) { return std::max(lo, std::min(hi, l)); }
 
 }  // namespace
 
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
-  float amax = 0;
-  const float max = signed_abs_max(n, x, &amax);
-  if (amax < kGroupMaxEps) {
-    std::memset(L, 0, static_cast<size_t>(n));
-    return 0.0f;
-  }
+  float max;
+  if (zero_group(n, x, L, &max)) return 0.0f;
   float iscale = static_cast<float>(-nmax) / max;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; ++i) {
@@ -68,12 +75,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
 }
 
 float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
-  float amax = 0;
-  const float max = signed_abs_max(n, x, &amax);
-  if (amax < kGroupMaxEps) {
-    std::memset(L, 0, static_cast<size_t>(n));
-    return 0.0f;
-  }
+  float max;
+  if (zero_group(n, x, L, &max)) return 0.0f;
   const float iscale = static_cast<float>(-nmax) / max;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; ++i) {

@@ -65,4 +65,30 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L);
 float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
                        float rmin, float rdelta, int nstep, bool use_mad);
 
+// The last step of Q3_K's and Q6_K's quantizers: the values of each 16-value
+// sub-block j re-quantized with the stored scale d * sc[j], to levels in
+// [-nmax, nmax - 1] stored with +nmax; a sub-block whose stored scale is zero
+// keeps the levels of the fit.
+static inline void requantize_sub_blocks16(const float* src, float d, const int8_t* sc, int nmax, int8_t* levels) {
+  for (int j = 0; j < 16; ++j) {
+    const float dl = d * static_cast<float>(sc[j]);
+    if (dl == 0.0f) continue;
+    for (int i = 0; i < 16; ++i) {
+      const int l = nearest_int(src[16 * j + i] / dl);
+      levels[16 * j + i] = static_cast<int8_t>((l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l)) + nmax);
+    }
+  }
+}
+
+// Q2_K's and Q3_K's low 2 bits of a block's 256 levels: byte 32 h + l holds
+// elements 128 h + l, + 32, + 64 and + 96 in bits 0-1, 2-3, 4-5 and 6-7.
+template <class Level>
+static inline void pack_2bit_planes(const Level* levels, uint8_t* qs) {
+  for (int h = 0; h < 2; ++h) {
+    const Level* lv = levels + 128 * h;
+    for (int l = 0; l < 32; ++l)
+      qs[32 * h + l] = static_cast<uint8_t>(lv[l] | (lv[l + 32] << 2) | (lv[l + 64] << 4) | (lv[l + 96] << 6));
+  }
+}
+
 }  // namespace ns::kernels::kq

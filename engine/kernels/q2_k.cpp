@@ -14,6 +14,13 @@ namespace ns::kernels::q2_k {
 using L = kq::Q2K;
 static_assert(L::bytes == kBlockBytes);
 
+namespace {
+
+// Element 128 h + 32 k + l's level in [0, 3].
+int level(const uint8_t* blk, int h, int k, int l) { return (blk[L::qs + 32 * h + l] >> (2 * k)) & 3; }
+
+}  // namespace
+
 void dequantize(const void* src, float* dst, int64_t n) {
   const auto* blk = static_cast<const uint8_t*>(src);
   for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes) {
@@ -76,12 +83,7 @@ void quantize(const float* src, void* dst, int64_t n) {
         levels[16 * j + i] = static_cast<uint8_t>(l < 0 ? 0 : (l > 3 ? 3 : l));
       }
     }
-    uint8_t* qs = blk + L::qs;
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* lv = levels + 128 * h;
-      for (int l = 0; l < 32; ++l)
-        qs[32 * h + l] = static_cast<uint8_t>(lv[l] | (lv[l + 32] << 2) | (lv[l + 64] << 4) | (lv[l + 96] << 6));
-    }
+    kq::pack_2bit_planes(levels, blk + L::qs);
   }
 }
 
@@ -97,17 +99,9 @@ float vec_dot(const void* w, const void* x, int64_t n) {
     const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
     int32_t msum = 0;
     for (int j = 0; j < 16; ++j) msum += kq::load_i16(xb + kq::Q8K::bsums + 2 * j) * (scales[j] >> 4);
-    int32_t isum = 0;
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* q = wb + L::qs + 32 * h;
-      for (int k = 0; k < 4; ++k) {
-        for (int half = 0; half < 2; ++half) {
-          int32_t s = 0;
-          for (int l = 16 * half; l < 16 * half + 16; ++l) s += q8[128 * h + 32 * k + l] * ((q[l] >> (2 * k)) & 3);
-          isum += (scales[8 * h + 2 * k + half] & 0x0f) * s;
-        }
-      }
-    }
+    uint8_t sc[16];
+    for (int j = 0; j < 16; ++j) sc[j] = static_cast<uint8_t>(scales[j] & 0x0f);
+    const int32_t isum = kq::k16_isum<level>(wb, q8, sc);
     const float dx = kq::load_f32(xb + kq::Q8K::d);
     const float dall = dx * load_fp16(wb + L::d);
     const float dmin = dx * load_fp16(wb + L::dmin);

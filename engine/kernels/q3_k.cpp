@@ -24,6 +24,8 @@ int level(const uint8_t* blk, int h, int k, int l) {
   return low - (high ? 0 : 4);
 }
 
+void unpack_scales(const uint8_t* blk, int8_t sc[16]) { kq::unpack_q3k_scales(blk + L::scales, sc); }
+
 }  // namespace
 
 void dequantize(const void* src, float* dst, int64_t n) {
@@ -74,14 +76,7 @@ void quantize(const float* src, void* dst, int64_t n) {
     }
     int8_t sc[16];
     kq::unpack_q3k_scales(packed, sc);
-    for (int j = 0; j < 16; ++j) {
-      const float d = load_fp16(blk + L::d) * static_cast<float>(sc[j]);
-      if (d == 0.0f) continue;  // keeps the levels of the fit
-      for (int i = 0; i < 16; ++i) {
-        const int l = kq::nearest_int(src[16 * j + i] / d);
-        levels[16 * j + i] = static_cast<int8_t>((l < -4 ? -4 : (l > 3 ? 3 : l)) + 4);
-      }
-    }
+    kq::requantize_sub_blocks16(src, load_fp16(blk + L::d), sc, 4, levels);
     // Third bit of element e: bit e / 32 of hmask[e % 32]; the low 2 bits stay.
     uint8_t* hmask = blk + L::hmask;
     std::memset(hmask, 0, 32);
@@ -91,37 +86,11 @@ void quantize(const float* src, void* dst, int64_t n) {
         levels[e] = static_cast<int8_t>(levels[e] - 4);
       }
     }
-    uint8_t* qs = blk + L::qs;
-    for (int h = 0; h < 2; ++h) {
-      const int8_t* lv = levels + 128 * h;
-      for (int l = 0; l < 32; ++l)
-        qs[32 * h + l] = static_cast<uint8_t>(lv[l] | (lv[l + 32] << 2) | (lv[l + 64] << 4) | (lv[l + 96] << 6));
-    }
+    kq::pack_2bit_planes(levels, blk + L::qs);
   }
 }
 
 // Per super-block: the exact integer sum of sc * q * q8, then d_w d_x * isum.
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_k::kBlockBytes) {
-    int8_t sc[16];
-    kq::unpack_q3k_scales(wb + L::scales, sc);
-    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
-    int32_t isum = 0;
-    for (int h = 0; h < 2; ++h) {
-      for (int k = 0; k < 4; ++k) {
-        for (int half = 0; half < 2; ++half) {
-          int32_t s = 0;
-          for (int l = 16 * half; l < 16 * half + 16; ++l) s += q8[128 * h + 32 * k + l] * level(wb, h, k, l);
-          isum += sc[8 * h + 2 * k + half] * s;
-        }
-      }
-    }
-    sum += load_fp16(wb + L::d) * kq::load_f32(xb + kq::Q8K::d) * static_cast<float>(isum);
-  }
-  return sum;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return kq::k16_vec_dot<L, level, unpack_scales>(w, x, n); }
 
 }  // namespace ns::kernels::q3_k

@@ -15,37 +15,27 @@ namespace ns::kernels::q4_k {
 using L = kq::Q4K;
 static_assert(L::bytes == kBlockBytes);
 
-void dequantize(const void* src, float* dst, int64_t n) {
-  const auto* blk = static_cast<const uint8_t*>(src);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes) {
-    const float d = load_fp16(blk + L::d);
-    const float dmin = load_fp16(blk + L::dmin);
-    uint8_t sc[8], mn[8];
-    kq::unpack_k4_scales(blk + L::scales, sc, mn);
-    for (int c = 0; c < 4; ++c) {
-      const uint8_t* q = blk + L::qs + 32 * c;
-      const float d1 = d * static_cast<float>(sc[2 * c]), m1 = dmin * static_cast<float>(mn[2 * c]);
-      const float d2 = d * static_cast<float>(sc[2 * c + 1]), m2 = dmin * static_cast<float>(mn[2 * c + 1]);
-      for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(q[l] & 0x0f) - m1;
-      for (int l = 0; l < 32; ++l) *dst++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-    }
-  }
+namespace {
+
+// Element 64 c + 32 half + l's level in [0, 15]: the low nibbles of 32 bytes,
+// then their high ones.
+int level(const uint8_t* blk, int c, int half, int l) { return (blk[L::qs + 32 * c + l] >> (4 * half)) & 0x0f; }
+
+void pack(const uint8_t* levels, uint8_t* blk) {
+  uint8_t* q = blk + L::qs;
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l)
+      q[32 * c + l] = static_cast<uint8_t>(levels[64 * c + l] | (levels[64 * c + 32 + l] << 4));
 }
+
+}  // namespace
+
+void dequantize(const void* src, float* dst, int64_t n) { kq::k4_dequantize<L, level>(src, dst, n); }
 
 // ggml's quantize_row_q4_K_ref: per sub-block a (scale, min) fit by
 // make_qkx2_quants weighted by rms + |x|, both quantized to 6 bits against
 // their largest value, then every value re-quantized with the stored pair.
-void quantize(const float* src, void* dst, int64_t n) {
-  auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
-    uint8_t levels[kBlockElems];
-    kq::fit_k4_sub_blocks(src, blk, 15, -1.0f, 20, levels);
-    uint8_t* q = blk + L::qs;
-    for (int c = 0; c < 4; ++c)
-      for (int l = 0; l < 32; ++l)
-        q[32 * c + l] = static_cast<uint8_t>(levels[64 * c + l] | (levels[64 * c + 32 + l] << 4));
-  }
-}
+void quantize(const float* src, void* dst, int64_t n) { kq::k4_quantize<L, pack>(src, dst, n, 15, -1.0f, 20); }
 
 // Per super-block: the exact integer sums of sc * q * q8 and of m * (bsum
 // pairs), then d_w d_x * isum - dmin_w d_x * msum.

@@ -25,44 +25,26 @@ int level(const uint8_t* blk, int c, int half, int l) {
   return low | (((blk[L::qh + l] >> (2 * c + half)) & 1) << 4);
 }
 
-}  // namespace
-
-void dequantize(const void* src, float* dst, int64_t n) {
-  const auto* blk = static_cast<const uint8_t*>(src);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes) {
-    const float d = load_fp16(blk + L::d);
-    const float dmin = load_fp16(blk + L::dmin);
-    uint8_t sc[8], mn[8];
-    kq::unpack_k4_scales(blk + L::scales, sc, mn);
-    for (int c = 0; c < 4; ++c) {
-      for (int half = 0; half < 2; ++half) {
-        const float dl = d * static_cast<float>(sc[2 * c + half]);
-        const float ml = dmin * static_cast<float>(mn[2 * c + half]);
-        for (int l = 0; l < 32; ++l) *dst++ = dl * static_cast<float>(level(blk, c, half, l)) - ml;
-      }
+void pack(const uint8_t* levels, uint8_t* blk) {
+  uint8_t* qh = blk + L::qh;
+  uint8_t* ql = blk + L::qs;
+  std::memset(qh, 0, 32);
+  for (int c = 0; c < 4; ++c) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo = levels[64 * c + l], hi = levels[64 * c + 32 + l];
+      qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+      ql[32 * c + l] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
     }
   }
 }
+
+}  // namespace
+
+void dequantize(const void* src, float* dst, int64_t n) { kq::k4_dequantize<L, level>(src, dst, n); }
 
 // ggml's quantize_row_q5_K_ref: as Q4_K's with 31 levels and a narrower
 // scale search (rmin -0.5, 15 steps).
-void quantize(const float* src, void* dst, int64_t n) {
-  auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
-    uint8_t levels[kBlockElems];
-    kq::fit_k4_sub_blocks(src, blk, 31, -0.5f, 15, levels);
-    uint8_t* qh = blk + L::qh;
-    uint8_t* ql = blk + L::qs;
-    std::memset(qh, 0, 32);
-    for (int c = 0; c < 4; ++c) {
-      for (int l = 0; l < 32; ++l) {
-        const int lo = levels[64 * c + l], hi = levels[64 * c + 32 + l];
-        qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
-        ql[32 * c + l] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
-      }
-    }
-  }
-}
+void quantize(const float* src, void* dst, int64_t n) { kq::k4_quantize<L, pack>(src, dst, n, 31, -0.5f, 15); }
 
 // As Q4_K's: exact integer sums per super-block, then two products.
 float vec_dot(const void* w, const void* x, int64_t n) {

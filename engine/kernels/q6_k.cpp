@@ -24,6 +24,8 @@ int level(const uint8_t* blk, int h, int k, int l) {
   return (low | (high << 4)) - 32;
 }
 
+void unpack_scales(const uint8_t* blk, int8_t sc[16]) { std::memcpy(sc, blk + L::scales, 16); }
+
 }  // namespace
 
 void dequantize(const void* src, float* dst, int64_t n) {
@@ -63,14 +65,7 @@ void quantize(const float* src, void* dst, int64_t n) {
       const int l = kq::nearest_int(iscale * scales[j]);
       sc[j] = static_cast<int8_t>(l < 127 ? l : 127);
     }
-    for (int j = 0; j < 16; ++j) {
-      const float d = load_fp16(blk + L::d) * static_cast<float>(sc[j]);
-      if (d == 0.0f) continue;  // keeps the levels of the fit
-      for (int i = 0; i < 16; ++i) {
-        const int l = kq::nearest_int(src[16 * j + i] / d);
-        levels[16 * j + i] = static_cast<int8_t>((l < -32 ? -32 : (l > 31 ? 31 : l)) + 32);
-      }
-    }
+    kq::requantize_sub_blocks16(src, load_fp16(blk + L::d), sc, 32, levels);
     uint8_t* ql = blk + L::ql;
     uint8_t* qh = blk + L::qh;
     for (int h = 0; h < 2; ++h) {
@@ -86,26 +81,6 @@ void quantize(const float* src, void* dst, int64_t n) {
 }
 
 // Per super-block: the exact integer sum of sc * (q - 32) * q8, then d_w d_x * isum.
-float vec_dot(const void* w, const void* x, int64_t n) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float sum = 0;
-  for (int64_t b = 0; b < n / kBlockElems; ++b, wb += kBlockBytes, xb += q8_k::kBlockBytes) {
-    const auto* sc = reinterpret_cast<const int8_t*>(wb + L::scales);
-    const auto* q8 = reinterpret_cast<const int8_t*>(xb + kq::Q8K::qs);
-    int32_t isum = 0;
-    for (int h = 0; h < 2; ++h) {
-      for (int k = 0; k < 4; ++k) {
-        for (int half = 0; half < 2; ++half) {
-          int32_t s = 0;
-          for (int l = 16 * half; l < 16 * half + 16; ++l) s += level(wb, h, k, l) * q8[128 * h + 32 * k + l];
-          isum += sc[8 * h + 2 * k + half] * s;
-        }
-      }
-    }
-    sum += load_fp16(wb + L::d) * kq::load_f32(xb + kq::Q8K::d) * static_cast<float>(isum);
-  }
-  return sum;
-}
+float vec_dot(const void* w, const void* x, int64_t n) { return kq::k16_vec_dot<L, level, unpack_scales>(w, x, n); }
 
 }  // namespace ns::kernels::q6_k

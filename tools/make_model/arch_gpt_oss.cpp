@@ -26,10 +26,7 @@ struct GptOssFlags {
   bool expert_bias = true;         // ffn_{gate,up,down}_exps.bias
 };
 
-GptOssFlags& flags() {
-  static GptOssFlags f;
-  return f;
-}
+GptOssFlags& flags() { return shared_flags<GptOssFlags>(); }
 
 class GptOssArchitecture : public Architecture {
  public:
@@ -38,29 +35,21 @@ class GptOssArchitecture : public Architecture {
   void add_flags(CLI::App& app) override {
     GptOssFlags& f = flags();
     const char* g = "gpt-oss";
-    app.add_option("--oss-head-dim", f.head_dim, "gpt-oss: attention head size")->capture_default_str()->group(g);
-    app.add_option("--oss-sliding-window", f.sliding_window, "gpt-oss: sliding-window length of the sliding layers")
-        ->capture_default_str()->group(g);
-    app.add_option("--oss-swa-period", f.swa_period,
-                   "gpt-oss: write attention.sliding_window_pattern = N (layer il slides when il % N < N - 1; "
-                   "0: not written, the reference's default 2)")
-        ->capture_default_str()->group(g);
-    app.add_option("--oss-yarn-factor", f.yarn_factor, "gpt-oss: YaRN context factor (0: no rope scaling)")
-        ->capture_default_str()->group(g);
-    app.add_option("--oss-yarn-orig-ctx", f.yarn_orig_ctx, "gpt-oss: YaRN original context length")
-        ->capture_default_str()->group(g);
-    app.add_option("--oss-expert-bias", f.expert_bias, "gpt-oss: write the experts' biases")
-        ->capture_default_str()->group(g);
+    add_arch_option(app, g, "--oss-head-dim", f.head_dim, "gpt-oss: attention head size");
+    add_arch_option(app, g, "--oss-sliding-window", f.sliding_window,
+                    "gpt-oss: sliding-window length of the sliding layers");
+    add_arch_option(app, g, "--oss-swa-period", f.swa_period,
+                    "gpt-oss: write attention.sliding_window_pattern = N (layer il slides when il % N < N - 1; "
+                    "0: not written, the reference's default 2)");
+    add_arch_option(app, g, "--oss-yarn-factor", f.yarn_factor, "gpt-oss: YaRN context factor (0: no rope scaling)");
+    add_arch_option(app, g, "--oss-yarn-orig-ctx", f.yarn_orig_ctx, "gpt-oss: YaRN original context length");
+    add_arch_option(app, g, "--oss-expert-bias", f.expert_bias, "gpt-oss: write the experts' biases");
   }
 
   void validate(const Shape& s) const override {
     const GptOssFlags& f = flags();
+    validate_moe_shape(s, "gpt-oss");
     auto bad = [](const std::string& m) { throw Error(ErrorKind::invalid_input, "gpt-oss: " + m); };
-    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0 || s.n_ctx == 0)
-      bad("--n-embd, --n-layer, --n-head, --n-head-kv, --n-ff and --n-ctx must be positive");
-    if (s.n_head % s.n_head_kv != 0) bad("--n-head must be a multiple of --n-head-kv");
-    if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
-      bad("every layer is MoE: --n-expert and --n-expert-used (1..--n-expert) are required");
     if (f.head_dim == 0 || f.head_dim % 2) bad("--oss-head-dim must be a positive even number");
     if (f.sliding_window == 0) bad("--oss-sliding-window must be positive");
     if (f.swa_period > s.n_layer) bad("--oss-swa-period must be at most --n-layer");

@@ -39,21 +39,17 @@ class KimiK3Architecture : public Architecture {
     add_kimi_hybrid_flags(app);
     KimiK3Flags& f = f_;
     const std::string g = "kimi-k3";
-    app.add_option("--attn-res-block", f.attn_res_block, "kimi-k3: attention residual checkpoint every N layers (0: off)")
-        ->capture_default_str()->group(g);
-    app.add_option("--expert-latent", f.expert_latent, "kimi-k3: routed experts' latent width (0: off)")
-        ->capture_default_str()->group(g);
-    app.add_option("--routed-norm", f.routed_norm, "kimi-k3: ffn_routed_norm on the latent sum (true/false)")
-        ->capture_default_str()->group(g);
-    app.add_option("--attn-gate", f.attn_gate, "kimi-k3: MLA sigmoid output gate attn_gate (true/false)")
-        ->capture_default_str()->group(g);
-    app.add_option("--situ-beta", f.situ_beta, "kimi-k3: situ activation beta (> 0)")->capture_default_str()->group(g);
-    app.add_option("--situ-linear-beta", f.situ_linear_beta, "kimi-k3: situ up-branch beta (<= 0: off)")
-        ->capture_default_str()->group(g);
-    app.add_option("--kda-lower-bound", f.kda_lower_bound, "kimi-k3: KDA decay gate lower bound (< 0; 0: off)")
-        ->capture_default_str()->group(g);
-    app.add_option("--k3-expert-weights-norm", f.weights_norm, "kimi-k3: renormalize the chosen experts' weights")
-        ->capture_default_str()->group(g);
+    add_arch_option(app, g, "--attn-res-block", f.attn_res_block,
+                    "kimi-k3: attention residual checkpoint every N layers (0: off)");
+    add_arch_option(app, g, "--expert-latent", f.expert_latent, "kimi-k3: routed experts' latent width (0: off)");
+    add_arch_option(app, g, "--routed-norm", f.routed_norm, "kimi-k3: ffn_routed_norm on the latent sum (true/false)");
+    add_arch_option(app, g, "--attn-gate", f.attn_gate, "kimi-k3: MLA sigmoid output gate attn_gate (true/false)");
+    add_arch_option(app, g, "--situ-beta", f.situ_beta, "kimi-k3: situ activation beta (> 0)");
+    add_arch_option(app, g, "--situ-linear-beta", f.situ_linear_beta, "kimi-k3: situ up-branch beta (<= 0: off)");
+    add_arch_option(app, g, "--kda-lower-bound", f.kda_lower_bound,
+                    "kimi-k3: KDA decay gate lower bound (< 0; 0: off)");
+    add_arch_option(app, g, "--k3-expert-weights-norm", f.weights_norm,
+                    "kimi-k3: renormalize the chosen experts' weights");
   }
 
   void validate(const Shape& s) const override {

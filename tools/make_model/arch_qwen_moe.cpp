@@ -20,11 +20,8 @@ struct QwenFlags {
   uint32_t n_ff_shexp = 128;  // qwen2moe shared expert width
 };
 
-// One flag set for both variants (each architecture's flags must be unique on the command line).
-QwenFlags& flags() {
-  static QwenFlags f;
-  return f;
-}
+// One flag set for both variants.
+QwenFlags& flags() { return shared_flags<QwenFlags>(); }
 
 class QwenMoeArchitecture : public Architecture {
  public:
@@ -33,21 +30,16 @@ class QwenMoeArchitecture : public Architecture {
 
   void add_flags(CLI::App& app) override {
     if (qwen3_) {
-      app.add_option("--head-dim", flags().head_dim, "qwen3moe: attention head size (0: n_embd / n_head)")
-          ->capture_default_str()->group("qwen3moe");
+      add_arch_option(app, "qwen3moe", "--head-dim", flags().head_dim,
+                      "qwen3moe: attention head size (0: n_embd / n_head)");
     } else {
-      app.add_option("--n-ff-shexp", flags().n_ff_shexp, "qwen2moe: shared expert width")
-          ->capture_default_str()->group("qwen2moe");
+      add_arch_option(app, "qwen2moe", "--n-ff-shexp", flags().n_ff_shexp, "qwen2moe: shared expert width");
     }
   }
 
   void validate(const Shape& s) const override {
+    validate_moe_shape(s, name());
     auto bad = [this](const std::string& m) { throw Error(ErrorKind::invalid_input, name() + ": " + m); };
-    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0 || s.n_ctx == 0)
-      bad("--n-embd, --n-layer, --n-head, --n-head-kv, --n-ff and --n-ctx must be positive");
-    if (s.n_head % s.n_head_kv != 0) bad("--n-head must be a multiple of --n-head-kv");
-    if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
-      bad("every layer is MoE: --n-expert and --n-expert-used (1..--n-expert) are required");
     if (head_dim(s) == 0 || head_dim(s) % 2) bad("the head size must be a positive even number");
     if (!qwen3_ && s.n_embd % s.n_head != 0) bad("--n-embd must be a multiple of --n-head");
     if (!qwen3_ && flags().n_ff_shexp == 0) bad("--n-ff-shexp must be positive");

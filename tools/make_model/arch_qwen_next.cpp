@@ -40,11 +40,8 @@ struct QwenNextFlags {
   bool is_attention(uint32_t il) const { return (il + 1) % full_attn_every == 0; }
 };
 
-// One flag set for both architectures (each flag must be unique on the command line).
-QwenNextFlags& flags() {
-  static QwenNextFlags f;
-  return f;
-}
+// One flag set for both architectures.
+QwenNextFlags& flags() { return shared_flags<QwenNextFlags>(); }
 
 class QwenNextArchitecture : public Architecture {
  public:
@@ -55,36 +52,28 @@ class QwenNextArchitecture : public Architecture {
     if (app.get_option_no_throw("--full-attn-every") != nullptr) return;
     QwenNextFlags& f = flags();
     const std::string g = "qwen3next, qwen35moe";
-    app.add_option("--full-attn-every", f.full_attn_every, "qwen3next/35moe: every Nth layer is full attention")
-        ->capture_default_str()->group(g);
-    app.add_option("--qn-head-dim", f.head_dim, "qwen3next/35moe: full-attention head size")->capture_default_str()->group(g);
-    app.add_option("--qn-rope-dim", f.rope_dim, "qwen3next/35moe: rotated dims per attention head")
-        ->capture_default_str()->group(g);
-    app.add_option("--gdn-head-dim", f.gdn_head_dim, "qwen3next/35moe: Gated DeltaNet head size")
-        ->capture_default_str()->group(g);
-    app.add_option("--gdn-k-heads", f.gdn_k_heads, "qwen3next/35moe: Gated DeltaNet key heads")
-        ->capture_default_str()->group(g);
-    app.add_option("--gdn-v-heads", f.gdn_v_heads, "qwen3next/35moe: Gated DeltaNet value heads (a multiple of the key heads)")
-        ->capture_default_str()->group(g);
-    app.add_option("--gdn-conv-kernel", f.d_conv, "qwen3next/35moe: short convolution taps")->capture_default_str()->group(g);
-    app.add_option("--qn-n-ff-shexp", f.n_ff_shexp, "qwen3next/35moe: shared expert width")->capture_default_str()->group(g);
-    app.add_option("--qn-rope-sections", f.rope_sections, "qwen35moe: rope.dimension_sections (4 numbers)")
-        ->delimiter(',')->capture_default_str()->group(g);
-    app.add_option("--qn-nextn-layers", f.nextn, "qwen3next/35moe: NextN (MTP) blocks after --n-layer (never run)")
-        ->capture_default_str()->group(g);
-    app.add_option("--qn-layer-types", f.layer_types,
-                   "qwen3next/35moe: also write attention.recurrent_layers, one flag per block (true/false)")
-        ->capture_default_str()->group(g);
+    add_arch_option(app, g, "--full-attn-every", f.full_attn_every,
+                    "qwen3next/35moe: every Nth layer is full attention");
+    add_arch_option(app, g, "--qn-head-dim", f.head_dim, "qwen3next/35moe: full-attention head size");
+    add_arch_option(app, g, "--qn-rope-dim", f.rope_dim, "qwen3next/35moe: rotated dims per attention head");
+    add_arch_option(app, g, "--gdn-head-dim", f.gdn_head_dim, "qwen3next/35moe: Gated DeltaNet head size");
+    add_arch_option(app, g, "--gdn-k-heads", f.gdn_k_heads, "qwen3next/35moe: Gated DeltaNet key heads");
+    add_arch_option(app, g, "--gdn-v-heads", f.gdn_v_heads,
+                    "qwen3next/35moe: Gated DeltaNet value heads (a multiple of the key heads)");
+    add_arch_option(app, g, "--gdn-conv-kernel", f.d_conv, "qwen3next/35moe: short convolution taps");
+    add_arch_option(app, g, "--qn-n-ff-shexp", f.n_ff_shexp, "qwen3next/35moe: shared expert width");
+    add_arch_option(app, g, "--qn-rope-sections", f.rope_sections,
+                    "qwen35moe: rope.dimension_sections (4 numbers)")->delimiter(',');
+    add_arch_option(app, g, "--qn-nextn-layers", f.nextn,
+                    "qwen3next/35moe: NextN (MTP) blocks after --n-layer (never run)");
+    add_arch_option(app, g, "--qn-layer-types", f.layer_types,
+                    "qwen3next/35moe: also write attention.recurrent_layers, one flag per block (true/false)");
   }
 
   void validate(const Shape& s) const override {
     const QwenNextFlags& f = flags();
+    validate_moe_shape(s, name());
     auto bad = [this](const std::string& m) { throw Error(ErrorKind::invalid_input, name() + ": " + m); };
-    if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_head_kv == 0 || s.n_ff == 0 || s.n_ctx == 0)
-      bad("--n-embd, --n-layer, --n-head, --n-head-kv, --n-ff and --n-ctx must be positive");
-    if (s.n_head % s.n_head_kv != 0) bad("--n-head must be a multiple of --n-head-kv");
-    if (s.n_expert == 0 || s.n_expert_used == 0 || s.n_expert_used > s.n_expert)
-      bad("every layer is MoE: --n-expert and --n-expert-used (1..--n-expert) are required");
     if (f.full_attn_every == 0) bad("--full-attn-every must be positive (1: every layer full attention)");
     if (f.head_dim == 0 || f.rope_dim == 0 || f.rope_dim % 2 || f.rope_dim > f.head_dim)
       bad("--qn-rope-dim must be even and between 2 and --qn-head-dim");

@@ -80,6 +80,29 @@ class Architecture {
   }
 };
 
+// An architecture's flag values: one object per Flags type, which every
+// registered variant of the architecture reads (CLI11 binds a flag to one
+// variable, and each flag must be unique on the command line).
+template <class Flags>
+Flags& shared_flags() {
+  static Flags f;
+  return f;
+}
+
+// An architecture's flag: app.add_option(flag, value, help) in the architecture's
+// --help group, its default shown. (App is CLI::App, a parameter so that this
+// header needs only CLI11's forward declaration.)
+template <class App, class T>
+auto add_arch_option(App& app, const std::string& group, const std::string& flag, T& value, const std::string& help) {
+  return app.add_option(flag, value, help)->capture_default_str()->group(group);
+}
+
+// The checks of the common shape made by the architectures whose every layer
+// is MoE under grouped-query attention (qwen2moe/qwen3moe, qwen3next/qwen35moe,
+// gpt-oss): positive sizes, --n-head a multiple of --n-head-kv, 1..--n-expert
+// experts per token. Throws ns::Error(invalid_input) "<arch>: ..." naming the flags.
+void validate_moe_shape(const Shape& s, const std::string& arch);
+
 Architecture* find_architecture(const std::string& name);  // nullptr if unknown
 std::vector<Architecture*> all_architectures();
 std::string architecture_names();  // "llama, ..." for messages

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "engine/gguf/gguf_writer.h"
+#include "engine/tokenizer/utf8.h"
 #include "common/error.h"
 #include "tools/make_model/vocabulary.h"
 
@@ -84,21 +85,6 @@ const ByteOrder& byte_order() {
   return order;
 }
 
-std::string utf8(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -140,7 +126,7 @@ std::vector<std::string_view> pre_tokenize(std::string_view text) {
 
 }  // namespace
 
-std::string byte_to_unicode(uint8_t b) { return utf8(byte_order().codepoint[b]); }
+std::string byte_to_unicode(uint8_t b) { return tok::utf8_encode(byte_order().codepoint[b]); }
 
 Vocabulary builtin_vocabulary(const std::string& pre) {
   const ByteOrder& order = byte_order();
