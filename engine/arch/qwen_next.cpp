@@ -55,10 +55,16 @@ struct Layer {
 // The shared expert's width.
 int64_t shexp_width(const Hparams& hp) { return hp.n_ff_shexp > 0 ? hp.n_ff_shexp : hp.n_ff; }
 
-// The Gated DeltaNet layers' shape, when the model has any.
+// The Gated DeltaNet layers' shape, when the model has any; qwen35moe tiles
+// its key heads over the value heads (h % n_k) and splits ssm_ba into
+// ssm_beta and ssm_alpha.
 GdnShape gdn_shape_if_any(const Hparams& hp) {
-  for (int64_t il = 0; il < hp.n_layer; ++il)
-    if (hp.is_recurrent(il)) return gdn_shape(hp);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (!hp.is_recurrent(il)) continue;
+    GdnShape sh = gdn_shape(hp);
+    sh.tiled_key_heads = sh.split_beta_alpha = hp.arch == "qwen35moe";
+    return sh;
+  }
   return {};
 }
 
