@@ -51,9 +51,8 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
 // Every tensor of a file of hp.arch, unbound (engine/model/tensor_table.h):
 // the output head (without output.weight when tied_output), then the blocks,
 // in the converter's file order. nightshift-make-model writes what this lists.
-// Throws ns::Error(internal) for an architecture without a table yet.
+// Throws ns::Error(bad_model) for an architecture this build does not run.
 TensorTable tensor_table(const Hparams& hp, bool tied_output);
-bool has_tensor_table(const std::string& arch);
 
 // Architectures known to this build, for messages.
 const char* supported_architectures();

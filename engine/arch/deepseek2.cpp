@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,34 +25,41 @@ struct Deepseek2Layer {
   DeepseekFfn ffn;  // dense for the leading layers, routed + shared experts after
 };
 
+// Every tensor of a deepseek2 file's blocks, bound to `layers` (one per
+// block). The key/value expansion is the reference's choice: split
+// attn_k_b/attn_v_b in MLA files (key_length_mla), else the fused attn_kv_b.
+void describe(const Hparams& hp, TensorTable& t, std::vector<Deepseek2Layer>& layers) {
+  if (hp.n_layer_dense_lead < hp.n_layer && !hp.is_moe())
+    throw Error(ErrorKind::bad_model, "deepseek2: expert_count is missing but layers " +
+                                          std::to_string(hp.n_layer_dense_lead) + ".. are MoE layers");
+  if (hp.n_layer_dense_lead > 0 && hp.n_ff <= 0)
+    throw Error(ErrorKind::bad_model, "deepseek2: feed_forward_length is missing for the leading dense layers");
+  const MlaShape sh = mla_shape(hp);
+  const int64_t d = hp.n_embd;
+  using R = TensorRole;
+  describe_blocks(hp, t, layers, [&](int64_t il, const std::string& p, Deepseek2Layer& L) {
+    t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
+    mla_tensors(t, p, sh, d, hp.is_mla() ? MlaLayout::split : MlaLayout::fused, Presence::tolerated, L.attn);
+    t.vector(p + "ffn_norm.weight", d, R::norm, &L.ffn_norm);
+    deepseek_ffn_tensors(t, p, hp, il, L.ffn, Presence::optional);
+  });
+}
+
 class Deepseek2 final : public Architecture {
  public:
   // Files with the fused attn_kv_b cache the latent unless told otherwise,
   // like split files (a fraction of the memory); `expanded_cache` runs them as
   // the reference does (the conformance goldens are such files).
   Deepseek2(const Hparams& hp, TensorLoader& t, bool expanded_cache) : hp_(hp), sh_(mla_shape(hp)) {
-    const int64_t d = hp.n_embd;
-    const bool fused = !t.has("blk.0.attn_k_b.weight") && t.has("blk.0.attn_kv_b.weight");
+    const bool fused = !hp.is_mla();
     sh_.expanded_cache = fused && expanded_cache;
     if (fused)
       spdlog::info("deepseek2: fused attn_kv_b layout, {} KV cache ({} values per token and layer; "
                    "--mla-cache {} to change)",
                    sh_.expanded_cache ? "expanded (the reference's multi-head path)" : "latent",
                    sh_.cache_k_width() + sh_.cache_v_width(), sh_.expanded_cache ? "latent" : "expanded");
-    if (hp.n_layer_dense_lead < hp.n_layer && !hp.is_moe())
-      throw Error(ErrorKind::bad_model, "deepseek2: expert_count is missing but layers " +
-                                            std::to_string(hp.n_layer_dense_lead) + ".. are MoE layers");
-    if (hp.n_layer_dense_lead > 0 && hp.n_ff <= 0)
-      throw Error(ErrorKind::bad_model, "deepseek2: feed_forward_length is missing for the leading dense layers");
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const std::string p = "blk." + std::to_string(il) + ".";
-      Deepseek2Layer L;
-      L.attn_norm = t.vector(p + "attn_norm.weight", d);
-      L.attn = load_mla(t, p, sh_, d);
-      L.ffn_norm = t.vector(p + "ffn_norm.weight", d);
-      L.ffn = load_deepseek_ffn(t, p, hp, il);
-      layers_.push_back(std::move(L));
-    }
+    load_layers(describe, hp, t, layers_);
+    for (int64_t il = 0; il < hp.n_layer; ++il) finish_mla(layers_[static_cast<size_t>(il)].attn, sh_, block_prefix(il));
   }
 
   BufferSizes buffer_sizes() const override {
@@ -86,5 +92,7 @@ class Deepseek2 final : public Architecture {
 std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& loader, bool expanded_cache) {
   return std::make_unique<Deepseek2>(hp, loader, expanded_cache);
 }
+
+void deepseek2_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
 
 }  // namespace ns

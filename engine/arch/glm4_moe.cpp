@@ -11,8 +11,8 @@
 // (expert_weights_norm) and scaled by routed_scaling_factor
 // (expert_weights_scale), plus the shared expert.
 // The NextN (multi-token prediction) blocks GGUFs carry after the last layer
-// (nextn_predict_layers) are skipped by Model::load, as the reference's graph
-// skips them; Hparams::n_layer already excludes them.
+// (nextn_predict_layers) are in the table but never read, as the reference's
+// graph skips them; Hparams::n_layer already excludes them.
 #include <string>
 #include <vector>
 
@@ -33,36 +33,41 @@ struct Glm4MoeLayer {
   DeepseekFfn ffn;
 };
 
+// Every tensor of a glm4moe file's blocks, bound to `layers` (one per layer
+// that runs); the NextN blocks after them (a layer's tensors plus the nextn.*
+// projection and norms) are described but never read.
+void describe(const Hparams& hp, TensorTable& t, std::vector<Glm4MoeLayer>& layers) {
+  auto bad = [](const std::string& m) { throw Error(ErrorKind::bad_model, "glm4moe: " + m); };
+  if (!hp.is_moe()) bad("expert_count is missing (layers after leading_dense_block_count are MoE)");
+  if (hp.n_layer_dense_lead > 0 && hp.n_ff <= 0) bad("feed_forward_length is missing for the leading dense layers");
+  if (hp.head_dim_v != hp.head_dim)
+    bad("attention.value_length " + std::to_string(hp.head_dim_v) + " must equal key_length " +
+        std::to_string(hp.head_dim) + " (the reference asserts it too)");
+  const int64_t d = hp.n_embd, hd = hp.head_dim;
+  using R = TensorRole;
+  describe_blocks(hp, t, layers, [&](int64_t il, const std::string& p, Glm4MoeLayer& L) {
+    t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
+    gqa_tensors(t, p, hp, L.attn, &L.extras, Presence::optional);
+    // Per-head Q/K norms when the file has them (GLM-4.5 355B; Air has none).
+    t.vector(p + "attn_q_norm.weight", hd, R::norm, &L.extras.q_norm, Presence::optional);
+    t.vector(p + "attn_k_norm.weight", hd, R::norm, &L.extras.k_norm, Presence::optional);
+    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.post_attn_norm);
+    deepseek_ffn_tensors(t, p, hp, il, L.ffn, Presence::required);
+    if (il >= hp.n_layer) {
+      t.matrix(p + "nextn.eh_proj.weight", d, 2 * d, R::input, nullptr);
+      for (const char* norm : {"enorm", "hnorm", "shared_head_norm"})
+        t.vector(p + "nextn." + norm + ".weight", d, R::norm, nullptr);
+    }
+  });
+}
+
 class Glm4Moe final : public Architecture {
  public:
   Glm4Moe(const Hparams& hp, TensorLoader& t) : hp_(hp), rope_(rope_params(hp)) {
-    auto bad = [](const std::string& m) { throw Error(ErrorKind::bad_model, "glm4moe: " + m); };
-    if (!hp.is_moe()) bad("expert_count is missing (layers after leading_dense_block_count are MoE)");
-    if (hp.n_layer_dense_lead > 0 && hp.n_ff <= 0) bad("feed_forward_length is missing for the leading dense layers");
-    if (hp.head_dim_v != hp.head_dim)
-      bad("attention.value_length " + std::to_string(hp.head_dim_v) + " must equal key_length " +
-          std::to_string(hp.head_dim) + " (the reference asserts it too)");
     if (t.has("blk.0.attn_qkv.weight"))
-      bad("fused attn_qkv tensors are not supported; convert with separate attn_q/attn_k/attn_v");
-    const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const std::string p = "blk." + std::to_string(il) + ".";
-      Glm4MoeLayer L;
-      L.attn_norm = t.vector(p + "attn_norm.weight", d);
-      L.attn.wq = t.matrix(p + "attn_q.weight", q_dim, d);
-      L.attn.wk = t.matrix(p + "attn_k.weight", kv_dim, d);
-      L.attn.wv = t.matrix(p + "attn_v.weight", kv_dim, d);
-      L.attn.wo = t.matrix(p + "attn_output.weight", d, q_dim);
-      L.extras.bq = t.vector_if_present(p + "attn_q.bias", q_dim);
-      L.extras.bk = t.vector_if_present(p + "attn_k.bias", kv_dim);
-      L.extras.bv = t.vector_if_present(p + "attn_v.bias", kv_dim);
-      L.extras.q_norm = t.vector_if_present(p + "attn_q_norm.weight", hd);
-      L.extras.k_norm = t.vector_if_present(p + "attn_k_norm.weight", hd);
-      L.post_attn_norm = t.vector(p + "post_attention_norm.weight", d);
-      L.ffn = load_deepseek_ffn(t, p, hp, il);
-      if (L.ffn.is_moe && L.ffn.moe.selection_bias.empty()) bad("tensor '" + p + "exp_probs_b.bias' is missing");
-      layers_.push_back(std::move(L));
-    }
+      throw Error(ErrorKind::bad_model,
+                  "glm4moe: fused attn_qkv tensors are not supported; convert with separate attn_q/attn_k/attn_v");
+    load_layers(describe, hp, t, layers_);
   }
 
   BufferSizes buffer_sizes() const override {
@@ -91,5 +96,7 @@ class Glm4Moe final : public Architecture {
 std::unique_ptr<Architecture> make_glm4_moe(const Hparams& hp, TensorLoader& loader) {
   return std::make_unique<Glm4Moe>(hp, loader);
 }
+
+void glm4_moe_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
 
 }  // namespace ns

@@ -53,10 +53,7 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<GptOssLayer>& layer
   const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
   using R = TensorRole;
   const Presence optional = Presence::optional;
-  layers.resize(static_cast<size_t>(hp.n_layer));
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const std::string p = block_prefix(il);
-    GptOssLayer& L = layers[static_cast<size_t>(il)];
+  describe_blocks(hp, t, layers, [&](int64_t, const std::string& p, GptOssLayer& L) {
     t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
     t.matrix(p + "attn_q.weight", q_dim, d, R::input, &L.wq);
     t.vector(p + "attn_q.bias", q_dim, R::bias, &L.bq, optional);
@@ -81,7 +78,7 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<GptOssLayer>& layer
     L.moe.act.kind = FfnActivation::Kind::swiglu_oai;
     L.moe.act.alpha = kSwigluAlpha;
     L.moe.act.limit = kSwigluLimit;
-  }
+  });
 }
 
 class GptOss final : public Architecture {

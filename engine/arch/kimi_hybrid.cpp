@@ -9,37 +9,60 @@
 
 namespace ns {
 
-KimiHybrid::KimiHybrid(const std::string& name, const Hparams& hp, TensorLoader& t, bool expanded_cache)
-    : hp_(hp), kda_(kda_shape(hp)), mla_(mla_shape(hp)) {
-  const int64_t d = hp.n_embd;
+void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, KimiWeights& w) {
+  const std::string name = form.name;
   if (hp.n_head_kv_layers.empty())
     throw Error(ErrorKind::bad_model, name + ": attention.head_count_kv must list each layer (0 for the KDA "
                                              "layers); the file gives one number for all");
   if (hp.n_layer_dense_lead < hp.n_layer && !hp.is_moe())
     throw Error(ErrorKind::bad_model, name + ": expert_count is missing but layers " +
                                           std::to_string(hp.n_layer_dense_lead) + ".. are MoE layers");
+  const int64_t d = hp.n_embd;
+  const bool scores = form.residual_scores && hp.attn_res_block_size > 0;
+  using R = TensorRole;
+  const MlaShape mla = mla_shape(hp);
+  const KdaShape kda = kda_shape(hp);
+  if (scores) t.vector("output_res_score.weight", d, R::router, &w.output_res_score);
+  describe_blocks(hp, t, w.layers, [&](int64_t il, const std::string& p, KimiLayer& L) {
+    t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
+    if (scores) {
+      t.vector(p + "attn_res_score.weight", d, R::router, &L.attn_res_score);
+      t.vector(p + "ffn_res_score.weight", d, R::router, &L.ffn_res_score);
+    }
+    L.recurrent = hp.head_count_kv(il) == 0;
+    if (L.recurrent)
+      kda_tensors(t, p, kda, d, form.kda, L.kda);
+    else
+      mla_tensors(t, p, mla, d, MlaLayout::either, form.mla_gate, L.mla);
+    t.vector(p + "ffn_norm.weight", d, R::norm, &L.ffn_norm);
+    deepseek_ffn_tensors(t, p, hp, il, L.ffn, Presence::optional);
+  });
+}
+
+void kimi_hybrid_tensors(const KimiForm& form, const Hparams& hp, TensorTable& t) {
+  KimiWeights dropped;
+  describe_kimi(form, hp, t, dropped);
+  t.unbind();
+}
+
+KimiHybrid::KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t, bool expanded_cache)
+    : hp_(hp), kda_(kda_shape(hp)), mla_(mla_shape(hp)) {
+  TensorTable table;
+  describe_kimi(form, hp_, table, w_);
+  table.load(t);
   int64_t first_mla = -1, n_kda = 0;
   for (int64_t il = 0; il < hp.n_layer && first_mla < 0; ++il)
     if (hp.head_count_kv(il) != 0) first_mla = il;
   mla_.rotary = false;
-  mla_.expanded_cache =
-      expanded_cache && first_mla >= 0 && !t.has("blk." + std::to_string(first_mla) + ".attn_k_b.weight");
+  mla_.expanded_cache = expanded_cache && first_mla >= 0 && !t.has(block_prefix(first_mla) + "attn_k_b.weight");
   for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const std::string p = "blk." + std::to_string(il) + ".";
-    Layer L;
-    L.attn_norm = t.vector(p + "attn_norm.weight", d);
-    L.recurrent = hp.head_count_kv(il) == 0;
-    if (L.recurrent) {
-      L.kda = load_kda(t, p, kda_, d);
+    KimiLayer& L = w_.layers[static_cast<size_t>(il)];
+    if (L.recurrent)
       ++n_kda;
-    } else {
-      L.mla = load_mla(t, p, mla_, d);
-    }
-    L.ffn_norm = t.vector(p + "ffn_norm.weight", d);
-    L.ffn = load_deepseek_ffn(t, p, hp_, il);
-    layers_.push_back(std::move(L));
+    else
+      finish_mla(L.mla, mla_, block_prefix(il));
   }
-  spdlog::info("{}: {} KDA layers (state {} floats per sequence each), {} MLA layers", name, n_kda,
+  spdlog::info("{}: {} KDA layers (state {} floats per sequence each), {} MLA layers", form.name, n_kda,
                kda_.conv_floats() + kda_.state_floats(), hp.n_layer - n_kda);
 }
 
@@ -64,13 +87,13 @@ void KimiHybrid::norm(const float* in, const std::vector<float>& w, ForwardState
 }
 
 void KimiHybrid::attention(int64_t il, ForwardState& s) const {
-  const Layer& L = layers_[static_cast<size_t>(il)];
+  const KimiLayer& L = w_.layers[static_cast<size_t>(il)];
   if (L.recurrent)
     kda_attention(L.kda, kda_, il, s);
   else
     mla_attention(L.mla, mla_, il, s);
 }
 
-void KimiHybrid::ffn(int64_t il, ForwardState& s) const { deepseek_ffn(layers_[static_cast<size_t>(il)].ffn, s); }
+void KimiHybrid::ffn(int64_t il, ForwardState& s) const { deepseek_ffn(w_.layers[static_cast<size_t>(il)].ffn, s); }
 
 }  // namespace ns

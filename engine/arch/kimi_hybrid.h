@@ -1,7 +1,8 @@
 // What kimi-linear and kimi-k3 share: the hybrid layer stack (Kimi Delta
 // Attention where attention.head_count_kv[il] == 0, rope-less MLA elsewhere),
-// the DeepSeek-pattern FFN, their loading and buffer sizes. Each architecture
-// file adds its own residual pattern in layer().
+// the DeepSeek-pattern FFN, their tensor table (in the form each
+// architecture's converter writes: KimiForm) and buffer sizes. Each
+// architecture file adds its own residual pattern in layer().
 #pragma once
 
 #include <string>
@@ -14,14 +15,45 @@
 
 namespace ns {
 
+// How an architecture's files hold the shared stack.
+struct KimiForm {
+  const char* name;           // general.architecture, for messages
+  KdaForm kda;
+  Presence mla_gate;          // MLA's attn_gate (kimi-k3's output gate)
+  bool residual_scores;       // kimi-k3: output_res_score and each block's attn_res_score/ffn_res_score
+                              // when attn_res.block_size > 0
+};
+
+struct KimiLayer {
+  std::vector<float> attn_norm, ffn_norm;
+  std::vector<float> attn_res_score, ffn_res_score;  // kimi-k3's residual mix scores, or empty
+  bool recurrent = false;
+  KdaWeights kda;  // recurrent layers
+  MlaWeights mla;  // the others
+  DeepseekFfn ffn;
+};
+
+struct KimiWeights {
+  std::vector<KimiLayer> layers;
+  std::vector<float> output_res_score;  // kimi-k3's final residual mix score, or empty
+};
+
+// Every tensor of a file of `form` with hp's blocks, bound to w: output_res_score
+// (after the output head), then per block attn_norm, the residual scores,
+// KDA or MLA (either key/value layout; the split one is written), ffn_norm
+// and the FFN.
+void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, KimiWeights& w);
+// The same, unbound.
+void kimi_hybrid_tensors(const KimiForm& form, const Hparams& hp, TensorTable& t);
+
 class KimiHybrid : public Architecture {
  public:
   BufferSizes buffer_sizes() const override;
 
  protected:
-  // Loads every layer's attn_norm, attention (KDA or MLA), ffn_norm and FFN;
-  // `name` prefixes the error messages. hp is used as given (quirks applied by the caller).
-  KimiHybrid(const std::string& name, const Hparams& hp, TensorLoader& t, bool expanded_cache);
+  // Loads the blocks through `form`'s table; hp is used as given (quirks
+  // applied by the caller).
+  KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t, bool expanded_cache);
 
   // s.xn = rms_norm(in[t]) * norm for every token.
   void norm(const float* in, const std::vector<float>& w, ForwardState& s) const;
@@ -30,18 +62,10 @@ class KimiHybrid : public Architecture {
   // s.xn -> s.out through layer il's FFN.
   void ffn(int64_t il, ForwardState& s) const;
 
-  struct Layer {
-    std::vector<float> attn_norm, ffn_norm;
-    bool recurrent = false;
-    KdaWeights kda;  // recurrent layers
-    MlaWeights mla;  // the others
-    DeepseekFfn ffn;
-  };
-
   Hparams hp_;
   KdaShape kda_;
   MlaShape mla_;
-  std::vector<Layer> layers_;
+  KimiWeights w_;
 };
 
 }  // namespace ns

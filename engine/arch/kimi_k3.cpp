@@ -30,6 +30,10 @@
 namespace ns {
 namespace {
 
+// The converter's form: full-rank KDA output gate ssm_g, ssm_a as [n_head],
+// MLA's output gate when the checkpoint has one, the residual mix scores.
+constexpr KimiForm kForm{"kimi-k3", {.full_rank_gate = true, .flat_a = true}, Presence::optional, true};
+
 const Hparams& checked(const Hparams& hp) {
   if (hp.situ_beta <= 0)
     throw Error(ErrorKind::bad_model, "kimi-k3: metadata key 'kimi-k3.activation.situ_beta' is missing (every "
@@ -40,16 +44,8 @@ const Hparams& checked(const Hparams& hp) {
 class KimiK3 final : public KimiHybrid {
  public:
   KimiK3(const Hparams& hp, TensorLoader& t, bool expanded_cache)
-      : KimiHybrid("kimi-k3", checked(hp), t, expanded_cache), block_(hp.attn_res_block_size) {
-    if (block_ <= 0) return;
-    const int64_t d = hp.n_embd;
-    n_ckpt_ = (hp.n_layer - 1) / block_ + 1;
-    output_score_ = t.vector("output_res_score.weight", d);
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const std::string p = "blk." + std::to_string(il) + ".";
-      attn_score_.push_back(t.vector(p + "attn_res_score.weight", d));
-      ffn_score_.push_back(t.vector(p + "ffn_res_score.weight", d));
-    }
+      : KimiHybrid(kForm, checked(hp), t, expanded_cache), block_(hp.attn_res_block_size) {
+    if (block_ > 0) n_ckpt_ = (hp.n_layer - 1) / block_ + 1;
   }
 
   BufferSizes buffer_sizes() const override {
@@ -59,7 +55,7 @@ class KimiK3 final : public KimiHybrid {
   }
 
   void layer(int64_t il, ForwardState& s) override {
-    const Layer& L = layers_[static_cast<size_t>(il)];
+    const KimiLayer& L = w_.layers[static_cast<size_t>(il)];
     const int64_t d = hp_.n_embd, n = s.n * d;
     if (block_ <= 0) {
       norm(s.x.data(), L.attn_norm, s);
@@ -70,9 +66,8 @@ class KimiK3 final : public KimiHybrid {
       ops::add(s.x.data(), s.out.data(), n);
       return;
     }
-    const size_t i = static_cast<size_t>(il);
     // The mix goes through s.out, free until the attention writes it.
-    res_mix_all(s, (il + block_ - 1) / block_, n_ckpt_, attn_score_[i].data(), d, hp_.rms_eps, s.out.data());
+    res_mix_all(s, (il + block_ - 1) / block_, n_ckpt_, L.attn_res_score.data(), d, hp_.rms_eps, s.out.data());
     const bool banked = il % block_ == 0;
     if (banked)
       for (int64_t t = 0; t < s.n; ++t)
@@ -84,7 +79,7 @@ class KimiK3 final : public KimiHybrid {
       std::memcpy(s.x.data(), s.out.data(), sizeof(float) * static_cast<size_t>(n));
     else
       ops::add(s.x.data(), s.out.data(), n);
-    res_mix_all(s, il / block_ + 1, n_ckpt_, ffn_score_[i].data(), d, hp_.rms_eps, s.out.data());
+    res_mix_all(s, il / block_ + 1, n_ckpt_, L.ffn_res_score.data(), d, hp_.rms_eps, s.out.data());
     norm(s.out.data(), L.ffn_norm, s);
     ffn(il, s);
     ops::add(s.x.data(), s.out.data(), n);
@@ -93,15 +88,13 @@ class KimiK3 final : public KimiHybrid {
   void before_output(ForwardState& s) override {
     if (block_ <= 0) return;
     const int64_t d = hp_.n_embd;
-    res_mix_all(s, n_ckpt_, n_ckpt_, output_score_.data(), d, hp_.rms_eps, s.out.data());
+    res_mix_all(s, n_ckpt_, n_ckpt_, w_.output_res_score.data(), d, hp_.rms_eps, s.out.data());
     std::memcpy(s.x.data(), s.out.data(), sizeof(float) * static_cast<size_t>(s.n * d));
   }
 
  private:
   int64_t block_ = 0;   // attn_res.block_size (0: plain residual stream)
   int64_t n_ckpt_ = 0;  // checkpoints banked per token by the last layer
-  std::vector<std::vector<float>> attn_score_, ffn_score_;
-  std::vector<float> output_score_;
 };
 
 }  // namespace
@@ -109,5 +102,7 @@ class KimiK3 final : public KimiHybrid {
 std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& loader, bool expanded_cache) {
   return std::make_unique<KimiK3>(hp, loader, expanded_cache);
 }
+
+void kimi_k3_tensors(const Hparams& hp, TensorTable& t) { kimi_hybrid_tensors(kForm, hp, t); }
 
 }  // namespace ns

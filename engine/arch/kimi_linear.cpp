@@ -17,6 +17,10 @@
 namespace ns {
 namespace {
 
+// The converter's form: low-rank KDA output gate, ssm_a as [1, n_head, 1, 1];
+// an attn_gate is taken when a file has one.
+constexpr KimiForm kForm{"kimi-linear", {.full_rank_gate = false, .flat_a = false}, Presence::tolerated, false};
+
 Hparams with_quirks(Hparams hp) {
   hp.expert_weights_norm = true;
   return hp;
@@ -25,10 +29,10 @@ Hparams with_quirks(Hparams hp) {
 class KimiLinear final : public KimiHybrid {
  public:
   KimiLinear(const Hparams& hp, TensorLoader& t, bool expanded_cache)
-      : KimiHybrid("kimi-linear", with_quirks(hp), t, expanded_cache) {}
+      : KimiHybrid(kForm, with_quirks(hp), t, expanded_cache) {}
 
   void layer(int64_t il, ForwardState& s) override {
-    const Layer& L = layers_[static_cast<size_t>(il)];
+    const KimiLayer& L = w_.layers[static_cast<size_t>(il)];
     pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] { attention(il, s); });
     pre_norm_residual(s, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { ffn(il, s); });
   }
@@ -39,5 +43,7 @@ class KimiLinear final : public KimiHybrid {
 std::unique_ptr<Architecture> make_kimi_linear(const Hparams& hp, TensorLoader& loader, bool expanded_cache) {
   return std::make_unique<KimiLinear>(hp, loader, expanded_cache);
 }
+
+void kimi_linear_tensors(const Hparams& hp, TensorTable& t) { kimi_hybrid_tensors(kForm, hp, t); }
 
 }  // namespace ns

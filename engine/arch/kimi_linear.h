@@ -4,4 +4,5 @@
 
 namespace ns {
 std::unique_ptr<Architecture> make_kimi_linear(const Hparams& hp, TensorLoader& loader, bool expanded_cache);
+void kimi_linear_tensors(const Hparams& hp, TensorTable& t);  // the blocks' tensors, unbound
 }

@@ -27,10 +27,7 @@ struct LlamaLayer {
 void describe(const Hparams& hp, TensorTable& t, std::vector<LlamaLayer>& layers) {
   const int64_t d = hp.n_embd;
   using R = TensorRole;
-  layers.resize(static_cast<size_t>(hp.n_layer));
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const std::string p = block_prefix(il);
-    LlamaLayer& L = layers[static_cast<size_t>(il)];
+  describe_blocks(hp, t, layers, [&](int64_t, const std::string& p, LlamaLayer& L) {
     t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
     gqa_tensors(t, p, hp, L.attn);
     t.vector(p + "ffn_norm.weight", d, R::norm, &L.ffn_norm);
@@ -42,7 +39,7 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<LlamaLayer>& layers
     } else {
       ffn_tensors(t, p, "", hp.n_ff, d, L.ffn);
     }
-  }
+  });
 }
 
 class Llama final : public Architecture {

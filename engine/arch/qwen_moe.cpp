@@ -39,10 +39,7 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<QwenLayer>& layers)
   // qwen2moe files carry Q/K/V biases; the loader takes them from any file that has them.
   const Presence biases = qwen3 ? Presence::tolerated : Presence::optional;
   using R = TensorRole;
-  layers.resize(static_cast<size_t>(hp.n_layer));
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const std::string p = block_prefix(il);
-    QwenLayer& L = layers[static_cast<size_t>(il)];
+  describe_blocks(hp, t, layers, [&](int64_t, const std::string& p, QwenLayer& L) {
     t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
     gqa_tensors(t, p, hp, L.attn, &L.extras, biases);
     if (qwen3) {
@@ -55,7 +52,7 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<QwenLayer>& layers)
     L.moe.gating = ExpertGating::softmax;
     L.moe.normalize_weights = qwen3;
     if (!qwen3) gated_shared_expert_tensors(t, p, shexp_width(hp), d, L.moe);
-  }
+  });
 }
 
 class QwenMoe final : public Architecture {

@@ -55,10 +55,16 @@ struct Layer {
 // The shared expert's width.
 int64_t shexp_width(const Hparams& hp) { return hp.n_ff_shexp > 0 ? hp.n_ff_shexp : hp.n_ff; }
 
-// The Gated DeltaNet layers' shape, when the model has any.
+// The Gated DeltaNet layers' shape, when the model has any; qwen35moe tiles
+// its key heads over the value heads (h % n_k) and splits ssm_ba into
+// ssm_beta and ssm_alpha.
 GdnShape gdn_shape_if_any(const Hparams& hp) {
-  for (int64_t il = 0; il < hp.n_layer; ++il)
-    if (hp.is_recurrent(il)) return gdn_shape(hp);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (!hp.is_recurrent(il)) continue;
+    GdnShape sh = gdn_shape(hp);
+    sh.tiled_key_heads = sh.split_beta_alpha = hp.arch == "qwen35moe";
+    return sh;
+  }
   return {};
 }
 
@@ -73,13 +79,8 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<Layer>& layers) {
   const GdnShape gdn = gdn_shape_if_any(hp);
   const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
   using R = TensorRole;
-  layers.resize(static_cast<size_t>(hp.n_layer));
-  Layer nextn_scratch;
-  for (int64_t il = 0; il < hp.n_layer + hp.n_layer_nextn; ++il) {
-    const std::string p = block_prefix(il);
+  describe_blocks(hp, t, layers, [&](int64_t il, const std::string& p, Layer& L) {
     const bool nextn = il >= hp.n_layer;
-    t.set_skipping(nextn);
-    Layer& L = nextn ? nextn_scratch : layers[static_cast<size_t>(il)];
     if (nextn) {
       t.matrix(p + "nextn.eh_proj.weight", d, 2 * d, R::input, nullptr);
       for (const char* norm : {"enorm", "hnorm", "shared_head_norm"})
@@ -103,8 +104,7 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<Layer>& layers) {
     L.moe.gating = ExpertGating::softmax;
     L.moe.normalize_weights = true;
     gated_shared_expert_tensors(t, p, shexp_width(hp), d, L.moe);
-  }
-  t.set_skipping(false);
+  });
 }
 
 class QwenNext final : public Architecture {

@@ -1,5 +1,5 @@
 // Maps general.architecture to the file that implements it: one line per
-// architecture (how to build it, and its tensor table when it has one).
+// architecture (how to build it, and its tensor table).
 #include "engine/arch/architecture.h"
 
 #include <string_view>
@@ -33,20 +33,20 @@ std::unique_ptr<Architecture> mla(const Hparams& hp, TensorLoader& t, const Arch
 struct Entry {
   std::string_view arch;  // general.architecture
   Make make;
-  void (*blocks)(const Hparams& hp, TensorTable& t);  // its blocks' tensor table; nullptr: none yet
+  void (*blocks)(const Hparams& hp, TensorTable& t);  // its blocks' tensor table
 };
 
 // In the order supported_architectures() names them.
 constexpr Entry kArchitectures[] = {
     {"llama", plain<make_llama>, llama_tensors},
-    {"deepseek2", mla<make_deepseek2>, nullptr},
-    {"kimi-linear", mla<make_kimi_linear>, nullptr},
-    {"kimi-k3", mla<make_kimi_k3>, nullptr},
+    {"deepseek2", mla<make_deepseek2>, deepseek2_tensors},
+    {"kimi-linear", mla<make_kimi_linear>, kimi_linear_tensors},
+    {"kimi-k3", mla<make_kimi_k3>, kimi_k3_tensors},
     {"qwen2moe", plain<make_qwen_moe>, qwen_moe_tensors},
     {"qwen3moe", plain<make_qwen_moe>, qwen_moe_tensors},
     {"qwen3next", plain<make_qwen_next>, qwen_next_tensors},
     {"qwen35moe", plain<make_qwen_next>, qwen_next_tensors},
-    {"glm4moe", plain<make_glm4_moe>, nullptr},
+    {"glm4moe", plain<make_glm4_moe>, glm4_moe_tensors},
     {"gpt-oss", plain<make_gpt_oss>, gpt_oss_tensors},
 };
 
@@ -73,14 +73,9 @@ std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader&
   return e->make(hp, loader, options);
 }
 
-bool has_tensor_table(const std::string& arch) {
-  const Entry* e = find(arch);
-  return e && e->blocks;
-}
-
 TensorTable tensor_table(const Hparams& hp, bool tied_output) {
   const Entry* e = find(hp.arch);
-  if (!e || !e->blocks) throw Error(ErrorKind::internal, "no tensor table for architecture '" + hp.arch + "'");
+  if (!e) throw unsupported_architecture(hp.arch);
   TensorTable t;
   head_tensors(t, hp, tied_output, nullptr, nullptr, nullptr);
   e->blocks(hp, t);

@@ -74,7 +74,8 @@ void moe_tensors(TensorTable& t, const std::string& p, const Hparams& hp, MoeWei
   m.layer = layer_of_prefix(p);
   t.matrix(p + "ffn_gate_inp.weight", hp.n_expert, d, R::router, &m.router);
   if (biases.router) t.vector(p + "ffn_gate_inp.bias", hp.n_expert, R::bias, &m.router_bias, *biases.router);
-  if (biases.selection) t.vector(p + "exp_probs_b.bias", hp.n_expert, R::bias, &m.selection_bias, *biases.selection);
+  if (biases.selection)
+    t.vector(p + "exp_probs_b.bias", hp.n_expert, R::selection, &m.selection_bias, *biases.selection);
   t.experts(p + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_expert, ew, R::routed, &m.gate);
   t.experts(p + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_expert, ew, R::routed, &m.up);
   // Latent experts write the latent sum; ffn_routed_up writes the residual.
@@ -84,7 +85,7 @@ void moe_tensors(TensorTable& t, const std::string& p, const Hparams& hp, MoeWei
   if (latent > 0) {
     t.matrix(p + "ffn_routed_down.weight", ew, d, R::input, &m.routed_down);
     t.matrix(p + "ffn_routed_up.weight", d, ew, R::residual, &m.routed_up);
-    t.vector(p + "ffn_routed_norm.weight", ew, R::norm, &m.routed_norm, Presence::tolerated);
+    t.vector(p + "ffn_routed_norm.weight", ew, R::norm, &m.routed_norm, Presence::optional);
     m.rms_eps = hp.rms_eps;
   }
   m.n_used = hp.n_expert_used;
@@ -99,14 +100,6 @@ void gated_shared_expert_tensors(TensorTable& t, const std::string& p, int64_t n
   m.has_shared = true;
   t.vector(p + "ffn_gate_inp_shexp.weight", n_embd, TensorRole::router, &m.shared_gate_inp);
   ffn_tensors(t, p, "_shexp", n_ff, n_embd, m.shared);
-}
-
-MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp) {
-  MoeWeights m;
-  TensorTable table;
-  moe_tensors(table, p, hp, m);
-  table.load(t);
-  return m;
 }
 
 namespace {
@@ -444,27 +437,21 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   if (w.has_shared) add_shared_experts(w, s);
 }
 
-DeepseekFfn load_deepseek_ffn(TensorLoader& t, const std::string& p, const Hparams& hp, int64_t il) {
+void deepseek_ffn_tensors(TensorTable& t, const std::string& p, const Hparams& hp, int64_t il, DeepseekFfn& f,
+                          Presence selection) {
   const int64_t d = hp.n_embd;
-  DeepseekFfn f;
-  if (il < hp.n_layer_dense_lead) {
-    f.dense.gate = t.matrix(p + "ffn_gate.weight", hp.n_ff, d);
-    f.dense.up = t.matrix(p + "ffn_up.weight", hp.n_ff, d);
-    f.dense.down = t.matrix(p + "ffn_down.weight", d, hp.n_ff);
+  f.is_moe = il >= hp.n_layer_dense_lead;
+  if (!f.is_moe) {
+    ffn_tensors(t, p, "", hp.n_ff, d, f.dense);
     f.dense.act = FfnActivation::of(hp);
-    return f;
+    return;
   }
-  f.is_moe = true;
-  f.moe = load_moe(t, p, hp);
+  moe_tensors(t, p, hp, f.moe, {.router = std::nullopt, .selection = selection});
   if (hp.n_expert_shared > 0) {
-    const int64_t width = hp.n_expert_shared * hp.n_ff_expert;
     f.moe.has_shared = true;
-    f.moe.shared.gate = t.matrix(p + "ffn_gate_shexp.weight", width, d);
-    f.moe.shared.up = t.matrix(p + "ffn_up_shexp.weight", width, d);
-    f.moe.shared.down = t.matrix(p + "ffn_down_shexp.weight", d, width);
+    ffn_tensors(t, p, "_shexp", hp.n_expert_shared * hp.n_ff_expert, d, f.moe.shared);
     f.moe.shared.act = FfnActivation::of(hp);
   }
-  return f;
 }
 
 int64_t deepseek_ffn_width(const Hparams& hp) {

@@ -59,7 +59,7 @@ void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float*
 //   out    = routed_up(rms_norm(sum of weight * expert) * routed_norm) + shared experts(x)
 // (the norm only with routed_norm).
 struct MoeWeights {
-  int64_t layer = -1;                  // block index: the expert cache's key (load_moe sets it)
+  int64_t layer = -1;                  // block index: the expert cache's key (moe_tensors sets it)
   kernels::MatrixView router;          // [n_expert rows][n_embd]
   std::vector<float> router_bias;      // ffn_gate_inp.bias [n_expert], or empty (gpt-oss)
   // Per-expert biases of the routed experts (gpt-oss's ffn_*_exps.bias), or
@@ -97,15 +97,13 @@ struct MoeBiases {
 };
 // The table entries of layer prefix p's ("blk.N.") router and its biases,
 // routed experts and, when hp.n_expert_latent > 0, latent projections
-// (ffn_routed_down/_up/_norm), in that order, bound to m; sets m's routing
-// settings from hp.
+// (ffn_routed_down/_up, ffn_routed_norm optional), in that order, bound to m;
+// sets m's routing settings and activation from hp.
 void moe_tensors(TensorTable& t, const std::string& p, const Hparams& hp, MoeWeights& m, const MoeBiases& biases = {});
 // The table entries of a shared expert of width n_ff scaled per token by
 // sigmoid(ffn_gate_inp_shexp · x) (qwen2moe, qwen3next, qwen35moe):
 // ffn_gate_inp_shexp, then ffn_{gate,up,down}_shexp; sets m.has_shared.
 void gated_shared_expert_tensors(TensorTable& t, const std::string& p, int64_t n_ff, int64_t n_embd, MoeWeights& m);
-// Loads what moe_tensors describes.
-MoeWeights load_moe(TensorLoader& t, const std::string& p, const Hparams& hp);
 
 // s.xn -> s.out: route every token to its top n_used experts, then run each
 // expert once over all the tokens routed to it (expert-major), keep each
@@ -128,7 +126,12 @@ struct DeepseekFfn {
   FfnWeights dense;
   MoeWeights moe;
 };
-DeepseekFfn load_deepseek_ffn(TensorLoader& t, const std::string& p, const Hparams& hp, int64_t il);
+// The table entries of block il's FFN at prefix p ("blk.N."): ffn_gate/up/down
+// of n_ff for a leading dense layer; else moe_tensors (exp_probs_b.bias of
+// presence `selection`), then ffn_{gate,up,down}_shexp when the model has
+// shared experts. Bound to f, activations from hp.
+void deepseek_ffn_tensors(TensorTable& t, const std::string& p, const Hparams& hp, int64_t il, DeepseekFfn& f,
+                          Presence selection);
 // Widest hidden layer the block needs in s.ff_a / s.ff_b.
 int64_t deepseek_ffn_width(const Hparams& hp);
 // s.xn -> s.out.

@@ -27,8 +27,6 @@ GdnShape gdn_shape(const Hparams& hp) {
   sh.head_dim = hp.ssm_d_state;
   sh.d_conv = hp.ssm_d_conv;
   sh.rms_eps = hp.rms_eps;
-  sh.tiled_key_heads = hp.arch == "qwen35moe";
-  sh.split_beta_alpha = hp.arch == "qwen35moe";
   const std::string a = hp.arch + ".";
   if (sh.head_dim <= 0) bad_shape("metadata key '" + a + "ssm.state_size' is missing or 0");
   if (sh.n_k_head <= 0) bad_shape("metadata key '" + a + "ssm.group_count' is missing or 0");

@@ -54,6 +54,8 @@ struct GdnShape {
 };
 
 // From the ssm.* keys; throws ns::Error(bad_model) naming the key at fault.
+// The head broadcast and the beta/alpha tensors are the architecture's to set
+// (tiled_key_heads, split_beta_alpha: engine/arch/qwen_next.cpp).
 GdnShape gdn_shape(const Hparams& hp);
 
 struct GdnWeights {

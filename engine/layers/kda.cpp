@@ -33,30 +33,31 @@ KdaShape kda_shape(const Hparams& hp) {
   return sh;
 }
 
-KdaWeights load_kda(TensorLoader& t, const std::string& p, const KdaShape& sh, int64_t n_embd) {
+void kda_tensors(TensorTable& t, const std::string& p, const KdaShape& sh, int64_t n_embd, const KdaForm& form,
+                 KdaWeights& w) {
+  using R = TensorRole;
   const int64_t d_inner = sh.d_inner(), S = sh.head_dim;
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  KdaWeights w;
-  w.wq = t.matrix(p + "attn_q.weight", d_inner, n_embd);
-  w.wk = t.matrix(p + "attn_k.weight", d_inner, n_embd);
-  w.wv = t.matrix(p + "attn_v.weight", d_inner, n_embd);
-  w.conv_q = t.values(p + "ssm_conv1d_q.weight", {u(sh.d_conv), 1, u(d_inner)});
-  w.conv_k = t.values(p + "ssm_conv1d_k.weight", {u(sh.d_conv), 1, u(d_inner)});
-  w.conv_v = t.values(p + "ssm_conv1d_v.weight", {u(sh.d_conv), 1, u(d_inner)});
-  w.f_a = t.matrix(p + "ssm_f_a.weight", S, n_embd);
-  w.f_b = t.matrix(p + "ssm_f_b.weight", d_inner, S);
-  w.beta = t.matrix(p + "ssm_beta.weight", sh.n_head, n_embd);
-  w.a = t.values(p + "ssm_a", {1, u(sh.n_head)});
-  w.dt_bias = t.vector(p + "ssm_dt.bias", d_inner);
-  if (t.has(p + "ssm_g.weight")) {
-    w.g = t.matrix(p + "ssm_g.weight", d_inner, n_embd);
+  t.values(p + "ssm_conv1d_q.weight", {u(sh.d_conv), 1, u(d_inner), 1}, R::conv, &w.conv_q);
+  t.values(p + "ssm_conv1d_k.weight", {u(sh.d_conv), 1, u(d_inner), 1}, R::conv, &w.conv_k);
+  t.values(p + "ssm_conv1d_v.weight", {u(sh.d_conv), 1, u(d_inner), 1}, R::conv, &w.conv_v);
+  t.matrix(p + "attn_q.weight", d_inner, n_embd, R::input, &w.wq);
+  t.matrix(p + "attn_k.weight", d_inner, n_embd, R::input, &w.wk);
+  t.matrix(p + "attn_v.weight", d_inner, n_embd, R::input, &w.wv);
+  t.matrix(p + "ssm_f_a.weight", S, n_embd, R::input, &w.f_a);
+  t.matrix(p + "ssm_f_b.weight", d_inner, S, R::input, &w.f_b);
+  t.matrix(p + "ssm_beta.weight", sh.n_head, n_embd, R::input, &w.beta);
+  t.values(p + "ssm_a", form.flat_a ? std::vector<uint64_t>{u(sh.n_head)} : std::vector<uint64_t>{1, u(sh.n_head), 1, 1},
+           R::bias, &w.a);
+  t.vector(p + "ssm_dt.bias", d_inner, R::bias, &w.dt_bias);
+  if (form.full_rank_gate) {
+    t.matrix(p + "ssm_g.weight", d_inner, n_embd, R::input, &w.g);
   } else {
-    w.g_a = t.matrix(p + "ssm_g_a.weight", S, n_embd);
-    w.g_b = t.matrix(p + "ssm_g_b.weight", d_inner, S);
+    t.matrix(p + "ssm_g_a.weight", S, n_embd, R::input, &w.g_a);
+    t.matrix(p + "ssm_g_b.weight", d_inner, S, R::input, &w.g_b);
   }
-  w.o_norm = t.vector(p + "ssm_norm.weight", S);
-  w.wo = t.matrix(p + "attn_output.weight", n_embd, d_inner);
-  return w;
+  t.vector(p + "ssm_norm.weight", S, R::norm, &w.o_norm);
+  t.matrix(p + "attn_output.weight", n_embd, d_inner, R::residual, &w.wo);
 }
 
 void kda_attention(const KdaWeights& w, const KdaShape& sh, int64_t il, ForwardState& s) {

@@ -28,6 +28,7 @@
 #include "engine/layers/delta_rule.h"
 #include "engine/model/hparams.h"
 #include "engine/model/tensor_loader.h"
+#include "engine/model/tensor_table.h"
 
 namespace ns {
 
@@ -66,9 +67,18 @@ struct KdaWeights {
   kernels::MatrixView wo;                  // [n_embd][d_inner]
 };
 
-// Loads layer prefix p ("blk.N."): attn_q/k/v, ssm_conv1d_q/k/v, ssm_f_a/_b,
-// ssm_beta, ssm_a, ssm_dt.bias, ssm_g_a/_b or ssm_g, ssm_norm, attn_output.
-KdaWeights load_kda(TensorLoader& t, const std::string& p, const KdaShape& sh, int64_t n_embd);
+// How an architecture's converter writes the KDA tensors.
+struct KdaForm {
+  bool full_rank_gate = false;  // the output gate as one ssm_g (kimi-k3), else ssm_g_a + ssm_g_b
+  bool flat_a = false;          // ssm_a as [n_head] (kimi-k3), else [1, n_head, 1, 1]
+};
+
+// The table entries (model/tensor_table.h) of layer prefix p's ("blk.N.") KDA
+// in the converter's order: ssm_conv1d_q/k/v ([d_conv, 1, d_inner, 1]),
+// attn_q/k/v, ssm_f_a/_b, ssm_beta, ssm_a, ssm_dt.bias, the output gate,
+// ssm_norm, attn_output; bound to w.
+void kda_tensors(TensorTable& t, const std::string& p, const KdaShape& sh, int64_t n_embd, const KdaForm& form,
+                 KdaWeights& w);
 
 // s.xn -> s.out for s.n tokens (sequence s.seq[t], in position order per
 // sequence), reading and advancing each sequence's state in layer il of s.seqs.

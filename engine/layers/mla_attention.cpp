@@ -127,38 +127,48 @@ MlaShape mla_shape(const Hparams& hp) {
   return sh;
 }
 
-MlaWeights load_mla(TensorLoader& t, const std::string& p, const MlaShape& sh, int64_t n_embd) {
-  MlaWeights w;
-  const int64_t q_rows = sh.n_head * sh.k_head();
+void mla_tensors(TensorTable& t, const std::string& p, const MlaShape& sh, int64_t n_embd, MlaLayout layout,
+                 Presence gate, MlaWeights& w) {
+  using R = TensorRole;
+  const int64_t q_rows = sh.n_head * sh.k_head(), v_rows = sh.n_head * sh.v_head;
   if (sh.q_lora_rank > 0) {
-    w.wq_a = t.matrix(p + "attn_q_a.weight", sh.q_lora_rank, n_embd);
-    w.q_a_norm = t.vector(p + "attn_q_a_norm.weight", sh.q_lora_rank);
-    w.wq_b = t.matrix(p + "attn_q_b.weight", q_rows, sh.q_lora_rank);
+    t.vector(p + "attn_q_a_norm.weight", sh.q_lora_rank, R::norm, &w.q_a_norm);
+    t.matrix(p + "attn_q_a.weight", sh.q_lora_rank, n_embd, R::input, &w.wq_a);
+    t.matrix(p + "attn_q_b.weight", q_rows, sh.q_lora_rank, R::input, &w.wq_b);
   } else {
-    w.wq = t.matrix(p + "attn_q.weight", q_rows, n_embd);
+    t.matrix(p + "attn_q.weight", q_rows, n_embd, R::input, &w.wq);
   }
-  w.wkv_a = t.matrix(p + "attn_kv_a_mqa.weight", sh.latent_width(), n_embd);
-  w.kv_a_norm = t.vector(p + "attn_kv_a_norm.weight", sh.kv_lora_rank);
-  if (t.has(p + "attn_k_b.weight") || !t.has(p + "attn_kv_b.weight")) {
-    w.k_b = t.experts(p + "attn_k_b.weight", sh.n_head, sh.kv_lora_rank, sh.qk_nope);
-    w.v_b = t.experts(p + "attn_v_b.weight", sh.n_head, sh.v_head, sh.kv_lora_rank);
-  } else {
-    // Fused layout: per head, qk_nope rows of k_b^T then v_head rows of v_b.
-    const kernels::MatrixView kv_b =
-        t.matrix(p + "attn_kv_b.weight", sh.n_head * (sh.qk_nope + sh.v_head), sh.kv_lora_rank);
-    w.kv_b = kv_b;
-    if (!sh.expanded_cache) transpose_k_b(kv_b, sh, w);
-    w.v_b.type = kv_b.type;
-    w.v_b.data = static_cast<const uint8_t*>(kv_b.data) + static_cast<size_t>(sh.qk_nope) * kv_b.row_stride;
-    w.v_b.n_expert = sh.n_head;
-    w.v_b.rows = sh.v_head;
-    w.v_b.cols = sh.kv_lora_rank;
-    w.v_b.row_stride = kv_b.row_stride;
-    w.v_b.expert_stride = static_cast<size_t>(sh.qk_nope + sh.v_head) * kv_b.row_stride;
+  t.vector(p + "attn_kv_a_norm.weight", sh.kv_lora_rank, R::norm, &w.kv_a_norm);
+  t.matrix(p + "attn_kv_a_mqa.weight", sh.latent_width(), n_embd, R::input, &w.wkv_a);
+  if (layout != MlaLayout::split)
+    t.matrix(p + "attn_kv_b.weight", sh.n_head * (sh.qk_nope + sh.v_head), sh.kv_lora_rank, R::input, &w.kv_b,
+             layout == MlaLayout::fused ? Presence::required : Presence::tolerated);
+  if (layout != MlaLayout::fused) {
+    const Presence split = layout == MlaLayout::split ? Presence::required : Presence::optional;
+    t.heads(p + "attn_k_b.weight", sh.n_head, sh.kv_lora_rank, sh.qk_nope, &w.k_b, split);
+    t.heads(p + "attn_v_b.weight", sh.n_head, sh.v_head, sh.kv_lora_rank, &w.v_b, split);
   }
-  if (t.has(p + "attn_gate.weight")) w.gate = t.matrix(p + "attn_gate.weight", sh.n_head * sh.v_head, n_embd);
-  w.wo = t.matrix(p + "attn_output.weight", n_embd, sh.n_head * sh.v_head);
-  return w;
+  t.matrix(p + "attn_gate.weight", v_rows, n_embd, R::input, &w.gate, gate);
+  t.matrix(p + "attn_output.weight", n_embd, v_rows, R::residual, &w.wo);
+}
+
+void finish_mla(MlaWeights& w, const MlaShape& sh, const std::string& p) {
+  if (w.kv_b.data == nullptr) {
+    if (w.k_b.data == nullptr || w.v_b.data == nullptr)
+      throw Error(ErrorKind::bad_model, "tensor '" + p + (w.k_b.data ? "attn_v_b" : "attn_k_b") +
+                                            ".weight' is missing (nor is there a fused '" + p + "attn_kv_b.weight')");
+    return;
+  }
+  // Fused layout: per head, qk_nope rows of k_b^T then v_head rows of v_b.
+  const kernels::MatrixView& kv_b = w.kv_b;
+  if (!sh.expanded_cache) transpose_k_b(kv_b, sh, w);
+  w.v_b.type = kv_b.type;
+  w.v_b.data = static_cast<const uint8_t*>(kv_b.data) + static_cast<size_t>(sh.qk_nope) * kv_b.row_stride;
+  w.v_b.n_expert = sh.n_head;
+  w.v_b.rows = sh.v_head;
+  w.v_b.cols = sh.kv_lora_rank;
+  w.v_b.row_stride = kv_b.row_stride;
+  w.v_b.expert_stride = static_cast<size_t>(sh.qk_nope + sh.v_head) * kv_b.row_stride;
 }
 
 int64_t mla_q_width(const MlaShape& sh) {

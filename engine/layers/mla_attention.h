@@ -28,6 +28,7 @@
 #include "engine/kernels/kernels.h"
 #include "engine/layers/yarn_rope.h"
 #include "engine/model/tensor_loader.h"
+#include "engine/model/tensor_table.h"
 
 namespace ns {
 
@@ -71,10 +72,21 @@ struct MlaWeights {
   std::unique_ptr<uint8_t[]> k_b_owned;    // k_b transposed out of a fused attn_kv_b (k_b points here; move-only)
 };
 
-// Loads layer prefix p ("blk.N."): attn_q or attn_q_a/_norm/_b, attn_kv_a_mqa,
-// attn_kv_a_norm, then attn_k_b + attn_v_b or the fused attn_kv_b, attn_gate
-// if present, attn_output.
-MlaWeights load_mla(TensorLoader& t, const std::string& p, const MlaShape& sh, int64_t n_embd);
+// Which key/value expansion a file carries: the split attn_k_b + attn_v_b
+// (MLA files), the legacy fused attn_kv_b, or either (the loader takes the
+// fused one when present; the generator writes the split one).
+enum class MlaLayout { split, fused, either };
+
+// The table entries (model/tensor_table.h) of layer prefix p's ("blk.N.") MLA
+// in the converter's order: attn_q_a_norm, attn_q_a, attn_q_b (or attn_q),
+// attn_kv_a_norm, attn_kv_a_mqa, the `layout`'s key/value expansion, attn_gate
+// of presence `gate` (kimi-k3's output gate), attn_output; bound to w.
+void mla_tensors(TensorTable& t, const std::string& p, const MlaShape& sh, int64_t n_embd, MlaLayout layout,
+                 Presence gate, MlaWeights& w);
+// After loading: a fused attn_kv_b's per-head k_b/v_b views (k_b transposed
+// for the latent path). Throws ns::Error(bad_model) naming p when neither
+// layout was in the file.
+void finish_mla(MlaWeights& w, const MlaShape& sh, const std::string& p);
 
 // Per-token widths of the ForwardState buffers mla_attention uses (see the .cpp).
 int64_t mla_q_width(const MlaShape& sh);

@@ -12,6 +12,7 @@ const char* role_name(TensorRole r) {
     case TensorRole::input: return "input";
     case TensorRole::residual: return "residual";
     case TensorRole::router: return "router";
+    case TensorRole::selection: return "selection";
     case TensorRole::conv: return "conv";
     case TensorRole::routed: return "routed";
     case TensorRole::routed_residual: return "routed_residual";
@@ -59,6 +60,12 @@ void TensorTable::experts(std::string name, int64_t n_expert, int64_t rows, int6
   add({std::move(name),
                     {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n_expert)},
                     role, Presence::required, bind(into)});
+}
+
+void TensorTable::heads(std::string name, int64_t n, int64_t rows, int64_t cols, ExpertsView* into,
+                        Presence presence) {
+  add({std::move(name), {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n)},
+       TensorRole::input, presence, bind(into)});
 }
 
 void TensorTable::load(TensorLoader& t) const {

@@ -36,7 +36,8 @@ enum class TensorRole : uint8_t {
   bias,             // an additive bias (F32)
   input,            // a projection of the normalized stream or of another projection
   residual,         // a projection whose output is added to the residual stream
-  router,           // expert router logits (F32)
+  router,           // a router or score over the residual stream: expert logits, a gate, a mix score (F32)
+  selection,        // a router's per-expert selection bias (exp_probs_b, F32)
   conv,             // a short convolution's taps, a row per channel (F32)
   routed,           // a routed experts' stack [cols, rows, n_expert]: streamed, not resident
   routed_residual,  // the routed experts' down stack, which writes the residual stream
@@ -46,7 +47,8 @@ const char* role_name(TensorRole r);
 inline bool is_routed(TensorRole r) { return r == TensorRole::routed || r == TensorRole::routed_residual; }
 // Kept in F32 whatever type the rest of the model has (norms, biases, routers).
 inline bool keeps_f32(TensorRole r) {
-  return r == TensorRole::norm || r == TensorRole::bias || r == TensorRole::router || r == TensorRole::conv;
+  return r == TensorRole::norm || r == TensorRole::bias || r == TensorRole::router || r == TensorRole::selection ||
+         r == TensorRole::conv;
 }
 
 enum class Presence : uint8_t {
@@ -82,6 +84,10 @@ class TensorTable {
               Presence presence = Presence::required);
   // n_expert stacked matrices of `rows` x `cols` (dims [cols, rows, n_expert]); role routed or routed_residual.
   void experts(std::string name, int64_t n_expert, int64_t rows, int64_t cols, TensorRole role, ExpertsView* into);
+  // n stacked per-head matrices of `rows` x `cols` (MLA's attn_k_b, attn_v_b),
+  // resident like any projection: role input.
+  void heads(std::string name, int64_t n, int64_t rows, int64_t cols, ExpertsView* into,
+             Presence presence = Presence::required);
 
   const std::vector<TensorSpec>& specs() const { return specs_; }
   // Loads every bound entry (required ones must be in the file, the others
@@ -100,23 +106,40 @@ class TensorTable {
 };
 
 // An architecture's binding function: lists the tensors of hp's blocks into
-// the table, bound to `layers` (resized to one per block that runs).
-template <class Layer>
-using DescribeLayers = void (*)(const Hparams& hp, TensorTable& t, std::vector<Layer>& layers);
+// the table, bound to `weights` (most: a vector of layers, resized to one per
+// block that runs; kimi-k3: the layers and its output mix score).
+template <class Weights>
+using DescribeLayers = void (*)(const Hparams& hp, TensorTable& t, Weights& weights);
 
-// The architecture's loader: fills `layers` from the file through its table.
-template <class Layer>
-void load_layers(DescribeLayers<Layer> describe, const Hparams& hp, TensorLoader& loader, std::vector<Layer>& layers) {
+// Lists hp's blocks: block(il, prefix, layer) for each block that runs,
+// bound to `layers` (resized to one per block), then for the NextN blocks
+// after them (Hparams::n_layer_nextn), described into a scratch layer and
+// skipped (no forward pass reaches them).
+template <class Layer, class Block>
+void describe_blocks(const Hparams& hp, TensorTable& t, std::vector<Layer>& layers, Block block) {
+  layers.resize(static_cast<size_t>(hp.n_layer));
+  Layer nextn;
+  for (int64_t il = 0; il < hp.n_layer + hp.n_layer_nextn; ++il) {
+    const bool skipped = il >= hp.n_layer;
+    t.set_skipping(skipped);
+    block(il, block_prefix(il), skipped ? nextn : layers[static_cast<size_t>(il)]);
+  }
+  t.set_skipping(false);
+}
+
+// The architecture's loader: fills `weights` from the file through its table.
+template <class Weights>
+void load_layers(DescribeLayers<Weights> describe, const Hparams& hp, TensorLoader& loader, Weights& weights) {
   TensorTable t;
-  describe(hp, t, layers);
+  describe(hp, t, weights);
   t.load(loader);
 }
 
 // A description only: `describe` run on weight structs that are then
 // dropped, the table left unbound.
-template <class Layer>
-void describe_unbound(DescribeLayers<Layer> describe, const Hparams& hp, TensorTable& t) {
-  std::vector<Layer> dropped;
+template <class Weights>
+void describe_unbound(DescribeLayers<Weights> describe, const Hparams& hp, TensorTable& t) {
+  Weights dropped;
   describe(hp, t, dropped);
   t.unbind();
 }

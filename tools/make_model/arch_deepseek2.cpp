@@ -2,17 +2,17 @@
 // without q_lora, the fused attn_kv_b layout or the split attn_k_b/attn_v_b
 // one (--mla-layout), leading dense layers, routed experts with a selection
 // bias (exp_probs_b), shared experts, optional expert groups and YaRN.
-// Names, shapes and metadata as llama.cpp's converter writes them; the fused
-// layout's keys follow ../shared/models/tiny-ds2-*.gguf, the split layout's
-// the converter's MLA form (key_length = kv_lora + rope, *_mla head sizes,
-// one KV head).
+// Metadata as llama.cpp's converter writes it; the fused layout's keys follow
+// ../shared/models/tiny-ds2-*.gguf, the split layout's the converter's MLA
+// form (key_length = kv_lora + rope, *_mla head sizes, one KV head). The
+// tensors are engine/arch/deepseek2.cpp's table (split when the metadata has
+// the *_mla keys).
 //
 // With --mla-layout split, attn_k_b and attn_v_b hold exactly the values the
 // fused attn_kv_b would have for the same seed (k_b is its k part transposed),
 // so the two layouts of one seed are the same model.
 #include <CLI/CLI.hpp>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -153,24 +153,9 @@ class Deepseek2Architecture : public Architecture {
     if (f.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.q_lora_rank));
   }
 
-  std::vector<TensorPlan> tensors(const Shape& s) const override {
-    const Deepseek2Flags& f = f_;
-    const uint64_t n_embd = s.n_embd;
-    const MlaDims mla{n_embd, s.n_head, f.q_lora_rank, f.kv_lora_rank, f.qk_rope, f.qk_nope, f.v_head,
-                      f.layout == "kv_b"};
-    const DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared, s.n_expert_used};
-    PlanBuilder p(s.n_layer);
-    p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
-    p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-    if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
-    for (uint32_t i = 0; i < s.n_layer; ++i) {
-      const std::string b = "blk." + std::to_string(i) + ".";
-      p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      add_mla(p, b, mla);
-      p.add(b + "ffn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      add_deepseek_ffn(p, b, ffn, i < f.n_dense_lead);
-    }
-    return p.take();
+  bool refine(const TensorSpec& t, TensorPlan& plan) const override {
+    refine_split_kv_b(t, plan, f_.qk_nope, f_.v_head);
+    return true;
   }
 
  private:

@@ -5,8 +5,9 @@
 // then --glm-nextn-layers multi-token-prediction (NextN) blocks, which the
 // engine and the reference skip. --n-layer counts the layers that run
 // (num_hidden_layers); block_count adds the NextN blocks, as the converter
-// writes it. Names, shapes and metadata as llama.cpp's converter
-// (conversion/glm.py Glm4MoeModel, 2026-09-28) writes them.
+// writes it. Metadata as llama.cpp's converter (conversion/glm.py
+// Glm4MoeModel, 2026-09-28) writes it; the tensors are
+// engine/arch/glm4_moe.cpp's table.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -14,7 +15,6 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
-#include "tools/make_model/plan_builder.h"
 
 namespace ns::make_model {
 namespace {
@@ -98,39 +98,9 @@ class Glm4MoeArchitecture : public Architecture {
     if (f.n_nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.n_nextn));
   }
 
-  std::vector<TensorPlan> tensors(const Shape& s) const override {
-    const Glm4MoeFlags& f = f_;
-    const uint64_t n_embd = s.n_embd, hd = head_dim(s), q_dim = hd * s.n_head, kv_dim = hd * s.n_head_kv;
-    const DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared, s.n_expert_used};
-    const Init bias{Init::Kind::normal, 0.05f};
-    PlanBuilder p(s.n_layer);
-    p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
-    p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-    if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
-    for (uint32_t i = 0; i < s.n_layer + f.n_nextn; ++i) {
-      const std::string b = "blk." + std::to_string(i) + ".";
-      p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      p.add(b + "attn_q.weight", {n_embd, q_dim}, PlanBuilder::proj(n_embd));
-      p.add(b + "attn_k.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
-      p.add(b + "attn_v.weight", {n_embd, kv_dim}, PlanBuilder::proj(n_embd));
-      p.add(b + "attn_q.bias", {q_dim}, bias, true);
-      p.add(b + "attn_k.bias", {kv_dim}, bias, true);
-      p.add(b + "attn_v.bias", {kv_dim}, bias, true);
-      p.add(b + "attn_output.weight", {q_dim, n_embd}, p.to_residual(q_dim));
-      if (f.qk_norm) {
-        p.add(b + "attn_q_norm.weight", {hd}, PlanBuilder::norm(), true);
-        p.add(b + "attn_k_norm.weight", {hd}, PlanBuilder::norm(), true);
-      }
-      p.add(b + "post_attention_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      add_deepseek_ffn(p, b, ffn, i < f.n_dense_lead);
-      if (i >= s.n_layer) {  // a NextN block: the trunk's layer plus its own projection and norms
-        p.add(b + "nextn.eh_proj.weight", {2 * n_embd, n_embd}, PlanBuilder::proj(2 * n_embd));
-        p.add(b + "nextn.enorm.weight", {n_embd}, PlanBuilder::norm(), true);
-        p.add(b + "nextn.hnorm.weight", {n_embd}, PlanBuilder::norm(), true);
-        p.add(b + "nextn.shared_head_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-      }
-    }
-    return p.take();
+  // The per-head Q/K norms only with --glm-qk-norm.
+  bool refine(const TensorSpec& t, TensorPlan&) const override {
+    return f_.qk_norm || !(t.name.ends_with("attn_q_norm.weight") || t.name.ends_with("attn_k_norm.weight"));
   }
 
  private:

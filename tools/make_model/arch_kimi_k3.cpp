@@ -2,12 +2,12 @@
 // flags apply) with kimi-k3's parts, each switchable: cross-layer attention
 // residuals (--attn-res-block, 0: off), latent MoE (--expert-latent, 0: off;
 // --routed-norm), the MLA output gate (--attn-gate), the situ betas, the KDA
-// lower-bound decay gate (--kda-lower-bound, 0: off). Always: the full-rank KDA
-// gate ssm_g and ssm_a as a plain [n_head] tensor.
-// Names, shapes and metadata as llama.cpp's converter (conversion/kimi_k3.py,
-// 2026-09-28) writes them: key_length kv_lora + rope and value_length kv_lora
-// (the MQA view), the MLA split into attn_k_b/attn_v_b, expert_weights_norm
-// from moe_renormalize, the *_res_score vectors as the fused norm * proj.
+// lower-bound decay gate (--kda-lower-bound, 0: off). The tensors are
+// engine/arch/kimi_k3.cpp's table (always the full-rank KDA gate ssm_g and
+// ssm_a as a plain [n_head] tensor; the *_res_score vectors as the fused
+// norm * proj). Metadata as llama.cpp's converter (conversion/kimi_k3.py,
+// 2026-09-28) writes it: key_length kv_lora + rope and value_length kv_lora
+// (the MQA view), expert_weights_norm from moe_renormalize.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -74,15 +74,12 @@ class KimiK3Architecture : public Architecture {
     w.set(a + "attn_res.block_size", val::u32(f_.attn_res_block));
   }
 
-  std::vector<TensorPlan> tensors(const Shape& s) const override {
-    KimiParts parts;
-    parts.attn_res_block = f_.attn_res_block;
-    parts.expert_latent = f_.expert_latent;
-    parts.routed_norm = f_.expert_latent > 0 && f_.routed_norm;
-    parts.attn_gate = f_.attn_gate;
-    parts.full_rank_kda_gate = true;
-    parts.flat_ssm_a = true;
-    return kimi_hybrid_tensors(s, parts);
+  // The table's optional parts as the flags say: attn_gate, ffn_routed_norm.
+  bool refine(const TensorSpec& t, TensorPlan& plan) const override {
+    if (t.name.ends_with("attn_gate.weight")) return f_.attn_gate;
+    if (t.name.ends_with("ffn_routed_norm.weight")) return f_.routed_norm;
+    refine_kimi_hybrid(t, plan);
+    return true;
   }
 
  private:

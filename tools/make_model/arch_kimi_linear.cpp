@@ -1,12 +1,12 @@
 // kimi-linear: Kimi Linear shapes. KDA (Kimi Delta Attention) layers with an
 // MLA layer every --mla-every layers, DeepSeek-style FFN (leading dense
 // layers, sigmoid-routed experts with a selection bias, shared experts).
-// Names, shapes and metadata as llama.cpp's converter (conversion/kimi_linear.py,
-// 2026-09-28) writes them: attention.head_count_kv one entry per layer (0 for
-// KDA layers, 1 for MLA layers: the MQA view of the latent), the MLA split
-// into attn_k_b/attn_v_b, conv weights [d_conv, 1, d_inner, 1], ssm_a holding
-// -exp(A_log) as [1, n_head, 1, 1]. The layer stack and flags are shared with
-// kimi-k3 (kimi_hybrid.h).
+// Metadata as llama.cpp's converter (conversion/kimi_linear.py, 2026-09-28)
+// writes it: attention.head_count_kv one entry per layer (0 for KDA layers, 1
+// for MLA layers: the MQA view of the latent). The tensors are
+// engine/arch/kimi_linear.cpp's table (the MLA split into attn_k_b/attn_v_b,
+// conv weights [d_conv, 1, d_inner, 1], ssm_a holding -exp(A_log) as
+// [1, n_head, 1, 1]). The flags are shared with kimi-k3 (kimi_hybrid.h).
 #include <string>
 #include <vector>
 
@@ -22,7 +22,10 @@ class KimiLinearArchitecture : public Architecture {
   void add_flags(CLI::App& app) override { add_kimi_hybrid_flags(app); }
   void validate(const Shape& s) const override { validate_kimi_hybrid(name(), s); }
   void add_metadata(gguf::GgufWriter& w, const Shape& s) const override { add_kimi_hybrid_metadata(w, s, name()); }
-  std::vector<TensorPlan> tensors(const Shape& s) const override { return kimi_hybrid_tensors(s, KimiParts{}); }
+  bool refine(const TensorSpec& t, TensorPlan& plan) const override {
+    refine_kimi_hybrid(t, plan);
+    return true;
+  }
 };
 
 const ArchitectureRegistrar kRegister(std::make_unique<KimiLinearArchitecture>());

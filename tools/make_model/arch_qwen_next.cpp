@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
+#include "tools/make_model/plan_builder.h"
 
 namespace ns::make_model {
 namespace {
@@ -128,14 +129,7 @@ class QwenNextArchitecture : public Architecture {
   }
 
   bool refine(const TensorSpec& t, TensorPlan& plan) const override {
-    if (t.name.ends_with("ssm_dt.bias")) plan.init = Init{Init::Kind::normal, 0.5f};
-    // ssm_a = -exp(A_log) < 0, one per value head: -1, -1.5, -2, -2.5, -1, ... (exact, seed-independent).
-    if (t.name.ends_with("ssm_a")) {
-      plan.init = Init{Init::Kind::normal, 1.0f};
-      plan.fill = [](uint64_t, uint64_t, float* out, int64_t n) {
-        for (int64_t k = 0; k < n; ++k) out[k] = -(1.0f + 0.5f * float(k % 4));
-      };
-    }
+    refine_decay(t, plan);
     return true;
   }
 

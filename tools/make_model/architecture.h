@@ -1,9 +1,8 @@
 // What the generator needs to know about one model architecture: its flags
 // beyond the common ones and its hyperparameter metadata; its tensors are the
-// engine's table of the architecture (table_plans.h), or, for an architecture
-// not yet described by one, its own list.
+// engine's table of the architecture (table_plans.h), which it may refine.
 //
-// One file per architecture (arch_llama.cpp, later arch_deepseek2.cpp, ...)
+// One file per architecture (arch_llama.cpp, arch_deepseek2.cpp, ...)
 // defines a subclass and registers it with a file-scope ArchitectureRegistrar;
 // nothing else changes to add one.
 #pragma once
@@ -70,13 +69,6 @@ class Architecture {
     (void)spec;
     (void)plan;
     return true;
-  }
-  // Every tensor, in file order, for an architecture the engine does not yet
-  // describe with a tensor table (engine/arch/architecture.h has_tensor_table);
-  // for the others the table is the list (table_plans.h) and this is not called.
-  virtual std::vector<TensorPlan> tensors(const Shape& shape) const {
-    (void)shape;
-    return {};
   }
 };
 

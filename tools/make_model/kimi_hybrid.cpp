@@ -81,39 +81,9 @@ void add_kimi_hybrid_metadata(gguf::GgufWriter& w, const Shape& s, const std::st
   w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
 }
 
-std::vector<TensorPlan> kimi_hybrid_tensors(const Shape& s, const KimiParts& parts) {
+void refine_kimi_hybrid(const TensorSpec& spec, TensorPlan& plan) {
   const KimiHybridFlags& f = kimi_hybrid_flags();
-  const uint64_t n_embd = s.n_embd;
-  MlaDims mla{n_embd, s.n_head, f.q_lora_rank, f.kv_lora_rank, f.qk_rope, f.qk_nope, f.v_head, false};
-  mla.output_gate = parts.attn_gate;
-  KdaDims kda{n_embd, s.n_head, f.kda_head_dim, f.d_conv};
-  kda.full_rank_gate = parts.full_rank_kda_gate;
-  kda.flat_a = parts.flat_ssm_a;
-  DeepseekFfnDims ffn{n_embd, s.n_ff, s.n_expert, f.n_ff_expert, f.n_shared, s.n_expert_used};
-  ffn.latent = parts.expert_latent;
-  ffn.routed_norm = parts.routed_norm;
-  // The residual mix scores: ~unit score spread for a unit-RMS input.
-  const Init score = PlanBuilder::proj(n_embd);
-  PlanBuilder p(s.n_layer);
-  p.add("token_embd.weight", {n_embd, s.n_vocab}, Init{Init::Kind::normal, 1.0f});
-  p.add("output_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-  if (!s.tied_output) p.add("output.weight", {n_embd, s.n_vocab}, PlanBuilder::proj(n_embd));
-  if (parts.attn_res_block > 0) p.add("output_res_score.weight", {n_embd}, score, true);
-  for (uint32_t i = 0; i < s.n_layer; ++i) {
-    const std::string b = "blk." + std::to_string(i) + ".";
-    p.add(b + "attn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-    if (parts.attn_res_block > 0) {
-      p.add(b + "attn_res_score.weight", {n_embd}, score, true);
-      p.add(b + "ffn_res_score.weight", {n_embd}, score, true);
-    }
-    if (f.is_mla(i))
-      add_mla(p, b, mla);
-    else
-      add_kda(p, b, kda);
-    p.add(b + "ffn_norm.weight", {n_embd}, PlanBuilder::norm(), true);
-    add_deepseek_ffn(p, b, ffn, i < f.n_dense_lead);
-  }
-  return p.take();
+  if (!refine_split_kv_b(spec, plan, f.qk_nope, f.v_head)) refine_decay(spec, plan);
 }
 
 }  // namespace ns::make_model

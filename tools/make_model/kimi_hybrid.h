@@ -1,8 +1,8 @@
 // What the kimi-linear and kimi-k3 generators share: the hybrid layer pattern
 // (KDA layers with an MLA layer every --mla-every layers), its flags (one set,
-// read by both architectures), its common metadata and the layer loop. Each
-// arch_*.cpp says which of kimi-k3's parts it has (KimiParts) and writes its
-// own keys.
+// read by both architectures), its common metadata and the refinements of
+// the engine's shared table (engine/arch/kimi_hybrid.h). Each arch_*.cpp
+// writes its own keys, which switch kimi-k3's parts on and off.
 #pragma once
 
 #include <string>
@@ -39,15 +39,8 @@ void validate_kimi_hybrid(const std::string& arch, const Shape& s);
 // The keys both converters write under "<arch>." (context, sizes, KDA, MLA, MoE).
 void add_kimi_hybrid_metadata(gguf::GgufWriter& w, const Shape& s, const std::string& arch);
 
-// kimi-k3's parts beyond kimi-linear (all off: kimi-linear).
-struct KimiParts {
-  uint64_t attn_res_block = 0;   // attn_res_score/ffn_res_score per layer, output_res_score
-  uint64_t expert_latent = 0;    // ffn_routed_down/_up, experts in this width
-  bool routed_norm = false;      // ffn_routed_norm (latent only)
-  bool attn_gate = false;        // MLA attn_gate
-  bool full_rank_kda_gate = false;  // ssm_g instead of ssm_g_a/_b
-  bool flat_ssm_a = false;       // ssm_a as [n_head] instead of [1, n_head, 1, 1]
-};
-std::vector<TensorPlan> kimi_hybrid_tensors(const Shape& s, const KimiParts& parts);
+// The refinements of the shared table (engine/arch/kimi_hybrid.h): MLA's
+// split attn_k_b/attn_v_b, the KDA decays (plan_builder.h).
+void refine_kimi_hybrid(const TensorSpec& spec, TensorPlan& plan);
 
 }  // namespace ns::make_model

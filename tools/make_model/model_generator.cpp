@@ -86,7 +86,7 @@ std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
   if (!opt.chat_template.empty()) w.set("tokenizer.chat_template", str(opt.chat_template));
 
   if (!opt.imatrix_path.empty()) model->importance = load_importance(opt.imatrix_path, opt.imatrix_include);
-  model->tensors = has_tensor_table(arch->name()) ? table_plans(*arch, w, shape) : arch->tensors(shape);
+  model->tensors = table_plans(*arch, w, shape);
   for (const TensorPlan& t : model->tensors) {
     const GgmlType type = choose_type(t, opt.type, opt.overrides);
     model->types.push_back(type);

@@ -1,8 +1,9 @@
-// Building an architecture's tensor list: the initial scales every generated
-// model uses (~unit outputs for unit inputs, residual writers scaled by
-// 1/sqrt(2 n_layer), norms near 1) and the blocks several architectures share
-// (DeepSeek-style MLA attention, DeepSeek-style FFN), so each arch_*.cpp lists
-// only what is its own.
+// Building an architecture's tensor list from its table (table_plans.h): the
+// initial scales every generated model uses (~unit outputs for unit inputs,
+// residual writers scaled by 1/sqrt(2 n_layer), norms near 1) and the
+// refinements of the tables several architectures share (MLA's split
+// attn_k_b/attn_v_b, the delta-rule decays), so each arch_*.cpp refines only
+// what is its own.
 #pragma once
 
 #include <cmath>
@@ -36,41 +37,18 @@ class PlanBuilder {
   std::vector<TensorPlan> plans_;
 };
 
-// DeepSeek-style multi-head latent attention of block prefix b ("blk.N.").
-struct MlaDims {
-  uint64_t n_embd = 0, n_head = 0;
-  uint64_t q_lora = 0;        // 0: one attn_q projection
-  uint64_t kv_lora = 0, qk_rope = 0, qk_nope = 0, v_head = 0;
-  bool fused_kv_b = false;    // attn_kv_b instead of attn_k_b + attn_v_b
-  bool output_gate = false;   // attn_gate [n_embd, n_head * v_head] (kimi-k3)
-};
-// attn_q or attn_q_a(_norm)/attn_q_b, attn_kv_a_norm, attn_kv_a_mqa, attn_kv_b
-// or attn_k_b + attn_v_b (holding exactly the values the fused attn_kv_b would
-// have for the same seed), attn_gate if asked, attn_output.
-void add_mla(PlanBuilder& p, const std::string& b, const MlaDims& d);
-
-// DeepSeek-style FFN of block prefix b: dense (ffn_gate/up/down of n_ff) when
-// `dense`, else router, selection bias (PlanBuilder::selection_bias for
-// n_expert_used of n_expert), routed experts and n_shared shared experts.
-// With `latent` > 0 (kimi-k3's latent MoE) the routed experts run in that
-// width between ffn_routed_down and ffn_routed_up (ffn_routed_norm if
-// routed_norm); the router and shared experts stay n_embd wide.
-struct DeepseekFfnDims {
-  uint64_t n_embd = 0, n_ff = 0, n_expert = 0, n_ff_expert = 0, n_shared = 0, n_expert_used = 0;
-  uint64_t latent = 0;
-  bool routed_norm = false;
-};
-void add_deepseek_ffn(PlanBuilder& p, const std::string& b, const DeepseekFfnDims& d, bool dense);
-
-// Kimi Delta Attention of block prefix b (kimi-linear, kimi-k3), as the
-// converters write it: conv weights [d_conv, 1, d_inner, 1], ssm_a holding
-// -exp(A_log) ([1, n_head, 1, 1], or [n_head] with flat_a), the output gate as
-// ssm_g_a/ssm_g_b or (full_rank_gate) one ssm_g.
-struct KdaDims {
-  uint64_t n_embd = 0, n_head = 0, head_dim = 0, d_conv = 0;
-  bool full_rank_gate = false;
-  bool flat_a = false;
-};
-void add_kda(PlanBuilder& p, const std::string& b, const KdaDims& d);
+// The generator's refinements (Architecture::refine) of tables several
+// architectures share; each returns whether it handled `spec`.
+//
+// MLA's split attn_k_b [nope, kv_lora, n_head] and attn_v_b [kv_lora, v_head,
+// n_head] of MLA with qk_nope/v_head head sizes: filled with exactly the
+// values the fused attn_kv_b [kv_lora, n_head * (nope + v_head)] would have
+// for the same seed (k_b is its k part transposed), so a file of either
+// layout is the same model.
+bool refine_split_kv_b(const TensorSpec& spec, TensorPlan& plan, uint64_t qk_nope, uint64_t v_head);
+// A delta-rule layer's decay tensors (Gated DeltaNet, KDA): ssm_dt.bias
+// ~N(0, 0.5), ssm_a = -exp(A_log) < 0, one per head: -1, -1.5, -2, -2.5, -1, ...
+// (exact, seed-independent) whatever its shape.
+bool refine_decay(const TensorSpec& spec, TensorPlan& plan);
 
 }  // namespace ns::make_model

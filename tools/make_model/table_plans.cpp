@@ -9,12 +9,13 @@
 namespace ns::make_model {
 namespace {
 
-Init init_for(const TensorSpec& t, const PlanBuilder& p) {
+Init init_for(const TensorSpec& t, const PlanBuilder& p, const Hparams& hp) {
   const uint64_t fan_in = t.dims[0];
   switch (t.role) {
     case TensorRole::embedding: return Init{Init::Kind::normal, 1.0f};
     case TensorRole::norm: return PlanBuilder::norm();
     case TensorRole::bias: return Init{Init::Kind::normal, 0.05f};
+    case TensorRole::selection: return PlanBuilder::selection_bias(t.dims[0], static_cast<uint64_t>(hp.n_expert_used));
     case TensorRole::input:
     case TensorRole::router:
     case TensorRole::conv:
@@ -36,7 +37,7 @@ std::vector<TensorPlan> table_plans(const Architecture& arch, const gguf::GgufWr
   const TensorTable table = tensor_table(hp, shape.tied_output);
   for (const TensorSpec& t : table.specs()) {
     if (t.presence == Presence::tolerated) continue;
-    TensorPlan plan{t.name, t.dims, init_for(t, p), keeps_f32(t.role), is_routed(t.role)};
+    TensorPlan plan{t.name, t.dims, init_for(t, p, hp), keeps_f32(t.role), is_routed(t.role)};
     if (arch.refine(t, plan)) p.add(std::move(plan));
   }
   return p.take();
