@@ -251,6 +251,19 @@ void project(const MlaWeights& w, const MlaShape& sh, ForwardState& s) {
   }
 }
 
+// Calls f(thread, i) for every attention unit i in [0, n) (units are
+// head-major: i = head * tokens + token), handed out in small chunks to
+// whichever thread is free: a unit's cost grows with its token's position, so
+// fixed contiguous shares would leave the early tokens' thread idle, and on a
+// shared machine a paused thread holds up only its current chunk.
+template <class F>
+void for_attention_units(int64_t n, ForwardState& s, F&& f) {
+  constexpr int64_t kUnitsPerChunk = 4;
+  s.pool->parallel_chunks((n + kUnitsPerChunk - 1) / kUnitsPerChunk, [&](int thread, int64_t c) {
+    for (int64_t i = c * kUnitsPerChunk; i < std::min(n, (c + 1) * kUnitsPerChunk); ++i) f(thread, i);
+  });
+}
+
 // Working memory of expand_run, grown (never shrunk) to the largest run seen;
 // the calling thread's own, so a warm prefill loop does not allocate.
 struct ExpandScratch {
@@ -328,16 +341,12 @@ void expand_run(const MlaWeights& w, const MlaShape& sh, int64_t il, int64_t t0,
         kernels::quantize_row(gguf::GgmlType::F16, vf + r * vh, v16 + r * vh, vh);
       }
     });
-    // Head-major, so each thread's contiguous share holds short and long
-    // (early and late) queries alike.
-    s.pool->parallel_for(g * n, [&](int thread, int64_t begin, int64_t end) {
+    for_attention_units(g * n, s, [&](int thread, int64_t i) {
       uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * slot];
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t hg = i / n, t = t0 + i % n, h = h0 + hg;
-        kernels::quantize_row(gguf::GgmlType::F16, &s.att[t * q_width + h * kh], q16, kh);
-        attend_one_head(q16, k16 + hg * keys * kh, kh, v16 + hg * keys * vh, vh, kh, vh, s.pos[t], sh.kq_scale,
-                        &out[t * out_ts + h * vh]);
-      }
+      const int64_t hg = i / n, t = t0 + i % n, h = h0 + hg;
+      kernels::quantize_row(gguf::GgmlType::F16, &s.att[t * q_width + h * kh], q16, kh);
+      attend_one_head(q16, k16 + hg * keys * kh, kh, v16 + hg * keys * vh, vh, kh, vh, s.pos[t], sh.kq_scale,
+                      &out[t * out_ts + h * vh]);
     });
   }
 }
@@ -386,15 +395,12 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
     float* latent_out = s.v.data();
     const size_t slot = thread_slot(s);
     const int64_t m = static_cast<int64_t>(absorbed.size());
-    // Head-major, so each thread's contiguous share mixes early and late queries.
-    s.pool->parallel_for(m * n_head, [&](int thread, int64_t begin, int64_t end) {
+    for_attention_units(m * n_head, s, [&](int thread, int64_t i) {
       uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * slot];
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t t = absorbed[static_cast<size_t>(i % m)], h = i / m, qi = t * n_head + h;
-        kernels::quantize_row(gguf::GgmlType::F16, &s.q[qi * lw], q16, lw);
-        attend_one_head(q16, kv.k(il, s.seq[t], 0), lw, kv.k(il, s.seq[t], 0), lw, lw, kv_lora, s.pos[t],
-                        sh.kq_scale, &latent_out[qi * kv_lora]);
-      }
+      const int64_t t = absorbed[static_cast<size_t>(i % m)], h = i / m, qi = t * n_head + h;
+      kernels::quantize_row(gguf::GgmlType::F16, &s.q[qi * lw], q16, lw);
+      attend_one_head(q16, kv.k(il, s.seq[t], 0), lw, kv.k(il, s.seq[t], 0), lw, lw, kv_lora, s.pos[t], sh.kq_scale,
+                      &latent_out[qi * kv_lora]);
     });
     per_head_product(w.v_b, latent_out, n_head * kv_lora, kv_lora, s.att.data(), v_width, sh.v_head, absorbed, s);
   }
