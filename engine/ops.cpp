@@ -4,6 +4,8 @@
 // value and move logits by ~0.01 (tests/bench/README.md, "Agreement with the reference").
 #include "engine/ops.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 
 #include <cmath>
@@ -72,6 +74,40 @@ float expf_ggml(float x) {
   const float s1 = from_bits(g + 0x7f000000u), s2 = from_bits(e - g);
   if (std::fabs(n) > 192) return s1 * s1;
   return std::fma(s2, j, s2) * s1;
+}
+
+namespace {
+
+// expf_ggml's operations lane for lane (fnmadd(a, b, c) = fma(-a, b, c)); the
+// lanes whose |n| > 126 take the scalar's near-overflow/underflow branch.
+__attribute__((target("avx2,fma"))) void expf_ggml_avx2(const float* x, float* y) {
+  const __m256 r = _mm256_set1_ps(0x1.8p23f), vx = _mm256_loadu_ps(x);
+  const __m256 z = _mm256_fmadd_ps(vx, _mm256_set1_ps(0x1.715476p+0f), r);
+  const __m256 n = _mm256_sub_ps(z, r);
+  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), vx));
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 j = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+  const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+  const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_set1_epi32(0x3f800000)));
+  _mm256_storeu_ps(y, _mm256_fmadd_ps(j, k, k));
+  const __m256 far = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+  const int lanes = _mm256_movemask_ps(far);
+  for (int l = 0; l < 8; ++l)
+    if (lanes & (1 << l)) y[l] = expf_ggml(x[l]);
+}
+
+}  // namespace
+
+void expf_ggml_8(const float* x, float* y, bool avx2) {
+  if (avx2) {
+    expf_ggml_avx2(x, y);
+    return;
+  }
+  for (int l = 0; l < 8; ++l) y[l] = expf_ggml(x[l]);
 }
 
 // As ggml_soft_max for a short row: float exps summed in double, scaled by float(1/sum).

@@ -165,9 +165,16 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
   // masked positions before `first` and past last_pos give exp(-inf) = 0.
   for (int64_t g = first / kLanes * kLanes; g <= last_pos; g += kLanes) {
     float e[kLanes] = {};
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const int64_t j = g + l;
-      if (j >= first && j <= last_pos) e[l] = scores[j - first] = ops::expf_ggml(scores[j - first] - max);
+    if (g >= first && g + kLanes - 1 <= last_pos) {  // all 8 live: one vector exp
+      float* s8 = scores + (g - first);
+      for (int64_t l = 0; l < kLanes; ++l) e[l] = s8[l] - max;
+      ops::expf_ggml_8(e, e, avx2);
+      std::copy(e, e + kLanes, s8);
+    } else {
+      for (int64_t l = 0; l < kLanes; ++l) {
+        const int64_t j = g + l;
+        if (j >= first && j <= last_pos) e[l] = scores[j - first] = ops::expf_ggml(scores[j - first] - max);
+      }
     }
     sum += lane_sum(e);
   }

@@ -25,6 +25,26 @@
 namespace ns {
 namespace {
 
+// What expanding a key costs per multiply-add, against one multiply-add of
+// attention (mla_expand_run): measured, see docs/performance.md ("MLA prefill").
+constexpr double kExpandCost = 1.0;
+
+// With block-quantized k_b or v_b the two paths round differently: the
+// absorbed one (the reference's) rounds each query to 8 bits before k_b and
+// each head's attended latent before v_b; the expanded one rounds each key's
+// latent before v_b and uses k_b exactly. On the tiny random golden models
+// that moves logits past the goldens' budgets (kimi-linear-q8_0: mean
+// |dlogit| 0.012 against 0.01; flipped greedy choices in kimi-k3-mxfp4,
+// kimi-linear-lowtypes and ds2-k2-iq2xxs) when their
+// prompts (10-192 tokens) run expanded, while the F32 twins stay within
+// 7e-4 of 0.002. So with quantized k_b/v_b only chunks this long expand,
+// where the saving is largest (docs/performance.md, "MLA prefill").
+constexpr int64_t kExpandMinQuantized = 256;
+
+bool is_block_type(gguf::GgmlType t) {
+  return t != gguf::GgmlType::F32 && t != gguf::GgmlType::F16 && t != gguf::GgmlType::BF16;
+}
+
 [[noreturn]] void bad_shape(const std::string& what) {
   throw Error(ErrorKind::bad_model, "deepseek2 attention: " + what);
 }
@@ -36,21 +56,22 @@ size_t thread_slot(const ForwardState& s) {
 }
 
 // y[t*y_ts + h*y_hs + r] = W_h[r] . x[t*x_ts + h*x_hs ..] for every head h
-// and token t: each head's small matrix applied to its slice of every token,
-// heads spread over the threads (one pool dispatch, not one per head). The
-// activations are converted to the weights' vec-dot type as matmul would.
+// and each token t of `tokens`: each head's small matrix applied to its slice
+// of those tokens, heads spread over the threads (one pool dispatch, not one
+// per head). The activations are converted to the weights' vec-dot type as
+// matmul would.
 void per_head_product(const ExpertsView& w, const float* x, int64_t x_ts, int64_t x_hs, float* y, int64_t y_ts,
-                      int64_t y_hs, ForwardState& s) {
+                      int64_t y_hs, const std::vector<int64_t>& tokens, ForwardState& s) {
+  if (tokens.empty()) return;
   const kernels::Isa isa = kernels::active_isa();
   const kernels::VecDotFn dot = kernels::vec_dot(w.type, isa);
   const size_t slot = thread_slot(s);
-  const int64_t n = s.n;
   s.pool->parallel_for(w.n_expert, [&](int thread, int64_t h0, int64_t h1) {
     auto* xa = reinterpret_cast<uint8_t*>(&s.q16[static_cast<size_t>(thread) * slot]);
     for (int64_t h = h0; h < h1; ++h) {
       const kernels::MatrixView wh = w.expert(h);
       const auto* rows = static_cast<const uint8_t*>(wh.data);
-      for (int64_t t = 0; t < n; ++t) {
+      for (const int64_t t : tokens) {
         kernels::convert_activations(w.type, isa, x + t * x_ts + h * x_hs, xa, w.cols);
         float* out = y + t * y_ts + h * y_hs;
         for (int64_t r = 0; r < w.rows; ++r) out[r] = dot(rows + r * wh.row_stride, xa, w.cols);
@@ -59,33 +80,50 @@ void per_head_product(const ExpertsView& w, const float* x, int64_t x_ts, int64_
   });
 }
 
-// The k part of a fused attn_kv_b ([n_head * (nope + v_head)] rows of kv_lora)
-// transposed to per-head [kv_lora][nope] matrices. F16/BF16/F32 keep their type
-// (the transposition is exact); block-quantized types are dequantized to F32.
-void transpose_k_b(const kernels::MatrixView& kv_b, const MlaShape& sh, MlaWeights& w) {
+// The type a transposed copy of `t` weights is kept in: F16/BF16/F32 keep
+// theirs (the transposition is exact), block-quantized types become F32.
+gguf::GgmlType transposed_type(gguf::GgmlType t) {
   using gguf::GgmlType;
-  const GgmlType type = kv_b.type == GgmlType::F16 || kv_b.type == GgmlType::BF16 ? kv_b.type : GgmlType::F32;
-  const size_t elem = type == GgmlType::F32 ? 4 : 2;
-  const int64_t kv_lora = sh.kv_lora_rank, nope = sh.qk_nope, per_head = sh.qk_nope + sh.v_head;
-  const size_t head_bytes = static_cast<size_t>(kv_lora * nope) * elem;
-  w.k_b_owned = std::make_unique<uint8_t[]>(head_bytes * static_cast<size_t>(sh.n_head));
-  std::vector<float> row(static_cast<size_t>(kv_lora));
-  for (int64_t h = 0; h < sh.n_head; ++h) {
-    uint8_t* dst = w.k_b_owned.get() + static_cast<size_t>(h) * head_bytes;
-    for (int64_t d = 0; d < nope; ++d) {
-      const auto* src = static_cast<const uint8_t*>(kv_b.data) + static_cast<size_t>(h * per_head + d) * kv_b.row_stride;
-      kernels::dequantize_row(kv_b.type, src, row.data(), kv_lora);
-      for (int64_t r = 0; r < kv_lora; ++r) {
-        uint8_t* out = dst + static_cast<size_t>(r * nope + d) * elem;
-        if (type == GgmlType::F32) {
-          std::memcpy(out, &row[r], 4);
-        } else {
-          const uint16_t v = type == GgmlType::F16 ? kernels::fp32_to_fp16(row[r]) : kernels::fp32_to_bf16(row[r]);
-          std::memcpy(out, &v, 2);
-        }
+  return t == GgmlType::F16 || t == GgmlType::BF16 ? t : GgmlType::F32;
+}
+
+// dst[c][r] = src[r][c] for a [rows][cols] matrix of `type` (rows row_stride
+// apart) into a dense [cols][rows] one of transposed_type(type).
+void transpose_rows(gguf::GgmlType type, const uint8_t* src, size_t row_stride, int64_t rows, int64_t cols,
+                    uint8_t* dst) {
+  using gguf::GgmlType;
+  const GgmlType out = transposed_type(type);
+  const size_t elem = out == GgmlType::F32 ? 4 : 2;
+  thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::dequantize_row(type, src + static_cast<size_t>(r) * row_stride, row.data(), cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      uint8_t* o = dst + static_cast<size_t>(c * rows + r) * elem;
+      if (out == GgmlType::F32) {
+        std::memcpy(o, &row[static_cast<size_t>(c)], 4);
+      } else {
+        const float v = row[static_cast<size_t>(c)];
+        const uint16_t h = out == GgmlType::F16 ? kernels::fp32_to_fp16(v) : kernels::fp32_to_bf16(v);
+        std::memcpy(o, &h, 2);
       }
     }
   }
+}
+
+size_t element_bytes(gguf::GgmlType t) { return t == gguf::GgmlType::F32 ? 4 : 2; }
+
+// The k part of a fused attn_kv_b ([n_head * (nope + v_head)] rows of kv_lora)
+// transposed to per-head [kv_lora][nope] matrices (in transposed_type).
+void transpose_k_b(const kernels::MatrixView& kv_b, const MlaShape& sh, MlaWeights& w) {
+  const gguf::GgmlType type = transposed_type(kv_b.type);
+  const size_t elem = element_bytes(type);
+  const int64_t kv_lora = sh.kv_lora_rank, nope = sh.qk_nope, per_head = sh.qk_nope + sh.v_head;
+  const size_t head_bytes = static_cast<size_t>(kv_lora * nope) * elem;
+  w.k_b_owned = std::make_unique<uint8_t[]>(head_bytes * static_cast<size_t>(sh.n_head));
+  for (int64_t h = 0; h < sh.n_head; ++h)
+    transpose_rows(kv_b.type, static_cast<const uint8_t*>(kv_b.data) + static_cast<size_t>(h * per_head) * kv_b.row_stride,
+                   kv_b.row_stride, nope, kv_lora, w.k_b_owned.get() + static_cast<size_t>(h) * head_bytes);
   w.k_b.type = type;
   w.k_b.data = w.k_b_owned.get();
   w.k_b.n_expert = sh.n_head;
@@ -223,36 +261,161 @@ void project(const MlaWeights& w, const MlaShape& sh, ForwardState& s) {
   }
 }
 
-// The latent path: cache the latents, absorb k_b into the queries, attend
-// once per head over the shared latent rows, expand through v_b.
+// Calls f(thread, i) for every attention unit i in [0, n) (units are
+// head-major: i = head * tokens + token), handed out in small chunks to
+// whichever thread is free: a unit's cost grows with its token's position, so
+// fixed contiguous shares would leave the early tokens' thread idle, and on a
+// shared machine a paused thread holds up only its current chunk.
+template <class F>
+void for_attention_units(int64_t n, ForwardState& s, F&& f) {
+  constexpr int64_t kUnitsPerChunk = 4;
+  s.pool->parallel_chunks((n + kUnitsPerChunk - 1) / kUnitsPerChunk, [&](int thread, int64_t c) {
+    for (int64_t i = c * kUnitsPerChunk; i < std::min(n, (c + 1) * kUnitsPerChunk); ++i) f(thread, i);
+  });
+}
+
+// Working memory of expand_run, grown (never shrunk) to the largest run seen;
+// the calling thread's own, so a warm prefill loop does not allocate.
+struct ExpandScratch {
+  std::vector<float> latents;    // [L][kv_lora] the run's sequence's cached latents, as F32
+  std::vector<uint8_t> k_b_t;    // [n_head][nope][kv_lora] k_b transposed (split files; transposed_type)
+  std::vector<float> kf, vf;     // [heads][L][nope], [heads][L][v_head] the expansions
+  std::vector<uint16_t> k16, v16;  // [heads][L][k_head], [heads][L][v_head] as attention reads them
+  std::vector<kernels::MatmulTask> tasks;
+  template <class T>
+  static T* grow(std::vector<T>& v, int64_t n) {
+    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+    return v.data();
+  }
+};
+
+// Expanded keys and values held at once stay under this (heads are expanded
+// in groups that fit), so a long context costs time, not a full copy per head.
+constexpr int64_t kExpandScratchBytes = int64_t{64} << 20;
+
+// The tokens t0..t0+n-1 of s, one sequence's consecutive positions, attend as
+// plain multi-head attention: every key and value of the sequence up to the
+// last one is expanded from the cached latent (k_nope = k_b^T c, v = v_b c,
+// rounded to F16 as a cache of expanded rows would be; the key's rope part is
+// the cached one), then each head's query (nope | rope, not absorbed) attends
+// over its own keys. Output: out[t][n_head * v_head] at row stride out_ts,
+// already through v_b.
+void expand_run(const MlaWeights& w, const MlaShape& sh, int64_t il, int64_t t0, int64_t n, float* out,
+                int64_t out_ts, ForwardState& s) {
+  thread_local ExpandScratch x;
+  const int64_t n_head = sh.n_head, kv_lora = sh.kv_lora_rank, nope = sh.qk_nope, kh = sh.k_head(), vh = sh.v_head;
+  const int64_t q_width = n_head * kh, seq = s.seq[t0], keys = s.pos[t0 + n - 1] + 1;
+  SequenceState& kv = *s.seqs;
+  const int64_t lw = kv.k_dim();
+  const uint16_t* rows = kv.k(il, seq, 0);
+  float* c = ExpandScratch::grow(x.latents, keys * kv_lora);
+  for (int64_t j = 0; j < keys; ++j) kernels::dequantize_row(gguf::GgmlType::F16, rows + j * lw, c + j * kv_lora, kv_lora);
+  // k_nope = k_b_h^T c: fused files hold k_b^T as attn_kv_b's first nope rows
+  // of each head; split files hold k_b_h as [kv_lora][nope], transposed here.
+  const bool fused = w.kv_b.rows > 0;
+  const gguf::GgmlType kt_type = transposed_type(w.k_b.type);
+  const size_t kt_head = static_cast<size_t>(nope * kv_lora) * element_bytes(kt_type);
+  if (!fused) {
+    uint8_t* kt = ExpandScratch::grow(x.k_b_t, n_head * static_cast<int64_t>(kt_head));
+    for (int64_t h = 0; h < n_head; ++h)
+      transpose_rows(w.k_b.type, w.k_b.data + static_cast<size_t>(h) * w.k_b.expert_stride, w.k_b.row_stride, kv_lora,
+                     nope, kt + static_cast<size_t>(h) * kt_head);
+  }
+  const auto k_view = [&](int64_t h) -> kernels::MatrixView {
+    if (fused)
+      return {w.kv_b.type, static_cast<const uint8_t*>(w.kv_b.data) + static_cast<size_t>(h * (nope + vh)) * w.kv_b.row_stride,
+              nope, kv_lora, w.kv_b.row_stride};
+    return {kt_type, &x.k_b_t[static_cast<size_t>(h) * kt_head], nope, kv_lora, kt_head / static_cast<size_t>(nope)};
+  };
+  const int64_t head_bytes = keys * ((nope + vh) * 4 + (kh + vh) * 2);
+  const int64_t group = std::clamp(kExpandScratchBytes / std::max<int64_t>(head_bytes, 1), int64_t{1}, n_head);
+  float* kf = ExpandScratch::grow(x.kf, group * keys * nope);
+  float* vf = ExpandScratch::grow(x.vf, group * keys * vh);
+  uint16_t* k16 = ExpandScratch::grow(x.k16, group * keys * kh);
+  uint16_t* v16 = ExpandScratch::grow(x.v16, group * keys * vh);
+  std::vector<kernels::MatmulTask>& tasks = x.tasks;
+  const size_t slot = thread_slot(s);
+  for (int64_t h0 = 0; h0 < n_head; h0 += group) {
+    const int64_t g = std::min(group, n_head - h0);
+    tasks.clear();
+    for (int64_t i = 0; i < g; ++i) {
+      tasks.push_back({k_view(h0 + i), c, keys, kf + i * keys * nope});
+      tasks.push_back({w.v_b.expert(h0 + i), c, keys, vf + i * keys * vh});
+    }
+    kernels::matmul_group(tasks.data(), tasks.size(), *s.pool, s.mm);
+    s.pool->parallel_for(g * keys, [&](int, int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {  // r = head in group * keys + position
+        uint16_t* k = k16 + r * kh;
+        kernels::quantize_row(gguf::GgmlType::F16, kf + r * nope, k, nope);
+        std::memcpy(k + nope, rows + (r % keys) * lw + kv_lora, sizeof(uint16_t) * static_cast<size_t>(sh.qk_rope));
+        kernels::quantize_row(gguf::GgmlType::F16, vf + r * vh, v16 + r * vh, vh);
+      }
+    });
+    for_attention_units(g * n, s, [&](int thread, int64_t i) {
+      uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * slot];
+      const int64_t hg = i / n, t = t0 + i % n, h = h0 + hg;
+      kernels::quantize_row(gguf::GgmlType::F16, &s.att[t * q_width + h * kh], q16, kh);
+      attend_one_head(q16, k16 + hg * keys * kh, kh, v16 + hg * keys * vh, vh, kh, vh, s.pos[t], sh.kq_scale,
+                      &out[t * out_ts + h * vh]);
+    });
+  }
+}
+
+// The latent path: cache the latents; runs of one sequence's consecutive
+// tokens long enough to pay for expanding their keys (mla_expand_run) attend
+// through expand_run; the others absorb k_b into their queries, attend once
+// per head over the shared latent rows, and expand through v_b.
 void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s) {
   const int64_t n = s.n, n_head = sh.n_head, kv_lora = sh.kv_lora_rank, lw = sh.latent_width();
-  const int64_t q_width = n_head * sh.k_head();
+  const int64_t q_width = n_head * sh.k_head(), v_width = n_head * sh.v_head;
   SequenceState& kv = *s.seqs;
   for (int64_t t = 0; t < n; ++t)
     kernels::quantize_row(gguf::GgmlType::F16, &s.k[t * lw], kv.k(il, s.seq[t], s.pos[t]), lw);
 
-  // q_lat_h = k_b_h q_nope_h; q_pe rides along.
-  per_head_product(w.k_b, s.att.data(), q_width, sh.k_head(), s.q.data(), n_head * lw, lw, s);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t h = 0; h < n_head; ++h)
-      std::memcpy(&s.q[(t * n_head + h) * lw + kv_lora], &s.att[t * q_width + h * sh.k_head() + sh.qk_nope],
-                  sizeof(float) * static_cast<size_t>(sh.qk_rope));
+  // Split the batch into runs; each expanded run's output goes to its tokens'
+  // rows of s.q (n_head * lw wide, unused by the absorbed path for them) until
+  // the absorbed tokens have read their queries out of s.att.
+  // The lists are the calling thread's (kept warm); the pool's threads reach
+  // them through these references, never through their own thread_locals.
+  thread_local std::vector<int64_t> absorbed_rows, expanded_rows;
+  std::vector<int64_t>& absorbed = absorbed_rows;
+  std::vector<int64_t>& expanded = expanded_rows;
+  absorbed.clear();
+  expanded.clear();
+  for (int64_t t0 = 0, t1; t0 < n; t0 = t1) {
+    for (t1 = t0 + 1; t1 < n && s.seq[t1] == s.seq[t0] && s.pos[t1] == s.pos[t1 - 1] + 1;) ++t1;
+    auto& to = mla_expand_run(sh, w, t1 - t0, s.pos[t1 - 1] + 1) ? expanded : absorbed;
+    for (int64_t t = t0; t < t1; ++t) to.push_back(t);
+  }
+  for (size_t i = 0; i < expanded.size();) {
+    size_t j = i + 1;
+    while (j < expanded.size() && expanded[j] == expanded[j - 1] + 1 && s.seq[expanded[j]] == s.seq[expanded[i]]) ++j;
+    expand_run(w, sh, il, expanded[i], static_cast<int64_t>(j - i), s.q.data(), n_head * lw, s);
+    i = j;
+  }
 
-  float* latent_out = s.v.data();
-  const size_t slot = thread_slot(s);
-  s.pool->parallel_for(n * n_head, [&](int thread, int64_t begin, int64_t end) {
-    uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * slot];
-    for (int64_t i = begin; i < end; ++i) {
-      kernels::quantize_row(gguf::GgmlType::F16, &s.q[i * lw], q16, lw);
-      const int64_t t = i / n_head;
+  if (!absorbed.empty()) {
+    // q_lat_h = k_b_h q_nope_h; q_pe rides along.
+    per_head_product(w.k_b, s.att.data(), q_width, sh.k_head(), s.q.data(), n_head * lw, lw, absorbed, s);
+    for (const int64_t t : absorbed)
+      for (int64_t h = 0; h < n_head; ++h)
+        std::memcpy(&s.q[(t * n_head + h) * lw + kv_lora], &s.att[t * q_width + h * sh.k_head() + sh.qk_nope],
+                    sizeof(float) * static_cast<size_t>(sh.qk_rope));
+
+    float* latent_out = s.v.data();
+    const size_t slot = thread_slot(s);
+    const int64_t m = static_cast<int64_t>(absorbed.size());
+    for_attention_units(m * n_head, s, [&](int thread, int64_t i) {
+      uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * slot];
+      const int64_t t = absorbed[static_cast<size_t>(i % m)], h = i / m, qi = t * n_head + h;
+      kernels::quantize_row(gguf::GgmlType::F16, &s.q[qi * lw], q16, lw);
       attend_one_head(q16, kv.k(il, s.seq[t], 0), lw, kv.k(il, s.seq[t], 0), lw, lw, kv_lora, s.pos[t], sh.kq_scale,
-                      &latent_out[i * kv_lora]);
-    }
-  });
-
-  const int64_t v_width = n_head * sh.v_head;
-  per_head_product(w.v_b, latent_out, n_head * kv_lora, kv_lora, s.att.data(), v_width, sh.v_head, s);
+                      &latent_out[qi * kv_lora]);
+    });
+    per_head_product(w.v_b, latent_out, n_head * kv_lora, kv_lora, s.att.data(), v_width, sh.v_head, absorbed, s);
+  }
+  for (const int64_t t : expanded)
+    std::memcpy(&s.att[t * v_width], &s.q[t * n_head * lw], sizeof(float) * static_cast<size_t>(v_width));
   apply_output_gate(w, s.att.data(), s.q.data(), s);
   kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
 }
@@ -294,6 +457,22 @@ void attend_expanded(const MlaWeights& w, const MlaShape& sh, int64_t il, Forwar
 }
 
 }  // namespace
+
+bool mla_expand_run(const MlaShape& sh, const MlaWeights& w, int64_t queries, int64_t keys) {
+  if (sh.expanded_cache || queries <= 1) return false;
+  if (queries < kExpandMinQuantized && (is_block_type(w.k_b.type) || is_block_type(w.v_b.type))) return false;
+  // Multiply-adds per head (docs/performance.md, "MLA prefill"): both paths
+  // score and weigh the same (query, key) pairs, S of them; the absorbed one
+  // pays kv_lora * (nope + v_head) per query (k_b into the query, v_b out of
+  // the latent) and latent-wide dot products, the expanded one pays the same
+  // per key and head-wide dot products.
+  const double t = static_cast<double>(queries), keys_d = static_cast<double>(keys);
+  const double pairs = t * (keys_d - t) + t * (t + 1) / 2;
+  const double per_row = static_cast<double>(sh.kv_lora_rank * (sh.qk_nope + sh.v_head));
+  const double absorbed = t * per_row + pairs * static_cast<double>(sh.latent_width() + sh.kv_lora_rank);
+  const double expanded = kExpandCost * keys_d * per_row + pairs * static_cast<double>(sh.k_head() + sh.v_head);
+  return expanded < absorbed;
+}
 
 void mla_attention(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s) {
   if (s.seqs->k_dim() != sh.cache_k_width() || s.seqs->v_dim() != sh.cache_v_width())

@@ -11,6 +11,16 @@
 // reference's MLA path for files with split attn_k_b/attn_v_b. Files with the
 // older fused attn_kv_b run it too, through k_b/v_b views of attn_kv_b.
 //
+// Long prompt chunks: absorbed, every (query, key) pair costs a latent-wide
+// score and value (kv_lora + rope, then kv_lora) per head. A chunk of one
+// sequence long enough (mla_expand_run, a multiply-add count) instead expands
+// the sequence's keys and values from the cached latents for this pass only
+// (k_nope = k_b^T c, v = v_b c, F16 as an expanded cache would hold them) and
+// runs plain multi-head attention (k_head, then v_head per pair). The cache
+// keeps the latent; decode steps stay absorbed. Not in the reference, which
+// absorbs every chunk; the two round differently, within the goldens'
+// tolerances (mla_attention.cpp says where the quantized case draws its line).
+//
 // The reference itself runs fused-attn_kv_b files differently: as plain
 // multi-head attention, expanding keys and values with attn_kv_b and caching
 // them (n_head * (k_head + v_head) values per token and layer). With
@@ -93,6 +103,18 @@ int64_t mla_q_width(const MlaShape& sh);
 int64_t mla_k_width(const MlaShape& sh);
 int64_t mla_v_width(const MlaShape& sh);
 int64_t mla_att_width(const MlaShape& sh);
+
+// Whether `queries` consecutive tokens of one sequence, the last seeing `keys`
+// keys (itself included), attend as plain multi-head attention over keys and
+// values expanded from the cached latents for this pass (k_nope = k_b^T c,
+// v = v_b c) rather than absorbed: on a long prompt chunk that costs fewer
+// multiply-adds, since each (query, key) pair then costs k_head + v_head
+// instead of latent_width + kv_lora, for kv_lora * (qk_nope + v_head) per key
+// once. Never for one query (decode), nor with expanded_cache, nor for fewer
+// than 256 queries when k_b or v_b is block-quantized (they round differently
+// from the absorbed path, which is the reference's; see the .cpp). The cache
+// stays latent either way.
+bool mla_expand_run(const MlaShape& sh, const MlaWeights& w, int64_t queries, int64_t keys);
 
 // s.xn -> s.out for s.n tokens at (s.seq[t], s.pos[t]), appending to layer il of
 // the cache (widths sh.cache_k_width() / sh.cache_v_width()).

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
+#include "engine/kernels/kernels.h"
 #include "engine/ops.h"
 
 using namespace ns;
@@ -80,6 +83,30 @@ TEST_CASE("expf_ggml is within 2 ulp of exp and saturates like the reference") {
   CHECK(ops::expf_ggml(-INFINITY) == 0.0f);
   CHECK(ops::expf_ggml(-200.0f) == 0.0f);
   CHECK(std::isinf(ops::expf_ggml(200.0f)));
+}
+
+TEST_CASE("expf_ggml_8 gives expf_ggml's bits on the scalar and the AVX2 path") {
+  std::vector<float> x;
+  for (float v = -200.0f; v < 100.0f; v += 0.0390625f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, -INFINITY, INFINITY, NAN, -87.5f, -88.7f, 88.7f, 1e-30f, -126.0f, 126.0f}) x.push_back(v);
+  while (x.size() % 8) x.push_back(0.5f);
+  std::vector<bool> paths{false};
+  if (kernels::detected_isa() >= kernels::Isa::avx2) paths.push_back(true);
+  for (const bool avx2 : paths) {
+    CAPTURE(avx2);
+    for (size_t i = 0; i < x.size(); i += 8) {
+      float y[8];
+      ops::expf_ggml_8(&x[i], y, avx2);
+      for (size_t l = 0; l < 8; ++l) {
+        const float want = ops::expf_ggml(x[i + l]);
+        CAPTURE(x[i + l]);
+        uint32_t a, b;
+        std::memcpy(&a, &y[l], 4);
+        std::memcpy(&b, &want, 4);
+        CHECK((a == b || (std::isnan(y[l]) && std::isnan(want))));
+      }
+    }
+  }
 }
 
 TEST_CASE("silu_mul") {

@@ -199,14 +199,14 @@ std::vector<GenerationResult> run_batch(Batch& batch, const std::vector<Generati
 // The largest difference between 12 tokens' logits from one batched prefill
 // and from feeding them one at a time on one thread (the KV cache and the
 // batched kernels against the single-token path). `mo`: the other options.
-inline double batched_vs_sequential(const std::string& path, ModelOptions mo = {}) {
-  mo.context = 64;
-  mo.max_batch = 16;
+inline double batched_vs_sequential(const std::string& path, ModelOptions mo = {}, int n = 12) {
+  mo.context = std::max(64, n);
+  mo.max_batch = std::max(16, n);
   auto batched = Model::load(path, mo);
   mo.threads = 1;
   auto single = Model::load(path, mo);
   const int64_t n_vocab = batched->n_vocab();
-  const std::vector<int32_t> toks = some_tokens(n_vocab, 12);
+  const std::vector<int32_t> toks = some_tokens(n_vocab, n);
   std::vector<float> all, one;
   batched->forward(toks, 0, true, all);
   REQUIRE(all.size() == toks.size() * n_vocab);
