@@ -47,6 +47,11 @@ struct StreamingOptions {
   // 32 jobs: 10.6 vs 8.5 tok/s; tests/bench/batch_bench.sh --prefetch-width).
   uint32_t prefetch_per_token = 2;
   uint32_t max_cache_experts = 0;    // 0: as many as the plan allows; else at most this many (tests, experiments)
+  // Rewrite experts as they land into the kernels' interleaved layout
+  // (kernels::repack_rows: Q4_0 -> Q4_0_R16, in place, the same bytes); off:
+  // the file's layout (benchmarks' before/after). Q4_0_R16 gives the scalar
+  // reference's bits on every path (q4_0_r16.h).
+  bool repack_experts = true;
   // Make the plan, open no reader and allocate no expert cache: for `model
   // info`, which reports the plan of a model it will not run (a 48B plan's
   // cache is gigabytes of slots to allocate and zero). forward() then reads
