@@ -14,12 +14,20 @@ namespace {
 
 size_t row_bytes_of(int64_t cols) { return static_cast<size_t>(cols / q4_0::kBlockElems) * q4_0::kBlockBytes; }
 
+// The calling thread's scratch of at least `bytes` (grown, never shrunk: the
+// expert cache repacks on its thread with no allocation once warm).
+uint8_t* scratch(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
 // Row r of the group at g (nb blocks) in Q4_0's layout into row.
 void gather_row(const uint8_t* g, int64_t nb, int r, uint8_t* row) {
   for (int64_t b = 0; b < nb; ++b, row += q4_0::kBlockBytes) {
     const uint8_t* gb = g + b * kGroupBlockBytes;
     std::memcpy(row, gb + 2 * r, 2);
-    for (int i = 0; i < 16; ++i) row[2 + i] = gb[qs_offset(r, i)];
+    for (int i = 0; i < 16; i += 4) std::memcpy(row + 2 + i, gb + qs_offset(r, i), 4);
   }
 }
 
@@ -36,12 +44,12 @@ float vec_dot(const void*, const void*, int64_t) { no_rows("vec_dot"); }
 
 void tile(const Tile& t) {
   const int64_t nb = t.n / q4_0::kBlockElems;
-  std::vector<uint8_t> row(row_bytes_of(t.n));
+  uint8_t* row = scratch(row_bytes_of(t.n));
   for (int64_t r = 0; r < t.n_rows; ++r) {
     const uint8_t* w = t.w + r * t.w_stride;  // a tail row, in Q4_0's layout
     if (r < t.n_rows / kRows * kRows) {
-      gather_row(t.w + r / kRows * kRows * t.w_stride, nb, static_cast<int>(r % kRows), row.data());
-      w = row.data();
+      gather_row(t.w + r / kRows * kRows * t.w_stride, nb, static_cast<int>(r % kRows), row);
+      w = row;
     }
     for (int64_t k = 0; k < t.n_tokens; ++k) t.y[k * t.y_stride + r] = q4_0::vec_dot(w, t.x + k * t.x_stride, t.n);
   }
@@ -59,16 +67,16 @@ void repack_rows(GgmlType t, void* data, int64_t rows, int64_t cols) {
   require_whole_blocks(t, cols, "repack_rows");
   const int64_t nb = cols / q4_0::kBlockElems;
   const size_t rb = row_bytes_of(cols);
-  std::vector<uint8_t> plain(kRows * rb);
+  uint8_t* plain = scratch(kRows * rb);
   for (int64_t g0 = 0; g0 + kRows <= rows; g0 += kRows) {
     uint8_t* g = static_cast<uint8_t*>(data) + g0 * rb;
-    std::memcpy(plain.data(), g, plain.size());
+    std::memcpy(plain, g, kRows * rb);
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* gb = g + b * kGroupBlockBytes;
       for (int r = 0; r < kRows; ++r) {
-        const uint8_t* src = plain.data() + r * rb + b * q4_0::kBlockBytes;
+        const uint8_t* src = plain + r * rb + b * q4_0::kBlockBytes;
         std::memcpy(gb + 2 * r, src, 2);
-        for (int i = 0; i < 16; ++i) gb[qs_offset(r, i)] = src[2 + i];
+        for (int i = 0; i < 16; i += 4) std::memcpy(gb + qs_offset(r, i), src + 2 + i, 4);
       }
     }
   }
@@ -80,11 +88,11 @@ void unpack_rows(GgmlType t, void* data, int64_t rows, int64_t cols) {
   require_whole_blocks(t, cols, "unpack_rows");
   const int64_t nb = cols / q4_0::kBlockElems;
   const size_t rb = row_bytes_of(cols);
-  std::vector<uint8_t> packed(kRows * rb);
+  uint8_t* packed = scratch(kRows * rb);
   for (int64_t g0 = 0; g0 + kRows <= rows; g0 += kRows) {
     uint8_t* g = static_cast<uint8_t*>(data) + g0 * rb;
-    std::memcpy(packed.data(), g, packed.size());
-    for (int r = 0; r < kRows; ++r) gather_row(packed.data(), nb, r, g + r * rb);
+    std::memcpy(packed, g, kRows * rb);
+    for (int r = 0; r < kRows; ++r) gather_row(packed, nb, r, g + r * rb);
   }
 }
 

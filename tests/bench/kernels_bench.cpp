@@ -325,6 +325,18 @@ int main(int argc, char** argv) {
     // The interleaved layout the weights land in (kernels.h, repack_rows), where the type has one.
     std::vector<uint8_t> wr = wq;
     ns::kernels::repack_rows(type, wr.data(), n, n);
+    if (ns::kernels::repacked_type(type, n) != type) {  // what landing an expert costs per byte (warm cache)
+      double best = 1e9;
+      for (int i = 0; i < 5; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        ns::kernels::repack_rows(type, wr.data(), n, n);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        ns::kernels::unpack_rows(type, wr.data(), n, n);
+      }
+      ns::kernels::repack_rows(type, wr.data(), n, n);
+      std::printf("%-6s repack_rows in place: %.3f ms for %.1f MiB, %.2f GB/s (best of 5, one thread)\n", name.c_str(),
+                  best * 1e3, static_cast<double>(wr.size()) / (1 << 20), static_cast<double>(wr.size()) / best / 1e9);
+    }
     const ns::kernels::MatrixView w_repacked{ns::kernels::repacked_type(type, n), wr.data(), n, n, w.row_stride};
     const bool has_repack = w_repacked.type != type;
     const double weight_gb = static_cast<double>(wq.size()) / 1e9;
