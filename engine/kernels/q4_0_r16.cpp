@@ -61,16 +61,30 @@ GgmlType repacked_type(GgmlType t, int64_t rows) {
   return t == GgmlType::Q4_0 && rows >= q4_0_r16::kRows ? GgmlType::Q4_0_R16 : t;
 }
 
-void repack_rows(GgmlType t, void* data, int64_t rows, int64_t cols) {
+namespace {
+
+// Each whole group of 16 rows at data, copied to scratch first (the rewrite
+// is in place): f(group, copy, blocks per row, row bytes). No-op where t has
+// no layout for `rows` rows.
+template <class F>
+void each_group(GgmlType t, void* data, int64_t rows, int64_t cols, const char* what, F&& f) {
   using namespace q4_0_r16;
   if (repacked_type(t, rows) == t) return;
-  require_whole_blocks(t, cols, "repack_rows");
-  const int64_t nb = cols / q4_0::kBlockElems;
+  require_whole_blocks(t, cols, what);
   const size_t rb = row_bytes_of(cols);
-  uint8_t* plain = scratch(kRows * rb);
+  uint8_t* copy = scratch(kRows * rb);
   for (int64_t g0 = 0; g0 + kRows <= rows; g0 += kRows) {
     uint8_t* g = static_cast<uint8_t*>(data) + g0 * rb;
-    std::memcpy(plain, g, kRows * rb);
+    std::memcpy(copy, g, kRows * rb);
+    f(g, copy, cols / q4_0::kBlockElems, rb);
+  }
+}
+
+}  // namespace
+
+void repack_rows(GgmlType t, void* data, int64_t rows, int64_t cols) {
+  using namespace q4_0_r16;
+  each_group(t, data, rows, cols, "repack_rows", [](uint8_t* g, const uint8_t* plain, int64_t nb, size_t rb) {
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* gb = g + b * kGroupBlockBytes;
       for (int r = 0; r < kRows; ++r) {
@@ -79,21 +93,13 @@ void repack_rows(GgmlType t, void* data, int64_t rows, int64_t cols) {
         for (int i = 0; i < 16; i += 4) std::memcpy(gb + qs_offset(r, i), src + 2 + i, 4);
       }
     }
-  }
+  });
 }
 
 void unpack_rows(GgmlType t, void* data, int64_t rows, int64_t cols) {
-  using namespace q4_0_r16;
-  if (repacked_type(t, rows) == t) return;
-  require_whole_blocks(t, cols, "unpack_rows");
-  const int64_t nb = cols / q4_0::kBlockElems;
-  const size_t rb = row_bytes_of(cols);
-  uint8_t* packed = scratch(kRows * rb);
-  for (int64_t g0 = 0; g0 + kRows <= rows; g0 += kRows) {
-    uint8_t* g = static_cast<uint8_t*>(data) + g0 * rb;
-    std::memcpy(packed, g, kRows * rb);
-    for (int r = 0; r < kRows; ++r) gather_row(packed, nb, r, g + r * rb);
-  }
+  each_group(t, data, rows, cols, "unpack_rows", [](uint8_t* g, const uint8_t* packed, int64_t nb, size_t rb) {
+    for (int r = 0; r < q4_0_r16::kRows; ++r) q4_0_r16::gather_row(packed, nb, r, g + r * rb);
+  });
 }
 
 }  // namespace ns::kernels
