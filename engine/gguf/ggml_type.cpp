@@ -25,6 +25,8 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::NVFP4, "NVFP4", 64, 4 + 32}, TypeTraits{GgmlType::Q1_0, "Q1_0", 128, 2 + 16},
     TypeTraits{GgmlType::Q2_0, "Q2_0", 64, 2 + 16},
 };
+// In-memory layouts: a row's bytes as in the file type, rows permuted in groups.
+constexpr std::array kInternal = {TypeTraits{GgmlType::Q4_0_R16, "Q4_0_R16", 32, 18}};
 
 }  // namespace
 
@@ -36,6 +38,8 @@ std::optional<TypeTraits> type_traits(uint32_t type_id) {
 
 const TypeTraits& traits(GgmlType type) {
   for (const auto& t : kTypes)
+    if (t.type == type) return t;
+  for (const auto& t : kInternal)
     if (t.type == type) return t;
   return kTypes[0];  // unreachable for enum values listed above
 }

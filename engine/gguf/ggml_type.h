@@ -16,6 +16,9 @@ enum class GgmlType : uint32_t {
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21,
   IQ2_S = 22, IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28,
   IQ1_M = 29, BF16 = 30, TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
+  // nightshift-internal, never in a file (type_traits(id) does not know it):
+  // Q4_0 rows interleaved 16 at a time in memory (engine/kernels/repack.h).
+  Q4_0_R16 = 63,
 };
 
 struct TypeTraits {
@@ -25,7 +28,8 @@ struct TypeTraits {
   uint32_t block_bytes;   // bytes per block
 };
 
-// nullopt for ids this build does not know (the reader rejects those tensors).
+// nullopt for ids this build does not know (the reader rejects those tensors)
+// and for the internal layouts, which no file may declare.
 std::optional<TypeTraits> type_traits(uint32_t type_id);
 const TypeTraits& traits(GgmlType t);  // t must be a known type
 std::string_view type_name(GgmlType t);

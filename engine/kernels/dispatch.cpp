@@ -7,13 +7,15 @@
 #include <vector>
 
 #include "engine/kernels/formats.h"
+#include "engine/kernels/q4_0_r16.h"
 #include "common/error.h"
 
 namespace ns::kernels {
 namespace {
 
 // type, vec-dot type, reference {dequantize, quantize, vec_dot}, AVX2 {activation quantizer, vec_dot, tile},
-// AVX-512 {vec_dot, tile} where a format has them (omitted: its AVX2 kernels).
+// AVX-512 {vec_dot, tile} where a format has them (omitted: its AVX2 kernels), then for interleaved layouts
+// the scalar tile and the row group.
 constexpr FormatKernels kFormats[] = {
     {GgmlType::F32, GgmlType::F32, f32::dequantize, f32::quantize, f32::vec_dot,  //
      nullptr, f32_avx2::vec_dot, f32_avx2::tile},
@@ -27,6 +29,9 @@ constexpr FormatKernels kFormats[] = {
     {GgmlType::Q4_0, GgmlType::Q8_0, q4_0::dequantize, q4_0::quantize, q4_0::vec_dot,  //
      nullptr, q4_0_avx2::vec_dot, q4_0_avx2::tile,  //
      q4_0_avx512::vec_dot, q4_0_avx512::tile},
+    {GgmlType::Q4_0_R16, GgmlType::Q8_0, q4_0_r16::dequantize, nullptr, q4_0_r16::vec_dot,  //
+     nullptr, q4_0_r16::vec_dot, q4_0_r16_avx2::tile,  //
+     q4_0_r16::vec_dot, q4_0_r16_avx512::tile, q4_0_r16::tile, q4_0_r16::kRows},
     {GgmlType::Q8_1, GgmlType::Q8_1, q8_1::dequantize, q8_1::quantize, nullptr,  //
      q8_1_avx2::quantize, nullptr, nullptr},
     {GgmlType::Q4_1, GgmlType::Q8_1, q4_1::dequantize, q4_1::quantize, q4_1::vec_dot,  //
@@ -98,7 +103,7 @@ constexpr auto kByType = make_index();
 std::string supported_list() {
   std::string s;
   for (const auto& f : kFormats) {
-    if (f.vec_dot == nullptr) continue;
+    if (f.vec_dot == nullptr || f.row_group > 1) continue;  // activations; in-memory layouts
     if (!s.empty()) s += ", ";
     s += gguf::type_name(f.type);
   }
@@ -262,8 +267,8 @@ IsaKernels kernels_for(const FormatKernels& f, Isa isa) {
   if (isa >= Isa::avx2 && f.vec_dot_avx2 != nullptr) {
     return {f.quantize_avx2 ? f.quantize_avx2 : f.quantize, f.vec_dot_avx2, f.tile_avx2};
   }
-  if (isa >= Isa::avx2) return {f.quantize_avx2 ? f.quantize_avx2 : f.quantize, f.vec_dot, nullptr};
-  return {f.quantize, f.vec_dot, nullptr};
+  if (isa >= Isa::avx2) return {f.quantize_avx2 ? f.quantize_avx2 : f.quantize, f.vec_dot, f.tile_scalar};
+  return {f.quantize, f.vec_dot, f.tile_scalar};
 }
 
 VecDotFn vec_dot(GgmlType t, Isa isa) { return kernels_for(require_format(t, "vec_dot"), isa).vec_dot; }

@@ -49,6 +49,8 @@ struct FormatKernels {
   TileFn tile_avx2;              // null: matmul loops over vec_dot_avx2
   VecDotFn vec_dot_avx512 = nullptr;  // AVX-512 + VNNI; null: the AVX2 kernels
   TileFn tile_avx512 = nullptr;       // null (with vec_dot_avx512 null): tile_avx2
+  TileFn tile_scalar = nullptr;       // the reference as a tile; null: matmul loops over vec_dot
+  int64_t row_group = 1;              // a tile starts at a multiple of this many rows (interleaved layouts)
 };
 
 // The kernels a format runs under an ISA the CPU has (the fallbacks above

@@ -101,6 +101,22 @@ float vec_dot(const void* w, const void* x, int64_t n);
 void tile(const Tile& tile);
 }  // namespace q4_0_avx512
 
+// Q4_0_R16: Q4_0 rows in memory, 16 at a time interleaved (q4_0_r16.h has the
+// layout); rows past the last whole group stay in Q4_0's layout. Its kernels
+// are tiles only: a lone row is not contiguous, so vec_dot and dequantize
+// throw, and matmul splits it by whole groups (FormatKernels::row_group).
+namespace q4_0_r16 {
+void dequantize(const void* src, float* dst, int64_t n);  // throws
+float vec_dot(const void* w, const void* x, int64_t n);   // throws
+void tile(const Tile& tile);                              // the scalar reference
+}  // namespace q4_0_r16
+namespace q4_0_r16_avx2 {
+void tile(const Tile& tile);
+}  // namespace q4_0_r16_avx2
+namespace q4_0_r16_avx512 {
+void tile(const Tile& tile);
+}  // namespace q4_0_r16_avx512
+
 // The activation format of Q4_1 and Q5_1 weights (vec_dot null).
 namespace q8_1 {
 inline constexpr int64_t kBlockElems = 32;

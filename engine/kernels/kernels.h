@@ -139,6 +139,18 @@ struct MatmulTask {
 void matmul_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, MatmulScratch& scratch,
                   bool per_token = false);
 
+// In-memory interleaved layouts (q4_0_r16.h), made when weights land (an
+// expert in the expert cache): the same bytes, rows permuted so that matmul's
+// tiles read a group of rows as one stream and decode each block once for the
+// group. repacked_type: the layout `rows` rows of t go to, or t when there is
+// none (Q4_0 with at least 16 rows -> Q4_0_R16). repack_rows rewrites `rows`
+// contiguous rows of t (row_bytes apart, `cols` elements) at data in place
+// into it; unpack_rows undoes it. Both are no-ops where repacked_type(t, rows)
+// == t; matmul on the result gives the scalar reference's bits on every path.
+GgmlType repacked_type(GgmlType t, int64_t rows);
+void repack_rows(GgmlType t, void* data, int64_t rows, int64_t cols);
+void unpack_rows(GgmlType t, void* data, int64_t rows, int64_t cols);
+
 // fp16 / bf16 scalar conversions (exact, round-to-nearest-even on the way down).
 float fp16_to_fp32(uint16_t h);
 uint16_t fp32_to_fp16(float f);

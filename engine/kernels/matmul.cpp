@@ -5,6 +5,7 @@
 // parallel call, one list of chunks.
 #include <algorithm>
 #include <array>
+#include <numeric>
 #include <string>
 
 #include "engine/kernels/format.h"
@@ -111,10 +112,12 @@ bool plan_task(const MatmulTask& t, Isa isa, int64_t threads, bool per_token, Pr
   // Rows in chunks. Chunks are a multiple of kRowQuantum rows so micro-tiles
   // of 2, 3 or 4 rows fit them exactly, and there are at least ~8 per thread
   // so that small matrices still split evenly.
+  // An interleaved layout's tiles start at whole groups of rows.
+  const int64_t quantum = std::lcm(kRowQuantum, f.row_group);
   int64_t chunk_rows =
-      std::max<int64_t>(kRowQuantum, static_cast<int64_t>(kChunkBytes / row_bytes) / kRowQuantum * kRowQuantum);
-  chunk_rows = std::min(
-      chunk_rows, std::max<int64_t>(kRowQuantum, round_up((w.rows + 8 * threads - 1) / (8 * threads), kRowQuantum)));
+      std::max<int64_t>(quantum, static_cast<int64_t>(kChunkBytes / row_bytes) / quantum * quantum);
+  chunk_rows =
+      std::min(chunk_rows, std::max<int64_t>(quantum, round_up((w.rows + 8 * threads - 1) / (8 * threads), quantum)));
   // F16 follows llama.cpp's summation order (see f16_avx2.cpp): its batched
   // path (llamafile tinyBLAS) declines rows % 4 or cols % 8, and ggml then
   // runs ggml_vec_dot_f16 per token, which is our one-token kernel.

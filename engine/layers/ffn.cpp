@@ -281,8 +281,8 @@ class ExpertGroup {
   int64_t rows_ = 0;
 };
 
-// One expert's matrices inside a cache slot: the file's layout, so the
-// mapping's shapes and strides apply.
+// One expert's matrices inside a cache slot: the mapping's shapes and strides,
+// in the layout the cache landed them in (kernels::repacked_type).
 // Expert e's row of a per-expert bias table, or null when the layer has none.
 const float* expert_bias(const std::vector<float>& table, int32_t e, int64_t width) {
   return table.empty() ? nullptr : table.data() + static_cast<size_t>(e) * static_cast<size_t>(width);
@@ -299,8 +299,9 @@ FfnWeights expert_weights(const MoeWeights& w, int32_t e, kernels::MatrixView ga
 }
 
 FfnWeights slot_weights(const MoeWeights& w, int32_t e, const stream::ExpertWeights& ew) {
-  const auto view = [](const ExpertsView& v, const uint8_t* data) {
-    return kernels::MatrixView{v.type, data, v.rows, v.cols, v.row_stride};
+  const auto view = [&ew](const ExpertsView& v, const uint8_t* data) {
+    const gguf::GgmlType type = ew.landed ? kernels::repacked_type(v.type, v.rows) : v.type;
+    return kernels::MatrixView{type, data, v.rows, v.cols, v.row_stride};
   };
   return expert_weights(w, e, view(w.gate, ew.gate()), view(w.up, ew.up()), view(w.down, ew.down()));
 }

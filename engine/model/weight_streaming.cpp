@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/human_size.h"
+#include "engine/kernels/kernels.h"
 #include "engine/stream/memory_limit.h"
 #include "common/error.h"
 
@@ -102,6 +103,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::s
   co.capacity = ws->plan.cache_experts;
   if (opts.max_cache_experts > 0) co.capacity = std::min(co.capacity, opts.max_cache_experts);
   co.policy = policy;
+  if (opts.repack_experts) co.land = kernels::repack_rows;  // Q4_0 experts into Q4_0_R16 as they land (kernels.h)
   ws->cache = std::make_unique<stream::ExpertCache>(*ws->reader, ws->layout, co);
   spdlog::info("streaming experts with {} ({} reads in flight), cache {} experts ({}), policy {}",
                stream::io_mode_name(ws->reader->mode()), ro.queue_depth, co.capacity,

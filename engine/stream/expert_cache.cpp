@@ -93,6 +93,17 @@ void ExpertCache::finish_load(int32_t slot) {
   bool ok = true;
   for (uint8_t k = 0; k < s.n_ops; ++k) ok &= s.ops[k].ok();
   s.state = ok ? Slot::State::ready : Slot::State::failed;
+  if (ok && opts_.land != nullptr) {
+    const uint64_t t0 = now_ns();
+    const LayerExperts& le = layout_.layer(s.layer);
+    const ExpertWeights w = slot_weights(s);
+    for (size_t p = 0; p < kProjections; ++p) {
+      const ProjectionLayout& pl = le.proj[p];
+      // The slot is the pool's memory, written by the reader and now ours.
+      opts_.land(pl.type, const_cast<uint8_t*>(w.proj[p]), static_cast<int64_t>(pl.rows), static_cast<int64_t>(pl.cols));
+    }
+    stats_.land_ns += now_ns() - t0;
+  }
   index_.unpin(slot);
   const auto it = std::find(loading_.begin(), loading_.end(), slot);
   *it = loading_.back();
@@ -213,15 +224,20 @@ ExpertWeights ExpertCache::weights_of(size_t i) {
                                        (s.n_ops == 1 ? "gate+up+down" : projection_name(static_cast<Projection>(k))) +
                                        "): " + reader_.error_of(s.ops[k]).what());
   }
+  return slot_weights(s);
+}
+
+ExpertWeights ExpertCache::slot_weights(const Slot& s) const {
   ExpertWeights out;
   if (s.n_ops == 1) {
-    const LayerExperts& le = layout_.layer(layer_);
+    const LayerExperts& le = layout_.layer(s.layer);
     out.proj[0] = s.ops[0].data();
     out.proj[1] = out.proj[0] + le.proj[0].expert_bytes;
     out.proj[2] = out.proj[1] + le.proj[1].expert_bytes;
   } else {
     for (size_t p = 0; p < kProjections; ++p) out.proj[p] = s.ops[p].data();
   }
+  out.landed = opts_.land != nullptr;
   return out;
 }
 

@@ -53,12 +53,20 @@ struct ExpertCacheOptions {
   // one registration: the last cache (or other owner) to register wins.
   bool register_buffers = true;
   uint32_t file = 0;             // the reader's file that holds the expert tensors
+  // Called on each projection of an expert as it lands (its reads done, on
+  // the thread that drives the cache, before anyone gets it): rewrites the
+  // rows in place into the layout the kernels run fastest on (the model
+  // passes kernels::repack_rows; stream sits below kernels). Null: the slots
+  // keep the file's bytes. Its time is CacheStats::land_ns, part of the step.
+  using LandFn = void (*)(gguf::GgmlType type, void* rows_data, int64_t rows, int64_t cols);
+  LandFn land = nullptr;
 };
 
 // Where one expert's matrices are: proj[p] is Projection p's rows, laid out
 // exactly as in the file (use with the layout's type, rows and cols).
 struct ExpertWeights {
   std::array<const uint8_t*, kProjections> proj{};
+  bool landed = false;  // ExpertCacheOptions::land rewrote them (the layout's type is then the land's)
   const uint8_t* gate() const { return proj[0]; }
   const uint8_t* up() const { return proj[1]; }
   const uint8_t* down() const { return proj[2]; }
@@ -75,6 +83,7 @@ struct CacheStats {
   uint64_t prefetch_wasted = 0;     // read by prefetch, evicted unused
   uint64_t prefetch_skipped = 0;    // no room (demand reads waiting, or all slots pinned)
   uint64_t io_wait_ns = 0;          // time the caller blocked in wait()/wait_next()
+  uint64_t land_ns = 0;             // time in ExpertCacheOptions::land (repacking landed experts)
   double hit_rate() const { return hits + misses ? double(hits) / double(hits + misses) : 0.0; }
   // Share of prefetch reads that were used; reads not yet resolved count as unused.
   double prefetch_accuracy() const { return prefetch_reads ? double(prefetch_used) / double(prefetch_reads) : 0.0; }
@@ -142,6 +151,7 @@ class ExpertCache {
   // Blocks until some slot being read finishes (for a deferred want with no room).
   void wait_for_room();
   ExpertWeights weights_of(size_t i);
+  ExpertWeights slot_weights(const Slot& s) const;  // where its projections are
 
   Reader& reader_;
   ExpertLayout layout_;

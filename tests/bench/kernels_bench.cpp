@@ -4,6 +4,8 @@
 //   avx2      matmul with the AVX2 kernels
 //   avx512    matmul with the AVX-512 + VNNI kernels (the AVX2 ones for a
 //             format without them)
+//   rp-*      the same ISA paths on the weights repacked into their
+//             interleaved in-memory layout (Q4_0: Q4_0_R16, kernels.h)
 //   deq+dot   the plain path: dequantize each weight row to floats with the
 //             reference dequantizer, then a plain float loop per token
 //   deq+simd  the same with the AVX2 F32 dot: what working in the quantized
@@ -320,6 +322,23 @@ int main(int argc, char** argv) {
     if (!opt.only.empty() && opt.only != name) continue;
     const std::vector<uint8_t> wq = make_weights(type, n, n, wf, rng);
     const ns::kernels::MatrixView w{type, wq.data(), n, n, ns::gguf::row_bytes(tt, static_cast<uint64_t>(n))};
+    // The interleaved layout the weights land in (kernels.h, repack_rows), where the type has one.
+    std::vector<uint8_t> wr = wq;
+    ns::kernels::repack_rows(type, wr.data(), n, n);
+    if (ns::kernels::repacked_type(type, n) != type) {  // what landing an expert costs per byte (warm cache)
+      double best = 1e9;
+      for (int i = 0; i < 5; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        ns::kernels::repack_rows(type, wr.data(), n, n);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        ns::kernels::unpack_rows(type, wr.data(), n, n);
+      }
+      ns::kernels::repack_rows(type, wr.data(), n, n);
+      std::printf("%-6s repack_rows in place: %.3f ms for %.1f MiB, %.2f GB/s (best of 5, one thread)\n", name.c_str(),
+                  best * 1e3, static_cast<double>(wr.size()) / (1 << 20), static_cast<double>(wr.size()) / best / 1e9);
+    }
+    const ns::kernels::MatrixView w_repacked{ns::kernels::repacked_type(type, n), wr.data(), n, n, w.row_stride};
+    const bool has_repack = w_repacked.type != type;
     const double weight_gb = static_cast<double>(wq.size()) / 1e9;
 
     for (const int64_t tokens : opt.tokens) {
@@ -331,6 +350,12 @@ int main(int argc, char** argv) {
           ns::kernels::matmul(w, x.data(), tokens, y, pool, scratch);
         };
       };
+      auto repacked_with = [&](Isa isa) {
+        return [&, isa](float* y) {
+          ns::kernels::set_isa(isa);
+          ns::kernels::matmul(w_repacked, x.data(), tokens, y, pool, scratch);
+        };
+      };
       auto dequantize_with = [&](ns::kernels::VecDotFn dot) {
         return [&, dot](float* y) { dequantize_then_dot(w, x.data(), tokens, y, pool, row_buffers, dot); };
       };
@@ -339,6 +364,11 @@ int main(int argc, char** argv) {
       all.push_back({"scalar", matmul_with(Isa::scalar), std::vector<float>(ny)});
       if (have_avx2) all.push_back({"avx2", matmul_with(Isa::avx2), std::vector<float>(ny)});
       if (have_avx512) all.push_back({"avx512", matmul_with(Isa::avx512), std::vector<float>(ny)});
+      if (has_repack) {
+        all.push_back({"rp-scalar", repacked_with(Isa::scalar), std::vector<float>(ny)});
+        if (have_avx2) all.push_back({"rp-avx2", repacked_with(Isa::avx2), std::vector<float>(ny)});
+        if (have_avx512) all.push_back({"rp-avx512", repacked_with(Isa::avx512), std::vector<float>(ny)});
+      }
       all.push_back({"deq+dot", dequantize_with(plain_dot), std::vector<float>(ny)});
       if (have_avx2) {
         all.push_back(

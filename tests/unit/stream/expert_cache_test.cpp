@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -256,4 +257,43 @@ TEST_CASE("misuse is refused") {
   c.release(0);
   CHECK_THROWS_AS(c.release(0), ns::Error);
   CHECK_THROWS_AS(ExpertCache(*r, f.layout, options(0)), ns::Error);
+}
+
+namespace {
+int g_landed = 0;  // projections the land hook below rewrote
+void flip_bytes(ns::gguf::GgmlType type, void* data, int64_t rows, int64_t cols) {
+  auto* p = static_cast<uint8_t*>(data);
+  const uint64_t n = ns::gguf::row_bytes(ns::gguf::traits(type), static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
+  for (uint64_t i = 0; i < n; ++i) p[i] ^= 0xff;
+  ++g_landed;
+}
+}  // namespace
+
+TEST_CASE("the land hook rewrites each projection once, as the expert lands, before anyone gets it") {
+  Fixture f;
+  auto r = f.reader();
+  ExpertCacheOptions o = options(4);
+  o.land = flip_bytes;
+  ExpertCache c(*r, f.layout, o);
+  g_landed = 0;
+  for (int round = 0; round < 2; ++round) {  // the second round hits: nothing lands again
+    c.acquire(1, std::vector<int32_t>{0, 5, 6});
+    for (size_t n = 0; n < 3; ++n) {
+      ExpertWeights w;
+      const size_t i = c.wait_next(&w);
+      CHECK(w.landed);
+      const int32_t e = std::array<int32_t, 3>{0, 5, 6}[i];
+      for (int p = 0; p < kProjections; ++p) {
+        const uint64_t bytes = f.layout.layer(1).proj[static_cast<size_t>(p)].expert_bytes;
+        const uint8_t* got = w.proj[static_cast<size_t>(p)];
+        const uint8_t* want = f.expected(1, e, p);
+        uint64_t wrong = 0;
+        for (uint64_t k = 0; k < bytes; ++k) wrong += got[k] != static_cast<uint8_t>(want[k] ^ 0xff);
+        CHECK(wrong == 0);
+      }
+      c.release(i);
+    }
+    CHECK(g_landed == 3 * kProjections);
+  }
+  CHECK(c.stats().hits == 3);
 }
