@@ -151,7 +151,7 @@ class ModelFileImpl final : public ModelFile {
   explicit ModelFileImpl(const std::string& path) {
     const auto f = gguf::GgufFile::open(path);
     chat_template_ = chat::read_chat_template(*f);
-    n_ctx_train_ = Hparams::from_gguf(*f).n_ctx_train;
+    n_ctx_train_ = read_hparams(*f).n_ctx_train;
     tokenizer_ = Tokenizer::from_gguf(*f);
   }
   const std::optional<std::string>& chat_template() const override { return chat_template_; }

@@ -61,5 +61,10 @@ bool architecture_supported(const std::string& arch);
 // The bad_model error for an architecture this build does not run, naming it
 // and the supported ones; `where` (a file) prefixes the message when given.
 Error unsupported_architecture(const std::string& arch, const std::string& where = "");
+// The file's hyperparameters (Hparams::from_gguf), once this build is known to
+// run its architecture: every other key is named after the architecture, so for
+// one it does not run the first of them would be reported missing instead of
+// the reason. The one way the engine reads a file's Hparams.
+Hparams read_hparams(const gguf::GgufFile& f);
 
 }  // namespace ns

@@ -84,6 +84,12 @@ TensorTable tensor_table(const Hparams& hp, bool tied_output) {
 
 bool architecture_supported(const std::string& arch) { return find(arch) != nullptr; }
 
+Hparams read_hparams(const gguf::GgufFile& f) {
+  const std::string arch = f.get_string("general.architecture");
+  if (!architecture_supported(arch)) throw unsupported_architecture(arch, f.path());
+  return Hparams::from_gguf(f);
+}
+
 Error unsupported_architecture(const std::string& arch, const std::string& where) {
   return Error(ErrorKind::bad_model, (where.empty() ? "" : where + ": ") + "architecture '" + arch +
                                          "' (general.architecture) is not supported by this build (supported: " +

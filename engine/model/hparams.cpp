@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "engine/arch/architecture.h"
 #include "engine/gguf/gguf_file.h"
 #include "common/error.h"
 
@@ -215,9 +214,6 @@ void read_sliding_window(const gguf::GgufFile& f, const std::string& a, Hparams&
 Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   Hparams h;
   h.arch = f.get_string("general.architecture");
-  // Every other key is named after the architecture: for one this build does
-  // not run, the first of them would be reported missing instead of the reason.
-  if (!architecture_supported(h.arch)) throw unsupported_architecture(h.arch, f.path());
   h.name = f.get_string_or("general.name", "");
   const std::string a = h.arch + ".";
   h.n_embd = positive(f, a + "embedding_length", 1 << 20);

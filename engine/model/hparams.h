@@ -125,6 +125,9 @@ struct Hparams {
   bool is_swa(int64_t il) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(il)] != 0; }
 
   bool is_moe() const { return n_expert > 0; }
+  // Reads the keys of general.architecture's namespace. The engine calls it
+  // through read_hparams (engine/arch/architecture.h), which first refuses an
+  // architecture this build does not run, naming it.
   static Hparams from_gguf(const gguf::GgufFile& f);
 };
 

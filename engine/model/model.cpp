@@ -55,7 +55,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   std::unique_ptr<Model> m(new Model());
   m->file_ = gguf::GgufFile::open(path);
   const gguf::GgufFile& f = *m->file_;
-  m->hp_ = Hparams::from_gguf(f);
+  m->hp_ = read_hparams(f);
   Hparams& hp = m->hp_;
   m->tokenizer_ = Tokenizer::from_gguf(f);
 

@@ -52,10 +52,8 @@ engine_group() {
 
 # Arrows that run up today, each with the work that removes it.
 KNOWN=(
-  # Hparams::from_gguf asks the registry whether this build runs the
-  # architecture before reading its keys; the architecture hooks (#12 item 3)
-  # move that question and the architectures' defaults into engine/arch/.
-  "engine/model/hparams.cpp engine/arch/architecture.h"
+  # none: read_hparams (engine/arch) asks whether this build runs the
+  # architecture before Hparams::from_gguf reads its keys.
 )
 
 declare -A GROUP  # engine_group's answers, by path

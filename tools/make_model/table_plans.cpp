@@ -31,7 +31,7 @@ Init init_for(const TensorSpec& t, const PlanBuilder& p, const Hparams& hp) {
 std::vector<TensorPlan> table_plans(const Architecture& arch, const gguf::GgufWriter& w, const Shape& shape) {
   // The hyperparameters exactly as the engine will read them from this file.
   const std::vector<uint8_t> header = w.serialize_header();
-  Hparams hp = Hparams::from_gguf(gguf::GgufFile::parse(header, "the generated metadata"));
+  Hparams hp = read_hparams(gguf::GgufFile::parse(header, "the generated metadata"));
   hp.n_vocab = shape.n_vocab;
   PlanBuilder p(shape.n_layer);
   const TensorTable table = tensor_table(hp, shape.tied_output);
