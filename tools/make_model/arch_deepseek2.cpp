@@ -109,15 +109,8 @@ class Deepseek2Architecture : public Architecture {
     const Deepseek2Flags& f = f_;
     const bool split = f.layout == "split";
     const std::string a = "deepseek2.";
-    w.set(a + "context_length", val::u32(s.n_ctx));
-    w.set(a + "embedding_length", val::u32(s.n_embd));
-    w.set(a + "block_count", val::u32(s.n_layer));
-    w.set(a + "feed_forward_length", val::u32(s.n_ff));
-    w.set(a + "attention.head_count", val::u32(s.n_head));
     // MLA files present one KV head (the shared latent), older ones n_head.
-    w.set(a + "attention.head_count_kv", val::u32(split ? 1 : s.n_head));
-    w.set(a + "rope.freq_base", val::f32(s.rope_base));
-    w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+    add_trunk_metadata(w, name(), s, s.n_layer, split ? 1 : s.n_head);
     w.set(a + "expert_used_count", val::u32(s.n_expert_used));
     w.set(a + "expert_count", val::u32(s.n_expert));
     w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
@@ -142,14 +135,8 @@ class Deepseek2Architecture : public Architecture {
       w.set(a + "expert_group_used_count", val::u32(f.n_groups_used));
     }
     w.set(a + "rope.dimension_count", val::u32(f.qk_rope));
-    if (f.yarn_factor != 0.0f) {
-      w.set(a + "rope.scaling.type", val::str("yarn"));
-      w.set(a + "rope.scaling.factor", val::f32(f.yarn_factor));
-      w.set(a + "rope.scaling.original_context_length", val::u32(f.yarn_orig_ctx));
-      w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(f.yarn_log_mul));
-    } else {
-      w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(0.0f));
-    }
+    add_yarn_metadata(w, name(), f.yarn_factor, f.yarn_orig_ctx);
+    w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(f.yarn_factor != 0.0f ? f.yarn_log_mul : 0.0f));
     if (f.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.q_lora_rank));
   }
 

@@ -75,14 +75,7 @@ class Glm4MoeArchitecture : public Architecture {
     using namespace gguf;
     const Glm4MoeFlags& f = f_;
     const std::string a = "glm4moe.";
-    w.set(a + "block_count", val::u32(s.n_layer + f.n_nextn));
-    w.set(a + "context_length", val::u32(s.n_ctx));
-    w.set(a + "embedding_length", val::u32(s.n_embd));
-    w.set(a + "feed_forward_length", val::u32(s.n_ff));
-    w.set(a + "attention.head_count", val::u32(s.n_head));
-    w.set(a + "attention.head_count_kv", val::u32(s.n_head_kv));
-    w.set(a + "rope.freq_base", val::f32(s.rope_base));
-    w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+    add_trunk_metadata(w, name(), s, s.n_layer + f.n_nextn, s.n_head_kv, BlockCountAt::first);
     w.set(a + "expert_used_count", val::u32(s.n_expert_used));
     w.set(a + "attention.key_length", val::u32(head_dim(s)));
     w.set(a + "attention.value_length", val::u32(head_dim(s)));

@@ -61,23 +61,12 @@ class GptOssArchitecture : public Architecture {
     using namespace gguf;
     const GptOssFlags& f = flags();
     const std::string a = "gpt-oss.";
-    w.set(a + "block_count", val::u32(s.n_layer));
-    w.set(a + "context_length", val::u32(s.n_ctx));
-    w.set(a + "embedding_length", val::u32(s.n_embd));
-    w.set(a + "feed_forward_length", val::u32(s.n_ff));
-    w.set(a + "attention.head_count", val::u32(s.n_head));
-    w.set(a + "attention.head_count_kv", val::u32(s.n_head_kv));
-    w.set(a + "rope.freq_base", val::f32(s.rope_base));
-    w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+    add_trunk_metadata(w, name(), s, s.n_layer, s.n_head_kv, BlockCountAt::first);
     w.set(a + "expert_count", val::u32(s.n_expert));
     w.set(a + "expert_used_count", val::u32(s.n_expert_used));
     w.set(a + "attention.key_length", val::u32(f.head_dim));
     w.set(a + "attention.value_length", val::u32(f.head_dim));
-    if (f.yarn_factor != 0.0f) {
-      w.set(a + "rope.scaling.type", val::str("yarn"));
-      w.set(a + "rope.scaling.factor", val::f32(f.yarn_factor));
-      w.set(a + "rope.scaling.original_context_length", val::u32(f.yarn_orig_ctx));
-    }
+    add_yarn_metadata(w, name(), f.yarn_factor, f.yarn_orig_ctx);
     w.set(a + "attention.sliding_window", val::u32(f.sliding_window));
     if (f.swa_period > 0) w.set(a + "attention.sliding_window_pattern", val::u32(f.swa_period));
     w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));

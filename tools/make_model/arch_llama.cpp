@@ -35,14 +35,7 @@ class LlamaArchitecture : public Architecture {
 
   void add_metadata(gguf::GgufWriter& w, const Shape& s) const override {
     using namespace gguf;
-    w.set("llama.context_length", val::u32(s.n_ctx));
-    w.set("llama.embedding_length", val::u32(s.n_embd));
-    w.set("llama.block_count", val::u32(s.n_layer));
-    w.set("llama.feed_forward_length", val::u32(s.n_ff));
-    w.set("llama.attention.head_count", val::u32(s.n_head));
-    w.set("llama.attention.head_count_kv", val::u32(s.n_head_kv));
-    w.set("llama.rope.freq_base", val::f32(s.rope_base));
-    w.set("llama.attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+    add_trunk_metadata(w, "llama", s, s.n_layer, s.n_head_kv);
     w.set("llama.rope.dimension_count", val::u32(s.n_embd / s.n_head));
     w.set("llama.vocab_size", val::u32(s.n_vocab));
     if (s.n_expert > 0) {

@@ -95,6 +95,22 @@ auto add_arch_option(App& app, const std::string& group, const std::string& flag
 // experts per token. Throws ns::Error(invalid_input) "<arch>: ..." naming the flags.
 void validate_moe_shape(const Shape& s, const std::string& arch);
 
+// The trunk's hyperparameters every transformer file starts its "<arch>." keys
+// with: context_length, embedding_length, block_count, feed_forward_length,
+// attention.head_count, attention.head_count_kv, rope.freq_base,
+// attention.layer_norm_rms_epsilon, from `s` but for `block_count` (NextN
+// blocks included) and `head_count_kv` (MLA files: one). Where block_count
+// stands: the converters' TextModel writes it first (glm4moe, gpt-oss), the
+// files this generator first followed (llama, deepseek2, qwen*) after
+// embedding_length. The kimi hybrids' converter has an order of its own
+// (kimi_hybrid.cpp). Key order is part of the file's bytes.
+enum class BlockCountAt { after_embedding, first };
+void add_trunk_metadata(gguf::GgufWriter& w, const std::string& arch, const Shape& s, uint32_t block_count,
+                        uint32_t head_count_kv, BlockCountAt at = BlockCountAt::after_embedding);
+// YaRN rope scaling (rope.scaling.type "yarn", factor, original_context_length)
+// when `factor` is not 0; nothing otherwise.
+void add_yarn_metadata(gguf::GgufWriter& w, const std::string& arch, float factor, uint32_t orig_ctx);
+
 Architecture* find_architecture(const std::string& name);  // nullptr if unknown
 std::vector<Architecture*> all_architectures();
 std::string architecture_names();  // "llama, ..." for messages
