@@ -24,11 +24,7 @@ namespace ns::make_model {
 namespace {
 
 struct Deepseek2Flags {
-  uint32_t q_lora_rank = 96;   // 0: no low-rank query (attn_q, the "lite" models)
-  uint32_t kv_lora_rank = 64;
-  uint32_t qk_rope = 16;
-  uint32_t qk_nope = 32;
-  uint32_t v_head = 32;
+  MlaSizes mla{.q_lora_rank = 96};  // q_lora 0: attn_q, the "lite" models
   uint32_t n_ff_expert = 64;
   uint32_t n_shared = 1;
   uint32_t n_dense_lead = 1;
@@ -49,12 +45,14 @@ class Deepseek2Architecture : public Architecture {
   void add_flags(CLI::App& app) override {
     Deepseek2Flags& f = f_;
     const std::string g = "deepseek2";
-    app.add_option("--q-lora-rank", f.q_lora_rank, "deepseek2: query low-rank width (0: one attn_q projection)")
+    app.add_option("--q-lora-rank", f.mla.q_lora_rank, "deepseek2: query low-rank width (0: one attn_q projection)")
         ->capture_default_str()->group(g);
-    app.add_option("--kv-lora-rank", f.kv_lora_rank, "deepseek2: cached latent width")->capture_default_str()->group(g);
-    app.add_option("--qk-rope-dim", f.qk_rope, "deepseek2: rotary dims per head")->capture_default_str()->group(g);
-    app.add_option("--qk-nope-dim", f.qk_nope, "deepseek2: non-rotary key dims per head")->capture_default_str()->group(g);
-    app.add_option("--v-head-dim", f.v_head, "deepseek2: value dims per head")->capture_default_str()->group(g);
+    app.add_option("--kv-lora-rank", f.mla.kv_lora_rank, "deepseek2: cached latent width")
+        ->capture_default_str()->group(g);
+    app.add_option("--qk-rope-dim", f.mla.qk_rope, "deepseek2: rotary dims per head")->capture_default_str()->group(g);
+    app.add_option("--qk-nope-dim", f.mla.qk_nope, "deepseek2: non-rotary key dims per head")
+        ->capture_default_str()->group(g);
+    app.add_option("--v-head-dim", f.mla.v_head, "deepseek2: value dims per head")->capture_default_str()->group(g);
     app.add_option("--n-ff-expert", f.n_ff_expert, "deepseek2: hidden width of each routed (and shared) expert")
         ->capture_default_str()->group(g);
     app.add_option("--n-shared-expert", f.n_shared, "deepseek2: shared experts (always applied)")
@@ -86,8 +84,10 @@ class Deepseek2Architecture : public Architecture {
     auto bad = [](const std::string& m) { throw Error(ErrorKind::invalid_input, "deepseek2: " + m); };
     if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_ctx == 0)
       bad("--n-embd, --n-layer, --n-head and --n-ctx must be positive");
-    if (f.kv_lora_rank == 0 || f.qk_nope == 0 || f.v_head == 0) bad("--kv-lora-rank, --qk-nope-dim, --v-head-dim must be positive");
-    if (f.qk_rope == 0 || f.qk_rope % 2) bad("--qk-rope-dim must be a positive even number (RoPE rotates pairs)");
+    if (f.mla.kv_lora_rank == 0 || f.mla.qk_nope == 0 || f.mla.v_head == 0)
+      bad("--kv-lora-rank, --qk-nope-dim, --v-head-dim must be positive");
+    if (f.mla.qk_rope == 0 || f.mla.qk_rope % 2)
+      bad("--qk-rope-dim must be a positive even number (RoPE rotates pairs)");
     if (f.n_dense_lead > s.n_layer) bad("--n-dense-lead " + std::to_string(f.n_dense_lead) + " exceeds --n-layer");
     if (f.n_dense_lead > 0 && s.n_ff == 0) bad("--n-ff (the dense layers' width) must be positive");
     if (f.n_dense_lead < s.n_layer) {
@@ -115,15 +115,15 @@ class Deepseek2Architecture : public Architecture {
     w.set(a + "expert_count", val::u32(s.n_expert));
     w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
     w.set(a + "vocab_size", val::u32(s.n_vocab));
-    w.set(a + "attention.kv_lora_rank", val::u32(f.kv_lora_rank));
+    w.set(a + "attention.kv_lora_rank", val::u32(f.mla.kv_lora_rank));
     if (split) {
-      w.set(a + "attention.key_length", val::u32(f.kv_lora_rank + f.qk_rope));
-      w.set(a + "attention.value_length", val::u32(f.kv_lora_rank));
-      w.set(a + "attention.key_length_mla", val::u32(f.qk_nope + f.qk_rope));
-      w.set(a + "attention.value_length_mla", val::u32(f.v_head));
+      w.set(a + "attention.key_length", val::u32(f.mla.mqa_key_length()));
+      w.set(a + "attention.value_length", val::u32(f.mla.kv_lora_rank));
+      w.set(a + "attention.key_length_mla", val::u32(f.mla.head_key_length()));
+      w.set(a + "attention.value_length_mla", val::u32(f.mla.v_head));
     } else {
-      w.set(a + "attention.key_length", val::u32(f.qk_nope + f.qk_rope));
-      w.set(a + "attention.value_length", val::u32(f.v_head));
+      w.set(a + "attention.key_length", val::u32(f.mla.head_key_length()));
+      w.set(a + "attention.value_length", val::u32(f.mla.v_head));
     }
     w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
     w.set(a + "expert_shared_count", val::u32(f.n_shared));
@@ -134,14 +134,14 @@ class Deepseek2Architecture : public Architecture {
       w.set(a + "expert_group_count", val::u32(f.n_groups));
       w.set(a + "expert_group_used_count", val::u32(f.n_groups_used));
     }
-    w.set(a + "rope.dimension_count", val::u32(f.qk_rope));
+    w.set(a + "rope.dimension_count", val::u32(f.mla.qk_rope));
     add_yarn_metadata(w, name(), f.yarn_factor, f.yarn_orig_ctx);
     w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(f.yarn_factor != 0.0f ? f.yarn_log_mul : 0.0f));
-    if (f.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.q_lora_rank));
+    if (f.mla.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.mla.q_lora_rank));
   }
 
   bool refine(const TensorSpec& t, TensorPlan& plan) const override {
-    refine_split_kv_b(t, plan, f_.qk_nope, f_.v_head);
+    refine_split_kv_b(t, plan, f_.mla);
     return true;
   }
 

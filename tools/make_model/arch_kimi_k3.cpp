@@ -65,7 +65,7 @@ class KimiK3Architecture : public Architecture {
     add_kimi_hybrid_metadata(w, s, name());
     const KimiHybridFlags& h = kimi_hybrid_flags();
     const std::string a = name() + ".";
-    w.set(a + "attention.value_length", val::u32(h.kv_lora_rank));
+    w.set(a + "attention.value_length", val::u32(h.mla.kv_lora_rank));
     if (f_.kda_lower_bound < 0) w.set(a + "kda.gate_lower_bound", val::f32(f_.kda_lower_bound));
     w.set(a + "expert_weights_norm", val::boolean(f_.weights_norm));
     if (f_.expert_latent > 0) w.set(a + "expert_latent_length", val::u32(f_.expert_latent));

@@ -18,12 +18,12 @@ void add_kimi_hybrid_flags(CLI::App& app) {
   app.add_option("--mla-every", f.mla_every, "kimi: every Nth layer is MLA, the others KDA")->capture_default_str()->group(g);
   app.add_option("--kda-head-dim", f.kda_head_dim, "kimi: KDA head size (key = value)")->capture_default_str()->group(g);
   app.add_option("--conv-kernel", f.d_conv, "kimi: KDA short convolution taps")->capture_default_str()->group(g);
-  app.add_option("--kl-kv-lora-rank", f.kv_lora_rank, "kimi: MLA latent width")->capture_default_str()->group(g);
-  app.add_option("--kl-qk-rope-dim", f.qk_rope, "kimi: MLA rope-part dims per head (never rotated)")
+  app.add_option("--kl-kv-lora-rank", f.mla.kv_lora_rank, "kimi: MLA latent width")->capture_default_str()->group(g);
+  app.add_option("--kl-qk-rope-dim", f.mla.qk_rope, "kimi: MLA rope-part dims per head (never rotated)")
       ->capture_default_str()->group(g);
-  app.add_option("--kl-qk-nope-dim", f.qk_nope, "kimi: MLA nope dims per head")->capture_default_str()->group(g);
-  app.add_option("--kl-v-head-dim", f.v_head, "kimi: MLA value dims per head")->capture_default_str()->group(g);
-  app.add_option("--kl-q-lora-rank", f.q_lora_rank, "kimi: MLA query low-rank width (0: attn_q)")
+  app.add_option("--kl-qk-nope-dim", f.mla.qk_nope, "kimi: MLA nope dims per head")->capture_default_str()->group(g);
+  app.add_option("--kl-v-head-dim", f.mla.v_head, "kimi: MLA value dims per head")->capture_default_str()->group(g);
+  app.add_option("--kl-q-lora-rank", f.mla.q_lora_rank, "kimi: MLA query low-rank width (0: attn_q)")
       ->capture_default_str()->group(g);
   app.add_option("--kl-n-ff-expert", f.n_ff_expert, "kimi: hidden width of each routed (and shared) expert")
       ->capture_default_str()->group(g);
@@ -41,7 +41,7 @@ void validate_kimi_hybrid(const std::string& arch, const Shape& s) {
     bad("--n-embd, --n-layer, --n-head and --n-ctx must be positive");
   if (f.mla_every == 0) bad("--mla-every must be positive (1: every layer MLA)");
   if (f.kda_head_dim == 0 || f.d_conv == 0) bad("--kda-head-dim and --conv-kernel must be positive");
-  if (f.kv_lora_rank == 0 || f.qk_nope == 0 || f.v_head == 0 || f.qk_rope == 0)
+  if (f.mla.kv_lora_rank == 0 || f.mla.qk_nope == 0 || f.mla.v_head == 0 || f.mla.qk_rope == 0)
     bad("--kl-kv-lora-rank, --kl-qk-nope-dim, --kl-qk-rope-dim, --kl-v-head-dim must be positive");
   if (f.n_dense_lead > s.n_layer) bad("--kl-n-dense-lead exceeds --n-layer");
   if (f.n_dense_lead > 0 && s.n_ff == 0) bad("--n-ff (the dense layers' width) must be positive");
@@ -69,12 +69,12 @@ void add_kimi_hybrid_metadata(gguf::GgufWriter& w, const Shape& s, const std::st
   w.set(a + "vocab_size", val::u32(s.n_vocab));
   w.set(a + "ssm.conv_kernel", val::u32(f.d_conv));
   w.set(a + "kda.head_dim", val::u32(f.kda_head_dim));
-  if (f.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.q_lora_rank));
-  w.set(a + "attention.kv_lora_rank", val::u32(f.kv_lora_rank));
-  w.set(a + "rope.dimension_count", val::u32(f.qk_rope));
-  w.set(a + "attention.key_length", val::u32(f.kv_lora_rank + f.qk_rope));
-  w.set(a + "attention.key_length_mla", val::u32(f.qk_nope + f.qk_rope));
-  w.set(a + "attention.value_length_mla", val::u32(f.v_head));
+  if (f.mla.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.mla.q_lora_rank));
+  w.set(a + "attention.kv_lora_rank", val::u32(f.mla.kv_lora_rank));
+  w.set(a + "rope.dimension_count", val::u32(f.mla.qk_rope));
+  w.set(a + "attention.key_length", val::u32(f.mla.mqa_key_length()));
+  w.set(a + "attention.key_length_mla", val::u32(f.mla.head_key_length()));
+  w.set(a + "attention.value_length_mla", val::u32(f.mla.v_head));
   w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
   w.set(a + "expert_shared_count", val::u32(f.n_shared));
   w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
@@ -83,7 +83,7 @@ void add_kimi_hybrid_metadata(gguf::GgufWriter& w, const Shape& s, const std::st
 
 void refine_kimi_hybrid(const TensorSpec& spec, TensorPlan& plan) {
   const KimiHybridFlags& f = kimi_hybrid_flags();
-  if (!refine_split_kv_b(spec, plan, f.qk_nope, f.v_head)) refine_decay(spec, plan);
+  if (!refine_split_kv_b(spec, plan, f.mla)) refine_decay(spec, plan);
 }
 
 }  // namespace ns::make_model

@@ -17,11 +17,7 @@ struct KimiHybridFlags {
   uint32_t mla_every = 4;      // layer il is MLA when (il + 1) % mla_every == 0 (Kimi Linear: 3 KDA : 1 MLA)
   uint32_t kda_head_dim = 32;
   uint32_t d_conv = 4;
-  uint32_t kv_lora_rank = 64;
-  uint32_t qk_rope = 16;
-  uint32_t qk_nope = 32;
-  uint32_t v_head = 32;
-  uint32_t q_lora_rank = 0;    // Kimi Linear has none
+  MlaSizes mla;                // Kimi Linear has no q_lora
   uint32_t n_ff_expert = 64;
   uint32_t n_shared = 1;
   uint32_t n_dense_lead = 1;

@@ -39,11 +39,12 @@ Init PlanBuilder::selection_bias(uint64_t n_expert, uint64_t n_used) {
   return Init{Init::Kind::normal, float(std::min(kCap, kLoadSpread * slope / hazard))};
 }
 
-bool refine_split_kv_b(const TensorSpec& spec, TensorPlan& plan, uint64_t qk_nope, uint64_t v_head) {
+bool refine_split_kv_b(const TensorSpec& spec, TensorPlan& plan, const MlaSizes& mla) {
   const std::string_view name = spec.name;
   const bool k = name.ends_with("attn_k_b.weight"), v = name.ends_with("attn_v_b.weight");
   if (!k && !v) return false;
-  const uint64_t nope = qk_nope, per_head = nope + v_head, kv_lora = k ? spec.dims[1] : spec.dims[0];
+  const uint64_t nope = mla.qk_nope, v_head = mla.v_head, per_head = nope + v_head;
+  const uint64_t kv_lora = k ? spec.dims[1] : spec.dims[0];
   const std::string b(name.substr(0, name.size() - std::string_view("attn_k_b.weight").size()));
   const uint64_t kv_b_key = tensor_key(b + "attn_kv_b.weight");
   const Init kv_b_init = PlanBuilder::proj(kv_lora);

@@ -37,15 +37,32 @@ class PlanBuilder {
   std::vector<TensorPlan> plans_;
 };
 
+// MLA attention's sizes (deepseek2; the MLA layers of kimi-linear and
+// kimi-k3, whose flags set them): the query's low rank (0: one attn_q
+// projection), the cached latent, a head's rotary and non-rotary key dims and
+// its value dims. Each architecture's flags give the defaults they differ in.
+struct MlaSizes {
+  uint32_t q_lora_rank = 0;
+  uint32_t kv_lora_rank = 64;
+  uint32_t qk_rope = 16;
+  uint32_t qk_nope = 32;
+  uint32_t v_head = 32;
+
+  // attention.key_length of the MQA view (the latent and the rotary part, one
+  // KV head) and of a head's own keys (key_length_mla, or key_length of the
+  // fused layout).
+  uint32_t mqa_key_length() const { return kv_lora_rank + qk_rope; }
+  uint32_t head_key_length() const { return qk_nope + qk_rope; }
+};
+
 // The generator's refinements (Architecture::refine) of tables several
 // architectures share; each returns whether it handled `spec`.
 //
 // MLA's split attn_k_b [nope, kv_lora, n_head] and attn_v_b [kv_lora, v_head,
-// n_head] of MLA with qk_nope/v_head head sizes: filled with exactly the
-// values the fused attn_kv_b [kv_lora, n_head * (nope + v_head)] would have
-// for the same seed (k_b is its k part transposed), so a file of either
-// layout is the same model.
-bool refine_split_kv_b(const TensorSpec& spec, TensorPlan& plan, uint64_t qk_nope, uint64_t v_head);
+// n_head]: filled with exactly the values the fused attn_kv_b [kv_lora,
+// n_head * (nope + v_head)] would have for the same seed (k_b is its k part
+// transposed), so a file of either layout is the same model.
+bool refine_split_kv_b(const TensorSpec& spec, TensorPlan& plan, const MlaSizes& mla);
 // A delta-rule layer's decay tensors (Gated DeltaNet, KDA): ssm_dt.bias
 // ~N(0, 0.5), ssm_a = -exp(A_log) < 0, one per head: -1, -1.5, -2, -2.5, -1, ...
 // (exact, seed-independent) whatever its shape.
