@@ -1,7 +1,7 @@
 // Generates small random-weight models for engine tests with the project's
 // own generator binary (built alongside the tests), cached per build; and what
-// the engine tests do with them alike: prompts, greedy sampling, logits
-// compared, requests run through a batch, the CLI run in a fresh process.
+// the engine tests do with them alike: prompts, greedy and unfiltered sampling,
+// logits compared, requests run through a batch, the CLI run in a fresh process.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -169,6 +169,19 @@ inline SamplingParams greedy(int n) {
   p.temperature = 0;
   p.max_tokens = n;
   p.ignore_eos = true;
+  return p;
+}
+
+// Sampling from the model's whole distribution (temperature 1, no top-k, top-p
+// or min-p cut) with `seed`, at most `n` tokens.
+inline SamplingParams unfiltered(int n, uint64_t seed) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0;
+  p.seed = seed;
+  p.max_tokens = n;
   return p;
 }
 
