@@ -78,6 +78,14 @@ make_model() {
   "$MAKE_MODEL" --out "$WORK/$name" --seed 1 "$@" > /dev/null
 }
 
+# make_header_only_model NAME FLAGS...: a real model's shape without its
+# weights (make_model ... --header-only: a header over a sparse, all-zero data
+# section); fails if the file takes disk space.
+make_header_only_model() {
+  make_model "$@" --header-only
+  ((($(stat -c %b "$WORK/$1") * 512) < 64 * 1024 * 1024)) || fail "the header-only file $1 takes disk space"
+}
+
 # A config naming the models given as NAME=FILE (relative to $WORK). Retries
 # wait 100 ms instead of 5 s so tests that retry stay fast.
 write_config() {
