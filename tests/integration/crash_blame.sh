@@ -4,15 +4,8 @@
 # suspect runs alone (resuming its checkpoint), and every job finishes.
 source "$(dirname "$0")/lib.sh"
 
-make_model crash.gguf --n-embd 256 --n-layer 8 --n-ff 768 --n-ctx 4096
-write_config crash=crash.gguf
-{
-  echo "worker_id: daemon-a"   # the same id after each restart: its jobs are recovered at start-up
-  echo "max_batch: 3"
-  echo "context: 1024"
-  echo "checkpoint_tokens: 16"
-  echo "checkpoint_interval_ms: 0"
-} >> "$CONFIG"
+# The same worker_id after each restart: its jobs are recovered at start-up.
+slow_model_config crash "worker_id: daemon-a" "max_batch: 3" "context: 1024"
 
 jobs=()
 for i in 1 2 3 4 5 6; do

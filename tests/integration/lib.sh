@@ -78,6 +78,28 @@ make_model() {
   "$MAKE_MODEL" --out "$WORK/$name" --seed 1 "$@" > /dev/null
 }
 
+# make_header_only_model NAME FLAGS...: a real model's shape without its
+# weights (make_model ... --header-only: a header over a sparse, all-zero data
+# section); fails if the file takes disk space.
+make_header_only_model() {
+  make_model "$@" --header-only
+  ((($(stat -c %b "$WORK/$1") * 512) < 64 * 1024 * 1024)) || fail "the header-only file $1 takes disk space"
+}
+
+# slow_model_config NAME [YAML LINE...]: a model slow enough that a long job is
+# caught mid-run ($WORK/NAME.gguf: 256 wide, 8 layers) in a config that names
+# it NAME, checkpoints every 16 tokens, and has the YAML lines given.
+slow_model_config() {
+  make_model "$1.gguf" --n-embd 256 --n-layer 8 --n-ff 768 --n-ctx 4096
+  write_config "$1=$1.gguf"
+  shift
+  {
+    echo "checkpoint_tokens: 16"
+    echo "checkpoint_interval_ms: 0"
+    printf '%s\n' "$@"
+  } >> "$CONFIG"
+}
+
 # A config naming the models given as NAME=FILE (relative to $WORK). Retries
 # wait 100 ms instead of 5 s so tests that retry stay fast.
 write_config() {

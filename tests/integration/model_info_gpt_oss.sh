@@ -5,10 +5,9 @@
 # the 18 full-attention layers grow with the context.
 source "$(dirname "$0")/lib.sh"
 
-make_model oss120b.gguf --arch gpt-oss --n-embd 2880 --n-layer 36 --n-head 64 --n-head-kv 8 --oss-head-dim 64 \
+make_header_only_model oss120b.gguf --arch gpt-oss --n-embd 2880 --n-layer 36 --n-head 64 --n-head-kv 8 --oss-head-dim 64 \
   --n-ff 2880 --n-expert 128 --n-expert-used 4 --oss-sliding-window 128 --rope-base 150000 --n-ctx 131072 \
-  --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o --header-only
-((($(stat -c %b "$WORK/oss120b.gguf") * 512) < 64 * 1024 * 1024)) || fail "the header-only file takes disk space"
+  --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o
 
 out=$(ns model info "$WORK/oss120b.gguf" --memory-budget 8GiB --context 8192 --disk-rate 2.3GiB)
 expect_contains "$out" "parameters: 115673838912" "116B parameters"

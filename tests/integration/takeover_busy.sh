@@ -3,15 +3,7 @@
 # measured before, 21.8 s under a 5 s lease), and it resumes there.
 source "$(dirname "$0")/lib.sh"
 
-make_model busy.gguf --n-embd 256 --n-layer 8 --n-ff 768 --n-ctx 4096
-write_config busy=busy.gguf
-{
-  echo "lease_ms: 1000"
-  echo "max_batch: 4"
-  echo "context: 4096"
-  echo "checkpoint_tokens: 16"
-  echo "checkpoint_interval_ms: 0"
-} >> "$CONFIG"
+slow_model_config busy "lease_ms: 1000" "max_batch: 4" "context: 4096"
 # daemon-a runs one job at a time, so the long job below is left to daemon-b.
 sed 's/^database: q.db$/database: q.db\nworker_id: daemon-a/; s/^max_batch: 4$/max_batch: 1/' "$CONFIG" > "$WORK/a.yaml"
 sed 's/^database: q.db$/database: q.db\nworker_id: daemon-b/' "$CONFIG" > "$WORK/b.yaml"

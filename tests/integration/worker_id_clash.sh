@@ -4,14 +4,7 @@
 # exits, the id is free again.
 source "$(dirname "$0")/lib.sh"
 
-make_model tiny.gguf --n-embd 256 --n-layer 8 --n-ff 768 --n-ctx 4096
-write_config tiny=tiny.gguf
-{
-  echo "worker_id: night"
-  echo "context: 4096"
-  echo "checkpoint_tokens: 16"
-  echo "checkpoint_interval_ms: 0"
-} >> "$CONFIG"
+slow_model_config tiny "worker_id: night" "context: 4096"
 job=$(ns submit --config "$CONFIG" --model tiny --max-tokens 4000 --ignore-eos "A long night")
 start_daemon
 first=$DAEMON_PID

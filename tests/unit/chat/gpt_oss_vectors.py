@@ -10,7 +10,7 @@
 # puts the day it runs on in its place.
 #   python3 tests/unit/chat/gpt_oss_vectors.py /var/tmp/ref/llama.cpp/models/templates/openai-gpt-oss-120b.jinja \
 #       > tests/unit/chat/gpt_oss_vectors.json
-from jinja_vectors import ENDS_WITH_ASSISTANT, MULTI_TURN, SYSTEM_AND_USER, USER_ONLY, main, quotes_and_markers
+from jinja_vectors import first_conversations, main
 
 DATE = "2000-01-31"
 
@@ -20,12 +20,7 @@ def strftime_now(fmt):
     return DATE
 
 
-CONVERSATIONS = [
-    ("system and user", SYSTEM_AND_USER),
-    ("user only", USER_ONLY),
-    ("multi-turn with assistant replies (spaces kept)", MULTI_TURN),
-    ("quotes, newlines, unicode, markers as text", quotes_and_markers("<|start|>user <|message|>")),
-    ("ends with an assistant turn", ENDS_WITH_ASSISTANT),
+CONVERSATIONS = first_conversations("quotes, newlines, unicode, markers as text", "<|start|>user <|message|>") + [
     ("an empty system message adds no developer message", [
         {"role": "system", "content": ""},
         {"role": "user", "content": "Hi"},

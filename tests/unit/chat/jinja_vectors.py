@@ -49,6 +49,18 @@ def quotes_and_markers(markers):
     ]
 
 
+def first_conversations(quotes_name, markers):
+    """The five conversations the families that keep replies as written start with (gpt-oss, kimi-k3): the
+    shared ones above, the quotes case named `quotes_name` with the family's own `markers`."""
+    return [
+        ("system and user", SYSTEM_AND_USER),
+        ("user only", USER_ONLY),
+        ("multi-turn with assistant replies (spaces kept)", MULTI_TURN),
+        (quotes_name, quotes_and_markers(markers)),
+        ("ends with an assistant turn", ENDS_WITH_ASSISTANT),
+    ]
+
+
 def raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
 

@@ -8,16 +8,10 @@
 # left undefined, so the defaults apply, as with llama.cpp's server.
 #   python3 tests/unit/chat/kimi_k3_vectors.py /var/tmp/ref/llama.cpp/models/templates/Kimi-K3.jinja \
 #       > tests/unit/chat/kimi_k3_vectors.json
-from jinja_vectors import ENDS_WITH_ASSISTANT, MULTI_TURN, SYSTEM_AND_USER, USER_ONLY, main, quotes_and_markers
+from jinja_vectors import first_conversations, main
 
 
-CONVERSATIONS = [
-    ("system and user", SYSTEM_AND_USER),
-    ("user only", USER_ONLY),
-    ("multi-turn with assistant replies (spaces kept)", MULTI_TURN),
-    ("quotes, ampersand, newlines, unicode, markers as text", quotes_and_markers("<|sep|> role=\"x\"")),
-    ("ends with an assistant turn", ENDS_WITH_ASSISTANT),
-]
+CONVERSATIONS = first_conversations("quotes, ampersand, newlines, unicode, markers as text", "<|sep|> role=\"x\"")
 
 
 if __name__ == "__main__":

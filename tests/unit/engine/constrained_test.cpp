@@ -44,14 +44,8 @@ const char* const kSchemas[] = {
 };
 
 SamplingParams constrained(const char* schema, uint64_t seed) {
-  SamplingParams p;
+  SamplingParams p = test::unfiltered(600, seed);
   p.grammar = grammar::json_schema_to_gbnf(ojson::parse(schema));
-  p.temperature = 1.0f;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0;
-  p.seed = seed;
-  p.max_tokens = 600;
   return p;
 }
 

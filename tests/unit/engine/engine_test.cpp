@@ -38,14 +38,8 @@ TEST_CASE("greedy generation is deterministic and stops at max_tokens") {
 
 TEST_CASE("sampling: same seed, same text; another seed, another text") {
   auto e = load();
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0;
-  p.max_tokens = 16;
+  SamplingParams p = test::unfiltered(16, 11);
   p.ignore_eos = true;
-  p.seed = 11;
   auto a = e->generate("The queue", p);
   auto b = e->generate("The queue", p);
   p.seed = 12;

@@ -1,7 +1,7 @@
 // Generates small random-weight models for engine tests with the project's
 // own generator binary (built alongside the tests), cached per build; and what
-// the engine tests do with them alike: prompts, greedy sampling, logits
-// compared, requests run through a batch, the CLI run in a fresh process.
+// the engine tests do with them alike: prompts, greedy and unfiltered sampling,
+// logits compared, requests run through a batch, the CLI run in a fresh process.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -67,36 +67,32 @@ inline std::string mxfp4_moe_model() {
                                  "--n-expert 8 --n-expert-used 2 --type Q8_0 --tensor-type _exps=MXFP4 --seed 12");
 }
 
-// kimi-linear: KDA layers with an MLA layer every second layer (K M K M), a
-// dense first layer, MXFP4 routed experts and Q8_0 elsewhere.
-inline std::string kimi_linear_model() {
-  return make_model("kimi-linear", "--arch kimi-linear --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 "
-                                   "--n-expert-used 2 --mla-every 2 --kda-head-dim 32 --conv-kernel 4 "
-                                   "--kl-n-ff-expert 64 --kl-kv-lora-rank 32 --kl-qk-rope-dim 16 --kl-qk-nope-dim 32 "
-                                   "--kl-v-head-dim 32 --type Q8_0 --tensor-type _exps=MXFP4 --seed 21");
+// The stack the kimi-linear and kimi-k3 models share: KDA layers with an MLA
+// layer every second layer (K M K M), a dense first layer, 8 routed experts.
+inline std::string kimi_stack(const std::string& arch) {
+  return "--arch " + arch + " --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 --n-expert-used 2 "
+         "--mla-every 2 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 64 --kl-kv-lora-rank 32 "
+         "--kl-qk-rope-dim 16 --kl-qk-nope-dim 32 --kl-v-head-dim 32";
 }
 
-// kimi-k3: the kimi-linear stack (K M K M, a dense first layer) with every K3
-// part on: attention residuals every 2 layers, latent MoE (32 of 64) with the
-// routed norm, the MLA output gate, situ, the lower-bound KDA gate; MXFP4
-// routed experts and Q8_0 elsewhere.
+// kimi-linear: the kimi stack, MXFP4 routed experts and Q8_0 elsewhere.
+inline std::string kimi_linear_model() {
+  return make_model("kimi-linear", kimi_stack("kimi-linear") + " --type Q8_0 --tensor-type _exps=MXFP4 --seed 21");
+}
+
+// kimi-k3: the kimi stack with every K3 part on: attention residuals every 2
+// layers, latent MoE (32 of 64) with the routed norm, the MLA output gate,
+// situ, the lower-bound KDA gate; MXFP4 routed experts and Q8_0 elsewhere.
 inline std::string kimi_k3_model() {
-  return make_model("kimi-k3", "--arch kimi-k3 --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 "
-                               "--n-expert-used 2 --mla-every 2 --kda-head-dim 32 --conv-kernel 4 "
-                               "--kl-n-ff-expert 64 --kl-kv-lora-rank 32 --kl-qk-rope-dim 16 --kl-qk-nope-dim 32 "
-                               "--kl-v-head-dim 32 --attn-res-block 2 --expert-latent 32 --routed-norm true "
+  return make_model("kimi-k3", kimi_stack("kimi-k3") + " --attn-res-block 2 --expert-latent 32 --routed-norm true "
                                "--attn-gate true --type Q8_0 --tensor-type _exps=MXFP4 --seed 31");
 }
 
 // kimi-k3 with its optional parts off: no attention residuals, full-width
 // experts, no attn_gate, no lower-bound gate, situ without the up-branch beta.
 inline std::string kimi_k3_plain_model() {
-  return make_model("kimi-k3-plain", "--arch kimi-k3 --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 "
-                                     "--n-expert-used 2 --mla-every 2 --kda-head-dim 32 --conv-kernel 4 "
-                                     "--kl-n-ff-expert 64 --kl-kv-lora-rank 32 --kl-qk-rope-dim 16 "
-                                     "--kl-qk-nope-dim 32 --kl-v-head-dim 32 --attn-res-block 0 --expert-latent 0 "
-                                     "--attn-gate false --kda-lower-bound 0 --situ-linear-beta 0 --type Q8_0 "
-                                     "--seed 32");
+  return make_model("kimi-k3-plain", kimi_stack("kimi-k3") + " --attn-res-block 0 --expert-latent 0 --attn-gate false "
+                                     "--kda-lower-bound 0 --situ-linear-beta 0 --type Q8_0 --seed 32");
 }
 
 // qwen3next / qwen35moe: Gated DeltaNet layers with a gated full-attention
@@ -169,6 +165,19 @@ inline SamplingParams greedy(int n) {
   p.temperature = 0;
   p.max_tokens = n;
   p.ignore_eos = true;
+  return p;
+}
+
+// Sampling from the model's whole distribution (temperature 1, no top-k, top-p
+// or min-p cut) with `seed`, at most `n` tokens.
+inline SamplingParams unfiltered(int n, uint64_t seed) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0;
+  p.seed = seed;
+  p.max_tokens = n;
   return p;
 }
 

@@ -238,6 +238,14 @@ class PgBackend {
   std::string url_;
 };
 
+// Claims the next job for `worker` and returns its lease (the test fails if
+// nothing is claimable); the lease lasts `lease_ms`.
+inline jobs::Lease claim_lease(jobs::Queue& q, const std::string& worker = "w", int64_t lease_ms = 60'000) {
+  std::optional<jobs::Job> j = q.claim(worker, lease_ms);
+  REQUIRE(j);
+  return j->lease();
+}
+
 }  // namespace ns::test
 
 // A test run once per backend; inside it, QUEUE_BACKEND(db) gives the fresh

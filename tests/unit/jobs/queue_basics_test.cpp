@@ -28,12 +28,7 @@ JobSpec spec(const std::string& prompt, int32_t priority = 0, const std::string&
 
 constexpr int64_t kLeaseMs = 60'000;
 
-// Claims the next job for `worker` and returns its lease (the test fails if nothing is claimable).
-Lease claim_lease(Queue& q, const std::string& worker = "w") {
-  std::optional<Job> j = q.claim(worker, kLeaseMs);
-  REQUIRE(j);
-  return j->lease();
-}
+using ns::test::claim_lease;
 
 JobResult sample_result() {
   JobResult r;

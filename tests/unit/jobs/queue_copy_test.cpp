@@ -77,11 +77,7 @@ void fill_every_state(Queue& q) {
   later.not_before_ms = 4'000'000'000'000;
   q.submit(later);
 
-  auto lease = [&] {
-    auto j = q.claim("host-a:1", kLeaseMs);
-    REQUIRE(j);
-    return j->lease();
-  };
+  auto lease = [&] { return ns::test::claim_lease(q, "host-a:1", kLeaseMs); };
   JobResult two = result("the text");
   two.more_choices = {{"choice \"one\"", "length", 4}};
   two.logprobs = "QUJD";  // opaque to the queue

@@ -36,15 +36,11 @@ JobResult result(const std::string& text) {
   return r;
 }
 
-Lease claim(Queue& q, const std::string& worker, int64_t lease_ms = kLongLease) {
-  std::optional<Job> j = q.claim(worker, lease_ms);
-  REQUIRE(j);
-  return j->lease();
-}
+using ns::test::claim_lease;
 
 // Claims with a lease that lapses at once, then waits until it has.
 Lease claim_and_let_expire(Queue& q, const std::string& worker) {
-  const Lease l = claim(q, worker, 1);
+  const Lease l = claim_lease(q, worker, 1);
   std::this_thread::sleep_for(5ms);
   return l;
 }
@@ -81,7 +77,7 @@ QUEUE_TEST("writes by anyone but the lease holder of that attempt change nothing
   QUEUE_BACKEND(db);
   auto q = db.open();
   const int64_t id = q->submit(spec("p")).id;
-  const Lease mine = claim(*q, "w1");
+  const Lease mine = claim_lease(*q, "w1");
   const Job before = *q->get(id);
   const std::vector<int32_t> tokens = {5, 6, 7};
 
@@ -115,7 +111,7 @@ QUEUE_TEST("an expired lease goes back to the queue with its checkpoint; the old
   auto daemon_b = db.open();
   const int64_t id = daemon_a->submit(spec("p")).id;
 
-  const Lease a = claim(*daemon_a, "daemon-a", 1);
+  const Lease a = claim_lease(*daemon_a, "daemon-a", 1);
   const std::vector<int32_t> tokens = {11, 12, 13, 14};
   CHECK(daemon_a->save_checkpoint(a, tokens, 1));  // extends the lease by 1 ms only
   std::this_thread::sleep_for(5ms);                 // ... and then daemon-a "hangs"
@@ -250,8 +246,8 @@ QUEUE_TEST("crash blame: batch mates whose leases lapse at different times are b
   auto q = db.open();
   const int64_t early = q->submit(spec("early", 1)).id;
   const int64_t late = q->submit(spec("late", 1)).id;
-  claim(*q, "w", 1);            // its lease lapses first
-  claim(*q, "w", kLongLease);   // joined the batch later, lease still live when the first is recovered
+  claim_lease(*q, "w", 1);            // its lease lapses first
+  claim_lease(*q, "w", kLongLease);   // joined the batch later, lease still live when the first is recovered
   std::this_thread::sleep_for(5ms);
   CHECK(q->recover_expired(kNoBackoff).requeued == 1);  // `late` still open beside it
   CHECK(q->get(early)->run_alone);
@@ -260,10 +256,10 @@ QUEUE_TEST("crash blame: batch mates whose leases lapse at different times are b
   CHECK(q->get(late)->run_alone);
   CHECK(q->get(late)->attempts == 0);
 
-  // Two suspects that end up side by side anyway (claim() takes the head one
+  // Two suspects that end up side by side anyway (claim_lease() takes the head one
   // at a time) are charged: suspicion is given once.
-  CHECK(claim(*q, "w3").job_id == early);
-  CHECK(claim(*q, "w3").job_id == late);
+  CHECK(claim_lease(*q, "w3").job_id == early);
+  CHECK(claim_lease(*q, "w3").job_id == late);
   const Recovery r = q->recover_worker("w3", kNoBackoff);
   CHECK(r.dead == 2);
 }
@@ -274,7 +270,7 @@ QUEUE_TEST("retry resumes a dead job from its checkpoint unless its model change
   const int64_t same = q->submit(spec("same", 1)).id;
   const int64_t moved = q->submit(spec("moved", 1)).id;
   for (int i = 0; i < 2; ++i) {
-    const Lease l = claim(*q, "w");
+    const Lease l = claim_lease(*q, "w");
     REQUIRE(q->save_checkpoint(l, std::vector<int32_t>{7, 8, 9}, kLongLease));
     REQUIRE(q->fail_transient(l, "io", "disk gone", kNoBackoff) == JobState::dead);
   }
@@ -294,7 +290,7 @@ QUEUE_TEST("recovery leaves live leases alone and waits out the backoff") {
   auto q = db.open();
   const int64_t live = q->submit(spec("live")).id;
   const int64_t crashed = q->submit(spec("crashed")).id;
-  const Lease l = claim(*q, "alive");
+  const Lease l = claim_lease(*q, "alive");
   REQUIRE(l.job_id == live);
   claim_and_let_expire(*q, "gone");
 
@@ -317,9 +313,9 @@ QUEUE_TEST("recover_worker takes back one worker's jobs at once, expired or not"
   const int64_t mine = q->submit(spec("mine")).id;
   const int64_t mine_cancelled = q->submit(spec("mine, cancel requested")).id;
   const int64_t theirs = q->submit(spec("theirs")).id;
-  claim(*q, "host:worker-1");
-  claim(*q, "host:worker-1");
-  claim(*q, "host:worker-2");
+  claim_lease(*q, "host:worker-1");
+  claim_lease(*q, "host:worker-1");
+  claim_lease(*q, "host:worker-2");
   REQUIRE(q->cancel(mine_cancelled));
 
   const Recovery r = q->recover_worker("host:worker-1", kNoBackoff);
@@ -350,7 +346,7 @@ QUEUE_TEST("a transient failure retries after an exponential backoff, then the j
   const int64_t id = q->submit(spec("p", 3)).id;
   const Backoff backoff{150, 10'000};
 
-  Lease l = claim(*q, "w");
+  Lease l = claim_lease(*q, "w");
   CHECK(q->save_checkpoint(l, std::vector<int32_t>{9, 9}, kLongLease));
   int64_t t0 = now_epoch_ms();
   CHECK(q->fail_transient(l, "io", "read failed: Input/output error", backoff) == JobState::queued);
@@ -363,7 +359,7 @@ QUEUE_TEST("a transient failure retries after an exponential backoff, then the j
   CHECK_FALSE(q->claim("w", kLongLease));
   while (now_epoch_ms() < j.spec.not_before_ms) std::this_thread::sleep_for(5ms);
 
-  l = claim(*q, "w");
+  l = claim_lease(*q, "w");
   t0 = now_epoch_ms();
   CHECK(q->fail_transient(l, "database", "locked", backoff) == JobState::queued);
   j = *q->get(id);
@@ -371,7 +367,7 @@ QUEUE_TEST("a transient failure retries after an exponential backoff, then the j
   CHECK(j.spec.not_before_ms <= now_epoch_ms() + 300);
   while (now_epoch_ms() < j.spec.not_before_ms) std::this_thread::sleep_for(5ms);
 
-  l = claim(*q, "w");
+  l = claim_lease(*q, "w");
   CHECK(q->fail_transient(l, "io", "read failed again", backoff) == JobState::dead);
   j = *q->get(id);
   CHECK(j.state == JobState::dead);
@@ -389,7 +385,7 @@ QUEUE_TEST("a permanent failure ends the job at once, whatever attempts are left
   QUEUE_BACKEND(db);
   auto q = db.open();
   const int64_t id = q->submit(spec("p", 5)).id;
-  CHECK(q->fail(claim(*q, "w"), "bad_model", "tensor past end of file"));
+  CHECK(q->fail(claim_lease(*q, "w"), "bad_model", "tensor past end of file"));
   const Job j = *q->get(id);
   CHECK(j.state == JobState::failed);
   CHECK(j.attempts == 1);
@@ -403,7 +399,7 @@ QUEUE_TEST("a cancel requested while the job ran wins over a retry or a recovery
   auto q = db.open();
   const int64_t a = q->submit(spec("a")).id;
   const int64_t b = q->submit(spec("b")).id;
-  const Lease la = claim(*q, "w");
+  const Lease la = claim_lease(*q, "w");
   claim_and_let_expire(*q, "w");
   REQUIRE(q->cancel(a));
   REQUIRE(q->cancel(b));
@@ -423,12 +419,12 @@ QUEUE_TEST("retry queues failed, dead and cancelled jobs as new; other states ar
   const int64_t done = q->submit(spec("done")).id;
   const int64_t queued = q->submit(spec("queued")).id;
 
-  REQUIRE(q->fail(claim(*q, "w"), "invalid_input", "bad"));
-  REQUIRE(q->fail_transient(claim(*q, "w"), "io", "gone", kNoBackoff) == JobState::dead);
-  const Lease lc = claim(*q, "w");
+  REQUIRE(q->fail(claim_lease(*q, "w"), "invalid_input", "bad"));
+  REQUIRE(q->fail_transient(claim_lease(*q, "w"), "io", "gone", kNoBackoff) == JobState::dead);
+  const Lease lc = claim_lease(*q, "w");
   REQUIRE(q->cancel(cancelled));
   REQUIRE(q->finish_cancelled(lc, result("partial")));
-  REQUIRE(q->complete(claim(*q, "w"), result("text")));
+  REQUIRE(q->complete(claim_lease(*q, "w"), result("text")));
 
   for (int64_t id : {failed, dead, cancelled}) {
     CAPTURE(id);
@@ -460,7 +456,7 @@ QUEUE_TEST("checkpoints are replaced by the holder, kept on release and recovery
   QUEUE_BACKEND(db);
   auto q = db.open();
   const int64_t id = q->submit(spec("p")).id;
-  Lease l = claim(*q, "w");
+  Lease l = claim_lease(*q, "w");
   CHECK_FALSE(q->checkpoint(id));
   CHECK(q->save_checkpoint(l, std::vector<int32_t>{1, 2, 3}, kLongLease));
   const int64_t t = now_epoch_ms();
@@ -474,7 +470,7 @@ QUEUE_TEST("checkpoints are replaced by the holder, kept on release and recovery
   CHECK(q->release(l));
   CHECK(q->get(id)->attempts == 0);
   CHECK(q->checkpoint(id)->tokens == more);  // a drained job resumes
-  l = claim(*q, "w");
+  l = claim_lease(*q, "w");
   CHECK(q->attempts(id)[1].resumed_tokens == 7);
   CHECK(q->attempts(id)[0].outcome == "released");
   CHECK(q->complete(l, result("x")));

@@ -185,14 +185,13 @@ QUEUE_TEST("heartbeats carry progress; a fenced-out heartbeat writes none") {
   QUEUE_BACKEND(db);
   auto q = db.open();
   const int64_t id = q->submit(completion("m", "p")).id;
-  auto job = q->claim("w", kLeaseMs);
-  REQUIRE(job);
+  const Lease lease = ns::test::claim_lease(*q, "w", kLeaseMs);
   JobProgress p;
   p.prompt_tokens = 100;
   p.prefilled = 100;
   p.generated = 17;
   p.tok_s = 3.5;
-  CHECK(q->heartbeat(job->lease(), kLeaseMs, p));
+  CHECK(q->heartbeat(lease, kLeaseMs, p));
   auto now = q->get(id);
   REQUIRE(now);
   CHECK(now->progress.generated == 17);
@@ -202,7 +201,7 @@ QUEUE_TEST("heartbeats carry progress; a fenced-out heartbeat writes none") {
   CHECK(now->progress.eta_s < 0);  // the daemon gave no ETA: unknown (NULL)
   CHECK_FALSE(remaining_eta_s(now->progress, now->progress.updated_ms));
   p.eta_s = 12.5;
-  CHECK(q->heartbeat(job->lease(), kLeaseMs, p));
+  CHECK(q->heartbeat(lease, kLeaseMs, p));
   now = q->get(id);
   CHECK(now->progress.eta_s == doctest::Approx(12.5));
   // Counted down from when it was written, never below 0.
@@ -210,12 +209,12 @@ QUEUE_TEST("heartbeats carry progress; a fenced-out heartbeat writes none") {
   CHECK(*remaining_eta_s(now->progress, now->progress.updated_ms + 60'000) == 0.0);
   p.eta_s = -1;
 
-  Lease stale = job->lease();
+  Lease stale = lease;
   stale.attempt += 1;
   p.generated = 99;
   CHECK_FALSE(q->heartbeat(stale, kLeaseMs, p));
   CHECK(q->get(id)->progress.generated == 17);
-  CHECK(q->heartbeat(job->lease(), kLeaseMs));  // without progress
+  CHECK(q->heartbeat(lease, kLeaseMs));  // without progress
   CHECK(q->get(id)->progress.generated == 17);
 }
 
@@ -223,8 +222,7 @@ QUEUE_TEST("results keep the streaming and batching stats") {
   QUEUE_BACKEND(db);
   auto q = db.open();
   const int64_t id = q->submit(completion("m", "p")).id;
-  auto job = q->claim("w", kLeaseMs);
-  REQUIRE(job);
+  const Lease lease = ns::test::claim_lease(*q, "w", kLeaseMs);
   JobResult r;
   r.text = "t";
   r.finish_reason = "length";
@@ -236,7 +234,7 @@ QUEUE_TEST("results keep the streaming and batching stats") {
   r.prefetch_accuracy = 0.61;
   r.avg_batch_size = 12.5;
   r.decode_share_ms = 333.25;
-  CHECK(q->complete(job->lease(), r));
+  CHECK(q->complete(lease, r));
   const auto done = q->get(id);
   REQUIRE(done);
   REQUIRE(done->result);

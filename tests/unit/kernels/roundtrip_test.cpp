@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <utility>
 
 #include "engine/kernels/formats.h"
@@ -35,6 +36,21 @@ double e2m1_bound(double x, double u) {
   const double a = std::fabs(x) / u;
   const double units = a > 12 ? a - 12 : a > 8 ? 2 : a > 4 ? 1 : 0.5;
   return units * u * (1 + 1e-6);
+}
+
+// For each {amax, byte} of `cases`: a block of `n` zeros but x[at] = -amax
+// quantizes (as `type`) to that scale byte first, and the `zero_scales` bytes
+// after it (the other sub-blocks' scales) are 0.
+void check_scale_byte(GgmlType type, int n, int at, std::span<const std::pair<float, int>> cases,
+                      int zero_scales = 0) {
+  for (const auto& [amax, e] : cases) {
+    CAPTURE(amax);
+    std::vector<float> x(static_cast<size_t>(n), 0.0f);
+    x[static_cast<size_t>(at)] = -amax;
+    const auto q = quantized(type, x.data(), n);
+    CHECK(q[0] == e);
+    for (int i = 1; i <= zero_scales; ++i) CHECK(q[static_cast<size_t>(i)] == 0);
+  }
 }
 
 }  // namespace
@@ -206,14 +222,7 @@ TEST_CASE("NVFP4's UE4M3 scales: every byte against the format's definition, and
       {6.0f * 3 * 0x1p-9f, 0x03},    // three subnormal steps
       {0.0f, 0x00},
   };
-  for (const auto& [amax, e] : cases) {
-    CAPTURE(amax);
-    std::vector<float> x(64, 0.0f);
-    x[3] = -amax;
-    const auto q = quantized(GgmlType::NVFP4, x.data(), 64);
-    CHECK(q[0] == e);
-    CHECK(q[1] == 0);  // the other sub-blocks are zero
-  }
+  check_scale_byte(GgmlType::NVFP4, 64, 3, cases, 1);  // the next sub-block is zero
 }
 
 TEST_CASE("values on a format's grid round-trip exactly") {
@@ -432,13 +441,7 @@ TEST_CASE("MXFP4 blocks derived by hand from the OCP MX format") {
         {std::nextafter(0x1p-100f, 0.0f), 25},
         {std::nextafter(1.0f, 0.0f), 124},
     };
-    for (const auto& [amax, e] : cases) {
-      CAPTURE(amax);
-      std::vector<float> x(32, 0.0f);
-      x[7] = -amax;
-      const auto q = quantized(GgmlType::MXFP4, x.data(), 32);
-      CHECK(q[0] == e);
-    }
+    check_scale_byte(GgmlType::MXFP4, 32, 7, cases);
   }
 }
 

@@ -31,15 +31,22 @@ struct FakeRoot {
     put("proc/meminfo", "MemTotal:       " + std::to_string(total / 1024) +
                             " kB\nMemFree:          123456 kB\nMemAvailable:   1000 kB\n");
   }
+  // A limit file (memory.max, memory.limit_in_bytes) holding `bytes`.
+  void limit(const std::string& rel, uint64_t bytes) { put(rel, std::to_string(bytes) + "\n"); }
+
+  FakeRoot() = default;
+  // A machine with `total` bytes of memory whose /proc/self/cgroup reads `cgroup`.
+  FakeRoot(uint64_t total, const std::string& cgroup) {
+    meminfo(total);
+    put("proc/self/cgroup", cgroup);
+  }
 };
 
 }  // namespace
 
 TEST_CASE("memory_limit: a cgroup v2 limit below the machine's memory is the budget, minus 10%") {
-  FakeRoot r;
-  r.meminfo(32 * GiB);
-  r.put("proc/self/cgroup", "0::/system.slice/nightshiftd.service\n");
-  r.put("sys/fs/cgroup/system.slice/nightshiftd.service/memory.max", std::to_string(9 * GiB) + "\n");
+  FakeRoot r(32 * GiB, "0::/system.slice/nightshiftd.service\n");
+  r.limit("sys/fs/cgroup/system.slice/nightshiftd.service/memory.max", 9 * GiB);
   r.put("sys/fs/cgroup/system.slice/memory.max", "max\n");
   const DefaultBudget d = default_memory_budget(r.root);
   CHECK(d.from_cgroup);
@@ -50,19 +57,15 @@ TEST_CASE("memory_limit: a cgroup v2 limit below the machine's memory is the bud
 }
 
 TEST_CASE("memory_limit: an ancestor's lower limit counts (a slice or a container above the service)") {
-  FakeRoot r;
-  r.meminfo(32 * GiB);
-  r.put("proc/self/cgroup", "0::/user.slice/user-1000.slice/session-2.scope\n");
+  FakeRoot r(32 * GiB, "0::/user.slice/user-1000.slice/session-2.scope\n");
   r.put("sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope/memory.max", "max\n");
-  r.put("sys/fs/cgroup/user.slice/user-1000.slice/memory.max", std::to_string(6 * GiB) + "\n");
-  r.put("sys/fs/cgroup/user.slice/memory.max", std::to_string(12 * GiB) + "\n");
+  r.limit("sys/fs/cgroup/user.slice/user-1000.slice/memory.max", 6 * GiB);
+  r.limit("sys/fs/cgroup/user.slice/memory.max", 12 * GiB);
   CHECK(default_memory_budget(r.root).limit == 6 * GiB);
 }
 
 TEST_CASE("memory_limit: v2 \"max\" everywhere means the machine's memory") {
-  FakeRoot r;
-  r.meminfo(20 * GiB);
-  r.put("proc/self/cgroup", "0::/a\n");
+  FakeRoot r(20 * GiB, "0::/a\n");
   r.put("sys/fs/cgroup/a/memory.max", "max\n");
   const DefaultBudget d = default_memory_budget(r.root);
   CHECK_FALSE(d.from_cgroup);
@@ -72,11 +75,9 @@ TEST_CASE("memory_limit: v2 \"max\" everywhere means the machine's memory") {
 }
 
 TEST_CASE("memory_limit: cgroup v1 memory.limit_in_bytes, and its \"unlimited\" value") {
-  FakeRoot r;
-  r.meminfo(16 * GiB);
-  r.put("proc/self/cgroup", "9:name=systemd:/\n5:devices:/\n4:memory:/docker/abc\n0::/\n");
+  FakeRoot r(16 * GiB, "9:name=systemd:/\n5:devices:/\n4:memory:/docker/abc\n0::/\n");
   r.put("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
-  r.put("sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", std::to_string(3 * GiB) + "\n");
+  r.limit("sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", 3 * GiB);
   DefaultBudget d = default_memory_budget(r.root);
   CHECK(d.from_cgroup);
   CHECK(d.limit == 3 * GiB);
@@ -89,18 +90,14 @@ TEST_CASE("memory_limit: cgroup v1 memory.limit_in_bytes, and its \"unlimited\" 
 }
 
 TEST_CASE("memory_limit: a container sees the host's cgroup path; the limit at its mount's root applies") {
-  FakeRoot r;
-  r.meminfo(64 * GiB);
-  r.put("proc/self/cgroup", "4:cpu,memory:/kubepods/pod1/ctr\n");
-  r.put("sys/fs/cgroup/memory/memory.limit_in_bytes", std::to_string(4 * GiB) + "\n");
+  FakeRoot r(64 * GiB, "4:cpu,memory:/kubepods/pod1/ctr\n");
+  r.limit("sys/fs/cgroup/memory/memory.limit_in_bytes", 4 * GiB);
   CHECK(default_memory_budget(r.root).limit == 4 * GiB);
 }
 
 TEST_CASE("memory_limit: a cgroup limit above the machine's memory is the machine's memory") {
-  FakeRoot r;
-  r.meminfo(8 * GiB);
-  r.put("proc/self/cgroup", "0::/big\n");
-  r.put("sys/fs/cgroup/big/memory.max", std::to_string(100 * GiB) + "\n");
+  FakeRoot r(8 * GiB, "0::/big\n");
+  r.limit("sys/fs/cgroup/big/memory.max", 100 * GiB);
   const DefaultBudget d = default_memory_budget(r.root);
   CHECK_FALSE(d.from_cgroup);
   CHECK(d.limit == 8 * GiB);
@@ -108,10 +105,8 @@ TEST_CASE("memory_limit: a cgroup limit above the machine's memory is the machin
 }
 
 TEST_CASE("memory_limit: a limit under 1 GiB keeps half; nothing readable gives 0 and says so") {
-  FakeRoot r;
-  r.meminfo(16 * GiB);
-  r.put("proc/self/cgroup", "0::/small\n");
-  r.put("sys/fs/cgroup/small/memory.max", std::to_string(768 * MiB) + "\n");
+  FakeRoot r(16 * GiB, "0::/small\n");
+  r.limit("sys/fs/cgroup/small/memory.max", 768 * MiB);
   CHECK(default_memory_budget(r.root).bytes == 384 * MiB);
 
   FakeRoot empty;
