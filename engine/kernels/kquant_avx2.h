@@ -333,3 +333,18 @@ using Kernels = avx2::MicroKernels<Bind<D, E>::template M, kRowsSingle, kRowsBat
 
 }  // namespace
 }  // namespace ns::kernels::kq_simd
+
+// The vec_dot and tile of every K-quant on one ISA (formats.h's q2_k_<isa> ..
+// q6_k_<isa>), with K<D> that ISA's kq_simd::Kernels for decoder D
+// (kquant_avx2.cpp, kquant_avx512.cpp).
+#define NS_KQUANT_SIMD_ENTRY_POINTS(isa)                                                                           \
+  float q2_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q2K>::vec_dot(w, x, n); } \
+  void q2_k_##isa::tile(const Tile& t) { K<kq_simd::Q2K>::tile(t); }                                               \
+  float q3_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q3K>::vec_dot(w, x, n); } \
+  void q3_k_##isa::tile(const Tile& t) { K<kq_simd::Q3K>::tile(t); }                                               \
+  float q4_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q4K>::vec_dot(w, x, n); } \
+  void q4_k_##isa::tile(const Tile& t) { K<kq_simd::Q4K>::tile(t); }                                               \
+  float q5_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q5K>::vec_dot(w, x, n); } \
+  void q5_k_##isa::tile(const Tile& t) { K<kq_simd::Q5K>::tile(t); }                                               \
+  float q6_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q6K>::vec_dot(w, x, n); } \
+  void q6_k_##isa::tile(const Tile& t) { K<kq_simd::Q6K>::tile(t); }
