@@ -21,7 +21,7 @@ namespace {
 
 constexpr int kMaxQ = 3;
 // 19 scales around max / 5; only the groups the best left off the grid are snapped again.
-constexpr iq::ScaleSearch kSearch{16, 8, kMaxQ, 9, 0.1f, true, iq::odd_levels, iq::snap_odd};
+constexpr iq::ScaleSearch kSearch{16, 8, kMaxQ, 9, 0.1f, true, kq::kGroupMaxEps, false, iq::odd_levels, iq::snap_odd};
 
 }  // namespace
 
@@ -34,20 +34,12 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
     float scales[16];
     float max_scale = 0;
     for (int ib = 0; ib < 16; ++ib) {
-      const float* xb = xbl + 16 * ib;
-      float weight[16], waux[16], xval[16];
-      int8_t L[16] = {};
+      float scale;
+      int e[2];
       uint8_t signs[2];
-      const float max = iq::fold_block(16, xb, qwb + 16 * ib, sigma2, weight, waux, xval, signs);
       scales[ib] = 0;
-      if (max < kq::kGroupMaxEps) continue;
-      float scale = max / static_cast<float>(2 * kMaxQ - 1);
-      iq::search_scale(s, kSearch, max, xval, weight, waux, L, scale);
-      iq::unsign_scale(scale, signs, 2);
-      for (int k = 0; k < 2; ++k) {
-        const int e = iq::final_entry(s, L + 8 * k, "IQ2_XS");
-        q2[2 * ib + k] = static_cast<uint16_t>(e | (signs[k] << 9));
-      }
+      if (!iq::fit_sub_block(s, kSearch, xbl + 16 * ib, qwb + 16 * ib, sigma2, "IQ2_XS", scale, e, signs)) continue;
+      for (int k = 0; k < 2; ++k) q2[2 * ib + k] = static_cast<uint16_t>(e[k] | (signs[k] << 9));
       scales[ib] = scale;
       max_scale = std::max(max_scale, scale);
     }

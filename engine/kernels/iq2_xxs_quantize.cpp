@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kMaxQ = 3;
 // 13 scales around the make_qp_quants fit, every group snapped again after.
-constexpr iq::ScaleSearch kSearch{32, 8, kMaxQ, 6, 0.1f, false, iq::odd_levels, iq::snap_odd};
+constexpr iq::ScaleSearch kSearch{32, 8, kMaxQ, 6, 0.1f, false, kq::kGroupMaxEps, true, iq::odd_levels, iq::snap_odd};
 
 }  // namespace
 
@@ -37,21 +37,13 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
     float scales[8];
     float max_scale = 0;
     for (int ib = 0; ib < 8; ++ib) {
-      const float* xb = xbl + 32 * ib;
-      float weight[32], waux[32], xval[32];
-      int8_t L[32] = {};
+      float scale;
+      int e[4];
       uint8_t signs[4];
-      const float max = iq::fold_block(32, xb, qwb + 32 * ib, sigma2, weight, waux, xval, signs);
       scales[ib] = 0;
-      if (max < kq::kGroupMaxEps) continue;
-      float scale = iq::make_qp_quants(32, kMaxQ + 1, xval, reinterpret_cast<uint8_t*>(L), weight);
-      const float eff_max = scale * kMaxQ;
-      if (eff_max <= 0) continue;
-      iq::search_scale(s, kSearch, eff_max, xval, weight, waux, L, scale);
-      iq::unsign_scale(scale, signs, 4);
+      if (!iq::fit_sub_block(s, kSearch, xbl + 32 * ib, qwb + 32 * ib, sigma2, "IQ2_XXS", scale, e, signs)) continue;
       for (int k = 0; k < 4; ++k) {
-        const int e = iq::final_entry(s, L + 8 * k, "IQ2_XXS");
-        q2[2 * ib] |= static_cast<uint32_t>(e) << (8 * k);
+        q2[2 * ib] |= static_cast<uint32_t>(e[k]) << (8 * k);
         q2[2 * ib + 1] |= static_cast<uint32_t>(signs[k]) << (7 * k);
       }
       scales[ib] = scale;

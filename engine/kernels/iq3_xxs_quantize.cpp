@@ -37,7 +37,7 @@ int snap(const iq::GridSearch& s, int8_t* L, const float* xval, const float* wau
 }
 
 // 31 scales around max / 15; only the groups the best left off the grid are snapped again.
-constexpr iq::ScaleSearch kSearch{32, 4, kMaxQ, 15, 0.2f, true, levels, snap};
+constexpr iq::ScaleSearch kSearch{32, 4, kMaxQ, 15, 0.2f, true, kGroupMaxEps, false, levels, snap};
 
 }  // namespace
 
@@ -49,20 +49,13 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
     float scales[8];
     float max_scale = 0;
     for (int ib = 0; ib < 8; ++ib) {
-      const float* xb = xbl + 32 * ib;
-      float weight[32], waux[32], xval[32];
-      int8_t L[32] = {};
+      float scale;
+      int e[8];
       uint8_t signs[4];
-      const float max = iq::fold_block(32, xb, qwb ? qwb + 32 * ib : nullptr, sigma2, weight, waux, xval, signs);
       scales[ib] = 0;
-      if (max < kGroupMaxEps) continue;
-      float scale = max / static_cast<float>(2 * kMaxQ - 1);
-      iq::search_scale(s, kSearch, max, xval, weight, waux, L, scale);
-      iq::unsign_scale(scale, signs, 4);
-      for (int k = 0; k < 8; ++k) {
-        const int e = iq::final_entry(s, L + 4 * k, "IQ3_XXS");
-        blk[iq::Iq3xxs::qs + 8 * ib + k] = static_cast<uint8_t>(e);
-      }
+      const float* qw = qwb ? qwb + 32 * ib : nullptr;
+      if (!iq::fit_sub_block(s, kSearch, xbl + 32 * ib, qw, sigma2, "IQ3_XXS", scale, e, signs)) continue;
+      for (int k = 0; k < 8; ++k) blk[iq::Iq3xxs::qs + 8 * ib + k] = static_cast<uint8_t>(e[k]);
       sas[ib] = signs[0] | (signs[1] << 7) | (signs[2] << 14) | (static_cast<uint32_t>(signs[3]) << 21);
       scales[ib] = scale;
       max_scale = std::max(max_scale, scale);

@@ -325,6 +325,26 @@ void search_scale(const GridSearch& s, const ScaleSearch& p, float max, const fl
   refit_scale(p.n, xval, weight, L, scale);
 }
 
+bool fit_sub_block(const GridSearch& s, const ScaleSearch& p, const float* xb, const float* importance, float sigma2,
+                   const char* format, float& scale, int* entries, uint8_t* signs) {
+  float weight[32], waux[32], xval[32];
+  int8_t L[32] = {};
+  const float max = fold_block(p.n, xb, importance, sigma2, weight, waux, xval, signs);
+  if (max < p.group_max_eps) return false;
+  float search_max = max;
+  if (p.qp_start) {
+    scale = make_qp_quants(p.n, p.max_q + 1, xval, reinterpret_cast<uint8_t*>(L), weight);
+    search_max = scale * p.max_q;
+    if (search_max <= 0) return false;
+  } else {
+    scale = max / static_cast<float>(2 * p.max_q - 1);
+  }
+  search_scale(s, p, search_max, xval, weight, waux, L, scale);
+  unsign_scale(scale, signs, p.n / 8);
+  for (int k = 0; k < p.n / p.group; ++k) entries[k] = final_entry(s, L + p.group * k, format);
+  return true;
+}
+
 float odd_scale_codes(float max_scale, const float* scales, uint32_t* words, int stride) {
   const float d = max_scale / 31;
   const float id = 1 / d;

@@ -148,11 +148,21 @@ struct ScaleSearch {
   int n, group, max_q, steps;
   float step;
   bool track_on_grid;
+  float group_max_eps;  // fit_sub_block: a block whose largest magnitude is below it stays zero
+  bool qp_start;        // fit_sub_block: search around make_qp_quants's fit (IQ2_XXS), else max / (2 max_q - 1)
   void (*levels)(const float* xval, float id, int8_t* L);
   int (*snap)(const GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale);
 };
 void search_scale(const GridSearch& s, const ScaleSearch& p, float max, const float* xval, const float* weight,
                   const float* waux, int8_t* L, float& scale);
+// IQ2_XXS / IQ2_XS / IQ3_XXS: one block of p.n values xb with its importance
+// (or null): signs folded (fold_block), the scale searched (search_scale)
+// from the start p.qp_start names and made positive (unsign_scale), and each
+// group's grid entry (final_entry, naming `format`) into entries, its 7 sign
+// bits into signs (one per 8 values). Returns false, with scale and entries
+// unset, for a block below p.group_max_eps or a non-positive qp_start fit.
+bool fit_sub_block(const GridSearch& s, const ScaleSearch& p, const float* xb, const float* importance, float sigma2,
+                   const char* format, float& scale, int* entries, uint8_t* signs);
 // IQ2_XXS / IQ3_XXS: the super-block scale d = max_scale / 31 (returned) and
 // the 4-bit code odd_level(scale, 1 / d, 15) of each of the 8 sub-block scales
 // in bits 28..31 of its word, words[stride * ib].
