@@ -32,17 +32,10 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
                             [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint16_t q2[32] = {};
     float scales[16];
-    float max_scale = 0;
-    for (int ib = 0; ib < 16; ++ib) {
-      float scale;
-      int e[2];
-      uint8_t signs[2];
-      scales[ib] = 0;
-      if (!iq::fit_sub_block(s, kSearch, xbl + 16 * ib, qwb + 16 * ib, sigma2, "IQ2_XS", scale, e, signs)) continue;
+    const float max_scale = iq::fit_sub_blocks(s, kSearch, xbl, qwb, sigma2, "IQ2_XS", scales,
+                                               [&](int ib, const int* e, const uint8_t* signs) {
       for (int k = 0; k < 2; ++k) q2[2 * ib + k] = static_cast<uint16_t>(e[k] | (signs[k] << 9));
-      scales[ib] = scale;
-      max_scale = std::max(max_scale, scale);
-    }
+    });
     if (max_scale == 0) return;
     const float d = max_scale / 31;
     store_u16(blk + iq::Iq2xs::d, float_to_half(d));

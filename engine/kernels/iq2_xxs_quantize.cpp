@@ -35,20 +35,13 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
                             [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint32_t q2[16] = {};
     float scales[8];
-    float max_scale = 0;
-    for (int ib = 0; ib < 8; ++ib) {
-      float scale;
-      int e[4];
-      uint8_t signs[4];
-      scales[ib] = 0;
-      if (!iq::fit_sub_block(s, kSearch, xbl + 32 * ib, qwb + 32 * ib, sigma2, "IQ2_XXS", scale, e, signs)) continue;
+    const float max_scale = iq::fit_sub_blocks(s, kSearch, xbl, qwb, sigma2, "IQ2_XXS", scales,
+                                               [&](int ib, const int* e, const uint8_t* signs) {
       for (int k = 0; k < 4; ++k) {
         q2[2 * ib] |= static_cast<uint32_t>(e[k]) << (8 * k);
         q2[2 * ib + 1] |= static_cast<uint32_t>(signs[k]) << (7 * k);
       }
-      scales[ib] = scale;
-      max_scale = std::max(max_scale, scale);
-    }
+    });
     if (max_scale == 0) return;
     store_u16(blk + iq::Iq2xxs::d, float_to_half(iq::odd_scale_codes(max_scale, scales, q2 + 1, 2)));
     std::memcpy(blk + iq::Iq2xxs::qs, q2, sizeof q2);

@@ -47,19 +47,11 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
                             [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint32_t sas[8] = {};
     float scales[8];
-    float max_scale = 0;
-    for (int ib = 0; ib < 8; ++ib) {
-      float scale;
-      int e[8];
-      uint8_t signs[4];
-      scales[ib] = 0;
-      const float* qw = qwb ? qwb + 32 * ib : nullptr;
-      if (!iq::fit_sub_block(s, kSearch, xbl + 32 * ib, qw, sigma2, "IQ3_XXS", scale, e, signs)) continue;
+    const float max_scale = iq::fit_sub_blocks(s, kSearch, xbl, qwb, sigma2, "IQ3_XXS", scales,
+                                               [&](int ib, const int* e, const uint8_t* signs) {
       for (int k = 0; k < 8; ++k) blk[iq::Iq3xxs::qs + 8 * ib + k] = static_cast<uint8_t>(e[k]);
       sas[ib] = signs[0] | (signs[1] << 7) | (signs[2] << 14) | (static_cast<uint32_t>(signs[3]) << 21);
-      scales[ib] = scale;
-      max_scale = std::max(max_scale, scale);
-    }
+    });
     if (max_scale == 0) {
       std::memset(blk, 0, iq::Iq3xxs::bytes);
       return;

@@ -14,6 +14,7 @@
 // are the magnitudes 0x08, 0x19, 0x2b; for IQ1_S / IQ1_M the values -1, 0, 1.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -163,6 +164,26 @@ void search_scale(const GridSearch& s, const ScaleSearch& p, float max, const fl
 // unset, for a block below p.group_max_eps or a non-positive qp_start fit.
 bool fit_sub_block(const GridSearch& s, const ScaleSearch& p, const float* xb, const float* importance, float sigma2,
                    const char* format, float& scale, int* entries, uint8_t* signs);
+// fit_sub_block over the 256 / p.n blocks of a super-block (x, importance or
+// null, sigma2): scales[ib] the fitted scale (0 where it fits none), and
+// store(ib, entries, signs) for each fitted block. Returns the largest scale.
+template <class Store>
+float fit_sub_blocks(const GridSearch& s, const ScaleSearch& p, const float* x, const float* importance, float sigma2,
+                     const char* format, float* scales, Store&& store) {
+  float max_scale = 0;
+  for (int ib = 0; ib < kElems / p.n; ++ib) {
+    float scale;
+    int entries[8];
+    uint8_t signs[4];
+    scales[ib] = 0;
+    const float* w = importance ? importance + p.n * ib : nullptr;
+    if (!fit_sub_block(s, p, x + p.n * ib, w, sigma2, format, scale, entries, signs)) continue;
+    store(ib, entries, signs);
+    scales[ib] = scale;
+    max_scale = std::max(max_scale, scale);
+  }
+  return max_scale;
+}
 // IQ2_XXS / IQ3_XXS: the super-block scale d = max_scale / 31 (returned) and
 // the 4-bit code odd_level(scale, 1 / d, 15) of each of the 8 sub-block scales
 // in bits 28..31 of its word, words[stride * ib].
