@@ -133,6 +133,21 @@ static inline float quantize_q8(const float* x, int8_t* q, int* sum) {
   return d;
 }
 
+// quantize_row of the activation formats Q8_0 and Q8_1 (quantize_q8): fp16 d
+// at byte 0, for Q8_1 (kSum) fp16 s = fp16(sum(q) * d) at byte 2, then the q.
+template <bool kSum>
+static void quantize_q8_row(const float* src, void* dst, int64_t n) {
+  constexpr size_t kBytes = kSum ? q8_1::kBlockBytes : q8_0::kBlockBytes;
+  constexpr size_t kQs = kSum ? 4 : 2;
+  auto* blk = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / q8_0::kBlockElems; ++b, blk += kBytes, src += q8_0::kBlockElems) {
+    int sum;
+    const float d = quantize_q8(src, reinterpret_cast<int8_t*>(blk + kQs), &sum);
+    store_u16(blk, float_to_half(d));
+    if constexpr (kSum) store_u16(blk + 2, float_to_half(static_cast<float>(sum) * d));
+  }
+}
+
 // quantize_row of Q4_0, Q5_0 (quantize_signed) and Q4_1, Q5_1 (quantize_affine).
 template <class B>
 static void quantize(const float* src, void* dst, int64_t n) {

@@ -40,17 +40,13 @@ void block_weights(const float* qw, const float* xb, float sigma2, float* weight
 
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq1s);
-  auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / iq::kElems; ++b, blk += iq::Iq1m::bytes) {
-    std::memset(blk, 0, iq::Iq1m::bytes);
+  iq::for_each_super_block(src, dst, n, importance, iq::Iq1m::bytes, 2.0f,
+                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint8_t* qs = blk + iq::Iq1m::qs;
     uint8_t* qh = blk + iq::Iq1m::qh;
-    const float* xbl = src + iq::kElems * b;
-    const float* qwb = importance ? importance + iq::kElems * b : nullptr;
     float scales[16];
     int shifts[16];
     float max_scale = 0;
-    const float sigma2 = 2 * iq::sum_squares(xbl, iq::kElems) / static_cast<float>(iq::kElems);
     for (int ib = 0; ib < 16; ++ib) {
       const float* xb = xbl + kBlock * ib;
       float weight[kBlock];
@@ -124,7 +120,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       shifts[ib] = best_k;
       max_scale = std::max(max_scale, scale);
     }
-    if (max_scale == 0) continue;
+    if (max_scale == 0) return;
     uint16_t sc[4] = {};
     float d = max_scale / 15;
     const float id = 1 / d;
@@ -154,7 +150,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
     sc[2] = static_cast<uint16_t>(sc[2] | ((dh & 0x0f00) << 4));
     sc[3] = static_cast<uint16_t>(sc[3] | (dh & 0xf000));
     for (int k = 0; k < 4; ++k) store_u16(blk + iq::Iq1m::scales + 2 * k, sc[k]);
-  }
+  });
 }
 
 }  // namespace ns::kernels::iq1_m

@@ -28,15 +28,11 @@ constexpr float kGroupMaxEps = 1e-12f;  // ggml's GROUP_MAX_EPS_IQ1_S
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
   iq::require_importance(importance, "IQ1_S");
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq1s);
-  auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / iq::kElems; ++b, blk += iq::Iq1s::bytes) {
-    std::memset(blk, 0, iq::Iq1s::bytes);
-    const float* xbl = src + iq::kElems * b;
-    const float* qwb = importance + iq::kElems * b;
+  iq::for_each_super_block(src, dst, n, importance, iq::Iq1s::bytes, 2.0f,
+                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     float scales[8];
     int shifts[8];
     float max_scale = 0;
-    const float sigma2 = 2 * iq::sum_squares(xbl, iq::kElems) / static_cast<float>(iq::kElems);
     for (int ib = 0; ib < 8; ++ib) {
       const float* xb = xbl + kBlock * ib;
       float weight[kBlock];
@@ -97,7 +93,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       shifts[ib] = best_shift;
       max_scale = std::max(max_scale, scale);
     }
-    if (max_scale == 0) continue;
+    if (max_scale == 0) return;
     const float d = max_scale / 15;
     store_u16(blk + iq::Iq1s::d, float_to_half(d * 1.125f));
     const float id = 1 / d;
@@ -106,7 +102,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
       if (shifts[ib] == -1) l |= 8;
       store_u16(blk + iq::Iq1s::qh + 2 * ib, static_cast<uint16_t>(iq::iq1s_qh(blk, ib) | (l << 12)));
     }
-  }
+  });
 }
 
 }  // namespace ns::kernels::iq1_s

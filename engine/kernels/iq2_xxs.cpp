@@ -12,19 +12,9 @@
 namespace ns::kernels::iq2_xxs {
 namespace {
 
-// Sub-block v's sign/scale word: scale s in bits 28..31 for both halves,
-// x = d * (0.5 + s) * 0.25 * grid * sign; the dot uses ls = 2s + 1 and 1/8.
-struct Grid {
-  using L = iq::Iq2xxs;
-  static constexpr float kFactor = 0.125f;
-  static float dl(float d, const uint8_t* blk, int v, int) {
-    return d * (0.5f + static_cast<float>(iq::iq2xxs_signs_scale(blk, v) >> 28)) * 0.25f;
-  }
-  static int32_t ls(const uint8_t* blk, int v, int) {
-    return static_cast<int32_t>(2 * (iq::iq2xxs_signs_scale(blk, v) >> 28) + 1);
-  }
+// Scales and signs: iquant.h's XxsScales (x = d * (0.5 + s) * 0.25 * grid * sign, the dot 1/8).
+struct Grid : iq::XxsScales<iq::Iq2xxs, iq::iq2xxs_signs_scale, 0.25f, 0.125f> {
   static uint64_t magnitudes(const uint8_t* blk, int v, int l) { return iq::kIq2xxsGrid[iq::iq2xxs_index(blk, v, l)]; }
-  static uint8_t signs(const uint8_t* blk, int v, int l) { return iq::signs7(iq::iq2xxs_signs_scale(blk, v), l); }
 };
 static_assert(Grid::L::bytes == kBlockBytes);
 

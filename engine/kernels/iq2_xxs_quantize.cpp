@@ -23,63 +23,29 @@ namespace ns::kernels::iq2_xxs {
 namespace {
 
 constexpr int kMaxQ = 3;
+// 13 scales around the make_qp_quants fit, every group snapped again after.
+constexpr iq::ScaleSearch kSearch{32, 8, kMaxQ, 6, 0.1f, false, kq::kGroupMaxEps, true, iq::odd_levels, iq::snap_odd};
 
 }  // namespace
 
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
   iq::require_importance(importance, "IQ2_XXS");
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq2xxs);
-  auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / iq::kElems; ++b, blk += iq::Iq2xxs::bytes) {
-    const float* xbl = src + iq::kElems * b;
-    const float* qwb = importance + iq::kElems * b;
+  iq::for_each_super_block(src, dst, n, importance, iq::Iq2xxs::bytes, 1.0f,
+                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint32_t q2[16] = {};
     float scales[8];
-    float max_scale = 0;
-    const float sigma2 = iq::sum_squares(xbl, iq::kElems) / static_cast<float>(iq::kElems);
-    for (int ib = 0; ib < 8; ++ib) {
-      const float* xb = xbl + 32 * ib;
-      float weight[32], waux[32], xval[32];
-      int8_t L[32] = {}, Laux[32];
-      uint8_t signs[4];
-      const float max = iq::fold_block(32, xb, qwb + 32 * ib, sigma2, weight, waux, xval, signs);
-      scales[ib] = 0;
-      if (max < kq::kGroupMaxEps) continue;
-      float scale = iq::make_qp_quants(32, kMaxQ + 1, xval, reinterpret_cast<uint8_t*>(L), weight);
-      const float eff_max = scale * kMaxQ;
-      if (eff_max <= 0) continue;
-      float best = 0;
-      for (int is = -6; is <= 6; ++is) {
-        const float id = (static_cast<float>(2 * kMaxQ - 1) + static_cast<float>(is) * 0.1f) / eff_max;
-        const float this_scale = 1 / id;
-        for (int k = 0; k < 4; ++k) {
-          iq::odd_levels(xval + 8 * k, id, Laux + 8 * k);
-          iq::snap_odd(s, Laux + 8 * k, xval + 8 * k, waux + 8 * k, this_scale);
-        }
-        iq::take_better_fit(32, xval, weight, Laux, scale, best, L);
-      }
-      if (scale > 0) {
-        const float id = 1 / scale;
-        for (int k = 0; k < 4; ++k) {
-          iq::odd_levels(xval + 8 * k, id, L + 8 * k);
-          iq::snap_odd(s, L + 8 * k, xval + 8 * k, waux + 8 * k, scale);
-        }
-        iq::refit_scale(32, xval, weight, L, scale);
-      }
-      iq::unsign_scale(scale, signs, 4);
+    const float max_scale = iq::fit_sub_blocks(s, kSearch, xbl, qwb, sigma2, "IQ2_XXS", scales,
+                                               [&](int ib, const int* e, const uint8_t* signs) {
       for (int k = 0; k < 4; ++k) {
-        const int e = iq::final_entry(s, L + 8 * k, "IQ2_XXS");
-        q2[2 * ib] |= static_cast<uint32_t>(e) << (8 * k);
+        q2[2 * ib] |= static_cast<uint32_t>(e[k]) << (8 * k);
         q2[2 * ib + 1] |= static_cast<uint32_t>(signs[k]) << (7 * k);
       }
-      scales[ib] = scale;
-      max_scale = std::max(max_scale, scale);
-    }
-    std::memset(blk, 0, iq::Iq2xxs::bytes);
-    if (max_scale == 0) continue;
+    });
+    if (max_scale == 0) return;
     store_u16(blk + iq::Iq2xxs::d, float_to_half(iq::odd_scale_codes(max_scale, scales, q2 + 1, 2)));
     std::memcpy(blk + iq::Iq2xxs::qs, q2, sizeof q2);
-  }
+  });
 }
 
 }  // namespace ns::kernels::iq2_xxs

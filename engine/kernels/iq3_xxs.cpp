@@ -12,22 +12,12 @@
 namespace ns::kernels::iq3_xxs {
 namespace {
 
-// Sub-block v's sign/scale word: scale s in bits 28..31 for both halves,
-// x = d * (0.5 + s) * 0.5 * grid * sign; the dot uses ls = 2s + 1 and 1/4.
-struct Grid {
-  using L = iq::Iq3xxs;
-  static constexpr float kFactor = 0.25f;
-  static float dl(float d, const uint8_t* blk, int v, int) {
-    return d * (0.5f + static_cast<float>(iq::iq3xxs_signs_scale(blk, v) >> 28)) * 0.5f;
-  }
-  static int32_t ls(const uint8_t* blk, int v, int) {
-    return static_cast<int32_t>(2 * (iq::iq3xxs_signs_scale(blk, v) >> 28) + 1);
-  }
+// Scales and signs: iquant.h's XxsScales (x = d * (0.5 + s) * 0.5 * grid * sign, the dot 1/4).
+struct Grid : iq::XxsScales<iq::Iq3xxs, iq::iq3xxs_signs_scale, 0.5f, 0.25f> {
   static uint64_t magnitudes(const uint8_t* blk, int v, int l) {
     return iq::grid_pair(iq::kIq3xxsGrid[iq::iq3xxs_index(blk, v, 2 * l)],
                          iq::kIq3xxsGrid[iq::iq3xxs_index(blk, v, 2 * l + 1)]);
   }
-  static uint8_t signs(const uint8_t* blk, int v, int l) { return iq::signs7(iq::iq3xxs_signs_scale(blk, v), l); }
 };
 static_assert(Grid::L::bytes == kBlockBytes);
 

@@ -36,70 +36,30 @@ int snap(const iq::GridSearch& s, int8_t* L, const float* xval, const float* wau
   return e >= 0 ? e : iq::best_neighbour(s, u, xval, waux, scale, kOdd, L);
 }
 
+// 31 scales around max / 15; only the groups the best left off the grid are snapped again.
+constexpr iq::ScaleSearch kSearch{32, 4, kMaxQ, 15, 0.2f, true, kGroupMaxEps, false, levels, snap};
+
 }  // namespace
 
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq3xxs);
-  auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / iq::kElems; ++b, blk += iq::Iq3xxs::bytes) {
-    std::memset(blk, 0, iq::Iq3xxs::bytes);
-    const float* xbl = src + iq::kElems * b;
-    const float* qwb = importance ? importance + iq::kElems * b : nullptr;
+  iq::for_each_super_block(src, dst, n, importance, iq::Iq3xxs::bytes, 2.0f,
+                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint32_t sas[8] = {};
     float scales[8];
-    float max_scale = 0;
-    const float sigma2 = 2 * iq::sum_squares(xbl, iq::kElems) / static_cast<float>(iq::kElems);
-    for (int ib = 0; ib < 8; ++ib) {
-      const float* xb = xbl + 32 * ib;
-      float weight[32], waux[32], xval[32];
-      int8_t L[32] = {}, Laux[32];
-      uint8_t signs[4];
-      const float max = iq::fold_block(32, xb, qwb ? qwb + 32 * ib : nullptr, sigma2, weight, waux, xval, signs);
-      scales[ib] = 0;
-      if (max < kGroupMaxEps) continue;
-      float best = 0;
-      float scale = max / static_cast<float>(2 * kMaxQ - 1);
-      bool on_grid[8];
-      std::fill(std::begin(on_grid), std::end(on_grid), true);
-      for (int is = -15; is <= 15; ++is) {
-        const float id = (static_cast<float>(2 * kMaxQ - 1) + static_cast<float>(is) * 0.2f) / max;
-        const float this_scale = 1 / id;
-        bool on_grid_aux[8];
-        for (int k = 0; k < 8; ++k) {
-          levels(xval + 4 * k, id, Laux + 4 * k);
-          on_grid_aux[k] = s.on_grid(iq::grid_key(s, Laux + 4 * k)) >= 0;
-          snap(s, Laux + 4 * k, xval + 4 * k, waux + 4 * k, this_scale);
-        }
-        if (iq::take_better_fit(32, xval, weight, Laux, scale, best, L)) {
-          std::copy(std::begin(on_grid_aux), std::end(on_grid_aux), std::begin(on_grid));
-        }
-      }
-      if (std::count(std::begin(on_grid), std::end(on_grid), false) > 0 && scale > 0) {
-        const float id = 1 / scale;
-        for (int k = 0; k < 8; ++k) {
-          if (on_grid[k]) continue;
-          levels(xval + 4 * k, id, L + 4 * k);
-          snap(s, L + 4 * k, xval + 4 * k, waux + 4 * k, scale);
-        }
-        iq::refit_scale(32, xval, weight, L, scale);
-      }
-      iq::unsign_scale(scale, signs, 4);
-      for (int k = 0; k < 8; ++k) {
-        const int e = iq::final_entry(s, L + 4 * k, "IQ3_XXS");
-        blk[iq::Iq3xxs::qs + 8 * ib + k] = static_cast<uint8_t>(e);
-      }
+    const float max_scale = iq::fit_sub_blocks(s, kSearch, xbl, qwb, sigma2, "IQ3_XXS", scales,
+                                               [&](int ib, const int* e, const uint8_t* signs) {
+      for (int k = 0; k < 8; ++k) blk[iq::Iq3xxs::qs + 8 * ib + k] = static_cast<uint8_t>(e[k]);
       sas[ib] = signs[0] | (signs[1] << 7) | (signs[2] << 14) | (static_cast<uint32_t>(signs[3]) << 21);
-      scales[ib] = scale;
-      max_scale = std::max(max_scale, scale);
-    }
+    });
     if (max_scale == 0) {
       std::memset(blk, 0, iq::Iq3xxs::bytes);
-      continue;
+      return;
     }
     const float d = iq::odd_scale_codes(max_scale, scales, sas, 1);
     store_u16(blk + iq::Iq3xxs::d, float_to_half(d * 1.0125f));
     std::memcpy(blk + iq::Iq3xxs::sas, sas, sizeof sas);
-  }
+  });
 }
 
 }  // namespace ns::kernels::iq3_xxs

@@ -295,6 +295,56 @@ bool take_better_fit(int n, const float* xval, const float* weight, const int8_t
   return true;
 }
 
+void search_scale(const GridSearch& s, const ScaleSearch& p, float max, const float* xval, const float* weight,
+                  const float* waux, int8_t* L, float& scale) {
+  const int groups = p.n / p.group;
+  int8_t Laux[32];
+  bool on_grid[8];
+  std::fill(on_grid, on_grid + groups, p.track_on_grid);
+  float best = 0;
+  for (int is = -p.steps; is <= p.steps; ++is) {
+    const float id = (static_cast<float>(2 * p.max_q - 1) + static_cast<float>(is) * p.step) / max;
+    const float this_scale = 1 / id;
+    bool on_grid_aux[8];
+    for (int k = 0; k < groups; ++k) {
+      int8_t* Lk = Laux + p.group * k;
+      p.levels(xval + p.group * k, id, Lk);
+      if (p.track_on_grid) on_grid_aux[k] = s.on_grid(grid_key(s, Lk)) >= 0;
+      p.snap(s, Lk, xval + p.group * k, waux + p.group * k, this_scale);
+    }
+    if (take_better_fit(p.n, xval, weight, Laux, scale, best, L) && p.track_on_grid)
+      std::copy(on_grid_aux, on_grid_aux + groups, on_grid);
+  }
+  if (std::count(on_grid, on_grid + groups, false) == 0 || !(scale > 0)) return;
+  const float id = 1 / scale;
+  for (int k = 0; k < groups; ++k) {
+    if (on_grid[k]) continue;
+    p.levels(xval + p.group * k, id, L + p.group * k);
+    p.snap(s, L + p.group * k, xval + p.group * k, waux + p.group * k, scale);
+  }
+  refit_scale(p.n, xval, weight, L, scale);
+}
+
+bool fit_sub_block(const GridSearch& s, const ScaleSearch& p, const float* xb, const float* importance, float sigma2,
+                   const char* format, float& scale, int* entries, uint8_t* signs) {
+  float weight[32], waux[32], xval[32];
+  int8_t L[32] = {};
+  const float max = fold_block(p.n, xb, importance, sigma2, weight, waux, xval, signs);
+  if (max < p.group_max_eps) return false;
+  float search_max = max;
+  if (p.qp_start) {
+    scale = make_qp_quants(p.n, p.max_q + 1, xval, reinterpret_cast<uint8_t*>(L), weight);
+    search_max = scale * p.max_q;
+    if (search_max <= 0) return false;
+  } else {
+    scale = max / static_cast<float>(2 * p.max_q - 1);
+  }
+  search_scale(s, p, search_max, xval, weight, waux, L, scale);
+  unsign_scale(scale, signs, p.n / 8);
+  for (int k = 0; k < p.n / p.group; ++k) entries[k] = final_entry(s, L + p.group * k, format);
+  return true;
+}
+
 float odd_scale_codes(float max_scale, const float* scales, uint32_t* words, int stride) {
   const float d = max_scale / 31;
   const float id = 1 / d;

@@ -14,8 +14,10 @@
 // are the magnitudes 0x08, 0x19, 0x2b; for IQ1_S / IQ1_M the values -1, 0, 1.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "engine/kernels/iquant.h"
@@ -78,6 +80,23 @@ void importance_weights(int n, const float* importance, const float* x, float si
 // The sum of x[i]^2 over a super-block of 256, in order.
 float sum_squares(const float* x, int n);
 
+// The super-block loop of the i-quant quantizers: block b (the 256 values
+// x = src + 256 b and their importance, null where there is none) into the
+// `bytes` bytes at blk, zeroed first, by quantize_block(blk, x, importance,
+// sigma2) with sigma2 = sigma2_scale * sum(x^2) / 256 (ggml's weight spread:
+// 1 for IQ2_XXS / IQ2_XS, 2 for IQ1_S / IQ1_M / IQ3_XXS).
+template <class Fn>
+void for_each_super_block(const float* src, void* dst, int64_t n, const float* importance, size_t bytes,
+                          float sigma2_scale, Fn&& quantize_block) {
+  auto* blk = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / kElems; ++b, blk += bytes) {
+    std::memset(blk, 0, bytes);
+    const float* x = src + kElems * b;
+    const float sigma2 = sigma2_scale * sum_squares(x, kElems) / static_cast<float>(kElems);
+    quantize_block(blk, x, importance ? importance + kElems * b : nullptr, sigma2);
+  }
+}
+
 // IQ1_S / IQ1_M: the element indices of x[0..n) (n <= 32) in ascending order
 // of value, through qsort over (value, index) pairs as ggml sorts them (so
 // ties come out as the C library orders them there too).
@@ -118,6 +137,53 @@ void refit_scale(int n, const float* xval, const float* weight, const int8_t* L,
 // scale * sumqx and L = Laux. Returns whether it did.
 bool take_better_fit(int n, const float* xval, const float* weight, const int8_t* Laux, float& scale, float& best,
                      int8_t* L);
+// IQ2_XXS / IQ2_XS / IQ3_XXS: ggml's scale search over a block of n folded
+// magnitudes xval, in groups of `group`. Every trial id = (2 max_q - 1 +
+// is * step) / max, is in -steps..steps, fits each group's levels
+// (levels(xval, id, L)) and snaps them to the grid (snap(s, L, xval, waux,
+// 1 / id)); take_better_fit keeps the best in L and scale (which come in as
+// the fit to beat). Then the groups the best fit left off the grid (every
+// group unless track_on_grid, IQ2_XXS) are fitted and snapped again under
+// its scale, and the scale refit (refit_scale), unless it is not positive.
+struct ScaleSearch {
+  int n, group, max_q, steps;
+  float step;
+  bool track_on_grid;
+  float group_max_eps;  // fit_sub_block: a block whose largest magnitude is below it stays zero
+  bool qp_start;        // fit_sub_block: search around make_qp_quants's fit (IQ2_XXS), else max / (2 max_q - 1)
+  void (*levels)(const float* xval, float id, int8_t* L);
+  int (*snap)(const GridSearch& s, int8_t* L, const float* xval, const float* waux, float scale);
+};
+void search_scale(const GridSearch& s, const ScaleSearch& p, float max, const float* xval, const float* weight,
+                  const float* waux, int8_t* L, float& scale);
+// IQ2_XXS / IQ2_XS / IQ3_XXS: one block of p.n values xb with its importance
+// (or null): signs folded (fold_block), the scale searched (search_scale)
+// from the start p.qp_start names and made positive (unsign_scale), and each
+// group's grid entry (final_entry, naming `format`) into entries, its 7 sign
+// bits into signs (one per 8 values). Returns false, with scale and entries
+// unset, for a block below p.group_max_eps or a non-positive qp_start fit.
+bool fit_sub_block(const GridSearch& s, const ScaleSearch& p, const float* xb, const float* importance, float sigma2,
+                   const char* format, float& scale, int* entries, uint8_t* signs);
+// fit_sub_block over the 256 / p.n blocks of a super-block (x, importance or
+// null, sigma2): scales[ib] the fitted scale (0 where it fits none), and
+// store(ib, entries, signs) for each fitted block. Returns the largest scale.
+template <class Store>
+float fit_sub_blocks(const GridSearch& s, const ScaleSearch& p, const float* x, const float* importance, float sigma2,
+                     const char* format, float* scales, Store&& store) {
+  float max_scale = 0;
+  for (int ib = 0; ib < kElems / p.n; ++ib) {
+    float scale;
+    int entries[8];
+    uint8_t signs[4];
+    scales[ib] = 0;
+    const float* w = importance ? importance + p.n * ib : nullptr;
+    if (!fit_sub_block(s, p, x + p.n * ib, w, sigma2, format, scale, entries, signs)) continue;
+    store(ib, entries, signs);
+    scales[ib] = scale;
+    max_scale = std::max(max_scale, scale);
+  }
+  return max_scale;
+}
 // IQ2_XXS / IQ3_XXS: the super-block scale d = max_scale / 31 (returned) and
 // the 4-bit code odd_level(scale, 1 / d, 15) of each of the 8 sub-block scales
 // in bits 28..31 of its word, words[stride * ib].

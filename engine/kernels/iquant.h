@@ -290,6 +290,22 @@ struct Iq2HalfScales {
   static int32_t ls(const uint8_t* blk, int v, int half) { return 2 * iq2_half_scale(blk + L::scales, v, half) + 1; }
 };
 
+// IQ2_XXS, IQ3_XXS (layout L): sub-block v's sign/scale word (SignsScale)
+// holds the 7-bit signs of its groups and one scale s in bits 28..31 for both
+// halves; x = d * (0.5 + s) * kDl * grid * sign, the dot uses 2s + 1 and
+// kDotFactor. A signed_grid decoder's scale and sign part: the format adds
+// its grid.
+template <class Layout, uint32_t (*SignsScale)(const uint8_t*, int), float kDl, float kDotFactor>
+struct XxsScales {
+  using L = Layout;
+  static constexpr float kFactor = kDotFactor;
+  static float dl(float d, const uint8_t* blk, int v, int) {
+    return d * (0.5f + static_cast<float>(SignsScale(blk, v) >> 28)) * kDl;
+  }
+  static int32_t ls(const uint8_t* blk, int v, int) { return static_cast<int32_t>(2 * (SignsScale(blk, v) >> 28) + 1); }
+  static uint8_t signs(const uint8_t* blk, int v, int l) { return signs7(SignsScale(blk, v), l); }
+};
+
 // The 8 magnitudes of group l of an IQ3 sub-block: grid entries (4 bytes) of
 // its groups of 4, 2l and 2l + 1, as one word.
 static inline uint64_t grid_pair(uint32_t lo, uint32_t hi) { return lo | (static_cast<uint64_t>(hi) << 32); }

@@ -14,15 +14,6 @@ using K = kq_simd::Kernels<D, kq_simd::Avx2, 4, 2, 4>;
 
 }  // namespace
 
-float q2_k_avx2::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q2K>::vec_dot(w, x, n); }
-void q2_k_avx2::tile(const Tile& t) { K<kq_simd::Q2K>::tile(t); }
-float q3_k_avx2::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q3K>::vec_dot(w, x, n); }
-void q3_k_avx2::tile(const Tile& t) { K<kq_simd::Q3K>::tile(t); }
-float q4_k_avx2::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q4K>::vec_dot(w, x, n); }
-void q4_k_avx2::tile(const Tile& t) { K<kq_simd::Q4K>::tile(t); }
-float q5_k_avx2::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q5K>::vec_dot(w, x, n); }
-void q5_k_avx2::tile(const Tile& t) { K<kq_simd::Q5K>::tile(t); }
-float q6_k_avx2::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q6K>::vec_dot(w, x, n); }
-void q6_k_avx2::tile(const Tile& t) { K<kq_simd::Q6K>::tile(t); }
+NS_KQUANT_SIMD_ENTRY_POINTS(avx2)
 
 }  // namespace ns::kernels

@@ -199,7 +199,11 @@ struct K4Common {
     return row;
   }
   static Tok token(const uint8_t* xt) { return avx2::q8k_sums32(xt + XL::bsums); }
-  static __m256i scale(const Row& row, int v) { return _mm256_shuffle_epi8(row.scales, avx2::pick_one(v)); }
+  // Sub-block v: its levels (D::levels) and its scale.
+  [[gnu::always_inline]] static void decode(const Row& row, const uint8_t* wr, int v, __m256i* q, __m256i* sc) {
+    *q = D::levels(wr, v);
+    *sc = _mm256_shuffle_epi8(row.scales, avx2::pick_one(v));
+  }
 };
 
 // Q4_K: the mins go into a 4-lane float accumulator with -d_x dmin_w; the
@@ -207,10 +211,7 @@ struct K4Common {
 struct Q4K : K4Common<Q4K> {
   using L = kq::Q4K;
   using Mins = __m128;
-  [[gnu::always_inline]] static void decode(const Row& row, const uint8_t* wr, int v, __m256i* q, __m256i* sc) {
-    *q = k4_nibbles(wr + L::qs, v);
-    *sc = scale(row, v);
-  }
+  [[gnu::always_inline]] static __m256i levels(const uint8_t* wr, int v) { return k4_nibbles(wr + L::qs, v); }
   static void epilogue(__m256* acc, __m128* acc_m, const Row& row, const uint8_t* wr, float dx, Tok sums32,
                        __m256i sum) {
     const __m128 m = _mm_cvtepi32_ps(_mm_madd_epi16(row.mins, sums32));
@@ -230,9 +231,8 @@ struct Q4K : K4Common<Q4K> {
 struct Q5K : K4Common<Q5K> {
   using L = kq::Q5K;
   using Mins = float;
-  [[gnu::always_inline]] static void decode(const Row& row, const uint8_t* wr, int v, __m256i* q, __m256i* sc) {
-    *q = _mm256_or_si256(k4_nibbles(wr + L::qs, v), move_bit(load256(wr + L::qh), v, 4));
-    *sc = scale(row, v);
+  [[gnu::always_inline]] static __m256i levels(const uint8_t* wr, int v) {
+    return _mm256_or_si256(k4_nibbles(wr + L::qs, v), move_bit(load256(wr + L::qh), v, 4));
   }
   static void epilogue(__m256* acc, float* acc_m, const Row& row, const uint8_t* wr, float dx, Tok sums32,
                        __m256i sum) {
@@ -333,3 +333,18 @@ using Kernels = avx2::MicroKernels<Bind<D, E>::template M, kRowsSingle, kRowsBat
 
 }  // namespace
 }  // namespace ns::kernels::kq_simd
+
+// The vec_dot and tile of every K-quant on one ISA (formats.h's q2_k_<isa> ..
+// q6_k_<isa>), with K<D> that ISA's kq_simd::Kernels for decoder D
+// (kquant_avx2.cpp, kquant_avx512.cpp).
+#define NS_KQUANT_SIMD_ENTRY_POINTS(isa)                                                                           \
+  float q2_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q2K>::vec_dot(w, x, n); } \
+  void q2_k_##isa::tile(const Tile& t) { K<kq_simd::Q2K>::tile(t); }                                               \
+  float q3_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q3K>::vec_dot(w, x, n); } \
+  void q3_k_##isa::tile(const Tile& t) { K<kq_simd::Q3K>::tile(t); }                                               \
+  float q4_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q4K>::vec_dot(w, x, n); } \
+  void q4_k_##isa::tile(const Tile& t) { K<kq_simd::Q4K>::tile(t); }                                               \
+  float q5_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q5K>::vec_dot(w, x, n); } \
+  void q5_k_##isa::tile(const Tile& t) { K<kq_simd::Q5K>::tile(t); }                                               \
+  float q6_k_##isa::vec_dot(const void* w, const void* x, int64_t n) { return K<kq_simd::Q6K>::vec_dot(w, x, n); } \
+  void q6_k_##isa::tile(const Tile& t) { K<kq_simd::Q6K>::tile(t); }

@@ -3,7 +3,6 @@
 // against it, and s carries the activations' block sum that their min needs.
 // Scalar reference.
 #include "engine/kernels/block32.h"
-#include "engine/kernels/half.h"
 
 namespace ns::kernels::q8_1 {
 
@@ -11,14 +10,6 @@ void dequantize(const void* src, float* dst, int64_t n) { block32::dequantize<bl
 
 // ggml's quantize_row_q8_1_ref: as Q8_0 (d = amax / 127, round half away
 // from zero), plus s = fp16(sum(q) * d).
-void quantize(const float* src, void* dst, int64_t n) {
-  auto* blk = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / kBlockElems; ++b, blk += kBlockBytes, src += kBlockElems) {
-    int sum;
-    const float d = block32::quantize_q8(src, reinterpret_cast<int8_t*>(blk + 4), &sum);
-    store_u16(blk, float_to_half(d));
-    store_u16(blk + 2, float_to_half(static_cast<float>(sum) * d));
-  }
-}
+void quantize(const float* src, void* dst, int64_t n) { block32::quantize_q8_row<true>(src, dst, n); }
 
 }  // namespace ns::kernels::q8_1
