@@ -202,16 +202,9 @@ Job read_job(const Row& row, const std::string& db) {
 }
 
 AttemptRecord read_attempt(const Row& row, int first) {
-  AttemptRecord a;
-  a.attempt = static_cast<int32_t>(row.int64(first));
-  a.worker = row.text(first + 1);
-  a.started_ms = row.int64(first + 2);
-  a.ended_ms = row.int64(first + 3);
-  a.resumed_tokens = static_cast<int32_t>(row.int64(first + 4));
-  a.outcome = row.text(first + 5);
-  a.error_kind = row.text(first + 6);
-  a.error = row.text(first + 7);
-  return a;
+  using A = AttemptRecord;
+  return read_columns<A>(row, first, &A::attempt, &A::worker, &A::started_ms, &A::ended_ms, &A::resumed_tokens,
+                         &A::outcome, &A::error_kind, &A::error);
 }
 
 std::string final_states_csv(const std::vector<JobState>& states) {
@@ -224,15 +217,9 @@ std::string final_states_csv(const std::vector<JobState>& states) {
 }
 
 WorkerInfo read_worker(const Row& row) {
-  WorkerInfo w;
-  w.id = row.text(0);
-  w.host = row.text(1);
-  w.pid = row.int64(2);
-  w.model = row.text(3);
-  w.version = row.text(4);
-  w.started_ms = row.int64(5);
-  w.heartbeat_ms = row.int64(6);
-  w.stopped_ms = row.int64(7);
+  using W = WorkerInfo;
+  W w = read_columns<W>(row, 0, &W::id, &W::host, &W::pid, &W::model, &W::version, &W::started_ms,
+                        &W::heartbeat_ms, &W::stopped_ms);
   w.problem = row.text(9);  // column 8, jobs, is read by the backend (JSON text or an array)
   return w;
 }
@@ -242,16 +229,9 @@ const char* const kSelectMigrationMark = R"(
     FROM queue_migrations )";
 
 Queue::MigrationMark read_migration_mark(const Row& row) {
-  Queue::MigrationMark m;
-  m.source = row.text(0);
-  m.keep_ids = row.boolean(1);
-  m.started_ms = row.int64(2);
-  m.updated_ms = row.int64(3);
-  m.finished_ms = row.int64(4);
-  m.last_source_id = row.int64(5);
-  m.copied = row.int64(6);
-  m.skipped = row.int64(7);
-  return m;
+  using M = Queue::MigrationMark;
+  return read_columns<M>(row, 0, &M::source, &M::keep_ids, &M::started_ms, &M::updated_ms, &M::finished_ms,
+                         &M::last_source_id, &M::copied, &M::skipped);
 }
 
 }  // namespace ns::jobs

@@ -23,6 +23,22 @@ class Row {
   virtual bool boolean(int col) const = 0;
 };
 
+// One column into a field, by the field's type.
+inline void read_column(const Row& row, int col, int64_t& v) { v = row.int64(col); }
+inline void read_column(const Row& row, int col, int32_t& v) { v = static_cast<int32_t>(row.int64(col)); }
+inline void read_column(const Row& row, int col, std::string& v) { v = row.text(col); }
+inline void read_column(const Row& row, int col, bool& v) { v = row.boolean(col); }
+
+// A T whose `fields` are read from consecutive columns from `first`, in the
+// order listed (the SELECT's column order, stated once beside it).
+template <class T, class... F>
+T read_columns(const Row& row, int first, F T::*... fields) {
+  T out;
+  int col = first;
+  (read_column(row, col++, out.*fields), ...);  // a comma fold runs left to right
+  return out;
+}
+
 // Column order shared by every job SELECT and read_job(); add the WHERE.
 extern const char* const kSelectJob;
 

@@ -11,17 +11,9 @@
 namespace ns::jobs {
 
 Orphan read_orphan(const Row& row) {
-  Orphan o;
-  o.id = row.int64(0);
-  o.attempt = static_cast<int32_t>(row.int64(1));
-  o.attempts = static_cast<int32_t>(row.int64(2));
-  o.max_attempts = static_cast<int32_t>(row.int64(3));
-  o.cancel_requested = row.boolean(4);
-  o.worker = row.text(5);
-  o.lease_expires_ms = row.int64(6);
-  o.run_alone = row.boolean(7);
-  o.shared = row.boolean(8);
-  return o;
+  return read_columns<Orphan>(row, 0, &Orphan::id, &Orphan::attempt, &Orphan::attempts, &Orphan::max_attempts,
+                              &Orphan::cancel_requested, &Orphan::worker, &Orphan::lease_expires_ms,
+                              &Orphan::run_alone, &Orphan::shared);
 }
 
 const char* const kSharedCrash = R"(EXISTS (

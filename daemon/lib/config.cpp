@@ -104,6 +104,14 @@ Option int_option(const char* name, const char* default_value, long long min, lo
           same_member(member)};
 }
 
+// A row for a string key stored in `member` whose value must be one of `allowed`.
+Option choice_option(const char* name, const char* default_value, std::vector<std::string> allowed, bool reloadable,
+                     const char* doc, std::string Config::*member) {
+  return {{name, "string", default_value, doc, reloadable},
+          [=](Config& c, const YAML::Node& n, const Context& ctx) { c.*member = one_of(ctx, n, name, allowed); },
+          same_member(member)};
+}
+
 // The one table of options. examples/config.yaml documents each of them (a
 // unit test keeps the two in step).
 const std::vector<Option>& option_table() {
@@ -147,12 +155,10 @@ const std::vector<Option>& option_table() {
          }
        },
        same_member(&Config::memory_budget)},
-      {{"io_mode", "string", "uring",
-        "how routed experts are read: uring (io_uring, O_DIRECT), pread (threads), mmap (page cache baseline)", true},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         c.io_mode = one_of(ctx, n, "io_mode", {"uring", "pread", "mmap"});
-       },
-       same_member(&Config::io_mode)},
+      choice_option("io_mode", "uring", {"uring", "pread", "mmap"}, true,
+                    "how routed experts are read: uring (io_uring, O_DIRECT), pread (threads), mmap (page cache "
+                    "baseline)",
+                    &Config::io_mode),
       {{"cpu_features", "string", "auto",
         "which compute kernels run: auto (the best this CPU has), avx512 (AVX-512 with VNNI), avx2 or scalar "
         "(the reference); a path the CPU lacks is an error naming what it has. For comparisons and tests",
@@ -177,20 +183,13 @@ const std::vector<Option>& option_table() {
                  "rows of the KV cache while kept, and one sequence's recurrent state on KDA/delta-net models; "
                  "0 = off (applies at the next model load)",
                  &Config::prefix_cache),
-      {{"claim_models", "string", "any",
-        "which jobs this daemon claims: any (a job naming a model not under models: goes back to the queue, and "
-        "the daemon says so) or "
-        "configured (only jobs for its own models; for fleets whose machines hold different models)",
-        true},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         c.claim_models = one_of(ctx, n, "claim_models", {"any", "configured"});
-       },
-       same_member(&Config::claim_models)},
-      {{"log_level", "string", "info", "trace, debug, info, warn, error, critical or off", true},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         c.log_level = one_of(ctx, n, "log_level", log_level_names());
-       },
-       same_member(&Config::log_level)},
+      choice_option("claim_models", "any", {"any", "configured"}, true,
+                    "which jobs this daemon claims: any (a job naming a model not under models: goes back to the "
+                    "queue, and the daemon says so) or "
+                    "configured (only jobs for its own models; for fleets whose machines hold different models)",
+                    &Config::claim_models),
+      choice_option("log_level", "info", log_level_names(), true, "trace, debug, info, warn, error, critical or off",
+                    &Config::log_level),
       int_option("poll_interval_ms", "1000", 10, 3'600'000, true,
                     "how long an idle daemon waits before looking for new jobs", &Config::poll_interval_ms),
       {{"worker_id", "string", "\"\"", "name written to jobs.worker; empty = hostname:pid", false},
@@ -217,19 +216,13 @@ const std::vector<Option>& option_table() {
                  &Config::stall_timeout_ms),
       int_option("busy_timeout_ms", "5000", 0, 3'600'000, false,
                     "how long a database write waits for another process's lock before it is retried later", &Config::busy_timeout_ms),
-      {{"synchronous", "string", "full",
-        "full: every commit is on disk when it returns; normal: faster, a power cut may undo the last commits",
-        false},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         c.synchronous = one_of(ctx, n, "synchronous", {"full", "normal"});
-       },
-       same_member(&Config::synchronous)},
-      {{"integrity_check", "string", "quick",
-        "database check at start-up: quick (pages and rows), full (also indexes; slower) or off", false},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         c.integrity_check = one_of(ctx, n, "integrity_check", {"quick", "full", "off"});
-       },
-       same_member(&Config::integrity_check)},
+      choice_option("synchronous", "full", {"full", "normal"}, false,
+                    "full: every commit is on disk when it returns; normal: faster, a power cut may undo the last "
+                    "commits",
+                    &Config::synchronous),
+      choice_option("integrity_check", "quick", {"quick", "full", "off"}, false,
+                    "database check at start-up: quick (pages and rows), full (also indexes; slower) or off",
+                    &Config::integrity_check),
   };
   return kOptions;
 }

@@ -1,7 +1,9 @@
 #include "engine/layers/gated_delta_net.h"
 
 #include <cmath>
+#include <string_view>
 
+#include "engine/layers/layer_shape.h"
 #include "engine/ops.h"
 #include "common/error.h"
 
@@ -14,24 +16,22 @@
 namespace ns {
 namespace {
 
+constexpr std::string_view kLayer = "Gated DeltaNet layer";
+
 [[noreturn]] void bad_shape(const std::string& what) {
-  throw Error(ErrorKind::bad_model, "Gated DeltaNet layer: " + what);
+  throw Error(ErrorKind::bad_model, std::string(kLayer) + ": " + what);
 }
 
 }  // namespace
 
 GdnShape gdn_shape(const Hparams& hp) {
   GdnShape sh;
-  sh.n_v_head = hp.ssm_dt_rank;
-  sh.n_k_head = hp.ssm_n_group;
-  sh.head_dim = hp.ssm_d_state;
-  sh.d_conv = hp.ssm_d_conv;
+  sh.head_dim = required_key(hp, hp.ssm_d_state, "ssm.state_size", kLayer);
+  sh.n_k_head = required_key(hp, hp.ssm_n_group, "ssm.group_count", kLayer);
+  sh.n_v_head = required_key(hp, hp.ssm_dt_rank, "ssm.time_step_rank", kLayer);
+  sh.d_conv = required_key(hp, hp.ssm_d_conv, "ssm.conv_kernel", kLayer);
   sh.rms_eps = hp.rms_eps;
   const std::string a = hp.arch + ".";
-  if (sh.head_dim <= 0) bad_shape("metadata key '" + a + "ssm.state_size' is missing or 0");
-  if (sh.n_k_head <= 0) bad_shape("metadata key '" + a + "ssm.group_count' is missing or 0");
-  if (sh.n_v_head <= 0) bad_shape("metadata key '" + a + "ssm.time_step_rank' is missing or 0");
-  if (sh.d_conv <= 0) bad_shape("metadata key '" + a + "ssm.conv_kernel' is missing or 0");
   if (sh.n_v_head % sh.n_k_head != 0)
     bad_shape(a + "ssm.time_step_rank (" + std::to_string(sh.n_v_head) + " value heads) must be a multiple of " + a +
               "ssm.group_count (" + std::to_string(sh.n_k_head) + " key heads)");

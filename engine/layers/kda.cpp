@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <string_view>
 
 #include "engine/layers/delta_rule.h"
+#include "engine/layers/layer_shape.h"
 #include "engine/ops.h"
 #include "engine/sequence_state.h"
 #include "common/error.h"
@@ -16,18 +18,16 @@
 namespace ns {
 namespace {
 
-[[noreturn]] void bad_shape(const std::string& what) { throw Error(ErrorKind::bad_model, "KDA layer: " + what); }
+constexpr std::string_view kLayer = "KDA layer";
 
 }  // namespace
 
 KdaShape kda_shape(const Hparams& hp) {
   KdaShape sh;
   sh.n_head = hp.n_head;
-  sh.head_dim = hp.kda_head_dim;
-  sh.d_conv = hp.ssm_d_conv;
+  sh.head_dim = required_key(hp, hp.kda_head_dim, "kda.head_dim", kLayer);
+  sh.d_conv = required_key(hp, hp.ssm_d_conv, "ssm.conv_kernel", kLayer);
   sh.rms_eps = hp.rms_eps;
-  if (sh.head_dim <= 0) bad_shape("metadata key '" + hp.arch + ".kda.head_dim' is missing or 0");
-  if (sh.d_conv <= 0) bad_shape("metadata key '" + hp.arch + ".ssm.conv_kernel' is missing or 0");
   sh.lower_bound_gate = std::isfinite(hp.kda_gate_lower_bound);
   sh.gate_lower_bound = sh.lower_bound_gate ? hp.kda_gate_lower_bound : 0.0f;
   return sh;
