@@ -43,7 +43,7 @@ constexpr Entry kArchitectures[] = {
     {"llama", plain<make_llama>, llama_tensors, &llama_traits},
     {"deepseek2", mla<make_deepseek2>, deepseek2_tensors, &deepseek2_traits},
     {"kimi-linear", mla<make_kimi_linear>, kimi_linear_tensors, &kimi_hybrid_traits},
-    {"kimi-k3", mla<make_kimi_k3>, kimi_k3_tensors, &kimi_hybrid_traits},
+    {"kimi-k3", mla<make_kimi_k3>, kimi_k3_tensors, &kimi_k3_traits},
     {"qwen2moe", plain<make_qwen_moe>, qwen_moe_tensors, &qwen_moe_traits},
     {"qwen3moe", plain<make_qwen_moe>, qwen_moe_tensors, &qwen_moe_traits},
     {"qwen3next", plain<make_qwen_next>, qwen_next_tensors, &qwen3next_traits},

@@ -152,21 +152,6 @@ void read_gated_delta_net(const gguf::GgufFile& f, const std::string& a, Hparams
   h.ssm_d_inner = optional_count(f, a + "ssm.inner_size", 1 << 24);
 }
 
-// kimi-k3's additions: attention residual blocks, latent experts, situ betas.
-void read_kimi_k3(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
-  h.attn_res_block_size = optional_count(f, a + "attn_res.block_size", static_cast<uint64_t>(h.n_layer));
-  h.n_expert_latent = optional_count(f, a + "expert_latent_length", 1 << 20);
-  if (f.has(a + "activation.situ_beta")) {
-    h.situ_beta = static_cast<float>(f.get_f64(a + "activation.situ_beta"));
-    if (!(h.situ_beta > 0 && h.situ_beta < 1e6)) bad(f, a + "activation.situ_beta", "must be in (0, 1e6)");
-  }
-  if (f.has(a + "activation.situ_linear_beta")) {
-    h.situ_linear_beta = static_cast<float>(f.get_f64(a + "activation.situ_linear_beta"));
-    if (!(h.situ_linear_beta < 1e6)) bad(f, a + "activation.situ_linear_beta", "must be below 1e6 (<= 0: off)");
-    if (h.situ_beta <= 0) bad(f, a + "activation.situ_beta", "is missing: situ_linear_beta needs it");
-  }
-}
-
 // Sliding-window attention: the window, which layers use it, their RoPE base.
 void read_sliding_window(const gguf::GgufFile& f, const std::string& a, const ArchTraits& traits, Hparams& h) {
   h.rope_base_swa = static_cast<float>(f.get_f64_or(a + "rope.freq_base_swa", h.rope_base));
@@ -244,7 +229,6 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   }
   read_mla(f, a, h);
   read_kda(f, a, h);
-  read_kimi_k3(f, a, h);
   read_gated_delta_net(f, a, h);
   if (traits.read_keys != nullptr) traits.read_keys(f, a, h);
   read_sliding_window(f, a, traits, h);

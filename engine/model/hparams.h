@@ -121,7 +121,7 @@ struct Hparams {
   // rope.dimension_sections (imrope's interleaved sections: qwen35moe; all 0: absent).
   int64_t rope_sections[4] = {0, 0, 0, 0};
 
-  // kimi-k3 (llama.cpp's src/models/kimi-k3.cpp).
+  // kimi-k3 (llama.cpp's src/models/kimi-k3.cpp; its file reads these: ArchTraits::read_keys).
   int64_t attn_res_block_size = 0;  // attn_res.block_size: cross-layer attention residuals every N layers (0: off)
   int64_t n_expert_latent = 0;      // expert_latent_length: routed experts' width (0: n_embd, no latent MoE)
   // activation.situ_beta / situ_linear_beta: the situ activation's betas
