@@ -1,7 +1,9 @@
 // One file per architecture: each describes its tensors once, in a table
 // (engine/model/tensor_table.h) that its loader, the memory plan and
 // nightshift-make-model read, and computes one transformer layer over a batch.
-// Adding one: its file, its tests and one line in registry.cpp.
+// Its quirks are settings it fills (ArchTraits, engine/model/hparams.h), not
+// branches on its name in shared code. Adding one: its file, its tests and one
+// line in registry.cpp.
 // Embedding lookup, the final norm and the output head are shared (model.cpp).
 #pragma once
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "engine/arch/deepseek2.h"
+#include "engine/arch/layer_stack.h"
 #include "engine/layers/ffn.h"
 #include "engine/layers/mla_attention.h"
-#include "engine/layers/residual.h"
 #include "engine/ops.h"
 #include "common/error.h"
 
@@ -45,12 +45,12 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<Deepseek2Layer>& la
   });
 }
 
-class Deepseek2 final : public Architecture {
+class Deepseek2 final : public LayerStack<Deepseek2Layer> {
  public:
   // Files with the fused attn_kv_b cache the latent unless told otherwise,
   // like split files (a fraction of the memory); `expanded_cache` runs them as
   // the reference does (the conformance goldens are such files).
-  Deepseek2(const Hparams& hp, TensorLoader& t, bool expanded_cache) : hp_(hp), sh_(mla_shape(hp)) {
+  Deepseek2(const Hparams& hp, TensorLoader& t, bool expanded_cache) : LayerStack(hp), sh_(mla_shape(hp)) {
     const bool fused = !hp.is_mla();
     sh_.expanded_cache = fused && expanded_cache;
     if (fused)
@@ -74,17 +74,13 @@ class Deepseek2 final : public Architecture {
     return b;
   }
 
-  void layer(int64_t il, ForwardState& s) override {
-    const Deepseek2Layer& L = layers_[static_cast<size_t>(il)];
-    attention_ffn_layer(
-        s, L.attn_norm, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { mla_attention(L.attn, sh_, il, s); },
-        [&] { deepseek_ffn(L.ffn, s); });
-  }
-
  private:
-  Hparams hp_;
+  void attention(const Deepseek2Layer& L, int64_t il, ForwardState& s) const override {
+    mla_attention(L.attn, sh_, il, s);
+  }
+  void ffn(const Deepseek2Layer& L, ForwardState& s) const override { deepseek_ffn(L.ffn, s); }
+
   MlaShape sh_;
-  std::vector<Deepseek2Layer> layers_;
 };
 
 }  // namespace
@@ -94,5 +90,10 @@ std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& lo
 }
 
 void deepseek2_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
+
+// The reference reads deepseek2's rope.scaling.yarn_log_multiplier as
+// 0.1 * mscale_all_dim and moves YaRN's magnitude to the softmax scale (mla_shape).
+// Files written before expert_gating_func existed use softmax (the default).
+const ArchTraits deepseek2_traits = {.yarn_mscale = YarnMscale::mscale_all_dim};
 
 }  // namespace ns

@@ -17,17 +17,16 @@
 #include <vector>
 
 #include "engine/arch/glm4_moe.h"
+#include "engine/arch/layer_stack.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
-#include "engine/layers/residual.h"
-#include "engine/layers/yarn_rope.h"
 #include "common/error.h"
 
 namespace ns {
 namespace {
 
 struct Glm4MoeLayer {
-  std::vector<float> attn_norm, post_attn_norm;
+  std::vector<float> attn_norm, ffn_norm;  // ffn_norm: post_attention_norm.weight
   GqaWeights attn;
   GqaExtras extras;
   DeepseekFfn ffn;
@@ -51,7 +50,7 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<Glm4MoeLayer>& laye
     // Per-head Q/K norms when the file has them (GLM-4.5 355B; Air has none).
     t.vector(p + "attn_q_norm.weight", hd, R::norm, &L.extras.q_norm, Presence::optional);
     t.vector(p + "attn_k_norm.weight", hd, R::norm, &L.extras.k_norm, Presence::optional);
-    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.post_attn_norm);
+    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.ffn_norm);
     deepseek_ffn_tensors(t, p, hp, il, L.ffn, Presence::required);
     if (il >= hp.n_layer) {
       t.matrix(p + "nextn.eh_proj.weight", d, 2 * d, R::input, nullptr);
@@ -61,34 +60,19 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<Glm4MoeLayer>& laye
   });
 }
 
-class Glm4Moe final : public Architecture {
+class Glm4Moe final : public GqaLayerStack<Glm4MoeLayer> {
  public:
-  Glm4Moe(const Hparams& hp, TensorLoader& t) : hp_(hp), rope_(rope_params(hp)) {
+  Glm4Moe(const Hparams& hp, TensorLoader& t) : GqaLayerStack(hp) {
     if (t.has("blk.0.attn_qkv.weight"))
       throw Error(ErrorKind::bad_model,
                   "glm4moe: fused attn_qkv tensors are not supported; convert with separate attn_q/attn_k/attn_v");
     load_layers(describe, hp, t, layers_);
   }
 
-  BufferSizes buffer_sizes() const override {
-    BufferSizes b;
-    b.q = b.att = hp_.n_head * hp_.head_dim;
-    b.k = b.v = b.cache.k_dim = b.cache.v_dim = hp_.n_head_kv * hp_.head_dim;
-    b.ff = deepseek_ffn_width(hp_);
-    return b;
-  }
-
-  void layer(int64_t il, ForwardState& s) override {
-    const Glm4MoeLayer& L = layers_[static_cast<size_t>(il)];
-    attention_ffn_layer(
-        s, L.attn_norm, L.post_attn_norm, hp_.n_embd, hp_.rms_eps,
-        [&] { gqa_attention(L.attn, L.extras, hp_, rope_, il, s); }, [&] { deepseek_ffn(L.ffn, s); });
-  }
+  BufferSizes buffer_sizes() const override { return gqa_buffer_sizes(hp_, deepseek_ffn_width(hp_)); }
 
  private:
-  Hparams hp_;
-  RopeParams rope_;
-  std::vector<Glm4MoeLayer> layers_;
+  void ffn(const Glm4MoeLayer& L, ForwardState& s) const override { deepseek_ffn(L.ffn, s); }
 };
 
 }  // namespace
@@ -98,5 +82,11 @@ std::unique_ptr<Architecture> make_glm4_moe(const Hparams& hp, TensorLoader& loa
 }
 
 void glm4_moe_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
+
+// NEOX rope; without expert_gating_func the reference's loader gates with
+// sigmoid and, without expert_feed_forward_length, sizes each expert as
+// feed_forward_length / expert_used_count.
+const ArchTraits glm4_moe_traits = {
+    .rope_type = RopeType::neox, .default_gating = ExpertGating::sigmoid, .split_n_ff = true};
 
 }  // namespace ns

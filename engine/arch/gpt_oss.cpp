@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "engine/arch/gpt_oss.h"
+#include "engine/arch/layer_stack.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
-#include "engine/layers/residual.h"
 #include "engine/layers/yarn_rope.h"
 #include "engine/ops.h"
 #include "engine/sequence_state.h"
@@ -36,7 +36,7 @@ constexpr float kSwigluAlpha = 1.702f;
 constexpr float kSwigluLimit = 7.0f;
 
 struct GptOssLayer {
-  std::vector<float> attn_norm, post_attn_norm;
+  std::vector<float> attn_norm, ffn_norm;  // ffn_norm: post_attention_norm.weight
   kernels::MatrixView wq, wk, wv, wo;
   std::vector<float> bq, bk, bv, bo;
   std::vector<float> sinks;  // [n_head]
@@ -64,7 +64,7 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<GptOssLayer>& layer
     t.matrix(p + "attn_output.weight", d, q_dim, R::residual, &L.wo);
     t.vector(p + "attn_output.bias", d, R::bias, &L.bo);
     t.vector(p + "attn_sinks.weight", hp.n_head, R::bias, &L.sinks);
-    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.post_attn_norm);
+    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.ffn_norm);
     moe_tensors(t, p, hp, L.moe, {.router = Presence::required, .selection = std::nullopt});
     // Per-expert biases [n_expert][width] (GGUF dims [width, n_expert]), when the file has them.
     const auto n_expert = static_cast<uint64_t>(hp.n_expert), n_ff = static_cast<uint64_t>(hp.n_ff_expert);
@@ -81,10 +81,9 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<GptOssLayer>& layer
   });
 }
 
-class GptOss final : public Architecture {
+class GptOss final : public LayerStack<GptOssLayer> {
  public:
-  GptOss(const Hparams& hp, TensorLoader& t) : hp_(hp) {
-    hp_.rope_type = RopeType::neox;  // the reference's rope type for this architecture
+  GptOss(const Hparams& hp, TensorLoader& t) : LayerStack(hp) {
     const std::string& a = hp.arch;
     if (!hp.is_moe()) throw Error(ErrorKind::bad_model, a + ": expert_count is missing (every layer is MoE)");
     if (hp.rope_dim != hp.head_dim || hp.head_dim_v != hp.head_dim)
@@ -99,23 +98,15 @@ class GptOss final : public Architecture {
   }
 
   BufferSizes buffer_sizes() const override {
-    BufferSizes b;
-    b.q = b.att = hp_.n_head * hp_.head_dim;
-    b.k = b.v = b.cache.k_dim = b.cache.v_dim = hp_.n_head_kv * hp_.head_dim;
-    b.ff = hp_.n_ff_expert;
+    BufferSizes b = gqa_buffer_sizes(hp_, hp_.n_ff_expert);
     for (int64_t il = 0; il < hp_.n_layer; ++il) b.cache.window.push_back(hp_.is_swa(il) ? hp_.n_swa : 0);
     return b;
   }
 
-  void layer(int64_t il, ForwardState& s) override {
-    const GptOssLayer& L = layers_[static_cast<size_t>(il)];
-    attention_ffn_layer(
-        s, L.attn_norm, L.post_attn_norm, hp_.n_embd, hp_.rms_eps, [&] { attention(L, il, s); },
-        [&] { moe_ffn(L.moe, s); });
-  }
-
  private:
-  void attention(const GptOssLayer& w, int64_t il, ForwardState& s) const {
+  void ffn(const GptOssLayer& L, ForwardState& s) const override { moe_ffn(L.moe, s); }
+
+  void attention(const GptOssLayer& w, int64_t il, ForwardState& s) const override {
     const int64_t n = s.n, hd = hp_.head_dim, n_head = hp_.n_head, n_kv = hp_.n_head_kv;
     const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
     kernels::matmul(w.wq, s.xn.data(), n, s.q.data(), *s.pool, s.mm);
@@ -157,9 +148,7 @@ class GptOss final : public Architecture {
     add_bias(s.out.data(), w.bo, n, hp_.n_embd);
   }
 
-  Hparams hp_;
   RopeParams rope_full_, rope_swa_;
-  std::vector<GptOssLayer> layers_;
 };
 
 }  // namespace
@@ -169,5 +158,9 @@ std::unique_ptr<Architecture> make_gpt_oss(const Hparams& hp, TensorLoader& load
 }
 
 void gpt_oss_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
+
+// NEOX rope (the reference's rope type for this architecture); without
+// attention.sliding_window_pattern every other layer slides (period 2: even layers).
+const ArchTraits gpt_oss_traits = {.rope_type = RopeType::neox, .default_swa_period = 2};
 
 }  // namespace ns

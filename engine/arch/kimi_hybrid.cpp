@@ -96,4 +96,6 @@ void KimiHybrid::attention(int64_t il, ForwardState& s) const {
 
 void KimiHybrid::ffn(int64_t il, ForwardState& s) const { deepseek_ffn(w_.layers[static_cast<size_t>(il)].ffn, s); }
 
+const ArchTraits kimi_hybrid_traits = {};
+
 }  // namespace ns

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/arch/kimi_hybrid.h"
+#include "engine/gguf/gguf_file.h"
 #include "engine/layers/attn_residuals.h"
 #include "engine/ops.h"
 #include "common/error.h"
@@ -33,6 +34,22 @@ namespace {
 // The converter's form: full-rank KDA output gate ssm_g, ssm_a as [n_head],
 // MLA's output gate when the checkpoint has one, the residual mix scores.
 constexpr KimiForm kForm{"kimi-k3", {.full_rank_gate = true, .flat_a = true}, Presence::optional, true};
+
+// Its own keys: attention residual blocks, latent experts, the situ activation's betas.
+void read_kimi_k3_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  h.attn_res_block_size = optional_hparam_count(f, a + "attn_res.block_size", static_cast<uint64_t>(h.n_layer));
+  h.n_expert_latent = optional_hparam_count(f, a + "expert_latent_length", 1 << 20);
+  if (f.has(a + "activation.situ_beta")) {
+    h.situ_beta = static_cast<float>(f.get_f64(a + "activation.situ_beta"));
+    if (!(h.situ_beta > 0 && h.situ_beta < 1e6)) bad_hparam(f, a + "activation.situ_beta", "must be in (0, 1e6)");
+  }
+  if (f.has(a + "activation.situ_linear_beta")) {
+    h.situ_linear_beta = static_cast<float>(f.get_f64(a + "activation.situ_linear_beta"));
+    if (!(h.situ_linear_beta < 1e6))
+      bad_hparam(f, a + "activation.situ_linear_beta", "must be below 1e6 (<= 0: off)");
+    if (h.situ_beta <= 0) bad_hparam(f, a + "activation.situ_beta", "is missing: situ_linear_beta needs it");
+  }
+}
 
 const Hparams& checked(const Hparams& hp) {
   if (hp.situ_beta <= 0)
@@ -104,5 +121,8 @@ std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& load
 }
 
 void kimi_k3_tensors(const Hparams& hp, TensorTable& t) { kimi_hybrid_tensors(kForm, hp, t); }
+
+// The kimi hybrids' settings (none beyond the defaults, as kimi_hybrid_traits) and the reader of its own keys.
+const ArchTraits kimi_k3_traits = {.read_keys = read_kimi_k3_keys};
 
 }  // namespace ns

@@ -5,4 +5,5 @@
 namespace ns {
 std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& loader, bool expanded_cache);
 void kimi_k3_tensors(const Hparams& hp, TensorTable& t);  // the blocks' tensors, unbound
+extern const ArchTraits kimi_k3_traits;  // its quirks (engine/model/hparams.h ArchTraits)
 }

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/arch/layer_stack.h"
 #include "engine/arch/llama.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
-#include "engine/layers/residual.h"
 #include "engine/model/tensor_table.h"
 #include "engine/ops.h"
 #include "common/error.h"
@@ -42,35 +42,20 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<LlamaLayer>& layers
   });
 }
 
-class Llama final : public Architecture {
+class Llama final : public LayerStack<LlamaLayer> {
  public:
-  Llama(const Hparams& hp, TensorLoader& t) : hp_(hp) {
-    load_layers(describe, hp, t, layers_);
-  }
+  Llama(const Hparams& hp, TensorLoader& t) : LayerStack(hp) { load_layers(describe, hp, t, layers_); }
 
-  BufferSizes buffer_sizes() const override {
-    BufferSizes b;
-    b.q = b.att = hp_.n_head * hp_.head_dim;
-    b.k = b.v = b.cache.k_dim = b.cache.v_dim = hp_.n_head_kv * hp_.head_dim;
-    b.ff = hp_.is_moe() ? hp_.n_ff_expert : hp_.n_ff;
-    return b;
-  }
-
-  void layer(int64_t il, ForwardState& s) override {
-    const LlamaLayer& L = layers_[static_cast<size_t>(il)];
-    attention_ffn_layer(
-        s, L.attn_norm, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { gqa_attention(L.attn, hp_, il, s); },
-        [&] {
-          if (L.is_moe)
-            moe_ffn(L.moe, s);
-          else
-            gated_ffn(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
-        });
-  }
+  BufferSizes buffer_sizes() const override { return gqa_buffer_sizes(hp_, hp_.is_moe() ? hp_.n_ff_expert : hp_.n_ff); }
 
  private:
-  Hparams hp_;
-  std::vector<LlamaLayer> layers_;
+  void attention(const LlamaLayer& L, int64_t il, ForwardState& s) const override { gqa_attention(L.attn, hp_, il, s); }
+  void ffn(const LlamaLayer& L, ForwardState& s) const override {
+    if (L.is_moe)
+      moe_ffn(L.moe, s);
+    else
+      gated_ffn(L.ffn, s.xn.data(), s.n, s.ff_a.data(), s.ff_b.data(), s.out.data(), s);
+  }
 };
 
 }  // namespace
@@ -84,5 +69,8 @@ std::unique_ptr<Architecture> make_llama(const Hparams& hp, TensorLoader& loader
 }
 
 void llama_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
+
+// No quirks: norm rope, softmax gating, experts feed_forward_length wide.
+const ArchTraits llama_traits = {};
 
 }  // namespace ns

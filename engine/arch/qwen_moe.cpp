@@ -9,11 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/arch/layer_stack.h"
 #include "engine/arch/qwen_moe.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
-#include "engine/layers/residual.h"
-#include "engine/layers/yarn_rope.h"
 #include "common/error.h"
 
 namespace ns {
@@ -26,14 +25,11 @@ struct QwenLayer {
   MoeWeights moe;
 };
 
-// The shared expert's width (qwen2moe).
-int64_t shexp_width(const Hparams& hp) { return hp.n_ff_shexp > 0 ? hp.n_ff_shexp : hp.n_ff; }
-
 // Every tensor of a qwen2moe/qwen3moe file's blocks, bound to `layers` (one per block).
 void describe(const Hparams& hp, TensorTable& t, std::vector<QwenLayer>& layers) {
   const bool qwen3 = hp.arch == "qwen3moe";
   if (!hp.is_moe()) throw Error(ErrorKind::bad_model, hp.arch + ": expert_count is missing (every layer is MoE)");
-  if (!qwen3 && shexp_width(hp) <= 0)
+  if (!qwen3 && qwen_shexp_width(hp) <= 0)
     throw Error(ErrorKind::bad_model, "qwen2moe: expert_shared_feed_forward_length and feed_forward_length are missing");
   const int64_t d = hp.n_embd, hd = hp.head_dim;
   // qwen2moe files carry Q/K/V biases; the loader takes them from any file that has them.
@@ -47,17 +43,13 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<QwenLayer>& layers)
       t.vector(p + "attn_q_norm.weight", hd, R::norm, &L.extras.q_norm);
     }
     t.vector(p + "ffn_norm.weight", d, R::norm, &L.ffn_norm);
-    moe_tensors(t, p, hp, L.moe, MoeBiases::none());
-    // The reference fixes these per architecture whatever the metadata says.
-    L.moe.gating = ExpertGating::softmax;
-    L.moe.normalize_weights = qwen3;
-    if (!qwen3) gated_shared_expert_tensors(t, p, shexp_width(hp), d, L.moe);
+    qwen_moe_ffn_tensors(t, p, hp, {.normalize = qwen3, .shared_expert = !qwen3}, L.moe);
   });
 }
 
-class QwenMoe final : public Architecture {
+class QwenMoe final : public GqaLayerStack<QwenLayer> {
  public:
-  QwenMoe(const Hparams& hp, TensorLoader& t) : hp_(hp), rope_(rope_params(hp)) {
+  QwenMoe(const Hparams& hp, TensorLoader& t) : GqaLayerStack(hp) {
     if (hp.rope_dim != hp.head_dim)
       throw Error(ErrorKind::bad_model, hp.arch + ": rope.dimension_count " + std::to_string(hp.rope_dim) +
                                             " must equal the head size " + std::to_string(hp.head_dim));
@@ -65,32 +57,33 @@ class QwenMoe final : public Architecture {
   }
 
   BufferSizes buffer_sizes() const override {
-    BufferSizes b;
-    b.q = b.att = hp_.n_head * hp_.head_dim;
-    b.k = b.v = b.cache.k_dim = b.cache.v_dim = hp_.n_head_kv * hp_.head_dim;
-    b.ff = std::max(hp_.n_ff_expert, hp_.arch == "qwen2moe" ? shexp_width(hp_) : 0);
-    return b;
-  }
-
-  void layer(int64_t il, ForwardState& s) override {
-    const QwenLayer& L = layers_[static_cast<size_t>(il)];
-    attention_ffn_layer(
-        s, L.attn_norm, L.ffn_norm, hp_.n_embd, hp_.rms_eps,
-        [&] { gqa_attention(L.attn, L.extras, hp_, rope_, il, s); }, [&] { moe_ffn(L.moe, s); });
+    return gqa_buffer_sizes(hp_, std::max(hp_.n_ff_expert, hp_.arch == "qwen2moe" ? qwen_shexp_width(hp_) : 0));
   }
 
  private:
-  Hparams hp_;
-  RopeParams rope_;
-  std::vector<QwenLayer> layers_;
+  void ffn(const QwenLayer& L, ForwardState& s) const override { moe_ffn(L.moe, s); }
 };
 
 }  // namespace
+
+int64_t qwen_shexp_width(const Hparams& hp) { return hp.n_ff_shexp > 0 ? hp.n_ff_shexp : hp.n_ff; }
+
+void qwen_moe_ffn_tensors(TensorTable& t, const std::string& p, const Hparams& hp, QwenMoeFfn form, MoeWeights& moe) {
+  moe_tensors(t, p, hp, moe, MoeBiases::none());
+  // The reference fixes these per architecture whatever the metadata says.
+  moe.gating = ExpertGating::softmax;
+  moe.normalize_weights = form.normalize;
+  if (form.shared_expert) gated_shared_expert_tensors(t, p, qwen_shexp_width(hp), hp.n_embd, moe);
+}
 
 std::unique_ptr<Architecture> make_qwen_moe(const Hparams& hp, TensorLoader& loader) {
   return std::make_unique<QwenMoe>(hp, loader);
 }
 
 void qwen_moe_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
+
+// qwen2moe and qwen3moe: NEOX rope; without expert_feed_forward_length each
+// expert is feed_forward_length / expert_used_count wide, as the reference sizes it.
+const ArchTraits qwen_moe_traits = {.rope_type = RopeType::neox, .split_n_ff = true};
 
 }  // namespace ns

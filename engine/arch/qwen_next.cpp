@@ -26,10 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "engine/arch/layer_stack.h"
+#include "engine/arch/qwen_moe.h"
+#include "engine/gguf/gguf_file.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
 #include "engine/layers/gated_delta_net.h"
-#include "engine/layers/residual.h"
 #include "engine/layers/yarn_rope.h"
 #include "engine/ops.h"
 #include "engine/sequence_state.h"
@@ -45,15 +47,40 @@ struct GatedAttention {
 };
 
 struct Layer {
-  std::vector<float> attn_norm, post_norm;
+  std::vector<float> attn_norm, ffn_norm;  // ffn_norm: post_attention_norm.weight
   bool recurrent = false;
   GdnWeights gdn;       // recurrent layers
   GatedAttention attn;  // the others
   MoeWeights moe;
 };
 
-// The shared expert's width.
-int64_t shexp_width(const Hparams& hp) { return hp.n_ff_shexp > 0 ? hp.n_ff_shexp : hp.n_ff; }
+// The keys only the hybrids have: which layers are recurrent (the layer
+// pattern; n_layer already leaves out the NextN blocks) and the rope's
+// sections (qwen35moe's imrope).
+void read_hybrid_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  const std::string key = a + "attention.recurrent_layers";
+  if (f.has(key)) {
+    const std::vector<int32_t> flags = f.get_i32_array(key);
+    // The converter appends entries for the NextN layers, which are never run.
+    if (static_cast<int64_t>(flags.size()) < h.n_layer)
+      bad_hparam(f, key, "has " + std::to_string(flags.size()) + " entries, expected one per layer (" +
+                             std::to_string(h.n_layer) + ")");
+    for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back(flags[static_cast<size_t>(il)] != 0);
+  } else {
+    const uint64_t interval = f.get_u64_or(a + "full_attention_interval", 4);
+    if (interval == 0) bad_hparam(f, a + "full_attention_interval", "is 0, expected a positive layer interval");
+    for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back((il + 1) % interval != 0);
+  }
+  const std::string sections = a + "rope.dimension_sections";
+  if (f.has(sections)) {
+    const std::vector<int32_t> sec = f.get_i32_array(sections);
+    if (sec.size() > 4) bad_hparam(f, sections, "has " + std::to_string(sec.size()) + " entries, expected 4");
+    for (size_t i = 0; i < sec.size(); ++i) {
+      if (sec[i] < 0) bad_hparam(f, sections, "has a negative entry");
+      h.rope_sections[i] = sec[i];
+    }
+  }
+}
 
 // The Gated DeltaNet layers' shape, when the model has any; qwen35moe tiles
 // its key heads over the value heads (h % n_k) and splits ssm_ba into
@@ -74,7 +101,7 @@ GdnShape gdn_shape_if_any(const Hparams& hp) {
 void describe(const Hparams& hp, TensorTable& t, std::vector<Layer>& layers) {
   const std::string& a = hp.arch;
   if (!hp.is_moe()) throw Error(ErrorKind::bad_model, a + ": expert_count is missing (every layer is MoE)");
-  if (shexp_width(hp) <= 0)
+  if (qwen_shexp_width(hp) <= 0)
     throw Error(ErrorKind::bad_model, a + ": expert_shared_feed_forward_length and feed_forward_length are missing");
   const GdnShape gdn = gdn_shape_if_any(hp);
   const int64_t d = hp.n_embd, hd = hp.head_dim, q_dim = hp.n_head * hd, kv_dim = hp.n_head_kv * hd;
@@ -98,18 +125,14 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<Layer>& layers) {
       t.vector(p + "attn_q_norm.weight", hd, R::norm, &L.attn.q_norm);
       t.vector(p + "attn_k_norm.weight", hd, R::norm, &L.attn.k_norm);
     }
-    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.post_norm);
-    moe_tensors(t, p, hp, L.moe, MoeBiases::none());
-    // The reference fixes the routing for both architectures whatever the metadata says.
-    L.moe.gating = ExpertGating::softmax;
-    L.moe.normalize_weights = true;
-    gated_shared_expert_tensors(t, p, shexp_width(hp), d, L.moe);
+    t.vector(p + "post_attention_norm.weight", d, R::norm, &L.ffn_norm);
+    qwen_moe_ffn_tensors(t, p, hp, {.normalize = true, .shared_expert = true}, L.moe);
   });
 }
 
-class QwenNext final : public Architecture {
+class QwenNext final : public LayerStack<Layer> {
  public:
-  QwenNext(const Hparams& hp, TensorLoader& t) : hp_(hp), rope_(rope_params(hp)), gdn_(gdn_shape_if_any(hp)) {
+  QwenNext(const Hparams& hp, TensorLoader& t) : LayerStack(hp), rope_(rope_params(hp)), gdn_(gdn_shape_if_any(hp)) {
     const std::string& a = hp.arch;
     if (hp.head_dim_v != hp.head_dim)
       throw Error(ErrorKind::bad_model, a + ": attention.value_length " + std::to_string(hp.head_dim_v) +
@@ -131,7 +154,7 @@ class QwenNext final : public Architecture {
     b.k = std::max({kv_dim, gdn_.k_width(), delta_rule_scratch_u16(gdn_.head_dim)});
     b.v = std::max(kv_dim, gdn_.v_width());
     b.att = std::max(q_dim, 4 * gdn_.n_v_head);  // gdn: raw b | a, beta, g
-    b.ff = std::max(hp_.n_ff_expert, shexp_width(hp_));
+    b.ff = std::max(hp_.n_ff_expert, qwen_shexp_width(hp_));
     b.cache.k_dim = b.cache.v_dim = kv_dim;
     b.cache.conv_floats = gdn_.conv_floats();
     b.cache.state_floats = gdn_.state_floats();
@@ -139,22 +162,17 @@ class QwenNext final : public Architecture {
     return b;
   }
 
-  void layer(int64_t il, ForwardState& s) override {
-    const Layer& L = layers_[static_cast<size_t>(il)];
-    attention_ffn_layer(
-        s, L.attn_norm, L.post_norm, hp_.n_embd, hp_.rms_eps,
-        [&] {
-          if (L.recurrent)
-            gdn_attention(L.gdn, gdn_, il, s);
-          else
-            attention(L.attn, il, s);
-        },
-        [&] { moe_ffn(L.moe, s); });
-  }
-
  private:
+  void attention(const Layer& L, int64_t il, ForwardState& s) const override {
+    if (L.recurrent)
+      gdn_attention(L.gdn, gdn_, il, s);
+    else
+      gated_attention(L.attn, il, s);
+  }
+  void ffn(const Layer& L, ForwardState& s) const override { moe_ffn(L.moe, s); }
+
   // s.xn -> s.out. s.q holds [t][head][query | gate], normed and rotated in place.
-  void attention(const GatedAttention& w, int64_t il, ForwardState& s) const {
+  void gated_attention(const GatedAttention& w, int64_t il, ForwardState& s) const {
     const int64_t n = s.n, hd = hp_.head_dim, n_head = hp_.n_head, n_kv = hp_.n_head_kv;
     const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
     kernels::matmul(w.wq, s.xn.data(), n, s.q.data(), *s.pool, s.mm);
@@ -183,10 +201,8 @@ class QwenNext final : public Architecture {
     kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
   }
 
-  Hparams hp_;
   RopeParams rope_;
   GdnShape gdn_;
-  std::vector<Layer> layers_;
 };
 
 }  // namespace
@@ -196,5 +212,12 @@ std::unique_ptr<Architecture> make_qwen_next(const Hparams& hp, TensorLoader& lo
 }
 
 void qwen_next_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }
+
+// Both: experts feed_forward_length / expert_used_count wide when the file
+// does not say (as the reference sizes them), the hybrid layer pattern.
+// qwen3next rotates NEOX, qwen35moe interleaved sections (imrope; the file
+// must give rope.dimension_sections).
+const ArchTraits qwen3next_traits = {.rope_type = RopeType::neox, .split_n_ff = true, .read_keys = read_hybrid_keys};
+const ArchTraits qwen35moe_traits = {.rope_type = RopeType::imrope, .split_n_ff = true, .read_keys = read_hybrid_keys};
 
 }  // namespace ns

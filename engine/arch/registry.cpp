@@ -7,6 +7,7 @@
 #include "engine/arch/deepseek2.h"
 #include "engine/arch/glm4_moe.h"
 #include "engine/arch/gpt_oss.h"
+#include "engine/arch/kimi_hybrid.h"
 #include "engine/arch/kimi_k3.h"
 #include "engine/arch/kimi_linear.h"
 #include "engine/arch/llama.h"
@@ -34,20 +35,21 @@ struct Entry {
   std::string_view arch;  // general.architecture
   Make make;
   void (*blocks)(const Hparams& hp, TensorTable& t);  // its blocks' tensor table
+  const ArchTraits* traits;                           // how its metadata is read (Hparams::from_gguf)
 };
 
 // In the order supported_architectures() names them.
 constexpr Entry kArchitectures[] = {
-    {"llama", plain<make_llama>, llama_tensors},
-    {"deepseek2", mla<make_deepseek2>, deepseek2_tensors},
-    {"kimi-linear", mla<make_kimi_linear>, kimi_linear_tensors},
-    {"kimi-k3", mla<make_kimi_k3>, kimi_k3_tensors},
-    {"qwen2moe", plain<make_qwen_moe>, qwen_moe_tensors},
-    {"qwen3moe", plain<make_qwen_moe>, qwen_moe_tensors},
-    {"qwen3next", plain<make_qwen_next>, qwen_next_tensors},
-    {"qwen35moe", plain<make_qwen_next>, qwen_next_tensors},
-    {"glm4moe", plain<make_glm4_moe>, glm4_moe_tensors},
-    {"gpt-oss", plain<make_gpt_oss>, gpt_oss_tensors},
+    {"llama", plain<make_llama>, llama_tensors, &llama_traits},
+    {"deepseek2", mla<make_deepseek2>, deepseek2_tensors, &deepseek2_traits},
+    {"kimi-linear", mla<make_kimi_linear>, kimi_linear_tensors, &kimi_hybrid_traits},
+    {"kimi-k3", mla<make_kimi_k3>, kimi_k3_tensors, &kimi_k3_traits},
+    {"qwen2moe", plain<make_qwen_moe>, qwen_moe_tensors, &qwen_moe_traits},
+    {"qwen3moe", plain<make_qwen_moe>, qwen_moe_tensors, &qwen_moe_traits},
+    {"qwen3next", plain<make_qwen_next>, qwen_next_tensors, &qwen3next_traits},
+    {"qwen35moe", plain<make_qwen_next>, qwen_next_tensors, &qwen35moe_traits},
+    {"glm4moe", plain<make_glm4_moe>, glm4_moe_tensors, &glm4_moe_traits},
+    {"gpt-oss", plain<make_gpt_oss>, gpt_oss_tensors, &gpt_oss_traits},
 };
 
 const Entry* find(std::string_view arch) {
@@ -86,8 +88,9 @@ bool architecture_supported(const std::string& arch) { return find(arch) != null
 
 Hparams read_hparams(const gguf::GgufFile& f) {
   const std::string arch = f.get_string("general.architecture");
-  if (!architecture_supported(arch)) throw unsupported_architecture(arch, f.path());
-  return Hparams::from_gguf(f);
+  const Entry* e = find(arch);
+  if (!e) throw unsupported_architecture(arch, f.path());
+  return Hparams::from_gguf(f, *e->traits);
 }
 
 Error unsupported_architecture(const std::string& arch, const std::string& where) {

@@ -22,11 +22,12 @@ float yarn_attn_factor(const Hparams& hp) {
   float attn_factor = 1.0f;
   if (hp.yarn_ext_factor != 0.0f) {
     const float factor = 1.0f / hp.rope_freq_scale;
-    // The reference keeps deepseek2's yarn_log_multiplier as mscale_all_dim
-    // (the stored 0.1 * mscale_all_dim divided by 0.1).
-    const float log_mul = hp.arch == "deepseek2" ? hp.yarn_log_mul / 0.1f : hp.yarn_log_mul;
+    // YarnMscale::mscale_all_dim: the reference keeps yarn_log_multiplier as
+    // mscale_all_dim (the stored 0.1 * mscale_all_dim divided by 0.1).
+    const bool all_dim = hp.yarn_mscale == YarnMscale::mscale_all_dim;
+    const float log_mul = all_dim ? hp.yarn_log_mul / 0.1f : hp.yarn_log_mul;
     if (log_mul != 0.0f) {
-      const float mscale = hp.arch == "deepseek2" && log_mul != 1.0f ? log_mul : 1.0f;
+      const float mscale = all_dim && log_mul != 1.0f ? log_mul : 1.0f;
       attn_factor = yarn_mscale(factor, mscale) / yarn_mscale(factor, log_mul);
     } else {
       attn_factor = yarn_mscale(factor, 1.0f);

@@ -31,8 +31,8 @@ struct RopeParams {
 };
 
 // The reference's attn_factor for this model's rope: YaRN's magnitude
-// correction, cancelled where the model scales attention itself (deepseek2's
-// yarn_log_multiplier), times rope.scaling.attn_factor.
+// correction, cancelled where the model scales attention itself
+// (YarnMscale::mscale_all_dim: deepseek2), times rope.scaling.attn_factor.
 float yarn_attn_factor(const Hparams& hp);
 
 RopeParams rope_params(const Hparams& hp);

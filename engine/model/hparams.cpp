@@ -6,11 +6,20 @@
 #include "common/error.h"
 
 namespace ns {
-namespace {
 
-[[noreturn]] void bad(const gguf::GgufFile& f, const std::string& key, const std::string& why) {
+void bad_hparam(const gguf::GgufFile& f, const std::string& key, const std::string& why) {
   throw Error(ErrorKind::bad_model, f.path() + ": metadata key '" + key + "' " + why);
 }
+
+int64_t optional_hparam_count(const gguf::GgufFile& f, const std::string& key, uint64_t max) {
+  const uint64_t v = f.get_u64_or(key, 0);
+  if (v > max) bad_hparam(f, key, "is " + std::to_string(v) + ", expected at most " + std::to_string(max));
+  return static_cast<int64_t>(v);
+}
+
+namespace {
+
+[[noreturn]] void bad(const gguf::GgufFile& f, const std::string& key, const std::string& why) { bad_hparam(f, key, why); }
 
 int64_t positive(const gguf::GgufFile& f, const std::string& key, uint64_t max = 1ull << 31) {
   const uint64_t v = f.get_u64(key);
@@ -19,20 +28,18 @@ int64_t positive(const gguf::GgufFile& f, const std::string& key, uint64_t max =
 }
 
 int64_t optional_count(const gguf::GgufFile& f, const std::string& key, uint64_t max) {
-  const uint64_t v = f.get_u64_or(key, 0);
-  if (v > max) bad(f, key, "is " + std::to_string(v) + ", expected at most " + std::to_string(max));
-  return static_cast<int64_t>(v);
+  return optional_hparam_count(f, key, max);
 }
 
 // Shared experts, leading dense layers, the gating function, weight
 // normalization and scaling, group-limited selection (MoE models only).
-void read_moe_routing(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+void read_moe_routing(const gguf::GgufFile& f, const std::string& a, const ArchTraits& traits, Hparams& h) {
   h.n_expert_shared = optional_count(f, a + "expert_shared_count", 1 << 16);
   h.n_ff_shexp = optional_count(f, a + "expert_shared_feed_forward_length", 1 << 24);
   h.n_layer_dense_lead = optional_count(f, a + "leading_dense_block_count", static_cast<uint64_t>(h.n_layer));
   switch (f.get_u64_or(a + "expert_gating_func", 0)) {
-    case 0:  // absent ("none"): DeepSeek V2 files written before the key existed use softmax; glm4moe sigmoid
-      h.expert_gating = h.arch == "glm4moe" ? ExpertGating::sigmoid : ExpertGating::softmax;
+    case 0:  // absent ("none"): the architecture's default (ArchTraits::default_gating)
+      h.expert_gating = traits.default_gating;
       break;
     case 1: h.expert_gating = ExpertGating::softmax; break;
     case 2: h.expert_gating = ExpertGating::sigmoid; break;
@@ -136,54 +143,17 @@ void read_kda(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
   }
 }
 
-// Gated DeltaNet hybrids (qwen3next, qwen35moe): the ssm.* sizes and which
-// layers are recurrent.
+// Gated DeltaNet layers: the ssm.* sizes (which layers are recurrent is the
+// architecture's layer pattern, read by its ArchTraits::read_keys).
 void read_gated_delta_net(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
   h.ssm_d_state = optional_count(f, a + "ssm.state_size", 1 << 12);
   h.ssm_n_group = optional_count(f, a + "ssm.group_count", 1 << 12);
   h.ssm_dt_rank = optional_count(f, a + "ssm.time_step_rank", 1 << 12);
   h.ssm_d_inner = optional_count(f, a + "ssm.inner_size", 1 << 24);
-  if (h.arch != "qwen3next" && h.arch != "qwen35moe") return;
-  // (n_layer already leaves out the NextN blocks: from_gguf.)
-  const std::string key = a + "attention.recurrent_layers";
-  if (f.has(key)) {
-    const std::vector<int32_t> flags = f.get_i32_array(key);
-    // The converter appends entries for the NextN layers, which are never run.
-    if (static_cast<int64_t>(flags.size()) < h.n_layer)
-      bad(f, key, "has " + std::to_string(flags.size()) + " entries, expected one per layer (" + std::to_string(h.n_layer) + ")");
-    for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back(flags[static_cast<size_t>(il)] != 0);
-  } else {
-    const uint64_t interval = f.get_u64_or(a + "full_attention_interval", 4);
-    if (interval == 0) bad(f, a + "full_attention_interval", "is 0, expected a positive layer interval");
-    for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back((il + 1) % interval != 0);
-  }
-  if (f.has(a + "rope.dimension_sections")) {
-    const std::vector<int32_t> sec = f.get_i32_array(a + "rope.dimension_sections");
-    if (sec.size() > 4) bad(f, a + "rope.dimension_sections", "has " + std::to_string(sec.size()) + " entries, expected 4");
-    for (size_t i = 0; i < sec.size(); ++i) {
-      if (sec[i] < 0) bad(f, a + "rope.dimension_sections", "has a negative entry");
-      h.rope_sections[i] = sec[i];
-    }
-  }
-}
-
-// kimi-k3's additions: attention residual blocks, latent experts, situ betas.
-void read_kimi_k3(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
-  h.attn_res_block_size = optional_count(f, a + "attn_res.block_size", static_cast<uint64_t>(h.n_layer));
-  h.n_expert_latent = optional_count(f, a + "expert_latent_length", 1 << 20);
-  if (f.has(a + "activation.situ_beta")) {
-    h.situ_beta = static_cast<float>(f.get_f64(a + "activation.situ_beta"));
-    if (!(h.situ_beta > 0 && h.situ_beta < 1e6)) bad(f, a + "activation.situ_beta", "must be in (0, 1e6)");
-  }
-  if (f.has(a + "activation.situ_linear_beta")) {
-    h.situ_linear_beta = static_cast<float>(f.get_f64(a + "activation.situ_linear_beta"));
-    if (!(h.situ_linear_beta < 1e6)) bad(f, a + "activation.situ_linear_beta", "must be below 1e6 (<= 0: off)");
-    if (h.situ_beta <= 0) bad(f, a + "activation.situ_beta", "is missing: situ_linear_beta needs it");
-  }
 }
 
 // Sliding-window attention: the window, which layers use it, their RoPE base.
-void read_sliding_window(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+void read_sliding_window(const gguf::GgufFile& f, const std::string& a, const ArchTraits& traits, Hparams& h) {
   h.rope_base_swa = static_cast<float>(f.get_f64_or(a + "rope.freq_base_swa", h.rope_base));
   if (!(h.rope_base_swa > 1)) bad(f, a + "rope.freq_base_swa", "must be greater than 1");
   h.n_swa = optional_count(f, a + "attention.sliding_window", 1u << 31);
@@ -201,9 +171,9 @@ void read_sliding_window(const gguf::GgufFile& f, const std::string& a, Hparams&
     return;
   }
   // The period the reference's loader uses for the architecture when the key is absent;
-  // other architectures nightshift runs have no sliding layers (their files do not set the window).
-  if (v == nullptr && h.arch != "gpt-oss") return;
-  const uint64_t n = v != nullptr ? f.get_u64(key) : 2;
+  // without one no layer slides.
+  if (v == nullptr && traits.default_swa_period == 0) return;
+  const uint64_t n = v != nullptr ? f.get_u64(key) : static_cast<uint64_t>(traits.default_swa_period);
   if (n > static_cast<uint64_t>(h.n_layer)) bad(f, key, "is " + std::to_string(n) + ", more than block_count");
   for (int64_t il = 0; il < h.n_layer; ++il)
     h.swa_layers.push_back(n == 0 || static_cast<uint64_t>(il) % n < n - 1);
@@ -211,7 +181,7 @@ void read_sliding_window(const gguf::GgufFile& f, const std::string& a, Hparams&
 
 }  // namespace
 
-Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
+Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   Hparams h;
   h.arch = f.get_string("general.architecture");
   h.name = f.get_string_or("general.name", "");
@@ -231,15 +201,12 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   if (h.n_expert > 0) {
     if (h.n_expert > (1 << 16)) bad(f, a + "expert_count", "is " + std::to_string(h.n_expert) + ", at most 65536 supported");
     h.n_expert_used = positive(f, a + "expert_used_count", static_cast<uint64_t>(h.n_expert));
-    // Qwen MoE and GLM-4.5 files without the key size each expert as n_ff / n_expert_used, as the reference does.
-    const bool split_n_ff = h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen3next" ||
-                            h.arch == "qwen35moe" || h.arch == "glm4moe";
     h.n_ff_expert = f.has(a + "expert_feed_forward_length") ? positive(f, a + "expert_feed_forward_length", 1 << 24)
-                    : split_n_ff                           ? h.n_ff / h.n_expert_used
+                    : traits.split_n_ff                    ? h.n_ff / h.n_expert_used
                                                            : h.n_ff;
     if (h.n_ff_expert <= 0)
       bad(f, a + "expert_feed_forward_length", "is missing and feed_forward_length does not give an expert size");
-    read_moe_routing(f, a, h);
+    read_moe_routing(f, a, traits, h);
   }
   h.rms_eps = static_cast<float>(f.get_f64_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   if (!(h.rms_eps > 0 && h.rms_eps < 1)) bad(f, a + "attention.layer_norm_rms_epsilon", "must be in (0, 1)");
@@ -251,8 +218,10 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   if (!(h.rope_base > 1)) bad(f, a + "rope.freq_base", "must be greater than 1");
   read_rope_scaling(f, a, h);
   // Multimodal rotary sections (the reference's M-RoPE, GLM-4.5V's text model): positions are not one number.
-  // (qwen35moe's interleaved sections, imrope, reduce to one position for text: read_gated_delta_net.)
-  if (h.arch != "qwen35moe" && f.has(a + "rope.dimension_sections")) {
+  // (imrope's interleaved sections reduce to one position for text: the architecture's read_keys reads them.)
+  h.rope_type = traits.rope_type;
+  h.yarn_mscale = traits.yarn_mscale;
+  if (h.rope_type != RopeType::imrope && f.has(a + "rope.dimension_sections")) {
     const std::vector<int32_t> sec = f.get_i32_array(a + "rope.dimension_sections");
     if (sec.size() >= 2 && sec[0] > 0 && sec[1] > 0)
       bad(f, a + "rope.dimension_sections", "asks for multimodal RoPE (M-RoPE), which is not supported; "
@@ -260,17 +229,12 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f) {
   }
   read_mla(f, a, h);
   read_kda(f, a, h);
-  read_kimi_k3(f, a, h);
   read_gated_delta_net(f, a, h);
-  read_sliding_window(f, a, h);
-  if (h.arch == "qwen2moe" || h.arch == "qwen3moe" || h.arch == "qwen2" || h.arch == "qwen3" || h.arch == "qwen3next" ||
-      h.arch == "glm4moe")
-    h.rope_type = RopeType::neox;
-  if (h.arch == "qwen35moe") {
-    h.rope_type = RopeType::imrope;
-    if (h.rope_sections[0] + h.rope_sections[1] + h.rope_sections[2] + h.rope_sections[3] == 0)
-      bad(f, a + "rope.dimension_sections", "is missing (qwen35moe needs its interleaved rope sections)");
-  }
+  if (traits.read_keys != nullptr) traits.read_keys(f, a, h);
+  read_sliding_window(f, a, traits, h);
+  if (h.rope_type == RopeType::imrope &&
+      h.rope_sections[0] + h.rope_sections[1] + h.rope_sections[2] + h.rope_sections[3] == 0)
+    bad(f, a + "rope.dimension_sections", "is missing (" + h.arch + " needs its interleaved rope sections)");
   return h;
 }
 

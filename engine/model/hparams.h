@@ -23,6 +23,34 @@ enum class RopeScaling { none, linear, yarn };
 // How router logits become expert probabilities (`expert_gating_func`: 1 softmax, 2 sigmoid;
 // softmax_weight, the reference's 3: experts chosen on the logits, softmax over the chosen, gpt-oss).
 enum class ExpertGating { softmax, sigmoid, softmax_weight };
+// How rope.scaling.yarn_log_multiplier enters YaRN's magnitude (engine/layers/yarn_rope):
+// plain, as the reference reads it for most architectures; mscale_all_dim, as it
+// reads deepseek2's (the stored 0.1 * mscale_all_dim, which cancels the rotation's
+// factor and is applied to the attention scale instead).
+enum class YarnMscale { plain, mscale_all_dim };
+
+struct Hparams;
+
+// What an architecture decides that its file's keys leave open: its rope
+// form, the defaults the reference's loader assumes for it when a key is
+// absent, and a reader for keys only it has. Each architecture file
+// (engine/arch) fills one and its registry line names it; Hparams::from_gguf
+// reads it and never the architecture's name. The defaults are an
+// architecture without quirks (llama).
+struct ArchTraits {
+  RopeType rope_type = RopeType::norm;
+  YarnMscale yarn_mscale = YarnMscale::plain;
+  ExpertGating default_gating = ExpertGating::softmax;  // expert_gating_func absent (0, "none")
+  // expert_feed_forward_length absent: each expert is feed_forward_length / expert_used_count
+  // wide (the reference's Qwen MoE and GLM-4.5 loaders), not feed_forward_length.
+  bool split_n_ff = false;
+  // attention.sliding_window_pattern absent while attention.sliding_window is set: the
+  // period the reference's loader assumes (0: no layer slides).
+  int64_t default_swa_period = 0;
+  // Keys only this architecture has (e.g. its layer pattern), read after the shared ones;
+  // `prefix` is "<general.architecture>.". Throws ns::Error(bad_model) naming the key.
+  void (*read_keys)(const gguf::GgufFile& f, const std::string& prefix, Hparams& h) = nullptr;
+};
 
 struct Hparams {
   std::string arch;             // general.architecture
@@ -53,7 +81,7 @@ struct Hparams {
   int64_t rope_dim = 0;         // rope.dimension_count
   float rope_base = 10000.0f;   // rope.freq_base
   float rope_freq_scale = 1.0f; // 1 / rope.scaling.factor (linear and yarn)
-  RopeType rope_type = RopeType::norm;
+  RopeType rope_type = RopeType::norm;  // the architecture's (ArchTraits)
 
   // MoE routing details (deepseek2, qwen*moe).
   int64_t n_expert_shared = 0;    // expert_shared_count: shared experts, always applied
@@ -90,10 +118,10 @@ struct Hparams {
   bool is_recurrent(int64_t il) const {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(il)] != 0;
   }
-  // rope.dimension_sections (qwen35moe's interleaved multi-section RoPE; all 0: absent).
+  // rope.dimension_sections (imrope's interleaved sections: qwen35moe; all 0: absent).
   int64_t rope_sections[4] = {0, 0, 0, 0};
 
-  // kimi-k3 (llama.cpp's src/models/kimi-k3.cpp).
+  // kimi-k3 (llama.cpp's src/models/kimi-k3.cpp; its file reads these: ArchTraits::read_keys).
   int64_t attn_res_block_size = 0;  // attn_res.block_size: cross-layer attention residuals every N layers (0: off)
   int64_t n_expert_latent = 0;      // expert_latent_length: routed experts' width (0: n_embd, no latent MoE)
   // activation.situ_beta / situ_linear_beta: the situ activation's betas
@@ -113,6 +141,7 @@ struct Hparams {
   float yarn_beta_fast = 32.0f;    // rope.scaling.yarn_beta_fast
   float yarn_beta_slow = 1.0f;     // rope.scaling.yarn_beta_slow
   float yarn_log_mul = 0.0f;       // rope.scaling.yarn_log_multiplier as stored (0.1 * mscale_all_dim)
+  YarnMscale yarn_mscale = YarnMscale::plain;  // how yarn_log_mul is read (ArchTraits)
 
   // Sliding-window attention (gpt-oss). A sliding layer's query at position p
   // attends to positions p - n_swa + 1 .. p only (the reference's "standard"
@@ -125,10 +154,17 @@ struct Hparams {
   bool is_swa(int64_t il) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(il)] != 0; }
 
   bool is_moe() const { return n_expert > 0; }
-  // Reads the keys of general.architecture's namespace. The engine calls it
-  // through read_hparams (engine/arch/architecture.h), which first refuses an
-  // architecture this build does not run, naming it.
-  static Hparams from_gguf(const gguf::GgufFile& f);
+  // Reads the keys of general.architecture's namespace, with that
+  // architecture's traits. The engine calls it through read_hparams
+  // (engine/arch/architecture.h), which first refuses an architecture this
+  // build does not run, naming it, and finds its traits.
+  static Hparams from_gguf(const gguf::GgufFile& f, const ArchTraits& traits);
 };
+
+// For an architecture's ArchTraits::read_keys: the bad_model error naming the
+// file and the key ("<file>: metadata key '<key>' <why>") ...
+[[noreturn]] void bad_hparam(const gguf::GgufFile& f, const std::string& key, const std::string& why);
+// ... and a count that may be absent (0), at most max.
+int64_t optional_hparam_count(const gguf::GgufFile& f, const std::string& key, uint64_t max);
 
 }  // namespace ns

@@ -124,9 +124,5 @@ self_test() {
   done
 }
 
-if [[ ${1:-} == --self-test ]]; then
-  shift
-  self_test
-fi
-root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
-check_tree "$root"
+source "$(dirname "$0")/lint_lib.sh"
+lint_main "$@"

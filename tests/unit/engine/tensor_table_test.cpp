@@ -46,7 +46,7 @@ TEST_CASE("tensor table: a generated file holds what the table lists, in order, 
   for (const std::string& path : table_models()) {
     CAPTURE(path);
     const auto f = gguf::GgufFile::open(path);
-    Hparams hp = Hparams::from_gguf(*f);
+    Hparams hp = read_hparams(*f);
     hp.n_vocab = static_cast<int64_t>(f->find_tensor("token_embd.weight")->dims[1]);
     const TensorTable table = tensor_table(hp, f->find_tensor("output.weight") == nullptr);
     std::vector<const TensorSpec*> written;

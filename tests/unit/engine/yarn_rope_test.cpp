@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/arch/deepseek2.h"
 #include "engine/layers/mla_attention.h"
 #include "engine/layers/yarn_rope.h"
 #include "engine/ops.h"
@@ -18,6 +19,7 @@ namespace {
 Hparams deepseek_like(float factor, float log_mul) {
   Hparams hp;
   hp.arch = "deepseek2";
+  hp.yarn_mscale = deepseek2_traits.yarn_mscale;
   hp.n_embd = 256;
   hp.n_head = 4;
   hp.head_dim = 48;       // legacy: key_length = nope + rope
