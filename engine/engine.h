@@ -43,6 +43,9 @@ struct EngineOptions {
   // deepseek2 files with the fused attn_kv_b: cache expanded keys and values
   // as the reference does (its logits exactly) instead of the latent.
   bool mla_expanded_cache = false;
+  // Rewrite Q4_0 experts into the kernels' interleaved layout as they land in
+  // the expert cache (StreamingOptions::repack_experts; the same logits).
+  bool repack_experts = true;
   // Prompt-prefix snapshots GenerationBatch keeps (ModelOptions::prefix_cache); 0 = no prefix sharing.
   int prefix_cache = 0;
 };

@@ -33,6 +33,7 @@ struct RunArgs {
   GrammarFlags grammar;
   int threads = 0, context = 0;
   std::string memory_budget = "0", io_mode = "uring", mla_cache = "latent", cpu_features = "auto";
+  std::string repack_experts = "on";
   bool json = false, quiet = false;
 };
 
@@ -41,6 +42,7 @@ struct LogitsArgs {
   std::vector<std::string> prompts;
   int top = 8, greedy = 16, threads = 0, context = 0;
   std::string io_mode = "uring", mla_cache = "latent", cpu_features = "auto";
+  std::string repack_experts = "on";
   bool json = false;
 };
 
@@ -80,6 +82,15 @@ void add_cpu_features_option(CLI::App* cmd, std::string& value) {
       ->capture_default_str();
 }
 
+// --repack-experts: EngineOptions::repack_experts (config key repack_experts).
+void add_repack_experts_option(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--repack-experts", value,
+                  "Rewrite Q4_0 experts into the kernels' interleaved layout as they land: on (faster, the same "
+                  "logits) or off (the file's layout, for comparisons)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+}
+
 void run_command(const RunArgs& a) {
   use_cpu_features(a.cpu_features);
   const std::string prompt = read_prompt(a.prompt, a.prompt_file);
@@ -89,6 +100,7 @@ void run_command(const RunArgs& a) {
   eo.memory_budget = parse_size(a.memory_budget);
   eo.io_mode = a.io_mode;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
+  eo.repack_experts = a.repack_experts == "on";
   eo.max_sequences = std::max(1, a.sampling.n);  // n choices decode together
   // Progress on stderr when it is a terminal (a loading line first); the decode
   // line too when the text is not streamed to that same terminal (--json, or stdout redirected).
@@ -155,6 +167,7 @@ void logits_command(const LogitsArgs& a) {
   eo.context = a.context;
   eo.io_mode = a.io_mode;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
+  eo.repack_experts = a.repack_experts == "on";
   auto engine = Engine::load(a.model, eo);
   json all = json::array();
   for (const std::string& prompt : a.prompts) {
@@ -318,6 +331,7 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
   add_cpu_features_option(run, run_args->cpu_features);
+  add_repack_experts_option(run, run_args->repack_experts);
   run->add_flag("--json", run_args->json,
                 "Print one JSON object {text, finish_reason, stats}, with choices [{index, text, finish_reason, "
                 "logprobs}] when --choices > 1 or --logprobs");
@@ -351,6 +365,7 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
   add_cpu_features_option(logits, la->cpu_features);
+  add_repack_experts_option(logits, la->repack_experts);
   logits->add_flag("--json", la->json, "JSON output");
   logits->callback([la] { logits_command(*la); });
 

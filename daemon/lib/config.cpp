@@ -68,6 +68,13 @@ int as_int(const Context& ctx, const std::string& key, const YAML::Node& node, l
   return static_cast<int>(v);
 }
 
+bool as_bool(const Context& ctx, const std::string& key, const YAML::Node& node) {
+  bool v = false;
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, v))
+    reject(ctx, node, key + " must be true or false, got " + (node.IsScalar() ? "'" + node.Scalar() + "'" : node_kind(node)));
+  return v;
+}
+
 std::string resolve_path(const Context& ctx, const std::string& p) {
   const fs::path path(p);
   if (path.is_absolute()) return path.lexically_normal().string();
@@ -172,6 +179,13 @@ const std::vector<Option>& option_table() {
          }
        },
        same_member(&Config::cpu_features)},
+      {{"repack_experts", "boolean", "true",
+        "rewrite Q4_0 experts into the kernels' interleaved layout (16 rows at a time) as they land in the expert "
+        "cache: faster matrix products, the same logits; false keeps the file's layout, for comparisons "
+        "(applies at the next model load)",
+        true},
+       [](Config& c, const YAML::Node& n, const Context& ctx) { c.repack_experts = as_bool(ctx, "repack_experts", n); },
+       same_member(&Config::repack_experts)},
       int_option("max_batch", "8", 1, 1024, true,
                  "jobs of one model decoded together, each expert read once per step for all of them; the KV "
                  "cache holds max_batch x context tokens (halved at load until it fits memory_budget); 1 = one "

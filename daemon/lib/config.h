@@ -23,6 +23,7 @@ struct Config {
   uint64_t memory_budget = 0;                 // bytes the engine plans within; 0 = what the machine has
   std::string io_mode = "uring";              // uring | pread | mmap: how routed experts are read
   std::string cpu_features = "auto";          // auto | avx512 | avx2 | scalar: the kernels' ISA path
+  bool repack_experts = true;                 // Q4_0 experts into the kernels' interleaved layout as they land
   int max_batch = 8;                          // jobs decoded together; 1 = one at a time
   int prefix_cache = 2;                       // prompt-prefix snapshots kept (prefix sharing); 0 = off
   std::string claim_models = "any";           // any | configured: which jobs this daemon claims
@@ -46,7 +47,7 @@ struct Config {
 // One row of the option table.
 struct ConfigOption {
   const char* name;
-  const char* type;           // as shown to users: "string", "integer", "map"
+  const char* type;           // as shown to users: "string", "integer", "boolean", "map"
   const char* default_value;  // as written in YAML
   const char* doc;
   bool reloadable;            // SIGHUP applies it to a running daemon (else: restart)

@@ -1,7 +1,7 @@
 // Q4_0_R16: Q4_0 weights with their rows interleaved 16 at a time, the layout
 // matmul's Q4_0 tiles run on (llama.cpp interleaves 8 rows, block_q4_0x8, for
 // the same reason: one weight stream, each block decoded once for the group,
-// one float step per block for 16 rows instead of one per row).
+// each integer and float step done for 16 rows at once).
 //
 // Rows 16 g .. 16 g + 15 (a group, 16 rows x row_bytes, where the plain rows
 // were) hold, for each block b in order, 288 bytes:
@@ -15,11 +15,10 @@
 // none; one of 1000 has 8). The bytes per row are Q4_0's, so a repacked
 // matrix fits exactly where the file's was.
 //
-// Arithmetic: per row and block the exact integer sum of (nibble - 8) * q_x,
-// times d_w * d_x, added to one float sum in block order: the scalar Q4_0
-// reference's operations (block32::vec_dot), so every path gives its bits
-// (the SIMD files are compiled with -ffp-contract=off to keep the multiply
-// and the add apart).
+// Arithmetic: each path gives the file-layout Q4_0 kernel's bits of the same
+// path (scalar: q4_0::vec_dot; AVX2 and AVX-512: 8 lanes per row, summed as
+// block32_avx2.h does, q4_0_r16_simd.h), so repacking an expert changes no
+// output.
 #pragma once
 
 #include <cstddef>

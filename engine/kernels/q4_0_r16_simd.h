@@ -3,59 +3,90 @@
 // static or a template over the including file's micro-kernel, as in
 // avx2_util.h).
 //
-// A micro-kernel M runs one group of 16 rows for T tokens over blocks
-// [b0, b1): M::template run<T>(group, x, x_stride, b0, b1, off, y, y_stride,
-// first), its float sums starting from 0 (first) or from y, and stored back
-// to y, so a row's sum is one float sum over the blocks in order however the
-// blocks are split. off[t * kSlab + b - b0] is 8 * sum(q_x) of token t's block
-// b: the nibbles are codes w + 8, and sum((w + 8) q_x) - 8 sum(q_x) is the
-// exact sum of w q_x (|sum| <= 32 * 15 * 127 stays far inside int32).
-// Tokens in groups of M::kTokens are the outer loop, so the tile's rows (a
-// chunk of matmul, in L2) are streamed once per token group; blocks go in
-// slabs of kSlab so the offsets fit on the stack. Rows after the last whole
+// The float order is the file-layout Q4_0 kernel's of the same path, so an
+// expert gives the same bits repacked or not (a streamed run equals a mapped
+// one). Read from block32_avx2.h (AVX2) and int8_avx512.h (AVX-512, Q4_0 is
+// not kEvenOdd: one_block in 256-bit registers), which agree bit for bit, for
+// every row x token alike whatever the micro-tile (4 x 4, 3 x 4, 4 x 1) or
+// vec_dot:
+//   per block b, lane j = 0..7 holds the exact int32 sum over elements
+//     4 j .. 4 j + 3 of (nibble - 8) * q_x (lanes 0-3 the low nibbles, 4-7 the
+//     high ones: unpack_nibbles' element order);
+//   acc_j = fma(float(lane j), d_w * d_x, acc_j), one accumulator per lane
+//     from 0, blocks in order, d_w * d_x one rounded float product;
+//   y = avx2::hsum(acc): ((acc_0 + acc_4) + (acc_2 + acc_6)) +
+//     ((acc_1 + acc_5) + (acc_3 + acc_7)).
+// The layout serves exactly that: slice c's low nibbles against the
+// activation's int32 at 4 c are lane c of all 16 rows, its high nibbles
+// against 16 + 4 c lane 4 + c. So a micro-kernel keeps 8 accumulators per
+// token (one per lane, each a vector over rows), starts each lane's integer
+// sum from -8 x the sum of its four q_x (the codes are w + 8), and ends with
+// lanes_total below. It costs 8 converts and FMAs per block and token for 16
+// rows (the file layout: one of each per row, on 8 lanes), and 8 accumulators
+// per token, which is what bounds a micro-tile's tokens.
+//
+// A micro-kernel M runs one group of 16 rows for T <= M::kTokens tokens over
+// all nb blocks: M::template run<T>(group, x, x_stride, starts, nb, y,
+// y_stride), where starts[(t * nb + b) * 8 + j] is lane j's start for token t
+// and block b (lane_starts). Tokens in groups of M::kTokens are the outer
+// loop: their starts are made once (a thread's scratch, kept: no allocation
+// once warm) for all the tile's groups of rows, which the tile (a chunk of
+// matmul, in L2) streams once per token group. Rows after the last whole
 // group are in Q4_0's layout and go to the plain Q4_0 tile of the same ISA.
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "engine/kernels/q4_0_r16.h"
 
 namespace ns::kernels::q4_0_r16 {
 
-inline constexpr int64_t kSlab = 256;  // blocks per pass (8192 columns)
+// avx2::hsum's pairing of the 8 lanes' accumulators, each a vector over rows.
+template <class V, class Add>
+static inline V lanes_total(const V (&a)[8], Add add) {
+  return add(add(add(a[0], a[4]), add(a[2], a[6])), add(add(a[1], a[5]), add(a[3], a[7])));
+}
 
-template <class M, int T>
-static void run_tokens(const Tile& t, int64_t t0, const int32_t* off, int64_t b0, int64_t b1) {
-  for (int64_t g = 0; g < t.n_rows / kRows; ++g)
-    M::template run<T>(t.w + g * kRows * t.w_stride, t.x + t0 * t.x_stride, t.x_stride, b0, b1, off,
-                       t.y + t0 * t.y_stride + g * kRows, t.y_stride, b0 == 0);
+// The activation block's int32 i (bytes 2 + 4 i .. 5 + 4 i: q_x 4 i .. 4 i + 3).
+static inline int32_t x_int32(const uint8_t* xb, int i) {
+  int32_t v;
+  std::memcpy(&v, xb + 2 + 4 * i, sizeof v);
+  return v;
+}
+
+// Lane j's start for the activation block at xb: -8 x the sum of q_x 4 j ..
+// 4 j + 3 (the codes are w + 8), exact in int32.
+static inline void lane_starts(const uint8_t* xb, int32_t* out) {
+  const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
+  const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xq), _mm256_set1_epi16(1));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_sub_epi32(_mm256_setzero_si256(), s));
 }
 
 template <class M, int... I>
-static void run_token_group(int tn, const Tile& t, int64_t t0, const int32_t* off, int64_t b0, int64_t b1,
-                            std::integer_sequence<int, I...>) {
-  ((tn == I + 1 ? run_tokens<M, I + 1>(t, t0, off, b0, b1) : void()), ...);
+static void run_token_group(int tn, const uint8_t* g, const uint8_t* x, size_t xs, const int32_t* starts, int64_t nb,
+                            float* y, int64_t ys, std::integer_sequence<int, I...>) {
+  ((tn == I + 1 ? M::template run<I + 1>(g, x, xs, starts, nb, y, ys) : void()), ...);
 }
 
 template <class M>
 static void tile_loop(const Tile& t, TileFn plain_tile) {
   constexpr int TM = M::kTokens;
   const int64_t nb = t.n / q4_0::kBlockElems;
-  int32_t off[TM * kSlab];
+  thread_local std::vector<int32_t> scratch;
+  if (scratch.size() < static_cast<size_t>(TM * nb * 8)) scratch.resize(static_cast<size_t>(TM * nb * 8));
+  int32_t* starts = scratch.data();
   for (int64_t t0 = 0; t0 < t.n_tokens; t0 += TM) {
     const int tn = static_cast<int>(t.n_tokens - t0 < TM ? t.n_tokens - t0 : TM);
-    for (int64_t b0 = 0; b0 < nb; b0 += kSlab) {
-      const int64_t b1 = nb - b0 < kSlab ? nb : b0 + kSlab;
-      for (int k = 0; k < tn; ++k)
-        for (int64_t b = b0; b < b1; ++b) {
-          const auto* q = reinterpret_cast<const int8_t*>(t.x + (t0 + k) * t.x_stride + b * q8_0::kBlockBytes + 2);
-          int32_t s = 0;
-          for (int j = 0; j < 32; ++j) s += q[j];
-          off[k * kSlab + (b - b0)] = 8 * s;
-        }
-      run_token_group<M>(tn, t, t0, off, b0, b1, std::make_integer_sequence<int, TM>{});
-    }
+    const uint8_t* x = t.x + t0 * t.x_stride;
+    for (int k = 0; k < tn; ++k)
+      for (int64_t b = 0; b < nb; ++b) lane_starts(x + k * t.x_stride + b * q8_0::kBlockBytes, starts + (k * nb + b) * 8);
+    for (int64_t g = 0; g < t.n_rows / kRows; ++g)
+      run_token_group<M>(tn, t.w + g * kRows * t.w_stride, x, t.x_stride, starts, nb, t.y + t0 * t.y_stride + g * kRows,
+                         t.y_stride, std::make_integer_sequence<int, TM>{});
   }
   const int64_t full = t.n_rows / kRows * kRows;
   if (full < t.n_rows)

@@ -49,13 +49,12 @@ struct StreamingOptions {
   uint32_t max_cache_experts = 0;    // 0: as many as the plan allows; else at most this many (tests, experiments)
   // Rewrite experts as they land into the kernels' interleaved layout
   // (kernels::repack_rows: Q4_0 -> Q4_0_R16, in place, the same bytes); off:
-  // the file's layout. Off by default for now: Q4_0_R16 gives the scalar
-  // reference's bits on every path (q4_0_r16.h), the file layout's SIMD
-  // kernels ggml's x86 order, so streamed experts would no longer give the
-  // mapping's (io_mode mmap) logits bit for bit, which the engine promises
-  // (tests/unit/engine/weight_streaming_test.cpp). On once the SIMD tiles
-  // take the file layout's order (docs/performance.md, "Interleaved Q4_0 rows").
-  bool repack_experts = false;
+  // the file's layout (config key repack_experts, --repack-experts). The
+  // repacked tiles give the file layout's kernel's bits on every path
+  // (q4_0_r16_simd.h), so streamed experts still give the mapping's (io_mode
+  // mmap) logits bit for bit (tests/unit/engine/weight_streaming_test.cpp);
+  // the gain: docs/performance.md, "Interleaved Q4_0 rows".
+  bool repack_experts = true;
   // Make the plan, open no reader and allocate no expert cache: for `model
   // info`, which reports the plan of a model it will not run (a 48B plan's
   // cache is gigabytes of slots to allocate and zero). forward() then reads

@@ -18,7 +18,7 @@
 //   --prefetch-width N  experts prefetched per token from the next layer's
 //                     predicted routing (0: no prediction; default: the engine's)
 //   --repack 0|1      repack experts into the kernels' interleaved layout as
-//                     they land (StreamingOptions::repack_experts; default: the engine's)
+//                     they land (StreamingOptions::repack_experts; default: the engine's, 1)
 //
 // decode: for each batch size N, N sequences with distinct random prompts of
 // about --prompt-tokens tokens decode --tokens greedy tokens each, all in one

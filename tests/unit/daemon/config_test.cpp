@@ -13,6 +13,7 @@
 
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
+#include "daemon/lib/job_run.h"
 #include "daemon/lib/logging.h"
 #include "engine/kernels/kernels.h"
 #include "common/error.h"
@@ -175,7 +176,7 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "cpu_features", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
+  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
                                        "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});
@@ -310,4 +311,15 @@ TEST_CASE("cpu_features: auto by default, a path this CPU has, else an error nam
     }
   }
   CHECK(is_reloadable("cpu_features"));
+}
+
+TEST_CASE("repack_experts: true by default, a boolean, applied at the next model load") {
+  CHECK(parse_config("", "/x.yaml").repack_experts);
+  CHECK_FALSE(parse_config("repack_experts: false\n", "/x.yaml").repack_experts);
+  CHECK(parse_config("repack_experts: true\n", "/x.yaml").repack_experts);
+  const std::string bad = error_for("threads: 1\nrepack_experts: maybe\n");
+  CHECK_MESSAGE(contains(bad, "/etc/nightshift/config.yaml:2:"), bad);
+  CHECK_MESSAGE(contains(bad, "repack_experts must be true or false, got 'maybe'"), bad);
+  CHECK(is_reloadable("repack_experts"));
+  CHECK_FALSE(worker_options_from(parse_config("repack_experts: false\n", "/x.yaml")).engine.repack_experts);
 }
