@@ -279,12 +279,16 @@ void for_attention_units(int64_t n, ForwardState& s, F&& f) {
 // copy per head; the latents and their F32 expansions go a key block at a time.
 constexpr int64_t kExpandScratchBytes = int64_t{64} << 20;
 constexpr int64_t kExpandKeyBlock = 1024;
+// Shorter runs take more heads at once in blocks down to this many keys (the
+// F32 buffers hold all heads' at this length), so a plan sized for a long
+// context does not split a short run into many small groups.
+constexpr int64_t kExpandMinBlock = 256;
 
 // Heads expand_run takes at once for `keys` keys in s's xp_ buffers: as many
 // as they hold at that length (at least the plan's group), 0 when they do not
 // hold one (the run then stays absorbed).
 int64_t expand_group(const MlaShape& sh, const MlaWeights& w, int64_t keys, const ForwardState& s) {
-  const int64_t kb = std::min(keys, kExpandKeyBlock), kh = sh.k_head(), vh = sh.v_head;
+  const int64_t kb = std::min(keys, kExpandMinBlock), kh = sh.k_head(), vh = sh.v_head;
   const bool split = w.kv_b.rows == 0;
   const size_t k_b_t = split ? static_cast<size_t>(sh.n_head * sh.qk_nope * sh.kv_lora_rank) *
                                    element_bytes(transposed_type(w.k_b.type))
@@ -316,13 +320,18 @@ void transpose_k_b_scratch(const MlaWeights& w, const MlaShape& sh, ForwardState
 // over its own keys. Output: out[t][n_head * v_head] at row stride out_ts,
 // already through v_b. Heads go `group` at a time (expand_group), keys a
 // block at a time through the F32 buffers: the same bits as one product over
-// all keys, since blocks start at multiples of 1024 tokens, where matmul's
+// all keys, since blocks start at multiples of 64 tokens, where matmul's
 // token tiles start too.
 void expand_run(const MlaWeights& w, const MlaShape& sh, int64_t il, int64_t t0, int64_t n, int64_t group, float* out,
                 int64_t out_ts, ForwardState& s) {
   const int64_t n_head = sh.n_head, kv_lora = sh.kv_lora_rank, nope = sh.qk_nope, kh = sh.k_head(), vh = sh.v_head;
   const int64_t q_width = n_head * kh, seq = s.seq[t0], keys = s.pos[t0 + n - 1] + 1;
-  const int64_t kb = std::min(keys, kExpandKeyBlock);
+  // Key blocks as long as the F32 buffers hold for `group` heads (at least
+  // kExpandMinBlock or the run's keys: expand_group), a multiple of 64 keys.
+  int64_t kb = std::min({keys, kExpandKeyBlock, static_cast<int64_t>(s.xp_latents.size()) / kv_lora,
+                         static_cast<int64_t>(s.xp_kf.size()) / (group * nope),
+                         static_cast<int64_t>(s.xp_vf.size()) / (group * vh)});
+  if (kb < keys) kb = kb / 64 * 64;
   SequenceState& kv = *s.seqs;
   const int64_t lw = kv.k_dim();
   const uint16_t* rows = kv.k(il, seq, 0);
@@ -519,8 +528,9 @@ uint64_t mla_context_scratch(const MlaShape& sh, const std::vector<const MlaWeig
   if (longest == 0) return 0;
   const int64_t kh = sh.k_head(), vh = sh.v_head, kb = std::min(longest, kExpandKeyBlock);
   const int64_t group = std::clamp(kExpandScratchBytes / (longest * (kh + vh) * 2), int64_t{1}, sh.n_head);
-  const size_t latents = static_cast<size_t>(kb * sh.kv_lora_rank), kf = static_cast<size_t>(group * kb * sh.qk_nope),
-               vf = static_cast<size_t>(group * kb * vh), k16 = static_cast<size_t>(group * longest * kh),
+  const int64_t head_keys = std::max(group * kb, sh.n_head * std::min(longest, kExpandMinBlock));
+  const size_t latents = static_cast<size_t>(kb * sh.kv_lora_rank), kf = static_cast<size_t>(head_keys * sh.qk_nope),
+               vf = static_cast<size_t>(head_keys * vh), k16 = static_cast<size_t>(group * longest * kh),
                v16 = static_cast<size_t>(group * longest * vh), tasks = static_cast<size_t>(2 * sh.n_head);
   if (s) {
     s->xp_latents.assign(latents, 0.0f);
