@@ -40,6 +40,7 @@ struct ForwardState {
   std::vector<int32_t> active;      // [2][n_expert] the distinct experts this layer routed to (+ a copy)
   std::vector<float> moe_latent;    // [B][latent] latent experts' input, then their weighted sum (kimi-k3)
   uint64_t experts_routed = 0;      // distinct (layer, expert) pairs routed to, summed over forward passes
+  uint64_t mla_expanded = 0;        // (layer, token) pairs that attended over expanded keys (mla_attention.cpp)
   const RoutingObserver* routing_observer = nullptr;  // called once per MoE layer (routing.h)
 
   // Weight streaming (null: experts are read through the mapping). With
@@ -56,6 +57,17 @@ struct ForwardState {
   // Cross-layer attention residuals (kimi-k3): each token's banked layer
   // inputs, [B][n_ckpt][n_embd], and its mixing scores, [B][n_ckpt + 1].
   std::vector<float> res_ckpt, res_scores;
+
+  // MLA's expanded prompt chunks (mla_attention.cpp, expand_run): sized once
+  // at load by Architecture::context_scratch for the longest sequence and
+  // chunk the memory plan admits (its formula: mla_attention.h), counted in
+  // the plan's activations, never grown: a run splits its heads into as many
+  // groups as these hold at its length. Empty: no chunk expands.
+  std::vector<float> xp_latents;         // [key block][kv_lora] cached latents as F32
+  std::vector<uint8_t> xp_k_b_t;         // [n_head][nope][kv_lora] k_b transposed (split files)
+  std::vector<float> xp_kf, xp_vf;       // [heads][key block][nope], [..][v_head] expanded, before F16
+  std::vector<uint16_t> xp_k16, xp_v16;  // [heads][keys][k_head], [..][v_head] as attention reads them
+  std::vector<kernels::MatmulTask> xp_tasks;  // [2 n_head]
 
   ThreadPool* pool = nullptr;
   SequenceState* seqs = nullptr;  // attention cache and recurrent state of every sequence

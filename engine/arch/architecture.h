@@ -35,6 +35,14 @@ class Architecture {
   // residual mix); most architectures have nothing to do here.
   virtual void before_output(ForwardState& s) { (void)s; }
   virtual BufferSizes buffer_sizes() const = 0;
+  // Bytes of the ForwardState scratch that grows with the context (MLA's
+  // expanded chunks: forward_state.h, xp_*) for sequences of up to `keys`
+  // tokens in forward passes of up to `queries`; allocated into *s when s is
+  // not null. Called for the memory plan, then once to allocate.
+  virtual uint64_t context_scratch(int64_t keys, int64_t queries, ForwardState* s) const {
+    (void)keys, (void)queries, (void)s;
+    return 0;
+  }
 };
 
 // Choices the model file leaves open, made when it is loaded.

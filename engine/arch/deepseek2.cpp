@@ -74,6 +74,12 @@ class Deepseek2 final : public LayerStack<Deepseek2Layer> {
     return b;
   }
 
+  uint64_t context_scratch(int64_t keys, int64_t queries, ForwardState* s) const override {
+    std::vector<const MlaWeights*> mla;
+    for (const Deepseek2Layer& L : layers_) mla.push_back(&L.attn);
+    return mla_context_scratch(sh_, mla, keys, queries, s);
+  }
+
  private:
   void attention(const Deepseek2Layer& L, int64_t il, ForwardState& s) const override {
     mla_attention(L.attn, sh_, il, s);

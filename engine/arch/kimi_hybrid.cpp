@@ -81,6 +81,13 @@ BufferSizes KimiHybrid::buffer_sizes() const {
   return b;
 }
 
+uint64_t KimiHybrid::context_scratch(int64_t keys, int64_t queries, ForwardState* s) const {
+  std::vector<const MlaWeights*> mla;
+  for (const KimiLayer& L : w_.layers)
+    if (!L.recurrent) mla.push_back(&L.mla);
+  return mla_context_scratch(mla_, mla, keys, queries, s);
+}
+
 void KimiHybrid::norm(const float* in, const std::vector<float>& w, ForwardState& s) const {
   const int64_t d = hp_.n_embd;
   for (int64_t t = 0; t < s.n; ++t) ops::rms_norm(&in[t * d], w.data(), d, hp_.rms_eps, &s.xn[t * d]);

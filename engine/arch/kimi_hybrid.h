@@ -53,6 +53,7 @@ extern const ArchTraits kimi_hybrid_traits;
 class KimiHybrid : public Architecture {
  public:
   BufferSizes buffer_sizes() const override;
+  uint64_t context_scratch(int64_t keys, int64_t queries, ForwardState* s) const override;
 
  protected:
   // Loads the blocks through `form`'s table; hp is used as given (quirks

@@ -274,24 +274,43 @@ void for_attention_units(int64_t n, ForwardState& s, F&& f) {
   });
 }
 
-// Working memory of expand_run, grown (never shrunk) to the largest run seen;
-// the calling thread's own, so a warm prefill loop does not allocate.
-struct ExpandScratch {
-  std::vector<float> latents;    // [L][kv_lora] the run's sequence's cached latents, as F32
-  std::vector<uint8_t> k_b_t;    // [n_head][nope][kv_lora] k_b transposed (split files; transposed_type)
-  std::vector<float> kf, vf;     // [heads][L][nope], [heads][L][v_head] the expansions
-  std::vector<uint16_t> k16, v16;  // [heads][L][k_head], [heads][L][v_head] as attention reads them
-  std::vector<kernels::MatmulTask> tasks;
-  template <class T>
-  static T* grow(std::vector<T>& v, int64_t n) {
-    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
-    return v.data();
-  }
-};
-
-// Expanded keys and values held at once stay under this (heads are expanded
-// in groups that fit), so a long context costs time, not a full copy per head.
+// Expanded keys and values held at once stay under this when one head's fit
+// (heads are expanded in groups), so a long context costs time, not a full
+// copy per head; the latents and their F32 expansions go a key block at a time.
 constexpr int64_t kExpandScratchBytes = int64_t{64} << 20;
+constexpr int64_t kExpandKeyBlock = 1024;
+// Shorter runs take more heads at once in blocks down to this many keys (the
+// F32 buffers hold all heads' at this length), so a plan sized for a long
+// context does not split a short run into many small groups.
+constexpr int64_t kExpandMinBlock = 256;
+
+// Heads expand_run takes at once for `keys` keys in s's xp_ buffers: as many
+// as they hold at that length (at least the plan's group), 0 when they do not
+// hold one (the run then stays absorbed).
+int64_t expand_group(const MlaShape& sh, const MlaWeights& w, int64_t keys, const ForwardState& s) {
+  const int64_t kb = std::min(keys, kExpandMinBlock), kh = sh.k_head(), vh = sh.v_head;
+  const bool split = w.kv_b.rows == 0;
+  const size_t k_b_t = split ? static_cast<size_t>(sh.n_head * sh.qk_nope * sh.kv_lora_rank) *
+                                   element_bytes(transposed_type(w.k_b.type))
+                             : 0;
+  if (s.xp_latents.size() < static_cast<size_t>(kb * sh.kv_lora_rank) || s.xp_k_b_t.size() < k_b_t ||
+      s.xp_tasks.size() < static_cast<size_t>(2 * sh.n_head))
+    return 0;
+  const auto fit = [](size_t have, int64_t per_head) { return static_cast<int64_t>(have / static_cast<size_t>(per_head)); };
+  return std::min({sh.n_head, fit(s.xp_k16.size(), keys * kh), fit(s.xp_v16.size(), keys * vh),
+                   fit(s.xp_kf.size(), kb * sh.qk_nope), fit(s.xp_vf.size(), kb * vh)});
+}
+
+// k_b transposed into s.xp_k_b_t for the expanded runs of a split file (fused
+// files hold k_b^T as attn_kv_b's first nope rows of each head): once per
+// layer and forward pass, whatever the number of runs and head groups.
+void transpose_k_b_scratch(const MlaWeights& w, const MlaShape& sh, ForwardState& s) {
+  if (w.kv_b.rows > 0) return;
+  const size_t kt_head = static_cast<size_t>(sh.qk_nope * sh.kv_lora_rank) * element_bytes(transposed_type(w.k_b.type));
+  for (int64_t h = 0; h < sh.n_head; ++h)
+    transpose_rows(w.k_b.type, w.k_b.data + static_cast<size_t>(h) * w.k_b.expert_stride, w.k_b.row_stride,
+                   sh.kv_lora_rank, sh.qk_nope, s.xp_k_b_t.data() + static_cast<size_t>(h) * kt_head);
+}
 
 // The tokens t0..t0+n-1 of s, one sequence's consecutive positions, attend as
 // plain multi-head attention: every key and value of the sequence up to the
@@ -299,58 +318,60 @@ constexpr int64_t kExpandScratchBytes = int64_t{64} << 20;
 // rounded to F16 as a cache of expanded rows would be; the key's rope part is
 // the cached one), then each head's query (nope | rope, not absorbed) attends
 // over its own keys. Output: out[t][n_head * v_head] at row stride out_ts,
-// already through v_b.
-void expand_run(const MlaWeights& w, const MlaShape& sh, int64_t il, int64_t t0, int64_t n, float* out,
+// already through v_b. Heads go `group` at a time (expand_group), keys a
+// block at a time through the F32 buffers: the same bits as one product over
+// all keys, since blocks start at multiples of 64 tokens, where matmul's
+// token tiles start too.
+void expand_run(const MlaWeights& w, const MlaShape& sh, int64_t il, int64_t t0, int64_t n, int64_t group, float* out,
                 int64_t out_ts, ForwardState& s) {
-  thread_local ExpandScratch x;
   const int64_t n_head = sh.n_head, kv_lora = sh.kv_lora_rank, nope = sh.qk_nope, kh = sh.k_head(), vh = sh.v_head;
   const int64_t q_width = n_head * kh, seq = s.seq[t0], keys = s.pos[t0 + n - 1] + 1;
+  // Key blocks as long as the F32 buffers hold for `group` heads (at least
+  // kExpandMinBlock or the run's keys: expand_group), a multiple of 64 keys.
+  int64_t kb = std::min({keys, kExpandKeyBlock, static_cast<int64_t>(s.xp_latents.size()) / kv_lora,
+                         static_cast<int64_t>(s.xp_kf.size()) / (group * nope),
+                         static_cast<int64_t>(s.xp_vf.size()) / (group * vh)});
+  if (kb < keys) kb = kb / 64 * 64;
   SequenceState& kv = *s.seqs;
   const int64_t lw = kv.k_dim();
   const uint16_t* rows = kv.k(il, seq, 0);
-  float* c = ExpandScratch::grow(x.latents, keys * kv_lora);
-  for (int64_t j = 0; j < keys; ++j) kernels::dequantize_row(gguf::GgmlType::F16, rows + j * lw, c + j * kv_lora, kv_lora);
-  // k_nope = k_b_h^T c: fused files hold k_b^T as attn_kv_b's first nope rows
-  // of each head; split files hold k_b_h as [kv_lora][nope], transposed here.
   const bool fused = w.kv_b.rows > 0;
   const gguf::GgmlType kt_type = transposed_type(w.k_b.type);
   const size_t kt_head = static_cast<size_t>(nope * kv_lora) * element_bytes(kt_type);
-  if (!fused) {
-    uint8_t* kt = ExpandScratch::grow(x.k_b_t, n_head * static_cast<int64_t>(kt_head));
-    for (int64_t h = 0; h < n_head; ++h)
-      transpose_rows(w.k_b.type, w.k_b.data + static_cast<size_t>(h) * w.k_b.expert_stride, w.k_b.row_stride, kv_lora,
-                     nope, kt + static_cast<size_t>(h) * kt_head);
-  }
   const auto k_view = [&](int64_t h) -> kernels::MatrixView {
     if (fused)
       return {w.kv_b.type, static_cast<const uint8_t*>(w.kv_b.data) + static_cast<size_t>(h * (nope + vh)) * w.kv_b.row_stride,
               nope, kv_lora, w.kv_b.row_stride};
-    return {kt_type, &x.k_b_t[static_cast<size_t>(h) * kt_head], nope, kv_lora, kt_head / static_cast<size_t>(nope)};
+    return {kt_type, &s.xp_k_b_t[static_cast<size_t>(h) * kt_head], nope, kv_lora, kt_head / static_cast<size_t>(nope)};
   };
-  const int64_t head_bytes = keys * ((nope + vh) * 4 + (kh + vh) * 2);
-  const int64_t group = std::clamp(kExpandScratchBytes / std::max<int64_t>(head_bytes, 1), int64_t{1}, n_head);
-  float* kf = ExpandScratch::grow(x.kf, group * keys * nope);
-  float* vf = ExpandScratch::grow(x.vf, group * keys * vh);
-  uint16_t* k16 = ExpandScratch::grow(x.k16, group * keys * kh);
-  uint16_t* v16 = ExpandScratch::grow(x.v16, group * keys * vh);
-  std::vector<kernels::MatmulTask>& tasks = x.tasks;
+  float* c = s.xp_latents.data();
+  float* kf = s.xp_kf.data();
+  float* vf = s.xp_vf.data();
+  uint16_t* k16 = s.xp_k16.data();
+  uint16_t* v16 = s.xp_v16.data();
+  kernels::MatmulTask* tasks = s.xp_tasks.data();
   const size_t slot = thread_slot(s);
   for (int64_t h0 = 0; h0 < n_head; h0 += group) {
     const int64_t g = std::min(group, n_head - h0);
-    tasks.clear();
-    for (int64_t i = 0; i < g; ++i) {
-      tasks.push_back({k_view(h0 + i), c, keys, kf + i * keys * nope});
-      tasks.push_back({w.v_b.expert(h0 + i), c, keys, vf + i * keys * vh});
-    }
-    kernels::matmul_group(tasks.data(), tasks.size(), *s.pool, s.mm);
-    s.pool->parallel_for(g * keys, [&](int, int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {  // r = head in group * keys + position
-        uint16_t* k = k16 + r * kh;
-        kernels::quantize_row(gguf::GgmlType::F16, kf + r * nope, k, nope);
-        std::memcpy(k + nope, rows + (r % keys) * lw + kv_lora, sizeof(uint16_t) * static_cast<size_t>(sh.qk_rope));
-        kernels::quantize_row(gguf::GgmlType::F16, vf + r * vh, v16 + r * vh, vh);
+    for (int64_t j0 = 0; j0 < keys; j0 += kb) {
+      const int64_t m = std::min(kb, keys - j0);
+      for (int64_t j = 0; j < m; ++j)
+        kernels::dequantize_row(gguf::GgmlType::F16, rows + (j0 + j) * lw, c + j * kv_lora, kv_lora);
+      for (int64_t i = 0; i < g; ++i) {
+        tasks[2 * i] = {k_view(h0 + i), c, m, kf + i * m * nope};
+        tasks[2 * i + 1] = {w.v_b.expert(h0 + i), c, m, vf + i * m * vh};
       }
-    });
+      kernels::matmul_group(tasks, static_cast<size_t>(2 * g), *s.pool, s.mm);
+      s.pool->parallel_for(g * m, [&](int, int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {  // r = head in group * m + key in block
+          const int64_t hg = r / m, j = j0 + r % m;
+          uint16_t* k = k16 + (hg * keys + j) * kh;
+          kernels::quantize_row(gguf::GgmlType::F16, kf + r * nope, k, nope);
+          std::memcpy(k + nope, rows + j * lw + kv_lora, sizeof(uint16_t) * static_cast<size_t>(sh.qk_rope));
+          kernels::quantize_row(gguf::GgmlType::F16, vf + r * vh, v16 + (hg * keys + j) * vh, vh);
+        }
+      });
+    }
     for_attention_units(g * n, s, [&](int thread, int64_t i) {
       uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * slot];
       const int64_t hg = i / n, t = t0 + i % n, h = h0 + hg;
@@ -384,13 +405,17 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
   expanded.clear();
   for (int64_t t0 = 0, t1; t0 < n; t0 = t1) {
     for (t1 = t0 + 1; t1 < n && s.seq[t1] == s.seq[t0] && s.pos[t1] == s.pos[t1 - 1] + 1;) ++t1;
-    auto& to = mla_expand_run(sh, w, t1 - t0, s.pos[t1 - 1] + 1) ? expanded : absorbed;
+    const int64_t keys = s.pos[t1 - 1] + 1;
+    auto& to = mla_expand_run(sh, w, t1 - t0, keys) && expand_group(sh, w, keys, s) > 0 ? expanded : absorbed;
     for (int64_t t = t0; t < t1; ++t) to.push_back(t);
   }
+  if (!expanded.empty()) transpose_k_b_scratch(w, sh, s);
+  s.mla_expanded += expanded.size();
   for (size_t i = 0; i < expanded.size();) {
     size_t j = i + 1;
     while (j < expanded.size() && expanded[j] == expanded[j - 1] + 1 && s.seq[expanded[j]] == s.seq[expanded[i]]) ++j;
-    expand_run(w, sh, il, expanded[i], static_cast<int64_t>(j - i), s.q.data(), n_head * lw, s);
+    const int64_t t0 = expanded[i], run = static_cast<int64_t>(j - i);
+    expand_run(w, sh, il, t0, run, expand_group(sh, w, s.pos[t0 + run - 1] + 1, s), s.q.data(), n_head * lw, s);
     i = j;
   }
 
@@ -472,6 +497,52 @@ bool mla_expand_run(const MlaShape& sh, const MlaWeights& w, int64_t queries, in
   const double absorbed = t * per_row + pairs * static_cast<double>(sh.latent_width() + sh.kv_lora_rank);
   const double expanded = kExpandCost * keys_d * per_row + pairs * static_cast<double>(sh.k_head() + sh.v_head);
   return expanded < absorbed;
+}
+
+uint64_t mla_context_scratch(const MlaShape& sh, const std::vector<const MlaWeights*>& layers, int64_t keys,
+                             int64_t queries, ForwardState* s) {
+  if (sh.expanded_cache || layers.empty()) return 0;
+  // L: the longest sequence at which a chunk of at most `queries` tokens
+  // expands in some layer. A chunk expands more readily the more queries it
+  // has (mla_expand_run's saving grows with them), so the longest chunk is
+  // the one to ask about; its saving is linear in the keys past it, so the
+  // keys at which it expands are one range from the chunk's own length.
+  int64_t longest = 0;
+  size_t k_b_t = 0;
+  for (const MlaWeights* w : layers) {
+    const auto expands = [&](int64_t k) { return mla_expand_run(sh, *w, std::min(queries, k), k); };
+    int64_t lo = std::min(queries, keys), hi = keys;
+    if (lo < 2 || !expands(lo)) continue;
+    while (lo < hi) {  // expands(lo) holds; find the last such key count up to hi
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (expands(mid))
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    longest = std::max(longest, lo);
+    if (w->kv_b.rows == 0)
+      k_b_t = std::max(k_b_t, static_cast<size_t>(sh.n_head * sh.qk_nope * sh.kv_lora_rank) *
+                                  element_bytes(transposed_type(w->k_b.type)));
+  }
+  if (longest == 0) return 0;
+  const int64_t kh = sh.k_head(), vh = sh.v_head, kb = std::min(longest, kExpandKeyBlock);
+  const int64_t group = std::clamp(kExpandScratchBytes / (longest * (kh + vh) * 2), int64_t{1}, sh.n_head);
+  const int64_t head_keys = std::max(group * kb, sh.n_head * std::min(longest, kExpandMinBlock));
+  const size_t latents = static_cast<size_t>(kb * sh.kv_lora_rank), kf = static_cast<size_t>(head_keys * sh.qk_nope),
+               vf = static_cast<size_t>(head_keys * vh), k16 = static_cast<size_t>(group * longest * kh),
+               v16 = static_cast<size_t>(group * longest * vh), tasks = static_cast<size_t>(2 * sh.n_head);
+  if (s) {
+    s->xp_latents.assign(latents, 0.0f);
+    s->xp_k_b_t.assign(k_b_t, 0);
+    s->xp_kf.assign(kf, 0.0f);
+    s->xp_vf.assign(vf, 0.0f);
+    s->xp_k16.assign(k16, 0);
+    s->xp_v16.assign(v16, 0);
+    s->xp_tasks.assign(tasks, {});
+  }
+  return (latents + kf + vf) * sizeof(float) + k_b_t + (k16 + v16) * sizeof(uint16_t) +
+         tasks * sizeof(kernels::MatmulTask);
 }
 
 void mla_attention(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s) {

@@ -116,6 +116,26 @@ int64_t mla_att_width(const MlaShape& sh);
 // stays latent either way.
 bool mla_expand_run(const MlaShape& sh, const MlaWeights& w, int64_t queries, int64_t keys);
 
+// The scratch of expanded chunks (ForwardState's xp_ buffers) for sequences
+// of up to `keys` tokens in forward passes of up to `queries`, over layers
+// with these weights; allocated into *s when s is not null; returns its bytes.
+// With L the longest sequence at which a chunk of at most `queries` expands
+// in any layer (mla_expand_run; 0: none, nothing is allocated), B the key
+// block min(L, 1024) and g heads per group (as many as fit 64 MiB at L, at
+// least 1):
+//   g * L * (k_head + v_head) * 2          F16 keys and values of g heads
+//   + B * kv_lora * 4                      F32 latents of one key block
+//   + max(g * B, n_head * min(L, 256)) * (nope + v_head) * 4   their F32 expansions
+//     (a shorter run takes more heads at once, in blocks of at least 256 keys)
+//   + n_head * nope * kv_lora * 4 (2 for F16/BF16 k_b)   k_b transposed (split files)
+// On V2-Lite (16 heads, kv_lora 512, nope 128, v_head 128, Q4_0 k_b) that is
+// 640 B per key and head: 6 heads at 16K keys (60 MiB), 1 head at 128K
+// (80 MiB, 2 % of that sequence's 3.8 GiB latent cache over 27 layers), plus
+// 10-12 MiB. A run longer than the scratch holds (never, when the plan's L is
+// the longest sequence) stays absorbed.
+uint64_t mla_context_scratch(const MlaShape& sh, const std::vector<const MlaWeights*>& layers, int64_t keys,
+                             int64_t queries, ForwardState* s);
+
 // s.xn -> s.out for s.n tokens at (s.seq[t], s.pos[t]), appending to layer il of
 // the cache (widths sh.cache_k_width() / sh.cache_v_width()).
 void mla_attention(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s);

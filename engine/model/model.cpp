@@ -144,6 +144,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     if (predict) {
       s.predict_logits.resize(sz(hp.n_expert));
       s.predicted.resize(static_cast<size_t>(hp.n_expert));
+      s.routers.reserve(static_cast<size_t>(hp.n_layer));  // filled by attach_streaming; counted here
     }
   }
   s.seq.resize(static_cast<size_t>(B));
@@ -159,7 +160,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   const bool fit_pool = opts.kv_tokens <= 0;
   int64_t pool = fit_pool ? full_pool : std::min(opts.kv_tokens, full_pool);
   const int64_t min_pool = std::min(full_pool, std::max<int64_t>(kMinPoolRows, n_seq));
-  const uint64_t activation_bytes = forward_state_bytes(s) + m->single_.capacity() * sizeof(BatchToken);
+  const uint64_t activation_bytes = forward_state_bytes(s) + m->batch_list_bytes();
   for (;;) {
     // Sliding layers' rings hold every position one forward pass of B tokens writes or reads.
     // Sized first, allocated once the plan accepts it (64 x 128K contexts may not fit RAM).
@@ -169,7 +170,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     fp.kv_cache_bytes = m->seqs_->attention_bytes();
     fp.kv_cache_note = kv_pool_note(*m->seqs_);
     fp.recurrent_bytes = m->seqs_->recurrent_bytes();
-    fp.activation_bytes = activation_bytes;
+    // The scratch that grows with the context, for the longest sequence this pool admits.
+    const int64_t longest = std::min(n_ctx, m->seqs_->pool_rows());
+    fp.activation_bytes = activation_bytes + m->arch_->context_scratch(longest, B, nullptr);
     fp.overhead_bytes = rss_before_buffers;
     try {
       m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fp);
@@ -184,7 +187,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   if (m->seqs_->pool_rows() < full_pool)
     spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
                  m->seqs_->pool_rows(), n_seq, n_ctx);
-  if (!opts.streaming.plan_only) m->seqs_->allocate();
+  if (!opts.streaming.plan_only) {
+    m->seqs_->allocate();
+    m->arch_->context_scratch(std::min(n_ctx, m->seqs_->pool_rows()), B, &s);
+  }
   s.seqs = m->seqs_.get();
   attach_streaming(*m->streaming_, f, opts.streaming, hp.n_layer, s);
   return m;

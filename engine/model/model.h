@@ -111,6 +111,10 @@ class Model {
   void set_routing_observer(RoutingObserver fn) { routing_observer_ = std::move(fn); }
   // Distinct (layer, expert) pairs routed to, summed over every forward pass since load.
   uint64_t experts_routed() const { return state_.experts_routed; }
+  // The forward-pass buffers (forward_state.h); with the batch list, the
+  // memory plan's activations (forward_state_bytes + batch_list_bytes).
+  const ForwardState& forward_state() const { return state_; }
+  uint64_t batch_list_bytes() const { return single_.capacity() * sizeof(BatchToken); }
 
  private:
   Model() = default;

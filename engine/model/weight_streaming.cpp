@@ -48,7 +48,9 @@ uint64_t forward_state_bytes(const ForwardState& s) {
          bytes_of(s.expert_first) + bytes_of(s.expert_rows) + bytes_of(s.ex_in) + bytes_of(s.ex_a) +
          bytes_of(s.ex_b) + bytes_of(s.ex_out) + bytes_of(s.slot_out) + bytes_of(s.active) + bytes_of(s.moe_latent) +
          bytes_of(s.res_ckpt) + bytes_of(s.res_scores) +
-         bytes_of(s.predict_logits) + bytes_of(s.predicted) + bytes_of(s.routers);
+         bytes_of(s.predict_logits) + bytes_of(s.predicted) + bytes_of(s.routers) + bytes_of(s.xp_latents) +
+         bytes_of(s.xp_k_b_t) + bytes_of(s.xp_kf) + bytes_of(s.xp_vf) + bytes_of(s.xp_k16) + bytes_of(s.xp_v16) +
+         bytes_of(s.xp_tasks);
 }
 
 stream::StreamStats WeightStreaming::stats() const {

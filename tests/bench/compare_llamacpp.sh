@@ -19,7 +19,10 @@
 #     shared); nightshift shares the common prefix (prefix_cache, on by
 #     default: prefilled once, copied by the other jobs, counted in the
 #     results' prefix_tokens and printed);
-#   - prints every figure and the ratios nightshift / llama.cpp.
+#   - prints every figure and the ratios nightshift / llama.cpp;
+#   - thread scaling: both engines' in-RAM decode and prefill again at each of
+#     THREADS' other counts (the runs above use the largest), and a table of
+#     tok/s at N threads / at the first count, per engine.
 # Decode and prefill run through ns_bench_batch (the engine the daemon runs).
 # Not run by ctest. Needs root (memory cgroup, drop_caches), jq and sqlite3.
 #
@@ -32,6 +35,8 @@
 #        PREFILL_TOKENS (512), DOCS (64), DOC_TOKENS (1500), PREFIX_TOKENS (300),
 #        GEN_TOKENS (200), SKIP (a list of parts to leave out: llama-ram,
 #        llama-limit, ns-ram, ns-stream, decode, prefill, nightly),
+#        THREADS (thread counts, 1,NPROC: the largest runs everything, the others
+#        the in-RAM decode and prefill for the scaling table; one count: no table),
 #        LOG_LEVEL (the daemon's log_level, info; debug logs every step),
 #        KEEP (a directory: the nightly runs' daemon logs and queues are copied there)
 #   A quick run: DOCS=8 DOC_TOKENS=96 PREFIX_TOKENS=24 GEN_TOKENS=8 DECODE_TOKENS=4 PREFILL_TOKENS=64
@@ -47,7 +52,7 @@ model_bytes=$(stat -c %s "$model")
 source tests/bench/bench_lib.sh
 bench_bins "$build"
 bench_env BUDGET=3GiB "RAM_BUDGET=$(( (model_bytes >> 20) + 4096 ))MiB" BATCHES=1,64 DECODE_TOKENS=16 PROMPT_TOKENS=8 \
-  PREFILL_TOKENS=512 DOCS=64 DOC_TOKENS=1500 PREFIX_TOKENS=300 GEN_TOKENS=200
+  PREFILL_TOKENS=512 DOCS=64 DOC_TOKENS=1500 PREFIX_TOKENS=300 GEN_TOKENS=200 "THREADS=1,$(nproc)"
 skip=" ${SKIP:-} "
 
 bench_require jq sqlite3 -- "$bench" "$cli" "$daemon"
@@ -55,47 +60,51 @@ bench_require jq sqlite3 -- "$bench" "$cli" "$daemon"
 [[ $(id -u) == 0 ]] || echo "WARNING: not root: no page-cache drops and no memory cgroup for llama.cpp" >&2
 budget_bytes=$(numfmt --from=iec "${budget%iB}")
 largest=$(tr , '\n' <<<"$batches" | sort -n | tail -1)
-threads=$(nproc)
+mapfile -t thread_counts < <(tr , '\n' <<<"$threads" | grep . | sort -nu)
+threads=${thread_counts[-1]}  # the main runs' count
 mkdir -p "$work"
 run_dir=$(mktemp -d "$work/compare.XXXXXX")
 trap 'rm -rf "$run_dir"' EXIT
 wants() { [[ $skip != *" $1 "* ]]; }
 
-echo "== $(date -u '+%F %H:%M UTC'): model $model ($((model_bytes >> 20)) MiB), budget $budget, in RAM $ram_budget"
+echo "== $(date -u '+%F %H:%M UTC'): model $model ($((model_bytes >> 20)) MiB), budget $budget, in RAM $ram_budget," \
+     "threads $threads (scaling: ${thread_counts[*]})"
 echo "   machine: $(machine_line)"
 echo "   decode: batches $batches, $prompt_tokens-token prompts, $decode_tokens tokens each; prefill: $prefill_tokens tokens;" \
      "nightly: $docs documents of ~$doc_tokens tokens ($prefix_tokens shared), $gen_tokens generated each"
 
 # ---- llama.cpp: decode, prefill, nightly; whole model in RAM and in the cgroup
-declare -A L  # L[mode.part] = JSONL
-llama_runs() {  # mode limit extra-args...
-  local mode=$1 limit=$2; shift 2
-  local common=(-m "$model" -t "$threads" -b 2048 -ub 512 "$@")
-  echo "== llama.cpp ($mode): decode, prefill, nightly..." >&2
+declare -A L  # L[mode.part] = JSONL; the scaling runs' mode is ram-tN
+llama_runs() {  # mode limit threads parts extra-args...
+  local mode=$1 limit=$2 t=$3 parts=" $4 "; shift 4
+  local common=(-m "$model" -t "$t" -b 2048 -ub 512 "$@")
+  want() { wants "$1" && [[ $parts == *" $1 "* ]]; }
+  echo "== llama.cpp ($mode, $t threads):$parts..." >&2
   drop_caches
   # In RAM: the file read once into the page cache first, as nightshift's
   # in-RAM runs warm their expert cache (llama.cpp maps the experts it does not
   # repack, and would otherwise fault them in from disk during its first steps).
   (( limit > 0 )) || cat "$model" > /dev/null
-  ! wants decode || L[$mode.decode]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((largest * (prompt_tokens + decode_tokens) + 64)) \
+  ! want decode || L[$mode.decode]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((largest * (prompt_tokens + decode_tokens) + 64)) \
                       -npp "$prompt_tokens" -ntg "$decode_tokens" -npl "$batches") || echo "WARNING: llama.cpp $mode decode failed" >&2
-  ! wants prefill || L[$mode.prefill]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((prefill_tokens + 64)) \
+  ! want prefill || L[$mode.prefill]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((prefill_tokens + 64)) \
                        -npp "$prefill_tokens" -ntg 1 -npl 1) || echo "WARNING: llama.cpp $mode prefill failed" >&2
-  if wants nightly; then
+  if want nightly; then
     L[$mode.nightly]=$(llama_batched "$limit" "$llama_bin" "${common[@]}" -c $((docs * (doc_tokens + gen_tokens) + 64)) \
                          -npp "$doc_tokens" -ntg "$gen_tokens" -npl "$docs") || echo "WARNING: llama.cpp $mode nightly failed" >&2
   fi
   local p
   for p in decode prefill nightly; do [[ -z ${L[$mode.$p]:-} ]] || sed "s/^/   $mode $p /" <<<"${L[$mode.$p]}"; done
 }
-! wants llama-ram || llama_runs ram 0
-! wants llama-limit || llama_runs limit "$budget_bytes" -nr -kvu
+! wants llama-ram || llama_runs ram 0 "$threads" "decode prefill nightly"
+! wants llama-limit || llama_runs limit "$budget_bytes" "$threads" "decode prefill nightly" -nr -kvu
 
 # ---- nightshift: decode and prefill through ns_bench_batch
-declare -A N  # N[mode.part] = RESULT lines
-ns_runs() {  # mode budget extra-args...
+declare -A N  # N[mode.part] = RESULT lines; the scaling runs' mode is ram-tN
+ns_runs() {  # mode budget threads extra-args...
   local mode=$1 b=$2; shift 2
-  echo "== nightshift ($mode, budget $b): decode, prefill..." >&2
+  set -- --threads "$@"
+  echo "== nightshift ($mode, budget $b, $2 threads): decode, prefill..." >&2
   drop_caches
   ! wants decode || N[$mode.decode]=$("$bench" decode "$model" --batch "$batches" --tokens "$decode_tokens" --prompt-tokens "$prompt_tokens" \
                       --max-sequences "$largest" --budget "$b" "$@" 2>/dev/null | grep '^RESULT')
@@ -103,8 +112,8 @@ ns_runs() {  # mode budget extra-args...
   printf '%s\n' "${N[$mode.decode]:-}" "${N[$mode.prefill]:-}" | grep . | sed "s/^/   $mode /" || true
 }
 if wants decode || wants prefill; then
-  ! wants ns-ram || ns_runs ram "$ram_budget" --warm-tokens 128
-  ! wants ns-stream || ns_runs stream "$budget"
+  ! wants ns-ram || ns_runs ram "$ram_budget" "$threads" --warm-tokens 128
+  ! wants ns-stream || ns_runs stream "$budget" "$threads"
 fi
 
 # ---- nightshift: the nightly batch through the queue and the daemon
@@ -147,6 +156,13 @@ if wants nightly; then
   ! wants ns-stream || ns_nightly stream "$budget"
 fi
 
+# ---- thread scaling: the in-RAM decode and prefill at the other thread counts
+for t in "${thread_counts[@]}"; do
+  (( t != threads )) || continue
+  ! wants llama-ram || llama_runs "ram-t$t" 0 "$t" "decode prefill"
+  if wants ns-ram && { wants decode || wants prefill; }; then ns_runs "ram-t$t" "$ram_budget" "$t" --warm-tokens 128; fi
+done
+
 # ---- results
 echo
 echo "== results ($(date -u '+%F %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)): tok/s; ratio = nightshift / llama.cpp"
@@ -172,3 +188,25 @@ if wants nightly; then
 fi
 echo "ns stream peak RSS (decode, prefill): $(printf '%s\n' "${N[stream.decode]:-}" "${N[stream.prefill]:-}" |
   kv peak_rss_mib | sort -n | tail -1) MiB (budget $((budget_bytes >> 20)) MiB)"
+if (( ${#thread_counts[@]} > 1 )); then
+  first=${thread_counts[0]}
+  echo
+  echo "== thread scaling, whole model in RAM (load $(cut -d' ' -f1-3 /proc/loadavg)): tok/s, and at N threads / at $first"
+  printf "%-34s %8s %12s %10s %12s %10s\n" run threads "llama RAM" scaling "ns RAM" scaling
+  mode_at() { (( $1 == threads )) && echo ram || echo "ram-t$1"; }
+  scaling_row() {  # label threads llama llama-at-first ns ns-at-first
+    printf "%-34s %8s %12s %10s %12s %10s\n" "$1" "$2" "$(fmt "$3")" "$(ratio "$3" "$4")" "$(fmt "$5")" "$(ratio "$5" "$6")"
+  }
+  for n in ${batches//,/ }; do
+    for t in "${thread_counts[@]}"; do
+      scaling_row "decode, $n sequence(s)" "$t" "$(lj "$(mode_at "$t").decode" speed_tg "$n")" \
+        "$(lj "$(mode_at "$first").decode" speed_tg "$n")" "$(nr "$(mode_at "$t").decode" tok_s "$n")" \
+        "$(nr "$(mode_at "$first").decode" tok_s "$n")"
+    done
+  done
+  for t in "${thread_counts[@]}"; do
+    scaling_row "prefill, $prefill_tokens tokens" "$t" "$(lj "$(mode_at "$t").prefill" speed_pp 1)" \
+      "$(lj "$(mode_at "$first").prefill" speed_pp 1)" "$(kv tok_s <<<"${N[$(mode_at "$t").prefill]:-}")" \
+      "$(kv tok_s <<<"${N[$(mode_at "$first").prefill]:-}")"
+  done
+fi

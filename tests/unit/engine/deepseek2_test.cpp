@@ -12,6 +12,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/layers/mla_attention.h"
 #include "engine/model/model.h"
+#include "engine/model/weight_streaming.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -119,6 +120,41 @@ TEST_CASE("deepseek2: a prompt chunk over expanded keys and values agrees with d
   const double d8 = batched_vs_sequential(q8_all, false, 300);
   MESSAGE("Q8_0, 300 tokens: max |expanded - absorbed| = " << d8);
   CHECK(d8 < 0.1);
+}
+
+TEST_CASE("deepseek2: the memory plan counts the scratch of expanded chunks, which never outgrows it") {
+  // ds3 F16 expands from 2 queries: its plan's activations grow with the
+  // context by at least every head's F16 keys and values per key.
+  const std::string path = ds3("split", "F16");
+  const auto load = [&](int64_t context, bool plan_only) {
+    ModelOptions mo;
+    mo.context = context;
+    mo.max_batch = 320;
+    mo.streaming.io_mode = "pread";
+    mo.streaming.memory_budget = 1ull << 30;
+    mo.streaming.plan_only = plan_only;
+    return Model::load(path, mo);
+  };
+  const MlaShape sh = mla_shape(load(64, true)->hparams());
+  const uint64_t per_key = static_cast<uint64_t>(sh.n_head * (sh.k_head() + sh.v_head)) * sizeof(uint16_t);
+  const uint64_t short_ctx = load(512, true)->streaming().plan.activation_bytes;
+  const uint64_t long_ctx = load(8192, true)->streaming().plan.activation_bytes;
+  MESSAGE("plan activations: " << short_ctx << " B at 512 keys, " << long_ctx << " at 8192");
+  CHECK(long_ctx >= short_ctx + (8192 - 512) * per_key);
+
+  // A 300-token chunk after 200 cached tokens expands in every MLA layer, in
+  // the buffers the plan counted: nothing grows past them.
+  auto m = load(512, false);
+  const uint64_t planned = m->streaming().plan.activation_bytes;
+  const auto held = [&] { return forward_state_bytes(m->forward_state()) + m->batch_list_bytes(); };
+  CHECK(held() == planned);
+  std::vector<float> logits;
+  const std::vector<int32_t> toks = test::some_tokens(512, 500);
+  m->forward(std::span(toks).first(200), 0, false, logits);
+  const uint64_t before = m->forward_state().mla_expanded;
+  m->forward(std::span(toks).subspan(200), 200, false, logits);
+  CHECK(m->forward_state().mla_expanded - before == 300 * static_cast<uint64_t>(m->hparams().n_layer));
+  CHECK(held() == planned);
 }
 
 TEST_CASE("deepseek2: the KV cache holds (kv_lora_rank + rope dims) F16 values per token and layer") {
