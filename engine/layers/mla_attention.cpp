@@ -155,13 +155,19 @@ MlaShape mla_shape(const Hparams& hp) {
               std::to_string(sh.kv_lora_rank + sh.qk_rope));
   sh.rms_eps = hp.rms_eps;
   sh.rope = rope_params(hp);
-  // As the reference: undo the rope's YaRN magnitude correction to get the
-  // original attn_factor, then scale the softmax by mscale^2 with
-  // mscale = 1 + 0.1 * mscale_all_dim * ln(factor).
-  const float ln_factor = std::log(1.0f / sh.rope.freq_scale);
-  const float attn_factor_org = sh.rope.attn_factor * (1.0f + 0.1f * ln_factor);
-  const float mscale = attn_factor_org * (1.0f + 0.1f * (hp.yarn_log_mul / 0.1f) * ln_factor);
-  sh.kq_scale = mscale * mscale / std::sqrt(static_cast<float>(k_head));
+  // deepseek2 (YarnMscale::mscale_all_dim, its traits), as the reference: undo
+  // the rope's YaRN magnitude correction to get the original attn_factor, then
+  // scale the softmax by mscale^2 with mscale = 1 + 0.1 * mscale_all_dim *
+  // ln(factor). The kimi hybrids' MLA (reference kimi-linear.cpp) scales by
+  // 1/sqrt(key length) alone, YaRN or not.
+  const float sqrt_k = std::sqrt(static_cast<float>(k_head));
+  sh.kq_scale = 1.0f / sqrt_k;
+  if (hp.yarn_mscale == YarnMscale::mscale_all_dim) {
+    const float ln_factor = std::log(1.0f / sh.rope.freq_scale);
+    const float attn_factor_org = sh.rope.attn_factor * (1.0f + 0.1f * ln_factor);
+    const float mscale = attn_factor_org * (1.0f + 0.1f * (hp.yarn_log_mul / 0.1f) * ln_factor);
+    sh.kq_scale = mscale * mscale / sqrt_k;
+  }
   return sh;
 }
 
