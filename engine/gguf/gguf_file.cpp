@@ -305,6 +305,21 @@ GgufFile::~GgufFile() {
 
 bool GgufFile::advise_random() const { return !map_ || madvise(map_, map_len_, MADV_RANDOM) == 0; }
 
+void GgufFile::copy_out(const TensorInfo& t, void* dst) const {
+  const uint8_t* src = tensor_data(t);
+  if (!map_) {
+    std::memcpy(dst, src, t.nbytes);
+    return;
+  }
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(src), end = begin + t.nbytes;
+  const uintptr_t first = begin / page * page, inner = (begin + page - 1) / page * page, last = end / page * page;
+  // Advice only: a refusal costs speed (page-sized faults) or RSS, never bytes.
+  (void)madvise(reinterpret_cast<void*>(first), end - first, MADV_WILLNEED);
+  std::memcpy(dst, src, t.nbytes);
+  if (last > inner) (void)madvise(reinterpret_cast<void*>(inner), last - inner, MADV_DONTNEED);
+}
+
 const Value* GgufFile::find(const std::string& key) const {
   auto it = kv_.find(key);
   return it == kv_.end() ? nullptr : &it->second;

@@ -99,6 +99,14 @@ class GgufFile {
   // read-ahead into neighbouring expert stacks, which must not enter RSS).
   // No-op for parsed spans. Returns false (errno set) if madvise refused.
   bool advise_random() const;
+  // Copies t's bytes out of the mapping into dst (t.nbytes), then drops the
+  // mapping's pages that lie wholly inside t from this process (MADV_DONTNEED:
+  // they leave its RSS; the page cache keeps or reclaims them as it likes):
+  // for a tensor the caller keeps its own copy of and never reads through the
+  // mapping again. Read-ahead is asked for first (MADV_WILLNEED), so a cold
+  // copy reads in large requests even under advise_random(). A parsed span is
+  // only copied.
+  void copy_out(const TensorInfo& t, void* dst) const;
 
  private:
   GgufFile() = default;

@@ -186,7 +186,8 @@ void mla_tensors(TensorTable& t, const std::string& p, const MlaShape& sh, int64
   t.matrix(p + "attn_kv_a_mqa.weight", sh.latent_width(), n_embd, R::input, &w.wkv_a);
   if (layout != MlaLayout::split)
     t.matrix(p + "attn_kv_b.weight", sh.n_head * (sh.qk_nope + sh.v_head), sh.kv_lora_rank, R::input, &w.kv_b,
-             layout == MlaLayout::fused ? Presence::required : Presence::tolerated);
+             layout == MlaLayout::fused ? Presence::required : Presence::tolerated)
+        .by_rows = true;  // its per-head k_b/v_b views slice it by rows (finish_mla)
   if (layout != MlaLayout::fused) {
     const Presence split = layout == MlaLayout::split ? Presence::required : Presence::optional;
     t.heads(p + "attn_k_b.weight", sh.n_head, sh.kv_lora_rank, sh.qk_nope, &w.k_b, split);

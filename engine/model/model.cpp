@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/human_size.h"
 #include "engine/model/tensor_table.h"
 #include "engine/ops.h"
 #include "engine/stream/memory_limit.h"
@@ -60,6 +61,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   m->tokenizer_ = Tokenizer::from_gguf(f);
 
   TensorLoader t(f);
+  // Resident Q4_0 projections into Q4_0_R16 at load, as experts are at landing
+  // (the same switch); only counted when no forward pass will run (plan_only).
+  if (opts.streaming.repack_experts)
+    t.set_repack(opts.streaming.plan_only ? TensorLoader::Repack::count : TensorLoader::Repack::copy);
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd || embd->dims.size() != 2)
     throw Error(ErrorKind::bad_model, path + ": tensor 'token_embd.weight' is missing or not 2-D");
@@ -85,6 +90,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   }
   for (const auto& name : t.unused()) spdlog::warn("{}: tensor '{}' is not used by the {} architecture", path, name, hp.arch);
   m->tensors_ = t.used_tensors();
+  m->owned_weights_ = t.take_owned();
+  m->repacked_tensors_ = t.repacked_tensors();
+  m->repacked_bytes_ = t.repacked_bytes();
+  if (m->repacked_tensors_ > 0)
+    spdlog::info("{}: {} resident matrices ({}) repacked into Q4_0_R16{}", path, m->repacked_tensors_,
+                 format_size(m->repacked_bytes_), m->owned_weights_.empty() ? " (counted only: plan_only)" : "");
   for (const auto& ti : m->tensors_) m->n_params_ += ti.n_elements();
 
   // context 0: the model's own length (docs/long-context.md); the KV pool
@@ -95,7 +106,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     spdlog::warn("{}: context {} is longer than the model was trained for ({}): positions past it are "
                  "extrapolation", path, opts.context, hp.n_ctx_train);
   const BufferSizes bs = m->arch_->buffer_sizes();
-  const uint64_t rss_before_buffers = current_rss_bytes();  // the memory plan's "overhead"
+  // The memory plan's "overhead": RSS less the repacked copies, which the
+  // plan counts as resident weights (their mapped pages were dropped).
+  const uint64_t rss = current_rss_bytes(), owned = m->owned_weights_.empty() ? 0 : t.repacked_bytes();
+  const uint64_t rss_before_buffers = rss > owned ? rss - owned : 0;
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
 
   ForwardState& s = m->state_;
@@ -174,6 +188,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     const int64_t longest = std::min(n_ctx, m->seqs_->pool_rows());
     fp.activation_bytes = activation_bytes + m->arch_->context_scratch(longest, B, nullptr);
     fp.overhead_bytes = rss_before_buffers;
+    fp.repacked_bytes = t.repacked_bytes();
     try {
       m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fp);
       break;

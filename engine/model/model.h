@@ -3,7 +3,9 @@
 // to the KV cache and returns their logits.
 //
 // Not thread-safe: one forward at a time. Resident weights are read from the
-// mapped file; routed experts too in io_mode mmap, else from the expert cache.
+// mapped file (with StreamingOptions::repack_experts, the Q4_0 projections
+// from owned copies in Q4_0_R16: TensorLoader::set_repack); routed experts
+// too in io_mode mmap, else from the expert cache.
 #pragma once
 
 #include <cstdint>
@@ -85,6 +87,10 @@ class Model {
   // reader / expert-cache counters since load (zeros when not streaming).
   const WeightStreaming& streaming() const { return *streaming_; }
   stream::StreamStats stream_stats() const { return streaming_->stats(); }
+  // Resident matrices held repacked in owned copies (TensorLoader::set_repack;
+  // counted only, not copied, with plan_only): how many, and their bytes.
+  size_t repacked_tensors() const { return repacked_tensors_; }
+  uint64_t repacked_bytes() const { return repacked_bytes_; }
 
   // Runs tokens at positions [pos0, pos0 + n) (n <= max_batch(), pos0 + n <= n_ctx()).
   // logits receives [n][n_vocab] when all_logits, else [1][n_vocab] for the last token.
@@ -121,6 +127,7 @@ class Model {
   std::shared_ptr<gguf::GgufFile> file_;
   Hparams hp_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<std::unique_ptr<uint8_t[]>> owned_weights_;  // repacked resident matrices (arch_'s views): before arch_
   std::unique_ptr<Architecture> arch_;
   kernels::MatrixView token_embd_, output_;
   std::vector<float> output_norm_;
@@ -131,6 +138,8 @@ class Model {
   std::vector<BatchToken> single_;  // forward()'s batch, reused
   RoutingObserver routing_observer_;  // state_.routing_observer points here
   uint64_t n_params_ = 0;
+  size_t repacked_tensors_ = 0;
+  uint64_t repacked_bytes_ = 0;
   std::vector<gguf::TensorInfo> tensors_;
 };
 

@@ -30,9 +30,26 @@ const gguf::TensorInfo& TensorLoader::require(const std::string& name, const std
   return *t;
 }
 
-kernels::MatrixView TensorLoader::matrix(const std::string& name, int64_t rows, int64_t cols) {
+kernels::MatrixView TensorLoader::matrix(const std::string& name, int64_t rows, int64_t cols, bool repackable) {
   const auto& t = require(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)});
-  return {t.type, f_.tensor_data(t), rows, cols, static_cast<size_t>(t.nbytes / static_cast<uint64_t>(rows))};
+  const kernels::MatrixView mapped{t.type, f_.tensor_data(t), rows, cols,
+                                   static_cast<size_t>(t.nbytes / static_cast<uint64_t>(rows))};
+  const gguf::GgmlType packed = kernels::repacked_type(t.type, rows);
+  if (repack_ == Repack::off || !repackable || packed == t.type) return mapped;
+  if (auto it = repacked_.find(name); it != repacked_.end()) return it->second;
+  kernels::MatrixView v = mapped;
+  if (repack_ == Repack::copy) {
+    // The file's rows are contiguous (row_stride is the row's bytes), as repack_rows wants.
+    auto buf = std::make_unique_for_overwrite<uint8_t[]>(t.nbytes);
+    f_.copy_out(t, buf.get());
+    kernels::repack_rows(t.type, buf.get(), rows, cols);
+    v.type = packed;
+    v.data = buf.get();
+    owned_.push_back(std::move(buf));
+  }
+  repacked_bytes_ += t.nbytes;
+  repacked_.emplace(name, v);
+  return v;
 }
 
 ExpertsView TensorLoader::experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols) {

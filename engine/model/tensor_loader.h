@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,9 +33,23 @@ class TensorLoader {
  public:
   explicit TensorLoader(const gguf::GgufFile& file) : f_(file) {}
 
+  // Resident matrices in the kernels' interleaved layout (kernels::repacked_type:
+  // Q4_0 -> Q4_0_R16, the layout the expert cache lands experts in, the same
+  // switch: StreamingOptions::repack_experts). off: every matrix is a view of
+  // the mapping in the file's layout. copy: matrix(..., repackable) copies such
+  // a tensor out of the mapping into a buffer the loader owns
+  // (GgufFile::copy_out, which drops the mapping's pages of it: RSS holds one
+  // copy), repacks it there and returns a view of it with the repacked type.
+  // count: the same tensors are counted in repacked_bytes() but stay views of
+  // the mapping (a memory plan of a model that will not run: `model info`).
+  enum class Repack { off, count, copy };
+  void set_repack(Repack mode) { repack_ = mode; }
+
   bool has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
   // A weight matrix with `rows` outputs and `cols` inputs (GGUF dims [cols, rows]).
-  kernels::MatrixView matrix(const std::string& name, int64_t rows, int64_t cols);
+  // repackable: the caller reads it only as a matmul's weight matrix (never
+  // by rows or row slices), so it may be repacked (set_repack).
+  kernels::MatrixView matrix(const std::string& name, int64_t rows, int64_t cols, bool repackable = false);
   ExpertsView experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols);
   // A 1-D tensor of n values (norm weights, biases), converted to F32.
   std::vector<float> vector(const std::string& name, int64_t n);
@@ -58,11 +74,24 @@ class TensorLoader {
   // all the memory plan counts (skipped tensors are neither read nor planned).
   std::vector<gguf::TensorInfo> used_tensors() const;
 
+  // Bytes of the matrices repacked (Repack::copy) or that would be
+  // (Repack::count), and how many: resident weights like the others (the
+  // memory plan counts every resident tensor), only held in owned buffers.
+  uint64_t repacked_bytes() const { return repacked_bytes_; }
+  size_t repacked_tensors() const { return repacked_.size(); }
+  // The owned buffers the repacked views point into, for the model to keep
+  // as long as it uses the views (the loader then holds none).
+  std::vector<std::unique_ptr<uint8_t[]>> take_owned() { return std::move(owned_); }
+
  private:
   const gguf::TensorInfo& require(const std::string& name, const std::vector<uint64_t>& dims);
   const gguf::GgufFile& f_;
   std::set<std::string> used_;
   std::vector<std::string> skipped_prefixes_;
+  Repack repack_ = Repack::off;
+  std::map<std::string, kernels::MatrixView> repacked_;  // by name: a second request shares the first copy
+  std::vector<std::unique_ptr<uint8_t[]>> owned_;
+  uint64_t repacked_bytes_ = 0;
 };
 
 }  // namespace ns

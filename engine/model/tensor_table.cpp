@@ -31,12 +31,12 @@ decltype(TensorSpec::into) bind(T* into) {
 
 std::string block_prefix(int64_t il) { return "blk." + std::to_string(il) + "."; }
 
-void TensorTable::add(TensorSpec spec) {
+TensorSpec& TensorTable::add(TensorSpec spec) {
   if (skipping_) {
     spec.presence = Presence::skipped;
     spec.into = std::monostate{};
   }
-  specs_.push_back(std::move(spec));
+  return specs_.emplace_back(std::move(spec));
 }
 
 void TensorTable::vector(std::string name, int64_t n, TensorRole role, std::vector<float>* into, Presence presence) {
@@ -48,9 +48,9 @@ void TensorTable::values(std::string name, std::vector<uint64_t> dims, TensorRol
   add({std::move(name), std::move(dims), role, presence, bind(into)});
 }
 
-void TensorTable::matrix(std::string name, int64_t rows, int64_t cols, TensorRole role, kernels::MatrixView* into,
-                         Presence presence) {
-  add({std::move(name), {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, role, presence, bind(into)});
+TensorSpec& TensorTable::matrix(std::string name, int64_t rows, int64_t cols, TensorRole role,
+                                kernels::MatrixView* into, Presence presence) {
+  return add({std::move(name), {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, role, presence, bind(into)});
 }
 
 void TensorTable::experts(std::string name, int64_t n_expert, int64_t rows, int64_t cols, TensorRole role,
@@ -75,7 +75,7 @@ void TensorTable::load(TensorLoader& t) const {
     if (auto* v = std::get_if<std::vector<float>*>(&s.into))
       **v = s.dims.size() == 1 ? t.vector(s.name, n(0)) : t.values(s.name, s.dims);
     else if (auto* m = std::get_if<kernels::MatrixView*>(&s.into))
-      **m = t.matrix(s.name, n(1), n(0));
+      **m = t.matrix(s.name, n(1), n(0), matmul_only(s));
     else if (auto* e = std::get_if<ExpertsView*>(&s.into))
       **e = t.experts(s.name, n(2), n(1), n(0));
   }

@@ -66,7 +66,18 @@ struct TensorSpec {
   // Where the loader puts it: a 1-D tensor (or any small one, converted to
   // F32) in a vector, a matrix in a view, a routed stack in an experts view.
   std::variant<std::monostate, std::vector<float>*, kernels::MatrixView*, ExpertsView*> into;
+  // A matrix the forward pass also reads by rows or row slices (MLA's fused
+  // attn_kv_b), not only as a matmul's weight: it stays in the file's layout.
+  bool by_rows = false;
 };
+// Read only as a matmul's weight matrix, so the loader may repack it
+// (TensorLoader::set_repack): the projections (input, residual) not marked
+// by_rows. The embedding (read by rows; the tied output head is the same
+// view), routers (also read from the mapping for prediction) and everything
+// kept in F32 are not.
+inline bool matmul_only(const TensorSpec& s) {
+  return !s.by_rows && (s.role == TensorRole::input || s.role == TensorRole::residual);
+}
 
 // "blk.<il>.": the prefix of block il's tensors.
 std::string block_prefix(int64_t il);
@@ -79,9 +90,10 @@ class TensorTable {
   // A small tensor of any shape, all its values in `into` (conv weights, ssm_a).
   void values(std::string name, std::vector<uint64_t> dims, TensorRole role, std::vector<float>* into,
               Presence presence = Presence::required);
-  // A matrix with `rows` outputs and `cols` inputs (dims [cols, rows]), as TensorLoader::matrix.
-  void matrix(std::string name, int64_t rows, int64_t cols, TensorRole role, kernels::MatrixView* into,
-              Presence presence = Presence::required);
+  // A matrix with `rows` outputs and `cols` inputs (dims [cols, rows]), as
+  // TensorLoader::matrix. Returns the entry (to mark it by_rows).
+  TensorSpec& matrix(std::string name, int64_t rows, int64_t cols, TensorRole role, kernels::MatrixView* into,
+                     Presence presence = Presence::required);
   // n_expert stacked matrices of `rows` x `cols` (dims [cols, rows, n_expert]); role routed or routed_residual.
   void experts(std::string name, int64_t n_expert, int64_t rows, int64_t cols, TensorRole role, ExpertsView* into);
   // n stacked per-head matrices of `rows` x `cols` (MLA's attn_k_b, attn_v_b),
@@ -100,7 +112,7 @@ class TensorTable {
   void set_skipping(bool on) { skipping_ = on; }
 
  private:
-  void add(TensorSpec spec);
+  TensorSpec& add(TensorSpec spec);
   std::vector<TensorSpec> specs_;
   bool skipping_ = false;
 };

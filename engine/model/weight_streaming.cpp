@@ -88,6 +88,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::s
   in.activation_bytes = fp.activation_bytes;
   in.io_buffer_bytes = 0;  // experts are read straight into cache slots
   in.overhead_bytes = fp.overhead_bytes + kRuntimeSlack;
+  in.repacked_bytes = fp.repacked_bytes;
   ws->plan = stream::plan_budget(tensors, ws->layout, in, f.path());
   ws->planned = true;
   spdlog::info("memory plan for {}:\n{}", f.path(), ws->plan.describe());

@@ -69,6 +69,7 @@ struct StreamingFootprint {
   uint64_t recurrent_bytes = 0;   // recurrent (delta-rule) state of every sequence
   uint64_t activation_bytes = 0;  // forward_state_bytes()
   uint64_t overhead_bytes = 0;    // RSS before the KV cache and buffers (setup adds slack for lazy scratch)
+  uint64_t repacked_bytes = 0;    // resident matrices held repacked in owned copies (stream::BudgetInputs)
 };
 
 struct WeightStreaming {

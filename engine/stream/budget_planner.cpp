@@ -28,7 +28,9 @@ std::string percent(uint64_t part, uint64_t whole) {
 std::string BudgetPlan::describe() const {
   std::string s = "memory plan for " + model + " (memory_budget " +
                   (budget_source.empty() ? format_size(memory_budget) : budget_source) + "):\n";
-  s += line("resident weights", resident_bytes, std::to_string(resident_tensors) + " tensors");
+  s += line("resident weights", resident_bytes,
+            std::to_string(resident_tensors) + " tensors" +
+                (repacked_bytes ? "; " + format_size(repacked_bytes) + " of them repacked to Q4_0_R16" : ""));
   s += line("KV cache", kv_cache_bytes, kv_cache_note);
   if (recurrent_bytes > 0) s += line("recurrent state", recurrent_bytes, "delta-rule layers, fixed per sequence");
   s += line("activations", activation_bytes);
@@ -69,6 +71,7 @@ BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLa
   p.activation_bytes = in.activation_bytes;
   p.io_buffer_bytes = in.io_buffer_bytes;
   p.overhead_bytes = in.overhead_bytes;
+  p.repacked_bytes = in.repacked_bytes;
   p.slot_bytes = layout.slot_bytes();
 
   const uint64_t fixed = p.fixed_bytes();

@@ -30,6 +30,10 @@ struct BudgetInputs {
   uint64_t activation_bytes = 0;   // forward-pass buffers for the largest batch
   uint64_t io_buffer_bytes = 0;    // read staging outside the cache (experts read straight into slots)
   uint64_t overhead_bytes = 0;     // the process itself: code, libraries, tokenizer, heap
+  // Of the resident weights, those held in owned repacked copies instead of
+  // the mapping's pages (TensorLoader::set_repack): counted in resident_bytes
+  // like the rest (a copy takes no more than the pages it replaces), named.
+  uint64_t repacked_bytes = 0;
   uint32_t min_cache_experts = 2;  // fewest slots that still overlap reading with compute
 };
 
@@ -39,6 +43,7 @@ struct BudgetPlan {
   std::string budget_source;  // BudgetInputs::budget_source
   uint64_t resident_bytes = 0;
   uint32_t resident_tensors = 0;
+  uint64_t repacked_bytes = 0;  // BudgetInputs::repacked_bytes (part of resident_bytes)
   uint64_t streamed_bytes = 0;
   uint32_t streamed_tensors = 0;
   uint64_t streamed_experts = 0;  // (layer, expert) pairs in the model
