@@ -153,15 +153,12 @@ TEST_CASE("constrained: batched equals alone, and a resumed run equals an uninte
 
 TEST_CASE("constrained: a bad grammar fails its request alone; an unconstrained neighbour runs") {
   auto e = load(test::moe_model(), 2);
-  SamplingParams bad;
-  bad.grammar = "root ::= undefined-rule";
+  SamplingParams bad{.grammar = "root ::= undefined-rule"};
   CHECK_THROWS_WITH_AS(e->generate("x", bad), doctest::Contains("'undefined-rule' is used but never defined"), Error);
   auto batch = e->open_batch();
   CHECK_THROWS_AS(batch->add({"x", bad, {}, {}, {}, {}}), Error);
   CHECK(batch->active() == 0);
-  SamplingParams plain;
-  plain.max_tokens = 4;
-  plain.ignore_eos = true;
+  SamplingParams plain{.max_tokens = 4, .ignore_eos = true};
   batch->add({"x", plain, {}, {}, {}, {}});
   while (batch->step()) {
   }

@@ -113,11 +113,7 @@ namespace {
 // Resumed generations replay the checkpoint and equal the uninterrupted one
 // (for recurrent models: the replay rebuilds the state from position 0).
 void check_resume(Engine& e) {
-  SamplingParams p;
-  p.temperature = 0.9f;
-  p.seed = 5;
-  p.max_tokens = 14;
-  p.ignore_eos = true;
+  SamplingParams p{.max_tokens = 14, .temperature = 0.9f, .seed = 5, .ignore_eos = true};
   auto full = e.generate("Resume me", p);
   REQUIRE(full.tokens.size() == 14);
   for (size_t cut : {size_t(1), size_t(6), size_t(13)}) {
@@ -171,11 +167,10 @@ void check_batched_equals_alone(const std::string& model) {
                                       "A much longer prompt that needs several tokens to describe what it wants", "x"};
   std::vector<SamplingParams> params;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    SamplingParams p;
-    p.temperature = i % 2 ? 0.8f : 0.0f;
-    p.seed = 100 + i;
-    p.max_tokens = static_cast<int32_t>(6 + 3 * i);
-    p.ignore_eos = true;
+    SamplingParams p{.max_tokens = static_cast<int32_t>(6 + 3 * i),
+                     .temperature = i % 2 ? 0.8f : 0.0f,
+                     .seed = 100 + i,
+                     .ignore_eos = true};
     params.push_back(p);
   }
   std::vector<GenerationResult> alone;

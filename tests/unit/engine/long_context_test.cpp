@@ -18,20 +18,12 @@ using namespace ns;
 
 namespace {
 SamplingParams greedy(int n, float temperature = 0, uint64_t seed = 1) {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.seed = seed;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  return p;
+  return {.max_tokens = n, .temperature = temperature, .seed = seed, .ignore_eos = true};
 }
 }  // namespace
 
 TEST_CASE("SequenceState pool: first-fit ranges, no overlap, neighbours merge on release") {
-  SequenceLayout layout;
-  layout.k_dim = 2;
-  layout.v_dim = 1;
-  layout.attends = {1, 1};
+  SequenceLayout layout{.k_dim = 2, .v_dim = 1, .attends = {1, 1}};
   SequenceState st(2, 4, 80, layout, 1, true, /*pool_rows=*/100);
   REQUIRE(st.pooled());
   CHECK(st.pool_rows() == 100);
@@ -72,13 +64,10 @@ TEST_CASE("SequenceState pool: first-fit ranges, no overlap, neighbours merge on
 }
 
 TEST_CASE("the memory plan halves the KV pool, not the batch, until it fits the budget") {
-  ModelOptions mo;
-  mo.context = 1 << 20;  // 64 x 1M tokens x 256 bytes: 16 GiB asked of 512 MiB
-  mo.n_seq = 64;
-  mo.max_batch = 64;
-  mo.streaming.io_mode = "pread";
-  mo.streaming.memory_budget = 512ull << 20;
-  mo.streaming.plan_only = true;
+  const ModelOptions mo{.context = 1 << 20,  // 64 x 1M tokens x 256 bytes: 16 GiB asked of 512 MiB
+                        .max_batch = 64,
+                        .n_seq = 64,
+                        .streaming = {.memory_budget = 512ull << 20, .io_mode = "pread", .plan_only = true}};
   auto m = Model::load(test::moe_model(), mo);
   const SequenceState& st = m->sequence_state();
   CHECK(m->n_seq() == 64);
@@ -173,9 +162,7 @@ TEST_CASE("a prompt longer than the context fails naming the lengths; a document
   CHECK(g.stats.prompt_tokens + 8 <= 64);  // room left for max_tokens
 
   // The tail kept is the text's end after its BOS: greedy over exactly those tokens gives the same continuation.
-  ModelOptions mo;
-  mo.context = 64;
-  const auto m = Model::load(test::moe_model(), mo);
+  const auto m = Model::load(test::moe_model(), {.context = 64});
   const Tokenizer& tok = m->tokenizer();
   const std::vector<int32_t> all = tok.encode(doc, true, true);
   REQUIRE(static_cast<int32_t>(all.size()) == g.stats.prompt_tokens + g.prompt_tokens_dropped);
