@@ -22,16 +22,8 @@ namespace {
 // Defaults that differ from every value the lines below set, so a field that
 // is not read shows up as a default.
 SamplingParams distinctive_defaults() {
-  return {.max_tokens = 77,
-          .temperature = 0.3f,
-          .top_k = 11,
-          .top_p = 0.71f,
-          .min_p = 0.02f,
-          .repeat_penalty = 1.05f,
-          .repeat_last_n = 33,
-          .seed = 5,
-          .stop = {"<default stop>"},
-          .ignore_eos = false};
+  return {.max_tokens = 77, .temperature = 0.3f, .top_k = 11, .top_p = 0.71f, .min_p = 0.02f, .repeat_penalty = 1.05f,
+          .repeat_last_n = 33, .seed = 5, .stop = {"<default stop>"}, .ignore_eos = false};
 }
 
 std::string completion(const std::string& body_fields) {
