@@ -26,11 +26,7 @@ SamplingParams sampled(int32_t max_tokens, uint64_t seed) {
 // max_batch_tokens: tokens per forward pass (0: from the budget); a small one
 // keeps sliding layers' rings (window + chunk) shorter than the context.
 std::unique_ptr<Engine> load(const std::string& model, int slots, int max_batch_tokens = 0) {
-  EngineOptions o;
-  o.context = 96;
-  o.max_sequences = slots;
-  o.max_batch_tokens = max_batch_tokens;
-  return Engine::load(model, o);
+  return Engine::load(model, {.context = 96, .max_sequences = slots, .max_batch_tokens = max_batch_tokens});
 }
 
 void check_choices_equal_seeds(const std::string& model, int max_batch_tokens = 0) {

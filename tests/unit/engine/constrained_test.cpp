@@ -50,10 +50,7 @@ SamplingParams constrained(const char* schema, uint64_t seed) {
 }
 
 std::unique_ptr<Engine> load(const std::string& model, int sequences) {
-  EngineOptions o;
-  o.context = 768;
-  o.max_sequences = sequences;
-  return Engine::load(model, o);
+  return Engine::load(model, {.context = 768, .max_sequences = sequences});
 }
 
 // Runs python3's jsonschema over (schema, text) pairs; false with a message when it is not installed.

@@ -15,9 +15,7 @@ using namespace ns;
 
 namespace {
 std::unique_ptr<Engine> load(int context = 128) {
-  EngineOptions o;
-  o.context = context;
-  return Engine::load(test::moe_model(), o);
+  return Engine::load(test::moe_model(), {.context = context});
 }
 using test::greedy;
 }  // namespace
@@ -130,15 +128,11 @@ void check_resume(Engine& e) {
 TEST_CASE("resuming from checkpointed tokens gives the uninterrupted result") { check_resume(*load()); }
 
 TEST_CASE("kimi-linear: resuming from checkpointed tokens gives the uninterrupted result") {
-  EngineOptions o;
-  o.context = 128;
-  check_resume(*Engine::load(test::kimi_linear_model(), o));
+  check_resume(*Engine::load(test::kimi_linear_model(), {.context = 128}));
 }
 
 TEST_CASE("kimi-k3: resuming from checkpointed tokens gives the uninterrupted result") {
-  EngineOptions o;
-  o.context = 128;
-  check_resume(*Engine::load(test::kimi_k3_model(), o));
+  check_resume(*Engine::load(test::kimi_k3_model(), {.context = 128}));
 }
 
 TEST_CASE("progress reports prefill and exposes the tokens for checkpoints") {
@@ -159,10 +153,7 @@ namespace {
 // Five requests through three sequence slots (they join as others finish, so
 // slots are reused): each gets exactly the tokens it gets alone.
 void check_batched_equals_alone(const std::string& model) {
-  EngineOptions o;
-  o.context = 96;
-  o.max_sequences = 3;
-  auto e = Engine::load(model, o);
+  auto e = Engine::load(model, {.context = 96, .max_sequences = 3});
   std::vector<std::string> prompts = {"Once upon a time", "The queue runner wakes up at night and", "Hi",
                                       "A much longer prompt that needs several tokens to describe what it wants", "x"};
   std::vector<SamplingParams> params;

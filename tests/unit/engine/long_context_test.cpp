@@ -89,11 +89,8 @@ TEST_CASE("the memory plan halves the KV pool, not the batch, until it fits the 
 }
 
 TEST_CASE("a shared KV pool: short and long requests by their actual lengths, each getting the tokens it gets alone") {
-  EngineOptions o;
-  o.context = 96;
-  o.max_sequences = 4;
-  o.kv_tokens = 80;  // 4 x 96 would be 384: a pool that holds some of them at a time, and less than one context
-  auto e = Engine::load(test::moe_model(), o);
+  // kv_tokens: 4 x 96 would be 384: a pool that holds some of them at a time, and less than one context.
+  auto e = Engine::load(test::moe_model(), {.context = 96, .max_sequences = 4, .kv_tokens = 80});
   const std::vector<std::string> prompts = {"Once upon a time", "Hi", "A much longer prompt that needs several tokens",
                                             "x", "The queue runner wakes up at night and"};
   const std::vector<int> lengths = {60, 5, 30, 8, 55};
@@ -138,9 +135,7 @@ TEST_CASE("a shared KV pool: short and long requests by their actual lengths, ea
 }
 
 TEST_CASE("a prompt longer than the context fails naming the lengths; a document keeps its tail") {
-  EngineOptions o;
-  o.context = 64;
-  auto e = Engine::load(test::moe_model(), o);
+  auto e = Engine::load(test::moe_model(), {.context = 64});
   std::string doc;
   for (int i = 0; i < 40; ++i) doc += "word" + std::to_string(i) + " ";
   const std::string what = test::expect_error(
