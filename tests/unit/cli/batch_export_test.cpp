@@ -27,11 +27,7 @@ std::vector<json> lines_of(const std::string& text) {
 
 // Batch `batch` of model "tiny", read from `source_path`.
 JsonlSubmitOptions options(const std::string& batch, const std::string& source_path) {
-  JsonlSubmitOptions o;
-  o.batch = batch;
-  o.model = "tiny";
-  o.source_path = source_path;
-  return o;
+  return {.batch = batch, .source_path = source_path, .model = "tiny"};
 }
 
 std::string request(const std::string& id, bool chat) {

@@ -22,13 +22,9 @@ struct CliQueue {
   int64_t finish_next(const std::string& text, int32_t completion_tokens = 3) {
     auto job = queue->claim("test-worker", 60'000);
     if (!job) return 0;
-    jobs::JobResult r;
-    r.text = text;
-    r.finish_reason = "length";
-    r.prompt_tokens = 5;
-    r.completion_tokens = completion_tokens;
-    r.decode_ms = 1000;
-    r.decode_tok_s = completion_tokens;
+    const jobs::JobResult r{.text = text, .finish_reason = "length", .prompt_tokens = 5,
+                            .completion_tokens = completion_tokens, .decode_ms = 1000,
+                            .decode_tok_s = static_cast<double>(completion_tokens)};  // over one second
     queue->complete(job->lease(), r);
     return job->id;
   }

@@ -27,10 +27,7 @@ const std::string kFile =
     "{not json\n";
 
 JsonlSubmitOptions options(const std::string& model = "tiny") {
-  JsonlSubmitOptions o;
-  o.batch = "reviews";
-  o.source_path = "/data/reviews.jsonl";
-  o.model = model;
+  JsonlSubmitOptions o{.batch = "reviews", .source_path = "/data/reviews.jsonl", .model = model};
   o.defaults.max_tokens = 50;
   o.priority = 2;
   return o;

@@ -22,18 +22,8 @@ namespace {
 // Defaults that differ from every value the lines below set, so a field that
 // is not read shows up as a default.
 SamplingParams distinctive_defaults() {
-  SamplingParams p;
-  p.max_tokens = 77;
-  p.temperature = 0.3f;
-  p.top_k = 11;
-  p.top_p = 0.71f;
-  p.min_p = 0.02f;
-  p.repeat_penalty = 1.05f;
-  p.repeat_last_n = 33;
-  p.seed = 5;
-  p.stop = {"<default stop>"};
-  p.ignore_eos = false;
-  return p;
+  return {.max_tokens = 77, .temperature = 0.3f, .top_k = 11, .top_p = 0.71f, .min_p = 0.02f, .repeat_penalty = 1.05f,
+          .repeat_last_n = 33, .seed = 5, .stop = {"<default stop>"}, .ignore_eos = false};
 }
 
 std::string completion(const std::string& body_fields) {

@@ -38,15 +38,8 @@ ChoiceLogprobs choice1() {
 TokenPieces pieces() { return {{3, "!"}, {4, "\xE2"}, {5, " the"}, {7, "Hi"}, {9, " \xC3\xA9"}}; }
 
 BatchSuccess with_logprobs(BatchEndpoint endpoint) {
-  BatchSuccess s;
-  s.job_id = 5;
-  s.custom_id = "x";
-  s.endpoint = endpoint;
-  s.model = "m";
-  s.created_unix_s = 1;
-  s.text = "Hi \xC3\xA9\xE2";
-  s.finish_reason = "length";
-  s.prompt_tokens = 4;
+  BatchSuccess s{.job_id = 5, .custom_id = "x", .endpoint = endpoint, .model = "m", .created_unix_s = 1,
+                 .text = "Hi \xC3\xA9\xE2", .finish_reason = "length", .prompt_tokens = 4};
   s.completion_tokens = 4;  // 3 + 1: every choice's tokens
   s.more_choices = {{" \xC3\xA9", "stop"}};
   const std::vector<ChoiceLogprobs> records = {choice0(), choice1()};

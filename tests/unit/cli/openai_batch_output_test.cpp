@@ -15,17 +15,9 @@ using ns::cli::BatchSuccess;
 namespace {
 
 BatchSuccess success(BatchEndpoint endpoint) {
-  BatchSuccess s;
-  s.job_id = 314;
-  s.custom_id = "doc-7";
-  s.endpoint = endpoint;
-  s.model = "kimi-k2-q4";
-  s.created_unix_s = 1767225600;
-  s.text = "It was a dark \"and\" stormy\nnight.";
-  s.finish_reason = "length";
-  s.prompt_tokens = 12;
-  s.completion_tokens = 30;
-  return s;
+  return {.job_id = 314, .custom_id = "doc-7", .endpoint = endpoint, .model = "kimi-k2-q4",
+          .created_unix_s = 1767225600, .text = "It was a dark \"and\" stormy\nnight.", .finish_reason = "length",
+          .prompt_tokens = 12, .completion_tokens = 30};
 }
 
 }  // namespace

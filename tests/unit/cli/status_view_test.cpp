@@ -79,10 +79,7 @@ StatusSnapshot crowded(int n) {
     j.id = 9'000 + i;
     j.state = ns::jobs::JobState::done;
     j.finished_ms = 990'000;
-    ns::jobs::JobResult r;
-    r.completion_tokens = 2000;
-    r.decode_tok_s = 11.5;
-    r.text = std::string(300, 'w');
+    ns::jobs::JobResult r{.text = std::string(300, 'w'), .completion_tokens = 2000, .decode_tok_s = 11.5};
     j.result = r;
     s.recent.push_back(j);
   }

@@ -46,9 +46,7 @@ TEST_CASE("a renewal refused because the worker's own final write landed first i
   status.start_job(lease, "tiny", 10, 0);  // the heartbeat still sees it: the worker has not removed it yet
 
   SUBCASE("completed by its own worker") {
-    jobs::JobResult r;
-    r.text = "t";
-    r.finish_reason = "stop";
+    jobs::JobResult r{.text = "t", .finish_reason = "stop"};
     REQUIRE(q->complete(lease, r));
     REQUIRE(refused(db, status, 2));
     CHECK_FALSE(status.lease_lost(id));

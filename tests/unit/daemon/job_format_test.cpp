@@ -28,15 +28,9 @@ jobs::Job done_job() {
   j.finished_ms = 1738361111000;
   j.worker = "host:1";
   j.attempts = 1;
-  jobs::JobResult r;
-  r.text = "there was a kingdom\nby the sea, and in it lived a queen who could count to a million";
-  r.finish_reason = "length";
-  r.prompt_tokens = 5;
-  r.completion_tokens = 20;
-  r.queue_wait_ms = 877;
-  r.decode_tok_s = 12.345;
-  r.peak_rss_bytes = 1 << 20;
-  r.bytes_read = 3 << 20;
+  jobs::JobResult r{.text = "there was a kingdom\nby the sea, and in it lived a queen who could count to a million",
+                    .finish_reason = "length", .prompt_tokens = 5, .completion_tokens = 20, .queue_wait_ms = 877,
+                    .decode_tok_s = 12.345, .peak_rss_bytes = 1 << 20, .bytes_read = 3 << 20};
   j.result = r;
   return j;
 }
@@ -235,12 +229,8 @@ TEST_CASE("format_job_csv: a header, every field quoted, quotes doubled, the ful
   j.spec.batch = "nightly";
   j.spec.custom_id = "notes/a.md@1f";
   j.created_ms = 1764547200000;  // 2025-12-01T00:00:00Z
-  ns::jobs::JobResult r;
-  r.text = "He said \"no\",\nthen left.";
-  r.finish_reason = "stop";
-  r.prompt_tokens = 5;
-  r.completion_tokens = 9;
-  r.decode_tok_s = 12.345;
+  ns::jobs::JobResult r{.text = "He said \"no\",\nthen left.", .finish_reason = "stop", .prompt_tokens = 5,
+                        .completion_tokens = 9, .decode_tok_s = 12.345};
   j.result = r;
   const std::string csv = ns::daemon::format_job_csv({j});
   CHECK(csv == "id,state,model,batch,custom_id,priority,created,finished,prompt_tokens,completion_tokens,"

@@ -25,14 +25,12 @@ std::string streaming_model() {
 }
 
 std::unique_ptr<Model> load(const std::string& io_mode, int64_t n_seq) {
-  ModelOptions mo;
-  mo.threads = 2;
-  mo.context = 96;
-  mo.n_seq = n_seq;
-  mo.max_batch = 16;  // long prompts take several steps, next to decoding sequences
-  mo.streaming.io_mode = io_mode;
-  mo.streaming.max_cache_experts = 6;
-  return Model::load(streaming_model(), mo);
+  return Model::load(streaming_model(),
+                     {.threads = 2,
+                      .context = 96,
+                      .max_batch = 16,  // long prompts take several steps, next to decoding sequences
+                      .n_seq = n_seq,
+                      .streaming = {.io_mode = io_mode, .max_cache_experts = 6}});
 }
 
 struct Outcome {

@@ -20,22 +20,13 @@ using namespace ns;
 namespace {
 
 SamplingParams sampled(int32_t max_tokens, uint64_t seed) {
-  SamplingParams p;
-  p.temperature = 0.9f;
-  p.seed = seed;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  return p;
+  return {.max_tokens = max_tokens, .temperature = 0.9f, .seed = seed, .ignore_eos = true};
 }
 
 // max_batch_tokens: tokens per forward pass (0: from the budget); a small one
 // keeps sliding layers' rings (window + chunk) shorter than the context.
 std::unique_ptr<Engine> load(const std::string& model, int slots, int max_batch_tokens = 0) {
-  EngineOptions o;
-  o.context = 96;
-  o.max_sequences = slots;
-  o.max_batch_tokens = max_batch_tokens;
-  return Engine::load(model, o);
+  return Engine::load(model, {.context = 96, .max_sequences = slots, .max_batch_tokens = max_batch_tokens});
 }
 
 void check_choices_equal_seeds(const std::string& model, int max_batch_tokens = 0) {
@@ -110,12 +101,7 @@ TEST_CASE("n above the model's sequence slots is refused, naming the fix") {
 }
 
 TEST_CASE("SequenceState::copy_sequence copies the attention rows and the recurrent state, nothing more") {
-  SequenceLayout layout;
-  layout.k_dim = 3;
-  layout.v_dim = 2;
-  layout.conv_floats = 4;
-  layout.state_floats = 5;
-  layout.attends = {1, 0, 1};
+  SequenceLayout layout{.k_dim = 3, .v_dim = 2, .conv_floats = 4, .state_floats = 5, .attends = {1, 0, 1}};
   SequenceState st(3, 3, 8, layout);
   for (int64_t seq = 0; seq < 3; ++seq)
     for (int64_t il : {0, 2})
@@ -156,9 +142,7 @@ TEST_CASE("logprobs are the log-softmax of the model's own logits at each genera
   REQUIRE(r.logprobs.k == 4);
   REQUIRE(r.logprobs.tokens() == 6);
 
-  ModelOptions mo;
-  mo.context = 96;
-  auto m = Model::load(test::moe_model(), mo);
+  auto m = Model::load(test::moe_model(), {.context = 96});
   std::vector<int32_t> seq = m->tokenizer().encode(prompt, true, true);
   const size_t n_prompt = seq.size();
   seq.insert(seq.end(), r.tokens.begin(), r.tokens.end());
@@ -211,12 +195,8 @@ TEST_CASE("a resumed request reports the logprobs of an uninterrupted one, for e
       second.tokens.resize(cut + 2);
       second.logprobs.truncate(cut + 2);
       req.resume_more.push_back(second);
-      const GenerationResult resumed = GenerationBatch::run_all(*Model::load(model, [] {
-        ModelOptions mo;
-        mo.context = 96;
-        mo.n_seq = 3;
-        return mo;
-      }()), {req})[0];
+      const GenerationResult resumed =
+          GenerationBatch::run_all(*Model::load(model, {.context = 96, .n_seq = 3}), {req})[0];
       CHECK(resumed.tokens == full.tokens);
       CHECK(resumed.logprobs == full.logprobs);
       REQUIRE(resumed.more_choices.size() == 1);
@@ -231,9 +211,7 @@ TEST_CASE("a resumed request reports the logprobs of an uninterrupted one, for e
     partial.resume = full.tokens;
     partial.resume_logprobs = full.logprobs;
     partial.resume_logprobs.truncate(3);
-    ModelOptions mo;
-    mo.context = 96;
-    const GenerationResult r = GenerationBatch::run_all(*Model::load(model, mo), {partial})[0];
+    const GenerationResult r = GenerationBatch::run_all(*Model::load(model, {.context = 96}), {partial})[0];
     CHECK(r.tokens == full.tokens);
     CHECK(r.logprobs == full.logprobs);
   }

@@ -50,10 +50,7 @@ SamplingParams constrained(const char* schema, uint64_t seed) {
 }
 
 std::unique_ptr<Engine> load(const std::string& model, int sequences) {
-  EngineOptions o;
-  o.context = 768;
-  o.max_sequences = sequences;
-  return Engine::load(model, o);
+  return Engine::load(model, {.context = 768, .max_sequences = sequences});
 }
 
 // Runs python3's jsonschema over (schema, text) pairs; false with a message when it is not installed.
@@ -153,15 +150,12 @@ TEST_CASE("constrained: batched equals alone, and a resumed run equals an uninte
 
 TEST_CASE("constrained: a bad grammar fails its request alone; an unconstrained neighbour runs") {
   auto e = load(test::moe_model(), 2);
-  SamplingParams bad;
-  bad.grammar = "root ::= undefined-rule";
+  SamplingParams bad{.grammar = "root ::= undefined-rule"};
   CHECK_THROWS_WITH_AS(e->generate("x", bad), doctest::Contains("'undefined-rule' is used but never defined"), Error);
   auto batch = e->open_batch();
   CHECK_THROWS_AS(batch->add({"x", bad, {}, {}, {}, {}}), Error);
   CHECK(batch->active() == 0);
-  SamplingParams plain;
-  plain.max_tokens = 4;
-  plain.ignore_eos = true;
+  SamplingParams plain{.max_tokens = 4, .ignore_eos = true};
   batch->add({"x", plain, {}, {}, {}, {}});
   while (batch->step()) {
   }

@@ -43,11 +43,7 @@ std::string lite(const std::string& layout) {
 
 std::vector<float> prefill_logits(const std::string& path, const std::vector<int32_t>& toks,
                                   bool expanded_cache = false) {
-  ModelOptions mo;
-  mo.arch.mla_expanded_cache = expanded_cache;
-  mo.context = 64;
-  mo.max_batch = 16;
-  auto m = Model::load(path, mo);
+  auto m = Model::load(path, {.context = 64, .max_batch = 16, .arch = {.mla_expanded_cache = expanded_cache}});
   std::vector<float> logits;
   m->forward(toks, 0, true, logits);
   return logits;
@@ -55,9 +51,7 @@ std::vector<float> prefill_logits(const std::string& path, const std::vector<int
 
 // Batched prefill of n tokens against one token at a time (test::batched_vs_sequential), in either MLA cache layout.
 double batched_vs_sequential(const std::string& path, bool expanded_cache = false, int n = 12) {
-  ModelOptions mo;
-  mo.arch.mla_expanded_cache = expanded_cache;
-  return test::batched_vs_sequential(path, mo, n);
+  return test::batched_vs_sequential(path, {.arch = {.mla_expanded_cache = expanded_cache}}, n);
 }
 
 }  // namespace
@@ -90,12 +84,7 @@ TEST_CASE("deepseek2: batched prefill equals token-by-token decoding") {
 TEST_CASE("deepseek2: a prompt chunk over expanded keys and values agrees with decoding over the latents") {
   // The ds3 shape: expanding pays from 2 queries with F16 attention weights,
   // from 256 with quantized ones (mla_attention.h); one query never expands.
-  MlaShape sh;
-  sh.n_head = 4;
-  sh.kv_lora_rank = 64;
-  sh.qk_nope = 32;
-  sh.qk_rope = 16;
-  sh.v_head = 32;
+  MlaShape sh{.n_head = 4, .kv_lora_rank = 64, .qk_nope = 32, .qk_rope = 16, .v_head = 32};
   MlaWeights f16, q8;
   f16.k_b.type = f16.v_b.type = gguf::GgmlType::F16;
   q8.k_b.type = q8.v_b.type = gguf::GgmlType::Q8_0;
@@ -158,8 +147,7 @@ TEST_CASE("deepseek2: the memory plan counts the scratch of expanded chunks, whi
 }
 
 TEST_CASE("deepseek2: the KV cache holds (kv_lora_rank + rope dims) F16 values per token and layer") {
-  ModelOptions mo;
-  mo.context = 32;
+  ModelOptions mo{.context = 32};
   for (const std::string& path : {ds3("split", "Q8_0"), ds3("kv_b", "Q8_0")}) {
     auto m = Model::load(path, mo);
     CHECK(m->sequence_state().bytes_per_token() == (64u + 16u) * 3u * 2u);

@@ -15,9 +15,7 @@ using namespace ns;
 
 namespace {
 std::unique_ptr<Engine> load(int context = 128) {
-  EngineOptions o;
-  o.context = context;
-  return Engine::load(test::moe_model(), o);
+  return Engine::load(test::moe_model(), {.context = context});
 }
 using test::greedy;
 }  // namespace
@@ -113,11 +111,7 @@ namespace {
 // Resumed generations replay the checkpoint and equal the uninterrupted one
 // (for recurrent models: the replay rebuilds the state from position 0).
 void check_resume(Engine& e) {
-  SamplingParams p;
-  p.temperature = 0.9f;
-  p.seed = 5;
-  p.max_tokens = 14;
-  p.ignore_eos = true;
+  SamplingParams p{.max_tokens = 14, .temperature = 0.9f, .seed = 5, .ignore_eos = true};
   auto full = e.generate("Resume me", p);
   REQUIRE(full.tokens.size() == 14);
   for (size_t cut : {size_t(1), size_t(6), size_t(13)}) {
@@ -134,15 +128,11 @@ void check_resume(Engine& e) {
 TEST_CASE("resuming from checkpointed tokens gives the uninterrupted result") { check_resume(*load()); }
 
 TEST_CASE("kimi-linear: resuming from checkpointed tokens gives the uninterrupted result") {
-  EngineOptions o;
-  o.context = 128;
-  check_resume(*Engine::load(test::kimi_linear_model(), o));
+  check_resume(*Engine::load(test::kimi_linear_model(), {.context = 128}));
 }
 
 TEST_CASE("kimi-k3: resuming from checkpointed tokens gives the uninterrupted result") {
-  EngineOptions o;
-  o.context = 128;
-  check_resume(*Engine::load(test::kimi_k3_model(), o));
+  check_resume(*Engine::load(test::kimi_k3_model(), {.context = 128}));
 }
 
 TEST_CASE("progress reports prefill and exposes the tokens for checkpoints") {
@@ -163,19 +153,15 @@ namespace {
 // Five requests through three sequence slots (they join as others finish, so
 // slots are reused): each gets exactly the tokens it gets alone.
 void check_batched_equals_alone(const std::string& model) {
-  EngineOptions o;
-  o.context = 96;
-  o.max_sequences = 3;
-  auto e = Engine::load(model, o);
+  auto e = Engine::load(model, {.context = 96, .max_sequences = 3});
   std::vector<std::string> prompts = {"Once upon a time", "The queue runner wakes up at night and", "Hi",
                                       "A much longer prompt that needs several tokens to describe what it wants", "x"};
   std::vector<SamplingParams> params;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    SamplingParams p;
-    p.temperature = i % 2 ? 0.8f : 0.0f;
-    p.seed = 100 + i;
-    p.max_tokens = static_cast<int32_t>(6 + 3 * i);
-    p.ignore_eos = true;
+    SamplingParams p{.max_tokens = static_cast<int32_t>(6 + 3 * i),
+                     .temperature = i % 2 ? 0.8f : 0.0f,
+                     .seed = 100 + i,
+                     .ignore_eos = true};
     params.push_back(p);
   }
   std::vector<GenerationResult> alone;

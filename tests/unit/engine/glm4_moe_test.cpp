@@ -33,10 +33,7 @@ std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::som
 }  // namespace
 
 TEST_CASE("glm4moe: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
-  ModelOptions mo;
-  mo.context = 64;
-  mo.max_batch = 32;
-  mo.n_seq = 2;
+  const ModelOptions mo{.context = 64, .max_batch = 32, .n_seq = 2};
   auto m = Model::load(glm4(1), mo);
   const int64_t V = m->n_vocab();
   const std::vector<int32_t> a = prompt(V, 12, 0), b = prompt(V, 9, 1);
@@ -82,12 +79,10 @@ TEST_CASE("glm4moe: a prompt in one pass equals it token by token, and two seque
 TEST_CASE("glm4moe: the NextN block is skipped: not loaded, not planned, and the file without it is the same model") {
   const std::string with = glm4(1), without = glm4(0);
   REQUIRE(std::filesystem::file_size(with) > std::filesystem::file_size(without));
-  ModelOptions mo;
-  mo.context = 32;
-  mo.max_batch = 16;
-  mo.threads = 1;
-  mo.streaming.memory_budget = 1ull << 30;
-  mo.streaming.plan_only = true;
+  const ModelOptions mo{.threads = 1,
+                        .context = 32,
+                        .max_batch = 16,
+                        .streaming = {.memory_budget = 1ull << 30, .plan_only = true}};
   auto mw = Model::load(with, mo);
   auto mn = Model::load(without, mo);
 

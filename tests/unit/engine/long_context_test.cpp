@@ -18,20 +18,12 @@ using namespace ns;
 
 namespace {
 SamplingParams greedy(int n, float temperature = 0, uint64_t seed = 1) {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.seed = seed;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  return p;
+  return {.max_tokens = n, .temperature = temperature, .seed = seed, .ignore_eos = true};
 }
 }  // namespace
 
 TEST_CASE("SequenceState pool: first-fit ranges, no overlap, neighbours merge on release") {
-  SequenceLayout layout;
-  layout.k_dim = 2;
-  layout.v_dim = 1;
-  layout.attends = {1, 1};
+  SequenceLayout layout{.k_dim = 2, .v_dim = 1, .attends = {1, 1}};
   SequenceState st(2, 4, 80, layout, 1, true, /*pool_rows=*/100);
   REQUIRE(st.pooled());
   CHECK(st.pool_rows() == 100);
@@ -72,13 +64,10 @@ TEST_CASE("SequenceState pool: first-fit ranges, no overlap, neighbours merge on
 }
 
 TEST_CASE("the memory plan halves the KV pool, not the batch, until it fits the budget") {
-  ModelOptions mo;
-  mo.context = 1 << 20;  // 64 x 1M tokens x 256 bytes: 16 GiB asked of 512 MiB
-  mo.n_seq = 64;
-  mo.max_batch = 64;
-  mo.streaming.io_mode = "pread";
-  mo.streaming.memory_budget = 512ull << 20;
-  mo.streaming.plan_only = true;
+  const ModelOptions mo{.context = 1 << 20,  // 64 x 1M tokens x 256 bytes: 16 GiB asked of 512 MiB
+                        .max_batch = 64,
+                        .n_seq = 64,
+                        .streaming = {.memory_budget = 512ull << 20, .io_mode = "pread", .plan_only = true}};
   auto m = Model::load(test::moe_model(), mo);
   const SequenceState& st = m->sequence_state();
   CHECK(m->n_seq() == 64);
@@ -100,11 +89,8 @@ TEST_CASE("the memory plan halves the KV pool, not the batch, until it fits the 
 }
 
 TEST_CASE("a shared KV pool: short and long requests by their actual lengths, each getting the tokens it gets alone") {
-  EngineOptions o;
-  o.context = 96;
-  o.max_sequences = 4;
-  o.kv_tokens = 80;  // 4 x 96 would be 384: a pool that holds some of them at a time, and less than one context
-  auto e = Engine::load(test::moe_model(), o);
+  // kv_tokens: 4 x 96 would be 384: a pool that holds some of them at a time, and less than one context.
+  auto e = Engine::load(test::moe_model(), {.context = 96, .max_sequences = 4, .kv_tokens = 80});
   const std::vector<std::string> prompts = {"Once upon a time", "Hi", "A much longer prompt that needs several tokens",
                                             "x", "The queue runner wakes up at night and"};
   const std::vector<int> lengths = {60, 5, 30, 8, 55};
@@ -149,9 +135,7 @@ TEST_CASE("a shared KV pool: short and long requests by their actual lengths, ea
 }
 
 TEST_CASE("a prompt longer than the context fails naming the lengths; a document keeps its tail") {
-  EngineOptions o;
-  o.context = 64;
-  auto e = Engine::load(test::moe_model(), o);
+  auto e = Engine::load(test::moe_model(), {.context = 64});
   std::string doc;
   for (int i = 0; i < 40; ++i) doc += "word" + std::to_string(i) + " ";
   const std::string what = test::expect_error(
@@ -173,9 +157,7 @@ TEST_CASE("a prompt longer than the context fails naming the lengths; a document
   CHECK(g.stats.prompt_tokens + 8 <= 64);  // room left for max_tokens
 
   // The tail kept is the text's end after its BOS: greedy over exactly those tokens gives the same continuation.
-  ModelOptions mo;
-  mo.context = 64;
-  const auto m = Model::load(test::moe_model(), mo);
+  const auto m = Model::load(test::moe_model(), {.context = 64});
   const Tokenizer& tok = m->tokenizer();
   const std::vector<int32_t> all = tok.encode(doc, true, true);
   REQUIRE(static_cast<int32_t>(all.size()) == g.stats.prompt_tokens + g.prompt_tokens_dropped);

@@ -21,13 +21,11 @@ namespace {
 
 std::unique_ptr<Model> load(const std::string& path, int64_t n_seq, int64_t prefix_cache, int64_t max_batch = 0,
                              int64_t kv_tokens = 0) {
-  ModelOptions mo;
-  mo.context = 1024;
-  mo.n_seq = n_seq;
-  mo.max_batch = max_batch;
-  mo.kv_tokens = kv_tokens;
-  mo.prefix_cache = prefix_cache;
-  return Model::load(path, mo);
+  return Model::load(path, {.context = 1024,
+                            .max_batch = max_batch,
+                            .n_seq = n_seq,
+                            .kv_tokens = kv_tokens,
+                            .prefix_cache = prefix_cache});
 }
 
 // A long shared instruction (a JSONL batch's system prompt) and a per-job tail.

@@ -28,12 +28,9 @@ namespace ns::test {
 
 inline std::unique_ptr<Model> load_streamed(const std::string& path, const std::string& io_mode,
                                             uint32_t cache_experts) {
-  ModelOptions mo;
-  mo.threads = 2;
-  mo.context = 64;
-  mo.streaming.io_mode = io_mode;
-  mo.streaming.max_cache_experts = cache_experts;
-  return Model::load(path, mo);
+  return Model::load(path, {.threads = 2,
+                            .context = 64,
+                            .streaming = {.io_mode = io_mode, .max_cache_experts = cache_experts}});
 }
 
 inline std::pair<std::vector<float>, stream::StreamStats> streamed_logits(const std::string& path,

@@ -161,24 +161,13 @@ inline std::vector<float> check_restart_is_fresh(Model& m, const std::vector<int
 
 // Greedy sampling of exactly `n` tokens.
 inline SamplingParams greedy(int n) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  return p;
+  return {.max_tokens = n, .temperature = 0, .ignore_eos = true};
 }
 
 // Sampling from the model's whole distribution (temperature 1, no top-k, top-p
 // or min-p cut) with `seed`, at most `n` tokens.
 inline SamplingParams unfiltered(int n, uint64_t seed) {
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0;
-  p.seed = seed;
-  p.max_tokens = n;
-  return p;
+  return {.max_tokens = n, .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0, .seed = seed};
 }
 
 // Feeds `requests` to `batch` (an Engine's batch or a GenerationBatch) as its

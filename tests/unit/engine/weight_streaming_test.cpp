@@ -153,9 +153,7 @@ TEST_CASE("weight streaming: qwen3next runs within a memory_budget smaller than 
 }
 
 TEST_CASE("weight streaming: a budget too small fails with the breakdown and the minimum") {
-  ModelOptions mo;
-  mo.context = 64;
-  mo.streaming.memory_budget = 1 << 20;
+  ModelOptions mo{.context = 64, .streaming = {.memory_budget = 1 << 20}};
   const std::string msg = test::expect_error(
       ErrorKind::invalid_input, [&] { Model::load(streaming_model(), mo); }, "a 1 MiB budget was accepted");
   CHECK(test::contains(msg, "too small"));

@@ -31,20 +31,9 @@ constexpr int64_t kLeaseMs = 60'000;
 using ns::test::claim_lease;
 
 JobResult sample_result() {
-  JobResult r;
-  r.text = "line one\nline two " + std::string(100, 'x');
-  r.finish_reason = "length";
-  r.prompt_tokens = 7;
-  r.completion_tokens = 33;
-  r.queue_wait_ms = 12.5;
-  r.load_ms = 140.25;
-  r.prefill_ms = 20;
-  r.decode_ms = 500;
-  r.prefill_tok_s = 350;
-  r.decode_tok_s = 66;
-  r.peak_rss_bytes = 123456789;
-  r.bytes_read = 9876543210ULL;
-  return r;
+  return {.text = "line one\nline two " + std::string(100, 'x'), .finish_reason = "length", .prompt_tokens = 7,
+          .completion_tokens = 33, .queue_wait_ms = 12.5, .load_ms = 140.25, .prefill_ms = 20, .decode_ms = 500,
+          .prefill_tok_s = 350, .decode_tok_s = 66, .peak_rss_bytes = 123456789, .bytes_read = 9876543210ULL};
 }
 
 }  // namespace

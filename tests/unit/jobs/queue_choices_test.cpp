@@ -84,13 +84,8 @@ QUEUE_TEST("n, logprobs, the result's choices and records, and the checkpoint's,
     CHECK(back.more_tokens.empty());
     CHECK(back.logprobs.empty());
   }
-  JobResult r;
-  r.text = "choice zero";
-  r.finish_reason = "length";
-  r.prompt_tokens = 2;
-  r.completion_tokens = 7;
-  r.more_choices = {{"choice \"one\" \xC3\xA9", "stop", 3}};
-  r.logprobs = records(4);
+  JobResult r{.text = "choice zero", .finish_reason = "length", .prompt_tokens = 2, .completion_tokens = 7,
+              .more_choices = {{"choice \"one\" \xC3\xA9", "stop", 3}}, .logprobs = records(4)};
   REQUIRE(q->complete(job->lease(), r));
   const Job done = *q->get(id);
   REQUIRE(done.result);
@@ -103,9 +98,7 @@ QUEUE_TEST("n, logprobs, the result's choices and records, and the checkpoint's,
   // A plain job's result has neither.
   const auto p = q->claim("w", kLeaseMs);
   REQUIRE(p);
-  JobResult pr;
-  pr.text = "x";
-  pr.finish_reason = "stop";
+  JobResult pr{.text = "x", .finish_reason = "stop"};
   REQUIRE(q->complete(p->lease(), pr));
   const Job pd = *q->get(p->id);
   CHECK(pd.result->more_choices.empty());

@@ -40,9 +40,7 @@ std::vector<int64_t> drain(const Backend& db, const std::string& worker, const s
   auto q = db.open();
   start.arrive_and_wait();
   std::vector<int64_t> got;
-  JobResult r;
-  r.text = worker;
-  r.finish_reason = "stop";
+  JobResult r{.text = worker, .finish_reason = "stop"};
   while (true) {
     // Read the flag before claiming: an empty claim after the producers were
     // done means nothing is left.
@@ -166,8 +164,7 @@ QUEUE_TEST("four processes submitting and claiming at once: none lost, none dupl
       try {
         auto q = db.open();
         for (int i = 0; i < kPerProcess; ++i) q->submit(spec(p * 1000 + i));
-        JobResult r;
-        r.finish_reason = "stop";
+        JobResult r{.finish_reason = "stop"};
         while (std::optional<Job> j = q->claim("process-" + std::to_string(p), kLeaseMs)) {
           r.text = j->worker;
           if (!q->complete(j->lease(), r)) status = 1;

@@ -24,15 +24,8 @@ JobSpec spec(const std::string& prompt) {
 }
 
 JobResult result(const std::string& text) {
-  JobResult r;
-  r.text = text;
-  r.finish_reason = "stop";
-  r.prompt_tokens = 4;
-  r.completion_tokens = 9;
-  r.decode_ms = 123.5;
-  r.bytes_read = 1ULL << 35;
-  r.avg_batch_size = 3.25;
-  return r;
+  return {.text = text, .finish_reason = "stop", .prompt_tokens = 4, .completion_tokens = 9, .decode_ms = 123.5,
+          .bytes_read = 1ULL << 35, .avg_batch_size = 3.25};
 }
 
 // A queue with a job in every state, and every optional field set somewhere.

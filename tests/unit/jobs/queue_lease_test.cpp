@@ -29,11 +29,7 @@ JobSpec spec(const std::string& prompt, int32_t max_attempts = 3) {
 }
 
 JobResult result(const std::string& text) {
-  JobResult r;
-  r.text = text;
-  r.finish_reason = "stop";
-  r.completion_tokens = 3;
-  return r;
+  return {.text = text, .finish_reason = "stop", .completion_tokens = 3};
 }
 
 using ns::test::claim_lease;

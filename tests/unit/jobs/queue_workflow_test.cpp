@@ -110,9 +110,7 @@ QUEUE_TEST("batches: custom ids unique within a batch, provenance kept, counts a
   // Finish one, fail one: the batch's counts and summary follow.
   auto claimed = q->claim_batch("w", kLeaseMs, 2, "");
   REQUIRE(claimed.size() == 2);
-  JobResult r;
-  r.text = "out";
-  r.finish_reason = "stop";
+  JobResult r{.text = "out", .finish_reason = "stop"};
   CHECK(q->complete(claimed[0].lease(), r));
   CHECK(q->fail(claimed[1].lease(), "invalid_input", "bad"));
   const QueueCounts c = q->counts("nightly");
@@ -223,17 +221,9 @@ QUEUE_TEST("results keep the streaming and batching stats") {
   auto q = db.open();
   const int64_t id = q->submit(completion("m", "p")).id;
   const Lease lease = ns::test::claim_lease(*q, "w", kLeaseMs);
-  JobResult r;
-  r.text = "t";
-  r.finish_reason = "length";
-  r.bytes_read = 1ULL << 33;
-  r.read_gib_s = 1.75;
-  r.io_wait_ms = 250;
-  r.compute_ms = 1250;
-  r.cache_hit_rate = 0.42;
-  r.prefetch_accuracy = 0.61;
-  r.avg_batch_size = 12.5;
-  r.decode_share_ms = 333.25;
+  JobResult r{.text = "t", .finish_reason = "length", .bytes_read = 1ULL << 33, .read_gib_s = 1.75, .io_wait_ms = 250,
+              .compute_ms = 1250, .cache_hit_rate = 0.42, .prefetch_accuracy = 0.61, .avg_batch_size = 12.5,
+              .decode_share_ms = 333.25};
   CHECK(q->complete(lease, r));
   const auto done = q->get(id);
   REQUIRE(done);
@@ -262,14 +252,8 @@ QUEUE_TEST("batch_summary: the batch's decode rate over the time it decoded, and
   for (int i = 0; i < 4; ++i) {
     auto job = q->claim("w", kLeaseMs);
     REQUIRE(job);
-    JobResult r;
-    r.text = "t";
-    r.finish_reason = "length";
-    r.completion_tokens = 100;
-    r.decode_ms = 1000;
-    r.decode_tok_s = 100;
-    r.decode_share_ms = 250;
-    r.load_ms = i == 0 ? 1500 : 0;
+    JobResult r{.text = "t", .finish_reason = "length", .completion_tokens = 100, .load_ms = i == 0 ? 1500.0 : 0.0,
+                .decode_ms = 1000, .decode_tok_s = 100, .decode_share_ms = 250};
     CHECK(q->complete(job->lease(), r));
   }
   const std::vector<ns::test::Row> rows = db.query("SELECT decode_tok_s, job_decode_tok_s, load_ms FROM batch_summary");
@@ -393,9 +377,7 @@ QUEUE_TEST("prune deletes finished jobs of the given states older than the age, 
   const int64_t queued = q->submit(completion("m", "queued", -1)).id;
   Job j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
   REQUIRE(j.id == done);
-  JobResult r;
-  r.text = "ok";
-  r.finish_reason = "stop";
+  JobResult r{.text = "ok", .finish_reason = "stop"};
   REQUIRE(q->complete(j.lease(), r));
   j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
   REQUIRE(q->fail(j.lease(), "invalid_input", "bad"));

@@ -24,14 +24,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Every filter off: the distribution is the plain softmax at `temperature`.
 SamplingParams unfiltered(float temperature = 1.0f, uint64_t seed = 1) {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  p.repeat_penalty = 1.0f;
-  p.seed = seed;
-  return p;
+  return {.temperature = temperature, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = 1.0f, .seed = seed};
 }
 
 std::set<int32_t> ids_of(std::span<const TokenProb> kept) {

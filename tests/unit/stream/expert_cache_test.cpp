@@ -31,9 +31,7 @@ struct Fixture {
     layout = ExpertLayout::from_tensors(file->tensors(), path);
   }
   std::unique_ptr<Reader> reader(IoMode mode = IoMode::uring) {
-    ReaderOptions o;
-    o.mode = mode;
-    o.queue_depth = 8;
+    ReaderOptions o{.mode = mode, .queue_depth = 8};
     return make_reader({path}, o);
   }
   // The expert's projection bytes as the mapped file has them.
@@ -54,11 +52,7 @@ struct Fixture {
 };
 
 ExpertCacheOptions options(uint32_t capacity, CachePolicy policy = CachePolicy::lru) {
-  ExpertCacheOptions o;
-  o.capacity = capacity;
-  o.policy = policy;
-  o.pool.prefault = false;
-  return o;
+  return {.capacity = capacity, .policy = policy, .pool = {.prefault = false}};
 }
 
 // One layer, expert-major as moe_ffn runs it: wait_next, check, release.

@@ -24,10 +24,7 @@ namespace {
 const IoMode kModes[] = {IoMode::uring, IoMode::pread};
 
 std::unique_ptr<Reader> open_reader(const std::string& path, IoMode mode, uint32_t depth = 8, uint64_t chunk = 64 << 10) {
-  ReaderOptions o;
-  o.mode = mode;
-  o.queue_depth = depth;
-  o.max_chunk_bytes = chunk;
+  ReaderOptions o{.mode = mode, .queue_depth = depth, .max_chunk_bytes = chunk};
   return make_reader({path}, o);
 }
 
