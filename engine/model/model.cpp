@@ -96,7 +96,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
                  "extrapolation", path, opts.context, hp.n_ctx_train);
   const BufferSizes bs = m->arch_->buffer_sizes();
   const uint64_t rss_before_buffers = current_rss_bytes();  // the memory plan's "overhead"
-  m->pool_ = std::make_unique<ThreadPool>(opts.threads);
+  m->pool_ = std::make_unique<ThreadPool>(opts.threads, opts.thread_spin_us);
 
   ForwardState& s = m->state_;
   const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";

@@ -26,6 +26,7 @@ namespace ns {
 
 struct ModelOptions {
   int threads = 0;        // 0 = all cores
+  int thread_spin_us = ThreadPool::kDefaultSpinUs;  // a pool wait's spin before blocking (thread_pool.h); 0 = never
   int64_t context = 0;    // the longest sequence, in tokens; 0 = n_ctx_train (the model's own length)
   // Tokens per forward call (a prefill chunk, or one token of many sequences).
   // 0: sized from the memory budget (prefill_chunk_tokens()). Never below
@@ -111,6 +112,8 @@ class Model {
   void set_routing_observer(RoutingObserver fn) { routing_observer_ = std::move(fn); }
   // Distinct (layer, expert) pairs routed to, summed over every forward pass since load.
   uint64_t experts_routed() const { return state_.experts_routed; }
+  // The compute threads: their number, spin and counters (parallel calls, wakes; thread_pool.h).
+  const ThreadPool& pool() const { return *pool_; }
 
  private:
   Model() = default;
