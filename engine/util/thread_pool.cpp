@@ -165,9 +165,9 @@ void ThreadPool::run_chunks(int index) {
     (*chunk_job_)(index, c);
 }
 
-void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int, int64_t)>& fn) {
+void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int, int64_t)>& fn, bool worth_waking) {
   if (n_chunks <= 0) return;
-  if (n_threads_ == 1 || n_chunks == 1) {
+  if (n_threads_ == 1 || n_chunks == 1 || !worth_waking) {
     ++stats_.inline_jobs;
     for (int64_t c = 0; c < n_chunks; ++c) fn(0, c);
     return;

@@ -83,14 +83,15 @@ class ThreadPool {
   // with other work a thread the OS has paused delays only its current chunk
   // (the others take the rest), and a worker that has not woken up by the time
   // the chunks run out is not waited for. Use where chunks are independent and
-  // which thread runs one does not matter.
-  void parallel_chunks(int64_t n_chunks, const std::function<void(int, int64_t)>& fn);
+  // which thread runs one does not matter. worth_waking false: the caller
+  // runs every chunk itself (a job too small to pay for waking the workers).
+  void parallel_chunks(int64_t n_chunks, const std::function<void(int, int64_t)>& fn, bool worth_waking = true);
 
   // Counters since construction, for benches (read them from the calling
   // thread, between jobs).
   struct Stats {
     uint64_t jobs = 0;           // parallel_for / parallel_chunks calls handed to the workers
-    uint64_t inline_jobs = 0;    // calls run on the caller alone (1 thread, or 1 chunk)
+    uint64_t inline_jobs = 0;    // calls run on the caller alone (1 thread, 1 chunk, not worth waking)
     uint64_t wakes = 0;          // jobs that had to wake a blocked worker (a futex call)
     uint64_t caller_blocks = 0;  // jobs whose caller blocked waiting for the workers
     uint64_t worker_blocks = 0;  // times a worker blocked waiting for a job

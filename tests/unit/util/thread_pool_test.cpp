@@ -160,6 +160,24 @@ TEST_CASE("a pool of one runs everything on the caller, whatever the spin") {
   CHECK(pool.stats().inline_jobs == 2);
 }
 
+TEST_CASE("a chunk job not worth waking the workers for runs on the caller alone") {
+  ThreadPool pool(2, ThreadPool::kDefaultSpinUs);
+  const auto me = std::this_thread::get_id();
+  bool on_caller = true;
+  int64_t sum = 0;
+  pool.parallel_chunks(
+      50,
+      [&](int index, int64_t c) {
+        on_caller &= index == 0 && std::this_thread::get_id() == me;
+        sum += c;
+      },
+      /*worth_waking=*/false);
+  CHECK(on_caller);
+  CHECK(sum == 50 * 49 / 2);
+  CHECK(pool.stats().jobs == 0);
+  CHECK(pool.stats().inline_jobs == 1);
+}
+
 TEST_CASE("exceptions while the workers spin: the first reaches the caller, the pool stays usable") {
   for (const int spin : kSpins) {
     CAPTURE(spin);
