@@ -15,10 +15,10 @@
 //
 // The spin is adaptive, per thread, because on a shared 2-vCPU machine a
 // spinning thread takes the CPU its own peer is waiting for (a pool that
-// always spun decoded one sequence at 0.72-0.93x under a load of 8-9,
-// docs/performance.md "Threads"). A thread stops spinning for a while (2 ms,
-// doubling up to 256 ms while it keeps happening, halved after 64 good spins
-// in a row) when
+// always spun decoded one sequence at 0.72-0.93x under a load of 8-9;
+// docs/performance.md "Threads: the adaptive spin" has this pool's figures).
+// A thread stops spinning for a while (2 ms, doubling up to 256 ms while it
+// keeps happening, halved after 64 good spins in a row) when
 //   - its own spin was descheduled: two clock reads a few pauses apart are more
 //     than 20 us apart (the OS ran something else on this CPU meanwhile), or
 //   - 4 spins in a row ran out without the event (the peer is descheduled or
@@ -64,8 +64,10 @@ class AdaptiveSpin {
 class ThreadPool {
  public:
   // The default spin before blocking, in microseconds (config key
-  // thread_spin_us; docs/performance.md "Threads" has the measurements).
-  static constexpr int kDefaultSpinUs = 100;
+  // thread_spin_us): 0 until a quiet machine shows the spin pays (loaded,
+  // three interleaved pairs at 100 us measured 0.61-1.22x; docs/performance.md
+  // "Threads: the adaptive spin").
+  static constexpr int kDefaultSpinUs = 0;
 
   // n_threads: total threads including the caller; <=0 means hardware_concurrency.
   // spin_us: how long a wait spins before blocking (0: never; see above).

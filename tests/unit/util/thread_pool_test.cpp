@@ -106,9 +106,9 @@ TEST_CASE("a size of zero or less means one thread per hardware thread") {
   CHECK(pool.size() == static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
-// Spins: off, the default, and long enough that a worker waits for the next
+// Spins: off, a short one, and long enough that a worker waits for the next
 // job spinning rather than blocked (unless the OS deschedules it).
-constexpr int kSpins[] = {0, ThreadPool::kDefaultSpinUs, 1'000'000};
+constexpr int kSpins[] = {0, 100, 1'000'000};
 
 TEST_CASE("many tiny jobs in a row, both kinds mixed, at every spin") {
   for (const int spin : kSpins) {
@@ -161,7 +161,7 @@ TEST_CASE("a pool of one runs everything on the caller, whatever the spin") {
 }
 
 TEST_CASE("a chunk job not worth waking the workers for runs on the caller alone") {
-  ThreadPool pool(2, ThreadPool::kDefaultSpinUs);
+  ThreadPool pool(2, 100);
   const auto me = std::this_thread::get_id();
   bool on_caller = true;
   int64_t sum = 0;
