@@ -62,6 +62,7 @@ class EngineImpl final : public Engine {
     const auto t0 = Clock::now();
     ModelOptions mo;
     mo.threads = opts.threads;
+    if (opts.thread_spin_us >= 0) mo.thread_spin_us = opts.thread_spin_us;
     mo.context = opts.context;
     mo.n_seq = std::max(1, opts.max_sequences);
     mo.max_batch = std::max(0, opts.max_batch_tokens);

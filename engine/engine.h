@@ -29,6 +29,7 @@ namespace ns {
 
 struct EngineOptions {
   int threads = 0;        // compute threads; 0 = all cores
+  int thread_spin_us = -1;  // a pool wait's spin before blocking (ModelOptions::thread_spin_us); 0 = never; -1 = the default
   int context = 0;        // the longest sequence in tokens; 0 = the model's own length (n_ctx_train)
   int max_sequences = 1;  // generations decoded together (KV cache holds this many contexts)
   int max_batch_tokens = 0;  // tokens per forward pass (prefill chunk); 0 = sized from memory_budget

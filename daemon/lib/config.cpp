@@ -147,6 +147,11 @@ const std::vector<Option>& option_table() {
        },
        same_member(&Config::models)},
       int_option("threads", "0", 0, 4096, true, "compute threads; 0 = all cores (applies at the next model load)", &Config::threads),
+      int_option("thread_spin_us", "0", 0, 100000, true,
+                 "microseconds a compute thread spins for the next parallel job (or for the others to finish) "
+                 "before it sleeps; backs off by itself when the machine is busy; 0 = never spin (applies at the "
+                 "next model load)",
+                 &Config::thread_spin_us),
       int_option("context", "0", 0, 1 << 24, true,
                     "the longest job in tokens (prompt + max_tokens); 0 = the model's own length (context_length); the KV cache "
                     "all jobs share is sized within memory_budget (docs/long-context.md; applies at the next model load)", &Config::context),

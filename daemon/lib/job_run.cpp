@@ -14,6 +14,7 @@ WorkerOptions worker_options_from(const Config& config) {
   o.config_source = config.source;
   o.claim_configured_only = config.claim_models == "configured";
   o.engine.threads = config.threads;
+  o.engine.thread_spin_us = config.thread_spin_us;
   o.engine.context = config.context;
   o.engine.memory_budget = config.memory_budget;
   o.engine.io_mode = config.io_mode;

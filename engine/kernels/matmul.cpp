@@ -21,6 +21,10 @@ constexpr size_t kChunkBytes = 32 * 1024;
 constexpr int64_t kRowQuantum = 12;
 // Below this many activation elements, converting on one thread beats waking the pool.
 constexpr int64_t kParallelConvertElems = 1 << 16;
+// Below this many weight bytes x tokens (~5-10 us of the one-token kernels) a
+// group runs on the calling thread alone: waking a blocked worker costs more
+// (a futex wake and, on a VM, an IPI: tens of microseconds).
+constexpr size_t kParallelWorkBytes = 64 * 1024;
 
 // Tasks per parallel call of matmul_group (more are run in several calls).
 constexpr size_t kMaxGroupTasks = 64;
@@ -144,7 +148,7 @@ void run_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, Matmul
   std::array<ConvertJob, kMaxGroupTasks> convs;  // convs[j]: the conversion jobs[j] reads
   std::array<int64_t, kMaxGroupTasks> chunk_end;  // chunks of jobs [0, j] together
   std::array<bool, kMaxGroupTasks> shared{};      // jobs[j] reads jobs[j - 1]'s conversion
-  size_t n = 0, need = 0;
+  size_t n = 0, need = 0, work = 0;
   int64_t n_chunks = 0;
   for (size_t i = 0; i < n_tasks; ++i) {
     if (!plan_task(tasks[i], isa, pool.size(), per_token, jobs[n], convs[n])) continue;
@@ -155,6 +159,7 @@ void run_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, Matmul
       if (!shared[n]) need += c.dst_stride * static_cast<size_t>(c.n_tokens);
     }
     n_chunks += (jobs[n].rows + jobs[n].chunk_rows - 1) / jobs[n].chunk_rows;
+    work += static_cast<size_t>(jobs[n].rows) * jobs[n].w_stride * static_cast<size_t>(jobs[n].n_tokens);
     chunk_end[n++] = n_chunks;
   }
   if (n == 0) return;
@@ -173,11 +178,15 @@ void run_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, Matmul
   }
   // Chunks go to whichever thread is free (the machine may be shared: a
   // static split waits for the slowest thread at every call).
-  pool.parallel_chunks(n_chunks, [&jobs, &chunk_end, n](int, int64_t c) {
-    const size_t j = static_cast<size_t>(std::upper_bound(chunk_end.begin(), chunk_end.begin() + n, c) - chunk_end.begin());
-    const int64_t first = j == 0 ? 0 : chunk_end[j - 1];
-    jobs[j].run(c - first, c - first + 1);
-  });
+  pool.parallel_chunks(
+      n_chunks,
+      [&jobs, &chunk_end, n](int, int64_t c) {
+        const size_t j =
+            static_cast<size_t>(std::upper_bound(chunk_end.begin(), chunk_end.begin() + n, c) - chunk_end.begin());
+        const int64_t first = j == 0 ? 0 : chunk_end[j - 1];
+        jobs[j].run(c - first, c - first + 1);
+      },
+      work >= kParallelWorkBytes);
 }
 
 }  // namespace

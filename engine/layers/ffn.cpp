@@ -306,15 +306,23 @@ FfnWeights slot_weights(const MoeWeights& w, int32_t e, const stream::ExpertWeig
   return expert_weights(w, e, view(w.gate, ew.gate()), view(w.up, ew.up()), view(w.down, ew.down()));
 }
 
+// The next layer's router when its experts are predicted (prefetch_next_layer), else null.
+const kernels::MatrixView* next_router(const MoeWeights& w, const ForwardState& s) {
+  const size_t next = static_cast<size_t>(w.layer) + 1;
+  if (!s.experts || !s.predict_next || w.layer < 0 || next >= s.routers.size() || s.routers[next].rows == 0)
+    return nullptr;
+  return &s.routers[next];
+}
+
 // Guesses the next layer's experts by applying its router to this layer's
 // normed input (the residual stream changes little from one layer to the
-// next) and prefetches the union of every token's top n_used.
+// next; s.predict_logits, computed with this layer's router by moe_ffn) and
+// prefetches the union of every token's top n_used.
 void prefetch_next_layer(const MoeWeights& w, ForwardState& s) {
+  const kernels::MatrixView* router = next_router(w, s);
+  if (router == nullptr) return;
   const size_t next = static_cast<size_t>(w.layer) + 1;
-  if (next >= s.routers.size() || s.routers[next].rows == 0) return;
-  const kernels::MatrixView& router = s.routers[next];
-  const int64_t n = s.n, n_expert = router.rows;
-  kernels::matmul(router, s.xn.data(), n, s.predict_logits.data(), *s.pool, s.mm);
+  const int64_t n = s.n, n_expert = router->rows;
   std::fill(s.predicted.begin(), s.predicted.begin() + n_expert, 0);
   for (int64_t t = 0; t < n; ++t) {
     const float* row = &s.predict_logits[t * n_expert];
@@ -338,10 +346,16 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   const int64_t n = s.n, n_expert = w.router.rows, n_used = w.n_used;
   const bool latent = w.routed_down.rows > 0;
   const int64_t width = w.gate.cols;  // the experts' input and output width
-  kernels::matmul(w.router, s.xn.data(), n, s.router.data(), *s.pool, s.mm);
+  // The products of the normed input in one parallel call (one pool wake, one
+  // conversion of s.xn): the router, the latent experts' down projection, the
+  // next layer's router for its prefetch.
+  kernels::MatmulTask first[3] = {{w.router, s.xn.data(), n, s.router.data()}};
+  size_t n_first = 1;
+  if (latent) first[n_first++] = {w.routed_down, s.xn.data(), n, s.moe_latent.data()};
+  if (const kernels::MatrixView* next = next_router(w, s)) first[n_first++] = {*next, s.xn.data(), n, s.predict_logits.data()};
+  kernels::matmul_group(first, n_first, *s.pool, s.mm);
   if (!w.router_bias.empty())
     for (int64_t t = 0; t < n; ++t) ops::add(&s.router[t * n_expert], w.router_bias.data(), n_expert);
-  if (latent) kernels::matmul(w.routed_down, s.xn.data(), n, s.moe_latent.data(), *s.pool, s.mm);
   const float* expert_in = latent ? s.moe_latent.data() : s.xn.data();
   for (int64_t t = 0; t < n; ++t)
     route_token(&s.router[t * n_expert], n_expert, w, &s.router[t * n_expert], &s.chosen[t * n_used],

@@ -110,7 +110,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   // plan counts as resident weights (their mapped pages were dropped).
   const uint64_t rss = current_rss_bytes(), owned = m->owned_weights_.empty() ? 0 : t.repacked_bytes();
   const uint64_t rss_before_buffers = rss > owned ? rss - owned : 0;
-  m->pool_ = std::make_unique<ThreadPool>(opts.threads);
+  m->pool_ = std::make_unique<ThreadPool>(opts.threads, opts.thread_spin_us);
 
   ForwardState& s = m->state_;
   const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";

@@ -28,6 +28,7 @@ namespace ns {
 
 struct ModelOptions {
   int threads = 0;        // 0 = all cores
+  int thread_spin_us = ThreadPool::kDefaultSpinUs;  // a pool wait's spin before blocking (thread_pool.h); 0 = never
   int64_t context = 0;    // the longest sequence, in tokens; 0 = n_ctx_train (the model's own length)
   // Tokens per forward call (a prefill chunk, or one token of many sequences).
   // 0: sized from the memory budget (prefill_chunk_tokens()). Never below
@@ -121,6 +122,8 @@ class Model {
   // memory plan's activations (forward_state_bytes + batch_list_bytes).
   const ForwardState& forward_state() const { return state_; }
   uint64_t batch_list_bytes() const { return single_.capacity() * sizeof(BatchToken); }
+  // The compute threads: their number, spin and counters (parallel calls, wakes; thread_pool.h).
+  const ThreadPool& pool() const { return *pool_; }
 
  private:
   Model() = default;

@@ -9,6 +9,8 @@
 // common options:
 //   --io-mode uring|pread|mmap  --budget SIZE (e.g. 2800MiB; 0 = what the machine has)
 //   --context N  --max-sequences N (default: the largest batch)  --threads N  --seed N
+//   --spin-us N       a thread pool wait's spin before it blocks (0: never;
+//                     default: the engine's, ModelOptions::thread_spin_us)
 //   --cpu-features auto|avx512|avx2|scalar   which compute kernels run
 //   --warm-tokens N   before measuring, prefill N random tokens (fills the expert
 //                     cache: with a budget that holds the whole model, the runs
@@ -83,6 +85,7 @@ struct Args {
   int context = 0;
   int max_sequences = 0;
   int threads = 0;
+  int spin_us = -1;  // ModelOptions::thread_spin_us; -1: the engine's default
   uint64_t seed = 1;
   int warm_tokens = 0;
   int repeat = 1;
@@ -144,6 +147,8 @@ struct Phase {  // sums over a set of steps
   ns::BatchRunStats s;
   uint64_t max_step_bytes = 0;
   double disk_seconds = 0;  // sum of bytes / disk rate per step
+  ns::ThreadPool::Stats pool;  // the thread pool's counters over these steps
+  double per_step(uint64_t v) const { return s.steps ? double(v) / double(s.steps) : 0.0; }
 };
 
 // Runs the prompts to completion in one batch; `decode` sums the steps with
@@ -157,11 +162,18 @@ std::vector<ns::GenerationResult> run_batch(ns::Model& m, const std::vector<std:
     if (h != static_cast<int>(i)) throw ns::Error(ns::ErrorKind::internal, "unexpected handle");
   }
   for (;;) {
+    const ns::ThreadPool::Stats p0 = m.pool().stats();
     const bool more = b.step();
+    const ns::ThreadPool::Stats p1 = m.pool().stats();
     const ns::BatchStepStats& st = b.last_step();
     Phase* ph = st.prefill_tokens == 0 ? decode : prefill;
     if (ph && st.tokens > 0) {
       ph->s.add(st);
+      ph->pool.jobs += p1.jobs - p0.jobs;
+      ph->pool.inline_jobs += p1.inline_jobs - p0.inline_jobs;
+      ph->pool.wakes += p1.wakes - p0.wakes;
+      ph->pool.caller_blocks += p1.caller_blocks - p0.caller_blocks;
+      ph->pool.worker_blocks += p1.worker_blocks - p0.worker_blocks;
       ph->max_step_bytes = std::max(ph->max_step_bytes, st.bytes_read);
       if (disk_bytes_s > 0) ph->disk_seconds += double(st.bytes_read) / disk_bytes_s;
     }
@@ -173,6 +185,7 @@ std::vector<ns::GenerationResult> run_batch(ns::Model& m, const std::vector<std:
 
 void load_opts(const Args& a, int n_seq, ns::ModelOptions& mo) {
   mo.threads = a.threads;
+  if (a.spin_us >= 0) mo.thread_spin_us = a.spin_us;
   mo.context = a.context;
   mo.n_seq = n_seq;
   mo.streaming.memory_budget = a.budget;
@@ -253,22 +266,29 @@ int cmd_decode(const Args& a) {
     std::printf(
         "decode batch %2d: %7.2f tok/s aggregate (%d steps, %.2f s/step), %7.1f MiB read/step, %5.1f experts/layer/step, "
         "hits %4.1f%%, io wait %4.1f%%, read %.2f GiB/s while reading, disk ceiling %.2f tok/s, prefill %d tokens %.2f tok/s, "
-        "prefetch %.0f/step %.0f%% used, peak RSS %.0f MiB, outputs alone vs batched %s\n",
+        "prefetch %.0f/step %.0f%% used, peak RSS %.0f MiB, outputs alone vs batched %s\n"
+        "  threads %d, spin %d us: per step %.0f parallel calls (+%.0f on the caller alone), %.1f woke a blocked worker, "
+        "%.1f blocked the caller, %.1f worker blocks\n",
         n, d.tok_s(), static_cast<int>(d.steps), d.steps ? d.seconds / double(d.steps) : 0.0,
         d.bytes_per_step() / double(1 << 20), experts_per_layer, 100 * d.cache_hit_rate(), 100 * d.io_share(),
         d.read_gib_s(), disk_ceiling, static_cast<int>(pre.s.tokens), pre.s.forward_tok_s(),
         d.steps ? double(d.prefetch_reads) / double(d.steps) : 0.0,
         d.prefetch_reads ? std::min(100.0, 100.0 * double(d.prefetch_used) / double(d.prefetch_reads)) : 0.0, rss_mib(),
-        verdict.c_str());
+        verdict.c_str(), m->pool().size(), m->pool().spin_us(), dec.per_step(dec.pool.jobs),
+        dec.per_step(dec.pool.inline_jobs), dec.per_step(dec.pool.wakes), dec.per_step(dec.pool.caller_blocks),
+        dec.per_step(dec.pool.worker_blocks));
     std::printf(
         "RESULT kind=decode io_mode=%s batch=%d tok_s=%.4f steps=%lld generated=%lld seconds=%.4f bytes_per_step=%.0f "
         "max_step_bytes=%llu experts_per_layer=%.2f hit_rate=%.4f io_share=%.4f read_gib_s=%.4f disk_ceiling_tok_s=%.4f "
         "prefill_tokens=%lld prefill_tok_s=%.4f peak_rss_mib=%.0f seq_bytes_sum=%.0f avg_batch=%.2f verify=%s "
-        "hash0=%016llx\n",
+        "hash0=%016llx threads=%d spin_us=%d pool_calls_per_step=%.1f inline_calls_per_step=%.1f wakes_per_step=%.2f "
+        "caller_blocks_per_step=%.2f worker_blocks_per_step=%.2f\n",
         a.io_mode.c_str(), n, d.tok_s(), static_cast<long long>(d.steps), static_cast<long long>(d.generated), d.seconds,
         d.bytes_per_step(), static_cast<unsigned long long>(dec.max_step_bytes), experts_per_layer, d.cache_hit_rate(),
         d.io_share(), d.read_gib_s(), disk_ceiling, static_cast<long long>(pre.s.tokens), pre.s.forward_tok_s(), rss_mib(),
-        seq_bytes, seq_avg_batch, verdict.c_str(), static_cast<unsigned long long>(hash_tokens(res[0].tokens)));
+        seq_bytes, seq_avg_batch, verdict.c_str(), static_cast<unsigned long long>(hash_tokens(res[0].tokens)),
+        m->pool().size(), m->pool().spin_us(), dec.per_step(dec.pool.jobs), dec.per_step(dec.pool.inline_jobs),
+        dec.per_step(dec.pool.wakes), dec.per_step(dec.pool.caller_blocks), dec.per_step(dec.pool.worker_blocks));
     std::fflush(stdout);
   }
   return 0;
@@ -444,6 +464,7 @@ int main(int argc, char** argv) {
           else if (k == "--context") a.context = std::stoi(v);
           else if (k == "--max-sequences") a.max_sequences = std::stoi(v);
           else if (k == "--threads") a.threads = std::stoi(v);
+          else if (k == "--spin-us") a.spin_us = std::max(0, std::stoi(v));
           else if (k == "--seed") a.seed = std::stoull(v);
           else if (k == "--warm-tokens") a.warm_tokens = std::stoi(v);
           else if (k == "--repeat") a.repeat = std::max(1, std::stoi(v));

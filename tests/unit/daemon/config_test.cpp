@@ -16,6 +16,7 @@
 #include "daemon/lib/job_run.h"
 #include "daemon/lib/logging.h"
 #include "engine/kernels/kernels.h"
+#include "engine/util/thread_pool.h"
 #include "common/error.h"
 #include "tests/unit/jobs/temp_dir.h"
 
@@ -50,6 +51,7 @@ TEST_CASE("an empty config gives every default") {
     CHECK(c.database.empty());
     CHECK(c.models.empty());
     CHECK(c.threads == 0);
+    CHECK(c.thread_spin_us == ns::ThreadPool::kDefaultSpinUs);  // the config's default is the pool's
     CHECK(c.context == 0);
     CHECK(c.log_level == "info");
     CHECK(c.poll_interval_ms == 1000);
@@ -66,6 +68,7 @@ models:
   big: /srv/models/big.gguf
   up: ../shared/up.gguf
 threads: 6
+thread_spin_us: 0
 context: 8192
 log_level: debug
 poll_interval_ms: 250
@@ -79,6 +82,7 @@ prefix_cache: 0
   CHECK(c.models.at("big") == "/srv/models/big.gguf");
   CHECK(c.models.at("up") == "/etc/shared/up.gguf");
   CHECK(c.threads == 6);
+  CHECK(c.thread_spin_us == 0);
   CHECK(c.context == 8192);
   CHECK(c.prefix_cache == 0);  // prefix sharing off (default 2)
   CHECK(default_config().prefix_cache == 2);
@@ -176,7 +180,7 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "models", "threads", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
+  CHECK(names == std::set<std::string>{"database", "models", "threads", "thread_spin_us", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
                                        "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});
