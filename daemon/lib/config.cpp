@@ -147,7 +147,7 @@ const std::vector<Option>& option_table() {
        },
        same_member(&Config::models)},
       int_option("threads", "0", 0, 4096, true, "compute threads; 0 = all cores (applies at the next model load)", &Config::threads),
-      int_option("thread_spin_us", "0", 0, 100000, true,
+      int_option("thread_spin_us", "200", 0, 100000, true,
                  "microseconds a compute thread spins for the next parallel job (or for the others to finish) "
                  "before it sleeps; backs off by itself when the machine is busy; 0 = never spin (applies at the "
                  "next model load)",

@@ -19,7 +19,7 @@ struct Config {
   std::string database;                       // "" = not set (NIGHTSHIFT_DB, then ./nightshift.db)
   std::map<std::string, std::string> models;  // name -> absolute GGUF path
   int threads = 0;                            // 0 = all cores
-  int thread_spin_us = 0;                     // a pool wait's spin before blocking (= ThreadPool::kDefaultSpinUs); 0 = never
+  int thread_spin_us = 200;                   // a pool wait's spin before blocking (= ThreadPool::kDefaultSpinUs); 0 = never
   int context = 0;                            // 0 = the model's own length (docs/long-context.md)
   uint64_t memory_budget = 0;                 // bytes the engine plans within; 0 = what the machine has
   std::string io_mode = "uring";              // uring | pread | mmap: how routed experts are read

@@ -1,5 +1,7 @@
 #include "engine/util/thread_pool.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -13,6 +15,15 @@ namespace {
 constexpr int kPausesPerClockRead = 32;  // ~0.5-2 us of pause between clock reads
 constexpr uint64_t kOpen = 1ull << 31;  // gate_: the chunk job still takes workers
 constexpr uint64_t kInside = kOpen - 1;  // gate_: the count of workers inside
+
+// This thread's involuntary context switches (0 where the OS cannot tell).
+uint64_t involuntary_switches() {
+#ifdef RUSAGE_THREAD
+  rusage u{};
+  if (getrusage(RUSAGE_THREAD, &u) == 0) return static_cast<uint64_t>(u.ru_nivcsw);
+#endif
+  return 0;
+}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -75,7 +86,13 @@ void AdaptiveSpin::ran_out(int64_t now_ns) {
   if (++timeouts_ >= kTimeoutsBeforeCalm) calm(now_ns);
 }
 
-void AdaptiveSpin::descheduled(int64_t now_ns) { calm(now_ns); }
+bool AdaptiveSpin::gap(int64_t now_ns, int64_t gap_ns, uint64_t involuntary_switches) {
+  const bool preempted = seen_switches_ && involuntary_switches != switches_ && gap_ns >= kPreemptedGapNs;
+  switches_ = involuntary_switches;
+  seen_switches_ = true;
+  if (preempted) calm(now_ns);
+  return preempted;
+}
 
 template <class Ready>
 bool ThreadPool::spin_until(const Ready& ready, AdaptiveSpin& s) const {
@@ -92,10 +109,7 @@ bool ThreadPool::spin_until(const Ready& ready, AdaptiveSpin& s) const {
       cpu_pause();
     }
     const int64_t t = now_ns();
-    if (t - now >= AdaptiveSpin::kDescheduledGapNs) {
-      s.descheduled(t);
-      return ready();
-    }
+    if (t - now >= AdaptiveSpin::kDescheduledGapNs && s.gap(t, t - now, involuntary_switches())) return ready();
     now = t;
     if (now >= deadline) {
       s.ran_out(now);

@@ -13,14 +13,23 @@
 // tens of microseconds, against ~100 us for one of decode's products; a
 // decoded token of a 27-layer MoE model makes several hundred parallel calls.
 //
-// The spin is adaptive, per thread, because on a shared 2-vCPU machine a
-// spinning thread takes the CPU its own peer is waiting for (a pool that
+// The spin is adaptive, per thread, because a spinning thread takes a CPU
+// that another runnable thread of this machine may be waiting for (a pool that
 // always spun decoded one sequence at 0.72-0.93x under a load of 8-9;
 // docs/performance.md "Threads: the adaptive spin" has this pool's figures).
 // A thread stops spinning for a while (2 ms, doubling up to 256 ms while it
 // keeps happening, halved after 64 good spins in a row) when
-//   - its own spin was descheduled: two clock reads a few pauses apart are more
-//     than 20 us apart (the OS ran something else on this CPU meanwhile), or
+//   - it was preempted: a spin saw two clock reads a few pauses apart 0.5 ms
+//     or more apart and the thread's involuntary context switches
+//     (getrusage(RUSAGE_THREAD)) rose since it last looked: another thread of
+//     this OS took its CPU for a scheduler slice, as a busy one does. Shorter
+//     gaps are not counted: without a switch they are the hypervisor's (a VM's
+//     vCPU stolen by its host, a host interrupt), with one a kernel thread's
+//     few microseconds (kworker, kswapd, DAMON: 15-22 a second per thread on
+//     the quiet 2-vCPU VM). Spinning takes those from no one; calming on
+//     every gap of 20 us left the worker blocking 220 of 297 waits a decoded
+//     token on that quiet machine (12.8 tok/s, against 13.4-16.8 spinning
+//     through them), and on every switch still 110-160 (docs/performance.md);
 //   - 4 spins in a row ran out without the event (the peer is descheduled or
 //     the gaps between jobs are longer than the spin).
 // Blocked, it waits exactly as a pool without spinning does, so a loaded
@@ -42,6 +51,7 @@ namespace ns {
 class AdaptiveSpin {
  public:
   static constexpr int64_t kDescheduledGapNs = 20'000;  // two clock reads further apart: descheduled
+  static constexpr int64_t kPreemptedGapNs = 500'000;   // a gap this long with a switch: preempted
   static constexpr int kTimeoutsBeforeCalm = 4;
   static constexpr int kSuccessesToHalve = 64;
   static constexpr int64_t kCalmMinNs = 2'000'000;
@@ -49,9 +59,13 @@ class AdaptiveSpin {
 
   bool may_spin(int64_t now_ns) const { return now_ns >= calm_until_ns_; }
   int64_t calm_until_ns() const { return calm_until_ns_; }
-  void found();                        // the event came during the spin
-  void ran_out(int64_t now_ns);        // the spin ended without it
-  void descheduled(int64_t now_ns);    // the spin saw a gap of kDescheduledGapNs or more
+  void found();                  // the event came during the spin
+  void ran_out(int64_t now_ns);  // the spin ended without it
+  // The spin saw a gap of gap_ns >= kDescheduledGapNs between two clock reads;
+  // involuntary_switches is the thread's count of them now. True (the thread
+  // is calmed, its spin ends) when the gap is kPreemptedGapNs or more and the
+  // count rose since the last call; the first call only records it.
+  bool gap(int64_t now_ns, int64_t gap_ns, uint64_t involuntary_switches);
 
  private:
   void calm(int64_t now_ns);
@@ -59,15 +73,19 @@ class AdaptiveSpin {
   int64_t backoff_ns_ = 0;     // the last calm period
   int timeouts_ = 0;           // spins in a row that ran out
   int successes_ = 0;          // spins in a row that found the event
+  uint64_t switches_ = 0;      // involuntary context switches at the last gap
+  bool seen_switches_ = false;
 };
 
 class ThreadPool {
  public:
   // The default spin before blocking, in microseconds (config key
-  // thread_spin_us): 0 until a quiet machine shows the spin pays (loaded,
-  // three interleaved pairs at 100 us measured 0.61-1.22x; docs/performance.md
-  // "Threads: the adaptive spin").
-  static constexpr int kDefaultSpinUs = 0;
+  // thread_spin_us). One decoded sequence on the quiet 2-vCPU VM, interleaved
+  // runs: 0 us 7.7-10.6 tok/s, 200 us 12.4-15.5, 1000 us 11.5-13.1; with two
+  // busy processes beside it 200 us = 0 us (6.34/6.65, 5.26/5.25); 64
+  // sequences the same at 0 and 200 (docs/performance.md "Threads: the spin
+  // that holds").
+  static constexpr int kDefaultSpinUs = 200;
 
   // n_threads: total threads including the caller; <=0 means hardware_concurrency.
   // spin_us: how long a wait spins before blocking (0: never; see above).

@@ -224,7 +224,7 @@ TEST_CASE("destroying a pool whose workers spin (or have just been handed a job)
   }
 }
 
-TEST_CASE("the adaptive spin: calm after a descheduled spin or 4 timeouts, doubling, halved by successes") {
+TEST_CASE("the adaptive spin: calm after a preempted spin or 4 timeouts, doubling, halved by successes") {
   using S = ns::AdaptiveSpin;
   S s;
   CHECK(s.may_spin(0));
@@ -241,20 +241,29 @@ TEST_CASE("the adaptive spin: calm after a descheduled spin or 4 timeouts, doubl
   s.found();
   s.ran_out(t);
   CHECK(s.may_spin(t));
-  // Descheduled spins calm at once, each period twice the last, up to the cap.
+  // A gap without a new involuntary switch (the hypervisor's) does not calm,
+  // nor a short one with a switch (a kernel thread's blip); the first gap
+  // only records the count.
+  const int64_t slice = S::kPreemptedGapNs;
+  CHECK_FALSE(s.gap(t, slice, 7));
+  CHECK_FALSE(s.gap(t, slice, 7));
+  CHECK_FALSE(s.gap(t, slice - 1, 8));
+  CHECK(s.may_spin(t));
+  // Preempted spins (the count rose) calm at once, each period twice the last, up to the cap.
+  uint64_t switches = 8;
   int64_t period = S::kCalmMinNs;
   for (int i = 0; i < 12; ++i) {
     period = std::min(period * 2, S::kCalmMaxNs);
-    s.descheduled(t);
+    CHECK(s.gap(t, slice, ++switches));
     CHECK(s.calm_until_ns() == t + period);
     t = s.calm_until_ns();
   }
   CHECK(period == S::kCalmMaxNs);
   // Successes in a row halve the period; the next calm is twice that.
   for (int i = 0; i < S::kSuccessesToHalve; ++i) s.found();
-  s.descheduled(t);
+  CHECK(s.gap(t, slice, ++switches));
   CHECK(s.calm_until_ns() == t + S::kCalmMaxNs);  // (max / 2) * 2
   for (int i = 0; i < 3 * S::kSuccessesToHalve; ++i) s.found();
-  s.descheduled(t);
+  CHECK(s.gap(t, slice, ++switches));
   CHECK(s.calm_until_ns() == t + S::kCalmMaxNs / 4);  // max / 8, doubled
 }
