@@ -79,9 +79,12 @@ float expf_ggml(float x) {
 namespace {
 
 // expf_ggml's operations lane for lane (fnmadd(a, b, c) = fma(-a, b, c)); the
-// lanes whose |n| > 126 take the scalar's near-overflow/underflow branch.
-__attribute__((target("avx2,fma"))) void expf_ggml_avx2(const float* x, float* y) {
-  const __m256 r = _mm256_set1_ps(0x1.8p23f), vx = _mm256_loadu_ps(x);
+// lanes whose |n| > 126 take the scalar's near-overflow/underflow branch, from
+// a copy of x (y may be x).
+__attribute__((target("avx2,fma"))) void expf_ggml_avx2(const float* x_in, float* y) {
+  alignas(32) float x[8];
+  std::memcpy(x, x_in, sizeof x);
+  const __m256 r = _mm256_set1_ps(0x1.8p23f), vx = _mm256_load_ps(x);
   const __m256 z = _mm256_fmadd_ps(vx, _mm256_set1_ps(0x1.715476p+0f), r);
   const __m256 n = _mm256_sub_ps(z, r);
   const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),

@@ -20,7 +20,7 @@ void softmax(float* x, int64_t n);
 // exp(x) computed exactly as ggml_v_expf (the reference's vectorized exp).
 float expf_ggml(float x);
 // y[l] = expf_ggml(x[l]) for 8 lanes, the same bits; with avx2 (the caller
-// checked the CPU has AVX2 + FMA) as 8-wide vector operations.
+// checked the CPU has AVX2 + FMA) as 8-wide vector operations. y may be x.
 void expf_ggml_8(const float* x, float* y, bool avx2);
 // g[i] = silu(g[i]) * u[i]
 void silu_mul(float* g, const float* u, int64_t n);
