@@ -4,6 +4,8 @@
 // value and move logits by ~0.01 (tests/bench/README.md, "Agreement with the reference").
 #include "engine/ops.h"
 
+#include "engine/kernels/kernels.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -126,8 +128,103 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void silu_mul(float* g, const float* u, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+// ggml_v_expf, AVX-512 variant, one lane: expf_ggml's polynomial with the 1
+// folded into its last FMA, 2^n applied by vscalefps (exact scaling, rounded
+// once, denormals kept: ldexp), and |n| > 192 saturated to 0 or infinity.
+float expf_ggml_512(float x) {
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (std::fabs(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+  if (std::isnan(n)) return n;
+  return std::ldexp(j, static_cast<int>(n));
+}
+
+namespace {
+
+// ggml_silu_f32: libm expf, the lanes the vector loops leave.
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// ggml_v_silu: x / (1 + exp(0 - x)), 16 and 8 lanes. GCC 12's AVX-512
+// intrinsics trip its uninitialized-use analysis (GCC bug 105593; see
+// kernels/int8_avx512.h).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f,avx512dq"))) __m512 v_expf_512(__m512 x) {
+  const __m512 r = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+  const __m512 n = _mm512_sub_ps(z, r);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __mmask16 d = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 j = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 res = _mm512_scalef_ps(j, n);
+  if (_mm512_kortestz(d, d)) return res;
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, zero, _CMP_LE_OQ), _mm512_set1_ps(INFINITY), zero);
+  return _mm512_mask_blend_ps(d, res, alt);
+}
+
+__attribute__((target("avx512f,avx512dq"))) int64_t silu_mul_avx512(float* g, const float* u, int64_t n) {
+  int64_t i = 0;
+  for (; i + 15 < n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(g + i);
+    const __m512 e = v_expf_512(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    const __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    _mm512_storeu_ps(g + i, _mm512_mul_ps(s, _mm512_loadu_ps(u + i)));
+  }
+  return i;
+}
+#pragma GCC diagnostic pop
+
+__attribute__((target("avx2,fma"))) int64_t silu_mul_avx2(float* g, const float* u, int64_t n) {
+  int64_t i = 0;
+  alignas(32) float e[8];
+  for (; i + 7 < n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    _mm256_store_ps(e, _mm256_sub_ps(_mm256_setzero_ps(), x));
+    expf_ggml_avx2(e, e);
+    const __m256 s = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_load_ps(e)));
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+  }
+  return i;
+}
+
+}  // namespace
+
+void silu_mul(float* g, const float* u, int64_t n, kernels::Isa isa) {
+  int64_t i = 0;
+  if (isa == kernels::Isa::avx512)
+    i = silu_mul_avx512(g, u, n);
+  else if (isa == kernels::Isa::avx2)
+    i = silu_mul_avx2(g, u, n);
+  for (; i < n; ++i) g[i] = silu(g[i]) * u[i];
+}
+
+void silu_mul(float* g, const float* u, int64_t n) { silu_mul(g, u, n, kernels::active_isa()); }
+
+void silu_mul_emulated(float* g, const float* u, int64_t n, kernels::Isa isa) {
+  const int64_t lanes = isa == kernels::Isa::avx512 ? 16 : isa == kernels::Isa::avx2 ? 8 : 1;
+  const int64_t body = lanes > 1 ? n / lanes * lanes : 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = g[i];
+    if (i >= body) {
+      g[i] = silu(x) * u[i];
+      continue;
+    }
+    const float e = isa == kernels::Isa::avx512 ? expf_ggml_512(0.0f - x) : expf_ggml(0.0f - x);
+    g[i] = x / (1.0f + e) * u[i];
+  }
 }
 
 void situ_mul(float* g, const float* u, int64_t n, float beta, float linear_beta) {

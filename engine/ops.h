@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "engine/kernels/kernels.h"
 #include "engine/model/hparams.h"
 
 namespace ns::ops {
@@ -22,8 +23,19 @@ float expf_ggml(float x);
 // y[l] = expf_ggml(x[l]) for 8 lanes, the same bits; with avx2 (the caller
 // checked the CPU has AVX2 + FMA) as 8-wide vector operations. y may be x.
 void expf_ggml_8(const float* x, float* y, bool avx2);
-// g[i] = silu(g[i]) * u[i]
+// exp(x) as ggml_v_expf's AVX-512 variant computes it (the reference built
+// for AVX-512): expf_ggml's polynomial, the 1 in its last FMA, 2^n by scaling.
+float expf_ggml_512(float x);
+// g[i] = silu(g[i]) * u[i] over one row, as ggml_vec_swiglu_f32 computes it:
+// groups of 16 (avx512) or 8 (avx2) lanes through the reference's vector exp
+// of that width (x / (1 + v_expf(0 - x)), then * u), the rest of the row
+// and the scalar path through libm's expf. Without isa: the active one
+// (kernels::active_isa).
+void silu_mul(float* g, const float* u, int64_t n, kernels::Isa isa);
 void silu_mul(float* g, const float* u, int64_t n);
+// silu_mul(..., isa)'s bits, one lane at a time in scalar code (the tests'
+// reference for each vector path).
+void silu_mul_emulated(float* g, const float* u, int64_t n, kernels::Isa isa);
 // g[i] = situ(g[i], u[i]) = beta*tanh(g/beta)*sigmoid(g) * (linear_beta > 0 ?
 // linear_beta*tanh(u/linear_beta) : u): kimi-k3's activation, in the
 // reference's order of float operations (scales by 1/beta, not divisions).

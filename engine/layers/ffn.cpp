@@ -25,11 +25,16 @@ FfnActivation FfnActivation::of(const Hparams& hp) {
   return a;
 }
 
-void FfnActivation::apply(float* gate, const float* up, int64_t n) const {
+void FfnActivation::apply(float* gate, const float* up, int64_t rows, int64_t width) const {
+  const int64_t n = rows * width;
   switch (kind) {
     case Kind::situ: ops::situ_mul(gate, up, n, beta, linear_beta); break;
     case Kind::swiglu_oai: ops::swiglu_oai_mul(gate, up, n, alpha, limit); break;
-    case Kind::silu: ops::silu_mul(gate, up, n); break;
+    case Kind::silu: {
+      const kernels::Isa isa = kernels::active_isa();
+      for (int64_t r = 0; r < rows; ++r) ops::silu_mul(gate + r * width, up + r * width, width, isa);
+      break;
+    }
   }
 }
 
@@ -48,7 +53,7 @@ void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float*
   kernels::matmul_group(gate_up, 2, *s.pool, s.mm, per_token);
   add_row_bias(a, w.gate_b, m, n_ff);
   add_row_bias(b, w.up_b, m, n_ff);
-  w.act.apply(a, b, m * n_ff);
+  w.act.apply(a, b, m, n_ff);
   kernels::matmul(w.down, a, m, out, *s.pool, s.mm, per_token);
   add_row_bias(out, w.down_b, m, w.down.rows);
 }
@@ -254,7 +259,7 @@ class ExpertGroup {
       float* b = &s_.ex_b[g.first * n_ff];
       add_row_bias(a, g.fw.gate_b, m, n_ff);
       add_row_bias(b, g.fw.up_b, m, n_ff);
-      g.fw.act.apply(a, b, m * n_ff);
+      g.fw.act.apply(a, b, m, n_ff);
       tasks[i] = {g.fw.down, a, m, &s_.ex_out[g.first * width_]};
     }
     kernels::matmul_group(tasks.data(), n_, *s_.pool, s_.mm, /*per_token=*/true);
@@ -381,7 +386,8 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   s.experts_routed += n_active;
   if (s.routing_observer && *s.routing_observer)
     (*s.routing_observer)(RoutingEvent{w.layer, n, n_used, n_expert, s.chosen.data(), s.chosen_w.data(),
-                                       static_cast<int64_t>(n_active)});
+                                       static_cast<int64_t>(n_active), s.router.data(),
+                                       w.selection_bias.empty() ? nullptr : w.selection_bias.data()});
 
   ExpertGroup group(n_used, expert_in, width, s);
   if (s.experts) {

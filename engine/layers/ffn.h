@@ -22,7 +22,9 @@ struct FfnActivation {
   float alpha = 0.0f, limit = 0.0f;       // swiglu_oai only
   // situ when the file sets activation.situ_beta, else silu.
   static FfnActivation of(const Hparams& hp);
-  void apply(float* gate, const float* up, int64_t n) const;  // gate = act(gate, up)
+  // gate = act(gate, up) over `rows` rows of `width` values (silu goes row by
+  // row, as the reference's swiglu: ops::silu_mul).
+  void apply(float* gate, const float* up, int64_t rows, int64_t width) const;
 };
 
 struct FfnWeights {

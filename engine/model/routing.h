@@ -20,6 +20,17 @@ struct RoutingEvent {
   const int32_t* chosen = nullptr;   // [n_tokens][n_used] expert ids
   const float* weights = nullptr;    // [n_tokens][n_used] their weights
   int64_t distinct = 0;     // distinct experts among chosen
+  // [n_tokens][n_expert] the gated router output the choice compared, plus
+  // selection_bias[e] where the layer has one (null otherwise).
+  const float* scores = nullptr;
+  const float* selection_bias = nullptr;
+
+  // How close token t's choice was to another: the weakest chosen expert's
+  // score less the best unchosen one's (0 for an exact tie; infinity when
+  // every expert is chosen). A choice this close flips under any rounding
+  // change, in the reference as here, so conformance tests skip the tokens
+  // that had one.
+  float margin(int64_t t) const;
 };
 
 using RoutingObserver = std::function<void(const RoutingEvent&)>;

@@ -121,6 +121,59 @@ TEST_CASE("silu_mul") {
   CHECK(g[2] == doctest::Approx(-2.0 / (1.0 + std::exp(1.0))));
 }
 
+TEST_CASE("expf_ggml_512 is within 2 ulp of exp, keeps denormals and saturates past |n| = 192") {
+  for (float x = -87.0f; x < 88.0f; x += 0.01171875f) {
+    const float ref = static_cast<float>(std::exp(static_cast<double>(x)));
+    const float ulp = std::nextafter(ref, INFINITY) - ref;
+    CAPTURE(x);
+    CHECK(std::fabs(ops::expf_ggml_512(x) - ref) <= 2 * ulp);
+  }
+  CHECK(ops::expf_ggml_512(0.0f) == 1.0f);
+  const float tiny = ops::expf_ggml_512(-100.0f);  // 2^-144: a denormal, scaled exactly
+  CHECK(tiny > 0.0f);
+  CHECK(tiny == doctest::Approx(std::exp(-100.0)).epsilon(1e-2));
+  CHECK(ops::expf_ggml_512(-140.0f) == 0.0f);  // below the smallest denormal: scaled to 0
+  CHECK(ops::expf_ggml_512(-200.0f) == 0.0f);
+  CHECK(std::isinf(ops::expf_ggml_512(100.0f)));
+  CHECK(std::isinf(ops::expf_ggml_512(200.0f)));
+}
+
+// Each vector path against its one-lane emulation, bit for bit, at lengths
+// that leave every possible tail, over inputs from the saturated ends through
+// zero; and the emulations agree with plain silu to float accuracy.
+TEST_CASE("silu_mul's AVX-512, AVX2 and scalar paths give their scalar emulations' bits") {
+  std::vector<float> x;
+  for (float v = -200.0f; v < 200.0f; v += 0.0390625f) x.push_back(v);
+  for (float v = -3.0f; v < 3.0f; v += 0.001953125f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, -INFINITY, INFINITY, -87.5f, -88.7f, 88.7f, 1e-30f, -1e-30f, 103.9f, -103.9f, 126.0f,
+                  -126.0f, 150.0f, -150.0f, 192.5f, -192.5f})
+    x.push_back(v);
+  std::vector<float> u(x.size());
+  for (size_t i = 0; i < u.size(); ++i) u[i] = 0.25f + static_cast<float>(i % 13) * 0.375f * (i % 2 ? -1.0f : 1.0f);
+  std::vector<kernels::Isa> paths{kernels::Isa::scalar};
+  if (kernels::detected_isa() >= kernels::Isa::avx2) paths.push_back(kernels::Isa::avx2);
+  if (kernels::detected_isa() >= kernels::Isa::avx512) paths.push_back(kernels::Isa::avx512);
+  for (const kernels::Isa isa : paths) {
+    for (const size_t len : {size_t{1}, size_t{7}, size_t{15}, size_t{17}, size_t{33}, x.size()}) {
+      CAPTURE(kernels::isa_name(isa));
+      CAPTURE(len);
+      std::vector<float> got(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(len)), want = got;
+      ops::silu_mul(got.data(), u.data(), static_cast<int64_t>(len), isa);
+      ops::silu_mul_emulated(want.data(), u.data(), static_cast<int64_t>(len), isa);
+      size_t differ = 0;
+      for (size_t i = 0; i < len; ++i) {
+        uint32_t a, b;
+        std::memcpy(&a, &got[i], 4);
+        std::memcpy(&b, &want[i], 4);
+        if (a != b && !(std::isnan(got[i]) && std::isnan(want[i]))) ++differ;
+        const double s = static_cast<double>(x[i]) / (1.0 + std::exp(-static_cast<double>(x[i]))) * u[i];
+        if (std::isfinite(s) && std::isfinite(got[i])) CHECK(got[i] == doctest::Approx(s).epsilon(1e-5).scale(1e-30));
+      }
+      CHECK(differ == 0);
+    }
+  }
+}
+
 TEST_CASE("swiglu_oai_mul: gpt-oss's clamped SwiGLU, x = min(g, limit), y = clamp(u, +-limit)") {
   const std::vector<float> g0 = {-20.0f, -1.0f, 0.0f, 0.5f, 3.0f, 7.0f, 9.0f, 100.0f};
   const std::vector<float> u0 = {1.0f, -8.0f, 2.0f, 0.25f, 12.0f, -3.0f, -0.5f, 7.5f};
