@@ -76,11 +76,13 @@ TEST_CASE("attention output does not depend on values past the last position") {
 TEST_CASE("attention: the AVX2 path is bit-identical to the scalar reference") {
   std::mt19937 rng(4);
   const kernels::Isa saved = kernels::active_isa();
-  for (const int64_t dim : {int64_t{32}, int64_t{128}, int64_t{20}}) {
+  // 576: MLA's latent keys (kv_lora 512 + rope 64); lasts cover key counts
+  // below, at and past multiples of the keys scored at once (4).
+  for (const int64_t dim : {int64_t{32}, int64_t{128}, int64_t{20}, int64_t{576}}) {
     const int64_t n_pos = 300, stride = 3 * dim;
     auto q = random_halves(rng, dim, 2.0f), k = random_halves(rng, n_pos * stride, 2.0f),
          v = random_halves(rng, n_pos * stride, 1.0f);
-    for (const int64_t last : {int64_t{0}, int64_t{5}, int64_t{63}, n_pos - 1}) {
+    for (const int64_t last : {int64_t{0}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{63}, n_pos - 1}) {
       std::vector<float> scalar(dim), avx2(dim);
       kernels::set_isa(kernels::Isa::scalar);
       attend_one_head(q.data(), k.data() + dim, stride, v.data() + dim, stride, dim, dim, last, 0.1f, scalar.data());
