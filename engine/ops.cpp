@@ -49,18 +49,36 @@ void rope(float* v, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t
   }
 }
 
+namespace {
+
+// Both ggml_v_expf variants' first half, one lane: z = x / ln 2 rounded by
+// adding 1.5 * 2^23 (its low bits hold n), n, the reduced argument b = x - n ln 2
+// (in two parts), and the polynomial's higher terms p, so that
+// exp(x) = 2^n (1 + fma(p, b^2, c1 b)).
+struct ExpParts {
+  float z, n, b, p;
+};
+ExpParts exp_parts(float x) {
+  const float r = 0x1.8p23f;
+  ExpParts e;
+  e.z = std::fma(x, 0x1.715476p+0f, r);
+  e.n = e.z - r;
+  e.b = std::fma(-e.n, 0x1.7f7d1cp-20f, std::fma(-e.n, 0x1.62e4p-1f, x));
+  const float u = e.b * e.b;
+  e.p = std::fma(std::fma(0x1.0e4020p-7f, e.b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, e.b, 0x1.fffdb6p-2f));
+  return e;
+}
+constexpr float kExpC1 = 0x1.ffffecp-1f;
+
+}  // namespace
+
 // ggml_v_expf (AVX2/FMA variant), one lane: a degree-5 polynomial on the
 // reduced argument with 2^n put in the exponent bits. Differs from expf by up
 // to ~1.5 ulp, which is why it is emulated rather than replaced by expf.
 float expf_ggml(float x) {
-  const float r = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, r);
-  const float n = z - r;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, 0x1.ffffecp-1f * b);
+  const ExpParts ep = exp_parts(x);
+  const float z = ep.z, n = ep.n;
+  const float j = std::fma(ep.p, ep.b * ep.b, kExpC1 * ep.b);
   uint32_t zbits;
   std::memcpy(&zbits, &z, sizeof zbits);
   const uint32_t e = zbits << 23;
@@ -132,14 +150,9 @@ void softmax(float* x, int64_t n) {
 // folded into its last FMA, 2^n applied by vscalefps (exact scaling, rounded
 // once, denormals kept: ldexp), and |n| > 192 saturated to 0 or infinity.
 float expf_ggml_512(float x) {
-  const float r = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, r);
-  const float n = z - r;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  const ExpParts ep = exp_parts(x);
+  const float n = ep.n;
+  const float j = std::fma(ep.p, ep.b * ep.b, std::fma(kExpC1, ep.b, 1.0f));
   if (std::fabs(n) > 192) return n <= 0 ? 0.0f : INFINITY;
   if (std::isnan(n)) return n;
   return std::ldexp(j, static_cast<int>(n));
