@@ -311,10 +311,14 @@ FfnWeights slot_weights(const MoeWeights& w, int32_t e, const stream::ExpertWeig
   return expert_weights(w, e, view(w.gate, ew.gate()), view(w.up, ew.up()), view(w.down, ew.down()));
 }
 
-// The next layer's router when its experts are predicted (prefetch_next_layer), else null.
+// The next layer's router when its experts are predicted (prefetch_next_layer), else null:
+// also when the cache holds every expert, where a prediction would read the
+// router's weights (a 64 x 2048 F32 router is 512 KB, 1 % of a DeepSeek-V2-Lite
+// token's bytes) for a prefetch with nothing to read.
 const kernels::MatrixView* next_router(const MoeWeights& w, const ForwardState& s) {
   const size_t next = static_cast<size_t>(w.layer) + 1;
-  if (!s.experts || !s.predict_next || w.layer < 0 || next >= s.routers.size() || s.routers[next].rows == 0)
+  if (!s.experts || !s.predict_next || w.layer < 0 || next >= s.routers.size() || s.routers[next].rows == 0 ||
+      s.experts->holds_every_expert())
     return nullptr;
   return &s.routers[next];
 }

@@ -27,6 +27,8 @@ ExpertCache::ExpertCache(Reader& reader, const ExpertLayout& layout, const Exper
   if (opts.capacity == 0) throw Error(ErrorKind::internal, "ExpertCache needs a capacity of at least one expert");
   if (layout.n_moe_layers() == 0) throw Error(ErrorKind::internal, "ExpertCache: the model has no routed experts");
   if (opts.file >= reader.n_files()) throw Error(ErrorKind::internal, "ExpertCache: the reader has no file " + std::to_string(opts.file));
+  for (uint32_t l = 0; l < layout.n_layers(); ++l)
+    if (layout.is_moe_layer(l)) moe_experts_ += layout.layer(l).n_expert;
   loading_.reserve(opts.capacity);
   wants_.resize(layout.n_experts());
   stamp_.assign(layout.n_experts(), 0);

@@ -118,6 +118,10 @@ class ExpertCache {
 
   // Whether (layer, expert) is in the cache (loaded or being read).
   bool resident(uint32_t layer, int32_t expert) const;
+  // Whether every routed expert of the model is (a budget that holds the
+  // whole model, after warm-up): a prefetch has nothing left to read, so the
+  // caller can skip predicting one (moe_ffn's next-layer router).
+  bool holds_every_expert() const { return index_.n_resident() >= moe_experts_; }
   uint32_t capacity() const { return index_.capacity(); }
   const ExpertLayout& layout() const { return layout_; }
   const BufferPool& pool() const { return pool_; }
@@ -159,6 +163,7 @@ class ExpertCache {
   BufferPool pool_;
   bool registered_ = false;  // the reader took pool_ as fixed buffers
   CacheIndex index_;
+  uint32_t moe_experts_ = 0;  // routed experts of every MoE layer together
   std::unique_ptr<Slot[]> slots_;
   std::vector<int32_t> loading_;    // slots with reads in flight (each holds an io pin)
   std::vector<Want> wants_;         // the current acquire (capacity: n_experts)

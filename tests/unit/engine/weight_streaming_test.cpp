@@ -88,6 +88,38 @@ TEST_CASE("weight streaming: uring, pread and mmap give bit-identical logits") {
   }
 }
 
+// A cache that holds every expert (the whole model in the budget): once all
+// are in, the next layer's router is no longer applied for a prefetch that
+// would read nothing (ffn.cpp, next_router), and the logits stay the mapping's.
+TEST_CASE("weight streaming: with every expert cached, no next-layer prediction, the mapping's logits") {
+  const std::string path = streaming_model();
+  const auto steps = [](Model& m, std::vector<float>& logits, int64_t from, int n) {
+    std::vector<float> last;
+    for (int i = 0; i < n; ++i) {
+      const int32_t one[1] = {static_cast<int32_t>((i * 13 + 7) % m.n_vocab())};
+      m.forward(one, from + i, false, last);
+      logits.insert(logits.end(), last.begin(), last.end());
+    }
+  };
+  auto mapped = test::load_streamed(path, "mmap", 0);
+  auto streamed = test::load_streamed(path, "uring", 64);  // 4 layers x 16 experts: all of them
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 48; ++i) prompt.push_back((i * 37 + 5) % static_cast<int32_t>(streamed->n_vocab()));
+  std::vector<float> a, b;
+  mapped->forward(prompt, 0, false, a);
+  streamed->forward(prompt, 0, false, b);
+  const stream::CacheStats warm = streamed->stream_stats().cache;
+  REQUIRE(warm.misses + warm.prefetch_reads == 64);  // every expert read once: all resident
+  a.clear();
+  b.clear();
+  steps(*mapped, a, 48, 4);
+  steps(*streamed, b, 48, 4);
+  const stream::CacheStats after = streamed->stream_stats().cache;
+  CHECK(after.prefetch_requested == warm.prefetch_requested);
+  CHECK(after.misses == warm.misses);
+  CHECK(b == a);
+}
+
 // kimi-linear's routed experts (MXFP4) stream like any others, between KDA and MLA layers.
 TEST_CASE("weight streaming: kimi-linear streamed through a 4-slot cache gives the mapping's logits") {
   check_4_slots_give_mapping(test::kimi_linear_model());
