@@ -273,6 +273,18 @@ IsaKernels kernels_for(const FormatKernels& f, Isa isa) {
 
 VecDotFn vec_dot(GgmlType t, Isa isa) { return kernels_for(require_format(t, "vec_dot"), isa).vec_dot; }
 
+void rows_dot(GgmlType t, Isa isa, const void* w, size_t w_stride, int64_t rows, const void* x, int64_t n, float* y) {
+  const FormatKernels& f = require_format(t, "rows_dot");
+  const IsaKernels k = kernels_for(f, isa);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  // The float-like formats' tiles sum in llama.cpp's batched order, not their dot's.
+  if (k.tile != nullptr && f.row_group == 1 && gguf::traits(t).block_elems > 1) {
+    k.tile(Tile{wb, w_stride, rows, static_cast<const uint8_t*>(x), 0, 1, n, y, rows});
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) y[r] = k.vec_dot(wb + r * w_stride, x, n);
+}
+
 void convert_activations(GgmlType weight_type, Isa isa, const float* src, void* dst, int64_t n) {
   const auto& act = *find_format(require_format(weight_type, "convert_activations").vec_dot_type);
   require_whole_blocks(act.type, n, "convert_activations");

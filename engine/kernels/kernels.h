@@ -100,6 +100,14 @@ std::string cpu_feature_summary();
 using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
 VecDotFn vec_dot(GgmlType t, Isa isa);  // isa is clamped to detected_isa()
 
+// y[r] = vec_dot(t, isa)(w + r * w_stride, x, n) for r < rows, bit for bit,
+// through the format's tile kernel where it has one: for small matrices (MLA's
+// per-head k_b and v_b, 128-512 rows of 128-512 elements) one call instead of
+// one per row, and the tile's rows share each activation block's loads.
+// (Block formats only: F32/F16/BF16 tiles sum in llama.cpp's batched order,
+// so those loop over vec_dot.) t must be a plain (not interleaved) layout.
+void rows_dot(GgmlType t, Isa isa, const void* w, size_t w_stride, int64_t rows, const void* x, int64_t n, float* y);
+
 // Converts one activation row of n floats to vec_dot_type(weight_type) exactly
 // as matmul does under `isa` (dst holds row_bytes(vec_dot_type, n) bytes). The
 // scalar Q8_0 path is ggml's reference quantizer (round half away from zero);

@@ -64,7 +64,6 @@ void per_head_product(const ExpertsView& w, const float* x, int64_t x_ts, int64_
                       int64_t y_hs, const std::vector<int64_t>& tokens, ForwardState& s) {
   if (tokens.empty()) return;
   const kernels::Isa isa = kernels::active_isa();
-  const kernels::VecDotFn dot = kernels::vec_dot(w.type, isa);
   const size_t slot = thread_slot(s);
   s.pool->parallel_for(w.n_expert, [&](int thread, int64_t h0, int64_t h1) {
     auto* xa = reinterpret_cast<uint8_t*>(&s.q16[static_cast<size_t>(thread) * slot]);
@@ -74,7 +73,7 @@ void per_head_product(const ExpertsView& w, const float* x, int64_t x_ts, int64_
       for (const int64_t t : tokens) {
         kernels::convert_activations(w.type, isa, x + t * x_ts + h * x_hs, xa, w.cols);
         float* out = y + t * y_ts + h * y_hs;
-        for (int64_t r = 0; r < w.rows; ++r) out[r] = dot(rows + r * wh.row_stride, xa, w.cols);
+        kernels::rows_dot(w.type, isa, rows, wh.row_stride, w.rows, xa, w.cols, out);
       }
     }
   });

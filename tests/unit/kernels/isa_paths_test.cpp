@@ -87,3 +87,32 @@ TEST_CASE("each ISA path's matmul matches the scalar kernels for 1..17 tokens; A
     }
   }
 }
+
+TEST_CASE("rows_dot gives the one-token dot's bits on every ISA path, for every weight format") {
+  // rows_dot runs a format's tile kernel where it has one (MLA's per-head
+  // products); a decoded token must not depend on which of the two ran.
+  for (const GgmlType t : kTypes) {
+    for (const int64_t cols : widths(t)) {
+      for (const int64_t rows : {int64_t{1}, int64_t{29}, int64_t{128}}) {
+        const auto w = random_matrix(t, rows, cols, 7100);
+        const size_t rb = row_bytes(t, cols);
+        const auto x = random_normal(static_cast<size_t>(cols), 91, 2.0f);
+        for (const Isa isa : isas_to_test()) {
+          CAPTURE(name(t));
+          CAPTURE(cols);
+          CAPTURE(rows);
+          CAPTURE(isa_name(isa));
+          const auto xa = activations(t, isa, x.data(), cols);
+          std::vector<float> y(static_cast<size_t>(rows) + 1, -12345.0f);
+          rows_dot(t, isa, w.data(), rb, rows, xa.data(), cols, y.data());
+          CHECK(y[static_cast<size_t>(rows)] == -12345.0f);  // nothing past the last row
+          for (int64_t r = 0; r < rows; ++r) {
+            const float dot = vec_dot(t, isa)(w.data() + r * rb, xa.data(), cols);
+            if (y[static_cast<size_t>(r)] != dot)
+              FAIL_CHECK("row " << r << ": rows_dot " << y[static_cast<size_t>(r)] << ", vec_dot " << dot);
+          }
+        }
+      }
+    }
+  }
+}
