@@ -39,6 +39,7 @@
 #        the in-RAM decode and prefill for the scaling table; one count: no table),
 #        LOG_LEVEL (the daemon's log_level, info; debug logs every step),
 #        KEEP (a directory: the nightly runs' daemon logs and queues are copied there)
+#        RAM_WARM_TOKENS (512: the in-RAM runs' warm-up prompt, enough to cache every expert)
 #   A quick run: DOCS=8 DOC_TOKENS=96 PREFIX_TOKENS=24 GEN_TOKENS=8 DECODE_TOKENS=4 PREFILL_TOKENS=64
 # Build first: cmake --build BUILD_DIR --target ns_bench_batch nightshift nightshiftd
 set -euo pipefail
@@ -111,8 +112,12 @@ ns_runs() {  # mode budget threads extra-args...
   ! wants prefill || N[$mode.prefill]=$("$bench" prefill "$model" --prompt-tokens "$prefill_tokens" --budget "$b" "$@" 2>/dev/null | grep '^RESULT')
   printf '%s\n' "${N[$mode.decode]:-}" "${N[$mode.prefill]:-}" | grep . | sed "s/^/   $mode /" || true
 }
+# The in-RAM runs' warm-up prompt: 512 tokens cache every expert of the DeepSeek-V2-Lite bench model
+# (hit_rate 1.0000); 128 left 0.25 % of the decode steps' experts to read (io_share 0.013), 64 left 1 %
+# (io_share 0.046): not the whole model in RAM (docs/performance.md, session 11). RESULT lines print hit_rate.
+ram_warm_tokens=${RAM_WARM_TOKENS:-512}
 if wants decode || wants prefill; then
-  ! wants ns-ram || ns_runs ram "$ram_budget" "$threads" --warm-tokens 128
+  ! wants ns-ram || ns_runs ram "$ram_budget" "$threads" --warm-tokens "$ram_warm_tokens"
   ! wants ns-stream || ns_runs stream "$budget" "$threads"
 fi
 
@@ -160,7 +165,7 @@ fi
 for t in "${thread_counts[@]}"; do
   (( t != threads )) || continue
   ! wants llama-ram || llama_runs "ram-t$t" 0 "$t" "decode prefill"
-  if wants ns-ram && { wants decode || wants prefill; }; then ns_runs "ram-t$t" "$ram_budget" "$t" --warm-tokens 128; fi
+  if wants ns-ram && { wants decode || wants prefill; }; then ns_runs "ram-t$t" "$ram_budget" "$t" --warm-tokens "$ram_warm_tokens"; fi
 done
 
 # ---- results
