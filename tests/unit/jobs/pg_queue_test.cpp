@@ -160,6 +160,7 @@ TEST_CASE("PostgreSQL: a real deadlock between two connections is reported as tr
   pg::Conn two(db.location());
   one.exec("SET deadlock_timeout = '20ms'");
   two.exec("SET deadlock_timeout = '20ms'");
+  const int64_t one_pid = one.exec("SELECT pg_backend_pid()").int64(0, 0);
   pg::Transaction t1(one);
   pg::Transaction t2(two);
   one.exec("UPDATE jobs SET priority = 1 WHERE id = " + std::to_string(a));
@@ -172,7 +173,9 @@ TEST_CASE("PostgreSQL: a real deadlock between two connections is reported as tr
       first = e;
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // `one` is waiting for `two`'s row
+  // Wait (on state, not time) until `one` is blocked on `two`'s row lock.
+  while (db.scalar("SELECT count(*) FROM pg_locks WHERE NOT granted AND pid = " + std::to_string(one_pid)) == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   try {
     two.exec("UPDATE jobs SET priority = 2 WHERE id = " + std::to_string(a));
   } catch (const DatabaseError& e) {

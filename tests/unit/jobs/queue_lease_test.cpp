@@ -480,18 +480,26 @@ QUEUE_TEST("two workers on their own connections: a heartbeated lease keeps the 
   auto setup = db.open();
   const int64_t id = setup->submit(spec("long job")).id;
 
+  // Waits on state, not on a guess of time: the rival polls until the lease
+  // the holder claimed would have lapsed twice over without heartbeats and
+  // the holder has sent kBeats of them (however long a loaded machine takes),
+  // and afterwards until the lapsed lease is recovered. The lease is long
+  // against the 15 ms between beats so that a holder descheduled for a while
+  // keeps it.
+  constexpr int kBeats = 8;
+  constexpr int64_t kHolderLeaseMs = 1000;
+  const int64_t claimed_at_ms = now_epoch_ms();
+  const auto deadline = std::chrono::steady_clock::now() + 120s;  // a hang fails instead of blocking the suite
   std::atomic<bool> holder_running{true};
   std::atomic<int> beats{0};
   std::atomic<int> claim_state{0};  // 0 claiming, 1 holds the job, 2 got nothing
   std::thread holder([&] {
     auto q = db.open();
-    const std::optional<Job> held = q->claim("holder", 300);
+    const std::optional<Job> held = q->claim("holder", kHolderLeaseMs);
     claim_state = held ? 1 : 2;
     if (!held) return;
-    // Heartbeats every 15 ms, well within the 300 ms lease even when a
-    // loaded machine deschedules this thread for a while.
     while (holder_running.load()) {
-      if (q->heartbeat(held->lease(), 300)) ++beats;
+      if (q->heartbeat(held->lease(), kHolderLeaseMs)) ++beats;
       std::this_thread::sleep_for(15ms);
     }
   });
@@ -500,9 +508,11 @@ QUEUE_TEST("two workers on their own connections: a heartbeated lease keeps the 
   REQUIRE(claim_state.load() == 1);
 
   auto rival = db.open();
-  const auto until = std::chrono::steady_clock::now() + 600ms;
   int tries = 0, recovered = 0, claimed = 0;
-  while (std::chrono::steady_clock::now() < until) {  // a rival daemon polling as fast as it can
+  const auto held_long_enough = [&] {
+    return beats.load() >= kBeats && now_epoch_ms() > claimed_at_ms + 2 * kHolderLeaseMs;
+  };
+  while (!held_long_enough() && std::chrono::steady_clock::now() < deadline) {  // polling as fast as it can
     recovered += static_cast<int>(rival->recover_expired(kNoBackoff).total());
     claimed += rival->claim("rival", kLongLease) ? 1 : 0;
     ++tries;
@@ -510,14 +520,18 @@ QUEUE_TEST("two workers on their own connections: a heartbeated lease keeps the 
   holder_running = false;
   holder.join();
   MESSAGE("rival polled " << tries << " times while the holder sent " << beats.load() << " heartbeats");
+  CHECK(beats.load() >= kBeats);
   CHECK(recovered == 0);
   CHECK(claimed == 0);
-  CHECK(beats.load() >= 8);
   CHECK(rival->get(id)->worker == "holder");
 
   // The holder stops heartbeating (killed): the rival takes over once the lease lapses.
-  std::this_thread::sleep_for(350ms);
-  CHECK(rival->recover_expired(kNoBackoff).requeued == 1);
+  int requeued = 0;
+  while (requeued == 0 && std::chrono::steady_clock::now() < deadline) {
+    requeued = static_cast<int>(rival->recover_expired(kNoBackoff).requeued);
+    if (requeued == 0) std::this_thread::sleep_for(10ms);
+  }
+  CHECK(requeued == 1);
   std::optional<Job> taken = rival->claim("rival", kLongLease);
   REQUIRE(taken);
   CHECK(taken->id == id);
