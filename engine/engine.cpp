@@ -73,6 +73,7 @@ class EngineImpl final : public Engine {
     mo.streaming.cache_policy = opts.cache_policy;
     mo.streaming.io_queue_depth = static_cast<uint32_t>(std::max(1, opts.io_queue_depth));
     mo.streaming.repack_experts = opts.repack_experts;
+    mo.streaming.preload_experts = opts.preload_experts;
     mo.arch.mla_expanded_cache = opts.mla_expanded_cache;
     model_ = Model::load(path, mo);
     const Hparams& hp = model_->hparams();

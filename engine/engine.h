@@ -47,6 +47,9 @@ struct EngineOptions {
   // Rewrite Q4_0 experts into the kernels' interleaved layout as they land in
   // the expert cache (StreamingOptions::repack_experts; the same logits).
   bool repack_experts = true;
+  // When the cache holds every routed expert, read them all at load
+  // (StreamingOptions::preload_experts).
+  bool preload_experts = true;
   // Prompt-prefix snapshots GenerationBatch keeps (ModelOptions::prefix_cache); 0 = no prefix sharing.
   int prefix_cache = 0;
 };

@@ -191,6 +191,13 @@ const std::vector<Option>& option_table() {
         true},
        [](Config& c, const YAML::Node& n, const Context& ctx) { c.repack_experts = as_bool(ctx, "repack_experts", n); },
        same_member(&Config::repack_experts)},
+      {{"preload_experts", "boolean", "true",
+        "when memory_budget holds every routed expert, read them all at model load (one pass, as a mapped engine "
+        "holds its whole model) so no job waits for an expert's first read; false reads each on first use "
+        "(applies at the next model load)",
+        true},
+       [](Config& c, const YAML::Node& n, const Context& ctx) { c.preload_experts = as_bool(ctx, "preload_experts", n); },
+       same_member(&Config::preload_experts)},
       int_option("max_batch", "8", 1, 1024, true,
                  "jobs of one model decoded together, each expert read once per step for all of them; the KV "
                  "cache holds max_batch x context tokens (halved at load until it fits memory_budget); 1 = one "

@@ -24,6 +24,7 @@ struct Config {
   uint64_t memory_budget = 0;                 // bytes the engine plans within; 0 = what the machine has
   std::string io_mode = "uring";              // uring | pread | mmap: how routed experts are read
   std::string cpu_features = "auto";          // auto | avx512 | avx2 | scalar: the kernels' ISA path
+  bool preload_experts = true;                // a budget that holds every expert reads them all at load
   bool repack_experts = true;                 // Q4_0 experts into the kernels' interleaved layout as they land
   int max_batch = 8;                          // jobs decoded together; 1 = one at a time
   int prefix_cache = 2;                       // prompt-prefix snapshots kept (prefix sharing); 0 = off

@@ -133,7 +133,7 @@ bool EngineHost::stale(const WorkerOptions& options, const WorkerOptions& loaded
   return it == options.models.end() || it->second != path_ || now.threads != was.threads ||
          now.thread_spin_us != was.thread_spin_us ||
          now.context != was.context || now.memory_budget != was.memory_budget || now.io_mode != was.io_mode ||
-         now.repack_experts != was.repack_experts ||
+         now.repack_experts != was.repack_experts || now.preload_experts != was.preload_experts ||
          now.max_sequences != was.max_sequences || now.prefix_cache != was.prefix_cache;
 }
 

@@ -19,6 +19,7 @@ WorkerOptions worker_options_from(const Config& config) {
   o.engine.memory_budget = config.memory_budget;
   o.engine.io_mode = config.io_mode;
   o.engine.repack_experts = config.repack_experts;
+  o.engine.preload_experts = config.preload_experts;
   o.cpu_features = config.cpu_features;
   o.engine.max_sequences = config.max_batch;
   o.engine.prefix_cache = config.prefix_cache;

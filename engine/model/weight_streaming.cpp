@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <span>
@@ -116,6 +117,14 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::s
   spdlog::info("streaming experts with {} ({} reads in flight), cache {} experts ({}), policy {}",
                stream::io_mode_name(ws->reader->mode()), ro.queue_depth, co.capacity,
                format_size(uint64_t{co.capacity} * ws->layout.slot_bytes()), stream::cache_policy_name(policy));
+  if (opts.preload_experts) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const uint32_t n = ws->cache->preload();
+    if (n > 0)
+      spdlog::info("the cache holds every expert: read all {} ({}) at load in {:.1f} s", n,
+                   format_size(uint64_t{n} * ws->layout.slot_bytes()),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   return ws;
 }
 

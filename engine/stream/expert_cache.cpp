@@ -323,6 +323,25 @@ void ExpertCache::wait_idle() {
   }
 }
 
+uint32_t ExpertCache::preload() {
+  if (index_.capacity() < moe_experts_ || moe_experts_ == 0) return 0;
+  uint32_t n = 0;
+  for (uint32_t l = 0; l < layout_.n_layers(); ++l) {
+    if (!layout_.is_moe_layer(l)) continue;
+    for (uint32_t e = 0; e < layout_.layer(l).n_expert; ++e) {
+      if (index_.find(key(l, static_cast<int32_t>(e))) != CacheIndex::kNone) continue;
+      if (start_read(l, static_cast<int32_t>(e), true) == CacheIndex::kNone)
+        throw Error(ErrorKind::internal, "ExpertCache::preload: no free slot for layer " + std::to_string(l) +
+                                             " expert " + std::to_string(e) + " in a cache that holds every expert");
+      slots_[static_cast<size_t>(index_.find(key(l, static_cast<int32_t>(e))))].prefetched = false;
+      ++n;
+    }
+    poll_loading();  // land (repack) what has arrived while later layers' reads go out
+  }
+  wait_idle();  // a failed read leaves its slot failed: the first acquire of it reads again and reports
+  return n;
+}
+
 void ExpertCache::prefetch(uint32_t layer, std::span<const int32_t> experts) {
   if (!layout_.is_moe_layer(layer)) return;
   poll_loading();

@@ -115,6 +115,14 @@ class ExpertCache {
   // Blocks until no read is in flight (prefetches included): end of a job,
   // deterministic stats.
   void wait_idle();
+  // When the capacity holds every routed expert of the model: reads them all,
+  // layer by layer in file order, and returns once they are in memory (landed:
+  // repacked where the cache repacks), so no step waits for a first-use read;
+  // the count read. Otherwise reads nothing and returns 0. Counted in the
+  // bytes read, not as lookups or prefetches. A failed read leaves its slot
+  // failed: the first acquire of that expert reads it again and reports the
+  // error. Call before the first acquire.
+  uint32_t preload();
 
   // Whether (layer, expert) is in the cache (loaded or being read).
   bool resident(uint32_t layer, int32_t expert) const;

@@ -39,7 +39,7 @@
 #        the in-RAM decode and prefill for the scaling table; one count: no table),
 #        LOG_LEVEL (the daemon's log_level, info; debug logs every step),
 #        KEEP (a directory: the nightly runs' daemon logs and queues are copied there)
-#        RAM_WARM_TOKENS (512: the in-RAM runs' warm-up prompt, enough to cache every expert)
+#        RAM_WARM_TOKENS (0: a warm-up prompt for the in-RAM runs; the cache is filled at load)
 #   A quick run: DOCS=8 DOC_TOKENS=96 PREFIX_TOKENS=24 GEN_TOKENS=8 DECODE_TOKENS=4 PREFILL_TOKENS=64
 # Build first: cmake --build BUILD_DIR --target ns_bench_batch nightshift nightshiftd
 set -euo pipefail
@@ -112,10 +112,11 @@ ns_runs() {  # mode budget threads extra-args...
   ! wants prefill || N[$mode.prefill]=$("$bench" prefill "$model" --prompt-tokens "$prefill_tokens" --budget "$b" "$@" 2>/dev/null | grep '^RESULT')
   printf '%s\n' "${N[$mode.decode]:-}" "${N[$mode.prefill]:-}" | grep . | sed "s/^/   $mode /" || true
 }
-# The in-RAM runs' warm-up prompt: 512 tokens cache every expert of the DeepSeek-V2-Lite bench model
-# (hit_rate 1.0000); 128 left 0.25 % of the decode steps' experts to read (io_share 0.013), 64 left 1 %
-# (io_share 0.046): not the whole model in RAM (docs/performance.md, session 11). RESULT lines print hit_rate.
-ram_warm_tokens=${RAM_WARM_TOKENS:-512}
+# The in-RAM runs need no warm-up prompt: a budget that holds every expert reads them all at load
+# (preload_experts, on by default; RESULT lines print hit_rate 1.0000). The warm-up prompts used before
+# left experts unread: 128 tokens 0.25 % of the decode steps' (io_share 0.013), 64 tokens 1 % (0.046)
+# (docs/performance.md, session 11).
+ram_warm_tokens=${RAM_WARM_TOKENS:-0}
 if wants decode || wants prefill; then
   ! wants ns-ram || ns_runs ram "$ram_budget" "$threads" --warm-tokens "$ram_warm_tokens"
   ! wants ns-stream || ns_runs stream "$budget" "$threads"

@@ -180,7 +180,7 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "models", "threads", "thread_spin_us", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
+  CHECK(names == std::set<std::string>{"database", "models", "threads", "thread_spin_us", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "preload_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
                                        "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});
@@ -326,4 +326,14 @@ TEST_CASE("repack_experts: true by default, a boolean, applied at the next model
   CHECK_MESSAGE(contains(bad, "repack_experts must be true or false, got 'maybe'"), bad);
   CHECK(is_reloadable("repack_experts"));
   CHECK_FALSE(worker_options_from(parse_config("repack_experts: false\n", "/x.yaml")).engine.repack_experts);
+}
+
+TEST_CASE("preload_experts: true by default, a boolean, applied at the next model load") {
+  CHECK(parse_config("", "/x.yaml").preload_experts);
+  CHECK_FALSE(parse_config("preload_experts: false\n", "/x.yaml").preload_experts);
+  const std::string bad = error_for("threads: 1\npreload_experts: sometimes\n");
+  CHECK_MESSAGE(contains(bad, "preload_experts must be true or false, got 'sometimes'"), bad);
+  CHECK(is_reloadable("preload_experts"));
+  CHECK_FALSE(worker_options_from(parse_config("preload_experts: false\n", "/x.yaml")).engine.preload_experts);
+  CHECK(worker_options_from(parse_config("", "/x.yaml")).engine.preload_experts);
 }

@@ -1,7 +1,9 @@
 // The checks every streaming architecture's tests make (llama, qwen3next,
 // glm4moe, gpt-oss, kimi-k3, ...), written once:
 // - load_streamed(): the model on 2 threads, a context of 64, its routed
-//   experts read through io_mode into a cache of `cache_experts` slots.
+//   experts read through io_mode into a cache of `cache_experts` slots (0:
+//   the plan's; a cache that holds every expert reads them all at load unless
+//   preload is false).
 // - streamed_logits(): a prompt and four single-token steps with the routed
 //   experts read through io_mode and a cache of a few slots (evictions and
 //   re-reads), returning the logits and the stream stats; "mmap" gives the
@@ -27,10 +29,12 @@
 namespace ns::test {
 
 inline std::unique_ptr<Model> load_streamed(const std::string& path, const std::string& io_mode,
-                                            uint32_t cache_experts) {
+                                            uint32_t cache_experts, bool preload = true) {
   return Model::load(path, {.threads = 2,
                             .context = 64,
-                            .streaming = {.io_mode = io_mode, .max_cache_experts = cache_experts}});
+                            .streaming = {.io_mode = io_mode,
+                                          .max_cache_experts = cache_experts,
+                                          .preload_experts = preload}});
 }
 
 inline std::pair<std::vector<float>, stream::StreamStats> streamed_logits(const std::string& path,

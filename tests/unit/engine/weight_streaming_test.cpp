@@ -81,9 +81,14 @@ TEST_CASE("weight streaming: uring, pread and mmap give bit-identical logits") {
       CHECK(r.prompt_logits == base.prompt_logits);
       CHECK(r.decode_logits == base.decode_logits);
       CHECK(r.stats.bytes_read() > 0);
-      CHECK(r.stats.cache.misses > 0);
-      if (cap == 5) CHECK(r.stats.cache.evictions > 0);
-      CHECK(r.stats.cache.prefetch_requested > 0);
+      if (cap == 5) {
+        CHECK(r.stats.cache.misses > 0);
+        CHECK(r.stats.cache.evictions > 0);
+        CHECK(r.stats.cache.prefetch_requested > 0);
+      } else {  // the plan's cache holds all 64: read at load, no step missed one or predicted
+        CHECK(r.stats.cache.misses == 0);
+        CHECK(r.stats.cache.prefetch_requested == 0);
+      }
     }
   }
 }
@@ -102,7 +107,8 @@ TEST_CASE("weight streaming: with every expert cached, no next-layer prediction,
     }
   };
   auto mapped = test::load_streamed(path, "mmap", 0);
-  auto streamed = test::load_streamed(path, "uring", 64);  // 4 layers x 16 experts: all of them
+  // 4 layers x 16 experts: all of them, read as the prompt routes to them (no preload)
+  auto streamed = test::load_streamed(path, "uring", 64, false);
   std::vector<int32_t> prompt;
   for (int i = 0; i < 48; ++i) prompt.push_back((i * 37 + 5) % static_cast<int32_t>(streamed->n_vocab()));
   std::vector<float> a, b;
@@ -118,6 +124,31 @@ TEST_CASE("weight streaming: with every expert cached, no next-layer prediction,
   CHECK(after.prefetch_requested == warm.prefetch_requested);
   CHECK(after.misses == warm.misses);
   CHECK(b == a);
+}
+
+// A cache that holds every expert reads them all at load (StreamingOptions::
+// preload_experts): no step misses, none predicts, and the logits are the
+// mapping's, through uring and pread; a smaller cache reads nothing at load.
+TEST_CASE("weight streaming: a cache that holds every expert reads them all at load; no step then misses") {
+  const std::string path = streaming_model();
+  const Run base = run_model(path, "mmap", 0);
+  for (const char* mode : {"uring", "pread"}) {
+    CAPTURE(mode);
+    auto m = test::load_streamed(path, mode, 64);
+    const stream::StreamStats loaded = m->stream_stats();
+    CHECK(loaded.cache.misses == 0);
+    CHECK(loaded.cache.prefetch_reads == 0);
+    CHECK(m->streaming().cache->holds_every_expert());
+    CHECK(loaded.cache.bytes_requested == m->streaming().layout.total_bytes());  // every expert once
+    const Run r = run_model(path, mode, 64);
+    CHECK(r.prompt_logits == base.prompt_logits);
+    CHECK(r.decode_logits == base.decode_logits);
+    CHECK(r.stats.cache.misses == 0);
+    CHECK(r.stats.cache.prefetch_requested == 0);
+    CHECK(r.stats.cache.bytes_requested == loaded.cache.bytes_requested);  // nothing read after load
+  }
+  auto small = test::load_streamed(path, "uring", 63);  // one slot short: nothing read at load
+  CHECK(small->stream_stats().cache.bytes_requested == 0);
 }
 
 // kimi-linear's routed experts (MXFP4) stream like any others, between KDA and MLA layers.
