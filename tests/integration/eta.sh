@@ -47,7 +47,8 @@ cores=$(nproc)
 niced=0
 start_niced_daemon() {  # the daemon in its own session, its autogroup niced when permitted
   niced=0
-  setsid "$NIGHTSHIFTD" --config "$CONFIG" > "$WORK/daemon.log" 2>&1 &
+  : > "$WORK/daemon.log"  # emptied before the fork (lib.sh start_daemon)
+  setsid "$NIGHTSHIFTD" --config "$CONFIG" >> "$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
   # Once it leads its own session (else the autogroup would be this test's).
   own_session() { [[ "$(ps -o sid= -p "$DAEMON_PID" | tr -d ' ')" == "$DAEMON_PID" ]]; }

@@ -114,7 +114,11 @@ write_config() {
 }
 
 start_daemon() {  # start_daemon [ARGS...]: nightshiftd in the background, log in $WORK/daemon.log
-  "$NIGHTSHIFTD" --config "$CONFIG" "$@" > "$WORK/daemon.log" 2>&1 &
+  # The log is emptied here, before the fork: a `>` on the background command
+  # truncates it in the child, which may run after the caller's next wait_for
+  # has matched the previous daemon's lines (integration.sigterm did, 1 run in ~10).
+  : > "$WORK/daemon.log"
+  "$NIGHTSHIFTD" --config "$CONFIG" "$@" >> "$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
 }
 

@@ -28,8 +28,9 @@ make_model tiny.gguf
 write_config tiny=tiny.gguf
 id=$(ns submit --config "$CONFIG" --model tiny --max-tokens 2 --ignore-eos "inside a cgroup")
 # The daemon joins the group before exec, so the limit applies from its first byte.
+: > "$WORK/daemon.log"  # emptied before the fork (lib.sh start_daemon)
 bash -c 'echo $$ > "$1/cgroup.procs" && exec "$2" --config "$3" --drain' _ "$group" "$NIGHTSHIFTD" "$CONFIG" \
-  > "$WORK/daemon.log" 2>&1 &
+  >> "$WORK/daemon.log" 2>&1 &
 DAEMON_PID=$!
 wait_daemon 0
 expect_eq "$(job_state "$id")" done "the job under the cgroup limit"

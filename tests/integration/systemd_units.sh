@@ -117,7 +117,8 @@ expect_eq "$(sql "SELECT count(*) FROM jobs WHERE idempotency_key LIKE 'nightly:
 # The night: the night unit's command (timeout, then nightshiftd --drain) runs them and exits 0.
 night_cmd=$(unit_command nightshiftd-night.service)
 expect_contains "$night_cmd" "--drain" "the night unit drains"
-bash -c "exec $night_cmd" > "$WORK/daemon.log" 2>&1 &
+: > "$WORK/daemon.log"  # emptied before the fork (lib.sh start_daemon)
+bash -c "exec $night_cmd" >> "$WORK/daemon.log" 2>&1 &
 DAEMON_PID=$!
 wait_daemon 0
 expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'done'")" 3 "the night unit ran them"
