@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "jobs/result_stats.h"
+#include "jobs/valid_utf8.h"
 
 namespace ns::jobs {
 
@@ -98,9 +99,10 @@ std::string choices_to_json(const std::vector<JobChoice>& choices) {
   if (choices.empty()) return "";
   nlohmann::json a = nlohmann::json::array();
   for (const JobChoice& c : choices)
-    a.push_back({{"text", c.text}, {"finish_reason", c.finish_reason}, {"completion_tokens", c.completion_tokens}});
-  // Generated text may hold a multi-byte character cut in two: stored with U+FFFD, as results.text is.
-  return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    a.push_back({{"text", storable_text(c.text)},  // the rule results.text follows (jobs/valid_utf8.h)
+                 {"finish_reason", c.finish_reason},
+                 {"completion_tokens", c.completion_tokens}});
+  return a.dump();
 }
 
 std::vector<JobChoice> choices_from_json(const std::string& text, int64_t id, const std::string& db) {

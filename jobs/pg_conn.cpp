@@ -100,13 +100,6 @@ std::string sql_excerpt(std::string_view sql) {
   return s;
 }
 
-// PostgreSQL text: valid UTF-8 (jobs/valid_utf8.h) and no NUL, which becomes U+FFFD too.
-std::string storable_text(std::string_view v) {
-  std::string out = to_valid_utf8(v);
-  for (size_t at = out.find('\0'); at != std::string::npos; at = out.find('\0', at)) out.replace(at, 1, "\xEF\xBF\xBD");
-  return out;
-}
-
 template <class T>
 T parse_number(const char* s, int len) {
   T v{};

@@ -8,6 +8,7 @@
 #include "jobs/result_stats.h"
 #include "jobs/sqlite_queue_impl.h"
 #include "jobs/time_format.h"
+#include "jobs/valid_utf8.h"
 
 namespace ns::jobs::sqlite {
 namespace {
@@ -210,7 +211,7 @@ void SqliteQueue::write_result(int64_t id, const JobResult& r) {
   }();
   auto ins = db_.cached(sql);
   ins->bind(1, id)
-      .bind(2, r.text)
+      .bind(2, storable_text(r.text))
       .bind(3, r.finish_reason)
       .bind(4, int64_t{r.prompt_tokens})
       .bind(5, int64_t{r.completion_tokens})

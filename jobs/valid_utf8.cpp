@@ -57,4 +57,10 @@ std::string to_valid_utf8(std::string_view text) {
   return out;
 }
 
+std::string storable_text(std::string_view text) {
+  std::string out = to_valid_utf8(text);
+  for (size_t at = out.find('\0'); at != std::string::npos; at = out.find('\0', at)) out.replace(at, 1, "\xEF\xBF\xBD");
+  return out;
+}
+
 }  // namespace ns::jobs

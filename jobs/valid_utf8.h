@@ -16,4 +16,10 @@ namespace ns::jobs {
 // character); valid text is returned unchanged.
 std::string to_valid_utf8(std::string_view text);
 
+// Generated text as both queue backends store it (results.text and every
+// choice's text in results.choices): to_valid_utf8, and each NUL byte as
+// U+FFFD too. PostgreSQL's text and jsonb refuse U+0000 (SQLSTATE 22021 and
+// 22P05), and SQLite browsers cut a TEXT value at it, so one rule serves both.
+std::string storable_text(std::string_view text);
+
 }  // namespace ns::jobs

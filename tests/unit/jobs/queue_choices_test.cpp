@@ -104,3 +104,29 @@ QUEUE_TEST("n, logprobs, the result's choices and records, and the checkpoint's,
   CHECK(pd.result->more_choices.empty());
   CHECK(pd.result->logprobs.empty());
 }
+
+// A sampled text may reach a NUL byte: PostgreSQL's jsonb refused `\u0000` in results.choices (SQLSTATE 22P05) and
+// the daemon that finished the job exited, each time the job came back. One rule on both backends: the text and
+// every choice's text are stored with U+FFFD for each NUL, as for an invalid byte (jobs/valid_utf8.h).
+QUEUE_TEST("a NUL in the text or a choice is stored as U+FFFD, on both backends") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  JobSpec s = ns::test::job_spec("m", "Once");
+  s.sampling.n = 3;
+  const int64_t id = q->submit(s).id;
+  const auto job = q->claim("w", kLeaseMs);
+  REQUIRE(job);
+  REQUIRE(job->id == id);
+  using namespace std::string_literals;
+  JobResult r{.text = "zero\0zero"s, .finish_reason = "length", .prompt_tokens = 2, .completion_tokens = 3,
+              .more_choices = {{"one\0"s, "stop", 2}, {"\0two \xC3"s, "length", 3}}};
+  REQUIRE(q->complete(job->lease(), r));
+  const Job done = *q->get(id);
+  REQUIRE(done.result);
+  CHECK(done.state == JobState::done);
+  CHECK(done.result->text == "zero\xEF\xBF\xBDzero");
+  REQUIRE(done.result->more_choices.size() == 2);
+  CHECK(done.result->more_choices[0].text == "one\xEF\xBF\xBD");
+  CHECK(done.result->more_choices[1].text == "\xEF\xBF\xBDtwo \xEF\xBF\xBD");
+  CHECK(done.result->more_choices[1].completion_tokens == 3);
+}

@@ -25,3 +25,11 @@ TEST_CASE("a character cut at the end, stray and invalid bytes become U+FFFD") {
   CHECK(to_valid_utf8("\xF0\x9F\x98" "!") == fffd + "!");  // 3 of 4 bytes: one maximal subpart
   CHECK(to_valid_utf8("\xE4\xB8" "\xE4\xB8\xAD") == fffd + "\xE4\xB8\xAD");  // a good one right after
 }
+
+TEST_CASE("storable_text: NUL bytes become U+FFFD as invalid bytes do, other text is unchanged") {
+  using namespace std::string_literals;
+  CHECK(ns::jobs::storable_text("a\0b"s) == "a\xEF\xBF\xBD" "b");
+  CHECK(ns::jobs::storable_text("\0\0"s) == "\xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK(ns::jobs::storable_text("\xC3\0"s) == "\xEF\xBF\xBD\xEF\xBF\xBD");
+  CHECK(ns::jobs::storable_text("caf\xC3\xA9 \xE5\x86\x99") == "caf\xC3\xA9 \xE5\x86\x99");
+}
