@@ -170,13 +170,14 @@ using StepKernels = KernelsOf<StepMicro, F, kRowsSingle, kRowsBatch, kTokens>;
 
 // Micro-kernel for the float-like formats (F32, F16, BF16), whose weights and
 // activations share one element type. Load::load8 widens 8 elements to floats,
-// Load::load1 one element (tails of rows that are not a multiple of 8).
-// Fewer than 4 row x token pairs would leave the FMA latency exposed, so small
-// tiles keep U independent accumulator sets. FloatKernels: its MicroKernels.
-template <class Load, int R, int T>
-struct FloatMicro {
+// Load::load1 one element (tails of rows that are not a multiple of 8). U
+// independent accumulator sets per (row, token) pair: every tile takes one, so
+// a pair's float order never depends on how many tokens or rows share its
+// micro-tile (a prompt's position then gets the same bits whatever follows
+// it); vec_dot takes 4, ggml_vec_dot's order, and hides the FMA latency.
+template <class Load, int R, int T, int U>
+struct FloatMicroU {
   static void run(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t n, float* y, int64_t ys) {
-    constexpr int U = R * T >= 4 ? 1 : 4 / (R * T);
     __m256 acc[U][R][T];
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u)
@@ -225,7 +226,17 @@ struct FloatMicro {
     }
   }
 };
+template <class Load, int R, int T>
+using FloatMicro = FloatMicroU<Load, R, T, 1>;
+
+// FloatMicro's MicroKernels, with the 4-accumulator vec_dot.
 template <class Load, int kRowsSingle, int kRowsBatch, int kTokens>
-using FloatKernels = KernelsOf<FloatMicro, Load, kRowsSingle, kRowsBatch, kTokens>;
+struct FloatKernels : KernelsOf<FloatMicro, Load, kRowsSingle, kRowsBatch, kTokens> {
+  static float vec_dot(const void* w, const void* x, int64_t n) {
+    float y;
+    FloatMicroU<Load, 1, 1, 4>::run(static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, n, &y, 0);
+    return y;
+  }
+};
 
 }  // namespace ns::kernels::avx2
