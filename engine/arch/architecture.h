@@ -52,6 +52,14 @@ struct ArchOptions {
   // caches expanded keys and values as the reference implementation does for
   // such files, so that its logits are matched exactly (more memory).
   bool mla_expanded_cache = false;
+  // MLA prompt chunks long enough to pay for it attend over keys and values
+  // expanded from the latents (mla_expand_run: up to 1.38x prefill on
+  // DeepSeek-V2-Lite, docs/performance.md). Off: every chunk takes the
+  // reference's absorbed path, so a position's logits are the same bits
+  // whatever chunk it is in and whatever follows it (causality, prefix
+  // sharing, a resumed job's replay); on, they differ by float order, and a
+  // near-tie expert choice can turn that into a different token.
+  bool mla_expand_prefill = false;
 };
 
 // Throws ns::Error(bad_model) for architectures this build does not run.

@@ -48,11 +48,12 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<Deepseek2Layer>& la
 class Deepseek2 final : public LayerStack<Deepseek2Layer> {
  public:
   // Files with the fused attn_kv_b cache the latent unless told otherwise,
-  // like split files (a fraction of the memory); `expanded_cache` runs them as
-  // the reference does (the conformance goldens are such files).
-  Deepseek2(const Hparams& hp, TensorLoader& t, bool expanded_cache) : LayerStack(hp), sh_(mla_shape(hp)) {
+  // like split files (a fraction of the memory); `mla_expanded_cache` runs them
+  // as the reference does (the conformance goldens are such files).
+  Deepseek2(const Hparams& hp, TensorLoader& t, const ArchOptions& o) : LayerStack(hp), sh_(mla_shape(hp)) {
     const bool fused = !hp.is_mla();
-    sh_.expanded_cache = fused && expanded_cache;
+    sh_.expanded_cache = fused && o.mla_expanded_cache;
+    sh_.expand_prefill = o.mla_expand_prefill;
     if (fused)
       spdlog::info("deepseek2: fused attn_kv_b layout, {} KV cache ({} values per token and layer; "
                    "--mla-cache {} to change)",
@@ -91,8 +92,8 @@ class Deepseek2 final : public LayerStack<Deepseek2Layer> {
 
 }  // namespace
 
-std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& loader, bool expanded_cache) {
-  return std::make_unique<Deepseek2>(hp, loader, expanded_cache);
+std::unique_ptr<Architecture> make_deepseek2(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
+  return std::make_unique<Deepseek2>(hp, loader, options);
 }
 
 void deepseek2_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(describe, hp, t); }

@@ -45,7 +45,7 @@ void kimi_hybrid_tensors(const KimiForm& form, const Hparams& hp, TensorTable& t
   t.unbind();
 }
 
-KimiHybrid::KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t, bool expanded_cache)
+KimiHybrid::KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t, const ArchOptions& o)
     : hp_(hp), kda_(kda_shape(hp)), mla_(mla_shape(hp)) {
   TensorTable table;
   describe_kimi(form, hp_, table, w_);
@@ -54,7 +54,8 @@ KimiHybrid::KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t,
   for (int64_t il = 0; il < hp.n_layer && first_mla < 0; ++il)
     if (hp.head_count_kv(il) != 0) first_mla = il;
   mla_.rotary = false;
-  mla_.expanded_cache = expanded_cache && first_mla >= 0 && !t.has(block_prefix(first_mla) + "attn_k_b.weight");
+  mla_.expanded_cache = o.mla_expanded_cache && first_mla >= 0 && !t.has(block_prefix(first_mla) + "attn_k_b.weight");
+  mla_.expand_prefill = o.mla_expand_prefill;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     KimiLayer& L = w_.layers[static_cast<size_t>(il)];
     if (L.recurrent)

@@ -58,7 +58,7 @@ class KimiHybrid : public Architecture {
  protected:
   // Loads the blocks through `form`'s table; hp is used as given (quirks
   // applied by the caller).
-  KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t, bool expanded_cache);
+  KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t, const ArchOptions& o);
 
   // s.xn = rms_norm(in[t]) * norm for every token.
   void norm(const float* in, const std::vector<float>& w, ForwardState& s) const;

@@ -60,8 +60,8 @@ const Hparams& checked(const Hparams& hp) {
 
 class KimiK3 final : public KimiHybrid {
  public:
-  KimiK3(const Hparams& hp, TensorLoader& t, bool expanded_cache)
-      : KimiHybrid(kForm, checked(hp), t, expanded_cache), block_(hp.attn_res_block_size) {
+  KimiK3(const Hparams& hp, TensorLoader& t, const ArchOptions& o)
+      : KimiHybrid(kForm, checked(hp), t, o), block_(hp.attn_res_block_size) {
     if (block_ > 0) n_ckpt_ = (hp.n_layer - 1) / block_ + 1;
   }
 
@@ -116,8 +116,8 @@ class KimiK3 final : public KimiHybrid {
 
 }  // namespace
 
-std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& loader, bool expanded_cache) {
-  return std::make_unique<KimiK3>(hp, loader, expanded_cache);
+std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
+  return std::make_unique<KimiK3>(hp, loader, options);
 }
 
 void kimi_k3_tensors(const Hparams& hp, TensorTable& t) { kimi_hybrid_tensors(kForm, hp, t); }

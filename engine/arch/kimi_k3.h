@@ -3,7 +3,7 @@
 #include "engine/arch/architecture.h"
 
 namespace ns {
-std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& loader, bool expanded_cache);
+std::unique_ptr<Architecture> make_kimi_k3(const Hparams& hp, TensorLoader& loader, const ArchOptions& options);
 void kimi_k3_tensors(const Hparams& hp, TensorTable& t);  // the blocks' tensors, unbound
 extern const ArchTraits kimi_k3_traits;  // its quirks (engine/model/hparams.h ArchTraits)
 }

@@ -28,8 +28,7 @@ Hparams with_quirks(Hparams hp) {
 
 class KimiLinear final : public KimiHybrid {
  public:
-  KimiLinear(const Hparams& hp, TensorLoader& t, bool expanded_cache)
-      : KimiHybrid(kForm, with_quirks(hp), t, expanded_cache) {}
+  KimiLinear(const Hparams& hp, TensorLoader& t, const ArchOptions& o) : KimiHybrid(kForm, with_quirks(hp), t, o) {}
 
   void layer(int64_t il, ForwardState& s) override {
     const KimiLayer& L = w_.layers[static_cast<size_t>(il)];
@@ -40,8 +39,8 @@ class KimiLinear final : public KimiHybrid {
 
 }  // namespace
 
-std::unique_ptr<Architecture> make_kimi_linear(const Hparams& hp, TensorLoader& loader, bool expanded_cache) {
-  return std::make_unique<KimiLinear>(hp, loader, expanded_cache);
+std::unique_ptr<Architecture> make_kimi_linear(const Hparams& hp, TensorLoader& loader, const ArchOptions& options) {
+  return std::make_unique<KimiLinear>(hp, loader, options);
 }
 
 void kimi_linear_tensors(const Hparams& hp, TensorTable& t) { kimi_hybrid_tensors(kForm, hp, t); }

@@ -26,9 +26,9 @@ std::unique_ptr<Architecture> plain(const Hparams& hp, TensorLoader& t, const Ar
   return F(hp, t);
 }
 // ... and for those whose MLA cache may be expanded.
-template <std::unique_ptr<Architecture> (*F)(const Hparams&, TensorLoader&, bool)>
+template <std::unique_ptr<Architecture> (*F)(const Hparams&, TensorLoader&, const ArchOptions&)>
 std::unique_ptr<Architecture> mla(const Hparams& hp, TensorLoader& t, const ArchOptions& o) {
-  return F(hp, t, o.mla_expanded_cache);
+  return F(hp, t, o);
 }
 
 struct Entry {

@@ -490,7 +490,7 @@ void attend_expanded(const MlaWeights& w, const MlaShape& sh, int64_t il, Forwar
 }  // namespace
 
 bool mla_expand_run(const MlaShape& sh, const MlaWeights& w, int64_t queries, int64_t keys) {
-  if (sh.expanded_cache || queries <= 1) return false;
+  if (sh.expanded_cache || !sh.expand_prefill || queries <= 1) return false;
   if (queries < kExpandMinQuantized && (is_block_type(w.k_b.type) || is_block_type(w.v_b.type))) return false;
   // Multiply-adds per head (docs/performance.md, "MLA prefill"): both paths
   // score and weigh the same (query, key) pairs, S of them; the absorbed one

@@ -51,6 +51,7 @@ struct MlaShape {
   float rms_eps = 1e-6f;     // for the q_a and kv_a norms
   RopeParams rope;
   bool expanded_cache = false;  // fused attn_kv_b run as the reference does (see above)
+  bool expand_prefill = false;  // long chunks may expand (mla_expand_run; ArchOptions::mla_expand_prefill)
   // false: the qk_rope parts of queries and keys are used as they are, never
   // rotated (kimi-linear and kimi-k3 MLA layers: their position information
   // comes from the KDA layers between them).
@@ -110,7 +111,9 @@ int64_t mla_att_width(const MlaShape& sh);
 // v = v_b c) rather than absorbed: on a long prompt chunk that costs fewer
 // multiply-adds, since each (query, key) pair then costs k_head + v_head
 // instead of latent_width + kv_lora, for kv_lora * (qk_nope + v_head) per key
-// once. Never for one query (decode), nor with expanded_cache, nor for fewer
+// once. Only with expand_prefill (off by default: the path then depends on
+// the chunk's length, so a position's logits on what follows it, by float
+// order); never for one query (decode), nor with expanded_cache, nor for fewer
 // than 256 queries when k_b or v_b is block-quantized (they round differently
 // from the absorbed path, which is the reference's; see the .cpp). The cache
 // stays latent either way.

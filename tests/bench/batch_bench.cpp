@@ -23,6 +23,7 @@
 //                     they land (StreamingOptions::repack_experts; default: the engine's, 1)
 //   --preload 0|1     read every expert at load when the cache holds them all
 //                     (StreamingOptions::preload_experts; default: the engine's, 1)
+//   --mla-expand 0|1  expand long MLA prompt chunks (ArchOptions::mla_expand_prefill; default 0)
 //
 // decode: for each batch size N, N sequences with distinct random prompts of
 // about --prompt-tokens tokens decode --tokens greedy tokens each, all in one
@@ -95,6 +96,7 @@ struct Args {
   int prefetch_width = -1;  // -1: the engine's default; 0: no prediction; N: top N per token
   int repack = -1;          // StreamingOptions::repack_experts; -1: the engine's default
   int preload = -1;         // StreamingOptions::preload_experts; -1: the engine's default
+  bool mla_expand = false;  // ArchOptions::mla_expand_prefill
   std::string out;        // docs: the file written
   int count = 64;         // docs: how many documents
   int prefix_tokens = 0;  // docs: the shared instruction's tokens
@@ -197,6 +199,7 @@ void load_opts(const Args& a, int n_seq, ns::ModelOptions& mo) {
   if (a.prefetch_width > 0) mo.streaming.prefetch_per_token = static_cast<uint32_t>(a.prefetch_width);
   if (a.repack >= 0) mo.streaming.repack_experts = a.repack == 1;
   if (a.preload >= 0) mo.streaming.preload_experts = a.preload == 1;
+  mo.arch.mla_expand_prefill = a.mla_expand;
 }
 
 // One line about the plan instead of the engine's log.
@@ -476,6 +479,7 @@ int main(int argc, char** argv) {
           else if (k == "--prefetch-width") a.prefetch_width = std::stoi(v);
           else if (k == "--repack") a.repack = std::stoi(v) != 0 ? 1 : 0;
           else if (k == "--preload") a.preload = std::stoi(v) != 0 ? 1 : 0;
+          else if (k == "--mla-expand") a.mla_expand = std::stoi(v) != 0;
           else if (k == "--out") a.out = v;
           else if (k == "--count") a.count = std::max(1, std::stoi(v));
           else if (k == "--prefix-tokens") a.prefix_tokens = std::max(0, std::stoi(v));

@@ -31,16 +31,15 @@ expect_contains "$out" "KV cache             864.00 MiB" "16 sequences' KV cache
 out=$(ns model info "$WORK/kl48b.gguf" --memory-budget 8GiB --context 131072 --max-batch 64)
 # 64 x 128K does not fit 8 GiB: the daemon keeps the 64 slots and halves the KV cache they share
 # (docs/long-context.md) until the plan fits; the trade-off line says what full-length batches would fit.
-# (Without the daemon's 2 prefix-cache snapshots too: 524288 tokens fit only with the expert cache at its floor
-# and without the 91 MiB that a 128K sequence's expanded prompt chunks take, mla_attention.h.)
+# (Without the daemon's 2 prefix-cache snapshots, 524288 tokens fit, with the expert cache at its floor.)
 expect_contains "$out" "for 64 sequence(s) of up to 131072 tokens sharing a KV cache of 262144 tokens" \
   "the KV cache, not the batch, is halved to fit"
 expect_contains "$out" "KV cache               1.69 GiB  (a pool of 262144 tokens shared by 64 sequences of at most 131072; 2 prefix-cache snapshots (rows from the pool))" \
   "the plan's KV line names the pool"
 out0=$(ns model info "$WORK/kl48b.gguf" --memory-budget 8GiB --context 131072 --max-batch 64 --prefix-cache 0)
-expect_contains "$out0" "KV cache               1.69 GiB  (a pool of 262144 tokens shared by 64 sequences of at most 131072)" \
+expect_contains "$out0" "KV cache               3.38 GiB  (a pool of 524288 tokens shared by 64 sequences of at most 131072)" \
   "without prefix snapshots"
 # (The 4K end moves with the measured overhead by a sequence or two: match the long end.)
-grep -qE "max_batch x context that fit: [0-9]+ x 4K, [0-9]+ x 8K, .* 6 x 128K, 3 x 256K, 1 x 512K$" <<<"$out" ||
+grep -qE "max_batch x context that fit: [0-9]+ x 4K, [0-9]+ x 8K, .* 7 x 128K, 3 x 256K, 1 x 512K$" <<<"$out" ||
   fail "the batch x context trade-off: $(grep 'that fit' <<<"$out")"
 echo "ok"

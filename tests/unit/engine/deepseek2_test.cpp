@@ -49,9 +49,11 @@ std::vector<float> prefill_logits(const std::string& path, const std::vector<int
   return logits;
 }
 
-// Batched prefill of n tokens against one token at a time (test::batched_vs_sequential), in either MLA cache layout.
-double batched_vs_sequential(const std::string& path, bool expanded_cache = false, int n = 12) {
-  return test::batched_vs_sequential(path, {.arch = {.mla_expanded_cache = expanded_cache}}, n);
+// Batched prefill of n tokens against one token at a time (test::batched_vs_sequential), in either MLA cache
+// layout, with long prompt chunks expanded or not (ArchOptions::mla_expand_prefill).
+double batched_vs_sequential(const std::string& path, bool expanded_cache = false, int n = 12, bool expand = false) {
+  return test::batched_vs_sequential(
+      path, {.arch = {.mla_expanded_cache = expanded_cache, .mla_expand_prefill = expand}}, n);
 }
 
 }  // namespace
@@ -88,6 +90,9 @@ TEST_CASE("deepseek2: a prompt chunk over expanded keys and values agrees with d
   MlaWeights f16, q8;
   f16.k_b.type = f16.v_b.type = gguf::GgmlType::F16;
   q8.k_b.type = q8.v_b.type = gguf::GgmlType::Q8_0;
+  CHECK_FALSE(mla_expand_run(sh, f16, 12, 12));  // off by default: the reference's path for every chunk
+  CHECK_FALSE(mla_expand_run(sh, q8, 300, 300));
+  sh.expand_prefill = true;
   CHECK(mla_expand_run(sh, f16, 12, 12));
   CHECK_FALSE(mla_expand_run(sh, f16, 1, 12));
   CHECK_FALSE(mla_expand_run(sh, q8, 12, 12));
@@ -95,7 +100,7 @@ TEST_CASE("deepseek2: a prompt chunk over expanded keys and values agrees with d
   CHECK_FALSE(mla_expand_run(sh, f16, 8, 100000));  // a short chunk after a long context stays absorbed
 
   // The sequential run decodes one token at a time, over the latents.
-  const double d16 = batched_vs_sequential(ds3("split", "F16"));
+  const double d16 = batched_vs_sequential(ds3("split", "F16"), false, 12, true);
   MESSAGE("F16, 12 tokens: max |expanded - absorbed| = " << d16);
   CHECK(d16 < 5e-3);
   // Quantized, the paths round differently (mla_attention.cpp); with every
@@ -106,7 +111,7 @@ TEST_CASE("deepseek2: a prompt chunk over expanded keys and values agrees with d
       "--kv-lora-rank 64 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 32 --n-shared-expert 1 "
       "--n-dense-lead 1 --gating softmax --expert-weights-scale 1 --expert-weights-norm false --rms-eps 1e-6 "
       "--seed 13 --mla-layout split --type Q8_0");
-  const double d8 = batched_vs_sequential(q8_all, false, 300);
+  const double d8 = batched_vs_sequential(q8_all, false, 300, true);
   MESSAGE("Q8_0, 300 tokens: max |expanded - absorbed| = " << d8);
   CHECK(d8 < 0.1);
 }
@@ -122,6 +127,7 @@ TEST_CASE("deepseek2: the memory plan counts the scratch of expanded chunks, whi
     mo.streaming.io_mode = "pread";
     mo.streaming.memory_budget = 1ull << 30;
     mo.streaming.plan_only = plan_only;
+    mo.arch.mla_expand_prefill = true;
     return Model::load(path, mo);
   };
   const MlaShape sh = mla_shape(load(64, true)->hparams());

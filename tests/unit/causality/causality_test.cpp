@@ -1,0 +1,144 @@
+// Causality: the logits at position p of a prompt depend on tokens 0..p only.
+// For every architecture and every weight type the generator writes, the
+// logits at p from the whole prompt must equal those of the prompt cut after p,
+// read in a fresh sequence. A kimi-linear bug of this kind (position 0 moved
+// by up to 0.44 when later tokens joined it: MLA's first chunk took the
+// absorbed path for one token and the expanded one for more) passed every
+// test that compared a whole prompt with the reference or with token-by-token
+// decoding, since neither cuts the prompt.
+//
+// The prompts mix CJK, Latin and digits (byte-level BPE pieces of 1-3 bytes
+// and merged ones) and are longer than the prefill chunk, so cuts fall inside
+// a first chunk, at a chunk's first token and inside later chunks.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "tests/unit/engine/test_models.h"
+
+using namespace ns;
+
+namespace {
+
+constexpr const char* kText =
+    "写一段关于夜班的故事：工人们在深夜里工作。The night shift starts at 23:00, 还有 42 份。";
+
+struct Finding {
+  double first_chunk = 0;  // max |dlogit| over cuts inside the first prefill chunk
+  double later = 0;        // ... over cuts in later chunks
+  int cuts = 0;
+};
+
+// The prompt through forward() a chunk of at most `chunk` tokens at a time, as
+// the generation loop prefills it; the logits of every position when `all`,
+// else of the last.
+void prefill(Model& m, std::span<const int32_t> toks, int64_t chunk, bool all, std::vector<float>& out) {
+  std::vector<float> part;
+  out.clear();
+  for (size_t at = 0; at < toks.size(); at += static_cast<size_t>(chunk)) {
+    const auto piece = toks.subspan(at, std::min(toks.size() - at, static_cast<size_t>(chunk)));
+    m.forward(piece, static_cast<int64_t>(at), all, part);
+    if (all || at + piece.size() == toks.size()) out.insert(out.end(), part.begin(), part.end());
+  }
+}
+
+// Every cut point p (fresh sequence, prompt[0..p]) against the whole prompt.
+Finding cut_prompts(const std::string& path, int64_t chunk) {
+  auto m = Model::load(path, {.context = 128, .max_batch = chunk});
+  const std::vector<int32_t> toks = m->tokenizer().encode(kText, false, true);
+  REQUIRE(toks.size() > static_cast<size_t>(2 * chunk));
+  const int64_t n_vocab = m->n_vocab(), n = static_cast<int64_t>(toks.size());
+  std::vector<float> whole, cut;
+  prefill(*m, toks, chunk, true, whole);
+  REQUIRE(whole.size() == static_cast<size_t>(n * n_vocab));
+  Finding f;
+  for (int64_t p = 0; p < n - 1; p += (p < chunk + 2 ? 1 : 5)) {
+    prefill(*m, std::span(toks).first(static_cast<size_t>(p + 1)), chunk, false, cut);
+    REQUIRE(cut.size() == static_cast<size_t>(n_vocab));
+    double d = 0;
+    for (int64_t v = 0; v < n_vocab; ++v) {
+      REQUIRE(std::isfinite(cut[v]));
+      d = std::max(d, std::fabs(double(cut[v]) - whole[p * n_vocab + v]));
+    }
+    double& worst = p < chunk ? f.first_chunk : f.later;
+    worst = std::max(worst, d);
+    ++f.cuts;
+  }
+  return f;
+}
+
+// A position's arithmetic never depends on what follows it: exact, in the
+// first chunk as in later ones. F16 is the exception the reference makes: it
+// sums a lone token in ggml_vec_dot_f16's order and more in tinyBLAS's, and
+// nightshift reproduces both (kernels/f16_avx2.cpp), so a cut that leaves one
+// token in its chunk differs in float order.
+void check_causal(const std::string& path, double tolerance = 0.0) {
+  const Finding f = cut_prompts(path, 16);
+  MESSAGE(path << ": " << f.cuts << " cuts, max |dlogit| first chunk " << f.first_chunk << ", later chunks "
+               << f.later);
+  CHECK(f.first_chunk <= tolerance);
+  CHECK(f.later <= tolerance);
+}
+
+std::string model(const std::string& name, const std::string& flags) { return test::make_model("causal-" + name, flags); }
+
+const std::string kMla = " --kv-lora-rank 32 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 64";
+
+}  // namespace
+
+TEST_CASE("causal: llama dense and MoE") {
+  check_causal(model("llama-f32", "--arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 128 --type F32 "
+                                  "--seed 3"));
+  check_causal(test::moe_model());
+  check_causal(test::mxfp4_moe_model());
+}
+
+TEST_CASE("causal: deepseek2 (MLA), split and fused attn_kv_b, F32 and Q8_0") {
+  const std::string ds = "--arch deepseek2 --n-embd 128 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 "
+                         "--n-expert-used 2 --q-lora-rank 64" + kMla;
+  check_causal(model("ds2-f32", ds + " --type F32 --seed 5"));
+  check_causal(model("ds2-kvb-f32", ds + " --mla-layout kv_b --type F32 --seed 5"));
+  check_causal(model("ds2-q8", ds + " --gating softmax --type Q8_0 --seed 6"));
+}
+
+TEST_CASE("causal: kimi-linear and kimi-k3 (KDA + MLA)") {
+  check_causal(model("kimi-linear-f32", test::kimi_stack("kimi-linear") + " --type F32 --seed 21"));
+  check_causal(test::kimi_linear_model());
+  check_causal(model("kimi-k3-f32", test::kimi_stack("kimi-k3") + " --attn-res-block 2 --expert-latent 32 --type F32 "
+                                                                    "--seed 31"));
+  check_causal(test::kimi_k3_model());
+}
+
+TEST_CASE("causal: qwen2moe, qwen3moe, qwen3next, qwen35moe") {
+  const std::string qw = " --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 64 --n-expert 8 --n-expert-used 2";
+  check_causal(model("qwen2moe", "--arch qwen2moe" + qw + " --n-ff-shexp 64 --type Q8_0 --seed 8"));
+  check_causal(model("qwen3moe", "--arch qwen3moe" + qw + " --type F32 --seed 8"));
+  check_causal(test::qwen_next_model("qwen3next"));
+  check_causal(test::qwen_next_model("qwen35moe"));
+}
+
+TEST_CASE("causal: glm4moe and gpt-oss (sliding window shorter than the prompt)") {
+  check_causal(model("glm4moe", "--arch glm4moe --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --glm-head-dim 32 "
+                                "--n-ff 128 --n-expert 8 --n-expert-used 2 --glm-n-ff-expert 64 --type F32 --seed 9"));
+  check_causal(test::gpt_oss_model());
+}
+
+// Every weight type, on a small MoE whose every matrix (experts included) has it.
+TEST_CASE("causal: every weight type the generator writes") {
+  for (const char* type : {"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "NVFP4", "Q1_0",
+                           "Q2_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ1_M", "IQ3_XXS", "IQ4_XS", "TQ1_0",
+                           "TQ2_0"}) {
+    CAPTURE(type);
+    check_causal(model(std::string("moe-") + type, std::string("--arch llama --n-embd 256 --n-layer 2 --n-head 4 "
+                                                               "--n-head-kv 2 --n-ff 256 --n-expert 4 --n-expert-used 2 "
+                                                               "--type ") + type + " --seed 11"),
+                 std::string(type) == "F16" ? 1e-4 : 0.0);
+  }
+  // IQ2_XXS, IQ2_XS and IQ1_S quantize only with an importance matrix: the K2 low-bit mix has them.
+  check_causal(test::k2_lowbit_model());
+}
