@@ -48,8 +48,8 @@ void prefill(Model& m, std::span<const int32_t> toks, int64_t chunk, bool all, s
 }
 
 // Every cut point p (fresh sequence, prompt[0..p]) against the whole prompt.
-Finding cut_prompts(const std::string& path, int64_t chunk) {
-  auto m = Model::load(path, {.context = 128, .max_batch = chunk});
+Finding cut_prompts(const std::string& path, int64_t chunk, ArchOptions arch = {}) {
+  auto m = Model::load(path, {.context = 128, .max_batch = chunk, .arch = arch});
   const std::vector<int32_t> toks = m->tokenizer().encode(kText, false, true);
   REQUIRE(toks.size() > static_cast<size_t>(2 * chunk));
   const int64_t n_vocab = m->n_vocab(), n = static_cast<int64_t>(toks.size());
@@ -108,6 +108,17 @@ TEST_CASE("causal: deepseek2 (MLA), split and fused attn_kv_b, F32 and Q8_0") {
 
 TEST_CASE("causal: kimi-linear and kimi-k3 (KDA + MLA)") {
   check_causal(model("kimi-linear-f32", test::kimi_stack("kimi-linear") + " --type F32 --seed 21"));
+  // The shape: a 64-wide latent, where expanding a chunk's keys costs fewer multiply-adds than absorbing.
+  const std::string wide = model("kimi-linear-wide-f32",
+                                 "--arch kimi-linear --n-embd 128 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 "
+                                 "--n-expert-used 2 --mla-every 3 --kda-head-dim 32 --kl-kv-lora-rank 64 --type F32 "
+                                 "--seed 22");
+  check_causal(wide);
+  // The test has teeth: with long chunks expanded (ArchOptions::mla_expand_prefill) a position's path, and so its
+  // bits, depend on how many tokens follow it in its chunk.
+  const Finding expanded = cut_prompts(wide, 16, {.mla_expand_prefill = true});
+  MESSAGE("expanding MLA chunks: max |dlogit| " << std::max(expanded.first_chunk, expanded.later));
+  CHECK(std::max(expanded.first_chunk, expanded.later) > 0.0);
   check_causal(test::kimi_linear_model());
   check_causal(model("kimi-k3-f32", test::kimi_stack("kimi-k3") + " --attn-res-block 2 --expert-latent 32 --type F32 "
                                                                     "--seed 31"));
