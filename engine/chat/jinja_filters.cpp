@@ -50,6 +50,9 @@ CallArgs rest_args(const CallArgs& a, size_t from) {
   return r;
 }
 
+// jinja2's select/map iterate their input only when it is true (None gives nothing).
+std::vector<Value> iterate_if_true(const Value& seq) { return seq.truthy() ? iterate(seq) : std::vector<Value>{}; }
+
 Value select_like(const Value& seq, CallArgs& a, bool by_attr, bool keep) {
   Value attribute = by_attr ? arg(a, 0, "attribute") : Value();
   const size_t test_at = by_attr ? 1 : 0;
@@ -57,7 +60,7 @@ Value select_like(const Value& seq, CallArgs& a, bool by_attr, bool keep) {
   CallArgs targs = rest_args(a, test_at + 1);
   targs.kw.clear();
   std::vector<Value> out;
-  for (const Value& item : iterate(seq)) {
+  for (const Value& item : iterate_if_true(seq)) {
     Value v = by_attr ? attr_path(item, attribute) : item;
     bool ok = test.empty() ? v.truthy() : apply_test(test, v, targs);
     if (ok == keep) out.push_back(item);
@@ -70,16 +73,16 @@ Value do_map(const Value& seq, CallArgs& a) {
   Value attribute = arg(a, 99, "attribute");
   if (!attribute.is_undefined()) {
     Value def = arg(a, 99, "default");
-    for (const Value& item : iterate(seq)) {
+    for (const Value& item : iterate_if_true(seq)) {
       Value v = attr_path(item, attribute);
       out.push_back(v.is_undefined() && !def.is_undefined() ? def : v);
     }
     return Value::generator(std::move(out));
   }
-  if (a.pos.empty()) return Value::generator(iterate(seq));
+  if (a.pos.empty()) return Value::generator(iterate_if_true(seq));
   std::string name = a.pos[0].to_str();
   CallArgs fargs = rest_args(a, 1);
-  for (const Value& item : iterate(seq)) {
+  for (const Value& item : iterate_if_true(seq)) {
     CallArgs copy = fargs;
     out.push_back(apply_filter(name, item, copy));
   }
@@ -197,21 +200,6 @@ Value do_float(const Value& v, CallArgs& a) {
   return def.is_undefined() ? Value(0.0) : def;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&#34;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
 Value min_max(const Value& seq, CallArgs& a, bool want_max) {
   bool cs = flag(arg(a, 0, "case_sensitive"), false);
   Value attribute = arg(a, 1, "attribute");
@@ -253,7 +241,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
     return v;
   }
   if (name == "tojson") return do_tojson(v, a);
-  if (name == "safe" || name == "string") return v.is_string() ? v : Value(v.to_str());
+  if (name == "safe") return v.is_markup() ? v : Value::markup(v.to_str());
+  if (name == "string") return v.is_string() ? v : Value(v.to_str());
   if (name == "length" || name == "count") return Value(static_cast<int64_t>(py_len(v)));
   if (name == "trim") return Value(py_strip(v.to_str(), arg(a, 0, "chars"), true, true));
   if (name == "upper") return Value(py_upper(v.to_str()));
@@ -335,7 +324,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
     return Value::generator(std::move(items));
   }
   if (name == "indent") return do_indent(v, a);
-  if (name == "escape" || name == "e" || name == "forceescape") return Value(html_escape(v.to_str()));
+  if (name == "escape" || name == "e") return v.is_markup() ? v : Value::markup(html_escape(v.to_str()));
+  if (name == "forceescape") return Value::markup(html_escape(v.to_str()));
   if (name == "abs") {
     if (v.is_float()) return Value(std::fabs(v.as_double()));
     if (v.is_int() || v.is_bool()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());

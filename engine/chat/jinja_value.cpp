@@ -60,6 +60,27 @@ Value::Value(int64_t v) : kind_(Kind::integer), i_(v) {}
 Value::Value(double v) : kind_(Kind::floating), f_(v) {}
 Value::Value(std::string s) : kind_(Kind::string), s_(std::move(s)) {}
 
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.markup_ = true;
+  return v;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&#34;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
 Value Value::list(std::vector<Value> items, bool tuple) {
   Value v;
   v.kind_ = Kind::list;

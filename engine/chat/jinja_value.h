@@ -63,6 +63,10 @@ class Value {
   static Value ns_object();
   static Value function(Function f, std::string name = {});
   static Value from_json(const nlohmann::ordered_json& j);
+  // A string marked safe (markupsafe's Markup): what |safe and |escape
+  // return; str + Markup escapes the plain side.
+  static Value markup(std::string s);
+  bool is_markup() const { return kind_ == Kind::string && markup_; }
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::undefined; }
@@ -97,6 +101,7 @@ class Value {
  private:
   Kind kind_ = Kind::undefined;
   bool b_ = false;
+  bool markup_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
@@ -124,6 +129,8 @@ struct JsonOptions {
   bool sort_keys = false;
 };
 std::string py_json_dumps(const Value& v, const JsonOptions& o);
+
+std::string html_escape(const std::string& s);
 
 // UTF-8 by code point, like Python's str.
 size_t u8_length(const std::string& s);
