@@ -56,8 +56,7 @@ Renderer::Flow Renderer::exec(const Body& body, const FramePtr& f, std::string& 
     switch (s.kind) {
       case Stmt::Kind::text: append(out, s.text); break;
       case Stmt::Kind::output: {
-        Value v = eval(*s.expr, f);
-        if (s.text != "do") append(out, v.to_str());
+        append(out, eval(*s.expr, f).to_str());
         break;
       }
       case Stmt::Kind::if_: {

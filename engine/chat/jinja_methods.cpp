@@ -154,7 +154,7 @@ Value str_method(const Value& self, const std::string& name, CallArgs& a) {
     return Value(py_replace(s, want_str(arg(a, 0, "old"), "replace"), want_str(arg(a, 1, "new"), "replace"),
                             int_arg(arg(a, 2, "count"), -1)));
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
-    const std::string& sub = want_str(arg(a, 0, "sub"), name.c_str());
+    const std::string sub = want_str(arg(a, 0, "sub"), name.c_str());
     size_t lo = cp_offset(s, int_arg(arg(a, 1, "start"), 0));
     size_t hi = a.pos.size() > 2 ? cp_offset(s, a.pos[2].as_int()) : s.size();
     std::string region = lo <= hi ? s.substr(lo, hi - lo) : std::string();
@@ -166,7 +166,7 @@ Value str_method(const Value& self, const std::string& name, CallArgs& a) {
     return Value(static_cast<int64_t>(u8_length(s.substr(0, lo + r))));
   }
   if (name == "count") {
-    const std::string& sub = want_str(arg(a, 0, "sub"), "count");
+    const std::string sub = want_str(arg(a, 0, "sub"), "count");
     if (sub.empty()) return Value(static_cast<int64_t>(u8_length(s) + 1));
     int64_t n = 0;
     for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;

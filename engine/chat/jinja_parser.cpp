@@ -194,11 +194,6 @@ class Parser {
       s->body = parse_body({"endgeneration"});
       next();
       expect_block_end();
-    } else if (kw == "do") {
-      s->kind = Stmt::Kind::output;  // evaluated, result discarded (text empty marks it)
-      s->text = "do";
-      s->expr = parse_tuple_expr();
-      expect_block_end();
     } else {
       fail_at("Encountered unknown tag '" + kw + "'");
     }
