@@ -209,7 +209,7 @@ Value Renderer::make_macro(const Stmt& s, const FramePtr& def, bool is_caller) {
           mf->vars[params[k].first] = params[k].second ? eval(*params[k].second, mf)
                                                        : Value::undefined("'" + params[k].first + "' is undefined");
         }
-        mf->vars["varargs"] = Value::list(std::move(varargs));
+        mf->vars["varargs"] = Value::list(std::move(varargs), /*tuple=*/true);
         mf->vars["kwargs"] = kwargs;
         std::string out;
         exec(sp->body, mf, out);

@@ -248,17 +248,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   if (name == "upper") return Value(py_upper(v.to_str()));
   if (name == "lower") return Value(py_lower(v.to_str()));
   if (name == "capitalize") return Value(py_capitalize(v.to_str()));
-  if (name == "title") {
-    std::string s = v.to_str(), o;
-    bool start = true;
-    for (char c : s) {
-      unsigned char u = static_cast<unsigned char>(c);
-      bool sep = std::isspace(u) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
-      o += start && !sep ? static_cast<char>(std::toupper(u)) : (sep ? c : static_cast<char>(std::tolower(u)));
-      start = sep;
-    }
-    return Value(o);
-  }
+  if (name == "title") return Value(jinja_title(v.to_str()));
   if (name == "replace") {
     Value count = arg(a, 2, "count");
     return Value(py_replace(v.to_str(), arg(a, 0, "old").to_str(), arg(a, 1, "new").to_str(),
@@ -376,7 +366,13 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
     for (const Value& x : iterate(v)) total = binary_op("+", total, attribute.is_undefined() ? x : attr_path(x, attribute));
     return total;
   }
-  if (name == "attr") return get_attr(v, arg(a, 0, "name").to_str());
+  if (name == "attr") {  // Python attributes only: a dict's keys are not (jinja2's sandboxed getattr)
+    if (v.is_dict() && !v.is_namespace()) {
+      Value m = get_attr(v, arg(a, 0, "name").to_str());
+      return m.is_function() ? m : Value::undefined("'dict object' has no attribute '" + arg(a, 0, "name").to_str() + "'");
+    }
+    return get_attr(v, arg(a, 0, "name").to_str());
+  }
   if (name == "format") {
     if (!a.kw.empty()) fail("FilterArgumentError: can't handle positional and keyword arguments at the same time");
     return Value(percent_format(v.to_str(), Value::list(a.pos, true)));

@@ -1,6 +1,8 @@
 // Jinja lexer (see jinja_lexer.h).
 #include "engine/chat/jinja_lexer.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/chat/jinja_value.h"
@@ -250,8 +252,13 @@ class Lexer {
       if (s_[k] != '_') digits += s_[k];
     Token t{is_float ? Tok::floating : Tok::integer, digits};
     t.line = line_;
-    if (is_float) t.f = std::stod(digits);
-    else t.i = std::stoll(digits);
+    if (is_float) {
+      t.f = std::strtod(digits.c_str(), nullptr);
+    } else {
+      errno = 0;
+      t.i = std::strtoll(digits.c_str(), nullptr, 10);
+      if (errno == ERANGE) fail("TemplateSyntaxError: integer literal too large: " + digits);
+    }
     toks_.push_back(std::move(t));
     return p;
   }

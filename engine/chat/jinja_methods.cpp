@@ -341,37 +341,133 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
   return out;
 }
 
-std::string py_upper(const std::string& s) {
-  std::string o = s;
-  for (char& c : o) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return o;
+namespace {
+
+// Simple case mapping for the scripts chat text commonly holds: ASCII, Latin-1,
+// Latin Extended-A, Greek and Cyrillic (Python maps every cased letter; others
+// are left as they are here).
+// Latin Extended-A: letter pairs, the capital at the even code point except
+// in U+0139..U+0148 and U+0179..U+017E; a few letters have no pair here.
+bool latin_a_pair(uint32_t c) {
+  return c >= 0x100 && c <= 0x17E && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x178;
+}
+bool latin_a_upper_even(uint32_t c) { return c <= 0x137 || (c >= 0x14A && c <= 0x177); }
+
+uint32_t to_upper_cp(uint32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if (c < 0x80) return c;
+  if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 0x20;
+  if (c == 0xFF) return 0x178;
+  if (latin_a_pair(c) && (latin_a_upper_even(c) ? c % 2 == 1 : c % 2 == 0)) return c - 1;
+  if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 0x20;
+  if (c == 0x3C2) return 0x3A3;
+  if (c >= 0x430 && c <= 0x44F) return c - 0x20;
+  if (c >= 0x450 && c <= 0x45F) return c - 0x50;
+  return c;
 }
 
-std::string py_lower(const std::string& s) {
-  std::string o = s;
-  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return o;
+uint32_t to_lower_cp(uint32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c < 0x80) return c;
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 0x20;
+  if (c == 0x178) return 0xFF;
+  if (latin_a_pair(c) && (latin_a_upper_even(c) ? c % 2 == 0 : c % 2 == 1)) return c + 1;
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 0x20;
+  if (c >= 0x410 && c <= 0x42F) return c + 0x20;
+  if (c >= 0x400 && c <= 0x40F) return c + 0x50;
+  return c;
 }
 
-std::string py_capitalize(const std::string& s) {
-  std::string o = py_lower(s);
-  if (!o.empty()) o[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(o[0])));
-  return o;
+bool is_cased_cp(uint32_t c) { return to_upper_cp(c) != c || to_lower_cp(c) != c; }
+
+// Code points of UTF-8 text (invalid bytes pass through as themselves).
+std::vector<uint32_t> decode_cps(const std::string& s) {
+  std::vector<uint32_t> out;
+  for (size_t k = 0; k < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[k]);
+    size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (k + n > s.size()) n = 1;
+    uint32_t cp = n == 1 ? c : (c & (0xFF >> (n + 1)));
+    for (size_t m = 1; m < n; ++m) cp = (cp << 6) | (static_cast<unsigned char>(s[k + m]) & 0x3F);
+    out.push_back(cp);
+    k += n;
+  }
+  return out;
 }
 
-std::string py_title(const std::string& s) {
-  std::string o = s;
-  bool prev_cased = false;
-  for (char& c : o) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (std::isalpha(u)) {
-      c = static_cast<char>(prev_cased ? std::tolower(u) : std::toupper(u));
-      prev_cased = true;
+std::string encode_cps(const std::vector<uint32_t>& cps) {
+  std::string o;
+  for (uint32_t cp : cps) {
+    if (cp < 0x80) {
+      o += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      o += static_cast<char>(0xC0 | (cp >> 6));
+      o += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      o += static_cast<char>(0xE0 | (cp >> 12));
+      o += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      o += static_cast<char>(0x80 | (cp & 0x3F));
     } else {
-      prev_cased = u >= 0x80 && prev_cased;
+      o += static_cast<char>(0xF0 | (cp >> 18));
+      o += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      o += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      o += static_cast<char>(0x80 | (cp & 0x3F));
     }
   }
   return o;
+}
+
+}  // namespace
+
+std::string py_upper(const std::string& s) {
+  std::vector<uint32_t> out;
+  for (uint32_t c : decode_cps(s)) {
+    if (c == 0xDF) {  // ß -> SS
+      out.push_back('S');
+      out.push_back('S');
+    } else {
+      out.push_back(to_upper_cp(c));
+    }
+  }
+  return encode_cps(out);
+}
+
+std::string py_lower(const std::string& s) {
+  auto cps = decode_cps(s);
+  for (auto& c : cps) c = to_lower_cp(c);
+  return encode_cps(cps);
+}
+
+std::string py_capitalize(const std::string& s) {
+  auto cps = decode_cps(py_lower(s));
+  if (!cps.empty()) cps[0] = to_upper_cp(cps[0]);
+  return encode_cps(cps);
+}
+
+std::string py_title(const std::string& s) {
+  auto cps = decode_cps(s);
+  bool prev_cased = false;
+  for (auto& c : cps) {
+    if (is_cased_cp(c)) {
+      c = prev_cased ? to_lower_cp(c) : to_upper_cp(c);
+      prev_cased = true;
+    } else {
+      prev_cased = false;
+    }
+  }
+  return encode_cps(cps);
+}
+
+std::string jinja_title(const std::string& s) {
+  auto cps = decode_cps(s);
+  bool start = true;
+  for (auto& c : cps) {
+    bool sep = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '-' || c == '(' ||
+               c == '{' || c == '[' || c == '<';
+    if (!sep) c = start ? to_upper_cp(c) : to_lower_cp(c);
+    start = sep;
+  }
+  return encode_cps(cps);
 }
 
 std::string py_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count) {

@@ -22,6 +22,8 @@ std::string py_upper(const std::string& s);
 std::string py_lower(const std::string& s);
 std::string py_capitalize(const std::string& s);
 std::string py_title(const std::string& s);
+// jinja2's title filter: words start after whitespace, '-', and opening brackets.
+std::string jinja_title(const std::string& s);
 std::string py_replace(const std::string& s, const std::string& from, const std::string& to, int64_t count);
 
 }  // namespace ns::chat::jinja
