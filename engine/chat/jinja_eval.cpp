@@ -75,7 +75,7 @@ Renderer::Flow Renderer::exec(const Body& body, const FramePtr& f, std::string& 
         break;
       }
       case Stmt::Kind::for_: {
-        Flow fl = exec_for(s, f, out);
+        Flow fl = exec_for(s, f, eval(*s.expr, f), 1, out);
         if (fl != Flow::normal) return fl;
         break;
       }
@@ -125,8 +125,9 @@ void Renderer::exec_set(const Stmt& s, const FramePtr& f, const Value& v) {
   bind_targets(s, f, v);
 }
 
-Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, std::string& out) {
-  Value seq = eval(*s.expr, f);
+// A recursive loop's `loop` is also callable: loop(children) renders the body
+// over children one level deeper (its "__call__" member, which eval_call uses).
+Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, const Value& seq, int depth, std::string& out) {
   if (seq.is_none() || seq.is_number() || seq.is_function())
     fail("TypeError: '" + seq.type_name() + "' object is not iterable");
   std::vector<Value> items = iterate(seq);
@@ -141,7 +142,6 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, std::string&
     items = std::move(kept);
   }
   const size_t n = items.size();
-  Value cycle_index = Value::list({Value(int64_t{0})});
   for (size_t k = 0; k < n; ++k) {
     auto lf = std::make_shared<Frame>();
     lf->parent = f;
@@ -156,8 +156,8 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, std::string&
     d.set(Value("first"), Value(k == 0));
     d.set(Value("last"), Value(k + 1 == n));
     d.set(Value("length"), Value(len));
-    d.set(Value("depth"), Value(int64_t{1}));
-    d.set(Value("depth0"), Value(int64_t{0}));
+    d.set(Value("depth"), Value(int64_t{depth}));
+    d.set(Value("depth0"), Value(int64_t{depth - 1}));
     if (k > 0) d.set(Value("previtem"), items[k - 1]);
     if (k + 1 < n) d.set(Value("nextitem"), items[k + 1]);
     d.set(Value("cycle"), Value::function(
@@ -166,6 +166,19 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, std::string&
                                 return a.pos[k % a.pos.size()];
                               },
                               "cycle"));
+    if (s.recursive) {
+      const Stmt* sp = &s;
+      d.set(Value("__call__"), Value::function(
+                                   [this, sp, f, depth](CallArgs& a) -> Value {
+                                     if (depth >= limits_.max_call_depth)
+                                       fail("TemplateError: recursive loop deeper than " +
+                                            std::to_string(limits_.max_call_depth));
+                                     std::string o;
+                                     exec_for(*sp, f, a.pos.empty() ? Value() : a.pos[0], depth + 1, o);
+                                     return Value(o);
+                                   },
+                                   "loop"));
+    }
     lf->vars["loop"] = loop;
     Flow fl = exec(s.body, lf, out);
     if (fl == Flow::break_) break;
@@ -220,6 +233,8 @@ Value Renderer::make_macro(const Stmt& s, const FramePtr& def, bool is_caller) {
 
 Value Renderer::eval_call(const Expr& e, const FramePtr& f, const Value* caller) {
   Value fn = eval(*e.args[0], f);
+  if (fn.is_dict() && !fn.is_namespace())
+    if (const Value* call = fn.dict_data().find(Value("__call__")); call && call->is_function()) fn = *call;
   if (!fn.is_function()) {
     if (fn.is_undefined()) fail_undefined(fn);
     fail("TypeError: '" + fn.type_name() + "' object is not callable");

@@ -34,7 +34,7 @@ class Renderer {
   enum class Flow { normal, break_, continue_ };
 
   Flow exec(const Body& body, const FramePtr& f, std::string& out);
-  Flow exec_for(const Stmt& s, const FramePtr& f, std::string& out);
+  Flow exec_for(const Stmt& s, const FramePtr& f, const Value& seq, int depth, std::string& out);
   void exec_set(const Stmt& s, const FramePtr& f, const Value& v);
   Value eval(const Expr& e, const FramePtr& f);
   Value eval_call(const Expr& e, const FramePtr& f, const Value* caller);

@@ -276,3 +276,21 @@ TEST_CASE("jinja: render_chat_template passes transformers' variables") {
   CHECK(ns::chat::jinja::render_chat_template(src, messages, &tools, true, "<s>", "</s>", 0) == "<s>hi1></s>");
   CHECK(ns::chat::jinja::render_chat_template(src, messages, nullptr, false, "B", "E", 0) == "BhiE");
 }
+
+TEST_CASE("jinja: case mapping beyond ASCII, as Python's str methods") {
+  CHECK(render("{{ s | upper }}", R"({"s": "ĀāĹĺŹźÿŸßΣσςДдЁё"})") == "ĀĀĹĹŹŹŸŸSSΣΣΣДДЁЁ");
+  CHECK(render("{{ s | lower }}", R"({"s": "ĀāĹĺŹźÿŸΣσςДдЁё"})") == "āāĺĺźźÿÿσσςддёё");
+  CHECK(render("{{ 'élan vital' | title }}|{{ 'ÉLAN'.capitalize() }}") == "Élan Vital|Élan");
+}
+
+TEST_CASE("jinja: macro varargs is a tuple; attr reads no dict keys") {
+  CHECK(render("{% macro x(a) %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ x(1, 2, 3, z=4) }}") == "(2, 3){'z': 4}");
+  CHECK(render("[{{ d | attr('role') }}][{{ d.role }}]", R"({"d": {"role": "user"}})") == "[][user]");
+}
+
+TEST_CASE("jinja: recursive loops") {
+  CHECK(render("{% for item in tree recursive %}<{{ item.name }}{{ loop.depth }}{% if item.children %}[{{ "
+               "loop(item.children) }}]{% endif %}>{% endfor %}",
+               R"({"tree": [{"name": "a", "children": [{"name": "b", "children": []}, {"name": "c"}]}, {"name": "d"}]})") ==
+        "<a1[<b2><c2>]><d1>");
+}
