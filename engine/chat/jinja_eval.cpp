@@ -192,8 +192,10 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, const Value&
 
 Value Renderer::make_macro(const Stmt& s, const FramePtr& def, bool is_caller) {
   const Stmt* sp = &s;
+  macro_scopes_.push_back(def);
+  std::weak_ptr<Frame> weak_def = def;
   return Value::function(
-      [this, sp, def](CallArgs& a) -> Value {
+      [this, sp, weak_def](CallArgs& a) -> Value {
         if (++depth_ > limits_.max_call_depth) {
           --depth_;
           fail("TemplateError: macro calls nest deeper than " + std::to_string(limits_.max_call_depth));
@@ -203,7 +205,7 @@ Value Renderer::make_macro(const Stmt& s, const FramePtr& def, bool is_caller) {
           ~Guard() { --d; }
         } guard{depth_};
         auto mf = std::make_shared<Frame>();
-        mf->parent = def;
+        mf->parent = weak_def.lock();
         const auto& params = sp->params;
         std::vector<Value> varargs;
         for (size_t k = 0; k < a.pos.size(); ++k) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/chat/jinja_ast.h"
 
@@ -46,6 +47,9 @@ class Renderer {
 
   RenderLimits limits_;
   int depth_ = 0;
+  // Scopes that define macros, kept until the render ends: a macro holds its
+  // scope weakly, since the scope holds the macro (no reference cycle).
+  std::vector<FramePtr> macro_scopes_;
 };
 
 }  // namespace ns::chat::jinja

@@ -84,6 +84,7 @@ class Parser {
   }
 
   StmtPtr parse_statement() {
+    Nest nest(*this);
     const std::string kw = cur().text;
     const int line = cur().line;
     next();
@@ -266,6 +267,7 @@ class Parser {
   }
 
   ExprPtr parse_expr() {
+    Nest nest(*this);
     ExprPtr e = parse_or();
     while (is_name("if")) {
       auto c = make(Expr::Kind::cond, cur().line);
@@ -311,6 +313,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    Nest nest(*this);
     if (is_name("not")) {
       auto e = make(Expr::Kind::unary, cur().line);
       next();
@@ -394,6 +397,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter = true) {
+    Nest nest(*this);
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
       auto u = make(Expr::Kind::unary, cur().line);
@@ -608,8 +612,20 @@ class Parser {
     }
   }
 
+  // Nesting guard: a template nested deeper than this (expressions or
+  // blocks) is refused, so parsing and rendering cannot exhaust the stack.
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxNesting) p.fail_at("nesting deeper than " + std::to_string(kMaxNesting));
+    }
+    ~Nest() { --p.depth_; }
+  };
+  static constexpr int kMaxNesting = 256;
+
   const std::vector<Token>& t_;
   size_t p_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -294,3 +294,13 @@ TEST_CASE("jinja: recursive loops") {
                R"({"tree": [{"name": "a", "children": [{"name": "b", "children": []}, {"name": "c"}]}, {"name": "d"}]})") ==
         "<a1[<b2><c2>]><d1>");
 }
+
+TEST_CASE("jinja: nesting past the parser's limit is a syntax error, not a crash") {
+  std::string deep(5000, '(');
+  deep = "{{ " + deep + "1" + std::string(5000, ')') + " }}";
+  CHECK_THROWS_AS(Template{deep}, ns::Error);
+  std::string ifs;
+  for (int k = 0; k < 1000; ++k) ifs += "{% if true %}";
+  CHECK_THROWS_AS(Template{ifs}, ns::Error);
+  CHECK(render("{{ ((((1)))) }}{{ - - 2 }}{{ not not 1 }}") == "12True");
+}
