@@ -161,7 +161,7 @@ class Lexer {
     bool minus = false;
     if (p < s_.size() && s_[p] == '-') minus = true, ++p;
     if (s_.compare(p, 2, "%}") != 0) fail("TemplateSyntaxError: expected '%}' after raw");
-    p = after_close(p + 2, minus, false, true);
+    p = after_close(p + 2, minus, false, false);  // no trim_blocks after {% raw %} (jinja2)
     // Find {% endraw %}.
     for (size_t k = s_.find("{%", p); k != std::string::npos; k = s_.find("{%", k + 1)) {
       size_t q = k + 2;

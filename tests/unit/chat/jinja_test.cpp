@@ -304,3 +304,8 @@ TEST_CASE("jinja: nesting past the parser's limit is a syntax error, not a crash
   CHECK_THROWS_AS(Template{ifs}, ns::Error);
   CHECK(render("{{ ((((1)))) }}{{ - - 2 }}{{ not not 1 }}") == "12True");
 }
+
+TEST_CASE("jinja: raw keeps the newline after {% raw %}, trims the one after {% endraw %}") {
+  CHECK(render("{% raw %}\nA\n{% endraw %}\nB") == "\nA\nB");
+  CHECK(render("  {% raw -%}\n A \n  {%- endraw %}\nB") == "AB");
+}
