@@ -4,6 +4,8 @@
 // share their enclosing scope. namespace() objects carry state across scopes.
 #include "engine/chat/jinja_eval.h"
 
+#include <optional>
+
 #include "engine/chat/jinja_builtins.h"
 
 namespace ns::chat::jinja {
@@ -142,6 +144,8 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, const Value&
     items = std::move(kept);
   }
   const size_t n = items.size();
+  // loop.changed(*values): true when the values differ from the previous call's.
+  auto last_changed = std::make_shared<std::optional<Value>>();
   for (size_t k = 0; k < n; ++k) {
     auto lf = std::make_shared<Frame>();
     lf->parent = f;
@@ -166,6 +170,14 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, const Value&
                                 return a.pos[k % a.pos.size()];
                               },
                               "cycle"));
+    d.set(Value("changed"), Value::function(
+                                [last_changed](CallArgs& a) -> Value {
+                                  Value now = Value::list(a.pos, true);
+                                  if (*last_changed && py_equal(**last_changed, now)) return Value(false);
+                                  *last_changed = now;
+                                  return Value(true);
+                                },
+                                "changed"));
     if (s.recursive) {
       const Stmt* sp = &s;
       d.set(Value("__call__"), Value::function(

@@ -309,3 +309,7 @@ TEST_CASE("jinja: raw keeps the newline after {% raw %}, trims the one after {% 
   CHECK(render("{% raw %}\nA\n{% endraw %}\nB") == "\nA\nB");
   CHECK(render("  {% raw -%}\n A \n  {%- endraw %}\nB") == "AB");
 }
+
+TEST_CASE("jinja: loop.changed") {
+  CHECK(render("{% for x in [1, 1, 2, 2, 1] %}{{ loop.changed(x) }}{% endfor %}") == "TrueFalseTrueFalseTrue");
+}
