@@ -46,7 +46,8 @@ void chat_render_command(const ChatRenderArgs& a) {
   if (!a.model.empty()) {
     const auto file = ModelFile::open(a.model);
     if (!file->chat_template())
-      throw Error(ErrorKind::invalid_input, a.model + " has no tokenizer.chat_template (a base model): pass --template");
+      throw Error(ErrorKind::invalid_input,
+                  a.model + " has no tokenizer.chat_template (a base model): pass --template");
     source = *file->chat_template();
     bos = file->bos_text();
     eos = file->eos_text();
@@ -76,21 +77,23 @@ void add_chat_command(CLI::App& app, int& exit_code) {
                    ->require_subcommand(1)
                    ->footer("Example:\n  nightshift chat render --model model.gguf --messages conversation.json");
   auto a = std::make_shared<ChatRenderArgs>();
-  auto* render = chat->add_subcommand(
-                         "render",
-                         "Print the prompt a chat template's Jinja source gives for a conversation, as Hugging Face "
-                         "transformers' apply_chat_template renders it (exit 4 with the template's message when it "
-                         "raises)")
-                     ->footer("Examples:\n"
-                              "  nightshift chat render --model model.gguf --messages conversation.json\n"
-                              "  nightshift chat render --template chat.jinja --messages m.json --tools tools.json "
-                              "--no-add-generation-prompt --bos '<s>'");
+  auto* render =
+      chat->add_subcommand("render",
+                           "Print the prompt a chat template's Jinja source gives for a conversation, as Hugging Face "
+                           "transformers' apply_chat_template renders it (exit 4 with the template's message when it "
+                           "raises)")
+          ->footer(
+              "Examples:\n"
+              "  nightshift chat render --model model.gguf --messages conversation.json\n"
+              "  nightshift chat render --template chat.jinja --messages m.json --tools tools.json "
+              "--no-add-generation-prompt --bos '<s>'");
   auto* tmpl = render->add_option("--template", a->template_file, "Jinja chat template file");
   auto* model = render->add_option("--model", a->model, "GGUF model: its tokenizer.chat_template and BOS/EOS tokens");
   tmpl->excludes(model);
   model->excludes(tmpl);
-  render->add_option("--messages", a->messages_file,
-                     "JSON file: an array of messages ({role, content, ...}), or an object with messages and tools")
+  render
+      ->add_option("--messages", a->messages_file,
+                   "JSON file: an array of messages ({role, content, ...}), or an object with messages and tools")
       ->required();
   render->add_option("--tools", a->tools_file, "JSON file: an array of tool definitions (the template's `tools`)");
   render->add_flag("--add-generation-prompt,!--no-add-generation-prompt", a->add_generation_prompt,
@@ -98,8 +101,7 @@ void add_chat_command(CLI::App& app, int& exit_code) {
   render->add_option("--bos", a->bos, "bos_token (default: the model's BOS token text; empty with --template)");
   render->add_option("--eos", a->eos, "eos_token (default: the model's EOS token text; empty with --template)");
   render->callback([a, tmpl, model] {
-    if (tmpl->count() == 0 && model->count() == 0)
-      throw CLI::RequiredError("one of --template or --model");
+    if (tmpl->count() == 0 && model->count() == 0) throw CLI::RequiredError("one of --template or --model");
     chat_render_command(*a);
   });
   (void)exit_code;

@@ -35,12 +35,12 @@
 namespace ns::chat::jinja {
 
 struct RenderOptions {
-  bool trim_blocks = true;     // applied at parse time: Template(source, options)
-  bool lstrip_blocks = true;   // applied at parse time: Template(source, options)
-  bool has_now = false;        // strftime_now uses `now` (UTC) when set, else the clock
+  bool trim_blocks = true;    // applied at parse time: Template(source, options)
+  bool lstrip_blocks = true;  // applied at parse time: Template(source, options)
+  bool has_now = false;       // strftime_now uses `now` (UTC) when set, else the clock
   std::time_t now = 0;
   size_t max_output_bytes = 64u << 20;
-  int max_call_depth = 200;    // nested macro calls
+  int max_call_depth = 200;  // nested macro calls
 };
 
 class Template {

@@ -18,21 +18,21 @@ using ExprPtr = std::shared_ptr<const Expr>;
 
 struct Expr {
   enum class Kind {
-    literal,   // value
-    name,      // name
-    list,      // args
-    tuple,     // args
-    dict,      // args: key, value, key, value...
-    attr,      // args[0].name
-    item,      // args[0][args[1]]
-    slice,     // args[0][args[1]:args[2]:args[3]] (null parts absent)
-    call,      // args[0](args[1..], kwargs)
-    filter,    // name: args[0] | name(args[1..], kwargs)
-    test,      // name: args[0] is [not] name(args[1..], kwargs)
-    unary,     // name in "-", "+", "not": args[0]
-    binary,    // name in + - * / // % ** ~ and or in "not in" == != < <= > >=
-    compare,   // chained: args[0] ops[0] args[1] ops[1] args[2]...
-    cond,      // args[1] if args[0] else args[2] (args[2] may be null)
+    literal,  // value
+    name,     // name
+    list,     // args
+    tuple,    // args
+    dict,     // args: key, value, key, value...
+    attr,     // args[0].name
+    item,     // args[0][args[1]]
+    slice,    // args[0][args[1]:args[2]:args[3]] (null parts absent)
+    call,     // args[0](args[1..], kwargs)
+    filter,   // name: args[0] | name(args[1..], kwargs)
+    test,     // name: args[0] is [not] name(args[1..], kwargs)
+    unary,    // name in "-", "+", "not": args[0]
+    binary,   // name in + - * / // % ** ~ and or in "not in" == != < <= > >=
+    compare,  // chained: args[0] ops[0] args[1] ops[1] args[2]...
+    cond,     // args[1] if args[0] else args[2] (args[2] may be null)
   };
   Kind kind;
   int line = 0;
@@ -61,7 +61,7 @@ struct Stmt {
     filter,      // {% filter f %} body: filter is an Expr whose args[0] is null
     break_,
     continue_,
-    block,       // generation, and other bodies rendered in place
+    block,  // generation, and other bodies rendered in place
   };
   Kind kind;
   int line = 0;

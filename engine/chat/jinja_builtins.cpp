@@ -187,7 +187,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (nums) return any_float ? Value(a.as_double() + b.as_double()) : Value(a.as_int() + b.as_int());
     if (a.is_string() && b.is_string()) {
       if (a.is_markup() || b.is_markup())
-        return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) + (b.is_markup() ? b.str() : html_escape(b.str())));
+        return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
+                             (b.is_markup() ? b.str() : html_escape(b.str())));
       return Value(a.str() + b.str());
     }
     if (a.is_list() && b.is_list() && !a.is_generator() && !b.is_generator() && a.is_tuple() == b.is_tuple()) {

@@ -180,16 +180,16 @@ Renderer::Flow Renderer::exec_for(const Stmt& s, const FramePtr& f, const Value&
                                 "changed"));
     if (s.recursive) {
       const Stmt* sp = &s;
-      d.set(Value("__call__"), Value::function(
-                                   [this, sp, f, depth](CallArgs& a) -> Value {
-                                     if (depth >= limits_.max_call_depth)
-                                       fail("TemplateError: recursive loop deeper than " +
-                                            std::to_string(limits_.max_call_depth));
-                                     std::string o;
-                                     exec_for(*sp, f, a.pos.empty() ? Value() : a.pos[0], depth + 1, o);
-                                     return Value(o);
-                                   },
-                                   "loop"));
+      d.set(Value("__call__"),
+            Value::function(
+                [this, sp, f, depth](CallArgs& a) -> Value {
+                  if (depth >= limits_.max_call_depth)
+                    fail("TemplateError: recursive loop deeper than " + std::to_string(limits_.max_call_depth));
+                  std::string o;
+                  exec_for(*sp, f, a.pos.empty() ? Value() : a.pos[0], depth + 1, o);
+                  return Value(o);
+                },
+                "loop"));
     }
     lf->vars["loop"] = loop;
     Flow fl = exec(s.body, lf, out);
@@ -221,15 +221,19 @@ Value Renderer::make_macro(const Stmt& s, const FramePtr& def, bool is_caller) {
         const auto& params = sp->params;
         std::vector<Value> varargs;
         for (size_t k = 0; k < a.pos.size(); ++k) {
-          if (k < params.size()) mf->vars[params[k].first] = a.pos[k];
-          else varargs.push_back(a.pos[k]);
+          if (k < params.size())
+            mf->vars[params[k].first] = a.pos[k];
+          else
+            varargs.push_back(a.pos[k]);
         }
         Value kwargs = Value::dict();
         for (auto& kv : a.kw) {
           bool known = kv.first == "caller";
           for (const auto& p : params) known = known || p.first == kv.first;
-          if (known) mf->vars[kv.first] = kv.second;
-          else kwargs.dict_data().set(Value(kv.first), kv.second);
+          if (known)
+            mf->vars[kv.first] = kv.second;
+          else
+            kwargs.dict_data().set(Value(kv.first), kv.second);
         }
         for (size_t k = a.pos.size(); k < params.size(); ++k) {
           if (mf->vars.count(params[k].first)) continue;
@@ -262,9 +266,10 @@ Value Renderer::eval_call(const Expr& e, const FramePtr& f, const Value* caller)
 
 Value Renderer::eval_filter(const Expr& e, const FramePtr& f, const Value* placeholder) {
   Value subject;
-  if (e.args[0]) subject = e.args[0]->kind == Expr::Kind::filter ? eval_filter(*e.args[0], f, placeholder)
-                                                                 : eval(*e.args[0], f);
-  else if (placeholder) subject = *placeholder;
+  if (e.args[0])
+    subject = e.args[0]->kind == Expr::Kind::filter ? eval_filter(*e.args[0], f, placeholder) : eval(*e.args[0], f);
+  else if (placeholder)
+    subject = *placeholder;
   CallArgs a;
   for (size_t k = 1; k < e.args.size(); ++k) a.pos.push_back(eval(*e.args[k], f));
   for (const auto& kv : e.kwargs) a.kw.emplace_back(kv.first, eval(*kv.second, f));
@@ -331,10 +336,14 @@ Value Renderer::eval(const Expr& e, const FramePtr& f) {
         Value right = eval(*e.args[k + 1], f);
         const std::string& op = e.ops[k];
         bool r;
-        if (op == "in") r = contains(right, left);
-        else if (op == "not in") r = !contains(right, left);
-        else if (op == "==") r = py_equal(left, right);
-        else if (op == "!=") r = !py_equal(left, right);
+        if (op == "in")
+          r = contains(right, left);
+        else if (op == "not in")
+          r = !contains(right, left);
+        else if (op == "==")
+          r = py_equal(left, right);
+        else if (op == "!=")
+          r = !py_equal(left, right);
         else {
           int c = py_compare(left, right);
           r = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
@@ -346,7 +355,8 @@ Value Renderer::eval(const Expr& e, const FramePtr& f) {
     }
     case Expr::Kind::cond: {
       if (eval(*e.args[0], f).truthy()) return eval(*e.args[1], f);
-      return e.args[2] ? eval(*e.args[2], f) : Value::undefined("the inline if's condition was false and it has no else");
+      return e.args[2] ? eval(*e.args[2], f)
+                       : Value::undefined("the inline if's condition was false and it has no else");
     }
   }
   return Value();
@@ -354,15 +364,19 @@ Value Renderer::eval(const Expr& e, const FramePtr& f) {
 
 void Renderer::install_globals(const FramePtr& g) {
   g->vars["raise_exception"] = Value::function(
-      [](CallArgs& a) -> Value { fail(a.pos.empty() ? std::string("TemplateError") : "TemplateError: " + a.pos[0].to_str()); },
+      [](CallArgs& a) -> Value {
+        fail(a.pos.empty() ? std::string("TemplateError") : "TemplateError: " + a.pos[0].to_str());
+      },
       "raise_exception");
   g->vars["range"] = Value::function(
       [](CallArgs& a) -> Value {
         int64_t start = 0, stop = 0, step = 1;
         for (const auto& v : a.pos)
           if (!v.is_int() && !v.is_bool()) fail("TypeError: range() takes integers, not '" + v.type_name() + "'");
-        if (a.pos.size() == 1) stop = a.pos[0].as_int();
-        else if (a.pos.size() >= 2) start = a.pos[0].as_int(), stop = a.pos[1].as_int();
+        if (a.pos.size() == 1)
+          stop = a.pos[0].as_int();
+        else if (a.pos.size() >= 2)
+          start = a.pos[0].as_int(), stop = a.pos[1].as_int();
         if (a.pos.size() >= 3) step = a.pos[2].as_int();
         if (step == 0) fail("ValueError: range() arg 3 must not be zero");
         std::vector<Value> out;

@@ -100,8 +100,10 @@ Value do_sort(const Value& seq, CallArgs& a, bool dictsort) {
     for (const auto& kv : seq.dict_data().items) items.push_back(Value::list({kv.first, kv.second}, true));
     Value by = arg(a, 1, "by");
     if (!by.is_undefined()) {
-      if (by.to_str() == "value") key_index = 1;
-      else if (by.to_str() != "key") fail("FilterArgumentError: You can only sort by either \"key\" or \"value\"");
+      if (by.to_str() == "value")
+        key_index = 1;
+      else if (by.to_str() != "key")
+        fail("FilterArgumentError: You can only sort by either \"key\" or \"value\"");
     }
   } else {
     items = iterate(seq);
@@ -122,8 +124,10 @@ Value do_tojson(const Value& v, CallArgs& a) {
   o.ensure_ascii = flag(arg(a, 99, "ensure_ascii"), false);
   o.sort_keys = flag(arg(a, 99, "sort_keys"), false);
   Value indent = arg(a, 0, "indent");
-  if (indent.is_int()) o.indent = static_cast<int>(indent.as_int());
-  else if (indent.is_string()) o.indent_str = indent.str(), o.indent = 0;
+  if (indent.is_int())
+    o.indent = static_cast<int>(indent.as_int());
+  else if (indent.is_string())
+    o.indent_str = indent.str(), o.indent = 0;
   Value seps = arg(a, 99, "separators");
   if (seps.is_list() && seps.items().size() == 2) {
     o.has_separators = true;
@@ -218,10 +222,11 @@ Value min_max(const Value& seq, CallArgs& a, bool want_max) {
 }
 
 const char* const kFilters[] = {
-    "tojson", "trim", "length", "count", "items", "first", "last", "join", "upper", "lower", "title", "capitalize",
-    "replace", "default", "d", "string", "int", "float", "list", "selectattr", "rejectattr", "select", "reject", "map",
-    "unique", "sort", "reverse", "dictsort", "indent", "safe", "escape", "e", "forceescape", "abs", "round", "batch",
-    "wordcount", "center", "min", "max", "sum", "attr", "format", "bool", "pprint"};
+    "tojson",    "trim",       "length",     "count",   "items",   "first",       "last",   "join",  "upper",
+    "lower",     "title",      "capitalize", "replace", "default", "d",           "string", "int",   "float",
+    "list",      "selectattr", "rejectattr", "select",  "reject",  "map",         "unique", "sort",  "reverse",
+    "dictsort",  "indent",     "safe",       "escape",  "e",       "forceescape", "abs",    "round", "batch",
+    "wordcount", "center",     "min",        "max",     "sum",     "attr",        "format", "bool",  "pprint"};
 
 }  // namespace
 
@@ -363,13 +368,15 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   if (name == "sum") {
     Value attribute = arg(a, 0, "attribute");
     Value total = arg(a, 1, "start").is_undefined() ? Value(int64_t{0}) : arg(a, 1, "start");
-    for (const Value& x : iterate(v)) total = binary_op("+", total, attribute.is_undefined() ? x : attr_path(x, attribute));
+    for (const Value& x : iterate(v))
+      total = binary_op("+", total, attribute.is_undefined() ? x : attr_path(x, attribute));
     return total;
   }
   if (name == "attr") {  // Python attributes only: a dict's keys are not (jinja2's sandboxed getattr)
     if (v.is_dict() && !v.is_namespace()) {
       Value m = get_attr(v, arg(a, 0, "name").to_str());
-      return m.is_function() ? m : Value::undefined("'dict object' has no attribute '" + arg(a, 0, "name").to_str() + "'");
+      return m.is_function() ? m
+                             : Value::undefined("'dict object' has no attribute '" + arg(a, 0, "name").to_str() + "'");
     }
     return get_attr(v, arg(a, 0, "name").to_str());
   }

@@ -171,12 +171,16 @@ class Lexer {
       if (!word_at(q, "endraw")) continue;
       q = skip_ws(q + 6);
       bool m2 = false, p2 = false;
-      if (q < s_.size() && s_[q] == '-') m2 = true, ++q;
-      else if (q < s_.size() && s_[q] == '+') p2 = true, ++q;
+      if (q < s_.size() && s_[q] == '-')
+        m2 = true, ++q;
+      else if (q < s_.size() && s_[q] == '+')
+        p2 = true, ++q;
       if (s_.compare(q, 2, "%}") != 0) continue;
       std::string text = s_.substr(p, k - p);
-      if (sign == '-') rstrip(text);
-      else if (sign != '+' && o_.lstrip_blocks) lstrip_line(text, p);
+      if (sign == '-')
+        rstrip(text);
+      else if (sign != '+' && o_.lstrip_blocks)
+        lstrip_line(text, p);
       count_lines(p, k);
       emit_text(text, p);
       return after_close(q + 2, m2, p2, true);
@@ -193,11 +197,14 @@ class Lexer {
         if (s_[p] == '\n') ++line_;
         ++p;
       }
-      if (p >= s_.size()) fail(std::string("TemplateSyntaxError: unexpected end of template, expected '") + close + "}'");
+      if (p >= s_.size())
+        fail(std::string("TemplateSyntaxError: unexpected end of template, expected '") + close + "}'");
       char c = s_[p];
       if (depth == 0) {
-        bool minus = c == '-' && s_.compare(p + 1, 1, std::string(1, close)) == 0 && p + 2 < s_.size() && s_[p + 2] == '}';
-        bool plus = c == '+' && s_.compare(p + 1, 1, std::string(1, close)) == 0 && p + 2 < s_.size() && s_[p + 2] == '}';
+        bool minus =
+            c == '-' && s_.compare(p + 1, 1, std::string(1, close)) == 0 && p + 2 < s_.size() && s_[p + 2] == '}';
+        bool plus =
+            c == '+' && s_.compare(p + 1, 1, std::string(1, close)) == 0 && p + 2 < s_.size() && s_[p + 2] == '}';
         if (minus || plus || (c == close && p + 1 < s_.size() && s_[p + 1] == '}')) {
           size_t end = p + (minus || plus ? 3 : 2);
           push(is_var ? Tok::var_end : Tok::block_end, "");
@@ -218,7 +225,8 @@ class Lexer {
         for (const char* o : ops2)
           if (s_.compare(p, 2, o) == 0) op = o;
         if (op.empty()) {
-          if (!std::strchr("+-*/%~<>=()[]{}.,:|", c)) fail(std::string("TemplateSyntaxError: unexpected char '") + c + "'");
+          if (!std::strchr("+-*/%~<>=()[]{}.,:|", c))
+            fail(std::string("TemplateSyntaxError: unexpected char '") + c + "'");
           op = std::string(1, c);
         }
         if (op == "(" || op == "[" || op == "{") ++depth;
@@ -306,15 +314,20 @@ class Lexer {
           bool ok = p + n <= s_.size();
           for (size_t k = 0; ok && k < n; ++k) {
             int h = hex(s_[p + k]);
-            if (h < 0) ok = false;
-            else cp = cp * 16 + static_cast<uint32_t>(h);
+            if (h < 0)
+              ok = false;
+            else
+              cp = cp * 16 + static_cast<uint32_t>(h);
           }
           if (!ok) fail("TemplateSyntaxError: truncated \\" + std::string(1, e) + " escape");
           out += utf8(cp);
           p += n;
           break;
         }
-        default: out += '\\'; out += e; break;
+        default:
+          out += '\\';
+          out += e;
+          break;
       }
     }
     push(Tok::string, out);

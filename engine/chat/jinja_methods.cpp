@@ -13,8 +13,7 @@ namespace {
 bool is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
 const std::string& want_str(const Value& v, const char* method) {
-  if (!v.is_string())
-    fail(std::string("TypeError: ") + method + "() argument must be str, not " + v.type_name());
+  if (!v.is_string()) fail(std::string("TypeError: ") + method + "() argument must be str, not " + v.type_name());
   return v.str();
 }
 
@@ -128,13 +127,15 @@ Value str_method(const Value& self, const std::string& name, CallArgs& a) {
   if (name == "lower") return Value(py_lower(s));
   if (name == "title") return Value(py_title(s));
   if (name == "capitalize") return Value(py_capitalize(s));
-  if (name == "startswith" || name == "endswith") return Value(starts_or_ends(s, arg(a, 0, "prefix"), name == "startswith"));
+  if (name == "startswith" || name == "endswith")
+    return Value(starts_or_ends(s, arg(a, 0, "prefix"), name == "startswith"));
   if (name == "split" || name == "rsplit") {
     Value sep = arg(a, 0, "sep");
     int64_t maxsplit = int_arg(arg(a, 1, "maxsplit"), -1);
     bool right = name == "rsplit";
-    return Value::list(sep.is_undefined() || sep.is_none() ? split_ws(s, maxsplit, right)
-                                                           : split_sep(s, want_str(sep, name.c_str()), maxsplit, right));
+    return Value::list(sep.is_undefined() || sep.is_none()
+                           ? split_ws(s, maxsplit, right)
+                           : split_sep(s, want_str(sep, name.c_str()), maxsplit, right));
   }
   if (name == "splitlines") {
     std::vector<Value> out;
@@ -297,10 +298,10 @@ Value dict_method(const Value& self, const std::string& name, CallArgs& a) {
   fail("AttributeError: 'dict' object has no attribute '" + name + "'");
 }
 
-const char* const kStrMethods[] = {"strip", "lstrip", "rstrip", "upper", "lower", "title", "capitalize", "startswith",
-                                   "endswith", "split", "rsplit", "splitlines", "replace", "find", "rfind", "index",
-                                   "rindex", "count", "join", "format", "isdigit", "isalpha", "isalnum", "isspace",
-                                   "isupper", "islower"};
+const char* const kStrMethods[] = {
+    "strip", "lstrip", "rstrip",     "upper",   "lower",   "title",   "capitalize", "startswith", "endswith",
+    "split", "rsplit", "splitlines", "replace", "find",    "rfind",   "index",      "rindex",     "count",
+    "join",  "format", "isdigit",    "isalpha", "isalnum", "isspace", "isupper",    "islower"};
 const char* const kListMethods[] = {"append", "extend", "insert", "pop", "index", "count", "remove", "reverse", "copy"};
 const char* const kDictMethods[] = {"items", "keys", "values", "get", "update", "pop", "setdefault", "copy"};
 
@@ -315,9 +316,12 @@ bool listed(const char* const (&names)[N], const std::string& n) {
 
 Value bound_method(const Value& obj, const std::string& name) {
   Value (*impl)(const Value&, const std::string&, CallArgs&) = nullptr;
-  if (obj.is_string() && listed(kStrMethods, name)) impl = str_method;
-  else if (obj.is_list() && !obj.is_generator() && listed(kListMethods, name)) impl = list_method;
-  else if (obj.is_dict() && !obj.is_namespace() && listed(kDictMethods, name)) impl = dict_method;
+  if (obj.is_string() && listed(kStrMethods, name))
+    impl = str_method;
+  else if (obj.is_list() && !obj.is_generator() && listed(kListMethods, name))
+    impl = list_method;
+  else if (obj.is_dict() && !obj.is_namespace() && listed(kDictMethods, name))
+    impl = dict_method;
   if (!impl) return Value();
   return Value::function([obj, name, impl](CallArgs& a) { return impl(obj, name, a); }, name);
 }
@@ -514,8 +518,10 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     if (vi >= vals.size()) fail("TypeError: not enough arguments for format string");
     const Value& v = vals[vi++];
     char buf[128];
-    if (conv == 's') out += v.to_str();
-    else if (conv == 'r') out += v.repr();
+    if (conv == 's')
+      out += v.to_str();
+    else if (conv == 'r')
+      out += v.repr();
     else if (conv == 'd' || conv == 'i') {
       std::snprintf(buf, sizeof buf, ("%" + spec + "lld").c_str(), static_cast<long long>(v.as_int()));
       out += buf;

@@ -330,8 +330,8 @@ class Parser {
     std::shared_ptr<Expr> cmp;
     while (true) {
       std::string op;
-      if (cur().type == Tok::op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" ||
-                                    cur().text == ">" || cur().text == ">=")) {
+      if (cur().type == Tok::op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
+                                    cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
         op = cur().text;
         next();
       } else if (is_name("in")) {
@@ -419,9 +419,12 @@ class Parser {
     if (tok.type == Tok::name) {
       auto e = make(Expr::Kind::literal, line);
       const std::string& n = tok.text;
-      if (n == "true" || n == "True") e->value = Value(true);
-      else if (n == "false" || n == "False") e->value = Value(false);
-      else if (n == "none" || n == "None") e->value = Value::none();
+      if (n == "true" || n == "True")
+        e->value = Value(true);
+      else if (n == "false" || n == "False")
+        e->value = Value(false);
+      else if (n == "none" || n == "None")
+        e->value = Value::none();
       else {
         e->kind = Expr::Kind::name;
         e->name = n;

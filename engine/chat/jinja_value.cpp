@@ -132,7 +132,8 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     }
     case nlohmann::ordered_json::value_t::object: {
       Value d = dict();
-      for (auto it = j.begin(); it != j.end(); ++it) d.dict_->items.emplace_back(Value(it.key()), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        d.dict_->items.emplace_back(Value(it.key()), from_json(it.value()));
       return d;
     }
     default: fail("TypeError: unsupported JSON value");
@@ -219,16 +220,22 @@ std::string py_str_repr(const std::string& s) {
   char q = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, q);
   for (unsigned char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == static_cast<unsigned char>(q)) out += std::string("\\") + q;
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == static_cast<unsigned char>(q))
+      out += std::string("\\") + q;
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
     else if (c < 0x20 || c == 0x7f) {
       char b[8];
       std::snprintf(b, sizeof b, "\\x%02x", c);
       out += b;
-    } else out += static_cast<char>(c);
+    } else
+      out += static_cast<char>(c);
   }
   out += q;
   return out;
@@ -396,7 +403,8 @@ void json_dump(std::string& out, const Value& v, const JsonOptions& o, int depth
   const bool pretty = o.indent >= 0 || !o.indent_str.empty();
   auto newline = [&](int level) {
     out += '\n';
-    for (int l = 0; l < level; ++l) out += o.indent_str.empty() ? std::string(static_cast<size_t>(o.indent), ' ') : o.indent_str;
+    for (int l = 0; l < level; ++l)
+      out += o.indent_str.empty() ? std::string(static_cast<size_t>(o.indent), ' ') : o.indent_str;
   };
   const std::string item_sep = o.has_separators ? o.item_sep : (pretty ? "," : ", ");
   const std::string key_sep = o.has_separators ? o.key_sep : ": ";
@@ -406,9 +414,12 @@ void json_dump(std::string& out, const Value& v, const JsonOptions& o, int depth
     case Kind::integer: out += std::to_string(v.as_int()); return;
     case Kind::floating: {
       double d = v.as_double();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d < 0 ? "-Infinity" : "Infinity";
-      else out += py_float_repr(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d < 0 ? "-Infinity" : "Infinity";
+      else
+        out += py_float_repr(d);
       return;
     }
     case Kind::string: json_string(out, v.str(), o.ensure_ascii); return;

@@ -94,8 +94,8 @@ class Value {
   const std::string& fn_name() const { return s_; }
 
   bool truthy() const;
-  std::string to_str() const;   // Python str(), as {{ x }} prints it
-  std::string repr() const;     // Python repr(), as inside a printed list
+  std::string to_str() const;     // Python str(), as {{ x }} prints it
+  std::string repr() const;       // Python repr(), as inside a printed list
   std::string type_name() const;  // Python's type name for messages: 'dict object' style
 
  private:
@@ -122,7 +122,7 @@ std::string py_str_repr(const std::string& s);
 
 struct JsonOptions {
   bool ensure_ascii = false;
-  int indent = -1;  // -1: no indent (one line)
+  int indent = -1;         // -1: no indent (one line)
   std::string indent_str;  // when indent was given as a string
   bool has_separators = false;
   std::string item_sep = ", ", key_sep = ": ";

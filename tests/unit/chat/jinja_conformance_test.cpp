@@ -91,8 +91,10 @@ TEST_CASE("jinja conformance: the shared chat templates render as jinja2 does") 
         error = e.what();
       }
       if (c.contains("error")) {
-        if (!error.empty()) ++matched;
-        else failures.push_back(label + ": jinja2 raised " + c.at("error").get<std::string>() + ", we rendered");
+        if (!error.empty())
+          ++matched;
+        else
+          failures.push_back(label + ": jinja2 raised " + c.at("error").get<std::string>() + ", we rendered");
       } else if (!error.empty()) {
         failures.push_back(label + ": raised " + error);
       } else if (got != c.at("output").get<std::string>()) {
