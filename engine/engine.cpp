@@ -162,6 +162,12 @@ class ModelFileImpl final : public ModelFile {
   int64_t count_tokens(const std::string& text) const override {
     return static_cast<int64_t>(tokenizer_->encode(text, true, true).size());
   }
+  std::string bos_text() const override {
+    return tokenizer_->bos() < 0 ? std::string() : tokenizer_->token_to_piece(tokenizer_->bos(), true);
+  }
+  std::string eos_text() const override {
+    return tokenizer_->eos() < 0 ? std::string() : tokenizer_->token_to_piece(tokenizer_->eos(), true);
+  }
 
  private:
   std::optional<std::string> chat_template_;

@@ -135,6 +135,10 @@ class ModelFile {
   virtual const std::optional<std::string>& chat_template() const = 0;  // none: a base model
   virtual int64_t context_length() const = 0;                          // the model's own (n_ctx_train)
   virtual int64_t count_tokens(const std::string& text) const = 0;      // as the engine tokenizes a prompt
+  // The text of the vocabulary's BOS / EOS token ("" when it has none): a chat
+  // template's bos_token and eos_token.
+  virtual std::string bos_text() const = 0;
+  virtual std::string eos_text() const = 0;
 };
 
 // The compute kernels (config key cpu_features, --cpu-features): "auto"

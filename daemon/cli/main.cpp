@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "daemon/cli/chat_command.h"
 #include "daemon/cli/commands.h"
 #include "daemon/cli/completion_command.h"
 #include "daemon/cli/migrate_queue_command.h"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   ns::cli::add_queue_commands(app, exit_code);
   ns::cli::add_workflow_commands(app, exit_code);
   ns::cli::add_migrate_queue_command(app, exit_code);
+  ns::cli::add_chat_command(app, exit_code);
   ns::cli::add_completion_command(app, exit_code);  // last: it lists the commands above
   // A mistyped command is named as such (CLI11 alone says "A subcommand is required").
   if (argc > 1 && argv[1][0] != '-') {
