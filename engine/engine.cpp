@@ -24,6 +24,9 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// A special token's text ("" when the vocabulary has none): a chat template's bos_token / eos_token.
+std::string special_text(const Tokenizer& tok, int32_t id) { return id < 0 ? std::string() : tok.token_to_piece(id, true); }
+
 // Engine::Batch over the step loop.
 class BatchImpl final : public Engine::Batch {
  public:
@@ -90,6 +93,11 @@ class EngineImpl final : public Engine {
     summary_.file_bytes = model_->file().file_size();
     try {
       summary_.chat_template = chat::read_chat_template(model_->file());
+      if (summary_.chat_template) {
+        const Tokenizer& tok = model_->tokenizer();
+        summary_.chat = std::make_shared<const chat::ChatPrompter>("", summary_.chat_template, special_text(tok, tok.bos()),
+                                                                   special_text(tok, tok.eos()));
+      }
     } catch (const Error& e) {
       summary_.chat_template_problem = e.what();
     }
@@ -162,12 +170,8 @@ class ModelFileImpl final : public ModelFile {
   int64_t count_tokens(const std::string& text) const override {
     return static_cast<int64_t>(tokenizer_->encode(text, true, true).size());
   }
-  std::string bos_text() const override {
-    return tokenizer_->bos() < 0 ? std::string() : tokenizer_->token_to_piece(tokenizer_->bos(), true);
-  }
-  std::string eos_text() const override {
-    return tokenizer_->eos() < 0 ? std::string() : tokenizer_->token_to_piece(tokenizer_->eos(), true);
-  }
+  std::string bos_text() const override { return special_text(*tokenizer_, tokenizer_->bos()); }
+  std::string eos_text() const override { return special_text(*tokenizer_, tokenizer_->eos()); }
 
  private:
   std::optional<std::string> chat_template_;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/sampling_params.h"
+#include "engine/chat/model_chat_template.h"
 #include "engine/batch_stats.h"
 #include "engine/generation.h"
 #include "engine/model_report.h"
@@ -63,6 +64,10 @@ struct ModelSummary {
   // key cannot be read, none and chat_template_problem says why.
   std::optional<std::string> chat_template;
   std::string chat_template_problem;
+  // How chat jobs become prompts: the template in the Jinja engine with the
+  // vocabulary's BOS/EOS (engine/chat/model_chat_template.h); null when the
+  // model has no usable template (chat_template_problem says why, if it has one).
+  std::shared_ptr<const chat::ChatPrompter> chat;
 };
 
 // Top-k (token id, logit) pairs of one logits row, best first (ties by lower id).

@@ -70,9 +70,11 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   std::string prompt = spec.prompt;
   if (spec.is_chat()) {
     try {
-      prompt = chat::render_chat(*facts->chat_template(), chat::chat_messages_from_json(spec.messages), true);
-    } catch (const Error&) {
-      return "";  // the daemon says what is wrong with them
+      prompt = chat::ChatPrompter("", facts->chat_template(), facts->bos_text(), facts->eos_text())
+                   .render(chat::chat_messages_from_json(spec.messages), true);
+    } catch (const Error& e) {
+      // The model's template refused the conversation (its raise_exception): the job would fail the same way.
+      return "model '" + spec.model + "' (" + it->second + "): " + e.what();
     }
   }
   const int64_t context = config_->context > 0 ? config_->context : facts->context_length();

@@ -139,14 +139,16 @@ bool EngineHost::stale(const WorkerOptions& options, const WorkerOptions& loaded
 
 std::string EngineHost::render_prompt(const jobs::Job& job) const {
   if (!job.spec.is_chat()) return job.spec.prompt;
-  const std::optional<std::string>& chat_template = engine_->summary().chat_template;
-  if (!chat_template) {
+  const ModelSummary& summary = engine_->summary();
+  if (!summary.chat) {
+    if (!summary.chat_template_problem.empty())
+      throw Error(ErrorKind::invalid_input, "model '" + job.spec.model + "': " + summary.chat_template_problem);
     throw Error(ErrorKind::invalid_input,
                 "model '" + job.spec.model + "' has no chat template (tokenizer.chat_template is not in its GGUF): "
                 "it is a base model or a conversion without one; submit the job as a plain prompt "
                 "(/v1/completions) or use an instruct model");
   }
-  return chat::render_chat(*chat_template, chat::chat_messages_from_json(job.spec.messages), /*add_assistant=*/true);
+  return summary.chat->render(chat::chat_messages_from_json(job.spec.messages), /*add_generation_prompt=*/true);
 }
 
 }  // namespace ns::daemon

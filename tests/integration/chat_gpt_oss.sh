@@ -1,12 +1,14 @@
-# A JSONL chat line on a gpt-oss file through the daemon: the file's template
-# carries the harmony markers, so the messages are rendered as gpt-oss's own
-# template renders them (tests/unit/chat/gpt_oss_vectors.json, with today's
-# UTC date in the preamble), and the job's greedy text equals `nightshift run`
-# on that rendered prompt.
+# A JSONL chat line on a gpt-oss file through the daemon: the file carries
+# gpt-oss's own Jinja template (../shared/chat-templates, read in place), which
+# the Jinja engine renders (as jinja2 rendered it: tests/unit/chat/gpt_oss_vectors.json,
+# with today's UTC date in the preamble), and the job's greedy text equals
+# `nightshift run` on that rendered prompt.
 source "$(dirname "$0")/lib.sh"
 
-# Only the markers matter for the family; the renderer is ours (chat_render.cpp).
-OSS_TEMPLATE="{# gpt-oss: <|start|>system<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>... #}"
+OSS_FILE="$NS_SOURCE_DIR/../shared/chat-templates/templates/openai-gpt-oss-120b.jinja"
+[ -f "$OSS_FILE" ] || { echo "ok (skipped: $OSS_FILE is absent)"; exit 0; }
+OSS_TEMPLATE=$(cat "$OSS_FILE"; printf x)
+OSS_TEMPLATE=${OSS_TEMPLATE%x}
 make_model oss.gguf --arch gpt-oss --n-embd 128 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 --n-ff 128 \
   --n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o \
   --chat-template "$OSS_TEMPLATE"

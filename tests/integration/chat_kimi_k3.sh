@@ -1,11 +1,13 @@
-# A JSONL chat line on a kimi-k3 file through the daemon: the file's template
-# carries Kimi K3's markers, so the messages are rendered in K3's format (as
-# the reference's Kimi-K3.jinja renders them, tests/unit/chat/kimi_k3_vectors.json),
+# A JSONL chat line on a kimi-k3 file through the daemon: the file carries Kimi
+# K3's own Jinja template (../shared/chat-templates, read in place), which the
+# Jinja engine renders (as jinja2 rendered it: tests/unit/chat/kimi_k3_vectors.json),
 # and the job's greedy text equals `nightshift run` on that rendered prompt.
 source "$(dirname "$0")/lib.sh"
 
-# Only the markers matter for the family; the renderer is ours (chat_render.cpp).
-K3_TEMPLATE="{# Kimi K3: <|open|>message role=...<|sep|> ... <|close|>message<|sep|><|end_of_msg|> #}"
+K3_FILE="$NS_SOURCE_DIR/../shared/chat-templates/templates/Kimi-K3.jinja"
+[ -f "$K3_FILE" ] || { echo "ok (skipped: $K3_FILE is absent)"; exit 0; }
+K3_TEMPLATE=$(cat "$K3_FILE"; printf x)
+K3_TEMPLATE=${K3_TEMPLATE%x}
 make_model k3.gguf --arch kimi-k3 --n-embd 128 --n-layer 4 --n-head 2 --n-ff 256 --n-expert 8 --n-expert-used 2 \
   --mla-every 2 --kda-head-dim 64 --kl-n-ff-expert 128 --attn-res-block 2 --expert-latent 64 --type Q8_0 \
   --tensor-type _exps=MXFP4 --chat-template "$K3_TEMPLATE"
