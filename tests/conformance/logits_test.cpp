@@ -268,7 +268,8 @@ TEST_CASE("logits agree with the reference: deepseek2 with mixed K-quants") {
 // pass, and in chunks of 7 tokens (state carried across calls).
 namespace {
 // Calls check(name, doc, model path) for every golden file in `dir` (the
-// model generated again from its "generator" arguments); returns how many.
+// model generated again from its "generator" arguments, or its "file": the
+// trained models, skipped where ../shared is absent); returns how many.
 template <class Check>
 int for_each_generated_golden(const fs::path& dir, Check&& check) {
   int files = 0;
@@ -278,6 +279,16 @@ int for_each_generated_golden(const fs::path& dir, Check&& check) {
     const json doc = json::parse(in);
     const std::string name = doc["model"];
     CAPTURE(name);
+    if (doc.contains("file")) {  // trained weights: the file itself, from the repository's root
+      const fs::path file = fs::path(NS_SOURCE_DIR) / doc["file"].get<std::string>();
+      if (!fs::exists(file)) {
+        MESSAGE("skipped " << name << ": " << file << " is absent");
+        continue;
+      }
+      check(name, doc, file.string());
+      ++files;
+      continue;
+    }
     std::string flags;
     // An --imatrix path (the low-bit mixes) is relative to the repository root.
     std::string previous;

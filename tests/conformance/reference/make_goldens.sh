@@ -102,6 +102,12 @@ models+=(
   "tiny-kimi-linear-iq1m#0.05#0.03#$kl_lowbit_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=IQ1_M --tensor-type ffn_down_exps=IQ2_XXS $kl_lowbit_attn"
 )
 [ -n "${NS_GOLDEN_EXTRA:-}" ] && models+=("${NS_GOLDEN_EXTRA}")   # one more "name#tolerance#outliers#arguments"
+# Trained weights (shared/models/trained, the demo's copy in examples/models): the file itself, "file:" and its
+# path from the repository's root, instead of generator arguments.
+models+=(
+  "kjv-moe-q8_0#0.05#0#file:../shared/models/trained/kjv-moe-q8_0.gguf"
+  "kjv-moe-q4_0#0.1#0#file:examples/models/kjv-moe-q4_0.gguf"
+)
 
 # Long contexts (docs/long-context.md), in goldens/long/: name # tolerance # prompt tokens # last positions kept #
 # generator arguments. A synthetic prompt of that many token ids (ns-ref-dump --synthetic, seed 1), the logits
@@ -141,7 +147,9 @@ for entry in "${models[@]}"; do
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $name " ]]; then continue; fi
   echo "== $name" >&2
   # shellcheck disable=SC2086
-  if [[ " $args " == *" --imatrix "* ]]; then
+  if [[ "$args" == file:* ]]; then
+    cp "$root/${args#file:}" "$tmp/$name.gguf"
+  elif [[ " $args " == *" --imatrix "* ]]; then
     (cd "$root" && "$here/reference_quantize.sh" "$gen" "$refbin/bin" "$tmp/$name.gguf" $args)
   else
     "$gen" $args --out "$tmp/$name.gguf" >/dev/null
@@ -166,7 +174,8 @@ for a, b in zip(cases, json.load(open(ub1_path))):
                 d = abs(ref[i] - l)
                 mx, total, n, over = max(mx, d), total + d, n + 1, over + (d > float(tol))
 doc = {"model": name, "reference": "llama.cpp " + commit + " (node-llama-cpp 3.22.1), CPU, flash attention off",
-       "generator": shlex.split(args), "tolerance": float(tol), "outliers": float(outliers),
+       **({"file": args[len("file:"):]} if args.startswith("file:") else {"generator": shlex.split(args)}),
+       "tolerance": float(tol), "outliers": float(outliers),
        "reference_self_check": {"what": "the reference, whole prompt vs token by token, prompt logits",
                                 "max_abs_diff": round(mx, 6), "mean_abs_diff": round(total / max(n, 1), 7),
                                 "over_tolerance": over, "compared": n},

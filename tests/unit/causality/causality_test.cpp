@@ -153,3 +153,8 @@ TEST_CASE("causal: every weight type the generator writes") {
   // IQ2_XXS, IQ2_XS and IQ1_S quantize only with an importance matrix: the K2 low-bit mix has them.
   check_causal(test::k2_lowbit_model());
 }
+
+// Trained weights (examples/models: real words, trained routing).
+TEST_CASE("causal: kjv-moe, the trained MoE the repository carries") {
+  check_causal(std::string(NS_SOURCE_DIR) + "/examples/models/kjv-moe-q4_0.gguf");
+}
