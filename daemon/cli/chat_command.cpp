@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "engine/chat/jinja.h"
+#include "engine/chat/chat_messages_json.h"
 #include "engine/engine.h"
 
 namespace ns::cli {
@@ -57,7 +57,7 @@ void chat_render_command(const ChatRenderArgs& a) {
   if (a.bos) bos = *a.bos;
   if (a.eos) eos = *a.eos;
   nlohmann::ordered_json messages = read_json(a.messages_file, "messages");
-  std::optional<nlohmann::ordered_json> tools;
+  nlohmann::ordered_json tools;
   if (messages.is_object()) {  // {"messages": [...], "tools": [...]} as an OpenAI request body has them
     if (messages.contains("tools")) tools = messages.at("tools");
     messages = nlohmann::ordered_json(messages.value("messages", nlohmann::ordered_json::array()));
@@ -65,8 +65,13 @@ void chat_render_command(const ChatRenderArgs& a) {
   if (!messages.is_array())
     throw Error(ErrorKind::invalid_input, a.messages_file + ": expected a JSON array of messages");
   if (!a.tools_file.empty()) tools = read_json(a.tools_file, "tools");
-  std::cout << chat::jinja::render_chat_template(source, messages, tools ? &*tools : nullptr, a.add_generation_prompt,
-                                                 bos, eos, std::time(nullptr));
+  // The messages as a job stores them (tool calls' arguments as objects, ...), rendered as the daemon renders.
+  const auto conversation = chat::parse_chat_messages(nlohmann::json::parse(messages.dump()), "messages");
+  const chat::ChatPrompter prompter(a.model.empty() ? source : "", a.model.empty() ? std::nullopt : std::optional(source),
+                                    bos, eos);
+  // Tools as given (any array: a template may take other shapes than OpenAI's functions).
+  if (!tools.is_null() && !tools.is_array()) throw Error(ErrorKind::invalid_input, "tools: expected a JSON array");
+  std::cout << prompter.render(conversation, a.add_generation_prompt, tools.is_array() ? tools.dump() : "");
   std::cout.flush();
 }
 

@@ -65,7 +65,7 @@ jobs::JobSpec jsonl_job_spec(const BatchRequest& request, const JsonlSubmitOptio
                 "no model: the line has no body.model; give --model NAME (a model from the daemon config's models:)");
   }
   if (request.is_chat()) {
-    spec.messages = chat::chat_messages_to_json(request.messages);
+    spec.messages = chat::conversation_to_json(request.messages, request.tools);
   } else {
     spec.prompt = request.prompt;
   }

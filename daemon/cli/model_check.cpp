@@ -70,8 +70,9 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   std::string prompt = spec.prompt;
   if (spec.is_chat()) {
     try {
+      const chat::Conversation c = chat::conversation_from_json(spec.messages);
       prompt = chat::ChatPrompter("", facts->chat_template(), facts->bos_text(), facts->eos_text())
-                   .render(chat::chat_messages_from_json(spec.messages), true);
+                   .render(c.messages, true, c.tools);
     } catch (const Error& e) {
       // The model's template refused the conversation (its raise_exception): the job would fail the same way.
       return "model '" + spec.model + "' (" + it->second + "): " + e.what();

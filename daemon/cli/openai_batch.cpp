@@ -152,10 +152,8 @@ constexpr NeutralOnly kNeutralOnly[] = {
     {"best_of", is_one, "nightshift writes one completion per request"},
     {"logit_bias", is_empty_container, "nightshift's sampler has no logit bias"},
     {"suffix", is_empty_string, "nightshift does not insert text between a prompt and a suffix"},
-    {"tools", is_empty_container, "nightshift does not call tools"},
-    {"functions", is_empty_container, "nightshift does not call tools"},
-    {"tool_choice", is_none, "nightshift does not call tools"},
-    {"function_call", is_none, "nightshift does not call tools"},
+    {"functions", is_empty_container, "OpenAI's old form: give tools instead"},
+    {"function_call", is_none, "OpenAI's old form: give tool_choice instead"},
 };
 
 // Fields that do not change the generated text: accepted and not stored.
@@ -254,7 +252,20 @@ std::string checked_grammar(const json& v) {
   return text;
 }
 
-void read_body(const json& body, BatchRequest& r, const ordered_json* response_format) {
+// body.tool_choice: "auto" (the default) offers the tools; "none" renders the conversation without them, so
+// the model answers in text. Forcing a call ("required", a named function) would need the output constrained
+// to the family's call markup: refused.
+bool offers_tools(const json& body, bool chat) {
+  const auto tc = body.find("tool_choice");
+  if (tc == body.end() || tc->is_null()) return true;
+  if (!chat && !is_none(*tc))
+    fail("body.tool_choice = " + shown(*tc) + " is not supported by /v1/completions: tools are a chat feature");
+  if (tc->is_string() && (*tc == "auto" || *tc == "none")) return *tc == "auto";
+  fail("body.tool_choice = " + shown(*tc) + " is not supported: give \"auto\" or \"none\" (nightshift does not "
+       "force a tool call)");
+}
+
+void read_body(const json& body, BatchRequest& r, const ordered_json* ordered_body) {
   const auto model = body.find("model");
   if (model != body.end() && !model->is_null()) {
     r.model = read_string(*model, "body.model");
@@ -267,8 +278,18 @@ void read_body(const json& body, BatchRequest& r, const ordered_json* response_f
       !max_completion->is_null())
     fail("body has both max_tokens and max_completion_tokens: give one");
   for (const auto& [key, v] : body.items()) {
-    if (key == "model" || key == "prompt" || key == "messages") continue;
+    if (key == "model" || key == "prompt" || key == "messages" || key == "tool_choice") continue;
     if (v.is_null()) continue;  // null means "the default", as in OpenAI's API
+    if (key == "tools") {
+      if (is_empty_container(v)) continue;
+      if (!r.is_chat()) fail("body.tools = " + shown(v) + " is not supported by /v1/completions: offer tools on "
+                             "/v1/chat/completions, where the model's chat template renders them");
+      // Tool definitions keep their key order (a template prints them with tojson).
+      const std::string tools = chat::parse_tools(ordered_body ? (*ordered_body)["tools"] : ordered_json::parse(v.dump()),
+                                                  "body.tools");
+      if (offers_tools(body, true)) r.tools = tools;
+      continue;
+    }
     if (apply_sampling_field(key, v, r.sampling)) continue;
     if (key == "grammar") {
       r.sampling.grammar = checked_grammar(v);
@@ -277,17 +298,18 @@ void read_body(const json& body, BatchRequest& r, const ordered_json* response_f
     if (key == "response_format") {
       if (body.contains("grammar") && !body["grammar"].is_null())
         fail("body has both grammar and response_format: give one");
-      r.sampling.grammar = response_format_grammar(response_format ? *response_format : ordered_json(v));
+      r.sampling.grammar = response_format_grammar(ordered_body ? (*ordered_body)["response_format"] : ordered_json(v));
       continue;
     }
     if (apply_output_field(key, v, r.is_chat(), r.sampling)) continue;
     check_other_field(key, v);
   }
+  offers_tools(body, r.is_chat());  // tool_choice checked even where no tools came
   const std::string invalid = r.sampling.validate();
   if (!invalid.empty()) fail("body." + invalid);
 }
 
-BatchRequest parse_object(const json& line, const SamplingParams& defaults, const ordered_json* response_format) {
+BatchRequest parse_object(const json& line, const SamplingParams& defaults, const ordered_json* ordered_body) {
   if (!line.is_object())
     fail("the line is " + a_type(line) + ": each line must be one JSON object {custom_id, method, url, body}");
   for (const auto& [key, v] : line.items())
@@ -307,7 +329,7 @@ BatchRequest parse_object(const json& line, const SamplingParams& defaults, cons
   const auto body = line.find("body");
   if (body == line.end()) fail("the line has no \"body\"");
   if (!body->is_object()) fail("body is " + a_type(*body) + ", not an object");
-  read_body(*body, r, response_format);
+  read_body(*body, r, ordered_body);
   return r;
 }
 
@@ -353,19 +375,20 @@ const char* endpoint_url(BatchEndpoint e) {
 
 BatchRequest parse_batch_request(std::string_view line, const SamplingParams& defaults) {
   const json parsed = parse_json(line);
-  // A schema's key order matters (properties are generated in it) and `json` sorts keys:
-  // response_format is read again from an order-keeping parse.
-  ordered_json rf;
-  bool have_rf = false;
-  if (line.find("response_format") != std::string_view::npos && parsed.is_object()) {
-    const ordered_json ordered = ordered_json::parse(line);
-    const auto body = ordered.find("body");
-    if (body != ordered.end() && body->is_object() && body->contains("response_format")) {
-      rf = (*body)["response_format"];
-      have_rf = true;
+  // A schema's key order matters (properties are generated in it), and a tool's (a template prints it), and
+  // `json` sorts keys: the body is read again from an order-keeping parse for them.
+  ordered_json body;
+  bool ordered = false;
+  if ((line.find("response_format") != std::string_view::npos || line.find("\"tools\"") != std::string_view::npos) &&
+      parsed.is_object()) {
+    const ordered_json whole = ordered_json::parse(line);
+    const auto b = whole.find("body");
+    if (b != whole.end() && b->is_object()) {
+      body = *b;
+      ordered = true;
     }
   }
-  return parse_object(parsed, defaults, have_rf ? &rf : nullptr);
+  return parse_object(parsed, defaults, ordered ? &body : nullptr);
 }
 
 BatchInput parse_batch_jsonl(std::string_view text, const SamplingParams& defaults) {

@@ -26,7 +26,9 @@
 //   top_logprobs); on /v1/completions `logprobs` is OpenAI's legacy integer
 //   (k alternatives; true/false also accepted), on chat a boolean.
 // - Fields that would change the output if ignored (best_of > 1, echo,
-//   presence_penalty != 0, tools, images, ...) are rejected, not dropped.
+//   presence_penalty != 0, images, a forced tool_choice, ...) are rejected, not dropped.
+// - tools, tool_choice "auto"/"none", assistant tool_calls, tool results and
+//   reasoning_content are kept with the conversation for the model's template.
 // - body.response_format {"type": "json_object"} or {"type": "json_schema",
 //   "json_schema": {"schema": ...}} and body.grammar (GBNF) become
 //   sampling.grammar (engine/grammar/): a schema is compiled once per distinct
@@ -64,6 +66,7 @@ struct BatchRequest {
   std::string model;                         // body.model; "" when absent (the submit command's --model applies)
   std::string prompt;                        // /v1/completions: the prompt, non-empty
   std::vector<chat::ChatMessage> messages;   // /v1/chat/completions: the conversation, non-empty
+  std::string tools;                         // the tools offered (JSON array text, key order kept); "" = none
   SamplingParams sampling;                   // defaults overridden by the body; valid
 
   bool is_chat() const { return endpoint == BatchEndpoint::chat_completions; }

@@ -148,7 +148,8 @@ std::string EngineHost::render_prompt(const jobs::Job& job) const {
                 "it is a base model or a conversion without one; submit the job as a plain prompt "
                 "(/v1/completions) or use an instruct model");
   }
-  return summary.chat->render(chat::chat_messages_from_json(job.spec.messages), /*add_generation_prompt=*/true);
+  const chat::Conversation c = chat::conversation_from_json(job.spec.messages);
+  return summary.chat->render(c.messages, /*add_generation_prompt=*/true, c.tools);
 }
 
 }  // namespace ns::daemon

@@ -1,8 +1,10 @@
 // tokenizer.chat_template from GGUF metadata, and the override that beats it.
 #include "engine/chat/model_chat_template.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/chat_messages_json.h"
 #include "engine/chat/jinja.h"
 #include "engine/gguf/gguf_file.h"
 #include "common/error.h"
@@ -31,9 +33,7 @@ namespace {
 bool names_a_family(const std::string& s) { return template_from_name(s).has_value(); }
 
 nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
-  nlohmann::ordered_json a = nlohmann::ordered_json::array();
-  for (const ChatMessage& m : messages) a.push_back({{"role", m.role}, {"content", m.content}});
-  return a;
+  return nlohmann::ordered_json::parse(conversation_to_json(messages, ""));
 }
 
 }  // namespace
@@ -72,13 +72,23 @@ ChatPrompter::~ChatPrompter() = default;
 ChatPrompter::ChatPrompter(ChatPrompter&&) noexcept = default;
 ChatPrompter& ChatPrompter::operator=(ChatPrompter&&) noexcept = default;
 
-std::string ChatPrompter::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-  if (family_) return render_chat(*family_, messages, add_generation_prompt);
+std::string ChatPrompter::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                 const std::string& tools) const {
+  if (family_) {
+    const bool tool_turns = std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) {
+      return m.has_tool_parts();
+    });
+    if (!tools.empty() || tool_turns)
+      throw Error(ErrorKind::invalid_input, source() + " renders text turns only: tools, tool calls and reasoning "
+                                                       "need the model's own Jinja template (drop the override)");
+    return render_chat(*family_, messages, add_generation_prompt);
+  }
   if (messages.empty()) throw Error(ErrorKind::invalid_input, "the conversation has no messages");
   nlohmann::ordered_json ctx = {{"messages", messages_json(messages)},
                                 {"add_generation_prompt", add_generation_prompt},
                                 {"bos_token", bos_},
                                 {"eos_token", eos_}};
+  if (!tools.empty()) ctx["tools"] = nlohmann::ordered_json::parse(tools);
   try {
     return jinja_->t.render(ctx);
   } catch (const Error& e) {

@@ -43,9 +43,12 @@ class ChatPrompter {
   ChatPrompter(ChatPrompter&&) noexcept;
   ChatPrompter& operator=(ChatPrompter&&) noexcept;
 
-  // The prompt for `messages`; with add_generation_prompt it ends where the
-  // assistant's reply begins. strftime_now reads the clock.
-  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // The prompt for `messages` (and the `tools` offered: a JSON array's text,
+  // "" = none); with add_generation_prompt it ends where the assistant's reply
+  // begins. strftime_now reads the clock. A family renderer refuses tools and
+  // tool turns (it would drop them).
+  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                     const std::string& tools = "") const;
   // "the GGUF's Jinja template", "the Jinja template given", or "family NAME": for logs and `model info`.
   std::string source() const;
 

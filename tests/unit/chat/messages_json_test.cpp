@@ -78,9 +78,15 @@ TEST_CASE("every malformed message is reported with its path") {
       {R"([{"role": "user", "content": [{"type": "text", "text": 3}]}])",
        "body.messages[0].content[0] has no string \"text\""},
       {R"([{"role": "assistant", "content": "x", "tool_calls": [{"id": "c"}]}])",
-       "body.messages[0].tool_calls is not supported"},
+       "body.messages[0].tool_calls[0] has no \"function\""},
+      {R"([{"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "f", "arguments": "{x"}}]}])",
+       "body.messages[0].tool_calls[0].function.arguments is not a JSON text"},
+      {R"([{"role": "user", "content": "x", "tool_calls": [{"function": {"name": "f"}}]}])",
+       "body.messages[0].tool_calls belongs to an assistant message"},
+      {R"([{"role": "assistant", "content": null}])", "body.messages[0].content is null"},
+      {R"([{"role": "tool", "content": "x", "tool_call_id": 7}])", "body.messages[0].tool_call_id is a number"},
       {R"([{"role": "assistant", "content": "x", "function_call": {"name": "f"}}])",
-       "body.messages[0].function_call is not supported"},
+       "body.messages[0].function_call is OpenAI's old form: give tool_calls instead"},
       {R"([{"role": "user", "content": "x", "weight": 2}])", "body.messages[0] has an unknown field \"weight\""},
       {R"([{"role": "user", "content": "ok"}, {"role": "user", "content": 1}])", "body.messages[1].content"},
   };
@@ -112,4 +118,36 @@ TEST_CASE("storing invalid UTF-8 and reading broken JSON are errors") {
   CHECK_THROWS_WITH_AS(ns::chat::chat_messages_from_json("[{\"role\": "), doctest::Contains("not valid JSON"),
                        ns::Error);
   CHECK_THROWS_WITH_AS(ns::chat::chat_messages_from_json("{}"), doctest::Contains("messages is an object"), ns::Error);
+}
+
+TEST_CASE("tool calls, tool results, reasoning and tools are kept for the template, key order included") {
+  const auto body = nlohmann::json::parse(R"([
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": null, "reasoning_content": "Call the tool.",
+     "tool_calls": [{"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris\", \"unit\": \"celsius\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temperature\": 21}"}])");
+  const auto messages = ns::chat::parse_chat_messages(body, "body.messages");
+  REQUIRE(messages.size() == 3);
+  CHECK(messages[1].content.empty());
+  CHECK(messages[1].reasoning_content == "Call the tool.");
+  // arguments' text becomes the object it encodes, in its own key order (location before unit)
+  CHECK(messages[1].tool_calls ==
+        R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"location":"Paris","unit":"celsius"}}}])");
+  CHECK(messages[2].tool_call_id == "call_1");
+  CHECK(messages[2].name == "get_weather");
+  const std::string tools = ns::chat::parse_tools(nlohmann::ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}, "description": "d"}}])"),
+      "body.tools");
+  CHECK(tools == R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
+  const std::string stored = ns::chat::conversation_to_json(messages, tools);
+  const ns::chat::Conversation back = ns::chat::conversation_from_json(stored);
+  CHECK(back.tools == tools);
+  REQUIRE(back.messages.size() == 3);
+  CHECK(back.messages[1].tool_calls == messages[1].tool_calls);
+  CHECK(back.messages[2].tool_call_id == "call_1");
+  // Without tools the stored form stays the plain array earlier rows hold.
+  CHECK(ns::chat::conversation_to_json({{"user", "hi"}}, "") == R"([{"role":"user","content":"hi"}])");
+  CHECK_THROWS_WITH_AS(ns::chat::parse_tools(nlohmann::ordered_json::parse(R"([{"type": "retrieval"}])"), "body.tools"),
+                       doctest::Contains("body.tools[0] is not a {\"type\": \"function\""), ns::Error);
 }

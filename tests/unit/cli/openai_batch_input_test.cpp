@@ -261,9 +261,9 @@ TEST_CASE("every malformed line is rejected with its reason") {
       {completion(R"("best_of": 3)"), "body.best_of = 3 is not supported"},
       {completion(R"("logit_bias": {"50256": -100})"), "body.logit_bias = {\"50256\":-100} is not supported"},
       {completion(R"("suffix": "end")"), "body.suffix = \"end\" is not supported"},
-      {completion(R"("tools": [{"type": "function"}])"), "body.tools = [{\"type\":\"function\"}] is not supported"},
+      {completion(R"("tools": [{"type": "function"}])"), "body.tools = [{\"type\":\"function\"}] is not supported by /v1/completions"},
       {completion(R"("functions": [{"name": "f"}])"), "body.functions"},
-      {completion(R"("tool_choice": "auto")"), "body.tool_choice = \"auto\" is not supported"},
+      {completion(R"("tool_choice": "auto")"), "body.tool_choice = \"auto\" is not supported by /v1/completions"},
       {completion(R"("function_call": "auto")"), "body.function_call = \"auto\" is not supported"},
       {completion(R"("response_format": {"type": "xml"})"), "body.response_format.type = \"xml\": use"},
       {completion(R"("response_format": "json")"), "body.response_format must be an object"},
@@ -370,4 +370,25 @@ TEST_CASE("10,000 lines parse quickly") {
   CHECK(in.requests.back().custom_id == "req-9999");
   CHECK(in.requests.back().line == 10000);
   MESSAGE("parsed 10,000 chat lines (" << text.size() / 1024 << " KiB) in " << ms << " ms");
+}
+
+TEST_CASE("a chat line with tools, tool calls and tool results is kept for the template; tool_choice none drops tools") {
+  const std::string line = R"({"custom_id": "t1", "method": "POST", "url": "/v1/chat/completions", "body": {
+    "messages": [{"role": "user", "content": "Weather?"},
+                 {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                   "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris\"}"}}]},
+                 {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}, "description": "d"}}],
+    "tool_choice": "auto"}})";
+  const BatchRequest r = parse_batch_request(line, {});
+  CHECK(r.tools == R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
+  REQUIRE(r.messages.size() == 3);
+  CHECK(r.messages[1].tool_calls.find("get_weather") != std::string::npos);
+  CHECK(r.messages[2].tool_call_id == "c1");
+  std::string none = line;
+  none.replace(none.find("\"auto\""), 6, "\"none\"");
+  CHECK(parse_batch_request(none, {}).tools.empty());
+  std::string forced = line;
+  forced.replace(forced.find("\"auto\""), 6, "\"required\"");
+  CHECK(rejection(forced).find("body.tool_choice = \"required\" is not supported") != std::string::npos);
 }
