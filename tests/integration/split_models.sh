@@ -58,7 +58,7 @@ start_daemon --drain
 wait_daemon 0
 expect_eq "$(job_state "$id")" "done" "the job on the split model"
 alone=$(ns run --model "$WORK/k3.gguf" --threads 2 --max-tokens 6 --ignore-eos --temperature 0 --no-progress \
-          "Hello there" 2>/dev/null)
+          "Hello there" 2>/dev/null | valid_utf8)
 expect_eq "$(sql "SELECT text FROM results WHERE job_id = $id")" "$alone" "the daemon's text vs the unsplit file's"
 
 # A missing shard: refused, naming it.
