@@ -1,13 +1,10 @@
 // describe_model(): `nightshift model info`'s figures (contract in model_report.h).
 #include "engine/model_report.h"
 
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -57,11 +54,8 @@ ShardReport shard_report(const gguf::GgufFile& f) {
   std::error_code ec;
   const std::filesystem::path real = std::filesystem::canonical(f.path(), ec);
   s.resolved_path = ec ? f.path() : real.string();
-  struct stat st {};
-  if (::stat(s.resolved_path.c_str(), &st) != 0)
-    throw Error(ErrorKind::io, s.resolved_path + ": cannot stat the model file: " + std::strerror(errno));
-  s.device_major = major(st.st_dev);
-  s.device_minor = minor(st.st_dev);
+  s.device_major = major(static_cast<dev_t>(f.device()));
+  s.device_minor = minor(static_cast<dev_t>(f.device()));
   return s;
 }
 

@@ -73,6 +73,9 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
   uint64_t file_size() const { return file_size_; }
   const std::string& path() const { return path_; }
+  // st_dev of the file open() mapped (symlinks resolved: the device that
+  // serves its reads); 0 for parse()d bytes.
+  uint64_t device() const { return device_; }
 
   const std::map<std::string, Value>& metadata() const { return kv_; }
   const Value* find(const std::string& key) const;
@@ -115,6 +118,7 @@ class GgufFile {
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   uint64_t file_size_ = 0;
+  uint64_t device_ = 0;
   std::string path_;
   std::map<std::string, Value> kv_;
   std::vector<TensorInfo> tensors_;

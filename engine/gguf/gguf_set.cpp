@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "common/error.h"
 
@@ -176,6 +177,12 @@ uint64_t GgufSet::total_bytes() const {
   uint64_t b = 0;
   for (const auto& s : shards_) b += s->file_size();
   return b;
+}
+
+size_t GgufSet::n_devices() const {
+  std::set<uint64_t> devices;
+  for (const auto& s : shards_) devices.insert(s->device());
+  return devices.size();
 }
 
 const TensorInfo* GgufSet::find_tensor(const std::string& name) const {

@@ -66,6 +66,7 @@ class GgufSet {
   const std::string& path() const { return shards_.front()->path(); }  // the first shard's
   std::vector<std::string> paths() const;
   uint64_t total_bytes() const;  // of every shard
+  size_t n_devices() const;      // distinct GgufFile::device() of the shards
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(const std::string& name) const;

@@ -101,7 +101,11 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::sp
                  f.path(), std::strerror(errno));
   stream::ReaderOptions ro;
   ro.mode = stream::parse_io_mode(opts.io_mode);
-  ro.queue_depth = opts.io_queue_depth;
+  const size_t devices = std::max<size_t>(f.n_devices(), 1);
+  ro.queue_depth = opts.io_queue_depth * static_cast<uint32_t>(std::min<size_t>(devices, 64));
+  if (devices > 1)
+    spdlog::info("{}: the model's {} shards lie on {} devices: {} reads in flight ({} a device)", f.path(),
+                 f.n_shards(), devices, ro.queue_depth, opts.io_queue_depth);
   ws->reader = stream::make_reader(f.paths(), ro);
   stream::ExpertCacheOptions co;
   co.capacity = ws->plan.cache_experts;

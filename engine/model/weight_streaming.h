@@ -39,7 +39,10 @@ struct StreamingOptions {
   uint64_t memory_budget = 0;        // bytes; 0 = what the machine has (see above)
   std::string io_mode = "uring";     // uring | pread | mmap
   std::string cache_policy = "lfu";  // lru | lfu
-  uint32_t io_queue_depth = 16;      // reads in flight
+  // Reads in flight per device the model's files sit on: a split model whose
+  // shards lie on k devices (GgufSet::n_devices) gets a reader of k times
+  // this depth, so each disk can be kept as busy as one alone.
+  uint32_t io_queue_depth = 16;
   bool predict_experts = true;       // prefetch the next layer's experts from the current hidden state
   // Experts prefetched per token: its best predicted ones for the next
   // layer; 0 = as many as it uses. 2 measured best on the DeepSeek-V2-Lite

@@ -140,6 +140,40 @@ TEST_CASE("split model: the same logits as the unsplit file, mapped, with pread 
   CHECK(full->stream_stats().bytes_read() >= full->streaming().layout.total_bytes());
 }
 
+TEST_CASE("split model: shards on two devices get a reader of twice the queue depth, and the same logits") {
+  const std::string src = split_source_model();
+  test::TempDir dir;
+  if (!fs::is_directory("/dev/shm")) {
+    MESSAGE("skipped: no /dev/shm to put a shard on another device");
+    return;
+  }
+  test::TempDir other("/dev/shm");
+  struct stat a {}, b {};
+  REQUIRE(::stat(dir.path().c_str(), &a) == 0);
+  REQUIRE(::stat(other.path().c_str(), &b) == 0);
+  if (a.st_dev == b.st_dev) {
+    MESSAGE("skipped: " << dir.path() << " and /dev/shm are on one device");
+    return;
+  }
+  const auto shards = split(src, dir, "moe", 6);
+  const std::string moved = other.file("shard2.gguf");
+  fs::copy_file(shards[1], moved);
+  fs::remove(shards[1]);
+  fs::create_symlink(moved, shards[1]);
+  const auto set = gguf::GgufSet::open(shards.front());
+  CHECK(set->n_devices() == 2);
+  CHECK(set->shard(1).device() == static_cast<uint64_t>(b.st_dev));
+
+  const auto base = test::streamed_logits(src, "mmap", 12);
+  for (const char* mode : {"pread", "uring"}) {
+    CAPTURE(mode);
+    auto m = test::load_streamed(shards.front(), mode, 3);
+    REQUIRE(m->streaming().reader != nullptr);
+    CHECK(m->streaming().reader->options().queue_depth == 2 * StreamingOptions{}.io_queue_depth);
+    CHECK(test::streamed_logits(shards.front(), mode, 12, 3).first == base.first);
+  }
+}
+
 TEST_CASE("split model: a missing shard, another split's shard, a tensor twice and a wrong count are refused") {
   const std::string src = split_source_model();
   test::TempDir dir;
