@@ -67,11 +67,13 @@ std::shared_ptr<GgufSet> GgufSet::open(const std::string& path) {
   auto given = GgufFile::open(path);
   const std::optional<int64_t> count = split_key(*given, kSplitCount);
   const std::optional<SplitName> name = parse_split_name(path);
-  if (!count || *count == 1) {
-    // An unsplit file, or a set of one shard: the name does not matter.
+  if (count && (*count < 0 || *count > 65535))
+    bad(path + ": split.count is " + std::to_string(*count) + " (0 to 65535 allowed): the file is damaged");
+  if (!count || *count <= 1) {
+    // An unsplit file, a set of one shard, or a merged one (gguf-split --merge
+    // writes split.count 0): the name does not matter.
     return of({std::move(given)});
   }
-  if (*count < 1 || *count > 65535) bad(path + ": split.count is " + std::to_string(*count) + " (1 to 65535 allowed)");
   const auto n = static_cast<uint32_t>(*count);
   if (!name)
     bad(path + ": this file is one shard of a model split into " + std::to_string(n) +
@@ -112,9 +114,9 @@ std::shared_ptr<GgufSet> GgufSet::of(std::vector<std::shared_ptr<GgufFile>> shar
   const size_t n = shards.size();
   const GgufFile& first = *shards.front();
   const std::optional<int64_t> first_count = split_key(first, kSplitCount);
-  set->split_ = first_count.has_value();
-  if (n == 1 && (!first_count || *first_count == 1)) {
-    // One file: an unsplit model, or a set of one shard.
+  set->split_ = first_count && *first_count >= 1;
+  if (n == 1 && (!first_count || *first_count <= 1)) {
+    // One file: an unsplit model, a set of one shard, or a merged one (split.count 0).
   } else {
     for (size_t i = 0; i < n; ++i) {
       const GgufFile& f = *shards[i];

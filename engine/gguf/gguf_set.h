@@ -15,6 +15,7 @@
 //   shards. It throws ns::Error(bad_model) naming the missing or mismatched
 //   shard and the fix, and GgufFile::open's errors for a shard it cannot map
 //   or parse (a missing first path: invalid_input, as GgufFile::open).
+//   split.count 0 (a file gguf-split --merge wrote) or 1 is a single file.
 // - metadata() is the first shard's GgufFile: every metadata key of the model.
 // - tensors() lists the tensors of every shard, shard by shard, in file order;
 //   each TensorInfo's `file` is its shard's index (paths()[file]) and its
@@ -60,7 +61,7 @@ class GgufSet {
   static std::shared_ptr<GgufSet> of(std::vector<std::shared_ptr<GgufFile>> shards);
 
   size_t n_shards() const { return shards_.size(); }
-  bool split() const { return split_; }  // the files carry split.* keys (a set of one may too)
+  bool split() const { return split_; }  // the files carry split.count >= 1 (a set of one may too)
   const GgufFile& shard(size_t i) const { return *shards_.at(i); }
   const GgufFile& metadata() const { return *shards_.front(); }
   const std::string& path() const { return shards_.front()->path(); }  // the first shard's

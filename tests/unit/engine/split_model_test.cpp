@@ -268,6 +268,14 @@ TEST_CASE("split model: a set of one shard and the naming") {
   const auto set = gguf::GgufSet::open(one.front());
   CHECK(set->n_shards() == 1);
   check_same_model(*gguf::GgufSet::open(src), *set);
+
+  // A file gguf-split --merge wrote keeps split.count 0: one file, whatever its name.
+  const std::string merged = dir.file("merged-00001-of-00003.gguf");
+  rewrite(*gguf::GgufFile::open(src), merged, {{gguf::kSplitCount, gguf::val::u16(0)}});
+  const auto m = gguf::GgufSet::open(merged);
+  CHECK(m->n_shards() == 1);
+  CHECK(!m->split());
+  CHECK(m->tensors().size() == set->tensors().size());
 }
 
 TEST_CASE("split model: model info lists the shards, their bytes and devices; run and logits take any shard") {
