@@ -48,8 +48,8 @@ struct TensorInfo {
   std::vector<uint64_t> dims;  // ggml order: dims[0] is the contiguous (row) dimension
   GgmlType type;
   uint64_t offset = 0;         // absolute byte offset in the file
-  uint32_t file = 0;           // which file of the model holds it: its shard in a GgufSet (gguf_set.h); 0 here
   uint64_t nbytes = 0;
+  uint32_t file = 0;           // which file of the model holds it: its shard in a GgufSet (gguf_set.h); 0 here
   uint64_t n_elements() const;
   uint64_t rows() const { return dims.empty() ? 0 : n_elements() / dims[0]; }
   std::string shape_string() const;  // e.g. "[128, 32000]"

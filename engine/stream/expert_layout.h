@@ -26,11 +26,11 @@ inline constexpr int kProjections = 3;
 const char* projection_name(Projection p);  // "gate", "up", "down"
 
 struct ProjectionLayout {
-  uint32_t file = 0;          // the model file (shard, gguf_set.h) holding the stack: the reader's file index
-  uint64_t offset = 0;        // absolute offset of expert 0 in that file
+  uint64_t offset = 0;        // absolute offset of expert 0 in `file`
   uint64_t expert_bytes = 0;  // one expert's matrix (= the stride between experts)
   gguf::GgmlType type = gguf::GgmlType::F32;
   uint64_t rows = 0, cols = 0;
+  uint32_t file = 0;          // the model file (shard, gguf_set.h) holding the stack: the reader's file index
   uint64_t offset_of(uint32_t expert) const { return offset + expert * expert_bytes; }
 };
 
