@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "engine/chat/model_chat_template.h"
 #include "engine/generation_batch.h"
-#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_set.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -90,9 +90,9 @@ class EngineImpl final : public Engine {
     summary_.n_experts = hp.n_expert;
     summary_.n_experts_used = hp.n_expert_used;
     summary_.context_length = model_->n_ctx();
-    summary_.file_bytes = model_->file().file_size();
+    summary_.file_bytes = model_->files().total_bytes();
     try {
-      summary_.chat_template = chat::read_chat_template(model_->file());
+      summary_.chat_template = chat::read_chat_template(model_->files().metadata());
       if (summary_.chat_template) {
         const Tokenizer& tok = model_->tokenizer();
         summary_.chat = std::make_shared<const chat::ChatPrompter>("", summary_.chat_template, special_text(tok, tok.bos()),
@@ -160,10 +160,12 @@ class EngineImpl final : public Engine {
 class ModelFileImpl final : public ModelFile {
  public:
   explicit ModelFileImpl(const std::string& path) {
-    const auto f = gguf::GgufFile::open(path);
-    chat_template_ = chat::read_chat_template(*f);
-    n_ctx_train_ = read_hparams(*f).n_ctx_train;
-    tokenizer_ = Tokenizer::from_gguf(*f);
+    // A split model's metadata is its first shard's; the set is checked whole.
+    const auto set = gguf::GgufSet::open(path);
+    const gguf::GgufFile& f = set->metadata();
+    chat_template_ = chat::read_chat_template(f);
+    n_ctx_train_ = read_hparams(f).n_ctx_train;
+    tokenizer_ = Tokenizer::from_gguf(f);
   }
   const std::optional<std::string>& chat_template() const override { return chat_template_; }
   int64_t context_length() const override { return n_ctx_train_; }

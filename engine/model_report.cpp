@@ -1,8 +1,11 @@
 // describe_model(): `nightshift model info`'s figures (contract in model_report.h).
 #include "engine/model_report.h"
 
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 
 #include "common/error.h"
@@ -44,6 +47,18 @@ MemoryPlanReport plan_report(const Model& model, const stream::BudgetPlan& plan,
   return p;
 }
 
+ShardReport shard_report(const gguf::GgufFile& f) {
+  ShardReport s;
+  s.path = f.path();
+  s.bytes = f.file_size();
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(f.path(), ec);
+  s.resolved_path = ec ? f.path() : real.string();
+  s.device_major = major(static_cast<dev_t>(f.device()));
+  s.device_minor = minor(static_cast<dev_t>(f.device()));
+  return s;
+}
+
 }  // namespace
 
 ModelReport describe_model(const std::string& path, const ModelReportOptions& opts) {
@@ -72,7 +87,8 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
       mo.n_seq /= 2;
     }
   }
-  const gguf::GgufFile& f = model->file();
+  const gguf::GgufSet& set = model->files();
+  const gguf::GgufFile& f = set.metadata();
   const Hparams& hp = model->hparams();
   ModelReport r;
   int first_moe_layer = -1;
@@ -94,9 +110,10 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
   r.name = hp.name;
   r.architecture = hp.arch;
   r.gguf_version = f.version();
-  r.file_bytes = f.file_size();
+  r.file_bytes = set.total_bytes();
+  for (size_t i = 0; i < set.n_shards(); ++i) r.shards.push_back(shard_report(set.shard(i)));
   r.tensors = model->tensors().size();
-  r.tensors_not_loaded = f.tensors().size() - model->tensors().size();
+  r.tensors_not_loaded = set.tensors().size() - model->tensors().size();
   r.n_layer = hp.n_layer;
   r.n_embd = hp.n_embd;
   r.n_head = hp.n_head;

@@ -49,10 +49,19 @@ struct DiskBoundReport {
   double bytes_per_token_full = 0, tok_s_full = 0;
 };
 
+// One file of the model: the only one, or a shard of a split set (gguf_set.h).
+struct ShardReport {
+  std::string path;             // as the set names it (beside the path given)
+  std::string resolved_path;    // symlinks resolved
+  uint64_t bytes = 0;
+  uint32_t device_major = 0, device_minor = 0;  // st_dev of the resolved file: which disk serves its reads
+};
+
 struct ModelReport {
   std::string name, architecture, tokenizer, pre_tokenizer;
   uint32_t gguf_version = 0;
-  uint64_t file_bytes = 0;
+  uint64_t file_bytes = 0;           // every shard's together
+  std::vector<ShardReport> shards;   // the model's files in order: one, or a split set's shards
   uint64_t parameters = 0, active_parameters_per_token = 0;
   uint64_t tensors = 0, tensors_not_loaded = 0;  // loaded; in the file but skipped (NextN blocks)
   std::map<std::string, int64_t> tensor_types;   // type name -> tensors of that type

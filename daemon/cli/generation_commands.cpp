@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -235,6 +236,17 @@ void model_info_command(const ModelInfoArgs& a) {
             {"context_length", m.context_length},
             {"tokenizer", m.tokenizer},
             {"pre_tokenizer", m.pre_tokenizer}};
+  // A split model (gguf-split shards): each shard, its bytes and the device
+  // (st_dev major:minor, symlinks resolved) that serves its reads.
+  if (m.shards.size() > 1) {
+    json shards = json::array();
+    for (const ShardReport& s : m.shards)
+      shards.push_back({{"path", s.path},
+                        {"resolved_path", s.resolved_path},
+                        {"bytes", s.bytes},
+                        {"device", std::to_string(s.device_major) + ":" + std::to_string(s.device_minor)}});
+    o["shards"] = shards;
+  }
   if (m.memory_plan) {
     const MemoryPlanReport& p = *m.memory_plan;
     json pairs = json::array();
@@ -299,7 +311,15 @@ void model_info_command(const ModelInfoArgs& a) {
     return;
   }
   for (auto it = o.begin(); it != o.end(); ++it)
-    if (it.key() != "memory_plan" && it.key() != "disk_bound") std::cout << it.key() << ": " << it.value().dump(-1, ' ', false, kReplaceInvalid) << "\n";
+    if (it.key() != "memory_plan" && it.key() != "disk_bound" && it.key() != "shards")
+      std::cout << it.key() << ": " << it.value().dump(-1, ' ', false, kReplaceInvalid) << "\n";
+  if (o.contains("shards")) {
+    std::cout << "shards: " << m.shards.size() << "\n";
+    for (const ShardReport& s : m.shards)
+      std::cout << "  " << s.path << "  " << s.bytes << " bytes (" << format_size(s.bytes) << ")  device "
+                << s.device_major << ":" << s.device_minor
+                << (std::filesystem::is_symlink(s.path) ? "  -> " + s.resolved_path : std::string()) << "\n";
+  }
   if (o.contains("memory_plan")) std::cout << "memory plan:\n" << o["memory_plan"]["summary"].get<std::string>() << "\n";
   if (o.contains("disk_bound")) std::cout << "disk-bound speed:\n" << o["disk_bound"]["summary"].get<std::string>();
 }

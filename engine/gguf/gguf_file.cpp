@@ -270,6 +270,7 @@ std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
     auto f = std::make_shared<GgufFile>(parse({static_cast<const uint8_t*>(map), len}, path));
     f->map_ = map;
     f->map_len_ = len;
+    f->device_ = static_cast<uint64_t>(st.st_dev);
     return f;
   } catch (...) {
     munmap(map, len);
@@ -286,6 +287,7 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
   alignment_ = o.alignment_;
   data_offset_ = o.data_offset_;
   file_size_ = o.file_size_;
+  device_ = o.device_;
   path_ = std::move(o.path_);
   kv_ = std::move(o.kv_);
   tensors_ = std::move(o.tensors_);

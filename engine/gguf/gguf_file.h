@@ -49,6 +49,7 @@ struct TensorInfo {
   GgmlType type;
   uint64_t offset = 0;         // absolute byte offset in the file
   uint64_t nbytes = 0;
+  uint32_t file = 0;           // which file of the model holds it: its shard in a GgufSet (gguf_set.h); 0 here
   uint64_t n_elements() const;
   uint64_t rows() const { return dims.empty() ? 0 : n_elements() / dims[0]; }
   std::string shape_string() const;  // e.g. "[128, 32000]"
@@ -72,6 +73,9 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
   uint64_t file_size() const { return file_size_; }
   const std::string& path() const { return path_; }
+  // st_dev of the file open() mapped (symlinks resolved: the device that
+  // serves its reads); 0 for parse()d bytes.
+  uint64_t device() const { return device_; }
 
   const std::map<std::string, Value>& metadata() const { return kv_; }
   const Value* find(const std::string& key) const;
@@ -114,6 +118,7 @@ class GgufFile {
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   uint64_t file_size_ = 0;
+  uint64_t device_ = 0;
   std::string path_;
   std::map<std::string, Value> kv_;
   std::vector<TensorInfo> tensors_;

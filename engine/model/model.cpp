@@ -54,11 +54,14 @@ std::string kv_pool_note(const SequenceState& st) {
 
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& opts) {
   std::unique_ptr<Model> m(new Model());
-  m->file_ = gguf::GgufFile::open(path);
-  const gguf::GgufFile& f = *m->file_;
-  m->hp_ = read_hparams(f);
+  m->files_ = gguf::GgufSet::open(path);
+  const gguf::GgufSet& f = *m->files_;
+  if (f.n_shards() > 1)
+    spdlog::info("{}: a split model of {} shards ({} tensors, {})", path, f.n_shards(), f.tensors().size(),
+                 format_size(f.total_bytes()));
+  m->hp_ = read_hparams(f.metadata());
   Hparams& hp = m->hp_;
-  m->tokenizer_ = Tokenizer::from_gguf(f);
+  m->tokenizer_ = Tokenizer::from_gguf(f.metadata());
 
   TensorLoader t(f);
   // Resident Q4_0 projections into Q4_0_R16 at load, as experts are at landing

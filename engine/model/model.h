@@ -16,7 +16,7 @@
 
 #include "engine/arch/architecture.h"
 #include "engine/forward_state.h"
-#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_set.h"
 #include "engine/sequence_state.h"
 #include "engine/model/hparams.h"
 #include "engine/model/routing.h"
@@ -71,11 +71,14 @@ inline constexpr int64_t kMinPoolRows = 1024;
 
 class Model {
  public:
+  // `path`: a GGUF file, or any shard of a split set (gguf::GgufSet::open
+  // finds and checks the others).
   static std::unique_ptr<Model> load(const std::string& path, const ModelOptions& opts);
 
   const Hparams& hparams() const { return hp_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  const gguf::GgufFile& file() const { return *file_; }
+  // The model's files: one, or a split set's shards (metadata() holds every key).
+  const gguf::GgufSet& files() const { return *files_; }
   int64_t n_ctx() const { return seqs_->n_ctx(); }
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return state_.max_batch; }
@@ -127,7 +130,7 @@ class Model {
 
  private:
   Model() = default;
-  std::shared_ptr<gguf::GgufFile> file_;
+  std::shared_ptr<gguf::GgufSet> files_;
   Hparams hp_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<std::unique_ptr<uint8_t[]>> owned_weights_;  // repacked resident matrices (arch_'s views): before arch_

@@ -62,6 +62,7 @@ ExpertsView TensorLoader::experts(const std::string& name, int64_t n_expert, int
   v.cols = cols;
   v.expert_stride = static_cast<size_t>(t.nbytes / static_cast<uint64_t>(n_expert));
   v.row_stride = v.expert_stride / static_cast<size_t>(rows);
+  v.file = t.file;
   v.file_offset = t.offset;
   return v;
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_set.h"
 #include "engine/kernels/kernels.h"
 
 namespace ns {
@@ -22,7 +22,8 @@ struct ExpertsView {
   const uint8_t* data = nullptr;
   int64_t n_expert = 0, rows = 0, cols = 0;
   size_t row_stride = 0, expert_stride = 0;
-  uint64_t file_offset = 0;  // where expert 0 starts in the GGUF file
+  uint32_t file = 0;         // the model file (shard) holding the stack (gguf_set.h)
+  uint64_t file_offset = 0;  // where expert 0 starts in that file
 
   kernels::MatrixView expert(int64_t e) const {
     return {type, data + static_cast<size_t>(e) * expert_stride, rows, cols, row_stride};
@@ -31,14 +32,16 @@ struct ExpertsView {
 
 class TensorLoader {
  public:
-  explicit TensorLoader(const gguf::GgufFile& file) : f_(file) {}
+  // The tensors of `files` (one file or a split set's shards: tensor_data and
+  // copy_out find each tensor's shard).
+  explicit TensorLoader(const gguf::GgufSet& files) : f_(files) {}
 
   // Resident matrices in the kernels' interleaved layout (kernels::repacked_type:
   // Q4_0 -> Q4_0_R16, the layout the expert cache lands experts in, the same
   // switch: StreamingOptions::repack_experts). off: every matrix is a view of
   // the mapping in the file's layout. copy: matrix(..., repackable) copies such
   // a tensor out of the mapping into a buffer the loader owns
-  // (GgufFile::copy_out, which drops the mapping's pages of it: RSS holds one
+  // (GgufSet::copy_out, which drops the mapping's pages of it: RSS holds one
   // copy), repacks it there and returns a view of it with the repacked type.
   // count: the same tensors are counted in repacked_bytes() but stay views of
   // the mapping (a memory plan of a model that will not run: `model info`).
@@ -85,7 +88,7 @@ class TensorLoader {
 
  private:
   const gguf::TensorInfo& require(const std::string& name, const std::vector<uint64_t>& dims);
-  const gguf::GgufFile& f_;
+  const gguf::GgufSet& f_;
   std::set<std::string> used_;
   std::vector<std::string> skipped_prefixes_;
   Repack repack_ = Repack::off;

@@ -63,7 +63,7 @@ void check_io_mode(const std::string& io_mode) {
   if (io_mode != "mmap") stream::parse_io_mode(io_mode);
 }
 
-std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::span<const gguf::TensorInfo> tensors,
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> tensors,
                                                  const StreamingOptions& opts, const StreamingFootprint& fp) {
   check_io_mode(opts.io_mode);
   const stream::CachePolicy policy = stream::parse_cache_policy(opts.cache_policy);
@@ -101,8 +101,12 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::s
                  f.path(), std::strerror(errno));
   stream::ReaderOptions ro;
   ro.mode = stream::parse_io_mode(opts.io_mode);
-  ro.queue_depth = opts.io_queue_depth;
-  ws->reader = stream::make_reader({f.path()}, ro);
+  const size_t devices = std::max<size_t>(f.n_devices(), 1);
+  ro.queue_depth = opts.io_queue_depth * static_cast<uint32_t>(std::min<size_t>(devices, 64));
+  if (devices > 1)
+    spdlog::info("{}: the model's {} shards lie on {} devices: {} reads in flight ({} a device)", f.path(),
+                 f.n_shards(), devices, ro.queue_depth, opts.io_queue_depth);
+  ws->reader = stream::make_reader(f.paths(), ro);
   stream::ExpertCacheOptions co;
   co.capacity = ws->plan.cache_experts;
   if (opts.max_cache_experts > 0) co.capacity = std::min(co.capacity, opts.max_cache_experts);
@@ -128,7 +132,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::s
   return ws;
 }
 
-void attach_streaming(WeightStreaming& ws, const gguf::GgufFile& f, const StreamingOptions& opts, int64_t n_layer,
+void attach_streaming(WeightStreaming& ws, const gguf::GgufSet& f, const StreamingOptions& opts, int64_t n_layer,
                       ForwardState& s) {
   s.experts = ws.cache.get();
   s.predict_next = ws.cache && opts.predict_experts;

@@ -4,7 +4,9 @@
 // Contract:
 // - setup_streaming() plans `memory_budget` (see budget_planner.h) and, when
 //   io_mode is uring or pread and the model has routed-expert stacks, opens a
-//   reader on the model file and an expert cache of plan.cache_experts slots.
+//   reader on the model's files (every shard of a split set, file index i =
+//   shard i, as TensorInfo::file counts) and an expert cache of
+//   plan.cache_experts slots.
 //   It throws ns::Error(invalid_input) for a bad io_mode / cache_policy or a
 //   budget too small to run (the message has the breakdown and the minimum).
 // - memory_budget 0 means "what this process may use": the lower of its
@@ -12,7 +14,7 @@
 //   (stream::default_memory_budget, memory_limit.h); the plan's first line
 //   says which limit it came from.
 // - In a streaming mode the expert stacks are never read through the mapping;
-//   the mapping is switched to MADV_RANDOM so faults on resident tensors do
+//   every shard's mapping is switched to MADV_RANDOM so faults on resident tensors do
 //   not read ahead into them (peak RSS then stays within the plan).
 // - io_mode mmap: no reader and no cache; experts are read through the
 //   mapping (the page cache baseline) and the budget is not enforced.
@@ -24,7 +26,7 @@
 #include <string>
 
 #include "engine/forward_state.h"
-#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_set.h"
 #include "engine/stream/budget_planner.h"
 #include "engine/stream/expert_cache.h"
 #include "engine/stream/expert_layout.h"
@@ -37,7 +39,10 @@ struct StreamingOptions {
   uint64_t memory_budget = 0;        // bytes; 0 = what the machine has (see above)
   std::string io_mode = "uring";     // uring | pread | mmap
   std::string cache_policy = "lfu";  // lru | lfu
-  uint32_t io_queue_depth = 16;      // reads in flight
+  // Reads in flight per device the model's files sit on: a split model whose
+  // shards lie on k devices (GgufSet::n_devices) gets a reader of k times
+  // this depth, so each disk can be kept as busy as one alone.
+  uint32_t io_queue_depth = 16;
   bool predict_experts = true;       // prefetch the next layer's experts from the current hidden state
   // Experts prefetched per token: its best predicted ones for the next
   // layer; 0 = as many as it uses. 2 measured best on the DeepSeek-V2-Lite
@@ -96,12 +101,12 @@ void check_io_mode(const std::string& io_mode);  // throws Error(invalid_input) 
 // `tensors` are the ones the model reads (Model::tensors()): the expert layout
 // and the plan cover those only, so tensors a file carries but the model skips
 // (NextN blocks) are neither streamed nor counted.
-std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufFile& f, std::span<const gguf::TensorInfo> tensors,
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> tensors,
                                                  const StreamingOptions& opts, const StreamingFootprint& footprint);
 
 // Points s at the cache and the per-layer routers (for prediction); s's MoE
 // buffers must already be sized.
-void attach_streaming(WeightStreaming& ws, const gguf::GgufFile& f, const StreamingOptions& opts, int64_t n_layer,
+void attach_streaming(WeightStreaming& ws, const gguf::GgufSet& f, const StreamingOptions& opts, int64_t n_layer,
                       ForwardState& s);
 
 // Bytes held by s's buffers (their capacity).

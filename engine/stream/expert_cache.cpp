@@ -26,9 +26,15 @@ ExpertCache::ExpertCache(Reader& reader, const ExpertLayout& layout, const Exper
       slots_(new Slot[std::max<uint32_t>(opts.capacity, 1)]) {
   if (opts.capacity == 0) throw Error(ErrorKind::internal, "ExpertCache needs a capacity of at least one expert");
   if (layout.n_moe_layers() == 0) throw Error(ErrorKind::internal, "ExpertCache: the model has no routed experts");
-  if (opts.file >= reader.n_files()) throw Error(ErrorKind::internal, "ExpertCache: the reader has no file " + std::to_string(opts.file));
-  for (uint32_t l = 0; l < layout.n_layers(); ++l)
-    if (layout.is_moe_layer(l)) moe_experts_ += layout.layer(l).n_expert;
+  for (uint32_t l = 0; l < layout.n_layers(); ++l) {
+    if (!layout.is_moe_layer(l)) continue;
+    moe_experts_ += layout.layer(l).n_expert;
+    for (const ProjectionLayout& pl : layout.layer(l).proj)
+      if (pl.file >= reader.n_files())
+        throw Error(ErrorKind::internal, "ExpertCache: layer " + std::to_string(l) + "'s experts are in file " +
+                                             std::to_string(pl.file) + " but the reader has " +
+                                             std::to_string(reader.n_files()));
+  }
   loading_.reserve(opts.capacity);
   wants_.resize(layout.n_experts());
   stamp_.assign(layout.n_experts(), 0);
@@ -55,13 +61,13 @@ void ExpertCache::issue_reads(int32_t slot, uint32_t layer, int32_t expert) {
   uint8_t* mem = pool_.slot(static_cast<uint32_t>(slot));
   const int32_t buf = registered_ ? pool_.buffer_index(static_cast<uint32_t>(slot)) : -1;
   if (le.contiguous(e)) {
-    s.ops[0].prepare(opts_.file, le.proj[0].offset_of(e), le.expert_bytes(), mem, pool_.slot_bytes(), buf);
+    s.ops[0].prepare(le.proj[0].file, le.proj[0].offset_of(e), le.expert_bytes(), mem, pool_.slot_bytes(), buf);
     s.n_ops = 1;
   } else {
     for (int p = 0; p < kProjections; ++p) {
       const auto proj = static_cast<Projection>(p);
       const ProjectionLayout& pl = le.proj[static_cast<size_t>(p)];
-      s.ops[static_cast<size_t>(p)].prepare(opts_.file, pl.offset_of(e), pl.expert_bytes, mem + layout_.slot_offset(proj),
+      s.ops[static_cast<size_t>(p)].prepare(pl.file, pl.offset_of(e), pl.expert_bytes, mem + layout_.slot_offset(proj),
                                             layout_.slot_capacity(proj), buf);
     }
     s.n_ops = kProjections;

@@ -52,7 +52,6 @@ struct ExpertCacheOptions {
   // Register the slots with the reader (io_uring fixed buffers). A reader holds
   // one registration: the last cache (or other owner) to register wins.
   bool register_buffers = true;
-  uint32_t file = 0;             // the reader's file that holds the expert tensors
   // Called on each projection of an expert as it lands (its reads done, on
   // the thread that drives the cache, before anyone gets it): rewrites the
   // rows in place into the layout the kernels run fastest on (the model

@@ -35,7 +35,8 @@ const char* projection_name(Projection p) {
 }
 
 bool LayerExperts::contiguous(uint32_t expert) const {
-  return proj[1].offset_of(expert) == proj[0].offset_of(expert) + proj[0].expert_bytes &&
+  return proj[1].file == proj[0].file && proj[2].file == proj[0].file &&
+         proj[1].offset_of(expert) == proj[0].offset_of(expert) + proj[0].expert_bytes &&
          proj[2].offset_of(expert) == proj[1].offset_of(expert) + proj[1].expert_bytes;
 }
 
@@ -95,6 +96,7 @@ ExpertLayout ExpertLayout::from_tensors(std::span<const gguf::TensorInfo> tensor
                                               f[0]->name + "' has " + std::to_string(le.n_expert));
       le.n_expert = n;
       ProjectionLayout& pl = le.proj[static_cast<size_t>(p)];
+      pl.file = t->file;
       pl.offset = t->offset;
       pl.expert_bytes = t->nbytes / n;
       pl.type = t->type;

@@ -1,4 +1,5 @@
-// Where each expert's weights lie in a GGUF file, and how a cache slot holds them.
+// Where each expert's weights lie in a model's GGUF files (one file, or the shards of a split set:
+// each stack's file index and offset), and how a cache slot holds them.
 //
 // Streamed tensors are the routed experts' stacks, blk.N.ffn_{gate,up,down}_exps.weight
 // (ggml dims [cols, rows, n_expert]: expert e's matrix is the e-th contiguous
@@ -25,10 +26,11 @@ inline constexpr int kProjections = 3;
 const char* projection_name(Projection p);  // "gate", "up", "down"
 
 struct ProjectionLayout {
-  uint64_t offset = 0;        // absolute file offset of expert 0
+  uint64_t offset = 0;        // absolute offset of expert 0 in `file`
   uint64_t expert_bytes = 0;  // one expert's matrix (= the stride between experts)
   gguf::GgmlType type = gguf::GgmlType::F32;
   uint64_t rows = 0, cols = 0;
+  uint32_t file = 0;          // the model file (shard, gguf_set.h) holding the stack: the reader's file index
   uint64_t offset_of(uint32_t expert) const { return offset + expert * expert_bytes; }
 };
 
@@ -36,7 +38,7 @@ struct LayerExperts {
   uint32_t n_expert = 0;  // 0: not an MoE layer
   std::array<ProjectionLayout, kProjections> proj{};
   uint64_t expert_bytes() const { return proj[0].expert_bytes + proj[1].expert_bytes + proj[2].expert_bytes; }
-  // gate, up and down of `expert` follow each other in the file (a repacked layout): one read.
+  // gate, up and down of `expert` follow each other in one file (a repacked layout): one read.
   bool contiguous(uint32_t expert) const;
 };
 

@@ -10,8 +10,12 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/error.h"
+#include "engine/gguf/gguf_set.h"
+#include "engine/gguf/gguf_split.h"
 #include "engine/util/thread_pool.h"
 #include "tools/make_model/model_generator.h"
 
@@ -61,6 +65,21 @@ void print_summary(const PlannedModel& m, const GeneratorOptions& opt, const std
                                      : "dense n_ff " + std::to_string(s.n_ff);
   std::printf("  shape: n_embd %u, n_layer %u, n_head %u (%u kv), %s, n_ctx %u, vocab %s\n", s.n_embd, s.n_layer,
               s.n_head, s.n_head_kv, ffn.c_str(), s.n_ctx, m.vocab_source.c_str());
+}
+
+// Rewrites the model at `path` as gguf-split shards beside it and removes it.
+void write_shards(const std::string& path, size_t max_tensors, bool metadata_only_first) {
+  constexpr std::string_view ext = ".gguf";
+  const bool has_ext = path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  const std::string prefix = has_ext ? path.substr(0, path.size() - ext.size()) : path;
+  std::vector<std::string> shards;
+  {
+    const auto whole = gguf::GgufSet::open(path);
+    shards = gguf::write_split(*whole, prefix, {max_tensors, metadata_only_first});
+  }
+  std::remove(path.c_str());
+  std::printf("  split into %zu shards (at most %zu tensors each%s): %s ... %s\n", shards.size(), max_tensors,
+              metadata_only_first ? ", the first metadata only" : "", shards.front().c_str(), shards.back().c_str());
 }
 
 int run(int argc, char** argv) {
@@ -117,6 +136,14 @@ int run(int argc, char** argv) {
   app.add_flag("--weights-version", weights_version,
                "print the generation of the weights these flags give (changes when the generator's weights do) and "
                "exit");
+  size_t split_max_tensors = 0;
+  bool no_tensor_first_split = false;
+  app.add_option("--split-max-tensors", split_max_tensors,
+                 "write the model as gguf-split shards of at most N tensors each: --out NAME.gguf gives "
+                 "NAME-00001-of-0000K.gguf, ... (0: one file)")
+      ->capture_default_str();
+  app.add_flag("--no-tensor-first-split", no_tensor_first_split,
+               "with --split-max-tensors: the first shard holds the metadata only (gguf-split's flag of that name)");
   bool header_only = false;
   app.add_flag("--header-only", header_only,
                "write the metadata and tensor table, with every tensor zero and no disk space for the data (a sparse "
@@ -165,6 +192,7 @@ int run(int argc, char** argv) {
     print_summary(*model, opt, out);
     std::printf("  written in %.2f s (%.0f MiB/s, %d threads)\n", secs,
                 static_cast<double>(model->writer.file_size()) / (1 << 20) / std::max(secs, 1e-9), pool.size());
+    if (split_max_tensors > 0) write_shards(out, split_max_tensors, no_tensor_first_split);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

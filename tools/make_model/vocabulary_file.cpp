@@ -2,12 +2,15 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "engine/gguf/gguf_set.h"
 #include "tools/make_model/vocabulary.h"
 
 namespace ns::make_model {
 
 Vocabulary vocabulary_from_gguf(const std::string& path) {
-  const auto file = gguf::GgufFile::open(path);
+  // A real model's vocabulary may be any shard of a split set: its keys are the first shard's.
+  const auto set = gguf::GgufSet::open(path);
+  const gguf::GgufFile* file = &set->metadata();
   const gguf::Value* tokens = file->find("tokenizer.ggml.tokens");
   if (!tokens || tokens->type != gguf::ValueType::ARRAY || tokens->elem_type != gguf::ValueType::STRING ||
       tokens->arr.empty())

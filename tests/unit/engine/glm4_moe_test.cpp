@@ -98,7 +98,7 @@ TEST_CASE("glm4moe: the NextN block is skipped: not loaded, not planned, and the
 
   // The file has the NextN tensors; the model reads none of them.
   const auto nextn = [](const gguf::TensorInfo& t) { return t.name.rfind("blk.3.", 0) == 0; };
-  CHECK(std::count_if(mw->file().tensors().begin(), mw->file().tensors().end(), nextn) > 0);
+  CHECK(std::count_if(mw->files().tensors().begin(), mw->files().tensors().end(), nextn) > 0);
   CHECK(std::none_of(mw->tensors().begin(), mw->tensors().end(), nextn));
   CHECK(mw->tensors().size() == mn->tensors().size());
   CHECK(mw->n_params() == mn->n_params());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_set.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/model/tensor_loader.h"
@@ -114,7 +115,7 @@ void check_on_equals_off(const std::string& path) {
 
 TEST_CASE("resident repack: the loader's copy is the file's matrix in Q4_0_R16, and only when asked") {
   const std::string path = ds2_q4("split");
-  const auto f = gguf::GgufFile::open(path);
+  const auto f = gguf::GgufSet::open(path);
   const gguf::TensorInfo* t = f->find_tensor("blk.0.attn_q.weight");
   REQUIRE(t != nullptr);
   REQUIRE(t->type == gguf::GgmlType::Q4_0);

@@ -9,6 +9,7 @@
 
 #include "engine/arch/architecture.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_set.h"
 #include "engine/model/hparams.h"
 #include "engine/model/tensor_table.h"
 #include "engine/stream/expert_layout.h"
@@ -64,7 +65,7 @@ TEST_CASE("tensor table: a generated file holds what the table lists, in order, 
 }
 
 TEST_CASE("tensor table: the loader fills bound entries and names what is missing or misshapen") {
-  const auto f = gguf::GgufFile::open(test::dense_model());
+  const auto f = gguf::GgufSet::open(test::dense_model());
   TensorLoader loader(*f);
   std::vector<float> norm, absent;
   kernels::MatrixView q;
