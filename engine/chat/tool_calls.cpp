@@ -614,7 +614,8 @@ std::optional<ToolCallFormat> tool_call_format(const std::string& t) {
   if (contains(t, "<tool_call>")) {
     if (contains(t, "<arg_key>")) return ToolCallFormat::glm45;
     if (contains(t, "<function=") && contains(t, "<parameter=")) return ToolCallFormat::qwen35_xml;
-    if (contains(t, "tool_calls")) return ToolCallFormat::hermes_json;
+    // Apriel writes a JSON list in <tool_calls>...</tool_calls>, and names <tool_call> only in its prose.
+    if (contains(t, "tool_calls") && !contains(t, "<tool_calls>")) return ToolCallFormat::hermes_json;
   }
   return std::nullopt;
 }
