@@ -150,9 +150,13 @@ void scan_blocks(string_view text, std::initializer_list<Markers> kinds, const B
       }
     }
     if (start == npos) break;
-    size_t body = start + kind.begin.size();
-    size_t end = text.find(kind.end, body);
+    size_t end = text.find(kind.end, start + kind.begin.size());
     if (end == npos) break;  // incomplete: the rest stays content
+    // A begin marker with no end of its own before this one (a block cut
+    // short, or the marker named in prose) stays content: the block is the
+    // last begin before the end.
+    start = text.rfind(kind.begin, end - kind.begin.size());
+    size_t body = start + kind.begin.size();
     size_t after = end + kind.end.size();
     std::vector<Call> found;
     if (parse(text.substr(body, end - body), found) && !found.empty()) {

@@ -102,13 +102,28 @@ std::string rtrim(std::string s) {
 // prompt is not a prefix of the longer render (DeepSeek V3.2 opens
 // "<think></think>" but renders a past message with "</think>" alone), the
 // text after the longest common prefix, backed up to a marker's or line's end.
-std::string generated_text(const std::string& source, const ordered_json& assistant, const std::string& file,
-                           bool say_when_not_prefix = true) {
+// The chat-template call (render_chat_template), with `extra` variables (a
+// template's thinking switch) when given.
+std::string render(const std::string& source, const ordered_json& messages, bool add_generation_prompt,
+                   const ordered_json& extra) {
   const std::time_t now = 1782000000;
-  const std::string prompt = ns::chat::jinja::render_chat_template(source, kHistory, &kTools, true, "<s>", "</s>", now);
+  if (extra.empty())
+    return ns::chat::jinja::render_chat_template(source, messages, &kTools, add_generation_prompt, "<s>", "</s>", now);
+  ordered_json ctx = {{"messages", messages}, {"tools", kTools}, {"add_generation_prompt", add_generation_prompt},
+                      {"bos_token", "<s>"}, {"eos_token", "</s>"}};
+  ctx.update(extra);
+  ns::chat::jinja::RenderOptions o;
+  o.has_now = true;
+  o.now = now;
+  return ns::chat::jinja::Template(source, o).render(ctx, o);
+}
+
+std::string generated_text(const std::string& source, const ordered_json& assistant, const std::string& file,
+                           bool say_when_not_prefix = true, const ordered_json& extra = ordered_json::object()) {
+  const std::string prompt = render(source, kHistory, true, extra);
   ordered_json all = kHistory;
   all.push_back(assistant);
-  const std::string full = ns::chat::jinja::render_chat_template(source, all, &kTools, false, "<s>", "</s>", now);
+  const std::string full = render(source, all, false, extra);
   size_t k = 0;
   while (k < prompt.size() && k < full.size() && prompt[k] == full[k]) ++k;
   if (k < prompt.size() && say_when_not_prefix) {
@@ -229,6 +244,30 @@ TEST_CASE("tool calls: round trip through each family's real template (content, 
   }
 }
 
+// The same with each template's thinking switch on: the generation prompt
+// opens the think block, and the reasoning the message carries comes back.
+TEST_CASE("tool calls: round trip with thinking on gives the reasoning back") {
+  if (!have_templates()) return;
+  const ordered_json on = {{"thinking", true}, {"enable_thinking", true}};
+  for (const Family& f : kFamilies) {
+    if (!fs::exists(kTemplates / f.file)) continue;
+    const std::string file = f.file;
+    CAPTURE(file);
+    ordered_json assistant = {{"role", "assistant"}, {"content", ""}, {"reasoning_content", kReasoning},
+                              {"thinking", kReasoning}};
+    assistant["tool_calls"] = ordered_json::array();
+    for (size_t i = 0; i < f.calls; ++i) assistant["tool_calls"].push_back(kCalls[i]);
+    const std::string text = generated_text(read_file(kTemplates / f.file), assistant, file, true, on);
+    CAPTURE(text);
+    const ParsedReply r = parse_reply(f.format, text);
+    check_calls(r, f, f.calls);
+    CHECK(r.content == "");
+    // DeepSeek V3.1 drops a tool-calling message's reasoning; the Kimi K2 templates have none.
+    if (text.find(kReasoning) != std::string::npos) CHECK(r.reasoning_content == kReasoning);
+    else MESSAGE(file << " renders no reasoning for a tool-calling message");
+  }
+}
+
 TEST_CASE("tool calls: plain text is content, unchanged, in every format") {
   const std::string text = "  The weather in Paris is mild.\n\nAnything else? <not a call>  ";
   for (ToolCallFormat f : {ToolCallFormat::kimi_k2, ToolCallFormat::kimi_k3, ToolCallFormat::deepseek_v3,
@@ -308,6 +347,13 @@ TEST_CASE("tool calls: malformed or incomplete markup stays content and never th
   REQUIRE(two.tool_calls.size() == 1);
   CHECK(two.tool_calls[0].name == "f");
   CHECK(two.content == "<tool_call>\n{\"name\": \"g\", \"arguments\": \n</tool_call>");
+  // Nor does a begin marker left open before a complete block.
+  const ParsedReply open = parse_reply(ToolCallFormat::hermes_json,
+                                       "I will use <tool_call> tags.\n<tool_call>\n{\"name\": \"f\", \"arguments\": "
+                                       "{\"a\": 1}}\n</tool_call>");
+  REQUIRE(open.tool_calls.size() == 1);
+  CHECK(open.tool_calls[0].arguments == R"({"a":1})");
+  CHECK(open.content == "I will use <tool_call> tags.");
   // Invalid UTF-8 never throws either.
   CHECK_NOTHROW(parse_reply(ToolCallFormat::glm45, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>\xff\xfe</arg_value>"
                                                    "\n</tool_call>"));
