@@ -255,8 +255,7 @@ bool kimi_k2_block(string_view body, std::vector<Call>& out) {
     string_view name = id;
     consume(name, "functions.");
     size_t colon = name.rfind(':');
-    if (colon != npos && colon + 1 < name.size() &&
-        name.substr(colon + 1).find_first_not_of("0123456789") == npos)
+    if (colon != npos && colon + 1 < name.size() && name.substr(colon + 1).find_first_not_of("0123456789") == npos)
       name = name.substr(0, colon);
     std::optional<std::string> args = normalize_arguments(item.substr(sep + arguments.size()));
     if (!valid_name(name) || !args) return false;
@@ -322,8 +321,8 @@ bool invoke_block(string_view body, const InvokeTags& tags, std::vector<Call>& o
         auto key = pattrs.find("name");
         if (key == pattrs.end() || key->second.empty()) return false;
         auto is_string = pattrs.find("string");
-        args[key->second] = is_string != pattrs.end() && is_string->second == "true" ? ojson(std::string(param))
-                                                                                     : xml_value(param);
+        args[key->second] =
+            is_string != pattrs.end() && is_string->second == "true" ? ojson(std::string(param)) : xml_value(param);
         return true;
       });
       if (!ok) return false;
@@ -336,16 +335,17 @@ bool invoke_block(string_view body, const InvokeTags& tags, std::vector<Call>& o
 void parse_deepseek_dsml(string_view text, Builder& b) {
   static constexpr InvokeTags tags{"<｜DSML｜invoke", "</｜DSML｜invoke>", "<｜DSML｜parameter",
                                    "</｜DSML｜parameter>"};
-  scan_blocks(take_think(text, b),
-              {{"<｜DSML｜function_calls>", "</｜DSML｜function_calls>"},
-               {"<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"}},
-              [](string_view body, std::vector<Call>& out) { return invoke_block(body, tags, out); }, b);
+  scan_blocks(
+      take_think(text, b),
+      {{"<｜DSML｜function_calls>", "</｜DSML｜function_calls>"}, {"<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>"}},
+      [](string_view body, std::vector<Call>& out) { return invoke_block(body, tags, out); }, b);
 }
 
 void parse_minimax_m2(string_view text, Builder& b) {
   static constexpr InvokeTags tags{"<invoke", "</invoke>", "<parameter", "</parameter>"};
-  scan_blocks(take_think(text, b), {{"<minimax:tool_call>", "</minimax:tool_call>"}},
-              [](string_view body, std::vector<Call>& out) { return invoke_block(body, tags, out); }, b);
+  scan_blocks(
+      take_think(text, b), {{"<minimax:tool_call>", "</minimax:tool_call>"}},
+      [](string_view body, std::vector<Call>& out) { return invoke_block(body, tags, out); }, b);
 }
 
 // ---- Hermes JSON (Qwen3, Qwen2.5) ------------------------------------------
@@ -358,8 +358,8 @@ bool hermes_block(string_view body, std::vector<Call>& out) {
   auto args = j->find("arguments");
   if (args == j->end()) args = j->find("parameters");
   std::optional<std::string> a = std::string("{}");
-  if (args != j->end()) a = args->is_string() ? normalize_arguments(args->get_ref<const std::string&>())
-                                              : normalize_arguments(dump(*args));
+  if (args != j->end())
+    a = args->is_string() ? normalize_arguments(args->get_ref<const std::string&>()) : normalize_arguments(dump(*args));
   if (!a) return false;
   out.push_back({{}, name->get<std::string>(), *std::move(a)});
   return true;
@@ -511,12 +511,13 @@ void parse_kimi_k3(string_view text, Builder& b) {
     b.content += t.substr(0, rc);
     t = t.substr(rc + response_close.size());
   }
-  scan_blocks(t, {{"<|open|>tools<|sep|>", "<|close|>tools<|sep|>"}},
-              [](string_view body, std::vector<Call>& out) {
-                return parse_items(body, "<|open|>call", "<|close|>call<|sep|>",
-                                   [&](string_view item) { return kimi_k3_call(item, out); });
-              },
-              b);
+  scan_blocks(
+      t, {{"<|open|>tools<|sep|>", "<|close|>tools<|sep|>"}},
+      [](string_view body, std::vector<Call>& out) {
+        return parse_items(body, "<|open|>call", "<|close|>call<|sep|>",
+                           [&](string_view item) { return kimi_k3_call(item, out); });
+      },
+      b);
 }
 
 // ---- harmony (gpt-oss) ------------------------------------------------------
@@ -593,15 +594,24 @@ void parse_harmony(string_view text, Builder& b) {
 
 std::string_view tool_call_format_name(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::kimi_k2: return "kimi-k2";
-    case ToolCallFormat::kimi_k3: return "kimi-k3";
-    case ToolCallFormat::deepseek_v3: return "deepseek-v3";
-    case ToolCallFormat::deepseek_dsml: return "deepseek-dsml";
-    case ToolCallFormat::hermes_json: return "hermes-json";
-    case ToolCallFormat::qwen35_xml: return "qwen3.5-xml";
-    case ToolCallFormat::glm45: return "glm-4.5";
-    case ToolCallFormat::harmony: return "harmony";
-    case ToolCallFormat::minimax_m2: return "minimax-m2";
+    case ToolCallFormat::kimi_k2:
+      return "kimi-k2";
+    case ToolCallFormat::kimi_k3:
+      return "kimi-k3";
+    case ToolCallFormat::deepseek_v3:
+      return "deepseek-v3";
+    case ToolCallFormat::deepseek_dsml:
+      return "deepseek-dsml";
+    case ToolCallFormat::hermes_json:
+      return "hermes-json";
+    case ToolCallFormat::qwen35_xml:
+      return "qwen3.5-xml";
+    case ToolCallFormat::glm45:
+      return "glm-4.5";
+    case ToolCallFormat::harmony:
+      return "harmony";
+    case ToolCallFormat::minimax_m2:
+      return "minimax-m2";
   }
   return "unknown";
 }
@@ -628,15 +638,33 @@ ParsedReply parse_reply(ToolCallFormat f, const std::string& generated_text) {
   Builder b;
   try {
     switch (f) {
-      case ToolCallFormat::kimi_k2: parse_kimi_k2(generated_text, b); break;
-      case ToolCallFormat::kimi_k3: parse_kimi_k3(generated_text, b); break;
-      case ToolCallFormat::deepseek_v3: parse_deepseek_v3(generated_text, b); break;
-      case ToolCallFormat::deepseek_dsml: parse_deepseek_dsml(generated_text, b); break;
-      case ToolCallFormat::hermes_json: parse_hermes(generated_text, b); break;
-      case ToolCallFormat::qwen35_xml: parse_qwen35(generated_text, b); break;
-      case ToolCallFormat::glm45: parse_glm45(generated_text, b); break;
-      case ToolCallFormat::harmony: parse_harmony(generated_text, b); break;
-      case ToolCallFormat::minimax_m2: parse_minimax_m2(generated_text, b); break;
+      case ToolCallFormat::kimi_k2:
+        parse_kimi_k2(generated_text, b);
+        break;
+      case ToolCallFormat::kimi_k3:
+        parse_kimi_k3(generated_text, b);
+        break;
+      case ToolCallFormat::deepseek_v3:
+        parse_deepseek_v3(generated_text, b);
+        break;
+      case ToolCallFormat::deepseek_dsml:
+        parse_deepseek_dsml(generated_text, b);
+        break;
+      case ToolCallFormat::hermes_json:
+        parse_hermes(generated_text, b);
+        break;
+      case ToolCallFormat::qwen35_xml:
+        parse_qwen35(generated_text, b);
+        break;
+      case ToolCallFormat::glm45:
+        parse_glm45(generated_text, b);
+        break;
+      case ToolCallFormat::harmony:
+        parse_harmony(generated_text, b);
+        break;
+      case ToolCallFormat::minimax_m2:
+        parse_minimax_m2(generated_text, b);
+        break;
     }
   } catch (...) {
     // Only allocation can fail above; the reply is then all content.

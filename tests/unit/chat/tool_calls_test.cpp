@@ -70,9 +70,9 @@ constexpr const char* kContent = "Let me look that up.";
 struct Family {
   const char* file;
   ToolCallFormat format;
-  size_t calls;                  // how many of kCalls the template renders (gpt-oss: one per message)
-  bool kimi_ids;                 // ids are functions.NAME:IDX
-  bool content_is_reasoning;     // gpt-oss renders a tool-calling message's content in the analysis channel
+  size_t calls;               // how many of kCalls the template renders (gpt-oss: one per message)
+  bool kimi_ids;              // ids are functions.NAME:IDX
+  bool content_is_reasoning;  // gpt-oss renders a tool-calling message's content in the analysis channel
 };
 
 const Family kFamilies[] = {
@@ -109,8 +109,11 @@ std::string render(const std::string& source, const ordered_json& messages, bool
   const std::time_t now = 1782000000;
   if (extra.empty())
     return ns::chat::jinja::render_chat_template(source, messages, &kTools, add_generation_prompt, "<s>", "</s>", now);
-  ordered_json ctx = {{"messages", messages}, {"tools", kTools}, {"add_generation_prompt", add_generation_prompt},
-                      {"bos_token", "<s>"}, {"eos_token", "</s>"}};
+  ordered_json ctx = {{"messages", messages},
+                      {"tools", kTools},
+                      {"add_generation_prompt", add_generation_prompt},
+                      {"bos_token", "<s>"},
+                      {"eos_token", "</s>"}};
   ctx.update(extra);
   ns::chat::jinja::RenderOptions o;
   o.has_now = true;
@@ -129,8 +132,7 @@ std::string generated_text(const std::string& source, const ordered_json& assist
   if (k < prompt.size() && say_when_not_prefix) {
     size_t tail = prompt.size() > 30 ? prompt.size() - 30 : 0;
     while (tail < prompt.size() && (static_cast<unsigned char>(prompt[tail]) & 0xC0) == 0x80) ++tail;
-    MESSAGE(file << ": the generation prompt is not a prefix of the rendered reply; it ends "
-                 << prompt.substr(tail));
+    MESSAGE(file << ": the generation prompt is not a prefix of the rendered reply; it ends " << prompt.substr(tail));
   }
   if (k < prompt.size()) {
     while (k > 0 && full[k - 1] != '>' && full[k - 1] != '\n') --k;
@@ -200,8 +202,8 @@ TEST_CASE("tool calls: round trip through each family's real template (reasoning
     }
     const std::string file = f.file;
     CAPTURE(file);
-    ordered_json assistant = {{"role", "assistant"}, {"content", ""}, {"reasoning_content", kReasoning},
-                              {"thinking", kReasoning}};
+    ordered_json assistant = {
+        {"role", "assistant"}, {"content", ""}, {"reasoning_content", kReasoning}, {"thinking", kReasoning}};
     assistant["tool_calls"] = ordered_json::array();
     for (size_t i = 0; i < f.calls; ++i) assistant["tool_calls"].push_back(kCalls[i]);
     const std::string text = generated_text(read_file(kTemplates / f.file), assistant, f.file);
@@ -210,8 +212,10 @@ TEST_CASE("tool calls: round trip through each family's real template (reasoning
     check_calls(r, f, f.calls);
     CHECK(r.content == "");
     // Templates that render the reasoning give it back; the others render none.
-    if (text.find(kReasoning) != std::string::npos) CHECK(r.reasoning_content == kReasoning);
-    else CHECK(r.reasoning_content == "");
+    if (text.find(kReasoning) != std::string::npos)
+      CHECK(r.reasoning_content == kReasoning);
+    else
+      CHECK(r.reasoning_content == "");
 
     // Every truncation of the reply parses without throwing, to the calls it
     // holds complete: never a wrong or partial call.
@@ -253,8 +257,8 @@ TEST_CASE("tool calls: round trip with thinking on gives the reasoning back") {
     if (!fs::exists(kTemplates / f.file)) continue;
     const std::string file = f.file;
     CAPTURE(file);
-    ordered_json assistant = {{"role", "assistant"}, {"content", ""}, {"reasoning_content", kReasoning},
-                              {"thinking", kReasoning}};
+    ordered_json assistant = {
+        {"role", "assistant"}, {"content", ""}, {"reasoning_content", kReasoning}, {"thinking", kReasoning}};
     assistant["tool_calls"] = ordered_json::array();
     for (size_t i = 0; i < f.calls; ++i) assistant["tool_calls"].push_back(kCalls[i]);
     const std::string text = generated_text(read_file(kTemplates / f.file), assistant, file, true, on);
@@ -263,8 +267,10 @@ TEST_CASE("tool calls: round trip with thinking on gives the reasoning back") {
     check_calls(r, f, f.calls);
     CHECK(r.content == "");
     // DeepSeek V3.1 drops a tool-calling message's reasoning; the Kimi K2 templates have none.
-    if (text.find(kReasoning) != std::string::npos) CHECK(r.reasoning_content == kReasoning);
-    else MESSAGE(file << " renders no reasoning for a tool-calling message");
+    if (text.find(kReasoning) != std::string::npos)
+      CHECK(r.reasoning_content == kReasoning);
+    else
+      MESSAGE(file << " renders no reasoning for a tool-calling message");
   }
 }
 
@@ -316,7 +322,8 @@ TEST_CASE("tool calls: malformed or incomplete markup stays content and never th
        "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{bad json}"
        "<|tool_call_end|><|tool_calls_section_end|>"},
       {ToolCallFormat::kimi_k2, "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0"},
-      {ToolCallFormat::deepseek_v3, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {ToolCallFormat::deepseek_v3,
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
       {ToolCallFormat::deepseek_dsml,
        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜oops>1</｜DSML｜oops>\n</｜DSML｜invoke>\n"
        "</｜DSML｜function_calls>"},
@@ -355,8 +362,9 @@ TEST_CASE("tool calls: malformed or incomplete markup stays content and never th
   CHECK(open.tool_calls[0].arguments == R"({"a":1})");
   CHECK(open.content == "I will use <tool_call> tags.");
   // Invalid UTF-8 never throws either.
-  CHECK_NOTHROW(parse_reply(ToolCallFormat::glm45, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>\xff\xfe</arg_value>"
-                                                   "\n</tool_call>"));
+  CHECK_NOTHROW(parse_reply(ToolCallFormat::glm45,
+                            "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>\xff\xfe</arg_value>"
+                            "\n</tool_call>"));
 }
 
 TEST_CASE("tool calls: reasoning goes to reasoning_content") {
@@ -423,10 +431,11 @@ TEST_CASE("tool calls: UTF-8 in arguments is kept as UTF-8, escapes decoded") {
   REQUIRE(r.tool_calls.size() == 1);
   CHECK(r.tool_calls[0].arguments == R"({"city":"Zürich","days":3})");
   // A string the markup marks as such is not JSON-parsed.
-  r = parse_reply(ToolCallFormat::deepseek_dsml,
-                  "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"zip\" string=\"true\">"
-                  "75001</｜DSML｜parameter>\n<｜DSML｜parameter name=\"n\" string=\"false\">75001</｜DSML｜parameter>\n"
-                  "</｜DSML｜invoke>\n</｜DSML｜tool_calls>");
+  r = parse_reply(
+      ToolCallFormat::deepseek_dsml,
+      "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"zip\" string=\"true\">"
+      "75001</｜DSML｜parameter>\n<｜DSML｜parameter name=\"n\" string=\"false\">75001</｜DSML｜parameter>\n"
+      "</｜DSML｜invoke>\n</｜DSML｜tool_calls>");
   REQUIRE(r.tool_calls.size() == 1);
   CHECK(r.tool_calls[0].arguments == R"({"zip":"75001","n":75001})");
   // Kimi K3 escapes attribute values.
