@@ -47,23 +47,31 @@
 namespace ns::chat {
 
 enum class ToolCallFormat {
-  kimi_k2,  // <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}
-            //   <|tool_call_end|>...<|tool_calls_section_end|> (Kimi K2)
-  kimi_k3,  // <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="K" type="T"<|sep|>
-            //   V<|close|>argument<|sep|>...<|close|>call<|sep|><|close|>tools<|sep|>; think and response blocks
-            //   (Kimi K3)
-  deepseek_v3,  // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}<｜tool▁call▁end｜>...
-                //   <｜tool▁calls▁end｜> (DeepSeek V3.1; V3/R1's "function<｜tool▁sep｜>NAME\n```json" too)
-  deepseek_dsml,  // <｜DSML｜function_calls> (V3.2) or <｜DSML｜tool_calls> (V4) around <｜DSML｜invoke name="NAME">
-                  //   <｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>...</｜DSML｜invoke>
-  hermes_json,  // <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call> (Qwen3, Qwen2.5, Hermes)
-  qwen35_xml,   // <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n</function>\n</tool_call>
-                //   (Qwen3.5, Qwen3-Coder)
-  glm45,        // <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n</tool_call> (GLM-4.5, 4.6)
-  harmony,      // <|channel|>analysis<|message|>...<|end|><|start|>assistant to=functions.NAME<|channel|>commentary
-                //   json<|message|>{json}<|call|>; answer in the final channel (gpt-oss)
-  minimax_m2,   // <minimax:tool_call>\n<invoke name="NAME">\n<parameter name="K">V</parameter>\n</invoke>\n
-                //   </minimax:tool_call> (MiniMax-M2)
+  // Kimi K2: <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}
+  // <|tool_call_end|>...<|tool_calls_section_end|>
+  kimi_k2,
+  // Kimi K3: <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="K" type="T"<|sep|>
+  // V<|close|>argument<|sep|>...<|close|>call<|sep|><|close|>tools<|sep|>, after its think and response blocks
+  kimi_k3,
+  // DeepSeek V3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}<｜tool▁call▁end｜>...
+  // <｜tool▁calls▁end｜>; also V3/R1's function<｜tool▁sep｜>NAME\n```json\n{json}\n```
+  deepseek_v3,
+  // DeepSeek V3.2 (<｜DSML｜function_calls>) and V4 (<｜DSML｜tool_calls>) around <｜DSML｜invoke name="NAME">
+  // <｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>...</｜DSML｜invoke>
+  deepseek_dsml,
+  // Qwen3, Qwen2.5, Hermes: <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
+  hermes_json,
+  // Qwen3.5 (Qwen3-Coder's markup): <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n</function>
+  // \n</tool_call>
+  qwen35_xml,
+  // GLM-4.5, 4.6: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n</tool_call>
+  glm45,
+  // gpt-oss: <|channel|>analysis<|message|>...<|end|><|start|>assistant to=functions.NAME<|channel|>commentary
+  // json<|message|>{json}<|call|>; the answer in the final channel
+  harmony,
+  // MiniMax-M2: <minimax:tool_call>\n<invoke name="NAME">\n<parameter name="K">V</parameter>\n</invoke>\n
+  // </minimax:tool_call>
+  minimax_m2,
 };
 
 // The format's short name ("kimi-k2", "deepseek-dsml", "hermes-json", ...), for logs and messages.
