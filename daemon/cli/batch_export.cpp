@@ -1,13 +1,16 @@
 #include "daemon/cli/batch_export.h"
 
 #include <algorithm>
+
+#include "common/error.h"
+#include "engine/chat/chat_messages_json.h"
 #include <map>
 #include <tuple>
 #include <vector>
 
 namespace ns::cli {
 
-std::string batch_output_line(const jobs::Job& job) {
+std::string batch_output_line(const jobs::Job& job, const ToolFormatOf& tool_format) {
   const std::string custom_id = job.spec.custom_id.empty() ? "job-" + std::to_string(job.id) : job.spec.custom_id;
   switch (job.state) {
     case jobs::JobState::done: {
@@ -24,6 +27,13 @@ std::string batch_output_line(const jobs::Job& job) {
         s.completion_tokens = job.result->completion_tokens;
         for (const jobs::JobChoice& c : job.result->more_choices) s.more_choices.push_back({c.text, c.finish_reason});
         s.logprobs = job.result->logprobs;
+      }
+      if (job.spec.is_chat() && tool_format) {
+        try {
+          if (!chat::conversation_from_json(job.spec.messages).tools.empty()) s.tool_format = tool_format(job.spec.model);
+        } catch (const Error&) {
+          // unreadable stored messages: the text is exported as it is
+        }
       }
       return format_batch_success(s);
     }
@@ -50,7 +60,8 @@ std::string batch_output_line(const jobs::Job& job) {
   return "";
 }
 
-ExportCounts export_batch_jsonl(jobs::Queue& queue, const std::string& batch, std::ostream& out) {
+ExportCounts export_batch_jsonl(jobs::Queue& queue, const std::string& batch, std::ostream& out,
+                                const ToolFormatOf& tool_format) {
   jobs::ListFilter filter;
   filter.batch = batch;
   filter.limit = 0;
@@ -74,7 +85,7 @@ ExportCounts export_batch_jsonl(jobs::Queue& queue, const std::string& batch, st
       case jobs::JobState::cancelled: ++counts.states.cancelled; break;
       case jobs::JobState::dead: ++counts.states.dead; break;
     }
-    const std::string line = batch_output_line(job);
+    const std::string line = batch_output_line(job, tool_format);
     if (line.empty()) continue;
     out << line << '\n';
     ++counts.written;

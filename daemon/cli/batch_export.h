@@ -8,6 +8,9 @@
 // Reads only; the queue is not changed.
 #pragma once
 
+#include <functional>
+#include <optional>
+
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -24,10 +27,15 @@ struct ExportCounts {
   int64_t pending() const { return states.queued + states.running; }
 };
 
-// The output line of one finished job; "" for a job not finished.
-std::string batch_output_line(const jobs::Job& job);
+// The tool-call markup a model writes (from its chat template), by model name; nullopt when unknown.
+using ToolFormatOf = std::function<std::optional<chat::ToolCallFormat>(const std::string& model)>;
 
-ExportCounts export_batch_jsonl(jobs::Queue& queue, const std::string& batch, std::ostream& out);
+// The output line of one finished job; "" for a job not finished. A chat job that offered tools has its
+// reply split into content and tool_calls when `tool_format` knows its model's markup.
+std::string batch_output_line(const jobs::Job& job, const ToolFormatOf& tool_format = {});
+
+ExportCounts export_batch_jsonl(jobs::Queue& queue, const std::string& batch, std::ostream& out,
+                                const ToolFormatOf& tool_format = {});
 
 // "3 done, 1 failed, 0 cancelled, 0 dead, 2 queued, 0 running".
 std::string describe_counts(const jobs::QueueCounts& c);

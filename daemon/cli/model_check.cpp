@@ -38,6 +38,28 @@ std::string close_names(const std::string& name, const std::map<std::string, std
   return out;
 }
 
+const ModelFile* ModelCheck::facts_of(const std::string& model, const std::string& path) {
+  auto known = facts_.find(model);
+  if (known == facts_.end()) {
+    std::shared_ptr<ModelFile> facts;  // unreadable from here: the daemon will say
+    try {
+      facts = ModelFile::open(path);
+    } catch (const Error&) {
+    }
+    known = facts_.emplace(model, std::move(facts)).first;
+  }
+  return known->second.get();
+}
+
+std::optional<chat::ToolCallFormat> ModelCheck::tool_format(const std::string& model) {
+  if (!config_) return std::nullopt;
+  const auto it = config_->models.find(model);
+  if (it == config_->models.end()) return std::nullopt;
+  const ModelFile* facts = facts_of(model, it->second);
+  if (!facts || !facts->chat_template()) return std::nullopt;
+  return chat::tool_call_format(*facts->chat_template());
+}
+
 std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   if (!config_ || config_->models.empty()) return "";
   const auto it = config_->models.find(spec.model);
@@ -50,16 +72,7 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
            " Fix the name, or add the model to the config; --any-model queues it anyway (for a daemon with "
            "another config)";
   }
-  auto known = facts_.find(spec.model);
-  if (known == facts_.end()) {
-    std::shared_ptr<ModelFile> facts;  // unreadable from here: the daemon will say
-    try {
-      facts = ModelFile::open(it->second);
-    } catch (const Error&) {
-    }
-    known = facts_.emplace(spec.model, std::move(facts)).first;
-  }
-  const ModelFile* facts = known->second.get();
+  const ModelFile* facts = facts_of(spec.model, it->second);
   if (!facts) return "";
   if (spec.is_chat() && !facts->chat_template())
     return "model '" + spec.model + "' (" + it->second +

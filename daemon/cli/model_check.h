@@ -22,6 +22,7 @@
 #include <string>
 
 #include "daemon/lib/config.h"
+#include "engine/chat/tool_calls.h"
 #include "engine/engine.h"
 #include "jobs/queue.h"
 
@@ -33,11 +34,15 @@ class ModelCheck {
   explicit ModelCheck(const daemon::Config& config) : config_(config) {}
 
   std::string problem(const jobs::JobSpec& spec);
+  // The tool-call markup the model's chat template writes (engine/chat/tool_calls.h); nullopt without
+  // --config, for a model it lacks, or a file it cannot read.
+  std::optional<chat::ToolCallFormat> tool_format(const std::string& model);
 
  private:
   std::optional<daemon::Config> config_;
   // What each model's GGUF header says (read once), by model name; null: not readable from here.
   std::map<std::string, std::shared_ptr<ModelFile>> facts_;
+  const ModelFile* facts_of(const std::string& model, const std::string& path);
 };
 
 // The configured names closest to `name` (edit distance at most 2, or a

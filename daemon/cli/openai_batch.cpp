@@ -514,13 +514,35 @@ std::string format_batch_success(const BatchSuccess& s) {
     const std::string& text = k == 0 ? s.text : s.more_choices[k - 1].text;
     ordered_json choice;
     choice["index"] = k;
-    if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-    else choice["text"] = text;
+    std::string finish_reason = k == 0 ? s.finish_reason : s.more_choices[k - 1].finish_reason;
+    if (chat && s.tool_format) {
+      const chat::ParsedReply reply = chat::parse_reply(*s.tool_format, text);
+      ordered_json message = {{"role", "assistant"}};
+      message["content"] = reply.content.empty() && !reply.tool_calls.empty() ? ordered_json(nullptr)
+                                                                               : ordered_json(reply.content);
+      if (!reply.reasoning_content.empty()) message["reasoning_content"] = reply.reasoning_content;
+      if (!reply.tool_calls.empty()) {
+        ordered_json calls = ordered_json::array();
+        for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
+          const chat::ToolCall& c = reply.tool_calls[i];
+          // The format's own id where it has one, made unique across the batch's jobs.
+          const std::string id = "call_" + std::to_string(s.job_id) + "_" + std::to_string(k) + "_" + std::to_string(i);
+          calls.push_back({{"id", id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        }
+        message["tool_calls"] = std::move(calls);
+        if (finish_reason == "stop") finish_reason = "tool_calls";
+      }
+      choice["message"] = std::move(message);
+    } else if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", text}};
+    } else {
+      choice["text"] = text;
+    }
     if (k < records.size())
       choice["logprobs"] = chat ? chat_logprobs_json(records[k], pieces) : completion_logprobs_json(records[k], pieces);
     else
       choice["logprobs"] = nullptr;
-    choice["finish_reason"] = k == 0 ? s.finish_reason : s.more_choices[k - 1].finish_reason;
+    choice["finish_reason"] = finish_reason;
     choices.push_back(std::move(choice));
   }
 

@@ -50,6 +50,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/tool_calls.h"
 #include "engine/sampler/logprobs.h"
 #include "common/sampling_params.h"
 
@@ -115,6 +116,10 @@ struct BatchSuccess {
   int32_t completion_tokens = 0;  // every choice's, summed
   std::vector<BatchChoice> more_choices;  // choices 1..n-1
   std::string logprobs;           // the job's stored records (engine/sampler/logprobs.h); "" = "logprobs": null
+  // The request offered tools and the model writes calls in this markup: each choice's text is split into
+  // content, reasoning_content and tool_calls (engine/chat/tool_calls.h); finish_reason "tool_calls" when it
+  // called one.
+  std::optional<chat::ToolCallFormat> tool_format;
 };
 
 // One choice's logprobs in OpenAI's chat shape:

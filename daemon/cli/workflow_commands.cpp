@@ -20,6 +20,7 @@
 #include "daemon/cli/command_support.h"
 #include "daemon/cli/commands.h"
 #include "daemon/cli/document_export.h"
+#include "daemon/cli/model_check.h"
 #include "daemon/cli/status_view.h"
 #include "daemon/lib/job_format.h"
 #include "common/error.h"
@@ -52,10 +53,13 @@ void export_jsonl(const ExportArgs& a) {
   if (a.batch.empty()) throw CommandError{kUsage, "--jsonl needs --batch NAME (nightshift status lists the batches)"};
   auto queue = open_existing(a.db);
   require_batch(*queue, a.batch);
+  // With --config, replies to requests that offered tools become tool_calls in the model's markup.
+  auto models = std::make_shared<ModelCheck>(model_check_for(a.db, false));
+  const ToolFormatOf tool_format = [models](const std::string& model) { return models->tool_format(model); };
   ExportCounts counts;
   FILE* report = stdout;
   if (a.jsonl == "-") {
-    counts = export_batch_jsonl(*queue, a.batch, std::cout);
+    counts = export_batch_jsonl(*queue, a.batch, std::cout, tool_format);
     std::cout.flush();
     report = stderr;
   } else {
@@ -64,7 +68,7 @@ void export_jsonl(const ExportArgs& a) {
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       if (!out) throw CommandError{kFailure, "cannot write " + tmp + ": " + std::strerror(errno)};
-      counts = export_batch_jsonl(*queue, a.batch, out);
+      counts = export_batch_jsonl(*queue, a.batch, out, tool_format);
       out.close();
       if (!out) {
         std::remove(tmp.c_str());

@@ -30,6 +30,17 @@ expect_contains "$prompt" "<function=get_weather>" "the assistant's call in the 
 expect_contains "$prompt" '{"temperature": 21}' "the tool's answer"
 expect_result_is_run "$WORK/qwen.gguf" "$prompt" "tools-rendered"
 
+# The export (with --config: the model's tool-call markup is known) writes the reply as an assistant message.
+ns export --config "$CONFIG" --batch tools --jsonl "$WORK/out.jsonl" > /dev/null
+python3 - "$WORK/out.jsonl" <<'PY' || fail "the exported line"
+import json, sys
+line = json.loads(open(sys.argv[1]).read())
+choice = line["response"]["body"]["choices"][0]
+assert choice["message"]["role"] == "assistant", choice
+assert choice["finish_reason"] in ("length", "stop", "tool_calls"), choice
+assert isinstance(choice["message"]["content"], str) or choice["message"].get("tool_calls"), choice
+PY
+
 # tool_choice "none": the same conversation without the definitions.
 sed 's/"ignore_eos": true}/"ignore_eos": true, "tool_choice": "none"}/; s/"custom_id": "tools"/"custom_id": "none"/' \
   "$WORK/tools.jsonl" > "$WORK/none.jsonl"

@@ -20,7 +20,7 @@ set -euo pipefail
 FACADE=(
   engine/engine.h engine/generation.h engine/batch_stats.h engine/model_report.h
   engine/sampler/logprobs.h
-  engine/chat/chat_template.h engine/chat/chat_messages_json.h engine/chat/jinja.h
+  engine/chat/chat_template.h engine/chat/chat_messages_json.h engine/chat/jinja.h engine/chat/tool_calls.h
   engine/grammar/grammar.h engine/grammar/json_schema.h
 )
 

@@ -88,3 +88,28 @@ TEST_CASE("a failed request has a null response and an error with code and messa
         R"({"id":"batch_req_9","custom_id":"q-9","response":null,)"
         R"("error":{"code":"invalid_input","message":"chat template \"{{ x }}\" is unknown"}})");
 }
+
+TEST_CASE("a reply to a request that offered tools: its calls become tool_calls, finish_reason tool_calls") {
+  BatchSuccess s = success(BatchEndpoint::chat_completions);
+  s.tool_format = ns::chat::ToolCallFormat::hermes_json;
+  s.finish_reason = "stop";
+  s.text = "<think>Paris needs a lookup.</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+           "{\"location\": \"Paris\"}}\n</tool_call>";
+  const json j = json::parse(ns::cli::format_batch_success(s));
+  const json& choice = j["response"]["body"]["choices"][0];
+  CHECK(choice["finish_reason"] == "tool_calls");
+  CHECK(choice["message"]["content"].is_null());
+  CHECK(choice["message"]["reasoning_content"] == "Paris needs a lookup.");
+  REQUIRE(choice["message"]["tool_calls"].size() == 1);
+  const json& call = choice["message"]["tool_calls"][0];
+  CHECK(call["type"] == "function");
+  CHECK(call["function"]["name"] == "get_weather");
+  CHECK(json::parse(call["function"]["arguments"].get<std::string>()) == json{{"location", "Paris"}});
+  CHECK(call["id"].get<std::string>().starts_with("call_" + std::to_string(s.job_id) + "_"));
+  // A plain answer stays content, its finish_reason untouched.
+  s.text = "It is sunny.";
+  const json plain = json::parse(ns::cli::format_batch_success(s));
+  CHECK(plain["response"]["body"]["choices"][0]["message"]["content"] == "It is sunny.");
+  CHECK(plain["response"]["body"]["choices"][0]["finish_reason"] == "stop");
+  CHECK_FALSE(plain["response"]["body"]["choices"][0]["message"].contains("tool_calls"));
+}
