@@ -92,12 +92,13 @@ class EngineImpl final : public Engine {
     summary_.context_length = model_->n_ctx();
     summary_.file_bytes = model_->files().total_bytes();
     try {
+      const Tokenizer& tok = model_->tokenizer();
+      summary_.bos_text = special_text(tok, tok.bos());
+      summary_.eos_text = special_text(tok, tok.eos());
       summary_.chat_template = chat::read_chat_template(model_->files().metadata());
-      if (summary_.chat_template) {
-        const Tokenizer& tok = model_->tokenizer();
-        summary_.chat = std::make_shared<const chat::ChatPrompter>("", summary_.chat_template, special_text(tok, tok.bos()),
-                                                                   special_text(tok, tok.eos()));
-      }
+      if (summary_.chat_template)
+        summary_.chat = std::make_shared<const chat::ChatPrompter>("", summary_.chat_template, summary_.bos_text,
+                                                                   summary_.eos_text);
     } catch (const Error& e) {
       summary_.chat_template_problem = e.what();
     }

@@ -68,6 +68,7 @@ struct ModelSummary {
   // vocabulary's BOS/EOS (engine/chat/model_chat_template.h); null when the
   // model has no usable template (chat_template_problem says why, if it has one).
   std::shared_ptr<const chat::ChatPrompter> chat;
+  std::string bos_text, eos_text;  // the vocabulary's BOS / EOS token texts ("" when it has none)
 };
 
 // Top-k (token id, logit) pairs of one logits row, best first (ties by lower id).

@@ -74,7 +74,7 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   }
   const ModelFile* facts = facts_of(spec.model, it->second);
   if (!facts) return "";
-  if (spec.is_chat() && !facts->chat_template())
+  if (spec.is_chat() && !facts->chat_template() && config_->chat_templates.count(spec.model) == 0)
     return "model '" + spec.model + "' (" + it->second +
            ") has no chat template (tokenizer.chat_template is not in its GGUF): it is a base model or a conversion "
            "without one; submit plain prompts (/v1/completions) or use an instruct model";
@@ -84,7 +84,9 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   if (spec.is_chat()) {
     try {
       const chat::Conversation c = chat::conversation_from_json(spec.messages);
-      prompt = chat::ChatPrompter("", facts->chat_template(), facts->bos_text(), facts->eos_text())
+      const auto over = config_->chat_templates.find(spec.model);
+      prompt = chat::ChatPrompter(over == config_->chat_templates.end() ? "" : over->second, facts->chat_template(),
+                                  facts->bos_text(), facts->eos_text())
                    .render(c.messages, true, c.tools);
     } catch (const Error& e) {
       // The model's template refused the conversation (its raise_exception): the job would fail the same way.

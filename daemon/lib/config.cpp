@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <sstream>
 
+#include "engine/chat/chat_template.h"
 #include "engine/engine.h"
 #include "common/error.h"
 #include "common/human_size.h"
@@ -133,19 +135,45 @@ const std::vector<Option>& option_table() {
        },
        same_member(&Config::database)},
       {{"models", "map", "{}",
-        "model name -> GGUF file; jobs name a model; relative paths resolve against this file's directory", true},
+        "model name -> GGUF file (any shard of a split model), or -> {path: FILE, chat_template: FAMILY-OR-FILE} to "
+        "render its chat jobs with a named family (chatml, llama3, ...) or a Jinja template file instead of the "
+        "GGUF's own template; jobs name a model; relative paths resolve against this file's directory",
+        true},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          if (!n.IsMap()) reject(ctx, n, std::string("models must be a mapping of name: path, got ") + node_kind(n));
          for (const auto& kv : n) {
            const std::string name = as_string(ctx, "a model name", kv.first);
            if (name.empty()) reject(ctx, kv.first, "a model name is empty");
-           const std::string file = as_string(ctx, "models." + name, kv.second);
-           if (file.empty()) reject(ctx, kv.second, "models." + name + " has an empty path");
            if (c.models.count(name) != 0) reject(ctx, kv.first, "model '" + name + "' is listed twice");
+           // (A YAML::Node is a reference: assigning one writes into the node it refers to, so `path` is bound once.)
+           const YAML::Node path = kv.second.IsMap() ? kv.second["path"] : kv.second;
+           if (kv.second.IsMap()) {
+             for (const auto& field : kv.second) {
+               const std::string key = as_string(ctx, "a key of models." + name, field.first);
+               if (key != "path" && key != "chat_template")
+                 reject(ctx, field.first, "models." + name + "." + key + " is not a field: give path and chat_template");
+             }
+             if (!path) reject(ctx, kv.second, "models." + name + " has no path");
+             if (const YAML::Node t = kv.second["chat_template"]) {
+               const std::string v = as_string(ctx, "models." + name + ".chat_template", t);
+               if (v.empty()) reject(ctx, t, "models." + name + ".chat_template is empty");
+               if (chat::template_from_name(v)) {
+                 c.chat_templates[name] = v;
+               } else {
+                 std::ifstream in(resolve_path(ctx, v), std::ios::binary);
+                 if (!in)
+                   reject(ctx, t, "models." + name + ".chat_template '" + v + "' is neither a family (" +
+                                      chat::supported_template_names() + ") nor a readable template file");
+                 c.chat_templates[name] = std::string(std::istreambuf_iterator<char>(in), {});
+               }
+             }
+           }
+           const std::string file = as_string(ctx, "models." + name, path);
+           if (file.empty()) reject(ctx, path, "models." + name + " has an empty path");
            c.models[name] = resolve_path(ctx, file);
          }
        },
-       same_member(&Config::models)},
+       [](const Config& a, const Config& b) { return a.models == b.models && a.chat_templates == b.chat_templates; }},
       int_option("threads", "0", 0, 4096, true, "compute threads; 0 = all cores (applies at the next model load)", &Config::threads),
       int_option("thread_spin_us", "200", 0, 100000, true,
                  "microseconds a compute thread spins for the next parallel job (or for the others to finish) "

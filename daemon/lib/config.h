@@ -18,6 +18,8 @@ struct Config {
   std::string source;                         // the file this came from ("" = defaults only)
   std::string database;                       // "" = not set (NIGHTSHIFT_DB, then ./nightshift.db)
   std::map<std::string, std::string> models;  // name -> absolute GGUF path
+  // name -> the override of its chat template (models.NAME.chat_template): a family name, or a template's text
+  std::map<std::string, std::string> chat_templates;
   int threads = 0;                            // 0 = all cores
   int thread_spin_us = 200;                   // a pool wait's spin before blocking (= ThreadPool::kDefaultSpinUs); 0 = never
   int context = 0;                            // 0 = the model's own length (docs/long-context.md)

@@ -68,6 +68,26 @@ Engine::Batch& EngineHost::open(const std::string& model, const WorkerOptions& o
   if (!engine_ || model_ != model || path_ != path) {
     require_reachable(model, path);
     load(model, path, options);
+    chat_.reset();
+  }
+  // The chat template: the GGUF's, or the config's override (a reload may change it without reloading the model).
+  const auto over = options.chat_templates.find(model);
+  const std::string& want = over == options.chat_templates.end() ? std::string() : over->second;
+  if (!chat_ || want != chat_override_) {
+    const ModelSummary& s = engine_->summary();
+    chat_override_ = want;
+    chat_problem_ = s.chat_template_problem;
+    chat_ = want.empty() ? s.chat : nullptr;
+    if (!want.empty()) {
+      try {
+        chat_ = std::make_shared<const chat::ChatPrompter>(want, s.chat_template, s.bos_text, s.eos_text);
+        spdlog::info("model {}: chat jobs rendered with {} (models.{}.chat_template)", model, chat_->source(), model);
+      } catch (const Error& e) {
+        chat_problem_ = e.what();
+        spdlog::warn("model {}: its chat_template override cannot be used ({}); chat jobs for it will fail", model,
+                     chat_problem_);
+      }
+    }
   }
   if (!batch_) batch_ = engine_->open_batch();
   return *batch_;
@@ -119,6 +139,7 @@ void EngineHost::load(const std::string& model, const std::string& path, const W
 
 void EngineHost::drop() {
   batch_.reset();  // refers to the engine's model
+  chat_.reset();
   unpaid_load_ms_ = 0;  // that load served no job
   engine_.reset();
   model_.clear();
@@ -139,17 +160,15 @@ bool EngineHost::stale(const WorkerOptions& options, const WorkerOptions& loaded
 
 std::string EngineHost::render_prompt(const jobs::Job& job) const {
   if (!job.spec.is_chat()) return job.spec.prompt;
-  const ModelSummary& summary = engine_->summary();
-  if (!summary.chat) {
-    if (!summary.chat_template_problem.empty())
-      throw Error(ErrorKind::invalid_input, "model '" + job.spec.model + "': " + summary.chat_template_problem);
+  if (!chat_) {
+    if (!chat_problem_.empty()) throw Error(ErrorKind::invalid_input, "model '" + job.spec.model + "': " + chat_problem_);
     throw Error(ErrorKind::invalid_input,
                 "model '" + job.spec.model + "' has no chat template (tokenizer.chat_template is not in its GGUF): "
                 "it is a base model or a conversion without one; submit the job as a plain prompt "
                 "(/v1/completions) or use an instruct model");
   }
   const chat::Conversation c = chat::conversation_from_json(job.spec.messages);
-  return summary.chat->render(c.messages, /*add_generation_prompt=*/true, c.tools);
+  return chat_->render(c.messages, /*add_generation_prompt=*/true, c.tools);
 }
 
 }  // namespace ns::daemon

@@ -55,6 +55,10 @@ class EngineHost {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Engine::Batch> batch_;  // refers to engine_'s model
   std::string model_, path_;
+  // How the loaded model's chat jobs become prompts: its GGUF's template, or the config's override.
+  std::shared_ptr<const chat::ChatPrompter> chat_;
+  std::string chat_override_;  // the override chat_ was built from ("" = none)
+  std::string chat_problem_;   // why chat_ is null, when the model has a template or an override
   double unpaid_load_ms_ = 0;             // a model load no job has been charged with yet (RunningJob::load_ms)
 };
 

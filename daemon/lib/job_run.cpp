@@ -11,6 +11,7 @@ WorkerOptions worker_options_from(const Config& config) {
   WorkerOptions o;
   o.worker_id = effective_worker_id(config);
   o.models = config.models;
+  o.chat_templates = config.chat_templates;
   o.config_source = config.source;
   o.claim_configured_only = config.claim_models == "configured";
   o.engine.threads = config.threads;

@@ -26,6 +26,7 @@ struct Config;
 struct WorkerOptions {
   std::string worker_id;
   std::map<std::string, std::string> models;  // name -> GGUF path
+  std::map<std::string, std::string> chat_templates;  // name -> its chat template override (Config::chat_templates)
   std::string config_source;                  // named in "unknown model" messages
   bool claim_configured_only = false;         // claim only jobs for `models` (config claim_models: configured)
   EngineOptions engine;       // engine.max_sequences: the batch size (config max_batch; 1 = sequential)

@@ -337,3 +337,32 @@ TEST_CASE("preload_experts: true by default, a boolean, applied at the next mode
   CHECK_FALSE(worker_options_from(parse_config("preload_experts: false\n", "/x.yaml")).engine.preload_experts);
   CHECK(worker_options_from(parse_config("", "/x.yaml")).engine.preload_experts);
 }
+
+TEST_CASE("a model entry may override its chat template: a family by name or a template file") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ns-config-chat-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "chat.jinja") << "{{ messages[0].content }}";
+  }
+  Config c = parse_config(R"(
+models:
+  plain: plain.gguf
+  named: {path: named.gguf, chat_template: chatml}
+  filed:
+    path: filed.gguf
+    chat_template: chat.jinja
+)",
+                          (dir / "config.yaml").string());
+  CHECK(c.models.at("named") == (dir / "named.gguf").string());
+  CHECK(c.models.at("filed") == (dir / "filed.gguf").string());
+  CHECK(c.chat_templates.count("plain") == 0);
+  CHECK(c.chat_templates.at("named") == "chatml");
+  CHECK(c.chat_templates.at("filed") == "{{ messages[0].content }}");
+  CHECK_THROWS_WITH(parse_config("models:\n  m: {path: m.gguf, chat_template: no-such.jinja}\n", (dir / "c.yaml").string()),
+                    doctest::Contains("neither a family"));
+  CHECK_THROWS_WITH(parse_config("models:\n  m: {path: m.gguf, template: chatml}\n", (dir / "c.yaml").string()),
+                    doctest::Contains("models.m.template is not a field"));
+  CHECK_THROWS_WITH(parse_config("models:\n  m: {chat_template: chatml}\n", (dir / "c.yaml").string()),
+                    doctest::Contains("models.m has no path"));
+  std::filesystem::remove_all(dir);
+}
