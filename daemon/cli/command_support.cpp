@@ -15,6 +15,7 @@
 #include "daemon/cli/model_check.h"
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
+#include "common/redact.h"
 #include "common/error.h"
 #include "jobs/open_queue.h"
 
@@ -90,15 +91,15 @@ void run_command(const char* name, int& exit_code, const std::function<void()>& 
     body();
   } catch (const CommandError& e) {
     std::cout.flush();
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.message.c_str());
+    std::fprintf(stderr, "nightshift %s: %s\n", name, redact_secrets(e.message).c_str());
     exit_code = e.code;
   } catch (const Error& e) {
     std::cout.flush();
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.what());
+    std::fprintf(stderr, "nightshift %s: %s\n", name, redact_secrets(e.what()).c_str());
     exit_code = e.kind() == ErrorKind::invalid_input ? kInvalidInput : kFailure;
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.what());
+    std::fprintf(stderr, "nightshift %s: %s\n", name, redact_secrets(e.what()).c_str());
     exit_code = kFailure;
   }
 }
