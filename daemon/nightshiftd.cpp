@@ -375,5 +375,9 @@ int main(int argc, char** argv) {
     spdlog::critical("nightshiftd: {}", e.what());
     notifier.stopping(std::string("failed: ") + e.what());
     return 1;
+  } catch (const std::exception& e) {  // never std::terminate: the log says what happened
+    spdlog::critical("nightshiftd: internal error: {}", e.what());
+    notifier.stopping(std::string("failed: internal error: ") + e.what());
+    return 1;
   }
 }
