@@ -142,8 +142,9 @@ std::string redact(std::string_view text, std::vector<std::string>* found) {
     }
     out.push_back(text[i++]);
   }
-  if (any_uri) return out;
-  return redact_conninfo(text, found);
+  // key=value pairs around (or without) a URL: a URL is one word whose key
+  // is not "password", so it passes through unchanged.
+  return redact_conninfo(any_uri ? std::string_view(out) : text, found);
 }
 
 }  // namespace

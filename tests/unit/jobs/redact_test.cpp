@@ -39,6 +39,7 @@ TEST_CASE("passwords are redacted whole, whatever characters they hold") {
       // A message quoting a URL.
       {"cannot connect to postgresql://ns3:Qx?hunter2pw@db/ns: refused",
        "cannot connect to postgresql://ns3:***@db/ns: refused"},
+      {"retrying postgres://u:p?w@db/q with password=other", "retrying postgres://u:***@db/q with password=***"},
   };
   for (const Row& row : rows) {
     CAPTURE(row.in);
