@@ -40,6 +40,7 @@
 #include "daemon/lib/worker.h"
 #include "daemon/lib/worker_identity.h"
 #include "common/error.h"
+#include "common/redact.h"
 #include "engine/engine.h"
 #include "jobs/queue.h"
 #include "jobs/open_queue.h"
@@ -111,7 +112,7 @@ std::string running_ids(const ns::daemon::RunStatus::Snapshot& s) {
 void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, const std::string& db, bool drain) {
   spdlog::info("nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}, "
                "lease {} ms, checkpoint every {} tokens / {} ms, kernels {} (cpu_features {}; CPU has {}){}",
-               opts.worker_id, ns::jobs::pg::redact_url(db), config.source, config.models.size(), config.threads, config.context,
+               opts.worker_id, ns::redact_secrets(db), config.source, config.models.size(), config.threads, config.context,
                config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
                ns::cpu_features_in_use(), config.cpu_features, ns::cpu_features_available(), drain ? ", drain mode" : "");
   if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
@@ -373,6 +374,10 @@ int main(int argc, char** argv) {
   } catch (const ns::Error& e) {
     spdlog::critical("nightshiftd: {}", e.what());
     notifier.stopping(std::string("failed: ") + e.what());
+    return 1;
+  } catch (const std::exception& e) {  // never std::terminate: the log says what happened
+    spdlog::critical("nightshiftd: internal error: {}", e.what());
+    notifier.stopping(std::string("failed: internal error: ") + e.what());
     return 1;
   }
 }

@@ -132,6 +132,11 @@ class EngineImpl final : public Engine {
     if (toks.empty()) throw Error(ErrorKind::invalid_input, "the prompt tokenizes to nothing");
     if (static_cast<int64_t>(toks.size()) + greedy > model_->n_ctx())
       throw Error(ErrorKind::invalid_input, "prompt plus greedy tokens exceed the context; raise --context");
+    // Sequence 0's rows of the KV pool, which the memory budget may have
+    // sized smaller than the context (a model whose own length is huge).
+    if (!model_->reserve_rows(0, static_cast<int64_t>(toks.size()) + greedy))
+      throw Error(ErrorKind::invalid_input, "prompt plus greedy tokens exceed the KV cache the memory budget holds; "
+                                            "give a smaller --context or fewer tokens");
     std::vector<float> logits;
     const size_t chunk = static_cast<size_t>(model_->max_batch());
     for (size_t p = 0; p < toks.size(); p += chunk) {

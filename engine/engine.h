@@ -8,7 +8,10 @@
 // in common/.
 //
 // Contract: load() throws ns::Error (bad_model / io / invalid_input) with a
-// message naming the file and the problem. generate() throws ns::Error
+// message naming the file and the problem; memory the load cannot have (a
+// context, batch or KV pool larger than the process may map, e.g. under
+// `ulimit -v`) is invalid_input naming the sizes and the fix, refused before
+// the mapping where it can be, never a std::bad_alloc. generate() throws ns::Error
 // (invalid_input) for bad parameters or a prompt longer than the context;
 // it is not thread-safe (one generate at a time per Engine).
 #pragma once

@@ -34,7 +34,13 @@ SequenceState::~SequenceState() = default;
 SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, const SequenceLayout& layout,
                              int64_t max_batch, bool allocate, int64_t pool_rows, int64_t n_spare)
     : n_seq_(n_seq), n_all_(n_seq + std::max<int64_t>(n_spare, 0)), n_ctx_(n_ctx), layout_(layout) {
-  pool_rows_ = n_seq_ * n_ctx_;
+  const auto beyond = [&] {
+    return Error(ErrorKind::invalid_input, "a KV cache of " + std::to_string(n_seq_) + " sequences of " +
+                                               std::to_string(n_ctx_) + " tokens over " + std::to_string(n_layer) +
+                                               " layers is beyond any machine's memory; set a smaller context");
+  };
+  // Sizes the plan and the mapping compute from: refused, not wrapped round.
+  if (__builtin_mul_overflow(n_seq_, n_ctx_, &pool_rows_)) throw beyond();
   if (pool_rows > 0 && pool_rows < pool_rows_) pool_rows_ = pool_rows;
   pooled_ = pool_rows_ < n_seq_ * n_ctx_ || n_all_ > n_seq_;
   start_.resize(static_cast<size_t>(n_all_));
@@ -69,8 +75,14 @@ SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, cons
     rows_.push_back(rows);
     in_pool_.push_back(attends && w == 0);
     first_row_.push_back(total_rows_);
-    total_rows_ += attends && w == 0 ? pool_rows_ : rows * n_all_;
+    int64_t layer_rows = pool_rows_;
+    if (!(attends && w == 0) && __builtin_mul_overflow(rows, n_all_, &layer_rows)) throw beyond();
+    if (__builtin_add_overflow(total_rows_, layer_rows, &total_rows_)) throw beyond();
   }
+  int64_t elems = 0, bytes = 0;
+  if (__builtin_mul_overflow(total_rows_, std::max(layout_.k_dim, layout_.v_dim), &elems) ||
+      __builtin_mul_overflow(elems, int64_t{4}, &bytes))
+    throw beyond();
   if (allocate) this->allocate();
 }
 

@@ -50,6 +50,11 @@
 // snapshot of P tokens costs P rows while it is kept. With spares the pool is
 // always handed out first-fit (pooled() is true), so every sequence, spare or
 // not, must reserve its rows before it is used.
+//
+// Sizes are overflow-checked: a state whose rows or bytes do not fit in 64
+// bits (a context_length of 2^40 over many layers) throws
+// ns::Error(invalid_input) at construction; allocate() throws std::bad_alloc
+// when the mapping is refused (Model::load turns it into an ns::Error).
 #pragma once
 
 #include <cstddef>

@@ -2,11 +2,13 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <regex>
+#include <vector>
 
+#include "common/redact.h"
 #include "jobs/valid_utf8.h"
 
 namespace ns::jobs::pg {
@@ -64,28 +66,43 @@ std::string trimmed(const char* s) {
   return out;
 }
 
-// The password a connection string carries (URL user:password@, a
-// password= query parameter or keyword), as written; "" when none.
-std::string url_password(const std::string& url) {
-  static const std::regex kUserPassword(R"(^postgres(?:ql)?://[^:/@?]*:([^@/?]*)@)");
-  static const std::regex kPasswordParam(R"((?:^|[?&\s])password\s*=\s*([^&\s]*))");
-  std::smatch m;
-  if (std::regex_search(url, m, kUserPassword)) return m[1];
-  if (std::regex_search(url, m, kPasswordParam)) return m[1];
-  return "";
-}
-
 // libpq echoes parts of a bad connection string ("invalid percent-encoded
-// token: \"<the password>\""): the password never reaches a log.
+// token: \"<the password>\""), and where it splits a URL otherwise than
+// nightshift does (a '/' in the password), a fragment of the password: a
+// quoted token holding any piece of a password is masked whole, and any
+// piece of three characters or more wherever it stands. The password never
+// reaches a log.
 std::string without_password(std::string message, const std::string& url) {
-  const std::string pw = url_password(url);
-  if (pw.empty()) return message;
-  // A short password would match ordinary words: then only where quoted whole.
-  const std::string needle = pw.size() >= 3 ? pw : "\"" + pw + "\"";
-  const std::string mask = pw.size() >= 3 ? "***" : "\"***\"";
-  for (size_t at = message.find(needle); at != std::string::npos; at = message.find(needle, at + mask.size()))
-    message.replace(at, needle.size(), mask);
-  return message;
+  for (const std::string& pw : secrets_in(url)) {
+    std::vector<std::string> pieces{pw};
+    for (size_t at = 0; at < pw.size();) {
+      const size_t end = std::min(pw.find_first_of("?/@:&=#", at), pw.size());
+      if (end > at && end - at < pw.size()) pieces.push_back(pw.substr(at, end - at));
+      at = end + 1;
+    }
+    std::string out;
+    for (size_t at = 0; at < message.size();) {
+      const size_t open = message.find('"', at);
+      const size_t close = open == std::string::npos ? std::string::npos : message.find('"', open + 1);
+      if (close == std::string::npos) {
+        out.append(message, at, std::string::npos);
+        break;
+      }
+      const std::string_view quoted(message.data() + open + 1, close - open - 1);
+      const bool holds = std::any_of(pieces.begin(), pieces.end(),
+                                     [&](const std::string& p) { return quoted.find(p) != std::string_view::npos; });
+      out.append(message, at, open - at);
+      out += holds ? std::string("\"***\"") : std::string(message, open, close - open + 1);
+      at = close + 1;
+    }
+    message = std::move(out);
+    for (const std::string& piece : pieces) {
+      if (piece.size() < 3) continue;  // a short one would match ordinary words
+      for (size_t at = message.find(piece); at != std::string::npos; at = message.find(piece, at + 3))
+        message.replace(at, piece.size(), "***");
+    }
+  }
+  return redact_secrets(message);
 }
 
 // The first line of `sql`, shortened: enough to recognise the statement.
@@ -110,14 +127,6 @@ T parse_number(const char* s, int len) {
 }  // namespace
 
 bool transient_sqlstate(std::string_view sqlstate) { return transient_code(sqlstate); }
-
-std::string redact_url(const std::string& url) {
-  // postgresql://user:secret@host -> postgresql://user:***@host; password=secret -> password=***
-  static const std::regex kUserPassword(R"(^(postgres(?:ql)?://[^:/@?]*):[^@/?]*@)");
-  static const std::regex kPasswordParam(R"(([?&]password=)[^&]*)");
-  std::string s = std::regex_replace(url, kUserPassword, "$1:***@");
-  return std::regex_replace(s, kPasswordParam, "$1***");
-}
 
 // ---- Params -------------------------------------------------------------------
 
@@ -223,7 +232,7 @@ std::vector<int64_t> Result::int_array(int row, int col) const {
 
 // ---- Conn ---------------------------------------------------------------------
 
-Conn::Conn(std::string url) : url_(std::move(url)), name_(redact_url(url_)) { connect(); }
+Conn::Conn(std::string url) : url_(std::move(url)), name_(redact_secrets(url_)) { connect(); }
 
 Conn::~Conn() {
   if (conn_ != nullptr) PQfinish(conn_);

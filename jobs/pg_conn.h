@@ -147,8 +147,6 @@ class Transaction {
   bool open_ = true;
 };
 
-// `url` with a password (user:secret@ or password=secret) replaced by ***.
-std::string redact_url(const std::string& url);
 // Whether a SQLSTATE is worth retrying later (see the header comment).
 bool transient_sqlstate(std::string_view sqlstate);
 

@@ -15,6 +15,8 @@
 #include "daemon/cli/model_check.h"
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
+#include "daemon/lib/job_format.h"
+#include "common/redact.h"
 #include "common/error.h"
 #include "jobs/open_queue.h"
 
@@ -84,21 +86,23 @@ std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args) {
   }
 }
 
+std::string printable(std::string_view message) { return daemon::escape_controls(redact_secrets(message), true); }
+
 void run_command(const char* name, int& exit_code, const std::function<void()>& body) {
   try {
     exit_code = kOk;
     body();
   } catch (const CommandError& e) {
     std::cout.flush();
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.message.c_str());
+    std::fprintf(stderr, "nightshift %s: %s\n", name, printable(e.message).c_str());
     exit_code = e.code;
   } catch (const Error& e) {
     std::cout.flush();
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.what());
+    std::fprintf(stderr, "nightshift %s: %s\n", name, printable(e.what()).c_str());
     exit_code = e.kind() == ErrorKind::invalid_input ? kInvalidInput : kFailure;
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::fprintf(stderr, "nightshift %s: %s\n", name, e.what());
+    std::fprintf(stderr, "nightshift %s: %s\n", name, printable(e.what()).c_str());
     exit_code = kFailure;
   }
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "jobs/queue.h"
 
@@ -38,8 +39,12 @@ std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args);
 // a SQLite file this user may only read is opened read-only (SqliteOptions::read_only).
 std::unique_ptr<jobs::Queue> open_existing(const DatabaseArgs& args);
 
+// Text for the terminal: passwords redacted (redact_secrets), controls
+// escaped by the one sanitiser (daemon::escape_controls; newlines and tabs kept).
+std::string printable(std::string_view message);
+
 // Runs a command body: exit_code = kOk, or the failure's code with
-// "nightshift NAME: message" on stderr. A body may set exit_code itself for
+// "nightshift NAME: message" (printable) on stderr. A body may set exit_code itself for
 // a partial success (e.g. some JSONL lines rejected); that value is kept.
 void run_command(const char* name, int& exit_code, const std::function<void()>& body);
 

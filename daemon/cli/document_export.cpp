@@ -1,14 +1,10 @@
 #include "daemon/cli/document_export.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
+#include <optional>
 
 #include "daemon/cli/document_submit.h"
+#include "daemon/cli/output_file.h"
 #include "common/error.h"
 
 namespace ns::cli {
@@ -21,37 +17,6 @@ bool escapes(const fs::path& relative) {
     if (part == "..") return true;
   }
   return false;
-}
-
-bool holds(const fs::path& path, const std::string& text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  const std::string current(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
-  return current == text;
-}
-
-// A temporary file next to the target, renamed over it: a reader sees the
-// old file or the new one, never half of one.
-void write_whole(const fs::path& path, const std::string& text) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  if (ec) throw Error(ErrorKind::io, "cannot create the folder " + path.parent_path().string() + ": " + ec.message());
-  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(ErrorKind::io, "cannot write " + tmp.string() + ": " + std::strerror(errno));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw Error(ErrorKind::io, "cannot write " + tmp.string() + " (disk full?)");
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(ErrorKind::io, "cannot write " + path.string() + ": " + ec.message());
-  }
 }
 
 }  // namespace
@@ -83,6 +48,7 @@ DocumentExportReport export_documents(jobs::Queue& queue, const fs::path& out_di
       it->second = std::move(job);
     }
   }
+  std::optional<OutputFolder> root;  // opened at the first file to write
   for (const auto& [name, job] : newest) {
     switch (job.state) {
       case jobs::JobState::queued:
@@ -107,12 +73,22 @@ DocumentExportReport export_documents(jobs::Queue& queue, const fs::path& out_di
     }
     std::string text = job.result ? job.result->text : "";
     if (options.with_document) text = job.spec.prompt + text;
-    const fs::path path = out_dir / fs::path(output);
-    if (holds(path, text)) {
-      ++report.unchanged;
+    // Every file is reached from OUT's descriptor, a component at a time,
+    // never through a link (output_file.h).
+    if (!root) root.emplace(out_dir);
+    const fs::path relative(output);
+    try {
+      const OutputFolder folder = root->subfolder(relative.parent_path().generic_string());
+      const std::string file = relative.filename().string();
+      if (folder.holds(file, text)) {
+        ++report.unchanged;
+        continue;
+      }
+      write_output_file(folder, file, text);
+    } catch (const Error& e) {
+      report.problems.push_back({name, job.id, std::string("not written: ") + e.what()});
       continue;
     }
-    write_whole(path, text);
     report.written.push_back(output);
   }
   return report;

@@ -10,8 +10,11 @@
 //   edited), its newest job decides: done -> written; failed, dead or
 //   cancelled -> reported; queued or running -> pending, the file is left as
 //   it is. Older versions are counted as superseded.
-// - Files are written whole (a temporary file renamed into place); a file
-//   that already holds the same text is not rewritten.
+// - Files are written whole (a temporary file renamed into place), mode
+//   0600, never through a symbolic link: OUT is opened once and every file
+//   and subfolder is reached from it with O_NOFOLLOW (output_file.h); a link
+//   in the way is reported as a problem, not followed. A file that already
+//   holds the same text is not rewritten.
 // - A name that would escape OUT (absolute, "..") is refused, not written.
 #pragma once
 

@@ -1,12 +1,13 @@
 #include "daemon/cli/document_submit.h"
 
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <span>
 
 #include "daemon/cli/sha256.h"
@@ -35,14 +36,92 @@ bool is_export_output(const std::string& name) {
   return rest.empty() || (rest[0] == '.' && rest.find('.', 1) == std::string_view::npos);
 }
 
-std::string read_document(const fs::path& path, std::string& problem) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    problem = std::string("cannot read it: ") + std::strerror(errno);
-    return {};
+// A folder held open by descriptor, so each document is reached from it and
+// not from a path that can change between listing and reading.
+class FolderHandle {
+ public:
+  FolderHandle() = default;
+  FolderHandle(const FolderHandle&) = delete;
+  FolderHandle& operator=(const FolderHandle&) = delete;
+  ~FolderHandle() { reset(); }
+  // Opens `dir` unless it is the one already open; the problem in `problem`.
+  int open(const fs::path& dir, std::string& problem) {
+    if (fd_ >= 0 && dir == path_) return fd_;
+    reset();
+    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) problem = "cannot open the folder " + dir.string() + ": " + std::strerror(errno);
+    path_ = dir;
+    return fd_;
   }
-  std::string text(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
-  if (in.bad()) problem = "cannot read it: read error";
+
+ private:
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+  fs::path path_;
+};
+
+// Opens doc.relative_path below the folder's descriptor, one component at a
+// time, O_NOFOLLOW unless links were asked for; -1 with `problem` set.
+int open_document(int folder_fd, const Document& doc, std::string& problem) {
+  const int nofollow = doc.follow_symlinks ? 0 : O_NOFOLLOW;
+  int fd = folder_fd;
+  size_t start = 0;
+  for (;;) {
+    const size_t slash = doc.relative_path.find('/', start);
+    const bool last = slash == std::string::npos;
+    const std::string part = doc.relative_path.substr(start, last ? std::string::npos : slash - start);
+    // O_NONBLOCK: a FIFO swapped in is not waited on (fstat refuses it next).
+    const int flags = last ? (O_RDONLY | O_NONBLOCK | O_CLOEXEC | nofollow) : (O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
+    const int next = (part.empty() || part == "..") ? -1 : ::openat(fd, part.c_str(), flags);
+    const int err = part.empty() || part == ".." ? EINVAL : errno;
+    if (fd != folder_fd) ::close(fd);
+    if (next < 0) {
+      if (err == ELOOP || (err == ENOTDIR && !last)) {
+        problem = "it is (or is under) a symbolic link now, not the file the folder listed; not read "
+                  "(--follow-symlinks reads links)";
+      } else {
+        problem = std::string("cannot read it: ") + std::strerror(err);
+      }
+      return -1;
+    }
+    if (last) return next;
+    fd = next;
+    start = slash + 1;
+  }
+}
+
+std::string read_document(int folder_fd, const Document& doc, std::string& problem) {
+  const int fd = open_document(folder_fd, doc, problem);
+  if (fd < 0) return {};
+  std::string text;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    problem = std::string("cannot read it: ") + std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    problem = "it is not a regular file now (replaced since the folder was listed); not read";
+  } else if (static_cast<uint64_t>(st.st_size) > jobs::kMaxPromptBytes) {
+    problem = "it is " + std::to_string(st.st_size) + " bytes; at most " + std::to_string(jobs::kMaxPromptBytes) +
+              " bytes (8 MiB) are accepted: split the document";
+  } else {
+    text.reserve(static_cast<size_t>(st.st_size));
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        problem = std::string("cannot read it: ") + std::strerror(errno);
+        text.clear();
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<size_t>(n));
+      if (text.size() > jobs::kMaxPromptBytes) break;  // it grew since fstat: spec_problem says so
+    }
+  }
+  ::close(fd);
   return text;
 }
 
@@ -73,7 +152,7 @@ std::vector<Document> find_documents(const fs::path& dir, const std::vector<std:
     }
     if (!it->is_regular_file(ec) || is_export_output(name)) continue;
     if (std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return matches(g, relative, name); })) {
-      docs.push_back({relative, it->path()});
+      docs.push_back({relative, it->path(), dir, follow_symlinks});
     }
   }
   std::sort(docs.begin(), docs.end(),
@@ -111,10 +190,12 @@ DocumentSubmitReport submit_documents(jobs::Queue& queue, const std::vector<Docu
   DocumentSubmitReport report;
   std::vector<jobs::JobSpec> specs;
   std::vector<size_t> index;  // report.documents position of each spec
+  FolderHandle folder;
   for (const Document& doc : documents) {
     DocumentOutcome out;
     out.relative_path = doc.relative_path;
-    std::string text = read_document(doc.path, out.problem);
+    const int folder_fd = folder.open(doc.folder, out.problem);
+    std::string text = folder_fd < 0 ? std::string() : read_document(folder_fd, doc, out.problem);
     if (out.problem.empty() && text.empty()) out.problem = "it is empty";
     if (out.problem.empty()) {
       jobs::JobSpec spec = base;

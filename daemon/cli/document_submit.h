@@ -19,8 +19,14 @@
 //   same 16 hex digits>" (what sha256sum prints, cut), so a rerun
 //   queues only documents that are new or changed; an edited document gets a
 //   new job (the old one stays, and export writes the newest).
+// - submit_documents reads each document relative to the folder's
+//   descriptor, opened once, one path component at a time with O_NOFOLLOW
+//   (unless follow_symlinks), and checks the opened file (fstat: a regular
+//   file) rather than its path: a file swapped for a link (or a folder for a
+//   link) after find_documents listed it is refused, not read.
 // - A document that cannot be queued (unreadable, empty, not UTF-8, too
-//   long) is reported with its reason; the others are queued anyway.
+//   long, swapped for a link or not a regular file) is reported with its
+//   reason; the others are queued anyway.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +43,8 @@ inline const std::vector<std::string> kDefaultDocumentGlobs = {"*.md", "*.txt"};
 struct Document {
   std::string relative_path;  // '/'-separated, relative to the folder
   std::filesystem::path path;
+  std::filesystem::path folder;  // the folder find_documents read (relative_path is below it)
+  bool follow_symlinks = false;  // what find_documents was told
 };
 
 // Sorted by relative path. Throws ns::Error(invalid_input) when `dir` is not

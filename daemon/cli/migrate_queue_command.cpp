@@ -29,6 +29,7 @@
 
 #include "daemon/cli/command_support.h"
 #include "daemon/cli/commands.h"
+#include "common/redact.h"
 #include "jobs/open_queue.h"
 #include "jobs/pg_conn.h"
 #include "jobs/queue.h"
@@ -47,7 +48,7 @@ struct MigrateArgs {
 int64_t total(const jobs::QueueCounts& c) { return c.queued + c.running + c.done + c.failed + c.cancelled + c.dead; }
 
 std::string shown(const std::string& database) {
-  return jobs::is_postgres_url(database) ? jobs::pg::redact_url(database) : database;
+  return jobs::is_postgres_url(database) ? redact_secrets(database) : database;
 }
 
 std::string counts_text(const jobs::QueueCounts& c) {
@@ -85,7 +86,7 @@ void refuse_live_leases(jobs::Queue& source, const std::string& from) {
 // What names the source in the target's MigrationMark: the same queue under
 // another spelling (a relative path, a symlink) is the same source.
 std::string source_identity(const std::string& database) {
-  if (jobs::is_postgres_url(database)) return jobs::pg::redact_url(database);
+  if (jobs::is_postgres_url(database)) return redact_secrets(database);
   std::error_code ec;
   const std::filesystem::path canonical = std::filesystem::canonical(database, ec);
   return ec ? database : canonical.string();

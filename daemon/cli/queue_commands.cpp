@@ -125,7 +125,7 @@ void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
   const std::string text = read_file_or_stdin(a.jsonl, "the JSONL file");
   auto queue = open_queue(a.db);
   const JsonlSubmitReport report = submit_jsonl(*queue, text, options);
-  for (const BatchLineError& e : report.rejected) std::fprintf(stderr, "nightshift submit: %s\n", describe(e).c_str());
+  for (const BatchLineError& e : report.rejected) std::fprintf(stderr, "nightshift submit: %s\n", printable(describe(e)).c_str());
   const int64_t created = report.created();
   const int64_t already = static_cast<int64_t>(report.submitted.size()) - created;
   const int64_t rejected = static_cast<int64_t>(report.rejected.size());
@@ -167,7 +167,7 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
     const std::filesystem::path target = std::filesystem::read_symlink(std::filesystem::path(a.dir) / link, ec);
     std::fprintf(stderr, "nightshift submit: warning: %s/%s is a symbolic link%s; skipped (--follow-symlinks queues "
                  "what links point to)\n",
-                 a.dir.c_str(), link.c_str(), ec ? "" : (" to " + target.string()).c_str());
+                 printable(a.dir).c_str(), printable(link).c_str(), ec ? "" : printable(" to " + target.string()).c_str());
   }
   const std::string batch = a.batch.empty() ? batch_name_from_dir(a.dir) : a.batch;
   std::string glob_list;
@@ -181,8 +181,8 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
   const DocumentSubmitReport report = submit_documents(*queue, docs, a.spec, batch);
   for (const DocumentOutcome& d : report.documents) {
     if (!d.problem.empty()) {
-      std::fprintf(stderr, "nightshift submit: %s/%s not queued: %s\n", a.dir.c_str(), d.relative_path.c_str(),
-                   d.problem.c_str());
+      std::fprintf(stderr, "nightshift submit: %s/%s not queued: %s\n", printable(a.dir).c_str(),
+                   printable(d.relative_path).c_str(), printable(d.problem).c_str());
     }
   }
   if (a.json) {
@@ -310,7 +310,7 @@ void add_submit(CLI::App& app, int& exit_code) {
           std::cout << out.id << "\n";
           if (!out.created) {
             std::fprintf(stderr, "nightshift submit: key '%s' already names job %lld; nothing new was queued\n",
-                         key.c_str(), static_cast<long long>(out.id));
+                         printable(key).c_str(), static_cast<long long>(out.id));
           }
         }
       };

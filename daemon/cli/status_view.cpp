@@ -7,6 +7,7 @@
 
 #include "daemon/cli/batch_export.h"
 #include "daemon/cli/progress_format.h"
+#include "daemon/lib/job_format.h"
 #include "jobs/time_format.h"
 #include "jobs/valid_utf8.h"
 
@@ -25,14 +26,16 @@ bool in_prefill(const jobs::Job& job) {
 }
 
 // Text from a job (a prompt, a random model's output) shown on one terminal
-// line: invalid UTF-8 becomes U+FFFD and control characters (line breaks,
-// escape sequences) become spaces, so it can neither break the layout nor
+// line: invalid UTF-8 becomes U+FFFD, line breaks and tabs become spaces and
+// every other control (C0, DEL, C1 such as CSI U+009B) is escaped by the one
+// sanitiser (daemon::escape_controls), so it can neither break the layout nor
 // drive the terminal; cut to about max_chars bytes on a character boundary.
 std::string one_line(std::string_view text, size_t max_chars) {
-  std::string out = jobs::to_valid_utf8(text);
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  std::string flat = jobs::to_valid_utf8(text);
+  for (char& c : flat) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
+  std::string out = daemon::escape_controls(flat, false);
   if (out.size() > max_chars) {
     size_t cut = max_chars - 3;
     while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
@@ -289,7 +292,29 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
 
 }  // namespace
 
-std::string format_status(const StatusSnapshot& s, const StatusStyle& style) {
+StatusSnapshot for_terminal(const StatusSnapshot& raw) {
+  // Every name and text a report prints comes from the queue, which anyone
+  // who may submit writes: escaped once here, before any width is measured.
+  StatusSnapshot s = raw;
+  const auto clean = [](std::string& field) { field = daemon::escape_controls(jobs::to_valid_utf8(field), true); };
+  clean(s.batch);
+  for (std::vector<jobs::Job>* list : {&s.running, &s.recent}) {
+    for (jobs::Job& j : *list) {
+      for (std::string* f : {&j.spec.model, &j.spec.batch, &j.spec.custom_id, &j.spec.prompt, &j.spec.messages,
+                             &j.worker, &j.error, &j.error_kind})
+        clean(*f);
+      if (j.result) clean(j.result->text);
+    }
+  }
+  for (jobs::BatchSummary& b : s.batches) clean(b.name);
+  for (jobs::WorkerInfo& w : s.workers) {
+    for (std::string* f : {&w.id, &w.host, &w.model, &w.version, &w.problem}) clean(*f);
+  }
+  return s;
+}
+
+std::string format_status(const StatusSnapshot& raw, const StatusStyle& style) {
+  const StatusSnapshot s = for_terminal(raw);
   if (style.height > 0) return format_screen(s, style);
   std::ostringstream o;
   const int width = std::max(style.width, 60);
@@ -343,7 +368,8 @@ std::string format_status(const StatusSnapshot& s, const StatusStyle& style) {
   return o.str();
 }
 
-std::string format_status_line(const StatusSnapshot& s) {
+std::string format_status_line(const StatusSnapshot& raw) {
+  const StatusSnapshot s = for_terminal(raw);
   std::string line = jobs::iso8601_utc(s.now_ms) + " " + (s.batch.empty() ? "" : "batch " + s.batch + ": ") +
                      counts_text(s.counts);
   for (const jobs::Job& j : s.running) line += " | job " + std::to_string(j.id) + " " + job_progress_text(j, s.now_ms);

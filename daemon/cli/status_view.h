@@ -41,6 +41,12 @@ struct StatusStyle {
   int height = 0;
 };
 
+// The snapshot with every text field (names of batches, models, workers,
+// custom_ids, prompts, outputs, errors) passed through the one sanitiser,
+// daemon::escape_controls: C0, DEL and C1 controls shown as "\x9b" text.
+// format_status and format_status_line apply it themselves.
+StatusSnapshot for_terminal(const StatusSnapshot& s);
+
 // The full report, several sections, ending with a newline.
 std::string format_status(const StatusSnapshot& s, const StatusStyle& style);
 

@@ -21,6 +21,7 @@
 #include "daemon/cli/commands.h"
 #include "daemon/cli/document_export.h"
 #include "daemon/cli/model_check.h"
+#include "daemon/cli/output_file.h"
 #include "daemon/cli/status_view.h"
 #include "daemon/lib/job_format.h"
 #include "common/error.h"
@@ -63,23 +64,14 @@ void export_jsonl(const ExportArgs& a) {
     std::cout.flush();
     report = stderr;
   } else {
-    // Written beside the target and renamed over it: a reader never sees half a file.
-    const std::string tmp = a.jsonl + ".tmp-" + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) throw CommandError{kFailure, "cannot write " + tmp + ": " + std::strerror(errno)};
-      counts = export_batch_jsonl(*queue, a.batch, out, tool_format);
-      out.close();
-      if (!out) {
-        std::remove(tmp.c_str());
-        throw CommandError{kFailure, "cannot write " + tmp + " (disk full?)"};
-      }
-    }
-    if (std::rename(tmp.c_str(), a.jsonl.c_str()) != 0) {
-      const std::string why = std::strerror(errno);
-      std::remove(tmp.c_str());
-      throw CommandError{kFailure, "cannot write " + a.jsonl + ": " + why};
-    }
+    // Written beside the target and renamed over it, never through a link,
+    // mode 0600: a reader never sees half a file (output_file.h).
+    const fs::path target(a.jsonl);
+    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    const OutputFolder folder(parent);
+    OutputFile out(folder, target.filename().string());
+    counts = export_batch_jsonl(*queue, a.batch, out.stream(), tool_format);
+    out.commit();
   }
   std::fprintf(report, "batch %s: %s; wrote %lld lines (%lld errors) to %s\n", a.batch.c_str(),
                describe_counts(counts.states).c_str(), static_cast<long long>(counts.written),

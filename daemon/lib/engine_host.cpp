@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "daemon/lib/failure.h"
 #include "engine/chat/chat_messages_json.h"
@@ -109,7 +110,16 @@ void EngineHost::load(const std::string& model, const std::string& path, const W
   EngineOptions eo = options.engine;
   for (;;) {
     try {
-      engine_ = Engine::load(path, eo);
+      try {
+        engine_ = Engine::load(path, eo);
+      } catch (const std::bad_alloc&) {
+        // The engine names its sizes (Model::load); an allocation outside
+        // them still is this configuration against this machine.
+        throw Error(ErrorKind::invalid_input, "out of memory while loading it with a context of " +
+                                                  std::to_string(eo.context) + " (0: the model's own length) and " +
+                                                  std::to_string(eo.max_sequences) + " sequence(s); lower `context` "
+                                                  "or `max_batch`, or give the daemon more memory");
+      }
       break;
     } catch (const Error& e) {
       // The KV cache grows with the batch: a budget that cannot hold

@@ -226,7 +226,7 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs) {
     if (j.cancel_requested && j.state == jobs::JobState::running) state += "*";  // cancel pending
     std::string batch = j.spec.batch.empty() ? "-" : j.spec.batch;
     if (!j.spec.custom_id.empty()) batch += "/" + j.spec.custom_id;
-    rows.push_back({std::to_string(j.id), state, j.spec.model, preview(batch, 32), std::to_string(j.spec.priority),
+    rows.push_back({std::to_string(j.id), state, preview(j.spec.model, 40), preview(batch, 32), std::to_string(j.spec.priority),
                     local_time(j.created_ms), tokens, tok_s, snippet});
   }
   std::array<size_t, kColumns> width{};

@@ -222,6 +222,12 @@ void Worker::start(const jobs::Job& job) {
   } catch (const Error& e) {  // this job alone: bad input, a prompt longer than the context, ...
     end(job, failure_of(e));
     return;
+  } catch (const std::bad_alloc&) {  // its sequence's buffers: memory may be free again later
+    Execution ex = ending(JobOutcome::retrying, resumed,
+                          "out of memory while starting the job; lower `context` or `max_batch`, or use a smaller model");
+    ex.error_kind = error_kind_name(ErrorKind::internal);
+    end(job, ex);
+    return;
   }
   if (active_.empty()) totals_ = RunTotals{Clock::now()};
   ++totals_.jobs;

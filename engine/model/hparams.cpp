@@ -196,7 +196,11 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   if (h.head_dim == 0) bad(f, a + "attention.head_count", "is larger than embedding_length");
   h.head_dim_v = f.has(a + "attention.value_length") ? positive(f, a + "attention.value_length", 1 << 16) : h.head_dim;
   h.n_ff = f.has(a + "feed_forward_length") ? positive(f, a + "feed_forward_length", 1 << 24) : 0;
-  h.n_ctx_train = static_cast<int64_t>(f.get_u64_or(a + "context_length", 2048));
+  const uint64_t context_length = f.get_u64_or(a + "context_length", 2048);
+  // Larger is no model's length, and would wrap the KV cache's arithmetic
+  // (a length up to this one is sized, and refused by the memory plan).
+  if (context_length > (uint64_t{1} << 40)) bad(f, a + "context_length", "is " + std::to_string(context_length) + "; at most 2^40 supported");
+  h.n_ctx_train = static_cast<int64_t>(context_length);
   h.n_expert = static_cast<int64_t>(f.get_u64_or(a + "expert_count", 0));
   if (h.n_expert > 0) {
     if (h.n_expert > (1 << 16)) bad(f, a + "expert_count", "is " + std::to_string(h.n_expert) + ", at most 65536 supported");

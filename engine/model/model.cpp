@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 
 #include "common/human_size.h"
 #include "engine/model/tensor_table.h"
@@ -48,6 +50,21 @@ std::string kv_pool_note(const SequenceState& st) {
   if (st.n_spare() > 0)
     note += (note.empty() ? "" : "; ") + std::to_string(st.n_spare()) + " prefix-cache snapshots (rows from the pool)";
   return note;
+}
+
+// A load whose memory cannot be had: the model, the sizes that asked for it,
+// what did not fit, and the fixes.
+std::string does_not_fit(const std::string& path, int64_t n_ctx, int64_t n_seq, int64_t B, const std::string& what) {
+  return path + ": a context of " + std::to_string(n_ctx) + " tokens for " + std::to_string(n_seq) +
+         " sequence(s), " + std::to_string(B) + " tokens a forward pass, does not fit in memory: " + what +
+         ". Set a smaller `context` (--context; 0 is the model's own length) or `max_batch`, or give the process "
+         "more memory (ulimit -v / LimitAS=, MemoryMax=) and a `memory_budget` that plans within it";
+}
+
+std::string allocation_note(const SequenceState* seqs) {
+  if (seqs == nullptr) return "the activation buffers could not be allocated";
+  return "the KV cache of " + format_size(seqs->attention_bytes() + seqs->recurrent_bytes()) + " (" +
+         std::to_string(seqs->pool_rows()) + " tokens) and its buffers could not be allocated";
 }
 
 }  // namespace
@@ -115,102 +132,123 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   const uint64_t rss_before_buffers = rss > owned ? rss - owned : 0;
   m->pool_ = std::make_unique<ThreadPool>(opts.threads, opts.thread_spin_us);
 
-  ForwardState& s = m->state_;
-  const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";
+  // Every buffer of the load is allocated below: one that cannot be had is
+  // this configuration against this machine, named with its sizes, never a
+  // std::bad_alloc out of the engine.
   int64_t B = opts.max_batch;
-  if (B <= 0) {
-    const uint64_t budget = opts.streaming.memory_budget ? opts.streaming.memory_budget
-                                                         : stream::default_memory_budget().bytes;
-    B = prefill_chunk_tokens(budget, activation_bytes_per_token(hp, bs, predict));
-    spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
-  }
-  // A decode step takes one token of every sequence at once.
   const int64_t n_seq = std::max<int64_t>(1, opts.n_seq);
-  B = std::max<int64_t>(B, n_seq);
-  const auto sz = [B](int64_t width) { return static_cast<size_t>(B * std::max<int64_t>(width, 1)); };
-  s.max_batch = B;
-  s.x.resize(sz(hp.n_embd));
-  s.xn.resize(sz(hp.n_embd));
-  s.out.resize(sz(hp.n_embd));
-  s.q.resize(sz(bs.q));
-  s.k.resize(sz(bs.k));
-  s.v.resize(sz(bs.v));
-  s.att.resize(sz(bs.att));
-  s.ff_a.resize(sz(bs.ff));
-  s.ff_b.resize(sz(bs.ff));
-  s.q16.resize(static_cast<size_t>(m->pool_->size() * std::max(bs.q, bs.k)));
-  if (bs.res_checkpoints > 0) {
-    s.res_ckpt.resize(sz(bs.res_checkpoints * hp.n_embd));
-    s.res_scores.resize(sz(bs.res_checkpoints + 1));
-  }
-  if (hp.is_moe()) {
-    const int64_t ew = std::max(hp.n_embd, hp.expert_width());  // expert rows: full or latent width
-    s.router.resize(sz(hp.n_expert));
-    s.chosen.resize(sz(hp.n_expert_used));
-    s.chosen_w.resize(sz(hp.n_expert_used));
-    s.expert_count.resize(static_cast<size_t>(hp.n_expert));
-    s.expert_first.resize(static_cast<size_t>(hp.n_expert));
-    s.expert_rows.resize(sz(hp.n_expert_used));
-    s.ex_in.resize(sz(ew));
-    s.ex_out.resize(sz(ew));
-    s.ex_a.resize(sz(hp.n_ff_expert));
-    s.ex_b.resize(sz(hp.n_ff_expert));
-    s.slot_out.resize(sz(hp.n_expert_used * ew));
-    if (hp.n_expert_latent > 0) s.moe_latent.resize(sz(hp.n_expert_latent));
-    s.active.resize(static_cast<size_t>(2 * hp.n_expert));
-    if (predict) {
-      s.predict_logits.resize(sz(hp.n_expert));
-      s.predicted.resize(static_cast<size_t>(hp.n_expert));
-      s.routers.reserve(static_cast<size_t>(hp.n_layer));  // filled by attach_streaming; counted here
+  try {
+    ForwardState& s = m->state_;
+    const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";
+    if (B <= 0) {
+      const uint64_t budget = opts.streaming.memory_budget ? opts.streaming.memory_budget
+                                                           : stream::default_memory_budget().bytes;
+      B = prefill_chunk_tokens(budget, activation_bytes_per_token(hp, bs, predict));
+      spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
     }
-  }
-  s.seq.resize(static_cast<size_t>(B));
-  s.pos.resize(static_cast<size_t>(B));
-  m->single_.reserve(static_cast<size_t>(B));
-  s.pool = m->pool_.get();
-  s.routing_observer = &m->routing_observer_;
+    // A decode step takes one token of every sequence at once.
+    B = std::max<int64_t>(B, n_seq);
+    const auto sz = [B](int64_t width) { return static_cast<size_t>(B * std::max<int64_t>(width, 1)); };
+    s.max_batch = B;
+    s.x.resize(sz(hp.n_embd));
+    s.xn.resize(sz(hp.n_embd));
+    s.out.resize(sz(hp.n_embd));
+    s.q.resize(sz(bs.q));
+    s.k.resize(sz(bs.k));
+    s.v.resize(sz(bs.v));
+    s.att.resize(sz(bs.att));
+    s.ff_a.resize(sz(bs.ff));
+    s.ff_b.resize(sz(bs.ff));
+    s.q16.resize(static_cast<size_t>(m->pool_->size() * std::max(bs.q, bs.k)));
+    if (bs.res_checkpoints > 0) {
+      s.res_ckpt.resize(sz(bs.res_checkpoints * hp.n_embd));
+      s.res_scores.resize(sz(bs.res_checkpoints + 1));
+    }
+    if (hp.is_moe()) {
+      const int64_t ew = std::max(hp.n_embd, hp.expert_width());  // expert rows: full or latent width
+      s.router.resize(sz(hp.n_expert));
+      s.chosen.resize(sz(hp.n_expert_used));
+      s.chosen_w.resize(sz(hp.n_expert_used));
+      s.expert_count.resize(static_cast<size_t>(hp.n_expert));
+      s.expert_first.resize(static_cast<size_t>(hp.n_expert));
+      s.expert_rows.resize(sz(hp.n_expert_used));
+      s.ex_in.resize(sz(ew));
+      s.ex_out.resize(sz(ew));
+      s.ex_a.resize(sz(hp.n_ff_expert));
+      s.ex_b.resize(sz(hp.n_ff_expert));
+      s.slot_out.resize(sz(hp.n_expert_used * ew));
+      if (hp.n_expert_latent > 0) s.moe_latent.resize(sz(hp.n_expert_latent));
+      s.active.resize(static_cast<size_t>(2 * hp.n_expert));
+      if (predict) {
+        s.predict_logits.resize(sz(hp.n_expert));
+        s.predicted.resize(static_cast<size_t>(hp.n_expert));
+        s.routers.reserve(static_cast<size_t>(hp.n_layer));  // filled by attach_streaming; counted here
+      }
+    }
+    s.seq.resize(static_cast<size_t>(B));
+    s.pos.resize(static_cast<size_t>(B));
+    m->single_.reserve(static_cast<size_t>(B));
+    s.pool = m->pool_.get();
+    s.routing_observer = &m->routing_observer_;
 
-  // The KV pool (sequence_state.h): max_batch full contexts when the budget
-  // holds them, else halved until the plan fits (kv_tokens 0), never below
-  // kMinPoolRows; a job needing more rows than the pool is refused at add.
-  const int64_t full_pool = n_seq * n_ctx;
-  const bool fit_pool = opts.kv_tokens <= 0;
-  int64_t pool = fit_pool ? full_pool : std::min(opts.kv_tokens, full_pool);
-  const int64_t min_pool = std::min(full_pool, std::max<int64_t>(kMinPoolRows, n_seq));
-  const uint64_t activation_bytes = forward_state_bytes(s) + m->batch_list_bytes();
-  for (;;) {
-    // Sliding layers' rings hold every position one forward pass of B tokens writes or reads.
-    // Sized first, allocated once the plan accepts it (64 x 128K contexts may not fit RAM).
-    m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false, pool,
-                                               std::max<int64_t>(0, opts.prefix_cache));
-    StreamingFootprint fp;
-    fp.kv_cache_bytes = m->seqs_->attention_bytes();
-    fp.kv_cache_note = kv_pool_note(*m->seqs_);
-    fp.recurrent_bytes = m->seqs_->recurrent_bytes();
-    // The scratch that grows with the context, for the longest sequence this pool admits.
-    const int64_t longest = std::min(n_ctx, m->seqs_->pool_rows());
-    fp.activation_bytes = activation_bytes + m->arch_->context_scratch(longest, B, nullptr);
-    fp.overhead_bytes = rss_before_buffers;
-    fp.repacked_bytes = t.repacked_bytes();
-    try {
-      m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fp);
-      break;
-    } catch (const Error& e) {
-      if (!fit_pool || e.kind() != ErrorKind::invalid_input || pool <= min_pool) throw;
-      const int64_t next = std::max(min_pool, pool / 2);
-      spdlog::info("{}: a KV pool of {} tokens does not fit the memory budget; trying {}", path, pool, next);
-      pool = next;
+    // The KV pool (sequence_state.h): max_batch full contexts when the budget
+    // holds them, else halved until the plan fits (kv_tokens 0), never below
+    // kMinPoolRows; a job needing more rows than the pool is refused at add.
+    const int64_t full_pool = n_seq * n_ctx;
+    const bool fit_pool = opts.kv_tokens <= 0;
+    int64_t pool = fit_pool ? full_pool : std::min(opts.kv_tokens, full_pool);
+    const int64_t min_pool = std::min(full_pool, std::max<int64_t>(kMinPoolRows, n_seq));
+    const uint64_t activation_bytes = forward_state_bytes(s) + m->batch_list_bytes();
+    for (;;) {
+      // Sliding layers' rings hold every position one forward pass of B tokens writes or reads.
+      // Sized first, allocated once the plan accepts it (64 x 128K contexts may not fit RAM).
+      m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false, pool,
+                                                 std::max<int64_t>(0, opts.prefix_cache));
+      StreamingFootprint fp;
+      fp.kv_cache_bytes = m->seqs_->attention_bytes();
+      fp.kv_cache_note = kv_pool_note(*m->seqs_);
+      fp.recurrent_bytes = m->seqs_->recurrent_bytes();
+      // The scratch that grows with the context, for the longest sequence this pool admits.
+      const int64_t longest = std::min(n_ctx, m->seqs_->pool_rows());
+      fp.activation_bytes = activation_bytes + m->arch_->context_scratch(longest, B, nullptr);
+      fp.overhead_bytes = rss_before_buffers;
+      fp.repacked_bytes = t.repacked_bytes();
+      try {
+        m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fp);
+        break;
+      } catch (const Error& e) {
+        if (!fit_pool || e.kind() != ErrorKind::invalid_input || pool <= min_pool) throw;
+        const int64_t next = std::max(min_pool, pool / 2);
+        spdlog::info("{}: a KV pool of {} tokens does not fit the memory budget; trying {}", path, pool, next);
+        pool = next;
+      }
     }
+    if (m->seqs_->pool_rows() < full_pool)
+      spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
+                   m->seqs_->pool_rows(), n_seq, n_ctx);
+    if (!opts.streaming.plan_only) {
+      // Refused before mapping, not at the mapping: under `ulimit -v` the KV
+      // cache the budget accepts may still be more than this process may map.
+      const uint64_t kv = m->seqs_->attention_bytes() + m->seqs_->recurrent_bytes();
+      const uint64_t buffers = activation_bytes + m->arch_->context_scratch(std::min(n_ctx, m->seqs_->pool_rows()), B, nullptr);
+      if (const auto as = stream::address_space_limit(); as && kv + buffers > as->left()) {
+        throw Error(ErrorKind::invalid_input,
+                    does_not_fit(path, n_ctx, n_seq, B,
+                                 "its KV cache (" + format_size(kv) + ", " + std::to_string(m->seqs_->pool_rows()) +
+                                     " tokens) and buffers (" + format_size(buffers) + ") need " +
+                                     format_size(kv + buffers) + " of address space, and this process may map " +
+                                     format_size(as->left()) + " more (ulimit -v " + format_size(as->limit) + ")"));
+      }
+      m->seqs_->allocate();
+      m->arch_->context_scratch(std::min(n_ctx, m->seqs_->pool_rows()), B, &s);
+    }
+    s.seqs = m->seqs_.get();
+    attach_streaming(*m->streaming_, f, opts.streaming, hp.n_layer, s);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::invalid_input, does_not_fit(path, n_ctx, n_seq, B, allocation_note(m->seqs_.get())));
+  } catch (const std::length_error&) {
+    throw Error(ErrorKind::invalid_input, does_not_fit(path, n_ctx, n_seq, B, allocation_note(m->seqs_.get())));
   }
-  if (m->seqs_->pool_rows() < full_pool)
-    spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
-                 m->seqs_->pool_rows(), n_seq, n_ctx);
-  if (!opts.streaming.plan_only) {
-    m->seqs_->allocate();
-    m->arch_->context_scratch(std::min(n_ctx, m->seqs_->pool_rows()), B, &s);
-  }
-  s.seqs = m->seqs_.get();
-  attach_streaming(*m->streaming_, f, opts.streaming, hp.n_layer, s);
   return m;
 }
 

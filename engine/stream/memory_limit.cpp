@@ -1,5 +1,8 @@
 #include "engine/stream/memory_limit.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <optional>
@@ -114,6 +117,17 @@ DefaultBudget default_memory_budget(const fs::path& root) {
   const uint64_t headroom = std::max(d.limit / 10, kMinHeadroom);
   d.bytes = d.limit > 2 * headroom ? d.limit - headroom : d.limit / 2;
   return d;
+}
+
+std::optional<AddressSpace> address_space_limit() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  AddressSpace as;
+  as.limit = rl.rlim_cur;
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  if (statm >> pages) as.mapped = pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return as;
 }
 
 }  // namespace ns::stream

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace ns::stream {
@@ -37,5 +38,17 @@ struct DefaultBudget {
 };
 
 DefaultBudget default_memory_budget(const std::filesystem::path& root = "/");
+
+// The address space this process may still map: its RLIMIT_AS (`ulimit -v`,
+// LimitAS=) less what it maps now (/proc/self/statm), 0 when it maps more
+// already; nullopt when there is no such limit. Anonymous mappings count
+// against it even with MAP_NORESERVE, so a KV cache the memory budget
+// accepts may still not be mappable under it.
+struct AddressSpace {
+  uint64_t limit = 0;   // RLIMIT_AS
+  uint64_t mapped = 0;  // mapped now
+  uint64_t left() const { return limit > mapped ? limit - mapped : 0; }
+};
+std::optional<AddressSpace> address_space_limit();
 
 }  // namespace ns::stream

@@ -3,6 +3,8 @@
 // failures and unfinished documents reported, files not rewritten when
 // unchanged, and names that would escape the folder refused.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -114,4 +116,47 @@ TEST_CASE("--batch picks one batch; JSONL and plain jobs are not documents; esca
   CHECK(r.problems[0].message.find("outside") != std::string::npos);
   CHECK_FALSE(fs::exists(db.dir.path() / "etc"));
   CHECK(export_documents(*db.queue, out, {}).written == std::vector<std::string>{"y.continued.md"});
+}
+
+// Issue #30 B/N: the temporary name was "<name>.tmp-<pid>", opened with
+// O_CREAT|O_TRUNC through whatever link was planted there, and exports took
+// their mode from the umask.
+TEST_CASE("export --dir writes through no planted link and makes its files 0600 whatever the umask") {
+  ns::test::CliQueue db;
+  const fs::path docs = db.dir.path() / "docs", out = db.dir.path() / "out", elsewhere = db.dir.path() / "elsewhere";
+  const fs::path victim = db.dir.path() / "victim";
+  ns::test::write_files(docs, {{"one.md", "One."}, {"two.md", "Two."}, {"sub/three.md", "Three."}});
+  ns::test::write_file(victim, "precious");
+  fs::create_directories(out);
+  fs::create_directories(elsewhere);
+  // The old temporary name (this process is the exporter), the final name, and a subfolder, all links.
+  fs::create_symlink(victim, out / ("one.continued.md.tmp-" + std::to_string(::getpid())));
+  fs::create_symlink(victim, out / "two.continued.md");
+  fs::create_directory_symlink(elsewhere, out / "sub");
+  submit_folder(*db.queue, docs);
+  while (db.finish_next(" written") != 0) {
+  }
+
+  const mode_t old_umask = ::umask(0);
+  const DocumentExportReport r = export_documents(*db.queue, out, {});
+  ::umask(old_umask);
+  CHECK(ns::test::read_file(victim) == "precious");
+  CHECK(fs::is_empty(elsewhere));
+  CHECK(r.written == std::vector<std::string>{"one.continued.md", "two.continued.md"});
+  REQUIRE(r.problems.size() == 1);  // sub/three.md: its folder is a link
+  CHECK(r.problems[0].name == "sub/three.md");
+  CHECK(r.problems[0].message.find("link") != std::string::npos);
+  // The final name's link was replaced by the file, not written through.
+  CHECK_FALSE(fs::is_symlink(out / "two.continued.md"));
+  CHECK(ns::test::read_file(out / "two.continued.md") == " written");
+  for (const char* name : {"one.continued.md", "two.continued.md"}) {
+    CAPTURE(name);
+    CHECK(fs::status(out / name).permissions() == (fs::perms::owner_read | fs::perms::owner_write));
+  }
+  // No temporary file left behind (the planted link stays, untouched).
+  for (const fs::directory_entry& e : fs::directory_iterator(out)) {
+    if (e.is_symlink()) continue;
+    CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+  }
+  CHECK(fs::is_symlink(out / ("one.continued.md.tmp-" + std::to_string(::getpid()))));
 }

@@ -111,3 +111,49 @@ TEST_CASE("a document that cannot be queued is reported; the others are queued")
   CHECK(r.documents[2].problem.find("UTF-8") != std::string::npos);
   CHECK(db.queue->counts().queued == 1);
 }
+
+// Issue #30 I: the file was checked when the folder was listed and opened by
+// path later, so a file swapped for a link in between queued the link's target.
+TEST_CASE("a document swapped for a link after the folder was listed is refused, not read") {
+  ns::test::CliQueue db;
+  const fs::path docs = db.dir.path() / "docs", secret = db.dir.path() / "secret.yaml";
+  ns::test::write_files(docs, {{"a.md", "A"}, {"sub/b.md", "B"}, {"d.md", "D"}});
+  ns::test::write_file(secret, "database: postgresql://ns:hunter2@db/ns");
+  ns::test::write_file(db.dir.path() / "outside" / "b.md", "outside secret");
+  const std::vector<Document> listed = find_documents(docs, kDefaultDocumentGlobs);
+  REQUIRE(names(listed) == std::vector<std::string>{"a.md", "d.md", "sub/b.md"});
+  // Swapped between the listing and the reading: a file for a link, a folder for a link.
+  fs::remove(docs / "a.md");
+  fs::create_symlink(secret, docs / "a.md");
+  fs::remove_all(docs / "sub");
+  fs::create_directory_symlink(db.dir.path() / "outside", docs / "sub");
+
+  const DocumentSubmitReport r = submit_documents(*db.queue, listed, base(), "docs");
+  CHECK(r.created() == 1);  // d.md
+  REQUIRE(r.documents.size() == 3);
+  CHECK(r.documents[0].problem.find("symbolic link") != std::string::npos);
+  CHECK(r.documents[1].problem.empty());
+  CHECK(r.documents[2].problem.find("symbolic link") != std::string::npos);
+  for (const ns::jobs::Job& job : db.queue->list({})) {
+    CHECK(job.spec.prompt.find("secret") == std::string::npos);
+    CHECK(job.spec.prompt.find("hunter2") == std::string::npos);
+  }
+
+  // Asked for (--follow-symlinks), a link is read.
+  const DocumentSubmitReport followed =
+      submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs, true), base(), "docs");
+  CHECK(followed.documents[0].problem.empty());
+}
+
+TEST_CASE("a document replaced by something else than a regular file is reported, not read") {
+  ns::test::CliQueue db;
+  const fs::path docs = db.dir.path() / "docs";
+  ns::test::write_files(docs, {{"a.md", "A"}, {"b.md", "B"}});
+  const std::vector<Document> listed = find_documents(docs, kDefaultDocumentGlobs);
+  fs::remove(docs / "a.md");
+  fs::create_directory(docs / "a.md");
+  const DocumentSubmitReport r = submit_documents(*db.queue, listed, base(), "docs");
+  CHECK(r.created() == 1);
+  REQUIRE(r.documents.size() == 2);
+  CHECK(r.documents[0].problem.find("not a regular file") != std::string::npos);
+}

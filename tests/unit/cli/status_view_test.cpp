@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "daemon/cli/command_support.h"
 #include "daemon/cli/jsonl_submit.h"
 #include "daemon/cli/status_view.h"
 #include "tests/unit/cli/cli_queue.h"
@@ -229,6 +230,60 @@ TEST_CASE("text from jobs cannot drive the terminal: control characters and bad 
   db.queue->claim("w", 60'000);
   const std::string text = format_status(take_status(*db.queue, "", 5, 10), StatusStyle{true, 100});
   CHECK(text.find('\x1b') == std::string::npos);
-  CHECK(has(text, "\"ok [2Jcleared\xEF\xBF\xBD\xEF\xBF\xBD end \""));
+  CHECK(has(text, "\"ok\\x1b[2Jcleared\xEF\xBF\xBD\xEF\xBF\xBD end \""));  // escaped as text (escape_controls)
   CHECK(has(text, "\"a prompt with a tab\""));
+}
+
+// Issue #30 M: names and texts from the queue (anyone who may submit writes
+// them) went to the terminal raw: ESC sequences in a model or batch name, the
+// C1 control CSI (U+009B, bytes C2 9B) in prompts and outputs.
+TEST_CASE("status and watch print no terminal control from the queue's names and texts") {
+  const std::string esc = "\x1b[2J", csi = "\xc2\x9b" "31m";
+  StatusSnapshot s;
+  s.now_ms = 100'000;
+  s.batch = "b" + esc;
+  s.counts.running = 1;
+  s.counts.done = 1;
+  ns::jobs::Job run;
+  run.spec = spec("prompt " + csi, 20, "batch" + esc);
+  run.id = 1;
+  run.state = ns::jobs::JobState::running;
+  run.spec.model = "model" + esc;
+  run.worker = "w" + csi;
+  run.started_ms = 90'000;
+  run.progress = {.prompt_tokens = 4, .prefilled = 4, .generated = 3, .tok_s = 1.0, .updated_ms = 99'000};
+  ns::jobs::Job done;
+  done.spec = spec("p", 20);
+  done.id = 2;
+  done.state = ns::jobs::JobState::done;
+  done.spec.model = "m" + csi;
+  done.finished_ms = 95'000;
+  done.result = ns::jobs::JobResult{.text = "out " + csi + " " + esc, .finish_reason = "length", .completion_tokens = 3};
+  s.running = {run};
+  s.recent = {done};
+  ns::jobs::BatchSummary b;
+  b.name = "batch" + esc;
+  b.counts.running = 1;
+  s.batches = {b};
+  ns::jobs::WorkerInfo w;
+  w.id = "w" + csi;
+  w.model = "model" + esc;
+  w.heartbeat_ms = 99'000;
+  s.workers = {w};
+
+  const std::string outputs[] = {format_status(s, StatusStyle{}), format_status(s, StatusStyle{true, 120, 0}),
+                                 format_status(s, StatusStyle{true, 120, 30}), format_status_line(s)};
+  for (const std::string& out : outputs) {
+    CAPTURE(out);
+    CHECK_FALSE(has(out, "\x1b"));
+    CHECK_FALSE(has(out, "\xc2\x9b"));
+  }
+  for (size_t i = 0; i < 3; ++i) CHECK(has(outputs[i], "model\\x1b[2J"));  // shown, as text
+  CHECK(has(format_status(s, StatusStyle{}), "\\x9b31m"));
+}
+
+TEST_CASE("CLI messages are printable: controls escaped, passwords redacted") {
+  CHECK(printable(std::string("custom_id \"a\0b\x1b[2J\"", 19)) == "custom_id \"a\\x00b\\x1b[2J\"");
+  CHECK(printable("bad\xc2\x9b" "31m\nsecond line") == "bad\\x9b31m\nsecond line");
+  CHECK(printable("postgresql://u:S3cr?t@db/q") == "postgresql://u:***@db/q");
 }

@@ -238,3 +238,13 @@ TEST_CASE("format_job_csv: a header, every field quoted, quotes doubled, the ful
                "\"7\",\"done\",\"kimi\",\"nightly\",\"notes/a.md@1f\",\"0\",\"2025-12-01T00:00:00.000Z\",\"\",\"5\","
                "\"9\",\"12.35\",\"stop\",\"\",\"\",\"He said \"\"no\"\",\nthen left.\"\r\n");
 }
+
+// Issue #30 M: the model column was printed as it was stored.
+TEST_CASE("list escapes terminal controls in the model column") {
+  jobs::Job j = done_job();
+  j.spec.model = "tiny\x1b[2J\xc2\x9b" "31m";
+  const std::string table = daemon::format_job_table({j});
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find("\xc2\x9b") == std::string::npos);
+  CHECK(table.find("tiny\\x1b[2J\\x9b31m") != std::string::npos);
+}

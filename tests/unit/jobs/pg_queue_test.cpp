@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "common/redact.h"
 #include "common/error.h"
 #include "jobs/pg_conn.h"
 #include "jobs/pg_migrations.h"
@@ -225,10 +226,10 @@ TEST_CASE("PostgreSQL: times come from the server's clock") {
 }
 
 TEST_CASE("passwords never appear in messages") {
-  CHECK(pg::redact_url("postgresql://night:s3cret@db.example/queue") == "postgresql://night:***@db.example/queue");
-  CHECK(pg::redact_url("postgres://db/q?user=n&password=s3cret&sslmode=require") ==
+  CHECK(ns::redact_secrets("postgresql://night:s3cret@db.example/queue") == "postgresql://night:***@db.example/queue");
+  CHECK(ns::redact_secrets("postgres://db/q?user=n&password=s3cret&sslmode=require") ==
         "postgres://db/q?user=n&password=***&sslmode=require");
-  CHECK(pg::redact_url("postgresql://night@db/q") == "postgresql://night@db/q");
+  CHECK(ns::redact_secrets("postgresql://night@db/q") == "postgresql://night@db/q");
   const DatabaseError e = database_error_from(
       [] { open_pg_queue("postgresql://night:s3cret@/q?host=/nonexistent-ns-dir&connect_timeout=1"); });
   CHECK(std::string(e.what()).find("s3cret") == std::string::npos);
