@@ -6,32 +6,13 @@
 #include <cstring>
 
 #include "engine/chat/jinja_value.h"
+#include "common/utf8.h"
 
 namespace ns::chat::jinja {
 
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-std::string utf8(uint32_t cp) {
-  std::string o;
-  if (cp < 0x80) {
-    o += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    o += static_cast<char>(0xC0 | (cp >> 6));
-    o += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    o += static_cast<char>(0xE0 | (cp >> 12));
-    o += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    o += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    o += static_cast<char>(0xF0 | (cp >> 18));
-    o += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    o += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    o += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return o;
-}
 
 std::string normalize_newlines(const std::string& src) {
   std::string out;
@@ -320,7 +301,7 @@ class Lexer {
               cp = cp * 16 + static_cast<uint32_t>(h);
           }
           if (!ok) fail("TemplateSyntaxError: truncated \\" + std::string(1, e) + " escape");
-          out += utf8(cp);
+          out += encode_utf8(cp);
           p += n;
           break;
         }

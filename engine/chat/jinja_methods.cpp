@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/chat/jinja_builtins.h"
+#include "common/utf8.h"
 
 namespace ns::chat::jinja {
 
@@ -401,23 +402,7 @@ std::vector<uint32_t> decode_cps(const std::string& s) {
 
 std::string encode_cps(const std::vector<uint32_t>& cps) {
   std::string o;
-  for (uint32_t cp : cps) {
-    if (cp < 0x80) {
-      o += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      o += static_cast<char>(0xC0 | (cp >> 6));
-      o += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      o += static_cast<char>(0xE0 | (cp >> 12));
-      o += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      o += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      o += static_cast<char>(0xF0 | (cp >> 18));
-      o += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      o += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      o += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
+  for (uint32_t cp : cps) o += encode_utf8(cp);
   return o;
 }
 
