@@ -18,6 +18,7 @@
 #include "daemon/lib/config.h"
 #include "common/error.h"
 #include "common/human_size.h"
+#include "engine/chat/tool_calls.h"
 #include "engine/engine.h"
 
 namespace ns::cli {
@@ -236,6 +237,33 @@ void model_info_command(const ModelInfoArgs& a) {
             {"context_length", m.context_length},
             {"tokenizer", m.tokenizer},
             {"pre_tokenizer", m.pre_tokenizer}};
+  // How chat jobs for it become prompts: the template's source, the tokens it is given, the tool-call markup
+  // nightshift parses back, and a rendered sample (or the template's own error).
+  {
+    const auto file = ModelFile::open(a.path);
+    json chat = json::object();
+    if (!file->chat_template()) {
+      chat["source"] = "none (a base model: chat jobs need models.NAME.chat_template in the config)";
+    } else {
+      chat["source"] = "the GGUF's Jinja template (" + std::to_string(file->chat_template()->size()) + " bytes)";
+      chat["bos_token"] = file->bos_text();
+      chat["eos_token"] = file->eos_text();
+      const auto format = chat::tool_call_format(*file->chat_template());
+      chat["tool_calls"] = format ? chat::tool_call_format_name(*format) : "none (replies stay text)";
+      try {
+        std::vector<chat::ChatMessage> sample(2);
+        sample[0].role = "system";
+        sample[0].content = "You are a helpful assistant.";
+        sample[1].role = "user";
+        sample[1].content = "Hello!";
+        chat["sample"] = chat::ChatPrompter("", file->chat_template(), file->bos_text(), file->eos_text())
+                             .render(sample, true);
+      } catch (const Error& e) {
+        chat["sample_error"] = e.what();
+      }
+    }
+    o["chat_template"] = std::move(chat);
+  }
   // A split model (gguf-split shards): each shard, its bytes and the device
   // (st_dev major:minor, symlinks resolved) that serves its reads.
   if (m.shards.size() > 1) {

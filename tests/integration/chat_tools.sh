@@ -13,6 +13,10 @@ TEMPLATE=${TEMPLATE%x}
 make_model qwen.gguf --arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 128 --type Q8_0 \
   --chat-template "$TEMPLATE"
 write_config qwen=qwen.gguf
+# model info names the template's source, its tokens, the tool-call markup and a rendered sample.
+info=$(ns model info "$WORK/qwen.gguf")
+expect_contains "$info" '"tool_calls":"qwen3.5-xml"' "model info: the tool-call markup"
+expect_contains "$info" '<|im_start|>user\nHello!<|im_end|>' "model info: a rendered sample"
 
 body='{"model": "qwen", "messages": [{"role": "system", "content": "You can call tools."}, {"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris\", \"unit\": \"celsius\"}"}}]}, {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temperature\": 21}"}], "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.", "parameters": {"type": "object", "properties": {"location": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["location"]}}}], "max_tokens": 12, "temperature": 0, "ignore_eos": true}'
 printf '{"custom_id": "tools", "method": "POST", "url": "/v1/chat/completions", "body": %s}\n' "$body" \
