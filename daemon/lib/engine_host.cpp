@@ -97,10 +97,12 @@ Engine::Batch& EngineHost::open(const std::string& model, const WorkerOptions& o
 void EngineHost::load(const std::string& model, const std::string& path, const WorkerOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    // Transient: a model on a disk that is mounted late, or still being copied.
-    throw Error(ErrorKind::io, "model '" + model + "': file " + path +
-                                   " does not exist or is not a regular file (check models." + model +
-                                   " in the config; the job is retried in case the disk is not mounted yet)");
+    // The daemon's configuration (a typo in the path) or its machine (a disk mounted late), never the jobs':
+    // they stay queued, as for a name typo, and the model is tried again after the block.
+    throw DaemonConfigError(ErrorKind::io, "model '" + model + "': file " + path +
+                                               " does not exist or is not a regular file; its jobs stay queued: fix "
+                                               "models." + model + " in the config and reload the daemon, or mount "
+                                               "the disk");
   }
 
   // Free the previous model first: two models may not fit in memory together.
