@@ -16,7 +16,8 @@
 // running one stays in effect.
 //
 // Exit status: 0 after SIGINT/SIGTERM or, with --drain, once nothing is left
-// to run; 1 when the database is unusable; 2 for a bad command line or config.
+// to run; 1 when the database is unusable; 2 for a bad command line or config;
+// 3 when --drain left jobs held (models this daemon cannot serve).
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -271,7 +272,9 @@ int main(int argc, char** argv) {
       "  nightshiftd --config config.yaml --db jobs.db --drain   # run what is queued, then exit\n"
       "Signals: SIGINT/SIGTERM stop the running job at its next token, checkpoint it and return it to the\n"
       "queue, then exit 0 (within drain_timeout_ms). SIGHUP reloads the config.\n"
-      "Exit status: 0 stopped or drained, 1 database unusable, 2 bad command line or config.\n");
+      "Exit status: 0 stopped or drained, 1 database unusable, 2 bad command line or config, 3 drained but jobs\n"
+      "this daemon cannot serve (a model name or file its config gets wrong, a model that does not fit) were left\n"
+      "queued (the log names them; nightshift status shows them).\n");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -361,6 +364,8 @@ int main(int argc, char** argv) {
     } else {
       spdlog::info("nightshiftd: queue drained after {} job(s)", claimed);
     }
+    // A night that left jobs held must not look like a success to the unit that ran it.
+    const int rc = drain && !g_stop.load() && worker.left_held() ? 3 : 0;
     notifier.stopping("stopped after " + std::to_string(claimed) + " job(s)");
     // The heartbeat refreshes the workers row (clearing stopped_ms): it must
     // be gone before the row is marked stopped, or a last tick undoes it.
@@ -370,7 +375,7 @@ int main(int argc, char** argv) {
     } catch (const ns::jobs::DatabaseError& e) {
       spdlog::warn("cannot mark this worker stopped in the workers table: {}", e.what());
     }
-    return 0;
+    return rc;
   } catch (const ns::Error& e) {
     spdlog::critical("nightshiftd: {}", e.what());
     notifier.stopping(std::string("failed: ") + e.what());

@@ -52,8 +52,10 @@ int Worker::run(bool drain) {
         if (stop_.load()) return claimed;
         if (drain && !work_left()) {
           if (!blocked_.empty()) {
+            left_held_ = true;
+            held_reason_ = status_.snapshot().problem;
             spdlog::error("drained what this daemon can serve; jobs it cannot serve are left queued: {}",
-                          status_.snapshot().problem);
+                          held_reason_);
           }
           return claimed;
         }

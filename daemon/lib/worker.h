@@ -93,6 +93,10 @@ class Worker {
   // running by a killed daemon is waited for until its lease expires, then
   // taken over. Returns how many jobs reached an end.
   int run(bool drain);
+  // After run(true): whether jobs of models this daemon cannot serve (a name or a file its configuration gets
+  // wrong, a model that does not fit) were left queued, held; held_reason() says which and why.
+  bool left_held() const { return left_held_; }
+  const std::string& held_reason() const { return held_reason_; }
   // Jobs in the batch now.
   int active() const { return static_cast<int>(active_.size()); }
 
@@ -161,6 +165,8 @@ class Worker {
     std::set<int64_t> jobs;    // the jobs released for it so far
   };
   std::map<std::string, Blocked> blocked_;        // by model name
+  bool left_held_ = false;
+  std::string held_reason_;
   bool slot_freed_ = false;                      // a job left the batch since the last claim
   bool queue_more_ = false;                      // the last claim filled every free slot: more may be queued
   StepRate rate_;                                // the batch's step model: jobs' tok/s and ETAs
