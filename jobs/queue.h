@@ -357,7 +357,8 @@ class Queue {
   // table. A dead job keeps its checkpoint and resumes from it unless `model`
   // changes; the others start over.
   // `model` not empty: the job runs on that model from now on (the fix for
-  // jobs queued under a wrong model name; submit checks no names).
+  // jobs queued under a wrong model name; submit checks no names); a queued
+  // job (held by daemons that cannot serve its model) is re-pointed too.
   virtual RetryOutcome retry(int64_t id, const std::string& model = "") = 0;
   virtual std::optional<Job> get(int64_t id) = 0;
   virtual std::vector<Job> list(const ListFilter& filter) = 0;

@@ -257,7 +257,9 @@ RetryOutcome TransitionQueue::retry(int64_t id, const std::string& model) {
   auto tx = begin_write();
   const std::optional<std::string> state = locked_state_of(id);
   if (!state) return RetryOutcome::not_found;
-  if (*state != "failed" && *state != "dead" && *state != "cancelled") return RetryOutcome::not_retryable;
+  // A queued job may be re-pointed (a job held under a model name or file its daemon cannot serve).
+  const bool repoint = *state == "queued" && !model.empty();
+  if (*state != "failed" && *state != "dead" && *state != "cancelled" && !repoint) return RetryOutcome::not_retryable;
   reset_to_queued(id, model);
   if (*state != "dead" || !model.empty()) drop_checkpoint(id);  // a dead job resumes where it stopped
   tx->commit();

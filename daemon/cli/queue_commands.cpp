@@ -549,18 +549,33 @@ void add_retry(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Examples:\n"
       "  nightshift retry 42 43\n"
-      "  nightshift retry --batch nightly --state failed --model mixtral   # a night queued under a wrong name\n"
+      "  nightshift retry --batch nightly --model mixtral   # a night held or failed under a wrong model name\n"
       "  nightshift list --state dead --json | jq -r '.[].id' | xargs nightshift retry\n"
       "The attempts so far stay in the job's history (nightshift show ID).\n"
-      "Exit status: 0 all queued again, 3 an id (or the batch) is unknown, 1 a job is queued, running or done.\n");
+      "With --model, queued jobs are moved too, and the model is checked against --config's models:.\n"
+      "Exit status: 0 all queued again, 3 an id (or the batch) is unknown, 4 --model is not servable (--config),\n"
+      "1 a job is running or done (or queued, without --model).\n");
   cmd->callback([a, &exit_code] {
     run_command("retry", exit_code, [&] {
       auto queue = open_existing(a->db);
-      const std::vector<int64_t> ids = selected_ids(
-          *queue, a->sel, {jobs::JobState::failed, jobs::JobState::dead, jobs::JobState::cancelled}, "retry");
+      // With --model, queued jobs too: those a daemon holds because it cannot serve their model.
+      std::vector<jobs::JobState> states = {jobs::JobState::failed, jobs::JobState::dead, jobs::JobState::cancelled};
+      if (!a->model.empty()) states.push_back(jobs::JobState::queued);
+      const std::vector<int64_t> ids = selected_ids(*queue, a->sel, states, "retry");
+      ModelCheck check = model_check_for(a->db, false);
       std::optional<CommandError> first_error;
       for (int64_t id : ids) {
         const std::string name = "job " + std::to_string(id);
+        if (!a->model.empty()) {  // the new model, checked as submit --config checks one (name, file, template)
+          if (std::optional<jobs::Job> job = queue->get(id)) {
+            job->spec.model = a->model;
+            if (const std::string problem = check.problem(job->spec); !problem.empty()) {
+              std::fprintf(stderr, "nightshift retry: %s not moved: %s\n", name.c_str(), printable(problem).c_str());
+              if (!first_error) first_error = CommandError{kInvalidInput, "some jobs were not retried"};
+              continue;
+            }
+          }
+        }
         switch (queue->retry(id, a->model)) {
           case jobs::RetryOutcome::requeued:
             std::cout << name << " queued again" << (a->model.empty() ? "" : " on model " + a->model) << "\n";
@@ -571,7 +586,9 @@ void add_retry(CLI::App& app, int& exit_code) {
             break;
           case jobs::RetryOutcome::not_retryable: {
             const std::optional<jobs::Job> job = queue->get(id);
-            std::fprintf(stderr, "nightshift retry: %s is %s; only failed, dead or cancelled jobs can be retried\n",
+            std::fprintf(stderr,
+                         "nightshift retry: %s is %s; only failed, dead or cancelled jobs can be retried (and "
+                         "queued ones moved with --model)\n",
                          name.c_str(), job ? jobs::state_name(job->state) : "gone");
             if (!first_error) first_error = CommandError{kFailure, "some jobs were not retried"};
             break;

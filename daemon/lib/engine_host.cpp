@@ -62,8 +62,8 @@ Engine::Batch& EngineHost::open(const std::string& model, const WorkerOptions& o
                             "model '" + model + "' is not in the daemon's config (" + known_models(options.models) +
                                 "); add it under models: in " +
                                 (options.config_source.empty() ? std::string("the config") : options.config_source) +
-                                " and reload (SIGHUP); if the name is wrong, `nightshift cancel` the jobs and "
-                                "`nightshift retry --model RIGHT` them (docs/operations.md, \"A bad night\")");
+                                " and reload (SIGHUP); if the name is wrong, `nightshift retry --batch B --model RIGHT` "
+                                "moves them (docs/operations.md, \"A bad night\")");
   }
   const std::string& path = it->second;
   if (!engine_ || model_ != model || path_ != path) {

@@ -1,6 +1,6 @@
 # Recovering from a bad night with batch operations: the nightly timer queued
 # a folder under a wrong model name; the daemon leaves those jobs queued
-# (its config lacks the name); `cancel --batch` and `retry --batch --model`
+# (its config lacks the name, and the drain exits 3); one `retry --batch --model`
 # move the whole batch to the right model, and several ids work at once.
 source "$(dirname "$0")/lib.sh"
 
@@ -16,13 +16,15 @@ expect_eq "$(sql "SELECT group_concat(state) FROM jobs WHERE batch = 'nightly'")
   "a night under a wrong model name leaves the jobs queued"
 expect_contains "$(cat "$WORK/daemon.log")" "jobs it cannot serve are left queued: model tinny" "the drain says so"
 
-expect_exit 0 ns cancel --config "$CONFIG" --batch nightly --state queued
-expect_eq "$(sql "SELECT group_concat(state) FROM jobs WHERE batch = 'nightly'")" "cancelled,cancelled,cancelled" \
-  "cancel --batch --state queued"
+# One command moves the held batch: retry --model takes queued jobs too, and checks the new name.
+expect_exit 4 ns retry --config "$CONFIG" --batch nightly --model tinyy
+expect_contains "$OUT" "did you mean 'tiny'?" "retry --model checks the name against the config"
+expect_eq "$(sql "SELECT group_concat(state || ':' || model) FROM jobs WHERE batch = 'nightly'")" \
+  "queued:tinny,queued:tinny,queued:tinny" "a refused model moves nothing"
 expect_exit 0 ns retry --config "$CONFIG" --batch nightly --model tiny
 expect_contains "$OUT" "queued again on model tiny" "retry --model says so"
 expect_eq "$(sql "SELECT group_concat(state || ':' || model) FROM jobs WHERE batch = 'nightly'")" \
-  "queued:tiny,queued:tiny,queued:tiny" "retry --batch --model moves the batch to the right model"
+  "queued:tiny,queued:tiny,queued:tiny" "retry --batch --model moves the held batch to the right model"
 start_daemon --drain
 wait_daemon 0
 expect_eq "$(sql "SELECT group_concat(state) FROM jobs WHERE batch = 'nightly'")" "done,done,done" "the batch ran"

@@ -228,35 +228,34 @@ TEST_CASE("the heartbeat renews the lease while the job runs; a stalled generati
   }
 }
 
-TEST_CASE("a model file that appears after the first attempt: retried after the backoff, then done") {
+TEST_CASE("a model file that is missing (a path typo, a disk mounted late) leaves its job queued, then it runs") {
   const auto model = test::small_model();
   if (!model) return;
   Fixture f(*model);
   const std::string late = f.dir.file("late.gguf");
   f.options.models["m"] = late;
-  f.options.retry_backoff = {150, 150};
   const int64_t id = f.submit(5);
   daemon::Worker worker(*f.queue, f.options, f.stop);
 
-  CHECK(worker.run_next() == JobOutcome::retrying);
+  CHECK(worker.run_next() == JobOutcome::unservable);  // the daemon's config or machine, not the job's
   jobs::Job j = f.job(id);
   CHECK(j.state == JobState::queued);
-  CHECK(j.error_kind == "io");
-  CHECK_MESSAGE(j.error.find("late.gguf does not exist") != std::string::npos, j.error);
-  CHECK(j.spec.not_before_ms > jobs::now_epoch_ms());
-  CHECK(f.queue->counts().retry_waiting == 1);
-  CHECK(worker.run_next() == JobOutcome::none_queued);  // backing off
+  CHECK(j.attempts == 0);
+  REQUIRE(f.queue->attempts(id).size() == 1);
+  CHECK_MESSAGE(f.queue->attempts(id)[0].error.find("late.gguf does not exist") != std::string::npos,
+                f.queue->attempts(id)[0].error);
+  CHECK(worker.run(/*drain=*/true) == 0);  // a drain leaves it held ...
+  CHECK(worker.left_held());
+  CHECK(f.job(id).state == JobState::queued);
 
-  std::filesystem::copy_file(*model, late);  // the disk got mounted
-  CHECK(worker.run(/*drain=*/true) == 1);    // drain waits for the retry
+  std::filesystem::copy_file(*model, late);  // ... until the disk is mounted, and the daemon reloaded
+  daemon::Worker next(*f.queue, f.options, f.stop);
+  CHECK(next.run(/*drain=*/true) == 1);
+  CHECK_FALSE(next.left_held());
   j = f.job(id);
   CHECK(j.state == JobState::done);
-  CHECK(j.attempts == 2);
-  CHECK(j.error.empty());
-  const auto history = f.queue->attempts(id);
-  REQUIRE(history.size() == 2);
-  CHECK(history[0].outcome == "transient_error");
-  CHECK(history[1].outcome == "done");
+  CHECK(j.attempts == 1);
+  CHECK(f.queue->attempts(id).back().outcome == "done");
 }
 
 TEST_CASE("a model this user may not read, or behind a directory it cannot enter, leaves its jobs queued with how to fix it") {

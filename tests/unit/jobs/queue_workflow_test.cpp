@@ -365,8 +365,15 @@ QUEUE_TEST("retry with a model runs the job on that model from now on; without o
   CHECK(q->get(a)->spec.model == "tiny");
   CHECK(q->get(a)->state == JobState::queued);
   CHECK(q->get(b)->spec.model == "tinny");
-  CHECK(q->retry(a, "other") == RetryOutcome::not_retryable);  // queued: nothing changes
-  CHECK(q->get(a)->spec.model == "tiny");
+  CHECK(q->retry(b) == RetryOutcome::not_retryable);  // queued, no model: nothing to change
+  // A queued job (held by daemons that cannot serve its model) is moved to another model.
+  CHECK(q->retry(a, "other") == RetryOutcome::requeued);
+  CHECK(q->get(a)->spec.model == "other");
+  CHECK(q->get(a)->state == JobState::queued);
+  // A running one is not.
+  const Job running = q->claim_batch("w", kLeaseMs, 1, "").at(0);
+  CHECK(q->retry(running.id, "third") == RetryOutcome::not_retryable);
+  CHECK(q->get(running.id)->spec.model != "third");
 }
 
 QUEUE_TEST("prune deletes finished jobs of the given states older than the age, with their rows; never queued ones") {
