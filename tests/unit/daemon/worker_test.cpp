@@ -103,7 +103,7 @@ TEST_CASE("jobs that cannot run fail with a kind and a message (or, for the daem
     std::ofstream(corrupt, std::ios::binary) << head;
   }
   f.options.models["corrupt"] = corrupt;
-  f.options.models["missing"] = f.dir.file("nothere.gguf");  // transient: retried, then dead
+  f.options.models["missing"] = f.dir.file("nothere.gguf");  // the daemon's config: the job waits
 
   const int64_t unknown = f.submit("no-such-model");
   const int64_t missing = f.submit("missing");
@@ -117,9 +117,10 @@ TEST_CASE("jobs that cannot run fail with a kind and a message (or, for the daem
   }
 
   daemon::Worker worker(*f.queue, f.options, f.stop);
-  // `missing` is claimed 3 times (max_attempts); `unknown` goes back to the
-  // queue (the daemon's config lacks its model: not the job's end).
-  CHECK(worker.run(/*drain=*/true) == 6);
+  // `unknown` and `missing` go back to the queue (the daemon's config lacks
+  // the model, or its file: not the jobs' end).
+  CHECK(worker.run(/*drain=*/true) == 3);
+  CHECK(worker.left_held());
 
   jobs::Job j = f.job(unknown);
   CHECK(j.state == JobState::queued);
@@ -134,12 +135,12 @@ TEST_CASE("jobs that cannot run fail with a kind and a message (or, for the daem
   CHECK_FALSE(j.result);
 
   j = f.job(missing);
-  CHECK(j.state == JobState::dead);
-  CHECK(j.attempts == 3);
-  CHECK(j.error_kind == "io");
-  CHECK_MESSAGE(j.error.find("nothere.gguf") != std::string::npos, j.error);
-  CHECK_MESSAGE(j.error.find("attempt 3 of 3; no attempts left") != std::string::npos, j.error);
-  CHECK(f.queue->attempts(missing).size() == 3);
+  CHECK(j.state == JobState::queued);
+  CHECK(j.attempts == 0);
+  REQUIRE(f.queue->attempts(missing).size() == 1);
+  CHECK(f.queue->attempts(missing)[0].error_kind == "daemon_config");
+  CHECK_MESSAGE(f.queue->attempts(missing)[0].error.find("nothere.gguf") != std::string::npos,
+                f.queue->attempts(missing)[0].error);
 
   j = f.job(bad_file);
   CHECK(j.state == JobState::failed);
