@@ -83,12 +83,15 @@ expect_exit 3 ns status --config "$CONFIG" --batch no-such-batch
 # the prefill line from 0, a live decode line on stderr while the text goes
 # to a file, which gets the text alone.
 if command -v script > /dev/null; then
-  run_args=(--model "$WORK/slow.gguf" --threads 1 -n 600 --ignore-eos --temperature 0 "Once upon a time")
+  # The decode line shows after 0.5 s (run_progress.cpp): a model ~10x the daemon's, so 200 tokens take seconds
+  # even on a fast, quiet machine (slow.gguf decoded 600 tokens in 0.4 s there).
+  make_model tty.gguf --n-embd 1024 --n-layer 8 --n-ff 2816
+  run_args=(--model "$WORK/tty.gguf" --threads 1 -n 200 --ignore-eos --temperature 0 "Once upon a time")
   tty_err=$(script -qec "$(printf '%q ' "$NIGHTSHIFT" run "${run_args[@]}") > $(printf '%q' "$WORK/run-tty.txt")" /dev/null |
             tr '\r' '\n')
-  [[ "$tty_err" =~ decode\ \ \[#*-*\]\ [0-9]+/600\ tok,\ [0-9.]+\ tok/s ]] || fail "no decode progress on a terminal: $tty_err"
+  [[ "$tty_err" =~ decode\ \ \[#*-*\]\ [0-9]+/200\ tok,\ [0-9.]+\ tok/s ]] || fail "no decode progress on a terminal: $tty_err"
   # Not silent while the model loads and the first prompt chunk runs.
-  expect_contains "$tty_err" "loading slow.gguf (" "run's loading line"
+  expect_contains "$tty_err" "loading tty.gguf (" "run's loading line"
   [[ "$tty_err" =~ prefill\ \[-+\]\ 0/[0-9]+\ prompt\ tok ]] || fail "no prefill line before the first chunk: $tty_err"
   expect_contains "$tty_err" "[length] prompt" "the final timing line"
   plain_err=$("$NIGHTSHIFT" run "${run_args[@]}" 2>&1 > "$WORK/run-plain.txt")
