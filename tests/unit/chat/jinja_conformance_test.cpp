@@ -16,30 +16,15 @@
 
 #include "common/error.h"
 #include "engine/chat/jinja.h"
+#include "tests/unit/chat/template_files.h"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// 2026-07-04 09:30:00, the time the expected outputs were rendered at.
-std::time_t fixed_now() {
-  std::tm tm{};
-  tm.tm_year = 2026 - 1900;
-  tm.tm_mon = 6;
-  tm.tm_mday = 4;
-  tm.tm_hour = 9;
-  tm.tm_min = 30;
-  return timegm(&tm);
-}
+using ns::test::read_file;
+std::time_t fixed_now() { return ns::test::rendered_at(); }
 
 // First differing byte, with some context, for a failure message.
 std::string first_difference(const std::string& got, const std::string& want) {

@@ -2,6 +2,7 @@
 // were checked against Python jinja2 3.1 with the settings transformers uses
 // (SandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols).
 #include "engine/chat/jinja.h"
+#include "tests/unit/chat/template_files.h"
 
 #include <doctest/doctest.h>
 
@@ -20,15 +21,9 @@ namespace {
 
 // 2026-07-04 09:30:00 UTC.
 RenderOptions fixed_time() {
-  std::tm tm{};
-  tm.tm_year = 2026 - 1900;
-  tm.tm_mon = 6;
-  tm.tm_mday = 4;
-  tm.tm_hour = 9;
-  tm.tm_min = 30;
   RenderOptions o;
   o.has_now = true;
-  o.now = timegm(&tm);
+  o.now = ns::test::rendered_at();
   return o;
 }
 

@@ -19,6 +19,7 @@
 
 #include "engine/chat/jinja.h"
 #include "engine/chat/tool_calls.h"
+#include "tests/unit/chat/template_files.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -31,14 +32,7 @@ using ns::chat::ToolCallFormat;
 namespace {
 
 const fs::path kTemplates = fs::path(NS_SHARED_DIR) / "chat-templates" / "templates";
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ns::test::read_file;
 
 const ordered_json kTools = ordered_json::parse(R"([
   {"type": "function", "function": {"name": "get_weather", "description": "Current weather",
