@@ -84,10 +84,14 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   if (spec.is_chat()) {
     try {
       const chat::Conversation c = chat::conversation_from_json(spec.messages);
-      const auto over = config_->chat_templates.find(spec.model);
-      prompt = chat::ChatPrompter(over == config_->chat_templates.end() ? "" : over->second, facts->chat_template(),
-                                  facts->bos_text(), facts->eos_text())
-                   .render(c.messages, true, c.tools);
+      auto& prompter = prompters_[spec.model];  // parsed once per model, not once per line of a batch
+      if (!prompter) {
+        const auto over = config_->chat_templates.find(spec.model);
+        prompter = std::make_shared<const chat::ChatPrompter>(
+            over == config_->chat_templates.end() ? "" : over->second, facts->chat_template(), facts->bos_text(),
+            facts->eos_text());
+      }
+      prompt = prompter->render(c.messages, true, c.tools);
     } catch (const Error& e) {
       // The model's template refused the conversation (its raise_exception): the job would fail the same way.
       return "model '" + spec.model + "' (" + it->second + "): " + e.what();

@@ -43,6 +43,7 @@ class ModelCheck {
   // What each model's GGUF header says (read once), by model name; null: not readable from here.
   std::map<std::string, std::shared_ptr<ModelFile>> facts_;
   const ModelFile* facts_of(const std::string& model, const std::string& path);
+  std::map<std::string, std::shared_ptr<const chat::ChatPrompter>> prompters_;  // by model name, built on first use
 };
 
 // The configured names closest to `name` (edit distance at most 2, or a
