@@ -45,11 +45,9 @@ struct StreamingOptions {
   uint32_t io_queue_depth = 16;
   bool predict_experts = true;       // prefetch the next layer's experts from the current hidden state
   // Experts prefetched per token: its best predicted ones for the next
-  // layer; 0 = as many as it uses. 2 measured best on the DeepSeek-V2-Lite
-  // bench model (top-6 of 64, 3x the budget): a wrong guess costs a whole
-  // expert read on a disk-bound step, and the prediction is right most often
-  // for the first two (1 job: 3.72 tok/s vs 3.10 with all 6, 3.58 with none;
-  // 32 jobs: 10.6 vs 8.5 tok/s; tests/bench/batch_bench.sh --prefetch-width).
+  // layer; 0 = as many as it uses. A wrong guess costs a whole expert read,
+  // and the first two guesses are right most often (docs/performance.md,
+  // "Expert prefetch width").
   uint32_t prefetch_per_token = 2;
   uint32_t max_cache_experts = 0;    // 0: as many as the plan allows; else at most this many (tests, experiments)
   // Rewrite experts as they land into the kernels' interleaved layout
@@ -63,9 +61,8 @@ struct StreamingOptions {
   // When the plan's cache holds every routed expert (a budget that fits the
   // whole model), read them all at load, in one pass in file order, as a
   // mapped engine holds its whole model from load: no decode step then waits
-  // for an expert's first read (config key preload_experts). A 64-token
-  // warm-up prompt had left 1 % of a 32-token decode's experts unread and 4.6 %
-  // of its time waiting (docs/performance.md, session 11).
+  // for an expert's first read (config key preload_experts; why:
+  // docs/performance.md, "One sequence in RAM: the profile against llama.cpp").
   bool preload_experts = true;
   // Make the plan, open no reader and allocate no expert cache: for `model
   // info`, which reports the plan of a model it will not run (a 48B plan's

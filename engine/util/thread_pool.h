@@ -4,36 +4,25 @@
 // exception is rethrown by parallel_for once every thread has finished its chunk.
 //
 // Waiting: a job is published by an atomic generation counter, outside any
-// mutex (published under one, a spinning worker blocked on the mutex the
-// caller held: 1,437 futex calls a decoded token instead of 632). Each wait,
-// the workers' for the next job and the caller's for the workers, first
-// spins (pause) for up to spin_us microseconds on that counter (or on the
-// count of workers still inside the job), then blocks on a condition variable
-// (a futex). A wake of a blocked thread is a futex call and, on a VM, an IPI:
-// tens of microseconds, against ~100 us for one of decode's products; a
-// decoded token of a 27-layer MoE model makes several hundred parallel calls.
+// mutex (so a spinning worker never blocks on the caller's mutex). Each wait
+// first spins (pause) for up to spin_us microseconds on that counter (or on
+// the count of workers still inside the job), then blocks on a condition
+// variable: a futex wake costs tens of microseconds on a VM, against ~100 us
+// for one of decode's products.
 //
 // The spin is adaptive, per thread, because a spinning thread takes a CPU
-// that another runnable thread of this machine may be waiting for (a pool that
-// always spun decoded one sequence at 0.72-0.93x under a load of 8-9;
-// docs/performance.md "Threads: the adaptive spin" has this pool's figures).
-// A thread stops spinning for a while (2 ms, doubling up to 256 ms while it
-// keeps happening, halved after 64 good spins in a row) when
-//   - it was preempted: a spin saw two clock reads a few pauses apart 0.5 ms
-//     or more apart and the thread's involuntary context switches
-//     (getrusage(RUSAGE_THREAD)) rose since it last looked: another thread of
-//     this OS took its CPU for a scheduler slice, as a busy one does. Shorter
-//     gaps are not counted: without a switch they are the hypervisor's (a VM's
-//     vCPU stolen by its host, a host interrupt), with one a kernel thread's
-//     few microseconds (kworker, kswapd, DAMON: 15-22 a second per thread on
-//     the quiet 2-vCPU VM). Spinning takes those from no one; calming on
-//     every gap of 20 us left the worker blocking 220 of 297 waits a decoded
-//     token on that quiet machine (12.8 tok/s, against 13.4-16.8 spinning
-//     through them), and on every switch still 110-160 (docs/performance.md);
-//   - 4 spins in a row ran out without the event (the peer is descheduled or
-//     the gaps between jobs are longer than the spin).
+// another runnable thread may be waiting for. A thread stops spinning for a
+// while (2 ms, doubling up to 256 ms while it keeps happening, halved after
+// 64 good spins in a row) when
+//   - it was preempted: two clock reads a few pauses apart were 0.5 ms or more
+//     apart and its involuntary context switches (getrusage(RUSAGE_THREAD))
+//     rose since it last looked; shorter gaps (the hypervisor's, a kernel
+//     thread's) are spun through;
+//   - 4 spins in a row ran out without the event.
 // Blocked, it waits exactly as a pool without spinning does, so a loaded
 // machine pays at most one spin per back-off period. spin_us 0: never spin.
+// The measurements behind each rule: docs/performance.md, "Threads: the
+// adaptive spin" and "Threads: the spin that holds".
 #pragma once
 
 #include <atomic>
@@ -80,11 +69,7 @@ class AdaptiveSpin {
 class ThreadPool {
  public:
   // The default spin before blocking, in microseconds (config key
-  // thread_spin_us). One decoded sequence on the quiet 2-vCPU VM, interleaved
-  // runs: 0 us 7.7-10.6 tok/s, 200 us 12.4-15.5, 1000 us 11.5-13.1; with two
-  // busy processes beside it 200 us = 0 us (6.34/6.65, 5.26/5.25); 64
-  // sequences the same at 0 and 200 (docs/performance.md "Threads: the spin
-  // that holds").
+  // thread_spin_us; chosen in docs/performance.md "Threads: the spin that holds").
   static constexpr int kDefaultSpinUs = 200;
 
   // n_threads: total threads including the caller; <=0 means hardware_concurrency.
