@@ -89,18 +89,13 @@ std::string host_name() {
 }
 
 // This daemon's row in the workers table (`nightshift status` shows the fleet).
-void announce(ns::jobs::Queue& queue, const std::string& worker_id) {
+ns::jobs::WorkerInfo this_worker(const std::string& worker_id) {
   ns::jobs::WorkerInfo me;
   me.id = worker_id;
   me.host = host_name();
   me.pid = getpid();
   me.version = NS_VERSION;
-  try {
-    queue.register_worker(me);
-  } catch (const ns::jobs::DatabaseError& e) {
-    if (!e.transient()) throw;
-    spdlog::warn("cannot register in the workers table (nightshift status will not list this daemon): {}", e.what());
-  }
+  return me;
 }
 
 // "job 42" or "jobs 42, 43, 44".
@@ -303,16 +298,18 @@ int main(int argc, char** argv) {
     for (int32_t failures = 1; !g_stop.load(); ++failures) {
       try {
         if (!queue) queue = ns::jobs::open_queue(db, db_options);
-        // Before taking its worker id's jobs back: is another live daemon using that id?
-        const std::string conflict = ns::daemon::worker_id_conflict(
-            queue->workers(), {opts.worker_id, host_name(), config.source, getpid()}, ns::jobs::now_epoch_ms(),
-            config.lease_ms, ns::daemon::pid_runs_nightshiftd);
+        // Before taking its worker id's jobs back: is another live daemon using that id? Checked and
+        // registered in one transaction, so two daemons started together cannot both pass.
+        const ns::daemon::Self self{opts.worker_id, host_name(), config.source, getpid()};
+        const std::string conflict = queue->register_worker(this_worker(opts.worker_id), [&](const auto& rows) {
+          return ns::daemon::worker_id_conflict(rows, self, ns::jobs::now_epoch_ms(), config.lease_ms,
+                                                ns::daemon::pid_runs_nightshiftd);
+        });
         if (!conflict.empty()) {
           spdlog::critical("nightshiftd: {}", conflict);
           notifier.stopping("refused: " + conflict);
           return 2;
         }
-        announce(*queue, opts.worker_id);  // at once, so a second daemon under this id sees this one
         log_recovery("jobs left running by an earlier nightshiftd with worker id " + opts.worker_id,
                      queue->recover_worker(opts.worker_id, opts.retry_backoff));
         log_recovery("jobs whose lease expired", queue->recover_expired(opts.retry_backoff));

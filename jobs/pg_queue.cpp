@@ -117,8 +117,15 @@ int64_t PgQueue::prune(int64_t older_than_ms, const std::vector<JobState>& state
   return n;
 }
 
-void PgQueue::register_worker(const WorkerInfo& info) {
+std::string PgQueue::register_worker(const WorkerInfo& info, const WorkerObjection& objection) {
   Transaction tx(db_);
+  if (objection) {
+    // A row that does not exist yet cannot be locked: one advisory lock per id
+    // serializes the daemons that start under it until this commits.
+    db_.exec("SELECT pg_advisory_xact_lock(hashtext('nightshift.workers'), hashtext($1))", Params().add(info.id));
+    std::string refusal = objection(workers());
+    if (!refusal.empty()) return refusal;
+  }
   db_.exec(R"(
     INSERT INTO workers (id, host, pid, model, version, started_ms, heartbeat_ms, stopped_ms, jobs)
     VALUES ($1, $2, $3, $4, $5, nightshift_now_ms(), nightshift_now_ms(), NULL, $6::bigint[])
@@ -133,6 +140,7 @@ void PgQueue::register_worker(const WorkerInfo& info) {
                .add(info.version)
                .add_array(std::span<const int64_t>(info.jobs)));
   tx.commit();
+  return "";
 }
 
 void PgQueue::worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -381,7 +382,12 @@ class Queue {
   // A daemon announces itself at start-up (insert or replace by id; clears
   // stopped_ms), keeps its row fresh with each heartbeat, and marks it
   // stopped when it exits cleanly. Rows stay for `nightshift status`.
-  virtual void register_worker(const WorkerInfo& info) = 0;
+  // `objection`, if given, is asked inside the same write transaction, over
+  // the workers rows as they are; a non-empty answer registers nothing and is
+  // returned. Two daemons starting under one id in the same instant are thus
+  // serialized: the second sees the first's row.
+  using WorkerObjection = std::function<std::string(const std::vector<WorkerInfo>&)>;
+  virtual std::string register_worker(const WorkerInfo& info, const WorkerObjection& objection = {}) = 0;
   virtual void worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,
                                 const std::string& problem = "") = 0;
   virtual void worker_stopped(const std::string& id) = 0;

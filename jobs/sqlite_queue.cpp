@@ -133,8 +133,12 @@ int64_t SqliteQueue::prune(int64_t older_than_ms, const std::vector<JobState>& s
   return n;
 }
 
-void SqliteQueue::register_worker(const WorkerInfo& info) {
-  WriteTransaction tx(db_);
+std::string SqliteQueue::register_worker(const WorkerInfo& info, const WorkerObjection& objection) {
+  WriteTransaction tx(db_);  // BEGIN IMMEDIATE: a second daemon's check waits for this one's row
+  if (objection) {
+    std::string refusal = objection(workers());
+    if (!refusal.empty()) return refusal;
+  }
   const int64_t now = now_epoch_ms();
   auto up = db_.cached(R"(
     INSERT OR REPLACE INTO workers (id, host, pid, model, version, started_ms, started_at, heartbeat_ms,
@@ -150,6 +154,7 @@ void SqliteQueue::register_worker(const WorkerInfo& info) {
       .bind(8, ints_to_json(std::span<const int64_t>(info.jobs)));
   up->run();
   tx.commit();
+  return "";
 }
 
 void SqliteQueue::worker_heartbeat(const std::string& id, const std::string& model, std::span<const int64_t> jobs,

@@ -11,8 +11,9 @@
 //  - on another host: alive while its last heartbeat is younger than
 //    lease_ms (a live daemon beats at least every lease_ms / 3), by this
 //    host's clock (PostgreSQL stamps with the server's: keep clocks in sync).
-// Two daemons started in the same instant may both pass; each registers
-// right after its check, which keeps that window to one transaction.
+// The daemon asks inside the transaction that registers it
+// (Queue::register_worker's objection), so two daemons started in the same
+// instant cannot both pass.
 // The answer is the message to refuse with, naming the other daemon and the
 // fix; empty when the id is free.
 #pragma once
