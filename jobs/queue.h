@@ -295,6 +295,12 @@ class Queue {
   // the rest.
   virtual std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs,
                                        const std::string& model, const std::vector<std::string>& servable) = 0;
+  // The model of the job claim_batch(..., "", servable) would take first;
+  // nullopt when none is claimable. Read without the write lock: a worker
+  // loads that model before it claims, so a load that crashes or outlasts
+  // the lease costs no job an attempt (another worker may take the job
+  // meanwhile; the claim then finds what is left).
+  virtual std::optional<std::string> next_model(const std::vector<std::string>& servable) = 0;
   std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs, const std::string& model) {
     return claim_batch(worker, lease_ms, max_jobs, model, {});
   }

@@ -98,6 +98,14 @@ std::vector<Job> TransitionQueue::claim_batch(const std::string& worker, int64_t
   return out;
 }
 
+std::optional<std::string> TransitionQueue::next_model(const std::vector<std::string>& servable) {
+  const std::string models = servable.empty() ? std::string() : nlohmann::json(servable).dump();
+  if (!anything_claimable(models)) return std::nullopt;
+  const std::vector<QueueHead> head = claimable_head(1, models);
+  if (head.empty()) return std::nullopt;
+  return head.front().model;
+}
+
 bool TransitionQueue::heartbeat(const Lease& lease, int64_t lease_ms, const std::optional<JobProgress>& progress) {
   auto tx = begin_write();
   if (!extend_lease(lease, lease_ms, progress ? &*progress : nullptr)) return false;

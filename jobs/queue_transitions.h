@@ -99,6 +99,7 @@ class TransitionQueue : public Queue {
   std::vector<SubmitOutcome> submit_many(std::span<const JobSpec> specs) override;
 
   std::optional<Job> claim(const std::string& worker, int64_t lease_ms) override;
+  std::optional<std::string> next_model(const std::vector<std::string>& servable) override;
   using Queue::claim_batch;
   std::vector<Job> claim_batch(const std::string& worker, int64_t lease_ms, int max_jobs, const std::string& model,
                                const std::vector<std::string>& servable) override;

@@ -133,6 +133,13 @@ Worker::Admitted Worker::admit() {
       }
       if (servable.empty()) return Admitted::none;  // no models: nothing this daemon may claim
     }
+    // Nothing running: load the next job's model first, then claim. A load that
+    // crashes or outlasts the lease (#30 G, K) then costs no job an attempt.
+    if (active_.empty()) {
+      const std::optional<std::string> next = queue_.next_model(servable);
+      if (!next) return Admitted::none;
+      preload(*next);
+    }
     claimed = queue_.claim_batch(options_.worker_id, options_.lease_ms, free_slots,
                                  active_.empty() ? std::string() : host_.model(), servable);
     queue_more_ = claimed.size() >= static_cast<size_t>(free_slots);
@@ -148,6 +155,8 @@ Worker::Admitted Worker::admit() {
   if (active_.empty()) {
     const std::string& model = claimed.front().spec.model;
     try {
+      // Loaded by preload() unless the queue's head changed between the look and the claim.
+      if (preload_error_.error && preload_error_.model == model) std::rethrow_exception(preload_error_.error);
       host_.open(model, options_);
       unblock(model);
     } catch (const DaemonConfigError& e) {
@@ -165,6 +174,18 @@ Worker::Admitted Worker::admit() {
   }
   for (const jobs::Job& job : claimed) start(job);
   return Admitted::some;
+}
+
+// Loads `model` before its jobs are claimed. A load error is kept for the
+// claim: its jobs share the model's fate as before (a daemon-config problem
+// releases them held, with the reason on them; a bad file fails them).
+void Worker::preload(const std::string& model) {
+  preload_error_ = {};
+  try {
+    host_.open(model, options_);
+  } catch (const std::exception&) {
+    preload_error_ = {model, std::current_exception()};
+  }
 }
 
 // One claimed job joins the batch (or ends at once: bad input, stop, no room).

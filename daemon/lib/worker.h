@@ -57,6 +57,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -121,6 +122,7 @@ class Worker {
   // The states of the loop: admit (claim, load, join), step (a forward pass),
   // finish (the jobs that ended leave and are written).
   Admitted admit();
+  void preload(const std::string& model);
   void start(const jobs::Job& job);
   void step();
   void finish(std::unique_ptr<RunningJob> run, const GenerationResult& gen);
@@ -165,6 +167,10 @@ class Worker {
     std::set<int64_t> jobs;    // the jobs released for it so far
   };
   std::map<std::string, Blocked> blocked_;        // by model name
+  struct PreloadError {
+    std::string model;
+    std::exception_ptr error;  // null: the last preload succeeded
+  } preload_error_;
   bool left_held_ = false;
   std::string held_reason_;
   bool slot_freed_ = false;                      // a job left the batch since the last claim

@@ -179,6 +179,21 @@ QUEUE_TEST("claim_batch with servable models leaves other models' jobs to the da
   CHECK(ids_of(q->claim_batch("other", kLeaseMs, 8, "", {"x"})) == std::vector<int64_t>{x1});
 }
 
+QUEUE_TEST("next_model names the model claim_batch would take first, and claims nothing") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  CHECK_FALSE(q->next_model({}));
+  const int64_t x1 = q->submit(completion("x", "1", 9)).id;
+  q->submit(completion("a", "2"));
+  CHECK(q->next_model({}) == std::optional<std::string>("x"));
+  CHECK(q->next_model({"a", "b"}) == std::optional<std::string>("a"));
+  CHECK_FALSE(q->next_model({"b"}));
+  CHECK(q->counts().running == 0);  // a look, not a claim
+  CHECK(ids_of(q->claim_batch("w", kLeaseMs, 8, "", {})) == std::vector<int64_t>{x1});
+  CHECK(q->next_model({"x"}) == std::nullopt);
+  CHECK(q->next_model({}) == std::optional<std::string>("a"));
+}
+
 QUEUE_TEST("heartbeats carry progress; a fenced-out heartbeat writes none") {
   QUEUE_BACKEND(db);
   auto q = db.open();
