@@ -208,8 +208,8 @@ void PgQueue::drop_checkpoint(int64_t id) {
 
 bool PgQueue::any_orphan(const OrphanScope& scope) {
   if (scope.expired()) {
-    return db_.exec("SELECT 1 FROM jobs WHERE state = 'running' AND lease_expires_ms < nightshift_now_ms() "
-                    "LIMIT 1")
+    return db_.exec("SELECT 1 FROM jobs WHERE state = 'running' AND " + untrusted_lease_sql("nightshift_now_ms()") +
+                    " LIMIT 1")
                .rows() > 0;
   }
   return db_.exec("SELECT 1 FROM jobs WHERE state = 'running' AND worker = $1 LIMIT 1", Params().add(scope.worker))
@@ -225,7 +225,7 @@ std::vector<Orphan> PgQueue::orphans(const OrphanScope& scope) {
       std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
                   "coalesce(lease_expires_ms, 0), run_alone, ") + kSharedCrash +
           " FROM jobs WHERE state = 'running' AND " +
-          (scope.expired() ? "lease_expires_ms < nightshift_now_ms()" : "worker = $1") +
+          (scope.expired() ? untrusted_lease_sql("nightshift_now_ms()") : std::string("worker = $1")) +
           " ORDER BY id FOR UPDATE SKIP LOCKED",
       p);
   std::vector<Orphan> out;

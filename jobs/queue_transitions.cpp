@@ -98,6 +98,11 @@ std::vector<Job> TransitionQueue::claim_batch(const std::string& worker, int64_t
   return out;
 }
 
+std::string untrusted_lease_sql(const std::string& now) {
+  return "(lease_expires_ms < " + now + " OR worker IN (SELECT id FROM workers WHERE stopped_ms IS NOT NULL OR " +
+         "heartbeat_ms > " + now + " + " + std::to_string(kClockBackMs) + "))";
+}
+
 std::optional<std::string> TransitionQueue::next_model(const std::vector<std::string>& servable) {
   const std::string models = servable.empty() ? std::string() : nlohmann::json(servable).dump();
   if (!anything_claimable(models)) return std::nullopt;
@@ -223,6 +228,16 @@ Recovery TransitionQueue::recover(const OrphanScope& scope, const char* outcome,
                   " (crashed, killed or hung); " +
                   (o.lease_expires_ms > 0 ? "the lease expired at " + iso8601_utc(o.lease_expires_ms)
                                           : std::string("it was claimed before the upgrade to leases"));
+    if (kind != "abandoned" && o.lease_expires_ms > now_epoch_ms()) {
+      // Taken for its worker's row, not an expired lease (untrusted_lease_sql): no fault of the job's.
+      const std::string why = "worker " + o.worker + " cannot renew the lease of attempt " + n + " (it stopped, or " +
+                              "the clock went back since it last beat: the lease read " +
+                              iso8601_utc(o.lease_expires_ms) + "); the attempt is not counted";
+      end_attempt(o.lease(), {outcome, &kind, &why});
+      release_fenced(o.lease(), true);
+      ++r.requeued;
+      continue;
+    }
     if (o.shared && !o.run_alone && !o.cancel_requested) {
       // Which job of the batch (if any) brought the process down is unknown:
       // charge none of them; each runs alone next, where a crash is its own.

@@ -77,6 +77,16 @@ struct OrphanScope {
   bool expired() const { return worker.empty(); }
 };
 
+// The SQL condition (both backends) for a running job whose lease cannot be
+// trusted, `now` being the backend's clock expression: the lease expired; or
+// its worker's row says it holds nothing (stopped: a clean exit released all
+// it held); or that worker was last heard from more than kClockBackMs in the
+// future: the clock went back since (#30 L), so its leases, stamped before
+// the jump, would otherwise look hours ahead. A live worker's next heartbeat
+// (every few seconds) stamps the new clock.
+inline constexpr int64_t kClockBackMs = 60'000;
+std::string untrusted_lease_sql(const std::string& now);
+
 // A claimable job at the head of the queue.
 struct QueueHead {
   int64_t id = 0;

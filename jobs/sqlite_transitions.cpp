@@ -231,7 +231,7 @@ void SqliteQueue::drop_checkpoint(int64_t id) {
 
 bool SqliteQueue::any_orphan(const OrphanScope& scope) {
   if (scope.expired()) {
-    return db_.cached("SELECT id FROM jobs WHERE state = 'running' AND lease_expires_ms < ?1 LIMIT 1")
+    return db_.cached("SELECT id FROM jobs WHERE state = 'running' AND " + untrusted_lease_sql("?1") + " LIMIT 1")
         ->bind(1, now_epoch_ms())
         .step();
   }
@@ -245,7 +245,7 @@ std::vector<Orphan> SqliteQueue::orphans(const OrphanScope& scope) {
       std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
                   "ifnull(lease_expires_ms, 0), run_alone, ") + kSharedCrash +
       " FROM jobs WHERE state = 'running' AND " +
-      (scope.expired() ? "lease_expires_ms < ?1" : "worker = ?1") + " ORDER BY id");
+      (scope.expired() ? untrusted_lease_sql("?1") : "worker = ?1") + " ORDER BY id");
   if (scope.expired()) {
     st->bind(1, now_epoch_ms());
   } else {

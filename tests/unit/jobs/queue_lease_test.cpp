@@ -303,6 +303,38 @@ QUEUE_TEST("recovery leaves live leases alone and waits out the backoff") {
   CHECK(q->recover_expired(kNoBackoff).total() == 0);
 }
 
+QUEUE_TEST("leases a stopped worker or a backward clock jump left ahead are taken back, uncharged") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const int64_t stopped = q->submit(spec("its worker stopped")).id;
+  const int64_t jumped = q->submit(spec("its worker beat before the clock went back")).id;
+  const int64_t live = q->submit(spec("its worker is alive")).id;
+  for (const char* w : {"w-stopped", "w-jumped", "w-live"}) {
+    WorkerInfo info;
+    info.id = w;
+    info.host = "h";
+    info.version = "test";
+    REQUIRE(q->register_worker(info).empty());
+    claim_lease(*q, w, kLongLease);
+  }
+  q->worker_stopped("w-stopped");
+  // Its last heartbeat and lease were stamped by a clock two hours ahead of today's.
+  const std::string later = std::to_string(now_epoch_ms() + 2 * 3'600'000);
+  db.query("UPDATE workers SET heartbeat_ms = " + later + " WHERE id = 'w-jumped'");
+  db.query("UPDATE jobs SET lease_expires_ms = " + later + " WHERE id = " + std::to_string(jumped));
+
+  const Recovery r = q->recover_expired(kNoBackoff);
+  CHECK(r.requeued == 2);
+  for (int64_t id : {stopped, jumped}) {
+    const Job j = *q->get(id);
+    CHECK(j.state == JobState::queued);
+    CHECK(j.attempts == 0);  // no fault of the job's
+    CHECK(q->attempts(id).back().error.find("cannot renew the lease") != std::string::npos);
+  }
+  CHECK(q->get(live)->state == JobState::running);
+  CHECK(q->recover_expired(kNoBackoff).total() == 0);
+}
+
 QUEUE_TEST("recover_worker takes back one worker's jobs at once, expired or not") {
   QUEUE_BACKEND(db);
   auto q = db.open();
