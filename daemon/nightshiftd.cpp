@@ -34,6 +34,7 @@
 #include "daemon/lib/bash_completion.h"
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
+#include "daemon/lib/database_watch.h"
 #include "daemon/lib/heartbeat.h"
 #include "daemon/lib/logging.h"
 #include "daemon/lib/run_status.h"
@@ -55,6 +56,7 @@ using ns::daemon::Config;
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_reload{false};
 std::atomic<int> g_signal{0};
+std::atomic<bool> g_database_lost{false};  // the SQLite file was deleted or replaced (#30 J)
 static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
 
 extern "C" void on_stop_signal(int sig) {
@@ -80,7 +82,10 @@ void install_signal_handlers() {
   sigaction(SIGHUP, &reload, nullptr);
 }
 
-const char* signal_name() { return g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM"; }
+const char* signal_name() {
+  if (g_database_lost.load()) return "the database file's loss";
+  return g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM";
+}
 
 std::string host_name() {
   char host[256] = {};
@@ -141,10 +146,12 @@ class Supervisor {
         status_(status) {}
 
   void attach(ns::daemon::Heartbeat* heartbeat) { heartbeat_.store(heartbeat); }
+  void watch(const ns::daemon::DatabaseFileWatch* database) { database_ = database; }
 
   // Heartbeat thread.
   void tick() {
     if (g_reload.exchange(false)) reload();
+    check_database();
     if (g_stop.load()) enforce_drain_deadline();
   }
 
@@ -197,15 +204,39 @@ class Supervisor {
     notifier_.ready(ns::daemon::status_line(status_.snapshot(), nullptr));
   }
 
+  // Once a second: a daemon writing to a deleted or swapped-out file loses
+  // every result silently, so it stops (exit 1) and its restart opens the file now there.
+  void check_database() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!database_ || g_database_lost.load() || now - database_checked_ < std::chrono::seconds(1)) return;
+    database_checked_ = now;
+    const std::string what = database_->changed();
+    if (what.empty()) return;
+    const ns::daemon::RunStatus::Snapshot s = status_.snapshot();
+    spdlog::critical("the database file was {} while this daemon had it open: no more jobs are claimed{}; exiting "
+                     "(status 1) so that a restart opens the file now at that path. Results written since went to "
+                     "the old file; restore it, or run those jobs again",
+                     what, s.jobs.empty() ? "" : ", " + running_ids(s) + " stop(s) at the next token");
+    g_database_lost.store(true);
+    g_stop.store(true);
+    const std::string moved = database_->set_aside_companions();
+    if (!moved.empty()) {
+      spdlog::warn("the old file's write-ahead log and index were beside the new path, where the next program to "
+                   "open it would apply them to the new file; moved to {}", moved);
+    }
+  }
+
   void enforce_drain_deadline() {
     const auto now = std::chrono::steady_clock::now();
     if (!stop_seen_) {
       stop_seen_ = now;
       const ns::daemon::RunStatus::Snapshot s = status_.snapshot();
-      spdlog::info("{} received: {}", signal_name(),
-                   s.jobs.empty() ? std::string("no job is running")
-                                  : running_ids(s) + " stop(s) at the next token, are checkpointed and go back to "
-                                                     "the queue");
+      if (!g_database_lost.load()) {  // check_database() said it
+        spdlog::info("{} received: {}", signal_name(),
+                     s.jobs.empty() ? std::string("no job is running")
+                                    : running_ids(s) + " stop(s) at the next token, are checkpointed and go back to "
+                                                       "the queue");
+      }
       notifier_.stopping("draining after " + std::string(signal_name()));
       return;
     }
@@ -234,6 +265,8 @@ class Supervisor {
   ns::daemon::RunStatus& status_;
   std::atomic<ns::daemon::Heartbeat*> heartbeat_{nullptr};  // set once the heartbeat runs
   std::optional<std::chrono::steady_clock::time_point> stop_seen_;  // heartbeat thread only
+  const ns::daemon::DatabaseFileWatch* database_ = nullptr;
+  std::chrono::steady_clock::time_point database_checked_{};  // heartbeat thread only
 };
 
 }  // namespace
@@ -329,8 +362,10 @@ int main(int argc, char** argv) {
       return 0;
     }
 
+    const ns::daemon::DatabaseFileWatch database_watch(db);
     ns::daemon::RunStatus status;
     Supervisor supervisor(config_path, config, log_level, notifier, status);
+    supervisor.watch(&database_watch);
     // READY=1 before the heartbeat starts, so it is the first message systemd gets.
     std::optional<ns::jobs::QueueCounts> counts;
     try {
@@ -362,7 +397,7 @@ int main(int argc, char** argv) {
       spdlog::info("nightshiftd: queue drained after {} job(s)", claimed);
     }
     // A night that left jobs held must not look like a success to the unit that ran it.
-    const int rc = drain && !g_stop.load() && worker.left_held() ? 3 : 0;
+    const int rc = g_database_lost.load() ? 1 : drain && !g_stop.load() && worker.left_held() ? 3 : 0;
     notifier.stopping("stopped after " + std::to_string(claimed) + " job(s)");
     // The heartbeat refreshes the workers row (clearing stopped_ms): it must
     // be gone before the row is marked stopped, or a last tick undoes it.
