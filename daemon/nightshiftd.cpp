@@ -31,6 +31,7 @@
 #include <optional>
 #include <thread>
 
+#include "daemon/http/server.h"
 #include "daemon/lib/bash_completion.h"
 #include "daemon/lib/config.h"
 #include "daemon/lib/database_path.h"
@@ -363,6 +364,25 @@ int main(int argc, char** argv) {
     }
 
     const ns::daemon::DatabaseFileWatch database_watch(db);
+    // The HTTP API (http.listen), up before READY=1. Its configuration's
+    // mistakes stop the daemon here, before a job is claimed: they stay queued.
+    ns::jobs::SqliteOptions http_db = db_options;
+    http_db.integrity_check = ns::jobs::IntegrityCheck::off;  // checked once above
+    std::unique_ptr<ns::http::HttpService> http;
+    if (!config.http.listen.empty()) {
+      try {
+        http = std::make_unique<ns::http::HttpService>(config, db, http_db);
+      } catch (const ns::Error& e) {
+        spdlog::critical("nightshiftd: {}; no job was claimed", e.what());
+        notifier.stopping(std::string("refused: ") + e.what());
+        try {
+          queue->worker_stopped(opts.worker_id);
+        } catch (const ns::jobs::DatabaseError&) {
+        }
+        return 2;
+      }
+    }
+
     ns::daemon::RunStatus status;
     Supervisor supervisor(config_path, config, log_level, notifier, status);
     supervisor.watch(&database_watch);
@@ -398,6 +418,7 @@ int main(int argc, char** argv) {
     }
     // A night that left jobs held must not look like a success to the unit that ran it.
     const int rc = g_database_lost.load() ? 1 : drain && !g_stop.load() && worker.left_held() ? 3 : 0;
+    if (http) http->stop();
     notifier.stopping("stopped after " + std::to_string(claimed) + " job(s)");
     // The heartbeat refreshes the workers row (clearing stopped_ms): it must
     // be gone before the row is marked stopped, or a last tick undoes it.

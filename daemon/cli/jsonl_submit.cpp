@@ -64,6 +64,7 @@ jobs::JobSpec jsonl_job_spec(const BatchRequest& request, const JsonlSubmitOptio
     throw Error(ErrorKind::invalid_input,
                 "no model: the line has no body.model; give --model NAME (a model from the daemon config's models:)");
   }
+  if (options.map_model) spec.model = options.map_model(spec.model);
   if (request.is_chat()) {
     spec.messages = chat::conversation_to_json(request.messages, request.tools);
   } else {

@@ -36,6 +36,10 @@ struct JsonlSubmitOptions {
   // A line whose job this returns a problem for is rejected with it (submit
   // --config's model check, daemon/cli/model_check.h); empty = none.
   std::function<std::string(const jobs::JobSpec&)> check;
+  // The model a line's job runs on, from the name it gives (the HTTP API's
+  // alias table, daemon/http/); throws ns::Error(invalid_input) for a name it
+  // cannot map. Empty = the name as given.
+  std::function<std::string(const std::string&)> map_model;
 };
 
 struct JsonlSubmitted {

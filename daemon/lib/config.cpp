@@ -1,5 +1,7 @@
 #include "daemon/lib/config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -119,6 +121,53 @@ Option choice_option(const char* name, const char* default_value, std::vector<st
   return {{name, "string", default_value, doc, reloadable},
           [=](Config& c, const YAML::Node& n, const Context& ctx) { c.*member = one_of(ctx, n, name, allowed); },
           same_member(member)};
+}
+
+// The http: section (one key of the table: its fields are checked here).
+HttpConfig parse_http(const Context& ctx, const YAML::Node& n) {
+  if (!n.IsMap()) reject(ctx, n, std::string("http must be a mapping (listen, keys_file, ...), got ") + node_kind(n));
+  HttpConfig h;
+  for (const auto& kv : n) {
+    const std::string key = as_string(ctx, "a key of http", kv.first);
+    const YAML::Node& v = kv.second;
+    if (key == "listen") {
+      h.listen = as_string(ctx, "http.listen", v);
+      try {
+        if (!h.listen.empty()) parse_listen_address(h.listen);
+      } catch (const Error& e) {
+        reject(ctx, v, e.what());
+      }
+    } else if (key == "keys_file") {
+      const std::string f = as_string(ctx, "http.keys_file", v);
+      h.keys_file = f.empty() ? f : resolve_path(ctx, f);
+    } else if (key == "max_file_bytes") {
+      try {
+        h.max_file_bytes = parse_size(as_string(ctx, "http.max_file_bytes", v));
+      } catch (const Error& e) {
+        reject(ctx, v, std::string("http.max_file_bytes: ") + e.what());
+      }
+      if (h.max_file_bytes == 0 || h.max_file_bytes > (1ull << 30))
+        reject(ctx, v, "http.max_file_bytes must be between 1 byte and 1GiB (a file is held in the database)");
+    } else if (key == "max_lines") {
+      h.max_lines = as_int(ctx, "http.max_lines", v, 1, 10'000'000);
+    } else if (key == "models") {
+      if (!v.IsMap()) reject(ctx, v, std::string("http.models must be a mapping of API-NAME: MODEL, got ") + node_kind(v));
+      for (const auto& m : v) {
+        const std::string from = as_string(ctx, "a name under http.models", m.first);
+        const std::string to = as_string(ctx, "http.models." + from, m.second);
+        if (from.empty() || to.empty()) reject(ctx, m.first, "http.models." + from + ": an empty name");
+        h.models[from] = to;
+      }
+    } else {
+      reject(ctx, kv.first, "http." + key + " is not a field: give listen, keys_file, max_file_bytes, max_lines, models");
+    }
+  }
+  if (!h.listen.empty() && h.keys_file.empty() && !is_loopback_host(parse_listen_address(h.listen).host)) {
+    reject(ctx, n, "http.listen " + h.listen + " is not a loopback address and no http.keys_file is set: anyone "
+                   "who can reach it could queue jobs; give keys_file: FILE (one key a line), or listen on "
+                   "127.0.0.1:PORT");
+  }
+  return h;
 }
 
 // The one table of options. examples/config.yaml documents each of them (a
@@ -277,6 +326,13 @@ const std::vector<Option>& option_table() {
       choice_option("integrity_check", "quick", {"quick", "full", "off"}, false,
                     "database check at start-up: quick (pages and rows), full (also indexes; slower) or off",
                     &Config::integrity_check),
+      {{"http", "map", "{}",
+        "the OpenAI-compatible Files and Batches API (docs/operations.md): {listen: HOST:PORT, keys_file: FILE, "
+        "max_file_bytes: 100MiB, max_lines: 50000, models: {API-NAME: MODEL}}; off unless listen is set; without "
+        "keys_file it listens on loopback only (restart to apply)",
+        false},
+       [](Config& c, const YAML::Node& n, const Context& ctx) { c.http = parse_http(ctx, n); },
+       same_member(&Config::http)},
   };
   return kOptions;
 }
@@ -305,6 +361,31 @@ const std::vector<std::string>& log_level_names() {
 
 Config default_config() { return Config{}; }
 
+ListenAddress parse_listen_address(const std::string& listen) {
+  const auto bad = [&](const std::string& why) -> Error {
+    return Error(ErrorKind::invalid_input, "http.listen '" + listen + "': " + why + " (give HOST:PORT, e.g. 127.0.0.1:8080)");
+  };
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw bad("no host and port");
+  ListenAddress a;
+  a.host = listen.substr(0, colon);
+  if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
+  const std::string port = listen.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) throw bad("bad port");
+  a.port = std::stoi(port);
+  if (a.port > 65535) throw bad("port above 65535");
+  if (a.host.empty()) throw bad("no host");
+  return a;
+}
+
+bool is_loopback_host(const std::string& host) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return host == "localhost";
+}
+
 Config parse_config(const std::string& yaml_text, const std::string& path) {
   Context ctx{path, fs::absolute(fs::path(path)).parent_path()};
   YAML::Node root;
@@ -332,6 +413,10 @@ Config parse_config(const std::string& yaml_text, const std::string& path) {
     if (opt == table.end()) reject(ctx, kv.first, "unknown key '" + key + "'; valid keys: " + valid_keys());
     if (kv.second.IsNull()) continue;  // `key:` with no value keeps the default
     opt->apply(config, kv.second, ctx);
+  }
+  for (const auto& [from, to] : config.http.models) {
+    if (config.models.count(to) == 0)
+      reject(ctx, root["http"], "http.models." + from + " names model '" + to + "', which is not under models:");
   }
   return config;
 }

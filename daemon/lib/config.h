@@ -14,6 +14,26 @@
 
 namespace ns::daemon {
 
+// The OpenAI-compatible Files and Batches API the daemon serves (daemon/http/;
+// `http:` in the config, docs/operations.md "The HTTP API").
+struct HttpConfig {
+  std::string listen;       // "HOST:PORT" (port 0: any free port); "" = the service is off
+  std::string keys_file;    // absolute; "" = no keys (then listen must be a loopback address)
+  uint64_t max_file_bytes = 100ull << 20;  // the largest upload
+  int max_lines = 50'000;   // requests in one uploaded file
+  std::map<std::string, std::string> models;  // a request's body.model -> a name under models:
+  bool operator==(const HttpConfig&) const = default;
+};
+
+// "HOST:PORT" or "[V6]:PORT" split; throws ns::Error(invalid_input) naming the problem.
+struct ListenAddress {
+  std::string host;  // without brackets
+  int port = 0;
+};
+ListenAddress parse_listen_address(const std::string& listen);
+// 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback_host(const std::string& host);
+
 struct Config {
   std::string source;                         // the file this came from ("" = defaults only)
   std::string database;                       // "" = not set (NIGHTSHIFT_DB, then ./nightshift.db)
@@ -46,6 +66,8 @@ struct Config {
   int busy_timeout_ms = 5'000;          // wait for another writer's lock before a transient error
   std::string synchronous = "full";     // full | normal (PRAGMA synchronous)
   std::string integrity_check = "quick";  // quick | full | off, at start-up
+
+  HttpConfig http;                      // off unless http.listen is set
 };
 
 // One row of the option table.

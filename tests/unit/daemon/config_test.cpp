@@ -183,7 +183,52 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
   CHECK(names == std::set<std::string>{"database", "models", "threads", "thread_spin_us", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "preload_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
-                                       "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check"});
+                                       "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check", "http"});
+}
+
+TEST_CASE("http: off by default; its fields, aliases and the loopback rule") {
+  Config d = parse_config("", "/etc/nightshift/config.yaml");
+  CHECK(d.http.listen.empty());
+  CHECK(d.http.max_file_bytes == 100ull << 20);
+  CHECK(d.http.max_lines == 50000);
+
+  Config c = parse_config("models:\n  tiny: tiny.gguf\nhttp:\n  listen: 127.0.0.1:8080\n  keys_file: keys\n"
+                          "  max_file_bytes: 2MiB\n  max_lines: 10\n  models:\n    gpt-4o-mini: tiny\n",
+                          "/etc/nightshift/config.yaml");
+  CHECK(c.http.listen == "127.0.0.1:8080");
+  CHECK(c.http.keys_file == "/etc/nightshift/keys");
+  CHECK(c.http.max_file_bytes == 2u << 20);
+  CHECK(c.http.max_lines == 10);
+  CHECK(c.http.models.at("gpt-4o-mini") == "tiny");
+  // Any address with keys; loopback without.
+  CHECK(error_for("http:\n  listen: 0.0.0.0:8080\n  keys_file: /k\n").empty());
+  CHECK(error_for("http:\n  listen: '[::1]:8080'\n").empty());
+  CHECK(error_for("http:\n  listen: localhost:0\n").empty());
+
+  std::string e = error_for("http:\n  listen: 0.0.0.0:8080\n");
+  CHECK_MESSAGE(contains(e, "not a loopback address and no http.keys_file"), e);
+  CHECK_MESSAGE(contains(e, "config.yaml:2"), e);
+  e = error_for("http:\n  listen: 127.0.0.1\n");
+  CHECK_MESSAGE(contains(e, "give HOST:PORT"), e);
+  e = error_for("http:\n  listen: 127.0.0.1:99999\n");
+  CHECK_MESSAGE(contains(e, "port"), e);
+  e = error_for("http:\n  lisen: 127.0.0.1:8080\n");
+  CHECK_MESSAGE(contains(e, "http.lisen is not a field"), e);
+  e = error_for("models:\n  tiny: t.gguf\nhttp:\n  models:\n    gpt-4o: kimi\n");
+  CHECK_MESSAGE(contains(e, "http.models.gpt-4o names model 'kimi', which is not under models:"), e);
+  e = error_for("http:\n  max_file_bytes: 2GiB\n");
+  CHECK_MESSAGE(contains(e, "max_file_bytes"), e);
+
+  CHECK(is_loopback_host("127.0.0.1"));
+  CHECK(is_loopback_host("127.1.2.3"));
+  CHECK(is_loopback_host("::1"));
+  CHECK(is_loopback_host("localhost"));
+  CHECK_FALSE(is_loopback_host("127.example.com"));
+  CHECK_FALSE(is_loopback_host("0.0.0.0"));
+  CHECK_FALSE(is_loopback_host("::"));
+  CHECK_FALSE(is_loopback_host("10.0.0.1"));
+  CHECK(parse_listen_address("[::1]:80").host == "::1");
+  CHECK(parse_listen_address("[::1]:80").port == 80);
 }
 
 TEST_CASE("the reliability keys: defaults, values, ranges") {
