@@ -10,17 +10,27 @@ packages=(
   python3                    # ... and check JSON output (exports, --json) with it
   python3-jsonschema         # constrained outputs are validated against their schemas with a real validator
   postgresql libpq-dev       # the PostgreSQL queue backend (libpq) and the server its tests start
+  libcpp-httplib-dev         # nightshiftd's OpenAI Files and Batches API (daemon/http/)
 )
+# The OpenAI client the HTTP API's test drives runs on node; Debian's nodejs and npm unless a node is there.
+command -v node > /dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-echo "install-deps: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# The pinned OpenAI client of tests/integration/openai_client.sh (its package-lock.json), once.
+client="$(cd "$(dirname "$0")/.." && pwd)/tests/integration/openai_client"
+if [ ! -d "$client/node_modules" ]; then
+  echo "install-deps: npm ci in $client"
+  (cd "$client" && npm ci --no-audit --no-fund)
+fi
