@@ -28,7 +28,7 @@ struct BatchStepStats {
   int32_t tokens = 0;          // tokens in the forward pass
   int32_t decode_tokens = 0;   // of which next tokens of decoding sequences
   int32_t prefill_tokens = 0;  // of which prompt (or replayed checkpoint) tokens
-  int32_t prefix_tokens = 0;   // prompt tokens copied from prefix snapshots, not computed (generation_batch.h)
+  int32_t prefix_tokens = 0;   // prompt tokens copied from prefix snapshots, not computed (prefix_cache.h)
   int32_t generated = 0;       // completion tokens sampled by this step
   int64_t keys = 0;            // keys the step's tokens attend to in all: sum of (position + 1)
   uint32_t experts_used = 0;   // distinct (layer, expert) pairs routed to, over all MoE layers

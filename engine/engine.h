@@ -88,8 +88,8 @@ struct LogitsReport {
 class Engine {
  public:
   // Several generations at once (continuous batching), up to max_sequences
-  // active: the step loop of engine/generation_batch.h, whose header holds
-  // the full contract (joining, KV rows, stats, grammars, choices).
+  // active: the step loop of engine/generation_batch.h (its contract; the
+  // design - joining, KV rows, stats, grammars, choices - in docs/architecture.md).
   class Batch {
    public:
     virtual ~Batch() = default;

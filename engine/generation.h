@@ -71,7 +71,7 @@ struct GenerationRequest {
 };
 
 // GenerationBatch::add / Engine::Batch::add: the KV pool lacks the rows the
-// request needs now (generation_batch.h, "KV rows").
+// request needs now (docs/architecture.md, "KV rows").
 inline constexpr int kBatchNoRoom = -1;
 
 // The error for a prompt of `prompt_tokens` that does not fit a context of

@@ -39,7 +39,7 @@
 // documents of about --prompt-tokens tokens in the model's tokenizer, each
 // starting with the same --prefix-tokens-token instruction, one per line of
 // --out (for `nightshift submit --prompt-lines`); only the tokenizer is loaded.
-// prefix: prefix sharing (engine/generation_batch.h) measured against itself:
+// prefix: prefix sharing (engine/prefix_cache.h) measured against itself:
 // --count prompts of about --prompt-tokens tokens, each starting with the same
 // --prefix-tokens-token instruction, decode --tokens greedy tokens in one
 // batch (--max-sequences at a time, default all), with sharing off and on, in

@@ -46,6 +46,8 @@ engine_group() {
     engine/model/model.* | engine/model/weight_streaming.*) echo "model 7" ;;
     engine/engine.* | engine/generation.h | engine/generation_batch.* | engine/batch_stats.h | engine/model_report.*)
       echo "facade 8" ;;
+    engine/batch_sequence.* | engine/prefix_cache.* | engine/request_accounting.*)  # the step loop's units
+      echo "facade 8" ;;
     *) echo "unknown -1" ;;
   esac
 }

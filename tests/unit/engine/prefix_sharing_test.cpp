@@ -1,4 +1,4 @@
-// Prefix sharing (generation_batch.h): requests whose prompts begin alike
+// Prefix sharing (docs/architecture.md): requests whose prompts begin alike
 // prefill the common part once; the others copy its snapshot. Every request's
 // tokens equal those of the same run with sharing off, on an attention MoE
 // model, deepseek2 (MLA latent rows), kimi-linear (KDA recurrent state) and
