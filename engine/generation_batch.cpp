@@ -1,6 +1,7 @@
 #include "engine/generation_batch.h"
 
 #include <algorithm>
+#include <string>
 
 #include "common/error.h"
 #include "engine/batch_sequence.h"
