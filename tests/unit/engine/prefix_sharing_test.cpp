@@ -225,3 +225,33 @@ TEST_CASE("prefix sharing: a twin request copies its producer's state and gets i
     CHECK(twins.results[1].stats.prefix_tokens > 0);
   }
 }
+
+TEST_CASE("prefix sharing: a producer cancelled before the snapshot's end drops it; its waiter prefills alone") {
+  // Chunks of 16: the first job's prefill is to stop at the common part and
+  // snapshot it for the second, which waits; the first cancels after its
+  // first chunk, so the second computes its whole prompt and gets its tokens.
+  for (const std::string& path : {test::moe_model(), test::kimi_linear_model()}) {
+    CAPTURE(path);
+    auto m = load(path, 3, 2, 16);
+    const std::string sys = system_prompt("quarterly reports");
+    GenerationRequest producer = job(sys + "Section 1: revenue grew.", 100);
+    producer.on_progress = [](const GenerationProgress& p) { return p.prefilled == 0; };
+    const GenerationRequest waiter = job(sys + "Section 2: costs fell sharply.", 101);
+    REQUIRE(shared_len(*m, producer.prompt, waiter.prompt) >= GenerationBatch::kPrefixMin);
+    const Run alone = run(*m, {waiter}, false);
+    GenerationBatch batch(*m);
+    REQUIRE(batch.add(producer) == 0);
+    REQUIRE(batch.add(waiter) == 1);
+    CHECK(batch.prefix_entries() == 1);  // being produced
+    std::map<int, GenerationResult> results;
+    for (int steps = 0; results.size() < 2 && steps < 1000; ++steps) {  // a waiter left waiting would spin
+      batch.step();
+      for (auto& [h, r] : batch.take_finished()) results[h] = std::move(r);
+    }
+    REQUIRE(results.size() == 2);
+    CHECK(results[0].finish_reason == "cancelled");
+    CHECK(results[1].tokens == alone.results[0].tokens);
+    CHECK(results[1].stats.prefix_tokens == 0);
+    CHECK(batch.prefix_entries() == 0);
+  }
+}
