@@ -13,6 +13,8 @@
 //   `WHERE state = 'running' AND worker = $2 AND attempt = $3`;
 // - every time comes from the server's clock (nightshift_now_ms(): the
 //   transaction's start), so leases mean the same on every machine.
+#include <map>
+
 #include "jobs/pg_migrations.h"
 #include "jobs/pg_queue_impl.h"
 
@@ -98,6 +100,56 @@ std::vector<BatchSummary> PgQueue::batches(int32_t limit) {
     b.finished_ms = c.queued + c.running == 0 ? r.int64(i, 2) : 0;
     out.push_back(std::move(b));
   }
+  return out;
+}
+
+// The sums ModelTotals describes (numeric sums cast back to the columns' types).
+const char* const kResultSums =
+    "count(*), sum(r.prompt_tokens)::bigint, sum(r.completion_tokens)::bigint, sum(r.bytes_read)::bigint, "
+    "sum(r.queue_wait_ms), sum(r.decode_share_ms), sum(r.io_wait_ms), sum(r.compute_ms), "
+    "sum(r.cache_hit_rate * r.completion_tokens), sum(r.avg_batch_size * r.completion_tokens)";
+
+std::vector<ModelTotals> PgQueue::model_totals() {
+  std::map<std::string, ModelTotals> by_model;
+  Result states = db_.exec("SELECT model, state, count(*) FROM jobs GROUP BY model, state", Params());
+  for (int i = 0; i < states.rows(); ++i) {
+    add_count(by_model[states.text(i, 0)].jobs, state_from_column(states.text(i, 1), 0, db_.name()),
+              states.int64(i, 2));
+  }
+  Result sums = db_.exec(std::string("SELECT j.model, ") + kResultSums +
+                             " FROM results r JOIN jobs j ON j.id = r.job_id GROUP BY j.model",
+                         Params());
+  for (int i = 0; i < sums.rows(); ++i) {
+    ModelTotals& m = by_model[sums.text(i, 0)];
+    m.results = sums.int64(i, 1);
+    m.prompt_tokens = sums.int64(i, 2);
+    m.completion_tokens = sums.int64(i, 3);
+    m.bytes_read = static_cast<uint64_t>(sums.int64(i, 4));
+    m.queue_wait_ms = sums.real(i, 5);
+    m.decode_share_ms = sums.real(i, 6);
+    m.io_wait_ms = sums.real(i, 7);
+    m.compute_ms = sums.real(i, 8);
+    m.cache_hit_rate_x_tokens = sums.real(i, 9);
+    m.batch_size_x_tokens = sums.real(i, 10);
+  }
+  std::vector<ModelTotals> out;
+  for (auto& [name, m] : by_model) {
+    m.model = name;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<TokenBucket> PgQueue::token_history(int64_t since_ms, int64_t bucket_ms) {
+  if (bucket_ms <= 0) throw Error(ErrorKind::invalid_input, "token_history: bucket_ms must be > 0");
+  Result r = db_.exec(R"(
+    SELECT (j.finished_ms / $2::bigint) * $2::bigint AS start, count(*), sum(r.completion_tokens)::bigint,
+           sum(r.decode_share_ms)
+    FROM results r JOIN jobs j ON j.id = r.job_id
+    WHERE j.finished_ms >= $1::bigint GROUP BY start ORDER BY start)",
+                      Params().add(since_ms).add(bucket_ms));
+  std::vector<TokenBucket> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back({r.int64(i, 0), r.int64(i, 1), r.int64(i, 2), r.real(i, 3)});
   return out;
 }
 

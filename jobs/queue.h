@@ -248,6 +248,29 @@ struct BatchSummary {
   QueueCounts counts;
 };
 
+// What one model's jobs add up to (`nightshift status --prometheus`, the status page): its jobs by
+// state, and the sums of its results' statistics (jobs/result_stats.h) over every job that has a result (done,
+// or cancelled with its partial one). Rates and shares are ratios of these sums: each job's stats are its share
+// of the batched steps it took part in, so they add up across a batch.
+struct ModelTotals {
+  std::string model;
+  QueueCounts jobs;          // retry_waiting is not counted here
+  int64_t results = 0;       // jobs with a result
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  uint64_t bytes_read = 0;
+  double queue_wait_ms = 0, decode_share_ms = 0, io_wait_ms = 0, compute_ms = 0;
+  // Sums of cache_hit_rate and avg_batch_size weighted by each result's completion_tokens.
+  double cache_hit_rate_x_tokens = 0, batch_size_x_tokens = 0;
+};
+
+// The results of the jobs that finished in [start_ms, start_ms + bucket_ms).
+struct TokenBucket {
+  int64_t start_ms = 0;
+  int64_t jobs = 0;
+  int64_t completion_tokens = 0;
+  double decode_share_ms = 0;
+};
+
 // A daemon process taking jobs from the queue (the fleet in `nightshift status`).
 struct WorkerInfo {
   std::string id;             // worker_id from the daemon config (unique per process)
@@ -375,6 +398,11 @@ class Queue {
   virtual QueueCounts counts(const std::string& batch) = 0;
   // Batches, most recently created first; limit <= 0: all of them.
   virtual std::vector<BatchSummary> batches(int32_t limit) = 0;
+  // Every model's totals (ModelTotals), by model name.
+  virtual std::vector<ModelTotals> model_totals() = 0;
+  // The results of jobs finished since `since_ms` (epoch ms), in buckets of bucket_ms (> 0) aligned to
+  // multiples of it, oldest first; buckets without a finished job are left out.
+  virtual std::vector<TokenBucket> token_history(int64_t since_ms, int64_t bucket_ms) = 0;
 
   // ---- housekeeping (nightshift prune) ---------------------------------------
   // Deletes the jobs in `states` that finished more than older_than_ms ago

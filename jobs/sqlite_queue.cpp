@@ -6,6 +6,8 @@
 // inside that transaction, so several processes can share one file without
 // double claims or lost updates. Worker writes are fenced by
 // `WHERE state = 'running' AND worker = ? AND attempt = ?`.
+#include <map>
+
 #include "jobs/sqlite_migrations.h"
 #include "jobs/sqlite_queue_impl.h"
 #include "jobs/time_format.h"
@@ -105,6 +107,54 @@ std::vector<BatchSummary> SqliteQueue::batches(int32_t limit) {
     out.push_back(std::move(b));
   }
   for (BatchSummary& b : out) b.counts = counts_of(b.name);
+  return out;
+}
+
+// The sums ModelTotals describes; the weighted sums let readers form token-weighted means.
+const char* const kResultSums =
+    "count(*), sum(r.prompt_tokens), sum(r.completion_tokens), sum(r.bytes_read), sum(r.queue_wait_ms), "
+    "sum(r.decode_share_ms), sum(r.io_wait_ms), sum(r.compute_ms), sum(r.cache_hit_rate * r.completion_tokens), "
+    "sum(r.avg_batch_size * r.completion_tokens)";
+
+std::vector<ModelTotals> SqliteQueue::model_totals() {
+  std::map<std::string, ModelTotals> by_model;
+  auto states = db_.cached("SELECT model, state, count(*) FROM jobs GROUP BY model, state");
+  while (states->step()) {
+    ModelTotals& m = by_model[states->text(0)];
+    add_count(m.jobs, state_from_column(states->text(1), 0, db_.path()), states->int64(2));
+  }
+  auto sums = db_.cached(std::string("SELECT j.model, ") + kResultSums +
+                         " FROM results r JOIN jobs j ON j.id = r.job_id GROUP BY j.model");
+  while (sums->step()) {
+    ModelTotals& m = by_model[sums->text(0)];
+    m.results = sums->int64(1);
+    m.prompt_tokens = sums->int64(2);
+    m.completion_tokens = sums->int64(3);
+    m.bytes_read = static_cast<uint64_t>(sums->int64(4));
+    m.queue_wait_ms = sums->real(5);
+    m.decode_share_ms = sums->real(6);
+    m.io_wait_ms = sums->real(7);
+    m.compute_ms = sums->real(8);
+    m.cache_hit_rate_x_tokens = sums->real(9);
+    m.batch_size_x_tokens = sums->real(10);
+  }
+  std::vector<ModelTotals> out;
+  for (auto& [name, m] : by_model) {
+    m.model = name;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<TokenBucket> SqliteQueue::token_history(int64_t since_ms, int64_t bucket_ms) {
+  if (bucket_ms <= 0) throw Error(ErrorKind::invalid_input, "token_history: bucket_ms must be > 0");
+  auto st = db_.cached(R"(
+    SELECT (j.finished_ms / ?2) * ?2 AS start, count(*), sum(r.completion_tokens), sum(r.decode_share_ms)
+    FROM results r JOIN jobs j ON j.id = r.job_id
+    WHERE j.finished_ms >= ?1 GROUP BY start ORDER BY start)");
+  st->bind(1, since_ms).bind(2, bucket_ms);
+  std::vector<TokenBucket> out;
+  while (st->step()) out.push_back({st->int64(0), st->int64(1), st->int64(2), st->real(3)});
   return out;
 }
 

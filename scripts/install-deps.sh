@@ -9,6 +9,7 @@ packages=(
   sqlite3                    # integration tests read the database with the sqlite3 shell
   python3                    # ... and check JSON output (exports, --json) with it
   python3-jsonschema         # constrained outputs are validated against their schemas with a real validator
+  python3-prometheus-client  # `status --prometheus` is parsed with a real Prometheus text-format parser
   postgresql libpq-dev       # the PostgreSQL queue backend (libpq) and the server its tests start
   libcpp-httplib-dev         # nightshiftd's OpenAI Files and Batches API (daemon/http/)
 )

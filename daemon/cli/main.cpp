@@ -9,6 +9,7 @@
 #include "daemon/cli/commands.h"
 #include "daemon/cli/completion_command.h"
 #include "daemon/cli/migrate_queue_command.h"
+#include "daemon/cli/run_batch_command.h"
 #include "common/error.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
       "  queue a prompt:        nightshift submit --model k2 \"Continue this...\"\n"
       "  a JSONL batch:         nightshift submit --jsonl requests.jsonl --model k2\n"
       "                         nightshift export --batch requests --jsonl results.jsonl\n"
+      "  ... in one command:    nightshift run-batch -i requests.jsonl -o results.jsonl --model model.gguf\n"
       "  a folder of documents: nightshift submit --dir ~/notes --model k2\n"
       "                         nightshift export --dir ~/notes-continued\n"
       "  progress:              nightshift status / nightshift watch\n"
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
   ns::cli::add_queue_commands(app, exit_code);
   ns::cli::add_workflow_commands(app, exit_code);
   ns::cli::add_migrate_queue_command(app, exit_code);
+  ns::cli::add_run_batch_command(app, exit_code);
   ns::cli::add_chat_command(app, exit_code);
   ns::cli::add_completion_command(app, exit_code);  // last: it lists the commands above
   // A mistyped command is named as such (CLI11 alone says "A subcommand is required").

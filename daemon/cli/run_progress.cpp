@@ -1,6 +1,6 @@
 #include "daemon/cli/run_progress.h"
 
-#include "daemon/cli/progress_format.h"
+#include "daemon/lib/progress_format.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,6 +8,12 @@
 #include "common/human_size.h"
 
 namespace ns::cli {
+// The progress pieces (daemon/lib/progress_format.h).
+using daemon::ago;
+using daemon::eta_seconds;
+using daemon::format_duration;
+using daemon::format_rate;
+using daemon::progress_bar;
 namespace {
 
 // Below this a generation is short enough that a progress line is only noise.

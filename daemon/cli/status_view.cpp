@@ -6,17 +6,21 @@
 #include <sstream>
 
 #include "daemon/cli/batch_export.h"
-#include "daemon/cli/progress_format.h"
+#include "daemon/lib/progress_format.h"
 #include "daemon/lib/job_format.h"
 #include "jobs/time_format.h"
 #include "jobs/valid_utf8.h"
 
 namespace ns::cli {
+// The progress pieces (daemon/lib/progress_format.h).
+using daemon::ago;
+using daemon::eta_seconds;
+using daemon::format_duration;
+using daemon::format_rate;
+using daemon::progress_bar;
 namespace {
 
-// A daemon heartbeats every few seconds while it runs; one quiet for this
-// long has most likely died without saying so (kill -9, power cut).
-constexpr int64_t kWorkerSilentMs = 3 * 60 * 1000;
+using daemon::kWorkerSilentMs;
 // Stopped daemons stay listed this long, then drop out of the report.
 constexpr int64_t kStoppedShownMs = 24 * 3600 * 1000;
 
@@ -105,28 +109,7 @@ std::string job_ids(const std::vector<int64_t>& ids) {
 }  // namespace
 
 StatusSnapshot take_status(jobs::Queue& queue, const std::string& batch, int recent_limit, int batch_limit) {
-  StatusSnapshot s;
-  s.batch = batch;
-  s.counts = batch.empty() ? queue.counts() : queue.counts(batch);
-  jobs::ListFilter running;
-  running.state = jobs::JobState::running;
-  running.batch = batch;
-  running.limit = 0;
-  running.order = jobs::ListFilter::Order::oldest_first;
-  s.running = queue.list(running);
-  jobs::ListFilter recent;
-  recent.batch = batch;
-  recent.limit = recent_limit;
-  recent.order = jobs::ListFilter::Order::recently_finished;
-  if (recent_limit > 0) s.recent = queue.list(recent);
-  if (batch_limit > 0) {
-    // One batch: found among all of them (the interface has no lookup by name).
-    s.batches = queue.batches(batch.empty() ? batch_limit : std::numeric_limits<int32_t>::max());
-    if (!batch.empty()) std::erase_if(s.batches, [&](const jobs::BatchSummary& b) { return b.name != batch; });
-  }
-  s.workers = queue.workers();
-  s.now_ms = jobs::now_epoch_ms();
-  return s;
+  return daemon::take_status(queue, {.batch = batch, .recent_limit = recent_limit, .batch_limit = batch_limit});
 }
 
 std::string job_progress_text(const jobs::Job& job, int64_t now_ms) {

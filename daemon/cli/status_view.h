@@ -2,7 +2,7 @@
 // the running jobs with their progress (tokens done / max, tok/s, ETA), the
 // last finished jobs, the batches and the daemons (the fleet).
 //
-// take_status() reads the queue (one short read per part); the format_*
+// take_status() reads the queue (daemon/lib/status_snapshot.h); the format_*
 // functions are pure, so what people see is tested without a daemon.
 #pragma once
 
@@ -13,19 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "daemon/lib/status_snapshot.h"
 #include "jobs/queue.h"
 
 namespace ns::cli {
 
-struct StatusSnapshot {
-  int64_t now_ms = 0;
-  std::string batch;                        // "" = the whole queue
-  jobs::QueueCounts counts;
-  std::vector<jobs::Job> running;           // oldest first
-  std::vector<jobs::Job> recent;            // last finished, newest first
-  std::vector<jobs::BatchSummary> batches;  // newest first (only the one named when `batch` is set)
-  std::vector<jobs::WorkerInfo> workers;
-};
+// The snapshot is read in daemon/lib (status_snapshot.h), where a server reads it too.
+using daemon::StatusSnapshot;
 
 // recent_limit / batch_limit: how many finished jobs and batches to read (0:
 // none, e.g. for one-line output); with `batch`, only that batch is listed.

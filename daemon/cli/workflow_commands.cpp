@@ -24,6 +24,8 @@
 #include "daemon/cli/output_file.h"
 #include "daemon/cli/status_view.h"
 #include "daemon/lib/job_format.h"
+#include "daemon/lib/metrics_text.h"
+#include "daemon/lib/status_page.h"
 #include "common/error.h"
 
 namespace ns::cli {
@@ -150,7 +152,7 @@ struct StatusArgs {
   DatabaseArgs db;
   std::string batch;
   int recent = 5, batches = 10;
-  bool json = false;
+  bool json = false, prometheus = false, html = false;
   double interval = 2;
   bool until_done = false, plain = false;
 };
@@ -180,17 +182,40 @@ void add_status(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("status", "The queue at a glance: counts by state, running jobs with tokens done/max, "
                                                "tok/s and ETA, the last finished jobs, batches, daemons");
   add_status_options(cmd, *a);
-  cmd->add_flag("--json", a->json, "print one JSON object (counts, running, recent, batches, workers)");
+  auto* json = cmd->add_flag("--json", a->json, "print one JSON object (counts, running, recent, batches, workers)");
+  auto* prometheus = cmd->add_flag("--prometheus", a->prometheus,
+                                   "print the metrics in Prometheus text format (what a server's /metrics serves: jobs "
+                                   "by state and model, tokens, tok/s, bytes read, I/O wait, cache hits, batch size, "
+                                   "queue wait)");
+  auto* html = cmd->add_flag("--html", a->html,
+                             "print the status page: one self-contained HTML file (batches with progress bars, ETA "
+                             "and throughput, a tok/s chart of the last hours, daemons, the last failures)");
+  json->excludes(prometheus)->excludes(html);
+  prometheus->excludes(json)->excludes(html);
+  html->excludes(json)->excludes(prometheus);
   cmd->footer(
       "Examples:\n"
       "  nightshift status\n"
       "  nightshift status --batch reviews-0412\n"
       "  nightshift status --json | jq '.running[] | {id, generated, max_tokens, eta_s}'\n"
+      "  nightshift status --prometheus > /var/lib/node_exporter/textfile/nightshift.prom\n"
+      "  nightshift status --html > status.html\n"
       "Refreshing: nightshift watch. Exit status: 0 shown, 3 no such batch, 1 database failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("status", exit_code, [&] {
       auto queue = open_existing(a->db);
       if (!a->batch.empty()) require_batch(*queue, a->batch);
+      if (a->prometheus) {
+        if (!a->batch.empty()) throw CommandError{kUsage, "--prometheus describes the whole queue: leave out --batch"};
+        std::cout << daemon::metrics_text(daemon::take_status(*queue, daemon::metrics_request()));
+        return;
+      }
+      if (a->html) {
+        daemon::StatusRequest request = daemon::status_page_request();
+        request.batch = a->batch;
+        std::cout << daemon::status_page_html(daemon::take_status(*queue, request));
+        return;
+      }
       const StatusSnapshot s = take_status(*queue, a->batch, a->recent, a->batches);
       if (a->json) {
         std::cout << daemon::json_text(status_to_json(s), 2) << "\n";

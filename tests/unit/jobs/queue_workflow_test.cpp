@@ -417,3 +417,61 @@ QUEUE_TEST("prune deletes finished jobs of the given states older than the age, 
   CHECK(q->get(queued)->state == JobState::queued);
   CHECK(q->counts().queued == 1);
 }
+
+QUEUE_TEST("model_totals and token_history add up the results per model and per finish time") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  // Model a: two done jobs (100 and 300 tokens) and one queued; model b: one failed, no result.
+  int n = 0;
+  for (const char* m : {"a", "a", "a", "b"}) q->submit(completion(m, "prompt " + std::to_string(n++)));
+  const double hit[] = {0.5, 0.9}, batch[] = {2, 4};
+  const int32_t tokens[] = {100, 300};
+  for (int i = 0; i < 2; ++i) {
+    auto job = q->claim("w", kLeaseMs);
+    REQUIRE(job);
+    REQUIRE(job->spec.model == "a");
+    JobResult r{.text = "t", .finish_reason = "length", .prompt_tokens = 10, .completion_tokens = tokens[i],
+                .queue_wait_ms = 1000.0 * (i + 1), .bytes_read = 1ULL << 32, .io_wait_ms = 100, .compute_ms = 300,
+                .cache_hit_rate = hit[i], .avg_batch_size = batch[i], .decode_share_ms = 500};
+    CHECK(q->complete(job->lease(), r));
+  }
+  auto third = q->claim("w", kLeaseMs);  // the third "a" job: left running
+  REQUIRE(third);
+  auto b = q->claim("w", kLeaseMs);
+  REQUIRE(b);
+  REQUIRE(b->spec.model == "b");
+  CHECK(q->fail(b->lease(), "invalid_input", "bad"));
+
+  const std::vector<ModelTotals> totals = q->model_totals();
+  REQUIRE(totals.size() == 2);
+  const ModelTotals& a = totals[0];
+  CHECK(a.model == "a");
+  CHECK(a.jobs.done == 2);
+  CHECK(a.jobs.running == 1);
+  CHECK(a.results == 2);
+  CHECK(a.prompt_tokens == 20);
+  CHECK(a.completion_tokens == 400);
+  CHECK(a.bytes_read == (2ULL << 32));
+  CHECK(a.queue_wait_ms == doctest::Approx(3000));
+  CHECK(a.decode_share_ms == doctest::Approx(1000));
+  CHECK(a.io_wait_ms == doctest::Approx(200));
+  CHECK(a.compute_ms == doctest::Approx(600));
+  CHECK(a.cache_hit_rate_x_tokens == doctest::Approx(0.5 * 100 + 0.9 * 300));
+  CHECK(a.batch_size_x_tokens == doctest::Approx(2 * 100 + 4 * 300));
+  CHECK(totals[1].model == "b");
+  CHECK(totals[1].jobs.failed == 1);
+  CHECK(totals[1].results == 0);
+  CHECK(totals[1].completion_tokens == 0);
+
+  // One bucket over all time; none since an hour from now; buckets aligned to their width.
+  const std::vector<TokenBucket> all = q->token_history(0, int64_t{1} << 50);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].start_ms == 0);
+  CHECK(all[0].jobs == 2);
+  CHECK(all[0].completion_tokens == 400);
+  CHECK(all[0].decode_share_ms == doctest::Approx(1000));
+  const Job done = q->list({.state = JobState::done, .limit = 1}).at(0);
+  CHECK(q->token_history(done.finished_ms + 3'600'000, 60'000).empty());
+  for (const TokenBucket& t : q->token_history(0, 1000)) CHECK(t.start_ms % 1000 == 0);
+  CHECK_THROWS_AS(q->token_history(0, 0), ns::Error);
+}

@@ -1,4 +1,4 @@
-// Small text pieces for progress displays (`status`, `watch`, `run`): a bar,
+// Small text pieces for progress displays (`status`, `watch`, `run`, the status page): a bar,
 // a duration, a rate, an ETA. Pure functions of their arguments.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace ns::cli {
+namespace ns::daemon {
 
 // "[#####-----]" with `width` cells between the brackets; done is clamped to [0, total].
 std::string progress_bar(int64_t done, int64_t total, int width);
@@ -23,4 +23,4 @@ std::string format_rate(double per_second);
 // How long ago `then_ms` was, relative to `now_ms`: "5s ago", "3m05s ago", "just now".
 std::string ago(int64_t now_ms, int64_t then_ms);
 
-}  // namespace ns::cli
+}  // namespace ns::daemon

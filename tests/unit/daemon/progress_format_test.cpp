@@ -1,10 +1,10 @@
 // The small pieces progress displays are made of.
 #include <doctest/doctest.h>
 
-#include "daemon/cli/progress_format.h"
+#include "daemon/lib/progress_format.h"
 #include "daemon/cli/run_progress.h"
 
-using namespace ns::cli;
+using namespace ns::daemon;
 
 TEST_CASE("progress bars fill in proportion and clamp") {
   CHECK(progress_bar(0, 10, 10) == "[----------]");

@@ -1,10 +1,10 @@
-#include "daemon/cli/progress_format.h"
+#include "daemon/lib/progress_format.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace ns::cli {
+namespace ns::daemon {
 
 std::string progress_bar(int64_t done, int64_t total, int width) {
   width = std::max(width, 1);
@@ -51,4 +51,4 @@ std::string ago(int64_t now_ms, int64_t then_ms) {
   return format_duration(s) + " ago";
 }
 
-}  // namespace ns::cli
+}  // namespace ns::daemon

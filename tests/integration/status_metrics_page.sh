@@ -1,0 +1,194 @@
+# `nightshift status --prometheus` and `--html` (issue 33: what a server's
+# /metrics and / serve) during a running batch whose name is hostile HTML:
+# the metrics parse with a real Prometheus text-format parser (Python's
+# prometheus_client) and their values are the database's; the page has the
+# batch's progress element with its name escaped, the throughput chart, the
+# daemon and the failure's reason; a headless Chromium screenshot of it is
+# produced where Debian's chromium is installed (kept as a test artifact).
+source "$(dirname "$0")/lib.sh"
+command -v python3 > /dev/null || { echo "SKIP: python3 is needed to check the output"; exit 77; }
+
+CHATML_TEMPLATE="{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+# Slow enough that the long line runs for seconds; one job at a time.
+make_model slow.gguf --n-embd 512 --n-layer 6 --n-ff 1024
+write_config slow=slow.gguf
+{ echo "max_batch: 1"; echo "lease_ms: 3000"; } >> "$CONFIG"
+
+BATCH='night<script>alert("x")</script>&amp;'
+# Three short lines, a chat line the base model cannot run (it fails: no chat template), the long line, one more.
+{
+  for i in 1 2 3; do
+    printf '{"custom_id": "s%d", "body": {"prompt": "Short %d", "max_tokens": 3, "ignore_eos": true}}\n' "$i" "$i"
+  done
+  printf '{"custom_id": "chat", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}}\n'
+  printf '{"custom_id": "long", "body": {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": true}}\n'
+  printf '{"custom_id": "after", "body": {"prompt": "After", "max_tokens": 3}}\n'
+} > "$WORK/night.jsonl"
+ns submit --config "$CONFIG" --model slow --any-model --jsonl "$WORK/night.jsonl" --batch "$BATCH" > /dev/null
+long=$(sql "SELECT id FROM jobs WHERE custom_id = 'long'")
+
+start_daemon
+long_running() { [[ "$(sql "SELECT state = 'running' AND progress_generated > 0 FROM jobs WHERE id = $long")" == 1 ]]; }
+wait_for 60 "the long line to run" long_running
+
+ns status --config "$CONFIG" --prometheus > "$WORK/metrics.txt"
+ns status --config "$CONFIG" --html > "$WORK/page.html"
+# The checks below compare with the database as it is now: the long line must still be running.
+long_running || fail "the long line ended before the checks (make it longer)"
+sql "SELECT state, count(*) FROM jobs GROUP BY state" > "$WORK/states.txt"
+sql "SELECT count(*), sum(r.completion_tokens), sum(r.prompt_tokens), sum(r.bytes_read), sum(r.queue_wait_ms),
+            sum(r.io_wait_ms), sum(r.compute_ms), sum(r.cache_hit_rate * r.completion_tokens),
+            sum(r.decode_share_ms), sum(r.avg_batch_size * r.completion_tokens) FROM results r" > "$WORK/sums.txt"
+worker=$(sql "SELECT id FROM workers")
+
+if python3 -c 'import prometheus_client' 2> /dev/null; then
+  python3 - "$WORK/metrics.txt" "$WORK/states.txt" "$WORK/sums.txt" "$worker" <<'PY' || fail "the metrics are not the database's"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+text = open(sys.argv[1], encoding="utf-8").read()
+families = {f.name: f for f in text_string_to_metric_families(text)}
+def value(family, sample=None, **labels):
+    for s in families[family].samples:
+        if (sample is None or s.name == sample) and all(s.labels.get(k) == v for k, v in labels.items()):
+            return s.value
+    raise AssertionError(f"no sample {family} {labels}")
+states = dict(l.split("|") for l in open(sys.argv[2]).read().split())
+for state in ("queued", "running", "done", "failed", "cancelled", "dead"):
+    assert value("nightshift_jobs", model="slow", state=state) == int(states.get(state, 0)), state
+assert int(states["running"]) == 1 and int(states["done"]) == 3 and int(states["failed"]) == 1, states
+n, ctok, ptok, rbytes, qwait, iow, comp, hitx, share, batchx = (float(x) for x in open(sys.argv[3]).read().strip().split("|"))
+# prometheus_client drops the _total suffix from a counter family's name, not from its samples.
+assert families["nightshift_tokens_generated"].type == "counter"
+assert value("nightshift_tokens_generated", "nightshift_tokens_generated_total", model="slow") == ctok == 9, ctok
+assert value("nightshift_prompt_tokens", "nightshift_prompt_tokens_total", model="slow") == ptok
+assert value("nightshift_results", "nightshift_results_total", model="slow") == n == 3
+assert value("nightshift_read_bytes", "nightshift_read_bytes_total", model="slow") == rbytes
+close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))
+assert close(value("nightshift_queue_wait_seconds", "nightshift_queue_wait_seconds_sum", model="slow"), qwait / 1000)
+assert value("nightshift_queue_wait_seconds", "nightshift_queue_wait_seconds_count", model="slow") == n
+assert close(value("nightshift_io_wait_ratio", model="slow"), iow / (iow + comp))
+assert close(value("nightshift_read_bytes_per_second", model="slow"), rbytes / ((iow + comp) / 1000))
+assert close(value("nightshift_expert_cache_hit_ratio", model="slow"), hitx / ctok)
+assert close(value("nightshift_batch_size_mean", model="slow"), batchx / ctok)
+assert close(value("nightshift_decode_tokens_per_second", model="slow"), ctok / (share / 1000))
+worker = sys.argv[4]
+assert value("nightshift_worker_up", worker=worker) == 1
+assert value("nightshift_batch_size", worker=worker) == 1
+assert value("nightshift_tokens_per_second", worker=worker) > 0
+for name, type_ in (("nightshift_jobs", "gauge"), ("nightshift_queue_wait_seconds", "summary"),
+                    ("nightshift_tokens_per_second", "gauge"), ("nightshift_read_bytes", "counter")):
+    assert families[name].type == type_, (name, families[name].type)
+# One HELP and one TYPE line per family.
+for kind in ("HELP", "TYPE"):
+    names = [l.split()[2] for l in text.splitlines() if l.startswith(f"# {kind} ")]
+    assert len(names) == len(set(names)), kind
+print("metrics ok")
+PY
+else
+  echo "NOTE: python3-prometheus-client is not installed (scripts/install-deps.sh): the metrics' parse is not checked"
+fi
+
+# Label values are escaped: a model name with a quote, a backslash and a newline (queued, never run).
+printf '{"custom_id": "odd", "body": {"model": "we\\"ird\\\\name", "prompt": "x", "max_tokens": 1}}\n' > "$WORK/odd.jsonl"
+ns submit --config "$CONFIG" --any-model --jsonl "$WORK/odd.jsonl" > /dev/null
+expect_contains "$(ns status --config "$CONFIG" --prometheus)" 'nightshift_jobs{model="we\"ird\\name",state="queued"} 1' \
+  "an escaped label value"
+
+python3 - "$WORK/page.html" "$BATCH" "$long" "$worker" <<'PY' || fail "the status page"
+import sys
+from html.parser import HTMLParser
+page, batch, long_id, worker = open(sys.argv[1], encoding="utf-8").read(), sys.argv[2], sys.argv[3], sys.argv[4]
+assert "<script" not in page.lower(), "a script (or the batch name unescaped) in the page"
+assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page, \
+    "the page refers to something elsewhere"
+class Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.progress, self.svg, self.bars, self.rows, self.text = [], [], 0, 0, {}, []
+        self.refresh = None
+        self.table = None
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag not in ("meta", "br", "line", "rect", "img"):
+            self.stack.append(tag)
+        if tag == "meta" and a.get("http-equiv") == "refresh":
+            self.refresh = a["content"]
+        if tag == "progress" and "batch-progress" in a.get("class", "").split():
+            self.progress.append(a)
+        if tag == "svg" and a.get("id") == "throughput-chart":
+            self.svg += 1
+        if tag == "rect" and a.get("class") == "bar":
+            self.bars += 1
+        if tag == "table":
+            self.table = a.get("id")
+            self.rows[self.table] = []
+        if tag == "tr" and self.table:
+            self.rows[self.table].append(a)
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in ("meta", "br", "line", "rect", "img"):
+            self.stack.pop()
+    def handle_endtag(self, tag):
+        if tag in ("line", "rect"):
+            return
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+        self.stack.pop()
+    def handle_data(self, data):
+        self.text.append(data)
+p = Page()
+p.feed(page)
+p.close()
+assert p.stack == [], p.stack
+assert p.refresh == "10", p.refresh
+text = "".join(p.text)
+assert len(p.progress) == 1, p.progress
+bar = p.progress[0]
+assert bar["data-batch"] == batch, bar            # the parser unescapes: the name as submitted
+assert bar["data-finished"] == "4" and bar["data-total"] == "6", bar
+assert bar["value"] == "4" and bar["max"] == "6", bar
+assert batch in text, "the batch's name is not shown as text"
+assert p.svg == 1 and p.bars >= 1, (p.svg, p.bars)
+assert any(r.get("data-job") == long_id for r in p.rows.get("running", [])), p.rows.get("running")
+assert any(r.get("data-worker") == worker for r in p.rows.get("daemons", [])), p.rows.get("daemons")
+failures = p.rows.get("failures", [])
+assert len(failures) == 1, failures
+assert "no chat template" in text, "the failure's reason"
+print("page ok")
+PY
+
+# A real browser renders it: a screenshot where Debian's chromium is installed.
+if command -v chromium > /dev/null; then
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,900 \
+    --screenshot="$WORK/status_page.png" "file://$WORK/page.html" > "$WORK/chromium.log" 2>&1 ||
+    fail "chromium could not render the page: $(tail -5 "$WORK/chromium.log")"
+  python3 - "$WORK/status_page.png" <<'PY' || fail "the screenshot"
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+width, height = struct.unpack(">II", data[16:24])
+assert (width, height) == (1200, 900), (width, height)
+# Decode the image: a rendered page has many distinct colours (text, bars, the chart), a blank one has one.
+pos, idat = 8, b""
+bit_depth, colour = data[24], data[25]
+while pos < len(data):
+    n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+    if kind == b"IDAT":
+        idat += data[pos + 8:pos + 8 + n]
+    pos += 12 + n
+raw = zlib.decompress(idat)
+channels = {2: 3, 6: 4}[colour]
+stride = width * channels + 1
+rows = [raw[y * stride + 1:(y + 1) * stride] for y in range(height)]
+# Filtered bytes differ from pixels, but a blank page compresses to almost nothing and has ~1 distinct row.
+distinct = len(set(rows))
+assert bit_depth == 8 and distinct > 50, ("too plain a screenshot", distinct)
+print("screenshot ok", len(data), "bytes,", distinct, "distinct rows")
+PY
+  mkdir -p "$NS_BINARY_DIR/test-artifacts"
+  cp "$WORK/status_page.png" "$WORK/page.html" "$NS_BINARY_DIR/test-artifacts/"
+else
+  echo "NOTE: chromium is not installed: no screenshot of the status page (apt install chromium)"
+fi
+
+ns cancel --config "$CONFIG" "$long" > /dev/null
+echo "ok"
