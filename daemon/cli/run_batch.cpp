@@ -129,7 +129,10 @@ class RunLock {
 class BatchProgress {
  public:
   BatchProgress(FILE* out, bool enabled, int64_t total, int64_t finished_before)
-      : out_(out), enabled_(enabled), tty_(enabled && ::isatty(::fileno(out)) == 1), total_(total),
+      : out_(out),
+        enabled_(enabled),
+        tty_(enabled && ::isatty(::fileno(out)) == 1),
+        total_(total),
         before_(finished_before) {}
 
   void update(int64_t finished, int64_t failed, const daemon::RunStatus::Snapshot& s) {
@@ -139,8 +142,8 @@ class BatchProgress {
     for (const auto& j : s.jobs) tok_s += j.tok_s;
     const int64_t this_run = finished - before_;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
-    std::string line = progress_bar(finished, total_, 24) + " " + std::to_string(finished) + "/" +
-                       std::to_string(total_) + " lines";
+    std::string line =
+        progress_bar(finished, total_, 24) + " " + std::to_string(finished) + "/" + std::to_string(total_) + " lines";
     if (failed > 0) line += ", " + std::to_string(failed) + " failed";
     line += ", " + std::to_string(s.jobs.size()) + " running";
     if (tok_s > 0) line += ", " + format_rate(tok_s) + " tok/s";
@@ -220,9 +223,27 @@ RunBatchReport run_batch(const RunBatchOptions& o, const std::atomic<bool>& stop
   report.batch = batch_name_from_path(o.input);
   const std::string text = read_file_or_stdin(o.input, "the input JSONL file");
 
+  if (jobs::is_postgres_url(report.db)) {
+    throw Error(ErrorKind::invalid_input, "--db " + report.db +
+                                              ": run-batch keeps its queue in a SQLite file of its own; give a file "
+                                              "path (to use a shared queue: nightshift submit --jsonl + nightshiftd)");
+  }
   const RunLock lock(report.db);
   jobs::SqliteOptions db_options = daemon::sqlite_options_from(&config);
   auto queue = jobs::open_queue(report.db, db_options);
+  {
+    // The worker drains the whole database: a queue shared with other work (a daemon's) must not be run here.
+    const jobs::QueueCounts all = queue->counts(), mine = queue->counts(report.batch);
+    const int64_t others = all.queued + all.running - mine.queued - mine.running;
+    if (others > 0) {
+      throw Error(ErrorKind::invalid_input,
+                  report.db + " holds " + std::to_string(others) + " unfinished jobs of other batches than '" +
+                      report.batch +
+                      "' (another input, or a daemon's queue): run-batch needs a database of its "
+                      "own; give another -o or --db, or delete " +
+                      report.db + " to start afresh");
+    }
+  }
 
   JsonlSubmitOptions submit;
   submit.batch = report.batch;
@@ -246,15 +267,27 @@ RunBatchReport run_batch(const RunBatchOptions& o, const std::atomic<bool>& stop
   };
   const daemon::WorkerOptions worker_options = daemon::worker_options_from(config);
   queue->recover_worker(kWorkerId, worker_options.retry_backoff);  // a killed earlier run's lines
-  int64_t stale = 0;
+  // The batch's jobs this input no longer has (an earlier version of the file): cancelled, and left out of
+  // the progress counts (`others`, all finished now).
+  jobs::QueueCounts others;
   for (const jobs::Job& j : batch_jobs(*queue)) {
     if (ids.count(j.id)) {
       if (is_finished(j.state)) ++report.resumed_done;
-    } else if (!is_finished(j.state) && queue->cancel(j.id)) {
-      ++stale;
+      continue;
     }
+    jobs::JobState state = j.state;
+    if (!is_finished(state) && queue->cancel(j.id)) state = jobs::JobState::cancelled;
+    if (state == jobs::JobState::done)
+      ++others.done;
+    else if (state == jobs::JobState::failed)
+      ++others.failed;
+    else if (state == jobs::JobState::dead)
+      ++others.dead;
+    else if (state == jobs::JobState::cancelled)
+      ++others.cancelled;
   }
   const int64_t total = static_cast<int64_t>(ids.size());
+  report.valid = total;
   if (o.progress) {
     std::fprintf(err, "run-batch: %lld lines, %lld valid (%lld already finished in %s), %lld rejected\n",
                  static_cast<long long>(submitted.lines), static_cast<long long>(total),
@@ -262,6 +295,7 @@ RunBatchReport run_batch(const RunBatchOptions& o, const std::atomic<bool>& stop
                  static_cast<long long>(submitted.rejected.size()));
   }
 
+  std::string held;  // why the worker left lines queued
   if (report.resumed_done < total) {
     daemon::RunStatus status;
     const daemon::ServiceNotifier notifier;
@@ -297,8 +331,8 @@ RunBatchReport run_batch(const RunBatchOptions& o, const std::atomic<bool>& stop
           try {
             if (!q) q = jobs::open_queue(report.db, side_db);
             const jobs::QueueCounts c = q->counts(report.batch);
-            finished = c.done + c.failed + c.dead + c.cancelled - stale;
-            failed = c.failed + c.dead + c.cancelled - stale;
+            failed = c.failed + c.dead + c.cancelled - others.failed - others.dead - others.cancelled;
+            finished = c.done - others.done + failed;
           } catch (const jobs::DatabaseError&) {
             // a locked moment: the line shows the last counts
           }
@@ -325,22 +359,24 @@ RunBatchReport run_batch(const RunBatchOptions& o, const std::atomic<bool>& stop
       // only the workers row's stopped mark is lost
     }
     report.interrupted = stop.load();
+    if (worker.left_held()) held = worker.held_reason();
   }
 
   std::vector<jobs::Job> mine;
   for (jobs::Job& j : batch_jobs(*queue)) {
     if (ids.count(j.id)) mine.push_back(std::move(j));
   }
-  std::sort(mine.begin(), mine.end(),
-            [](const jobs::Job& a, const jobs::Job& b) { return std::pair(a.spec.source_line, a.id) < std::pair(b.spec.source_line, b.id); });
+  std::sort(mine.begin(), mine.end(), [](const jobs::Job& a, const jobs::Job& b) {
+    return std::pair(a.spec.source_line, a.id) < std::pair(b.spec.source_line, b.id);
+  });
   report.finished = std::count_if(mine.begin(), mine.end(), [](const jobs::Job& j) { return is_finished(j.state); });
   if (report.interrupted) return report;
   if (report.finished < total) {
     throw Error(ErrorKind::invalid_input,
                 std::to_string(total - report.finished) + " of " + std::to_string(total) +
-                    " lines could not run and are still queued in " + report.db +
-                    " (the model or the memory budget: see the messages above); fix --model / --config and run the "
-                    "same command again to finish them");
+                    " lines could not run and are still queued in " + report.db + ": " +
+                    (held.empty() ? std::string("see the messages above") : held) +
+                    "; fix --model / --config (or --memory-budget) and run the same command again to finish them");
   }
 
   // Output and errors, in input order.

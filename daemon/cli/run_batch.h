@@ -23,6 +23,9 @@
 // - Lines of the database's batch that the input no longer has are cancelled,
 //   not run; lines whose model this run cannot load stay queued and the run
 //   fails with the reason (the database is kept).
+// - The database is the run's own: one holding unfinished jobs of another
+//   batch (another input's, a daemon's queue given as --db) is refused, as is
+//   a PostgreSQL URL.
 // - Two runs on one database at once: the second is refused (an flock on the
 //   database file).
 // - Errors: ns::Error(invalid_input) for a bad model or config, naming the
@@ -52,6 +55,7 @@ struct RunBatchOptions {
 struct RunBatchReport {
   std::string batch, db, errors_path;
   int64_t lines = 0;          // non-blank input lines
+  int64_t valid = 0;          // of them, the lines queued (not rejected)
   int64_t resumed_done = 0;   // lines already finished in the database when this run began
   int64_t written = 0;        // success lines in the output
   int64_t errors = 0;         // lines in the errors file (rejected + failed)

@@ -31,9 +31,10 @@ void add_run_batch_command(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   RunBatchOptions* o = &a->options;
-  CLI::App* cmd = app.add_subcommand(
-      "run-batch", "Run an OpenAI Batch JSONL file through a model now, without a daemon, and write the output "
-                   "file (resumable: Ctrl-C, then the same command again)");
+  CLI::App* cmd =
+      app.add_subcommand("run-batch",
+                         "Run an OpenAI Batch JSONL file through a model now, without a daemon, and write the output "
+                         "file (resumable: Ctrl-C, then the same command again)");
   cmd->add_option("-i,--input", o->input, "the OpenAI Batch input file (- = stdin)")->required();
   cmd->add_option("-o,--output", o->output,
                   "the output file: one OpenAI Batch output line per finished request, in input order; failed and "
@@ -42,12 +43,14 @@ void add_run_batch_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--model,-m", o->model,
                   "a GGUF file (or, with --config, a configured model name) that runs every line, whatever its "
                   "body.model says; without it the lines' body.model name models from --config");
-  cmd->add_option("--config", o->config, "a daemon config: its models: and engine settings (its database: is not used)");
+  cmd->add_option("--config", o->config,
+                  "a daemon config: its models: and engine settings (its database: is not used)");
   cmd->add_option("--db", o->db, "the run's SQLite queue (default: NAME.run-batch.db beside the output)");
   cmd->add_option("--threads,-t", o->threads, "compute threads (0 = all cores; default: the config's)");
   cmd->add_option("--max-batch", o->max_batch, "lines decoded together (default: the config's max_batch, 8)")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--memory-budget", o->memory_budget, "memory the engine plans within, e.g. 8GiB (default: the config's)");
+  cmd->add_option("--memory-budget", o->memory_budget,
+                  "memory the engine plans within, e.g. 8GiB (default: the config's)");
   cmd->add_flag("--keep-db", o->keep_db, "keep the run's database after it completes (to browse jobs and stats)");
   cmd->add_flag("--no-progress", a->quiet, "no progress on stderr");
   cmd->footer(
@@ -74,14 +77,16 @@ void add_run_batch_command(CLI::App& app, int& exit_code) {
         std::fprintf(stderr,
                      "run-batch: interrupted with %lld of %lld lines finished; they are kept in %s: run the same "
                      "command again to resume\n",
-                     static_cast<long long>(r.finished), static_cast<long long>(r.lines), r.db.c_str());
+                     static_cast<long long>(r.finished), static_cast<long long>(r.valid), r.db.c_str());
         exit_code = kInterrupted;
         return;
       }
       std::fprintf(stderr, "run-batch: %lld lines: %lld written to %s", static_cast<long long>(r.lines),
                    static_cast<long long>(r.written), o->output.c_str());
-      if (r.errors > 0) std::fprintf(stderr, ", %lld errors in %s", static_cast<long long>(r.errors), r.errors_path.c_str());
-      if (r.resumed_done > 0) std::fprintf(stderr, " (%lld finished by an earlier run)", static_cast<long long>(r.resumed_done));
+      if (r.errors > 0)
+        std::fprintf(stderr, ", %lld errors in %s", static_cast<long long>(r.errors), r.errors_path.c_str());
+      if (r.resumed_done > 0)
+        std::fprintf(stderr, " (%lld finished by an earlier run)", static_cast<long long>(r.resumed_done));
       std::fprintf(stderr, "\n");
       if (r.errors > 0) exit_code = kInvalidInput;
     });

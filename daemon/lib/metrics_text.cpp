@@ -1,6 +1,7 @@
 #include "daemon/lib/metrics_text.h"
 
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -15,6 +16,8 @@ namespace {
 std::string number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  // Whole numbers (counts, bytes) as integers, not "8e+09"; exact below 2^53.
+  if (v == std::trunc(v) && std::fabs(v) < 9007199254740992.0) return std::to_string(static_cast<int64_t>(v));
   char buf[64];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back as v
   return ec == std::errc() ? std::string(buf, end) : "NaN";
@@ -50,10 +53,14 @@ std::string escape_label_value(std::string_view value) {
   std::string out;
   out.reserve(valid.size());
   for (char c : valid) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -81,10 +88,11 @@ std::string metrics_text(const StatusSnapshot& s) {
   w.family("nightshift_jobs", "gauge", "Jobs in the queue by model and state.");
   for (const jobs::ModelTotals& m : s.models) {
     const jobs::QueueCounts& c = m.jobs;
-    const std::pair<const char*, int64_t> states[] = {{"queued", c.queued}, {"running", c.running}, {"done", c.done},
-                                                      {"failed", c.failed}, {"cancelled", c.cancelled},
-                                                      {"dead", c.dead}};
-    for (const auto& [state, n] : states) w.sample("nightshift_jobs", L{{"model", m.model}, {"state", state}}, static_cast<double>(n));
+    const std::pair<const char*, int64_t> states[] = {{"queued", c.queued},       {"running", c.running},
+                                                      {"done", c.done},           {"failed", c.failed},
+                                                      {"cancelled", c.cancelled}, {"dead", c.dead}};
+    for (const auto& [state, n] : states)
+      w.sample("nightshift_jobs", L{{"model", m.model}, {"state", state}}, static_cast<double>(n));
   }
   w.family("nightshift_jobs_retry_waiting", "gauge", "Queued jobs waiting out a retry backoff after a failed attempt.");
   w.sample("nightshift_jobs_retry_waiting", {}, static_cast<double>(s.counts.retry_waiting));
@@ -96,8 +104,9 @@ std::string metrics_text(const StatusSnapshot& s) {
   per_model("nightshift_prompt_tokens_total", "counter", "Prompt tokens of the results in the queue.",
             [](const jobs::ModelTotals& m) { return Opt(static_cast<double>(m.prompt_tokens)); });
   per_model("nightshift_decode_tokens_per_second", "gauge",
-            "Completion tokens over the wall time their batches spent decoding them.",
-            [&](const jobs::ModelTotals& m) { return ratio(static_cast<double>(m.completion_tokens), m.decode_share_ms / 1000); });
+            "Completion tokens over the wall time their batches spent decoding them.", [&](const jobs::ModelTotals& m) {
+              return ratio(static_cast<double>(m.completion_tokens), m.decode_share_ms / 1000);
+            });
 
   // Live figures of the daemons: their running jobs' rates, and how many run together.
   std::map<std::string, double> tok_s;
@@ -112,7 +121,9 @@ std::string metrics_text(const StatusSnapshot& s) {
     if (live(wi)) w.sample("nightshift_batch_size", L{{"worker", wi.id}}, static_cast<double>(wi.jobs.size()));
   }
   per_model("nightshift_batch_size_mean", "gauge", "Jobs decoded together, mean weighted by completion tokens.",
-            [&](const jobs::ModelTotals& m) { return ratio(m.batch_size_x_tokens, static_cast<double>(m.completion_tokens)); });
+            [&](const jobs::ModelTotals& m) {
+              return ratio(m.batch_size_x_tokens, static_cast<double>(m.completion_tokens));
+            });
 
   per_model("nightshift_read_bytes_total", "counter", "Weight bytes read from disk for the results in the queue.",
             [](const jobs::ModelTotals& m) { return Opt(static_cast<double>(m.bytes_read)); });
@@ -124,7 +135,9 @@ std::string metrics_text(const StatusSnapshot& s) {
   per_model("nightshift_io_wait_ratio", "gauge", "Share of the engine time spent waiting for weight reads.",
             [&](const jobs::ModelTotals& m) { return ratio(m.io_wait_ms, m.io_wait_ms + m.compute_ms); });
   per_model("nightshift_expert_cache_hit_ratio", "gauge", "Expert-cache hit rate, mean weighted by completion tokens.",
-            [&](const jobs::ModelTotals& m) { return ratio(m.cache_hit_rate_x_tokens, static_cast<double>(m.completion_tokens)); });
+            [&](const jobs::ModelTotals& m) {
+              return ratio(m.cache_hit_rate_x_tokens, static_cast<double>(m.completion_tokens));
+            });
 
   w.family("nightshift_queue_wait_seconds", "summary", "Time from submit to the claim that produced the result.");
   for (const jobs::ModelTotals& m : s.models) {
@@ -137,7 +150,8 @@ std::string metrics_text(const StatusSnapshot& s) {
   for (const jobs::WorkerInfo& wi : s.workers) w.sample("nightshift_worker_up", L{{"worker", wi.id}}, live(wi) ? 1 : 0);
   w.family("nightshift_worker_heartbeat_timestamp_seconds", "gauge", "A daemon's last heartbeat, in unix time.");
   for (const jobs::WorkerInfo& wi : s.workers) {
-    w.sample("nightshift_worker_heartbeat_timestamp_seconds", L{{"worker", wi.id}}, static_cast<double>(wi.heartbeat_ms) / 1000);
+    w.sample("nightshift_worker_heartbeat_timestamp_seconds", L{{"worker", wi.id}},
+             static_cast<double>(wi.heartbeat_ms) / 1000);
   }
   return w.take();
 }

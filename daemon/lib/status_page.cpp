@@ -29,7 +29,7 @@ int64_t finished_of(const jobs::QueueCounts& c) { return c.done + c.failed + c.c
 
 std::string counts_html(const jobs::QueueCounts& c) {
   std::string s;
-  const std::pair<const char*, int64_t> parts[] = {{"queued", c.queued}, {"running", c.running}, {"done", c.done},
+  const std::pair<const char*, int64_t> parts[] = {{"queued", c.queued}, {"running", c.running},     {"done", c.done},
                                                    {"failed", c.failed}, {"cancelled", c.cancelled}, {"dead", c.dead}};
   for (const auto& [name, n] : parts) {
     s += std::string("<span class=\"count ") + name + "\" data-state=\"" + name + "\">" + std::to_string(n) + " " +
@@ -67,11 +67,12 @@ std::string chart_svg(const StatusSnapshot& s) {
                     num(static_cast<double>(span) / 3.6e6, "%.0f") + " hours\">";
   svg += "<line x1=\"" + num(left) + "\" y1=\"" + num(h - bottom) + "\" x2=\"" + num(w - 8) + "\" y2=\"" +
          num(h - bottom) + "\" class=\"axis\"/>";
-  svg += "<line x1=\"" + num(left) + "\" y1=\"12\" x2=\"" + num(left) + "\" y2=\"" + num(h - bottom) + "\" class=\"axis\"/>";
+  svg += "<line x1=\"" + num(left) + "\" y1=\"12\" x2=\"" + num(left) + "\" y2=\"" + num(h - bottom) +
+         "\" class=\"axis\"/>";
   svg += "<text x=\"" + num(left - 4) + "\" y=\"16\" text-anchor=\"end\">" + format_rate(top) + "</text>";
   svg += "<text x=\"" + num(left - 4) + "\" y=\"" + num(h - bottom) + "\" text-anchor=\"end\">0</text>";
-  svg += "<text x=\"" + num(left) + "\" y=\"" + num(h - 6) + "\">-" + format_duration(static_cast<double>(span) / 1000) +
-         "</text>";
+  svg += "<text x=\"" + num(left) + "\" y=\"" + num(h - 6) + "\">-" +
+         format_duration(static_cast<double>(span) / 1000) + "</text>";
   svg += "<text x=\"" + num(w - 8) + "\" y=\"" + num(h - 6) + "\" text-anchor=\"end\">now (tok/s per " +
          format_duration(static_cast<double>(bucket) / 1000) + ")</text>";
   for (int64_t i = 0; i < buckets; ++i) {
@@ -81,8 +82,8 @@ std::string chart_svg(const StatusSnapshot& s) {
     const double bh = plot_h * it->second / top;
     svg += "<rect class=\"bar\" x=\"" + num(left + static_cast<double>(i) * bar_w + 0.5) + "\" y=\"" +
            num(h - bottom - bh) + "\" width=\"" + num(std::max(bar_w - 1, 1.0)) + "\" height=\"" + num(bh) +
-           "\" data-start-ms=\"" + std::to_string(start) + "\" data-tok-s=\"" + num(it->second, "%.3f") +
-           "\"><title>" + html_escape(jobs::iso8601_utc(start)) + ": " + format_rate(it->second) + " tok/s</title></rect>";
+           "\" data-start-ms=\"" + std::to_string(start) + "\" data-tok-s=\"" + num(it->second, "%.3f") + "\"><title>" +
+           html_escape(jobs::iso8601_utc(start)) + ": " + format_rate(it->second) + " tok/s</title></rect>";
   }
   svg += "</svg>";
   return svg;
@@ -105,16 +106,29 @@ std::string html_escape(std::string_view text) {
   out.reserve(valid.size() + valid.size() / 8);
   for (char c : valid) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       default:
         // C0 controls are not allowed in HTML text: shown as U+FFFD, like bad UTF-8.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += "\xEF\xBF\xBD";
-        else if (c == 0x7f) out += "\xEF\xBF\xBD";
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
+          out += "\xEF\xBF\xBD";
+        else if (c == 0x7f)
+          out += "\xEF\xBF\xBD";
+        else
+          out += c;
     }
   }
   return out;
@@ -133,7 +147,8 @@ StatusRequest status_page_request() {
 std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& options) {
   std::string o;
   o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  if (options.refresh_s > 0) o += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(options.refresh_s) + "\">\n";
+  if (options.refresh_s > 0)
+    o += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(options.refresh_s) + "\">\n";
   o += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>nightshift status</title>\n";
   o += std::string("<style>") + kStyle + "</style>\n</head>\n<body>\n";
   o += "<h1>nightshift</h1>\n<p id=\"queue\">" + counts_html(s.counts);
@@ -158,16 +173,18 @@ std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& o
       if (b.finished_ms != 0) {
         eta = "complete " + when(s.now_ms, b.finished_ms);
       } else if (finished > 0 && s.now_ms > b.created_ms) {
-        const double lines_per_s = static_cast<double>(finished) / (static_cast<double>(s.now_ms - b.created_ms) / 1000);
+        const double lines_per_s =
+            static_cast<double>(finished) / (static_cast<double>(s.now_ms - b.created_ms) / 1000);
         if (auto e = eta_seconds(finished, total, lines_per_s)) eta = format_duration(*e);
       }
       const auto rate = batch_tok_s.find(b.name);
-      o += "<tr class=\"batch\" data-batch=\"" + name + "\"><td>" + name + "</td><td><progress class=\"batch-progress\" "
-           "data-batch=\"" + name + "\" data-finished=\"" + std::to_string(finished) + "\" data-total=\"" +
-           std::to_string(total) + "\" value=\"" + std::to_string(finished) + "\" max=\"" +
-           std::to_string(std::max<int64_t>(total, 1)) + "\">" + std::to_string(finished) + "/" + std::to_string(total) +
-           "</progress></td><td>" + std::to_string(finished) + "/" + std::to_string(total) + "</td><td>" +
-           counts_html(b.counts) + "</td><td>" +
+      o += "<tr class=\"batch\" data-batch=\"" + name + "\"><td>" + name +
+           "</td><td><progress class=\"batch-progress\" "
+           "data-batch=\"" +
+           name + "\" data-finished=\"" + std::to_string(finished) + "\" data-total=\"" + std::to_string(total) +
+           "\" value=\"" + std::to_string(finished) + "\" max=\"" + std::to_string(std::max<int64_t>(total, 1)) +
+           "\">" + std::to_string(finished) + "/" + std::to_string(total) + "</progress></td><td>" +
+           std::to_string(finished) + "/" + std::to_string(total) + "</td><td>" + counts_html(b.counts) + "</td><td>" +
            (rate == batch_tok_s.end() ? std::string("-") : format_rate(rate->second) + " tok/s") + "</td><td>" + eta +
            "</td><td>" + when(s.now_ms, b.created_ms) + "</td></tr>\n";
     }
@@ -199,8 +216,9 @@ std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& o
   }
 
   // Throughput over time.
-  o += "<h2>Throughput, last " + format_duration(static_cast<double>(s.history_ms > 0 ? s.history_ms : kHistoryMs) / 1000) +
-       "</h2>\n" + chart_svg(s) + "\n";
+  o += "<h2>Throughput, last " +
+       format_duration(static_cast<double>(s.history_ms > 0 ? s.history_ms : kHistoryMs) / 1000) + "</h2>\n" +
+       chart_svg(s) + "\n";
   if (s.history.empty()) o += "<p class=\"muted\">no job finished in this time</p>\n";
 
   // Daemons.
@@ -214,9 +232,13 @@ std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& o
          "<th>tok/s</th><th>heartbeat</th></tr>\n";
     for (const jobs::WorkerInfo& w : s.workers) {
       std::string state;
-      if (w.stopped_ms != 0) state = "stopped " + when(s.now_ms, w.stopped_ms);
-      else if (!worker_live(w, s.now_ms)) state = "silent for " + format_duration(static_cast<double>(s.now_ms - w.heartbeat_ms) / 1000) + " (crashed or hung?)";
-      else state = "up " + format_duration(static_cast<double>(s.now_ms - w.started_ms) / 1000);
+      if (w.stopped_ms != 0)
+        state = "stopped " + when(s.now_ms, w.stopped_ms);
+      else if (!worker_live(w, s.now_ms))
+        state = "silent for " + format_duration(static_cast<double>(s.now_ms - w.heartbeat_ms) / 1000) +
+                " (crashed or hung?)";
+      else
+        state = "up " + format_duration(static_cast<double>(s.now_ms - w.started_ms) / 1000);
       std::string jobs_text;
       for (int64_t id : w.jobs) jobs_text += (jobs_text.empty() ? "" : " ") + std::to_string(id);
       o += "<tr class=\"daemon\" data-worker=\"" + html_escape(w.id) + "\"><td>" + html_escape(w.id) + "</td><td>" +
@@ -226,7 +248,8 @@ std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& o
            (tok_s.count(w.id) ? format_rate(tok_s[w.id]) : std::string("-")) + "</td><td>" +
            when(s.now_ms, w.heartbeat_ms) + "</td></tr>\n";
       if (w.stopped_ms == 0 && !w.problem.empty()) {
-        o += "<tr><td></td><td colspan=\"6\" class=\"problem\">cannot serve: " + html_escape(w.problem) + "</td></tr>\n";
+        o +=
+            "<tr><td></td><td colspan=\"6\" class=\"problem\">cannot serve: " + html_escape(w.problem) + "</td></tr>\n";
       }
     }
     o += "</table>\n";

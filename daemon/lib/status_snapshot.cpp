@@ -46,7 +46,8 @@ StatusSnapshot take_status(jobs::Queue& queue, const StatusRequest& r) {
   }
   std::sort(s.failures.begin(), s.failures.end(),
             [](const jobs::Job& a, const jobs::Job& b) { return a.finished_ms > b.finished_ms; });
-  if (s.failures.size() > static_cast<size_t>(std::max(r.failures, 0))) s.failures.resize(static_cast<size_t>(r.failures));
+  if (s.failures.size() > static_cast<size_t>(std::max(r.failures, 0)))
+    s.failures.resize(static_cast<size_t>(r.failures));
   return s;
 }
 

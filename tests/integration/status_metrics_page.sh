@@ -5,64 +5,94 @@
 # batch's progress element with its name escaped, the throughput chart, the
 # daemon and the failure's reason; a headless Chromium screenshot of it is
 # produced where Debian's chromium is installed (kept as a test artifact).
+# With STATUS_BACKEND=postgres (status_metrics_postgres.sh) the queue is a
+# throwaway PostgreSQL server's, where the queue reads are SQL of their own.
 source "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || { echo "SKIP: python3 is needed to check the output"; exit 77; }
+STATUS_BACKEND=${STATUS_BACKEND:-sqlite}
+if [[ "$STATUS_BACKEND" == postgres ]]; then
+  start_pg_server || {
+    echo "SKIP: $PG_SKIP"
+    exit 77
+  }
+fi
+q() {  # one query against the queue, '|' separated
+  if [[ "$STATUS_BACKEND" == postgres ]]; then pgq "$1"; else sql "$1"; fi
+}
 
 CHATML_TEMPLATE="{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 # Slow enough that the long line runs for seconds; one job at a time.
 make_model slow.gguf --n-embd 512 --n-layer 6 --n-ff 1024
 write_config slow=slow.gguf
 { echo "max_batch: 1"; echo "lease_ms: 3000"; } >> "$CONFIG"
+if [[ "$STATUS_BACKEND" == postgres ]]; then
+  { grep -v '^database:' "$CONFIG"; echo "database: '$PG_URL'"; } > "$WORK/pg.yaml"
+  mv "$WORK/pg.yaml" "$CONFIG"
+fi
 
 BATCH='night<script>alert("x")</script>&amp;'
 # Three short lines, a chat line the base model cannot run (it fails: no chat template), the long line, one more.
 {
   for i in 1 2 3; do
-    printf '{"custom_id": "s%d", "body": {"prompt": "Short %d", "max_tokens": 3, "ignore_eos": true}}\n' "$i" "$i"
+    printf '{"custom_id": "s%d", "method": "POST", "url": "/v1/completions", "body": {"prompt": "Short %d", "max_tokens": 3, "ignore_eos": true}}\n' "$i" "$i"
   done
-  printf '{"custom_id": "chat", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}}\n'
-  printf '{"custom_id": "long", "body": {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": true}}\n'
-  printf '{"custom_id": "after", "body": {"prompt": "After", "max_tokens": 3}}\n'
+  printf '{"custom_id": "chat", "method": "POST", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}}\n'
+  printf '{"custom_id": "long", "method": "POST", "url": "/v1/completions", "body": {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": true}}\n'
+  printf '{"custom_id": "after", "method": "POST", "url": "/v1/completions", "body": {"prompt": "After", "max_tokens": 3}}\n'
 } > "$WORK/night.jsonl"
 ns submit --config "$CONFIG" --model slow --any-model --jsonl "$WORK/night.jsonl" --batch "$BATCH" > /dev/null
-long=$(sql "SELECT id FROM jobs WHERE custom_id = 'long'")
+long=$(q "SELECT id FROM jobs WHERE custom_id = 'long'")
 
 start_daemon
-long_running() { [[ "$(sql "SELECT state = 'running' AND progress_generated > 0 FROM jobs WHERE id = $long")" == 1 ]]; }
+long_running() {
+  [[ "$(q "SELECT count(*) FROM jobs WHERE id = $long AND state = 'running' AND progress_generated > 0")" == 1 ]]
+}
 wait_for 60 "the long line to run" long_running
 
 ns status --config "$CONFIG" --prometheus > "$WORK/metrics.txt"
 ns status --config "$CONFIG" --html > "$WORK/page.html"
 # The checks below compare with the database as it is now: the long line must still be running.
 long_running || fail "the long line ended before the checks (make it longer)"
-sql "SELECT state, count(*) FROM jobs GROUP BY state" > "$WORK/states.txt"
-sql "SELECT count(*), sum(r.completion_tokens), sum(r.prompt_tokens), sum(r.bytes_read), sum(r.queue_wait_ms),
+q "SELECT state, count(*) FROM jobs GROUP BY state" > "$WORK/states.txt"
+q "SELECT count(*), sum(r.completion_tokens), sum(r.prompt_tokens), sum(r.bytes_read), sum(r.queue_wait_ms),
             sum(r.io_wait_ms), sum(r.compute_ms), sum(r.cache_hit_rate * r.completion_tokens),
             sum(r.decode_share_ms), sum(r.avg_batch_size * r.completion_tokens) FROM results r" > "$WORK/sums.txt"
-worker=$(sql "SELECT id FROM workers")
+worker=$(q "SELECT id FROM workers")
 
-if python3 -c 'import prometheus_client' 2> /dev/null; then
-  python3 - "$WORK/metrics.txt" "$WORK/states.txt" "$WORK/sums.txt" "$worker" <<'PY' || fail "the metrics are not the database's"
-import sys
-from prometheus_client.parser import text_string_to_metric_families
-text = open(sys.argv[1], encoding="utf-8").read()
-families = {f.name: f for f in text_string_to_metric_families(text)}
+# check_metrics.py PARSER METRICS STATES SUMS WORKER: the metrics parse and are the database's. PARSER: "own"
+# (tests/support/prometheus_text.py, strict, always) or "prometheus_client" (Python's, where installed).
+cat > "$WORK/check_metrics.py" <<'PY'
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["NS_SOURCE_DIR"], "tests", "support"))
+parser = sys.argv[1]
+text = open(sys.argv[2], encoding="utf-8").read()
+if parser == "own":
+    import prometheus_text
+    families = prometheus_text.parse(text)
+    samples = lambda f: families[f].samples
+    type_of = lambda f: families[f].type
+    family_of = lambda f: f                  # 0.0.4: a counter family is named with its _total
+else:
+    from prometheus_client.parser import text_string_to_metric_families
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    samples = lambda f: [(s.name, s.labels, s.value) for s in families[f].samples]
+    type_of = lambda f: families[f].type
+    family_of = lambda f: f[:-len("_total")] if f.endswith("_total") else f  # it drops _total from the family
 def value(family, sample=None, **labels):
-    for s in families[family].samples:
-        if (sample is None or s.name == sample) and all(s.labels.get(k) == v for k, v in labels.items()):
-            return s.value
+    for name, got, v in samples(family_of(family)):
+        if (sample is None or name == sample) and all(got.get(k) == x for k, x in labels.items()):
+            return v
     raise AssertionError(f"no sample {family} {labels}")
-states = dict(l.split("|") for l in open(sys.argv[2]).read().split())
+states = dict(l.split("|") for l in open(sys.argv[3]).read().split())
 for state in ("queued", "running", "done", "failed", "cancelled", "dead"):
     assert value("nightshift_jobs", model="slow", state=state) == int(states.get(state, 0)), state
 assert int(states["running"]) == 1 and int(states["done"]) == 3 and int(states["failed"]) == 1, states
-n, ctok, ptok, rbytes, qwait, iow, comp, hitx, share, batchx = (float(x) for x in open(sys.argv[3]).read().strip().split("|"))
-# prometheus_client drops the _total suffix from a counter family's name, not from its samples.
-assert families["nightshift_tokens_generated"].type == "counter"
-assert value("nightshift_tokens_generated", "nightshift_tokens_generated_total", model="slow") == ctok == 9, ctok
-assert value("nightshift_prompt_tokens", "nightshift_prompt_tokens_total", model="slow") == ptok
-assert value("nightshift_results", "nightshift_results_total", model="slow") == n == 3
-assert value("nightshift_read_bytes", "nightshift_read_bytes_total", model="slow") == rbytes
+n, ctok, ptok, rbytes, qwait, iow, comp, hitx, share, batchx = (float(x) for x in open(sys.argv[4]).read().strip().split("|"))
+t = "nightshift_tokens_generated_total"
+assert value(t, t, model="slow") == ctok == 9, ctok
+assert value("nightshift_prompt_tokens_total", "nightshift_prompt_tokens_total", model="slow") == ptok
+assert value("nightshift_results_total", "nightshift_results_total", model="slow") == n == 3
+assert value("nightshift_read_bytes_total", "nightshift_read_bytes_total", model="slow") == rbytes  # 0: a dense model streams nothing
 close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))
 assert close(value("nightshift_queue_wait_seconds", "nightshift_queue_wait_seconds_sum", model="slow"), qwait / 1000)
 assert value("nightshift_queue_wait_seconds", "nightshift_queue_wait_seconds_count", model="slow") == n
@@ -71,28 +101,49 @@ assert close(value("nightshift_read_bytes_per_second", model="slow"), rbytes / (
 assert close(value("nightshift_expert_cache_hit_ratio", model="slow"), hitx / ctok)
 assert close(value("nightshift_batch_size_mean", model="slow"), batchx / ctok)
 assert close(value("nightshift_decode_tokens_per_second", model="slow"), ctok / (share / 1000))
-worker = sys.argv[4]
+worker = sys.argv[5]
 assert value("nightshift_worker_up", worker=worker) == 1
 assert value("nightshift_batch_size", worker=worker) == 1
 assert value("nightshift_tokens_per_second", worker=worker) > 0
+assert value("nightshift_worker_heartbeat_timestamp_seconds", worker=worker) > 1.7e9
 for name, type_ in (("nightshift_jobs", "gauge"), ("nightshift_queue_wait_seconds", "summary"),
-                    ("nightshift_tokens_per_second", "gauge"), ("nightshift_read_bytes", "counter")):
-    assert families[name].type == type_, (name, families[name].type)
-# One HELP and one TYPE line per family.
-for kind in ("HELP", "TYPE"):
-    names = [l.split()[2] for l in text.splitlines() if l.startswith(f"# {kind} ")]
-    assert len(names) == len(set(names)), kind
-print("metrics ok")
+                    ("nightshift_tokens_per_second", "gauge"), ("nightshift_read_bytes_total", "counter"),
+                    ("nightshift_tokens_generated_total", "counter"), ("nightshift_io_wait_ratio", "gauge"),
+                    ("nightshift_expert_cache_hit_ratio", "gauge"), ("nightshift_batch_size", "gauge")):
+    assert type_of(family_of(name)) == type_, (name, type_of(family_of(name)))
+if parser == "own":
+    for f in families.values():
+        assert f.name.startswith("nightshift_") and f.help and f.type, (f.name, f.help, f.type)
+print("metrics ok:", parser)
 PY
+python3 "$WORK/check_metrics.py" own "$WORK/metrics.txt" "$WORK/states.txt" "$WORK/sums.txt" "$worker" ||
+  fail "the metrics (read by tests/support/prometheus_text.py) are not the database's"
+# Debian's python3-prometheus-client is for Debian's python3, which may not be the first on the PATH.
+PROM_PY=
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import prometheus_client' 2> /dev/null; then PROM_PY=$py; break; fi
+done
+if [[ -n "$PROM_PY" ]]; then
+  "$PROM_PY" "$WORK/check_metrics.py" prometheus_client "$WORK/metrics.txt" "$WORK/states.txt" "$WORK/sums.txt" \
+    "$worker" || fail "the metrics (read by prometheus_client) are not the database's"
 else
-  echo "NOTE: python3-prometheus-client is not installed (scripts/install-deps.sh): the metrics' parse is not checked"
+  echo "NOTE: python3-prometheus-client is not installed (scripts/install-deps.sh): only our own parser read them"
 fi
 
 # Label values are escaped: a model name with a quote, a backslash and a newline (queued, never run).
-printf '{"custom_id": "odd", "body": {"model": "we\\"ird\\\\name", "prompt": "x", "max_tokens": 1}}\n' > "$WORK/odd.jsonl"
+printf '{"custom_id": "odd", "method": "POST", "url": "/v1/completions", "body": {"model": "we\\"ird\\\\name\\nline2", "prompt": "x", "max_tokens": 1}}\n' \
+  > "$WORK/odd.jsonl"
 ns submit --config "$CONFIG" --any-model --jsonl "$WORK/odd.jsonl" > /dev/null
-expect_contains "$(ns status --config "$CONFIG" --prometheus)" 'nightshift_jobs{model="we\"ird\\name",state="queued"} 1' \
+ns status --config "$CONFIG" --prometheus > "$WORK/odd.txt"
+expect_contains "$(cat "$WORK/odd.txt")" 'nightshift_jobs{model="we\"ird\\name\nline2",state="queued"} 1' \
   "an escaped label value"
+python3 - "$WORK/odd.txt" <<'PY' || fail "the escaped label value does not read back"
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["NS_SOURCE_DIR"], "tests", "support"))
+import prometheus_text
+jobs = prometheus_text.parse(open(sys.argv[1], encoding="utf-8").read())["nightshift_jobs"].samples
+assert ("nightshift_jobs", {"model": 'we"ird\\name\nline2', "state": "queued"}, 1.0) in jobs, jobs
+PY
 
 python3 - "$WORK/page.html" "$BATCH" "$long" "$worker" <<'PY' || fail "the status page"
 import sys
@@ -150,14 +201,16 @@ assert batch in text, "the batch's name is not shown as text"
 assert p.svg == 1 and p.bars >= 1, (p.svg, p.bars)
 assert any(r.get("data-job") == long_id for r in p.rows.get("running", [])), p.rows.get("running")
 assert any(r.get("data-worker") == worker for r in p.rows.get("daemons", [])), p.rows.get("daemons")
-failures = p.rows.get("failures", [])
+failures = [r for r in p.rows.get("failures", []) if r.get("class") == "failure"]
 assert len(failures) == 1, failures
 assert "no chat template" in text, "the failure's reason"
 print("page ok")
 PY
 
 # A real browser renders it: a screenshot where Debian's chromium is installed.
-if command -v chromium > /dev/null; then
+if [[ "$STATUS_BACKEND" == postgres ]]; then
+  :  # the same page as SQLite's: one screenshot is enough
+elif command -v chromium > /dev/null; then
   timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,900 \
     --screenshot="$WORK/status_page.png" "file://$WORK/page.html" > "$WORK/chromium.log" 2>&1 ||
     fail "chromium could not render the page: $(tail -5 "$WORK/chromium.log")"
@@ -190,5 +243,6 @@ else
   echo "NOTE: chromium is not installed: no screenshot of the status page (apt install chromium)"
 fi
 
-ns cancel --config "$CONFIG" "$long" > /dev/null
+kill -TERM "$DAEMON_PID"  # stops at the next token (the long line, if it still runs, is checkpointed)
+wait_daemon 0
 echo "ok"

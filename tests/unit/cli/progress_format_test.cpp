@@ -4,6 +4,7 @@
 #include "daemon/lib/progress_format.h"
 #include "daemon/cli/run_progress.h"
 
+using namespace ns::cli;
 using namespace ns::daemon;
 
 TEST_CASE("progress bars fill in proportion and clamp") {
