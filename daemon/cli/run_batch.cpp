@@ -215,6 +215,14 @@ RunBatchReport run_batch(const RunBatchOptions& o, const std::atomic<bool>& stop
   if (o.output.empty() || o.output == "-") {
     throw Error(ErrorKind::invalid_input, "-o needs a file (its errors file and database go beside it)");
   }
+  {
+    const fs::path folder = fs::path(o.output).has_parent_path() ? fs::path(o.output).parent_path() : fs::path(".");
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec)) {
+      throw Error(ErrorKind::invalid_input, "-o " + o.output + ": the folder " + folder.string() +
+                                                " does not exist; create it (mkdir -p) or give another -o");
+    }
+  }
   daemon::Config config;
   const std::string model = prepare_config(o, config);
   RunBatchReport report;

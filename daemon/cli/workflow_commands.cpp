@@ -198,9 +198,11 @@ void add_status(CLI::App& app, int& exit_code) {
       "  nightshift status\n"
       "  nightshift status --batch reviews-0412\n"
       "  nightshift status --json | jq '.running[] | {id, generated, max_tokens, eta_s}'\n"
-      "  nightshift status --prometheus > /var/lib/node_exporter/textfile/nightshift.prom\n"
+      "  nightshift status --prometheus > nightshift.prom.tmp && mv nightshift.prom.tmp nightshift.prom\n"
       "  nightshift status --html > status.html\n"
-      "Refreshing: nightshift watch. Exit status: 0 shown, 3 no such batch, 1 database failure.\n");
+      "Refreshing: nightshift watch. nightshiftd serves --html at / and --prometheus at /metrics when http: is set\n"
+      "(docs/operations.md). Exit status: 0 shown, 3 no such batch, 2 bad command line (--prometheus with\n"
+      "--batch), 1 database failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("status", exit_code, [&] {
       auto queue = open_existing(a->db);

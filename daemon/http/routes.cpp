@@ -2,6 +2,7 @@
 
 #include "daemon/http/batches_api.h"
 #include "daemon/http/files_api.h"
+#include "daemon/http/status_routes.h"
 
 namespace ns::http {
 
@@ -19,6 +20,9 @@ const std::vector<Route>& routes() {
       {"GET", "/v1/batches", Access::key, list_batches},
       {"GET", "/v1/batches/" NS_ID, Access::key, get_batch},
       {"POST", "/v1/batches/" NS_ID "/cancel", Access::key, cancel_batch},
+      // The operator's pages: keyed like the API, for they name batches, models and failures.
+      {"GET", "/", Access::key, status_page},
+      {"GET", "/metrics", Access::key, metrics_page},
   };
   return kRoutes;
 }

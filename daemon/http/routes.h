@@ -1,6 +1,6 @@
 // The HTTP API's routes: one table row per method and path (a regular
 // expression; its groups are the handler's req.matches). Adding a page is
-// one row here, e.g. {"GET", "/metrics", Access::open, metrics_page}.
+// one row here, e.g. {"GET", "/metrics", Access::key, metrics_page}.
 #pragma once
 
 #include <httplib.h>
@@ -12,7 +12,7 @@
 namespace ns::http {
 
 enum class Access {
-  key,   // needs a bearer key when http.keys_file is set (every /v1/ route)
+  key,   // needs a bearer key when http.keys_file is set (every route now: /v1/, /, /metrics)
   open,  // no key (pages meant for a browser on a trusted network)
 };
 

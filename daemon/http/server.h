@@ -1,13 +1,14 @@
 // nightshiftd's HTTP service (the `http:` config section): the OpenAI
-// Batch and Files API (daemon/http/routes.h) on its own threads, with its
-// own connections to the daemon's queue database.
+// Batch and Files API, the status page at / and the Prometheus metrics at
+// /metrics (daemon/http/routes.h) on its own threads, with its own
+// connections to the daemon's queue database.
 //
 // Contract: the constructor reads http.keys_file and binds http.listen, and
 // throws ns::Error(invalid_input) for a configuration problem (keys file
 // unreadable or empty, a non-loopback address without keys, an address that
 // cannot be bound, named with the fix) before any request is served; then
-// serves until stop() or destruction. Requests on /v1/ need `Authorization:
-// Bearer KEY` (one of the file's keys, compared in constant time) when a
+// serves until stop() or destruction. Every route (/v1/, /, /metrics) needs
+// `Authorization: Bearer KEY` (one of the file's keys, compared in constant time) when a
 // keys file is set: 401 otherwise, before the body is read. Bodies above
 // http.max_file_bytes (plus the multipart framing) get 413. Handler errors
 // become OpenAI error objects: 400/404/409 for the caller's mistakes, 503 for

@@ -156,9 +156,63 @@ expect_contains "$OUT" "(40 finished by an earlier run)" "a finished run is not 
 cmp -s "$WORK/first.jsonl" "$WORK/long/results.jsonl" || fail "a re-run of a finished run changed the output"
 [[ ! -e "$RUN_DB" ]] || fail "the database was kept without --keep-db"
 
+# 3. kill -9 mid-run: the next run takes the killed run's lines back (nothing lost, nothing twice) and writes
+#    what an uninterrupted run writes.
+mkdir "$WORK/killed"
+RUN_DB="$WORK/killed/results.run-batch.db"
+"$NIGHTSHIFT" run-batch -i "$WORK/long.jsonl" -o "$WORK/killed/results.jsonl" --model "$WORK/slow.gguf" --threads 2 \
+  --max-batch 2 > "$WORK/killed.log" 2>&1 &
+pid=$!
+EXTRA_PIDS+=("$pid")
+wait_for 60 "five lines done in the killed run's database" enough_done
+kill -KILL "$pid"
+wait_pid "$pid" 137 30
+expect_exit 0 long_run "$WORK/killed"
+python3 - "$WORK/killed/results.jsonl" "$WORK/straight/results.jsonl" <<'PY' || fail "the output after kill -9 differs"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert [x["custom_id"] for x in a] == [y["custom_id"] for y in b] and len(a) == 40, [x["custom_id"] for x in a]
+for x, y in zip(a, b):
+    assert x["response"]["body"]["choices"] == y["response"]["body"]["choices"], (x, y)
+PY
+
+# 4. A line that fails fails alone: a chat line for a model without a chat template goes to the errors file, in
+#    input order, with the reason; the lines around it are in the output.
+{
+  echo '{"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": {"prompt": "One", "max_tokens": 3}}'
+  echo '{"custom_id": "b", "method": "POST", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}}'
+  echo '{"custom_id": "c", "method": "POST", "url": "/v1/completions", "body": {"prompt": "Two", "max_tokens": 3}}'
+} > "$WORK/mixed.jsonl"
+mkdir "$WORK/mixed"
+expect_exit 4 ns run-batch -i "$WORK/mixed.jsonl" -o "$WORK/mixed/out.jsonl" --model "$WORK/tiny.gguf" --no-progress
+expect_contains "$OUT" "3 lines: 2 written" "the mixed run's summary"
+python3 - "$WORK/mixed/out.jsonl" "$WORK/mixed/out.errors.jsonl" <<'PY' || fail "the failing line"
+import json, sys
+out = [json.loads(l) for l in open(sys.argv[1])]
+err = [json.loads(l) for l in open(sys.argv[2])]
+assert [l["custom_id"] for l in out] == ["a", "c"], out
+assert [l["custom_id"] for l in err] == ["b"], err
+assert "chat template" in err[0]["error"]["message"], err
+PY
+
+# 5. The database is the run's own: one holding another batch's unfinished jobs (here a queue submitted to by
+#    hand) is refused before anything is queued or run.
+mkdir "$WORK/shared"
+echo '{"custom_id": "x", "method": "POST", "url": "/v1/completions", "body": {"prompt": "not ours"}}' > "$WORK/other.jsonl"
+ns submit --db "$WORK/shared/out.run-batch.db" --model tiny --any-model --jsonl "$WORK/other.jsonl" > /dev/null
+expect_exit 4 ns run-batch -i "$WORK/mixed.jsonl" -o "$WORK/shared/out.jsonl" --model "$WORK/tiny.gguf"
+expect_contains "$OUT" "holds 1 unfinished jobs of other batches than 'mixed'" "another batch's queue"
+expect_eq "$("$SQLITE3" "$WORK/shared/out.run-batch.db" "SELECT count(*) || ' ' || min(state) FROM jobs")" "1 queued" \
+  "the refused run queued nothing and ran nothing"
+
 # Usage errors name the fix.
 expect_exit 4 ns run-batch -i "$WORK/long.jsonl" -o "$WORK/x.jsonl"
 expect_contains "$OUT" "give --model PATH.gguf" "no model"
 expect_exit 4 ns run-batch -i "$WORK/long.jsonl" -o "$WORK/x.jsonl" --model "$WORK/nope.gguf"
 expect_contains "$OUT" "no such GGUF file" "a missing model file"
+expect_exit 4 ns run-batch -i "$WORK/long.jsonl" -o "$WORK/x.jsonl" --model "$WORK/tiny.gguf" --db postgresql://h/db
+expect_contains "$OUT" "a SQLite file of its own" "a PostgreSQL --db"
+expect_exit 4 ns run-batch -i "$WORK/long.jsonl" -o "$WORK/nowhere/x.jsonl" --model "$WORK/tiny.gguf"
+expect_contains "$OUT" "the folder $WORK/nowhere does not exist; create it" "a missing output folder"
 echo "ok"

@@ -1,10 +1,12 @@
-# `nightshift status --prometheus` and `--html` (issue 33: what a server's
-# /metrics and / serve) during a running batch whose name is hostile HTML:
-# the metrics parse with a real Prometheus text-format parser (Python's
-# prometheus_client) and their values are the database's; the page has the
-# batch's progress element with its name escaped, the throughput chart, the
-# daemon and the failure's reason; a headless Chromium screenshot of it is
-# produced where Debian's chromium is installed (kept as a test artifact).
+# `nightshift status --prometheus` and `--html`, and the daemon's HTTP service
+# serving them at /metrics and / (issue 33), during a running batch whose name
+# is hostile HTML: both routes need the bearer key (401 without it); the
+# metrics (the CLI's and the server's) parse with our strict reader of the
+# text format (tests/support/prometheus_text.py) and with Python's
+# prometheus_client where installed, and their values are the database's; the
+# page has the batch's progress element with its name escaped, the throughput
+# chart, the daemon and the failure's reason; a headless Chromium screenshot of
+# it is produced where Debian's chromium is installed (kept as a test artifact).
 # With STATUS_BACKEND=postgres (status_metrics_postgres.sh) the queue is a
 # throwaway PostgreSQL server's, where the queue reads are SQL of their own.
 source "$(dirname "$0")/lib.sh"
@@ -25,6 +27,10 @@ CHATML_TEMPLATE="{% for message in messages %}{{'<|im_start|>' + message['role']
 make_model slow.gguf --n-embd 512 --n-layer 6 --n-ff 1024
 write_config slow=slow.gguf
 { echo "max_batch: 1"; echo "lease_ms: 3000"; } >> "$CONFIG"
+# The daemon's HTTP service serves the same page and metrics at / and /metrics, behind a bearer key.
+KEY=ns-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+printf '%s\n' "$KEY" > "$WORK/keys"
+printf 'http:\n  listen: 127.0.0.1:0\n  keys_file: keys\n' >> "$CONFIG"
 if [[ "$STATUS_BACKEND" == postgres ]]; then
   { grep -v '^database:' "$CONFIG"; echo "database: '$PG_URL'"; } > "$WORK/pg.yaml"
   mv "$WORK/pg.yaml" "$CONFIG"
@@ -44,6 +50,12 @@ ns submit --config "$CONFIG" --model slow --any-model --jsonl "$WORK/night.jsonl
 long=$(q "SELECT id FROM jobs WHERE custom_id = 'long'")
 
 start_daemon
+listening() {
+  kill -0 "$DAEMON_PID" 2> /dev/null || fail "nightshiftd exited: $(tail -5 "$WORK/daemon.log")"
+  grep -q "listens on 127.0.0.1:" "$WORK/daemon.log"
+}
+wait_for 30 "the HTTP service to listen" listening
+PORT=$(grep -o "listens on 127.0.0.1:[0-9]*" "$WORK/daemon.log" | head -1 | cut -d: -f2)
 long_running() {
   [[ "$(q "SELECT count(*) FROM jobs WHERE id = $long AND state = 'running' AND progress_generated > 0")" == 1 ]]
 }
@@ -51,6 +63,42 @@ wait_for 60 "the long line to run" long_running
 
 ns status --config "$CONFIG" --prometheus > "$WORK/metrics.txt"
 ns status --config "$CONFIG" --html > "$WORK/page.html"
+# Over HTTP: 401 without the key or with a wrong one; with it, the content types and the same renderings.
+python3 - "$PORT" "$KEY" "$WORK" "$BATCH" <<'PY' || fail "GET / and /metrics over HTTP"
+import sys, urllib.error, urllib.parse, urllib.request
+port, key, work, batch = sys.argv[1:5]
+def get(path, key=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.headers.get("Content-Type"), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type"), e.read()
+for path in ("/", "/metrics"):
+    for k in (None, "ns-test-not-the-key-0123456789"):
+        status, _, body = get(path, k)
+        assert status == 401 and b"invalid_api_key" in body and b"nightshift_" not in body, (path, k, status, body)
+status, ctype, body = get("/metrics", key)
+assert (status, ctype) == (200, "text/plain; version=0.0.4; charset=utf-8"), (status, ctype, body[:200])
+open(f"{work}/metrics_http.txt", "wb").write(body)
+status, ctype, body = get("/", key)
+assert (status, ctype) == (200, "text/html; charset=utf-8"), (status, ctype, body[:200])
+open(f"{work}/page_http.html", "wb").write(body)
+assert b'http-equiv="refresh" content="10"' in body
+status, _, body = get("/?refresh=0", key)
+assert status == 200 and b"http-equiv" not in body, status
+status, _, body = get("/?refresh=soon", key)
+assert status == 400 and b"refresh must be" in body, (status, body)
+status, _, body = get("/?batch=" + urllib.parse.quote(batch), key)
+assert status == 200 and body.count(b'class="batch-progress"') == 1, (status, body[:300])
+status, _, body = get("/?batch=no-such-batch", key)
+assert status == 404 and b"no batch named" in body, (status, body)
+status, _, body = get("/metrics/extra", key)
+assert status == 404 and b"/metrics" in body, (status, body)
+print("http ok")
+PY
 # The checks below compare with the database as it is now: the long line must still be running.
 long_running || fail "the long line ended before the checks (make it longer)"
 q "SELECT state, count(*) FROM jobs GROUP BY state" > "$WORK/states.txt"
@@ -116,16 +164,20 @@ if parser == "own":
         assert f.name.startswith("nightshift_") and f.help and f.type, (f.name, f.help, f.type)
 print("metrics ok:", parser)
 PY
-python3 "$WORK/check_metrics.py" own "$WORK/metrics.txt" "$WORK/states.txt" "$WORK/sums.txt" "$worker" ||
-  fail "the metrics (read by tests/support/prometheus_text.py) are not the database's"
+for m in metrics metrics_http; do
+  python3 "$WORK/check_metrics.py" own "$WORK/$m.txt" "$WORK/states.txt" "$WORK/sums.txt" "$worker" ||
+    fail "$m.txt (read by tests/support/prometheus_text.py) is not the database's"
+done
 # Debian's python3-prometheus-client is for Debian's python3, which may not be the first on the PATH.
 PROM_PY=
 for py in python3 /usr/bin/python3; do
   if "$py" -c 'import prometheus_client' 2> /dev/null; then PROM_PY=$py; break; fi
 done
 if [[ -n "$PROM_PY" ]]; then
-  "$PROM_PY" "$WORK/check_metrics.py" prometheus_client "$WORK/metrics.txt" "$WORK/states.txt" "$WORK/sums.txt" \
-    "$worker" || fail "the metrics (read by prometheus_client) are not the database's"
+  for m in metrics metrics_http; do
+    "$PROM_PY" "$WORK/check_metrics.py" prometheus_client "$WORK/$m.txt" "$WORK/states.txt" "$WORK/sums.txt" \
+      "$worker" || fail "$m.txt (read by prometheus_client) is not the database's"
+  done
 else
   echo "NOTE: python3-prometheus-client is not installed (scripts/install-deps.sh): only our own parser read them"
 fi
@@ -145,7 +197,7 @@ jobs = prometheus_text.parse(open(sys.argv[1], encoding="utf-8").read())["nights
 assert ("nightshift_jobs", {"model": 'we"ird\\name\nline2', "state": "queued"}, 1.0) in jobs, jobs
 PY
 
-python3 - "$WORK/page.html" "$BATCH" "$long" "$worker" <<'PY' || fail "the status page"
+cat > "$WORK/check_page.py" <<'PY'
 import sys
 from html.parser import HTMLParser
 page, batch, long_id, worker = open(sys.argv[1], encoding="utf-8").read(), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -206,6 +258,9 @@ assert len(failures) == 1, failures
 assert "no chat template" in text, "the failure's reason"
 print("page ok")
 PY
+for page in page page_http; do
+  python3 "$WORK/check_page.py" "$WORK/$page.html" "$BATCH" "$long" "$worker" || fail "$page.html"
+done
 
 # A real browser renders it: a screenshot where Debian's chromium is installed.
 if [[ "$STATUS_BACKEND" == postgres ]]; then
