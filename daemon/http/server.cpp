@@ -127,8 +127,8 @@ HttpService::HttpService(const daemon::Config& config, const std::string& databa
     const Route* route = impl->route_of(req);
     if (route == nullptr) {
       set_reply(res, error_reply(404, "no route " + req.method + " " + req.path +
-                                          " (this server has the OpenAI Files and Batches API under /v1/, the status page at / and "
-                                          "Prometheus metrics at /metrics)"));
+                                          " (this server has the OpenAI Files and Batches API under /v1/, the "
+                                          "status page at / and Prometheus metrics at /metrics)"));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (route->access == Access::key && !impl->state.keys.accepts(req.get_header_value("Authorization"))) {

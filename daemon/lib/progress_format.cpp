@@ -13,7 +13,8 @@ std::string progress_bar(int64_t done, int64_t total, int width) {
     const double fraction = std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0);
     filled = static_cast<int>(std::floor(fraction * width));
   }
-  return "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '-') + "]";
+  return "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '-') +
+         "]";
 }
 
 std::string format_duration(double seconds) {

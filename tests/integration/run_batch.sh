@@ -75,7 +75,8 @@ if len(sys.argv) > 3:
     errors = load(sys.argv[3])
     assert [e["custom_id"] for e in errors] == [None, "req-120"], errors  # line 57 cannot be read
     assert errors[0]["error"]["message"].startswith("line 57: not valid JSON"), errors[0]
-    assert errors[1]["error"]["message"].startswith("line 120") and "temprature" in errors[1]["error"]["message"], errors[1]
+    message = errors[1]["error"]["message"]
+    assert message.startswith("line 120") and "temprature" in message, errors[1]
     assert all(e["response"] is None for e in errors), errors
 print("ok")
 PY
@@ -111,18 +112,24 @@ long_run() {  # long_run OUT_DIR [ARGS...]
   --max-batch 2 --keep-db > "$WORK/interrupted.log" 2>&1 &
 pid=$!
 EXTRA_PIDS+=("$pid")
-done_rows() { "$SQLITE3" -cmd ".timeout 5000" "$RUN_DB" "SELECT count(*) FROM jobs WHERE state = 'done'" 2> /dev/null || echo 0; }
+done_rows() {
+  "$SQLITE3" -cmd ".timeout 5000" "$RUN_DB" "SELECT count(*) FROM jobs WHERE state = 'done'" 2> /dev/null || echo 0
+}
 enough_done() { (($(done_rows) >= 5)); }
 wait_for 60 "five lines done in the run's database" enough_done
 kill -INT "$pid"
 wait_pid "$pid" 130 60
-expect_contains "$(cat "$WORK/interrupted.log")" "run the same command again to resume" "the interrupted run says how to resume"
+expect_contains "$(cat "$WORK/interrupted.log")" "run the same command again to resume" \
+  "the interrupted run says how to resume"
 [[ ! -e "$WORK/long/results.jsonl" ]] || fail "an interrupted run wrote its output"
 before=$(done_rows)
 ((before >= 5 && before < 40)) || fail "SIGINT did not land mid-run: $before of 40 lines done"
-expect_eq "$("$SQLITE3" "$RUN_DB" "SELECT count(*) FROM jobs WHERE state = 'running'")" 0 "running lines released on SIGINT"
-snapshot() { "$SQLITE3" "$RUN_DB" "SELECT j.id, j.finished_ms, j.attempt, (SELECT count(*) FROM attempts a WHERE a.job_id = j.id)
-                                   FROM jobs j WHERE j.state = 'done' ORDER BY j.id"; }
+expect_eq "$("$SQLITE3" "$RUN_DB" "SELECT count(*) FROM jobs WHERE state = 'running'")" 0 \
+  "running lines released on SIGINT"
+snapshot() {
+  "$SQLITE3" "$RUN_DB" "SELECT j.id, j.finished_ms, j.attempt, (SELECT count(*) FROM attempts a WHERE a.job_id = j.id)
+                        FROM jobs j WHERE j.state = 'done' ORDER BY j.id"
+}
 finished_before=$(snapshot)
 
 expect_exit 0 long_run "$WORK/long" --keep-db
@@ -181,7 +188,8 @@ PY
 #    input order, with the reason; the lines around it are in the output.
 {
   echo '{"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": {"prompt": "One", "max_tokens": 3}}'
-  echo '{"custom_id": "b", "method": "POST", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}}'
+  echo '{"custom_id": "b", "method": "POST", "url": "/v1/chat/completions",' \
+    '"body": {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}}'
   echo '{"custom_id": "c", "method": "POST", "url": "/v1/completions", "body": {"prompt": "Two", "max_tokens": 3}}'
 } > "$WORK/mixed.jsonl"
 mkdir "$WORK/mixed"
@@ -199,7 +207,8 @@ PY
 # 5. The database is the run's own: one holding another batch's unfinished jobs (here a queue submitted to by
 #    hand) is refused before anything is queued or run.
 mkdir "$WORK/shared"
-echo '{"custom_id": "x", "method": "POST", "url": "/v1/completions", "body": {"prompt": "not ours"}}' > "$WORK/other.jsonl"
+echo '{"custom_id": "x", "method": "POST", "url": "/v1/completions", "body": {"prompt": "not ours"}}' \
+  > "$WORK/other.jsonl"
 ns submit --db "$WORK/shared/out.run-batch.db" --model tiny --any-model --jsonl "$WORK/other.jsonl" > /dev/null
 expect_exit 4 ns run-batch -i "$WORK/mixed.jsonl" -o "$WORK/shared/out.jsonl" --model "$WORK/tiny.gguf"
 expect_contains "$OUT" "holds 1 unfinished jobs of other batches than 'mixed'" "another batch's queue"

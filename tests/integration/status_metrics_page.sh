@@ -22,7 +22,6 @@ q() {  # one query against the queue, '|' separated
   if [[ "$STATUS_BACKEND" == postgres ]]; then pgq "$1"; else sql "$1"; fi
 }
 
-CHATML_TEMPLATE="{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 # Slow enough that the long line runs for seconds; one job at a time.
 make_model slow.gguf --n-embd 512 --n-layer 6 --n-ff 1024
 write_config slow=slow.gguf
@@ -38,14 +37,17 @@ fi
 
 BATCH='night<script>alert("x")</script>&amp;'
 # Three short lines, a chat line the base model cannot run (it fails: no chat template), the long line, one more.
-{
-  for i in 1 2 3; do
-    printf '{"custom_id": "s%d", "method": "POST", "url": "/v1/completions", "body": {"prompt": "Short %d", "max_tokens": 3, "ignore_eos": true}}\n' "$i" "$i"
-  done
-  printf '{"custom_id": "chat", "method": "POST", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}}\n'
-  printf '{"custom_id": "long", "method": "POST", "url": "/v1/completions", "body": {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": true}}\n'
-  printf '{"custom_id": "after", "method": "POST", "url": "/v1/completions", "body": {"prompt": "After", "max_tokens": 3}}\n'
-} > "$WORK/night.jsonl"
+python3 - "$WORK/night.jsonl" <<'PY'
+import json, sys
+def line(custom_id, body, url="/v1/completions"):
+    return json.dumps({"custom_id": custom_id, "method": "POST", "url": url, "body": body}) + "\n"
+with open(sys.argv[1], "w") as f:
+    for i in (1, 2, 3):
+        f.write(line(f"s{i}", {"prompt": f"Short {i}", "max_tokens": 3, "ignore_eos": True}))
+    f.write(line("chat", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}, "/v1/chat/completions"))
+    f.write(line("long", {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": True}))
+    f.write(line("after", {"prompt": "After", "max_tokens": 3}))
+PY
 ns submit --config "$CONFIG" --model slow --any-model --jsonl "$WORK/night.jsonl" --batch "$BATCH" > /dev/null
 long=$(q "SELECT id FROM jobs WHERE custom_id = 'long'")
 
@@ -135,12 +137,13 @@ states = dict(l.split("|") for l in open(sys.argv[3]).read().split())
 for state in ("queued", "running", "done", "failed", "cancelled", "dead"):
     assert value("nightshift_jobs", model="slow", state=state) == int(states.get(state, 0)), state
 assert int(states["running"]) == 1 and int(states["done"]) == 3 and int(states["failed"]) == 1, states
-n, ctok, ptok, rbytes, qwait, iow, comp, hitx, share, batchx = (float(x) for x in open(sys.argv[4]).read().strip().split("|"))
+sums = open(sys.argv[4]).read().strip().split("|")
+n, ctok, ptok, rbytes, qwait, iow, comp, hitx, share, batchx = (float(x) for x in sums)
 t = "nightshift_tokens_generated_total"
 assert value(t, t, model="slow") == ctok == 9, ctok
 assert value("nightshift_prompt_tokens_total", "nightshift_prompt_tokens_total", model="slow") == ptok
 assert value("nightshift_results_total", "nightshift_results_total", model="slow") == n == 3
-assert value("nightshift_read_bytes_total", "nightshift_read_bytes_total", model="slow") == rbytes  # 0: a dense model streams nothing
+assert value("nightshift_read_bytes_total", "nightshift_read_bytes_total", model="slow") == rbytes  # 0: dense
 close = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))
 assert close(value("nightshift_queue_wait_seconds", "nightshift_queue_wait_seconds_sum", model="slow"), qwait / 1000)
 assert value("nightshift_queue_wait_seconds", "nightshift_queue_wait_seconds_count", model="slow") == n
@@ -183,8 +186,8 @@ else
 fi
 
 # Label values are escaped: a model name with a quote, a backslash and a newline (queued, never run).
-printf '{"custom_id": "odd", "method": "POST", "url": "/v1/completions", "body": {"model": "we\\"ird\\\\name\\nline2", "prompt": "x", "max_tokens": 1}}\n' \
-  > "$WORK/odd.jsonl"
+printf '{"custom_id": "odd", "method": "POST", "url": "/v1/completions", %s}\n' \
+  '"body": {"model": "we\"ird\\name\nline2", "prompt": "x", "max_tokens": 1}' > "$WORK/odd.jsonl"
 ns submit --config "$CONFIG" --any-model --jsonl "$WORK/odd.jsonl" > /dev/null
 ns status --config "$CONFIG" --prometheus > "$WORK/odd.txt"
 expect_contains "$(cat "$WORK/odd.txt")" 'nightshift_jobs{model="we\"ird\\name\nline2",state="queued"} 1' \
