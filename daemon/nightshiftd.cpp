@@ -301,6 +301,8 @@ int main(int argc, char** argv) {
       "  nightshiftd --config config.yaml --db jobs.db --drain   # run what is queued, then exit\n"
       "Signals: SIGINT/SIGTERM stop the running job at its next token, checkpoint it and return it to the\n"
       "queue, then exit 0 (within drain_timeout_ms). SIGHUP reloads the config.\n"
+      "HTTP (http.listen in the config): OpenAI's Files and Batches API under /v1/, the status page at /,\n"
+      "Prometheus metrics at /metrics; bearer keys from http.keys_file (docs/operations.md).\n"
       "Exit status: 0 stopped or drained, 1 database unusable, 2 bad command line or config, 3 drained but jobs\n"
       "this daemon cannot serve (a model name or file its config gets wrong, a model that does not fit) were left\n"
       "queued (the log names them; nightshift status shows them).\n");

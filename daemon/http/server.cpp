@@ -161,7 +161,8 @@ HttpService::HttpService(const daemon::Config& config, const std::string& databa
     impl->server.listen_after_bind();
     impl->listening_ended = true;
   });
-  spdlog::info("http: the OpenAI Files and Batches API listens on {}:{}{}", address.host, impl->port,
+  spdlog::info("http: the OpenAI Files and Batches API listens on {}:{}{}; the status page at /, metrics at /metrics",
+               address.host, impl->port,
                impl->state.keys.required() ? " (bearer keys required)" : " (loopback, no keys)");
 }
 

@@ -22,8 +22,8 @@ q() {  # one query against the queue, '|' separated
   if [[ "$STATUS_BACKEND" == postgres ]]; then pgq "$1"; else sql "$1"; fi
 }
 
-# Slow enough that the long line runs for seconds; one job at a time.
-make_model slow.gguf --n-embd 512 --n-layer 6 --n-ff 1024
+# One job at a time; the long line (8000 tokens) runs far longer than the checks, and is stopped after them.
+make_model slow.gguf --n-embd 512 --n-layer 6 --n-ff 1024 --n-ctx 8192
 write_config slow=slow.gguf
 { echo "max_batch: 1"; echo "lease_ms: 3000"; } >> "$CONFIG"
 # The daemon's HTTP service serves the same page and metrics at / and /metrics, behind a bearer key.
@@ -45,7 +45,7 @@ with open(sys.argv[1], "w") as f:
     for i in (1, 2, 3):
         f.write(line(f"s{i}", {"prompt": f"Short {i}", "max_tokens": 3, "ignore_eos": True}))
     f.write(line("chat", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}, "/v1/chat/completions"))
-    f.write(line("long", {"prompt": "Once upon a time", "max_tokens": 1900, "ignore_eos": True}))
+    f.write(line("long", {"prompt": "Once upon a time", "max_tokens": 8000, "ignore_eos": True}))
     f.write(line("after", {"prompt": "After", "max_tokens": 3}))
 PY
 ns submit --config "$CONFIG" --model slow --any-model --jsonl "$WORK/night.jsonl" --batch "$BATCH" > /dev/null
@@ -101,13 +101,13 @@ status, _, body = get("/metrics/extra", key)
 assert status == 404 and b"/metrics" in body, (status, body)
 print("http ok")
 PY
-# The checks below compare with the database as it is now: the long line must still be running.
-long_running || fail "the long line ended before the checks (make it longer)"
 q "SELECT state, count(*) FROM jobs GROUP BY state" > "$WORK/states.txt"
 q "SELECT count(*), sum(r.completion_tokens), sum(r.prompt_tokens), sum(r.bytes_read), sum(r.queue_wait_ms),
             sum(r.io_wait_ms), sum(r.compute_ms), sum(r.cache_hit_rate * r.completion_tokens),
             sum(r.decode_share_ms), sum(r.avg_batch_size * r.completion_tokens) FROM results r" > "$WORK/sums.txt"
 worker=$(q "SELECT id FROM workers")
+# The checks below compare the renderings with the database as read now: the long line must still be running.
+long_running || fail "the long line ended before the checks (make it longer)"
 
 # check_metrics.py PARSER METRICS STATES SUMS WORKER: the metrics parse and are the database's. PARSER: "own"
 # (tests/support/prometheus_text.py, strict, always) or "prometheus_client" (Python's, where installed).
