@@ -157,8 +157,13 @@ std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& o
 
   // Batches.
   std::map<std::string, double> batch_tok_s;
+  std::map<std::string, double> batch_running_eta;  // the longest ETA of a batch's running jobs
   for (const jobs::Job& j : s.running) {
-    if (!j.spec.batch.empty()) batch_tok_s[j.spec.batch] += j.progress.tok_s;
+    if (j.spec.batch.empty()) continue;
+    batch_tok_s[j.spec.batch] += j.progress.tok_s;
+    if (auto e = jobs::remaining_eta_s(j.progress, s.now_ms)) {
+      batch_running_eta[j.spec.batch] = std::max(batch_running_eta[j.spec.batch], *e);
+    }
   }
   o += "<h2>Batches</h2>\n";
   if (s.batches.empty()) {
@@ -172,10 +177,19 @@ std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& o
       std::string eta = "-";
       if (b.finished_ms != 0) {
         eta = "complete " + when(s.now_ms, b.finished_ms);
-      } else if (finished > 0 && s.now_ms > b.created_ms) {
-        const double lines_per_s =
-            static_cast<double>(finished) / (static_cast<double>(s.now_ms - b.created_ms) / 1000);
-        if (auto e = eta_seconds(finished, total, lines_per_s)) eta = format_duration(*e);
+      } else {
+        // The unfinished lines at the rate lines have finished, but never before its running jobs' own ETAs (a
+        // long line behind many short ones would otherwise look nearly done).
+        std::optional<double> e;
+        if (finished > 0 && s.now_ms > b.created_ms) {
+          const double lines_per_s =
+              static_cast<double>(finished) / (static_cast<double>(s.now_ms - b.created_ms) / 1000);
+          e = eta_seconds(finished, total, lines_per_s);
+        }
+        if (auto r = batch_running_eta.find(b.name); r != batch_running_eta.end()) {
+          e = std::max(e.value_or(0), r->second);
+        }
+        if (e) eta = format_duration(*e);
       }
       const auto rate = batch_tok_s.find(b.name);
       o += "<tr class=\"batch\" data-batch=\"" + name + "\"><td>" + name +

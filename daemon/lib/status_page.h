@@ -8,7 +8,8 @@
 // <progress class="batch-progress" data-batch="NAME" data-finished="N"
 // data-total="M"> element, its throughput (the decode rate of its running
 // jobs) and ETA (its unfinished lines at the rate its lines have finished
-// since it was submitted); the running jobs; a tok/s-over-time chart of the
+// since it was submitted, at least its running jobs' longest ETA); the
+// running jobs; a tok/s-over-time chart of the
 // last history hours as inline SVG (<svg id="throughput-chart">: completion
 // tokens of the jobs that finished in each bucket over the bucket's length);
 // the daemons and what each runs; the last failures with their reasons.

@@ -159,3 +159,13 @@ TEST_CASE("the status page: escaped names, the batch's progress element, the cha
   CHECK(status_page_html(snapshot(), {.refresh_s = 0}).find("http-equiv") == std::string::npos);
   CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // nothing fetched from elsewhere
 }
+
+TEST_CASE("a batch's ETA is never before its running jobs' own ETAs") {
+  StatusSnapshot s = snapshot();
+  // One running job slow: its daemon's ETA, 6000 s, is far beyond the 23m20s the lines' finishing rate gives.
+  s.running[1].progress.eta_s = 6000;
+  s.running[1].progress.updated_ms = kNow;
+  const std::string page = status_page_html(s);
+  CHECK(page.find("<td>23m20s</td>") == std::string::npos);
+  CHECK(page.find("<td>1h40m</td>") != std::string::npos);
+}
