@@ -26,6 +26,15 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+// A file shorter than its own header says, or a split model missing shards:
+// what a copy or download in progress (or cut off) looks like, which a later
+// look may find complete. The daemon keeps such a model's jobs queued and
+// tries the file again, as for a path typo.
+class IncompleteFileError : public Error {
+ public:
+  explicit IncompleteFileError(const std::string& what) : Error(ErrorKind::bad_model, what) {}
+};
+
 inline const char* error_kind_name(ErrorKind k) {
   switch (k) {
     case ErrorKind::invalid_input: return "invalid_input";

@@ -12,6 +12,7 @@
 #include "engine/chat/model_chat_template.h"
 #include "engine/generation_batch.h"
 #include "engine/gguf/gguf_set.h"
+#include "engine/gguf/map_guard.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -197,6 +198,8 @@ void check_cpu_features(const std::string& setting) { (void)kernels::parse_cpu_f
 void use_cpu_features(const std::string& setting) { kernels::set_isa_override(setting); }
 const char* cpu_features_in_use() { return kernels::isa_name(kernels::active_isa()); }
 std::string cpu_features_available() { return kernels::cpu_feature_summary(); }
+
+std::vector<std::string> damaged_model_files() { return gguf::faulted_files(); }
 
 std::unique_ptr<Engine> Engine::load(const std::string& gguf_path, const EngineOptions& opts) {
   return std::make_unique<EngineImpl>(gguf_path, opts);

@@ -160,4 +160,10 @@ void use_cpu_features(const std::string& setting);
 const char* cpu_features_in_use();       // "avx512", "avx2" or "scalar"
 std::string cpu_features_available();   // what the CPU offers, for messages: "avx2 fma f16c avx512f ..."
 
+// Model files of loaded engines that were truncated or rewritten while in use
+// (engine/gguf/map_guard.h): their reads since returned zeros, so the work
+// of any engine on them since is wrong and must be discarded, and the engine
+// dropped. Empty while every file is whole.
+std::vector<std::string> damaged_model_files();
+
 }  // namespace ns

@@ -114,6 +114,10 @@ void EngineHost::load(const std::string& model, const std::string& path, const W
     try {
       try {
         engine_ = Engine::load(path, eo);
+      } catch (const IncompleteFileError& e) {
+        throw DaemonConfigError(ErrorKind::io, "model '" + model + "': " + e.what() + "; its jobs stay queued and " +
+                                                   "the file is tried again later (a copy still in progress, or a " +
+                                                   "cut-off download: finish or redo it)");
       } catch (const std::bad_alloc&) {
         // The engine names its sizes (Model::load); an allocation outside
         // them still is this configuration against this machine.

@@ -109,7 +109,8 @@ JobOutcome OutcomeWriter::write(const jobs::Job& job, const Execution& ex) {
       }
       if (held) held = persist("release the job", job.id, [&] { return queue_.release(lease); });
       if (held) {
-        spdlog::info("job {} released back to the queue (shutting down) with {} tokens checkpointed", job.id,
+        spdlog::info("job {} released back to the queue ({}) with {} tokens checkpointed", job.id,
+                     ex.error.empty() ? "shutting down" : ex.error,
                      std::max(checkpoint_tokens(ex.checkpoint), ex.checkpointed));
       }
       break;

@@ -215,8 +215,13 @@ void Worker::start(const jobs::Job& job) {
   const int slots = batch.free_slots() + batch.active();
   const int needed = std::max(1, std::min(job.spec.sampling.n, slots));
   if (stop_.load() || batch.free_slots() < needed) {
-    if (!stop_.load()) wanted_slots_ = std::max(wanted_slots_, needed);
-    end(job, ending(JobOutcome::released, resumed));
+    Execution ex = ending(JobOutcome::released, resumed);
+    if (!stop_.load()) {
+      wanted_slots_ = std::max(wanted_slots_, needed);
+      ex.error = "it needs " + std::to_string(needed) + " batch slot(s), " + std::to_string(batch.free_slots()) +
+                 " free";  // for the log: a release, not a failure
+    }
+    end(job, ex);
     return;
   }
   auto run = std::make_unique<RunningJob>();
@@ -239,7 +244,9 @@ void Worker::start(const jobs::Job& job) {
       wanted_rows_ = std::max(wanted_rows_, batch.refused_rows());
       spdlog::info("job {}: needs {} tokens of KV cache, {} free beside {} running job(s); it waits for them",
                    job.id, batch.refused_rows(), batch.largest_free_rows(), active_.size());
-      end(job, ending(JobOutcome::released, resumed));
+      Execution ex = ending(JobOutcome::released, resumed);
+      ex.error = "it waits for KV cache rows";  // for the log: a release, not a failure
+      end(job, ex);
       return;
     }
   } catch (const Error& e) {  // this job alone: bad input, a prompt longer than the context, ...
@@ -266,7 +273,9 @@ void Worker::step() {
   try {
     batch.step();
   } catch (const Error& e) {
-    fail_all(failure_of(e), e.kind() == ErrorKind::io || e.kind() == ErrorKind::internal);
+    // Named: a non-finite logit, say, is most often the model file's weights, not the job.
+    const Error named(e.kind(), "model " + host_.model() + ": " + e.what());
+    fail_all(failure_of(named), e.kind() == ErrorKind::io || e.kind() == ErrorKind::internal);
     return;
   } catch (const std::bad_alloc&) {
     // Memory may be free again later (another process), so this is worth a retry.
@@ -279,6 +288,18 @@ void Worker::step() {
     Execution ex = ending(JobOutcome::failed, 0, std::string("internal error: ") + e.what());
     ex.error_kind = error_kind_name(ErrorKind::internal);
     fail_all(ex, true);
+    return;
+  }
+  if (const std::vector<std::string> damaged = damaged_model_files(); !damaged.empty()) {
+    // The file changed under the pass (#30 F): its results are zeros' work. No job's fault: they go back
+    // queued (from their last checkpoint) and the model is loaded afresh after the block.
+    const std::string model = host_.model();
+    const std::string reason = "its file " + damaged.front() + " was truncated or rewritten while in use (copied "
+                               "over?); loaded again once the file is whole";
+    std::vector<jobs::Job> released;
+    for (const auto& run : active_) released.push_back(run->job);
+    fail_all(ending(JobOutcome::unservable, 0, reason), true);
+    block(model, reason, released);
     return;
   }
   const int64_t size = static_cast<int64_t>(active_.size());

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "engine/gguf/map_guard.h"
 
 namespace ns::gguf {
 namespace {
@@ -24,6 +25,10 @@ constexpr int kMaxArrayDepth = 8;
 [[noreturn]] void fail(const std::string& source, uint64_t offset, const std::string& what) {
   throw Error(ErrorKind::bad_model,
               source + ": invalid GGUF at byte offset " + std::to_string(offset) + ": " + what);
+}
+// The file ends before what its own header describes: cut off, or still being written.
+[[noreturn]] void fail_short(const std::string& source, uint64_t offset, const std::string& what) {
+  throw IncompleteFileError(source + ": incomplete GGUF at byte offset " + std::to_string(offset) + ": " + what);
 }
 
 bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
@@ -50,8 +55,12 @@ class Parser {
     const uint64_t n_kv = read_u64("metadata count");
     // Each entry needs at least 8 bytes (its name length); a count larger than
     // the file can hold is corrupt.
-    if (n_kv > remaining() / 8) fail(src_, pos_ - 8, "metadata count " + std::to_string(n_kv) + " exceeds what the file can hold");
-    if (n_tensors > remaining() / 8) fail(src_, pos_ - 16, "tensor count " + std::to_string(n_tensors) + " exceeds what the file can hold");
+    if (n_kv > remaining() / 8)
+      short_or_corrupt(n_kv <= kPlausibleCount, pos_ - 8,
+                       "metadata count " + std::to_string(n_kv) + " exceeds what the file can hold");
+    if (n_tensors > remaining() / 8)
+      short_or_corrupt(n_tensors <= kPlausibleCount, pos_ - 16,
+                       "tensor count " + std::to_string(n_tensors) + " exceeds what the file can hold");
 
     for (uint64_t i = 0; i < n_kv; ++i) {
       const uint64_t at = pos_;
@@ -116,7 +125,7 @@ class Parser {
                  std::to_string(t.nbytes) + " bytes (after the data section start " + std::to_string(f.data_offset_) +
                  ") overflows 64 bits: the tensor table is corrupt (a damaged or wrongly written file)");
       if (end > b_.size())
-        fail(src_, abs,
+        fail_short(src_, abs,
              "tensor '" + t.name + "' " + t.shape_string() + " " + std::string(type_name(t.type)) + " needs " +
                  std::to_string(t.nbytes) + " bytes at offset " + std::to_string(abs) +
                  " but the file has " + std::to_string(b_.size()) + " bytes (truncated download?)");
@@ -127,12 +136,19 @@ class Parser {
 
  private:
   uint64_t remaining() const { return b_.size() - pos_; }
+  // A size the file cannot hold: a file cut short when the size itself is
+  // plausible (a copy in progress), else a corrupt field.
+  static constexpr uint64_t kPlausibleCount = 1ull << 26;
+  [[noreturn]] void short_or_corrupt(bool plausible, uint64_t at, const std::string& what) const {
+    if (plausible) fail_short(src_, at, what);
+    fail(src_, at, what);
+  }
 
   // `what` and `key` describe the read for the error message, which is only
   // built on failure: the parser reads millions of array elements.
   void need(uint64_t n, const char* what, const std::string* key = nullptr) {
     if (n > remaining())
-      fail(src_, pos_, std::string("unexpected end of file reading ") + what + (key ? " '" + *key + "'" : "") +
+      fail_short(src_, pos_, std::string("unexpected end of file reading ") + what + (key ? " '" + *key + "'" : "") +
                            " (needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) + " left)");
   }
   template <typename T>
@@ -151,8 +167,9 @@ class Parser {
     const uint64_t at = pos_;
     const uint64_t len = read_raw<uint64_t>(what, key);
     if (len > kMaxStringBytes || len > remaining())
-      fail(src_, at, std::string(what) + (key ? " '" + *key + "'" : "") + ": string length " + std::to_string(len) +
-                         " runs past the end of the file");
+      short_or_corrupt(len <= kMaxStringBytes, at,
+                       std::string(what) + (key ? " '" + *key + "'" : "") + ": string length " + std::to_string(len) +
+                           " runs past the end of the file");
     std::string s(reinterpret_cast<const char*>(b_.data() + pos_), len);
     pos_ += len;
     return s;
@@ -197,7 +214,8 @@ class Parser {
         // a larger count is corrupt; checking it first bounds the allocation.
         const uint64_t min_elem = et == static_cast<uint32_t>(ValueType::ARRAY) ? 12 : et == static_cast<uint32_t>(ValueType::STRING) ? 8 : 1;
         if (n > remaining() / min_elem)
-          fail(src_, at, "key '" + key + "' claims " + std::to_string(n) + " elements, more than the file can hold");
+          short_or_corrupt(n <= kPlausibleCount, at,
+                           "key '" + key + "' claims " + std::to_string(n) + " elements, more than the file can hold");
         v.arr.reserve(n);
         for (uint64_t i = 0; i < n; ++i) v.arr.push_back(read_value(et, key, depth + 1));
         break;
@@ -260,7 +278,7 @@ std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
   const size_t len = static_cast<size_t>(st.st_size);
   if (len == 0) {
     ::close(fd);
-    throw Error(ErrorKind::bad_model, path + ": invalid GGUF at byte offset 0: the file is empty");
+    throw IncompleteFileError(path + ": invalid GGUF at byte offset 0: the file is empty");
   }
   void* map = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
   const int e = errno;
@@ -270,6 +288,7 @@ std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
     auto f = std::make_shared<GgufFile>(parse({static_cast<const uint8_t*>(map), len}, path));
     f->map_ = map;
     f->map_len_ = len;
+    guard_mapping(map, len, path);  // a later truncation of the file: a finding, not a dead process
     f->device_ = static_cast<uint64_t>(st.st_dev);
     return f;
   } catch (...) {
@@ -282,7 +301,10 @@ GgufFile::GgufFile(GgufFile&& o) noexcept { *this = std::move(o); }
 
 GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
   if (this == &o) return *this;
-  if (map_) munmap(map_, map_len_);
+  if (map_) {
+    unguard_mapping(map_);
+    munmap(map_, map_len_);
+  }
   version_ = o.version_;
   alignment_ = o.alignment_;
   data_offset_ = o.data_offset_;
@@ -302,7 +324,10 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
 }
 
 GgufFile::~GgufFile() {
-  if (map_) munmap(map_, map_len_);
+  if (map_) {
+    unguard_mapping(map_);
+    munmap(map_, map_len_);
+  }
 }
 
 bool GgufFile::advise_random() const { return !map_ || madvise(map_, map_len_, MADV_RANDOM) == 0; }

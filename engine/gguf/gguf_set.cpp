@@ -93,7 +93,7 @@ std::shared_ptr<GgufSet> GgufSet::open(const std::string& path) {
     }
   }
   if (n_missing > 0)
-    bad(path + ": the model is split into " + std::to_string(n) + " shards and " + std::to_string(n_missing) +
+    throw IncompleteFileError(path + ": the model is split into " + std::to_string(n) + " shards and " + std::to_string(n_missing) +
         (n_missing == 1 ? " is" : " are") + " missing: " + missing +
         ": download the missing shards into the same folder, with the names they were published with");
   std::vector<std::shared_ptr<GgufFile>> shards;

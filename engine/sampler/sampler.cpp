@@ -26,7 +26,8 @@ constexpr auto ranks_before = [](const TokenProb& a, const TokenProb& b) {
 [[noreturn]] void throw_bad_logit(size_t id, float logit) {
   throw Error(ErrorKind::internal, "logit of token " + std::to_string(id) + " is " +
                                        (std::isnan(logit) ? "NaN" : "+inf") +
-                                       ": the forward pass produced a non-finite value");
+                                       ": the forward pass produced a non-finite value (damaged weights in the model file, "
+                                       "or a fault in this build's kernels)");
 }
 
 [[noreturn]] void throw_all_masked() {

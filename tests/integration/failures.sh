@@ -1,19 +1,24 @@
 # Jobs that cannot run end `failed` with a clear error; a job whose model the
-# daemon cannot serve (a name or a path the config gets wrong) stays queued;
+# daemon cannot serve (a name or a path the config gets wrong, a file cut
+# short: a copy in progress) stays queued;
 # the others still finish and the daemon exits 0. Bad input at the CLI is
 # refused with exit 4 before anything is queued.
 source "$(dirname "$0")/lib.sh"
 
 make_model tiny.gguf
-head -c 2000 "$WORK/tiny.gguf" > "$WORK/corrupt.gguf"
+head -c 2000 "$WORK/tiny.gguf" > "$WORK/cut.gguf"  # a copy in progress, or a cut-off download
+# A whole file with an impossible header (GGUF version 99 at byte 4).
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[4:8] = (99).to_bytes(4, "little"); open(sys.argv[2], "wb").write(b)' \
+  "$WORK/tiny.gguf" "$WORK/corrupt.gguf"
 printf 'not a model at all\n' > "$WORK/text.gguf"
-write_config tiny=tiny.gguf missing=nowhere/missing.gguf corrupt=corrupt.gguf text=text.gguf
+write_config tiny=tiny.gguf missing=nowhere/missing.gguf corrupt=corrupt.gguf text=text.gguf cut=cut.gguf
 
 good1=$(ns submit --config "$CONFIG" --model tiny --max-tokens 4 "before the failures")
 unknown=$(ns submit --config "$CONFIG" --model no-such-model --any-model --max-tokens 4 "x")
 missing=$(ns submit --config "$CONFIG" --model missing --max-tokens 4 "x")
 corrupt=$(ns submit --config "$CONFIG" --model corrupt --max-tokens 4 "x")
 text=$(ns submit --config "$CONFIG" --model text --max-tokens 4 "x")
+cut=$(ns submit --config "$CONFIG" --model cut --max-tokens 4 "x")
 good2=$(ns submit --config "$CONFIG" --model tiny --max-tokens 4 "after the failures")
 
 # Logging as under systemd: JOURNAL_STREAM names the log's inode, so lines
@@ -35,10 +40,15 @@ expect_contains "$(sql "SELECT error FROM attempts WHERE job_id = $missing")" "n
   "missing file message"
 expect_contains "$(sql "SELECT error FROM attempts WHERE job_id = $missing")" "its jobs stay queued" \
   "the message says the job is kept"
+# And a file shorter than its own header says (issue 30, E: a half-copied file was failed as bad_model).
+expect_eq "$(sql "SELECT state || ',' || attempts FROM jobs WHERE id = $cut")" "queued,0" \
+  "a file cut short leaves its job queued"
+expect_contains "$(sql "SELECT error FROM attempts WHERE job_id = $cut")" "incomplete GGUF" "cut file message"
 expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id IN ($corrupt, $text)")" 2 \
   "permanent failures are not retried"
-expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $corrupt")" "bad_model" "truncated file kind"
-expect_contains "$(sql "SELECT error FROM jobs WHERE id = $corrupt")" "corrupt.gguf" "truncated file message"
+expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $corrupt")" "bad_model" "corrupt file kind"
+expect_contains "$(sql "SELECT error FROM jobs WHERE id = $corrupt")" "unsupported GGUF version 99" \
+  "corrupt file message"
 expect_eq "$(sql "SELECT error_kind FROM jobs WHERE id = $text")" "bad_model" "non-GGUF file kind"
 expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'failed' AND finished_ms IS NOT NULL")" 2 "failed rows"
 expect_eq "$(sql "SELECT count(*) FROM results")" 2 "no result rows for failed jobs"
@@ -53,6 +63,7 @@ history=$(ns show "$corrupt" --config "$CONFIG")
 expect_contains "$history" "--- attempts ---" "show prints the attempts"
 expect_contains "$history" "#1 " "show lists each attempt"
 mkdir -p "$WORK/nowhere" && cp "$WORK/tiny.gguf" "$WORK/nowhere/missing.gguf"  # the disk is back
+cp "$WORK/tiny.gguf" "$WORK/cut.gguf"  # the copy finished
 expect_exit 0 ns retry "$corrupt" --config "$CONFIG"
 expect_contains "$OUT" "job $corrupt queued again" "retry message"
 expect_eq "$(sql "SELECT state || ',' || attempts || ',' || ifnull(error, 'null') FROM jobs WHERE id = $corrupt")" \
@@ -62,7 +73,8 @@ expect_contains "$OUT" "job $good1 is done; only failed, dead or cancelled jobs 
 expect_exit 3 ns retry 999 --config "$CONFIG"
 start_daemon --drain
 wait_daemon 3  # the unknown model's job is still held
-expect_eq "$(job_state "$missing"),$(job_state "$corrupt")" "done,failed" "the held job runs once its file is there"
+expect_eq "$(job_state "$missing"),$(job_state "$cut"),$(job_state "$corrupt")" "done,done,failed" \
+  "the held jobs run once their files are there"
 expect_eq "$(sql "SELECT count(*) FROM attempts WHERE job_id = $corrupt")" 2 "the history keeps the old attempts"
 
 # Bad input at submit: refused with exit 4 and the reason; nothing is queued.
