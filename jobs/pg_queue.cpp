@@ -79,13 +79,16 @@ std::vector<BatchSummary> PgQueue::batches(int32_t limit) {
   } else {
     p.add_null();
   }
+  p.add(std::string(kHeldErrorKind));
   Result r = db_.exec(R"(
     SELECT batch, min(created_ms), max(finished_ms),
            count(*) FILTER (WHERE state = 'queued'), count(*) FILTER (WHERE state = 'running'),
            count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE state = 'failed'),
            count(*) FILTER (WHERE state = 'cancelled'), count(*) FILTER (WHERE state = 'dead'),
            count(*) FILTER (WHERE state = 'queued' AND not_before_ms > nightshift_now_ms()
-                            AND error_kind IS NOT NULL)
+                            AND error_kind IS NOT NULL),
+           count(*) FILTER (WHERE state = 'queued' AND error_kind = $2),
+           coalesce(max(error) FILTER (WHERE state = 'queued' AND error_kind = $2), '')
     FROM jobs WHERE batch IS NOT NULL
     GROUP BY batch ORDER BY min(created_ms) DESC, batch LIMIT $1::bigint)",
                       p);
@@ -97,6 +100,8 @@ std::vector<BatchSummary> PgQueue::batches(int32_t limit) {
     QueueCounts& c = b.counts;
     for (int s = 0; s < 6; ++s) add_count(c, kAllJobStates[s], r.int64(i, 3 + s));
     c.retry_waiting = r.int64(i, 9);
+    c.held = r.int64(i, 10);
+    c.held_reason = r.text(i, 11);
     b.finished_ms = c.queued + c.running == 0 ? r.int64(i, 2) : 0;
     out.push_back(std::move(b));
   }

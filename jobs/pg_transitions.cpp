@@ -161,12 +161,21 @@ void PgQueue::requeue_fenced(const Lease& lease, int64_t delay_ms, const std::st
            fence(lease).add(delay_ms).add(error_kind).add(error));
 }
 
-void PgQueue::release_fenced(const Lease& lease, bool run_alone) {
+void PgQueue::release_fenced(const Lease& lease, bool run_alone, const std::string* held) {
+  Params p = fence(lease).add(run_alone);
+  if (held) {
+    p.add(*held);
+  } else {
+    p.add_null();
+  }
   db_.exec(std::string(R"(
     UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, lease_expires_ms = NULL,
-                    attempts = greatest(attempts - 1, 0), run_alone = run_alone OR $4)") +
+                    attempts = greatest(attempts - 1, 0), run_alone = run_alone OR $4,
+                    error_kind = CASE WHEN $5::text IS NOT NULL THEN $6
+                                      WHEN error_kind = $6 THEN NULL ELSE error_kind END,
+                    error = CASE WHEN $5::text IS NOT NULL THEN $5 WHEN error_kind = $6 THEN NULL ELSE error END)") +
                kFence,
-           fence(lease).add(run_alone));
+           p.add(std::string(kHeldErrorKind)));
 }
 
 void PgQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
@@ -264,14 +273,19 @@ void PgQueue::reset_to_queued(int64_t id, const std::string& model) {
 QueueCounts PgQueue::counts_of(const std::string& batch) {
   Result r = db_.exec(R"(
     SELECT state, count(*),
-           count(*) FILTER (WHERE not_before_ms > nightshift_now_ms() AND error_kind IS NOT NULL)
+           count(*) FILTER (WHERE not_before_ms > nightshift_now_ms() AND error_kind IS NOT NULL),
+           count(*) FILTER (WHERE error_kind = $2), coalesce(max(error) FILTER (WHERE error_kind = $2), '')
     FROM jobs WHERE $1::text IS NULL OR batch = $1 GROUP BY state)",
-                      Params().add_text_or_null(batch));
+                      Params().add_text_or_null(batch).add(std::string(kHeldErrorKind)));
   QueueCounts c;
   for (int i = 0; i < r.rows(); ++i) {
     const JobState state = state_from_column(r.text(i, 0), 0, db_.name());
     add_count(c, state, r.int64(i, 1));
-    if (state == JobState::queued) c.retry_waiting = r.int64(i, 2);
+    if (state == JobState::queued) {
+      c.retry_waiting = r.int64(i, 2);
+      c.held = r.int64(i, 3);
+      c.held_reason = r.text(i, 4);
+    }
   }
   return c;
 }

@@ -189,6 +189,13 @@ struct Job {
   Lease lease() const { return {id, worker, attempt}; }
 };
 
+// A queued job a daemon released because its own configuration cannot serve
+// the job's model (a name or file it lacks, a model that does not fit): the
+// job's error_kind is this and its error the daemon's reason, until a daemon
+// runs it or `nightshift retry --model` re-points it.
+inline constexpr const char* kHeldErrorKind = "daemon_config";
+inline bool is_held(const Job& job) { return job.state == JobState::queued && job.error_kind == kHeldErrorKind; }
+
 // Completion tokens generated so far, saved while the job runs.
 struct Checkpoint {
   std::vector<int32_t> tokens;                    // choice 0
@@ -231,6 +238,8 @@ struct ListFilter {
 struct QueueCounts {
   int64_t queued = 0, running = 0, done = 0, failed = 0, cancelled = 0, dead = 0;
   int64_t retry_waiting = 0;  // of the queued: waiting out a retry backoff after a failed attempt
+  int64_t held = 0;           // of the queued: held by a daemon that cannot serve their model (is_held)
+  std::string held_reason;    // one held job's reason, the daemon's words ("" when none is held)
 };
 
 // What a recovery pass did to jobs whose worker is gone.
@@ -356,7 +365,8 @@ class Queue {
   // Back to queued at once (graceful shutdown mid-job, or a daemon whose own
   // configuration cannot run it) keeping its checkpoint; the attempt does not
   // count (attempts - 1). `reason` (may be empty) goes to the attempt's error,
-  // with error_kind "daemon_config" (`nightshift show` lists it). A job whose
+  // with error_kind "daemon_config" (`nightshift show` lists it), and to the
+  // job's: the job is held (is_held) until a daemon claims it again. A job whose
   // cancel was requested meanwhile becomes cancelled instead.
   virtual bool release(const Lease& lease, const std::string& reason = "") = 0;
 

@@ -170,8 +170,8 @@ bool TransitionQueue::release(const Lease& lease, const std::string& reason) {
     end_running(lease, "cancelled", nullptr, nullptr);
     end_attempt(lease, {"cancelled"});
   } else {
-    release_fenced(lease, false);
-    static const std::string kDaemonConfig = "daemon_config";
+    release_fenced(lease, false, reason.empty() ? nullptr : &reason);
+    static const std::string kDaemonConfig = kHeldErrorKind;
     end_attempt(lease, reason.empty() ? AttemptEnd{"released"} : AttemptEnd{"released", &kDaemonConfig, &reason});
   }
   tx->commit();
@@ -244,7 +244,7 @@ Recovery TransitionQueue::recover(const OrphanScope& scope, const char* outcome,
       const std::string unblamed = error + "; other jobs ran beside it, so the attempt is not counted and it runs "
                                            "alone next";
       end_attempt(o.lease(), {outcome, &kind, &unblamed});
-      release_fenced(o.lease(), true);
+      release_fenced(o.lease(), true, nullptr);
       ++r.requeued;
       continue;
     }

@@ -174,7 +174,10 @@ class TransitionQueue : public Queue {
                               const std::string& error) = 0;
   // In a write: running -> queued at once, giving the attempt back (attempts - 1, not below 0);
   // run_alone set when asked (a crash beside other jobs), else left as it is.
-  virtual void release_fenced(const Lease& lease, bool run_alone) = 0;
+  // `held` (a daemon that cannot serve the job's model, or null): the job's
+  // error_kind becomes kHeldErrorKind with it as the error (the job is held,
+  // jobs::is_held); null clears a held error left from an earlier release.
+  virtual void release_fenced(const Lease& lease, bool run_alone, const std::string* held) = 0;
   // In a write: closes the attempts row of `lease` (ended now).
   virtual void end_attempt(const Lease& lease, const AttemptEnd& end) = 0;
   // In a write: stores (or replaces) the job's result.

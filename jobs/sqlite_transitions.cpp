@@ -182,13 +182,22 @@ void SqliteQueue::requeue_fenced(const Lease& lease, int64_t delay_ms, const std
   bind_errors(*up, 6, &error_kind, &error).run();
 }
 
-void SqliteQueue::release_fenced(const Lease& lease, bool run_alone) {
+void SqliteQueue::release_fenced(const Lease& lease, bool run_alone, const std::string* held) {
   auto up = db_.cached(std::string(R"(
     UPDATE jobs SET state = 'queued', worker = NULL, started_ms = NULL, started_at = NULL,
                     lease_expires_ms = NULL, lease_expires_at = NULL, attempts = max(attempts - 1, 0),
-                    run_alone = max(run_alone, ?4))") +
+                    run_alone = max(run_alone, ?4),
+                    error_kind = CASE WHEN ?5 IS NOT NULL THEN ?6
+                                      WHEN error_kind = ?6 THEN NULL ELSE error_kind END,
+                    error = CASE WHEN ?5 IS NOT NULL THEN ?5 WHEN error_kind = ?6 THEN NULL ELSE error END)") +
                        kFence);
-  bind_fence(*up, lease).bind(4, int64_t{run_alone}).run();
+  bind_fence(*up, lease).bind(4, int64_t{run_alone});
+  if (held) {
+    up->bind(5, *held);
+  } else {
+    up->bind_null(5);
+  }
+  up->bind(6, std::string(kHeldErrorKind)).run();
 }
 
 void SqliteQueue::end_attempt(const Lease& lease, const AttemptEnd& end) {
@@ -299,6 +308,13 @@ QueueCounts SqliteQueue::counts_of(const std::string& batch) {
       "AND (?2 IS NULL OR batch = ?2)");
   waiting->bind(1, now_epoch_ms()).bind_text_or_null(2, batch);
   if (waiting->step()) c.retry_waiting = waiting->int64(0);
+  auto held = db_.cached(
+      "SELECT count(*), max(error) FROM jobs WHERE state = 'queued' AND error_kind = ?1 AND (?2 IS NULL OR batch = ?2)");
+  held->bind(1, std::string_view(kHeldErrorKind)).bind_text_or_null(2, batch);
+  if (held->step()) {
+    c.held = held->int64(0);
+    if (c.held > 0) c.held_reason = held->text(1);
+  }
   return c;
 }
 

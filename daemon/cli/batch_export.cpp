@@ -96,8 +96,8 @@ ExportCounts export_batch_jsonl(jobs::Queue& queue, const std::string& batch, st
 
 std::string describe_counts(const jobs::QueueCounts& c) {
   return std::to_string(c.done) + " done, " + std::to_string(c.failed) + " failed, " + std::to_string(c.cancelled) +
-         " cancelled, " + std::to_string(c.dead) + " dead, " + std::to_string(c.queued) + " queued, " +
-         std::to_string(c.running) + " running";
+         " cancelled, " + std::to_string(c.dead) + " dead, " + std::to_string(c.queued) + " queued" +
+         (c.held > 0 ? " (" + std::to_string(c.held) + " held)" : "") + ", " + std::to_string(c.running) + " running";
 }
 
 }  // namespace ns::cli

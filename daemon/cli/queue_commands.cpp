@@ -28,6 +28,7 @@
 #include "daemon/cli/jsonl_submit.h"
 #include "daemon/cli/model_check.h"
 #include "daemon/cli/sampling_flags.h"
+#include "daemon/cli/status_view.h"
 #include "daemon/lib/job_format.h"
 #include "common/error.h"
 #include "jobs/queue.h"
@@ -397,8 +398,10 @@ void add_list(CLI::App& app, int& exit_code) {
       std::cout << daemon::format_job_table(jobs);
       const jobs::QueueCounts c = a->batch.empty() ? queue->counts() : queue->counts(a->batch);
       if (!a->batch.empty()) std::cout << "batch " << a->batch << ": ";
-      std::cout << "queued " << c.queued << ", running " << c.running << ", done " << c.done << ", failed "
-                << c.failed << ", cancelled " << c.cancelled << ", dead " << c.dead << "\n";
+      std::cout << "queued " << c.queued << (c.held > 0 ? " (held " + std::to_string(c.held) + ")" : "") << ", running "
+                << c.running << ", done " << c.done << ", failed " << c.failed << ", cancelled " << c.cancelled
+                << ", dead " << c.dead << "\n";
+      if (c.held > 0) std::cout << printable(held_text(c, a->batch)) << "\n";
     });
   });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <sstream>
 
 #include "daemon/cli/batch_export.h"
@@ -59,6 +60,7 @@ std::string job_label(const jobs::Job& job, size_t max_chars) {
 
 std::string counts_text(const jobs::QueueCounts& c) {
   std::string s = std::to_string(c.queued) + " queued";
+  if (c.held > 0) s += " (" + std::to_string(c.held) + " held)";
   if (c.retry_waiting > 0) s += " (" + std::to_string(c.retry_waiting) + " waiting to retry)";
   s += ", " + std::to_string(c.running) + " running, " + std::to_string(c.done) + " done, " + std::to_string(c.failed) +
        " failed, " + std::to_string(c.cancelled) + " cancelled, " + std::to_string(c.dead) + " dead";
@@ -100,6 +102,35 @@ std::string fit(const std::string& line, int width) {
   return line.substr(0, i) + "...";
 }
 
+// `text`'s lines wrapped at spaces to `width` characters, continuation lines
+// indented by `indent` spaces: a reason is shown whole, never cut.
+std::vector<std::string> wrap(const std::string& text, int width, int indent) {
+  std::vector<std::string> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::string cur;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      const std::string lead = out.empty() || !cur.empty() ? "" : std::string(static_cast<size_t>(indent), ' ');
+      if (!cur.empty() && static_cast<int>(chars_of(cur) + 1 + chars_of(w)) > width) {
+        out.push_back(cur);
+        cur = std::string(static_cast<size_t>(indent), ' ') + w;
+      } else {
+        cur += (cur.empty() ? lead : " ") + w;
+      }
+    }
+    if (!cur.empty()) out.push_back(cur);
+  }
+  for (std::string& l : out) l = fit(l, width);  // a word longer than the line
+  return out;
+}
+
+// Held jobs of the batches the snapshot lists (the rest: jobs of no batch, or of batches not listed).
+int64_t held_in_batches(const StatusSnapshot& s) {
+  return std::accumulate(s.batches.begin(), s.batches.end(), int64_t{0},
+                         [](int64_t n, const jobs::BatchSummary& b) { return n + b.counts.held; });
+}
+
 std::string job_ids(const std::vector<int64_t>& ids) {
   std::string s;
   for (int64_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
@@ -107,6 +138,15 @@ std::string job_ids(const std::vector<int64_t>& ids) {
 }
 
 }  // namespace
+
+std::string held_text(const jobs::QueueCounts& c, const std::string& batch) {
+  if (c.held == 0) return "";
+  const std::string of = batch.empty() ? "" : " of batch " + batch;
+  return "held: " + std::to_string(c.held) + " job(s)" + of +
+         " left queued by a daemon that cannot serve their model: " + c.held_reason +
+         "\nfix the daemon's config (then reload it: SIGHUP), or re-point them: nightshift retry --batch " +
+         (batch.empty() ? std::string("BATCH") : batch) + " --model NAME";
+}
 
 StatusSnapshot take_status(jobs::Queue& queue, const std::string& batch, int recent_limit, int batch_limit) {
   return daemon::take_status(queue, {.batch = batch, .recent_limit = recent_limit, .batch_limit = batch_limit});
@@ -203,6 +243,18 @@ std::string batch_line(const jobs::BatchSummary& b, int64_t now_ms, bool bars) {
 std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
   const int width = std::max(style.width, 40);
   Section running{"running:", {}}, daemons{"daemons:", {}}, batches{"batches:", {}}, recent{"last finished:", {}};
+  // Held jobs: the reason wrapped whole (the night's one problem must not be cut).
+  Section held{"", {}};
+  if (s.batch.empty()) {
+    for (const jobs::BatchSummary& b : s.batches) {
+      for (std::string& l : wrap(held_text(b.counts, b.name), width, 2)) held.lines.push_back(std::move(l));
+    }
+    if (s.counts.held > held_in_batches(s) && held.lines.empty()) {
+      for (std::string& l : wrap(held_text(s.counts, ""), width, 2)) held.lines.push_back(std::move(l));
+    }
+  } else {
+    held.lines = wrap(held_text(s.counts, s.batch), width, 2);
+  }
   for (const jobs::Job& j : s.running) {
     const std::string progress = job_progress_text(j, s.now_ms);
     const bool prefill = in_prefill(j);
@@ -250,6 +302,11 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
   // section in order of importance gets what it wants, leaving two rows
   // (header and a line) to each section after it.
   int room = std::max(style.height, 8) - 2;
+  // Held lines have no header: their rows are taken first.
+  if (!held.lines.empty()) {
+    held.rows = std::min(static_cast<int>(held.lines.size()), std::max(room - 4, 1));
+    room -= held.rows;
+  }
   Section* order[] = {&running, &daemons, &batches, &recent};
   for (size_t i = 0; i < std::size(order); ++i) {
     int reserve = 0;
@@ -258,6 +315,7 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
     room -= order[i]->rows;
   }
   std::string out = fit((s.batch.empty() ? "queue: " : "batch " + s.batch + ": ") + counts_text(s.counts), width) + "\n";
+  for (int i = 0; i < held.rows; ++i) out += held.lines[static_cast<size_t>(i)] + "\n";
   for (Section* sec : {&running, &recent, &batches, &daemons}) {
     if (sec->rows <= 0) continue;
     if (sec->lines.empty()) {
@@ -281,6 +339,7 @@ StatusSnapshot for_terminal(const StatusSnapshot& raw) {
   StatusSnapshot s = raw;
   const auto clean = [](std::string& field) { field = daemon::escape_controls(jobs::to_valid_utf8(field), true); };
   clean(s.batch);
+  clean(s.counts.held_reason);
   for (std::vector<jobs::Job>* list : {&s.running, &s.recent}) {
     for (jobs::Job& j : *list) {
       for (std::string* f : {&j.spec.model, &j.spec.batch, &j.spec.custom_id, &j.spec.prompt, &j.spec.messages,
@@ -289,7 +348,10 @@ StatusSnapshot for_terminal(const StatusSnapshot& raw) {
       if (j.result) clean(j.result->text);
     }
   }
-  for (jobs::BatchSummary& b : s.batches) clean(b.name);
+  for (jobs::BatchSummary& b : s.batches) {
+    clean(b.name);
+    clean(b.counts.held_reason);
+  }
   for (jobs::WorkerInfo& w : s.workers) {
     for (std::string* f : {&w.id, &w.host, &w.model, &w.version, &w.problem}) clean(*f);
   }
@@ -302,6 +364,8 @@ std::string format_status(const StatusSnapshot& raw, const StatusStyle& style) {
   std::ostringstream o;
   const int width = std::max(style.width, 60);
   o << (s.batch.empty() ? "queue: " : "batch " + s.batch + ": ") << counts_text(s.counts) << "\n";
+  if (!s.batch.empty() && s.counts.held > 0) o << held_text(s.counts, s.batch) << "\n";
+  if (s.batch.empty() && s.counts.held > held_in_batches(s)) o << held_text(s.counts, "") << "\n";
 
   o << "\nrunning:";
   if (s.running.empty()) o << " none";
@@ -326,7 +390,12 @@ std::string format_status(const StatusSnapshot& raw, const StatusStyle& style) {
 
   if (!s.batches.empty()) {
     o << "\nbatches:\n";
-    for (const jobs::BatchSummary& b : s.batches) o << batch_line(b, s.now_ms, style.bars) << "\n";
+    for (const jobs::BatchSummary& b : s.batches) {
+      o << batch_line(b, s.now_ms, style.bars) << "\n";
+      if (s.batch.empty() && b.counts.held > 0) {
+        for (const std::string& l : wrap(held_text(b.counts, b.name), 1 << 20, 0)) o << "    " << l << "\n";
+      }
+    }
   }
 
   std::vector<const jobs::WorkerInfo*> fleet;
@@ -355,6 +424,7 @@ std::string format_status_line(const StatusSnapshot& raw) {
   const StatusSnapshot s = for_terminal(raw);
   std::string line = jobs::iso8601_utc(s.now_ms) + " " + (s.batch.empty() ? "" : "batch " + s.batch + ": ") +
                      counts_text(s.counts);
+  if (s.counts.held > 0) line += " | held: " + s.counts.held_reason;
   for (const jobs::Job& j : s.running) line += " | job " + std::to_string(j.id) + " " + job_progress_text(j, s.now_ms);
   for (const jobs::WorkerInfo& w : s.workers) {
     if (const DaemonBatch b = daemon_batch(s, w.id); b.jobs > 1) line += " | batch " + w.id + " " + daemon_batch_text(b);
@@ -366,7 +436,8 @@ nlohmann::json status_to_json(const StatusSnapshot& s) {
   using nlohmann::json;
   auto counts = [](const jobs::QueueCounts& c) {
     return json{{"queued", c.queued}, {"running", c.running}, {"done", c.done},           {"failed", c.failed},
-                {"cancelled", c.cancelled}, {"dead", c.dead}, {"retry_waiting", c.retry_waiting}};
+                {"cancelled", c.cancelled}, {"dead", c.dead}, {"retry_waiting", c.retry_waiting},
+                {"held", c.held}, {"held_reason", c.held == 0 ? json() : json(c.held_reason)}};
   };
   json running = json::array();
   for (const jobs::Job& j : s.running) {

@@ -70,6 +70,14 @@ std::string worker_state_text(const jobs::WorkerInfo& w, int64_t now_ms);
 
 nlohmann::json status_to_json(const StatusSnapshot& s);
 
+// What held jobs (jobs::is_held) wait for and the one command that moves
+// them, for `status`, `watch` and `list`: "" when none is held, else two
+// lines without a newline at the end:
+//   held: 3 job(s) of batch B: model 'chta': model 'chta' is not in the daemon's config ...
+//   fix the daemon's config (then reload it: SIGHUP), or re-point them: nightshift retry --batch B --model NAME
+// `batch` "" = the whole queue (the command then names no batch).
+std::string held_text(const jobs::QueueCounts& c, const std::string& batch);
+
 // Nothing queued or running (in the snapshot's batch, if any).
 inline bool queue_idle(const StatusSnapshot& s) { return s.counts.queued == 0 && s.counts.running == 0; }
 

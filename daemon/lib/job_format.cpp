@@ -147,6 +147,7 @@ json job_to_json(const jobs::Job& job) {
       {"cancel_requested", job.cancel_requested},
       {"error_kind", text_or_null(job.error_kind)},
       {"error", text_or_null(job.error)},
+      {"held", jobs::is_held(job) ? json(job.error) : json(nullptr)},  // why a daemon left it queued
       {"progress", nullptr},
       {"result", nullptr},
   };
@@ -216,13 +217,14 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs) {
       snippet = preview(j.error_kind + ": " + j.error, 60);
     }
     if (j.state == jobs::JobState::queued) snippet = "> " + preview(input_preview(j.spec), 38);
+    if (jobs::is_held(j)) snippet = preview("held: " + j.error, 60);  // the whole reason: below the table
     if (j.state == jobs::JobState::running) {
       snippet = j.progress.updated_ms != 0
                     ? fmt::format("[{}/{} tokens] ", j.progress.generated, j.spec.sampling.max_tokens) +
                           preview(input_preview(j.spec), 24)
                     : "> " + preview(input_preview(j.spec), 38);
     }
-    std::string state = jobs::state_name(j.state);
+    std::string state = jobs::is_held(j) ? "held" : jobs::state_name(j.state);
     if (j.cancel_requested && j.state == jobs::JobState::running) state += "*";  // cancel pending
     std::string batch = j.spec.batch.empty() ? "-" : j.spec.batch;
     if (!j.spec.custom_id.empty()) batch += "/" + j.spec.custom_id;

@@ -33,6 +33,17 @@ status_says() { [[ "$(ns status --config "$CONFIG")" == *"$1"* ]]; }
 wait_for 10 "status to show the reason" status_says "CANNOT SERVE: model tinny: model 'tinny' is not in the daemon's config"
 expect_contains "$(ns status --config "$CONFIG" --json)" "\"problem\": \"model tinny: model 'tinny' is not in the daemon's config" \
   "status --json names the problem"
+# The job itself says it is held, and why, wherever it is listed (issue 31).
+expect_contains "$(ns status --config "$CONFIG")" \
+  "held: 1 job(s) left queued by a daemon that cannot serve their model: model 'tinny' is not in the daemon's config" \
+  "status: the held job's reason"
+expect_contains "$(ns status --config "$CONFIG" --json)" '"held": 1' "status --json counts the held job"
+expect_contains "$(ns list --config "$CONFIG" --state queued)" "held: model 'tinny' is not in the daemon's config" \
+  "list: the held job"
+expect_contains "$(ns show --config "$CONFIG" --json "$typo")" "\"held\": \"model 'tinny' is not in the daemon's config" \
+  "show --json: the held reason"
+expect_contains "$(sql "SELECT held FROM job_summary WHERE id = $typo")" "model 'tinny' is not in the daemon's config" \
+  "job_summary.held"
 
 # The fix: the name added to the config, reloaded.
 write_config tiny=tiny.gguf tinny=tiny.gguf

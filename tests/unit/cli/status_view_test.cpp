@@ -3,11 +3,13 @@
 // through the queue interface.
 #include <doctest/doctest.h>
 
+#include <sstream>
 #include <string>
 
 #include "daemon/cli/command_support.h"
 #include "daemon/cli/jsonl_submit.h"
 #include "daemon/cli/status_view.h"
+#include "daemon/lib/job_format.h"
 #include "tests/unit/cli/cli_queue.h"
 
 using namespace ns::cli;
@@ -286,4 +288,61 @@ TEST_CASE("CLI messages are printable: controls escaped, passwords redacted") {
   CHECK(printable(std::string("custom_id \"a\0b\x1b[2J\"", 19)) == "custom_id \"a\\x00b\\x1b[2J\"");
   CHECK(printable("bad\xc2\x9b" "31m\nsecond line") == "bad\\x9b31m\nsecond line");
   CHECK(printable("postgresql://u:S3cr?t@db/q") == "postgresql://u:***@db/q");
+}
+
+TEST_CASE("held jobs: status, watch at 80x24, the line, JSON and list show why, whole, and the command that fixes it") {
+  ns::test::CliQueue db;
+  auto& q = *db.queue;
+  q.submit(spec("a", 5, "nightly"));
+  q.submit(spec("b", 5, "nightly"));
+  q.submit(spec("c", 5));
+  const std::string why =
+      "model 'chta' is not in the daemon's config (known models: chat, tiny); fix the job's model or add it to "
+      "/etc/nightshift/config.yaml";
+  for (const ns::jobs::Job& j : q.claim_batch("night-1", 60'000, 3, "")) REQUIRE(q.release(j.lease(), why));
+
+  StatusSnapshot s = take_status(q, "", 5, 10);
+  CHECK(s.counts.held == 3);
+  const std::string plain = format_status(s, StatusStyle{false, 100});
+  CHECK(has(plain, "queue: 3 queued (3 held), 0 running"));
+  CHECK(has(plain, "nightly  0/2 finished  (0 done, 0 failed, 0 cancelled, 0 dead, 2 queued (2 held), 0 running)"));
+  CHECK(has(plain, "    held: 2 job(s) of batch nightly left queued by a daemon that cannot serve their model: " + why));
+  CHECK(has(plain, "re-point them: nightshift retry --batch nightly --model NAME"));
+  // One held job has no batch: the whole queue's line says so.
+  CHECK(has(plain, "held: 3 job(s) left queued by a daemon that cannot serve their model: " + why));
+
+  // watch on 80x24: every line fits, and the reason is there whole, wrapped.
+  const std::string screen = format_status(s, StatusStyle{false, 80, 24});
+  std::string joined;
+  std::istringstream lines(screen);
+  for (std::string line; std::getline(lines, line);) {
+    CHECK(line.size() <= 80);
+    joined += line + " ";
+  }
+  std::string squeezed;  // the wrapped lines' indentation and breaks as single spaces
+  for (char c : joined) {
+    if (c != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed += c;
+  }
+  CHECK(has(squeezed, "held: 2 job(s) of batch nightly left queued by a daemon that cannot serve their model: " + why));
+  CHECK(has(squeezed, "nightshift retry --batch nightly --model NAME"));
+
+  CHECK(has(format_status_line(s), "3 queued (3 held)"));
+  CHECK(has(format_status_line(s), "| held: " + why));
+  const nlohmann::json j = status_to_json(s);
+  CHECK(j["counts"]["held"] == 3);
+  CHECK(j["counts"]["held_reason"] == why);
+  CHECK(j["batches"][0]["counts"]["held"] == 2);
+
+  StatusSnapshot one = take_status(q, "nightly", 5, 10);
+  const std::string batch = format_status(one, StatusStyle{false, 100});
+  CHECK(has(batch, "batch nightly: 2 queued (2 held)"));
+  CHECK(has(batch, "held: 2 job(s) of batch nightly left queued by a daemon that cannot serve their model: " + why));
+
+  ns::jobs::ListFilter all;
+  all.limit = 0;
+  const std::vector<ns::jobs::Job> jobs = q.list(all);
+  const std::string table = ns::daemon::format_job_table(jobs);
+  CHECK(has(table, "held   tiny"));
+  CHECK(has(table, "held: model 'chta' is not in the daemon's config"));
+  CHECK(ns::daemon::job_to_json(jobs[0])["held"] == why);
 }

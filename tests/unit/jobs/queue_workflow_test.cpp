@@ -366,6 +366,55 @@ QUEUE_TEST("a released job's reason goes to its attempt; the attempt is given ba
   CHECK(history[0].error == "model 'tinny' is not in the daemon's config");
 }
 
+QUEUE_TEST("a job released for its daemon's configuration is held: on the job, in the counts and in the views") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  const std::string why = "model 'tinny' is not in the daemon's config (known models: tiny)";
+  JobSpec s = completion("tinny", "x");
+  s.batch = "nightly";
+  s.custom_id = "c1";
+  const int64_t id = q->submit(s).id;
+  s.custom_id = "c2";
+  const int64_t other = q->submit(s).id;
+  CHECK_FALSE(is_held(*q->get(id)));
+  for (const Job& j : q->claim_batch("w", kLeaseMs, 2, "")) REQUIRE(q->release(j.lease(), why));
+  const Job held = *q->get(id);
+  CHECK(is_held(held));
+  CHECK(held.error_kind == "daemon_config");
+  CHECK(held.error == why);
+  const QueueCounts c = q->counts("nightly");
+  CHECK(c.queued == 2);
+  CHECK(c.held == 2);
+  CHECK(c.held_reason == why);
+  CHECK(q->counts().held == 2);
+  CHECK(q->counts("other").held == 0);
+  REQUIRE(q->batches(10).size() == 1);
+  CHECK(q->batches(10)[0].counts.held == 2);
+  CHECK(q->batches(10)[0].counts.held_reason == why);
+  const std::vector<ns::test::Row> jobs = db.query("SELECT held FROM job_summary ORDER BY id");
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].text(0) == why);
+  const std::vector<ns::test::Row> batches = db.query("SELECT queued, held, held_reason FROM batch_summary");
+  REQUIRE(batches.size() == 1);
+  CHECK(batches[0].int64(0) == 2);
+  CHECK(batches[0].int64(1) == 2);
+  CHECK(batches[0].text(2) == why);
+  // Claimed by a daemon that serves it, then released on shutdown: no longer held.
+  const Job again = q->claim_batch("w2", kLeaseMs, 1, "").at(0);
+  CHECK_FALSE(is_held(*q->get(again.id)));  // running
+  REQUIRE(q->release(again.lease()));
+  CHECK_FALSE(is_held(*q->get(again.id)));
+  CHECK(q->get(again.id)->error.empty());
+  // Re-pointed with retry --model: no longer held.
+  const int64_t still = again.id == id ? other : id;
+  CHECK(is_held(*q->get(still)));
+  CHECK(q->retry(still, "tiny") == RetryOutcome::requeued);
+  CHECK_FALSE(is_held(*q->get(still)));
+  CHECK(q->counts("nightly").held == 0);
+  CHECK(q->counts("nightly").held_reason.empty());
+  CHECK(db.query("SELECT held FROM batch_summary").at(0).int64(0) == 0);
+}
+
 QUEUE_TEST("retry with a model runs the job on that model from now on; without one the model stays") {
   QUEUE_BACKEND(db);
   auto q = db.open();
