@@ -15,6 +15,16 @@ namespace {
 
 constexpr size_t kChunk = 200;  // jobs per transaction
 
+// A job the batch holds already, as a resubmitted line is compared with it.
+struct Existing {
+  std::string key;
+  int64_t id = 0;
+  std::string fingerprint;                // of its spec as it is now (a retry --model changes it)
+  std::string fingerprint_without_model;  // the same with the model left out
+  std::string model;
+  std::string state;                      // its state's name, or "held"
+};
+
 // Length-prefixed fields, so no two different specs serialise alike.
 void field(std::string& out, std::string_view name, std::string_view value) {
   out += name;
@@ -70,9 +80,6 @@ jobs::JobSpec jsonl_job_spec(const BatchRequest& request, const JsonlSubmitOptio
   } else {
     spec.prompt = request.prompt;
   }
-  if (options.check) {
-    if (std::string problem = options.check(spec); !problem.empty()) throw Error(ErrorKind::invalid_input, problem);
-  }
   spec.sampling = request.sampling;
   spec.priority = options.priority;
   spec.max_attempts = options.max_attempts;
@@ -95,14 +102,20 @@ JsonlSubmitReport submit_jsonl(jobs::Queue& queue, std::string_view text, const 
   report.rejected = std::move(input.errors);
 
   // What the batch holds already, by custom_id: a resubmitted line finds its
-  // own key there; a changed line finds another one.
-  std::map<std::string, std::pair<std::string, int64_t>> existing;
+  // own key there (or its fingerprint, once `retry --model` moved the job);
+  // a changed line finds another one.
+  std::map<std::string, Existing> existing;
   jobs::ListFilter filter;
   filter.batch = options.batch;
   filter.limit = 0;
   filter.order = jobs::ListFilter::Order::oldest_first;
   for (const jobs::Job& job : queue.list(filter)) {
-    if (!job.spec.custom_id.empty()) existing[job.spec.custom_id] = {job.spec.idempotency_key, job.id};
+    if (job.spec.custom_id.empty()) continue;
+    jobs::JobSpec other_model = job.spec;
+    other_model.model.clear();
+    existing[job.spec.custom_id] = {job.spec.idempotency_key, job.id, spec_fingerprint(job.spec),
+                                    spec_fingerprint(other_model), job.spec.model,
+                                    jobs::is_held(job) ? "held" : jobs::state_name(job.state)};
   }
 
   std::vector<jobs::JobSpec> specs;
@@ -111,15 +124,35 @@ JsonlSubmitReport submit_jsonl(jobs::Queue& queue, std::string_view text, const 
     try {
       jobs::JobSpec spec = jsonl_job_spec(request, options);
       if (auto it = existing.find(request.custom_id); it != existing.end()) {
-        if (it->second.first == spec.idempotency_key) {
-          report.submitted.push_back({request.line, request.custom_id, it->second.second, false});
+        const Existing& e = it->second;
+        if (e.key == spec.idempotency_key || e.fingerprint == spec_fingerprint(spec)) {
+          report.submitted.push_back({request.line, request.custom_id, e.id, false, e.state});
           continue;
         }
+        jobs::JobSpec other_model = spec;
+        other_model.model.clear();
+        const bool movable = e.state == "failed" || e.state == "dead" || e.state == "cancelled" || e.state == "held";
+        if (movable && e.fingerprint_without_model == spec_fingerprint(other_model)) {
+          // The same words for every such line, so the report says them once.
+          throw Error(ErrorKind::invalid_input,
+                      "only the model differs from the batch's " + e.state + " job for this custom_id (model '" +
+                          e.model + "'): to run batch " + options.batch + "'s held, failed, dead and cancelled jobs "
+                          "on model '" + spec.model + "': nightshift retry --batch " + options.batch + " --model " +
+                          spec.model);
+        }
         throw Error(ErrorKind::invalid_input,
-                    "custom_id \"" + request.custom_id + "\" is already job " + std::to_string(it->second.second) +
-                        " of batch " + options.batch +
+                    "custom_id \"" + request.custom_id + "\" is already job " + std::to_string(e.id) + " (" + e.state +
+                        ") of batch " + options.batch +
                         " with other content (prompt, messages, model or sampling): give the changed request a new "
                         "custom_id, or submit the file as a new batch (--batch NAME)");
+      }
+      // Checked only when it would be queued: a line the batch holds already is not run again.
+      if (options.check) {
+        if (std::string problem = options.check(spec); !problem.empty()) {
+          // A file written for OpenAI names OpenAI's models: --model is the one-flag fix.
+          if (options.model.empty()) problem += "; --model NAME runs every line on that model instead of body.model";
+          throw Error(ErrorKind::invalid_input, problem);
+        }
       }
       specs.push_back(std::move(spec));
       pending.push_back({request.line, request.custom_id, 0, true});

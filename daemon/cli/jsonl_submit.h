@@ -11,6 +11,11 @@
 //   asks for (model, input, sampling), so submitting the same file again
 //   queues nothing twice; a line whose content changed under a custom_id the
 //   batch already holds is rejected rather than run twice under one name.
+//   A line equals the batch's job when its key does or when the job's spec
+//   as it is now has the line's fingerprint (after `retry --model` moved it).
+//   A line that differs from a failed, dead, cancelled or held job only by
+//   its model is rejected with the command that moves the batch's jobs
+//   (`nightshift retry --batch B --model M`).
 // - Jobs are written in transactions of a few hundred (short write locks for
 //   a daemon working on the same database).
 #pragma once
@@ -34,7 +39,8 @@ struct JsonlSubmitOptions {
   int32_t priority = 0;
   int32_t max_attempts = jobs::kDefaultMaxAttempts;
   // A line whose job this returns a problem for is rejected with it (submit
-  // --config's model check, daemon/cli/model_check.h); empty = none.
+  // --config's model check, daemon/cli/model_check.h); empty = none. Asked
+  // only for lines to be queued, not for those the batch holds already.
   std::function<std::string(const jobs::JobSpec&)> check;
   // The model a line's job runs on, from the name it gives (the HTTP API's
   // alias table, daemon/http/); throws ns::Error(invalid_input) for a name it
@@ -47,6 +53,9 @@ struct JsonlSubmitted {
   std::string custom_id;
   int64_t id = 0;
   bool created = true;  // false: an earlier submit queued it already
+  // Not created: the state the earlier job is in now ("held" for a queued job
+  // a daemon cannot serve, jobs::is_held); created: "queued".
+  std::string state = "queued";
 };
 
 struct JsonlSubmitReport {

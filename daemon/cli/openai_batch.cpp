@@ -5,12 +5,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <limits>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "engine/chat/chat_messages_json.h"
 #include "engine/grammar/grammar.h"
@@ -426,6 +428,39 @@ std::string describe(const BatchLineError& error) {
   std::string out = "line " + std::to_string(error.line);
   if (!error.custom_id.empty()) out += " (custom_id \"" + error.custom_id + "\")";
   return out + ": " + error.message;
+}
+
+std::vector<std::string> describe_once(const std::vector<BatchLineError>& errors) {
+  std::vector<std::pair<std::string, std::vector<const BatchLineError*>>> groups;  // by reason, first seen first
+  for (const BatchLineError& e : errors) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == e.message; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {e.message, {}});
+    it->second.push_back(&e);
+  }
+  std::vector<std::string> out;
+  for (const auto& [message, lines] : groups) {
+    if (lines.size() == 1) {
+      out.push_back(describe(*lines.front()));
+      continue;
+    }
+    // Runs of consecutive line numbers; the first few are enough to find them.
+    constexpr size_t kShown = 6;
+    std::string ranges;
+    size_t runs = 0;
+    for (size_t i = 0; i < lines.size();) {
+      size_t j = i;
+      while (j + 1 < lines.size() && lines[j + 1]->line == lines[j]->line + 1) ++j;
+      if (runs++ == kShown) {
+        ranges += ", ...";
+        break;
+      }
+      ranges += (ranges.empty() ? "" : ", ") + std::to_string(lines[i]->line) +
+                (j > i ? "-" + std::to_string(lines[j]->line) : "");
+      i = j + 1;
+    }
+    out.push_back("lines " + ranges + " (" + std::to_string(lines.size()) + " lines): " + message);
+  }
+  return out;
 }
 
 namespace {

@@ -96,6 +96,10 @@ BatchInput parse_batch_jsonl(std::string_view text, const SamplingParams& defaul
 
 // "line 7 (custom_id \"req-7\"): <reason>", for the submit command's report.
 std::string describe(const BatchLineError& error);
+// The report's lines, each reason said once: lines sharing a reason become
+// "lines 1-3, 7 (4 lines): <reason>" (one mistake in a 500-line file is one
+// line, not 500); a reason of one line is describe(). In first-seen order.
+std::vector<std::string> describe_once(const std::vector<BatchLineError>& errors);
 
 // Choice k > 0 of a job with n > 1.
 struct BatchChoice {

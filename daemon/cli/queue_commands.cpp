@@ -17,6 +17,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -103,6 +104,34 @@ void check_model(const SubmitArgs& a) {
   if (std::string problem = check.problem(a.spec); !problem.empty()) throw CommandError{kInvalidInput, problem};
 }
 
+// What a resubmission found, by the state its jobs are in now: "already
+// queued" was said of done and failed jobs (#31). " (2 done, 1 failed)", or "".
+std::string found_states(const std::map<std::string, int64_t>& found) {
+  std::string states;
+  for (const char* state : {"queued", "running", "held", "done", "failed", "dead", "cancelled"}) {
+    if (const auto it = found.find(state); it != found.end()) {
+      states += (states.empty() ? " (" : ", ") + std::to_string(it->second) + " " + state;
+    }
+  }
+  return states.empty() ? states : states + ")";
+}
+
+// The command that runs what a resubmission found but will not run again.
+void print_found_hints(const std::string& batch, const std::map<std::string, int64_t>& found) {
+  const auto count = [&](const char* state) {
+    const auto it = found.find(state);
+    return it == found.end() ? int64_t{0} : it->second;
+  };
+  if (count("held") > 0) {
+    std::cout << "held: " << count("held") << " jobs wait for a model the daemon cannot serve (nightshift status "
+              << "says why); to run them on another model: nightshift retry --batch " << batch << " --model NAME\n";
+  }
+  if (const int64_t ended = count("failed") + count("dead") + count("cancelled"); ended > 0) {
+    std::cout << "not run again: " << ended << " failed, dead or cancelled jobs; to queue them again: nightshift "
+              << "retry --batch " << batch << " (--model NAME to change their model)\n";
+  }
+}
+
 // submit --jsonl FILE: every valid line queued, every invalid one reported.
 void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
   if (!a.spec.idempotency_key.empty()) {
@@ -126,28 +155,38 @@ void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
   const std::string text = read_file_or_stdin(a.jsonl, "the JSONL file");
   auto queue = open_queue(a.db);
   const JsonlSubmitReport report = submit_jsonl(*queue, text, options);
-  for (const BatchLineError& e : report.rejected) std::fprintf(stderr, "nightshift submit: %s\n", printable(describe(e)).c_str());
+  for (const std::string& line : describe_once(report.rejected)) {
+    std::fprintf(stderr, "nightshift submit: %s\n", printable(line).c_str());
+  }
   const int64_t created = report.created();
   const int64_t already = static_cast<int64_t>(report.submitted.size()) - created;
   const int64_t rejected = static_cast<int64_t>(report.rejected.size());
+  // What a resubmission found, by the state its jobs are in now (#31: "already queued" was said of done jobs).
+  std::map<std::string, int64_t> found;
+  for (const JsonlSubmitted& s : report.submitted) {
+    if (!s.created) ++found[s.state];
+  }
   if (a.json) {
     nlohmann::json jobs = nlohmann::json::array(), errors = nlohmann::json::array();
     for (const JsonlSubmitted& s : report.submitted) {
-      jobs.push_back({{"line", s.line}, {"custom_id", s.custom_id}, {"id", s.id}, {"created", s.created}});
+      jobs.push_back({{"line", s.line}, {"custom_id", s.custom_id}, {"id", s.id}, {"created", s.created},
+                      {"state", s.state}});
     }
     for (const BatchLineError& e : report.rejected) {
       errors.push_back({{"line", e.line}, {"custom_id", e.custom_id}, {"message", e.message}});
     }
     std::cout << daemon::json_text({{"batch", options.batch}, {"lines", report.lines}, {"new_jobs", created},
-                                    {"already_queued", already}, {"invalid", rejected}, {"jobs", jobs},
-                                    {"errors", errors}})
+                                    {"already_queued", already}, {"already", found}, {"invalid", rejected},
+                                    {"jobs", jobs}, {"errors", errors}})
               << "\n";
   } else {
     std::cout << "batch " << options.batch << ": " << report.lines << " lines, " << created << " new jobs, " << already
-              << " already queued, " << rejected << " invalid\n";
+              << " already in the batch" << found_states(found) << ", " << rejected << " invalid\n";
+    const std::string& b = options.batch;
+    print_found_hints(b, found);
     if (created + already > 0) {
-      std::cout << "next: nightshift watch --batch " << options.batch << " --until-done; nightshift export --batch "
-                << options.batch << " --jsonl results.jsonl\n";
+      std::cout << "next: nightshift watch --batch " << b << " --until-done; nightshift export --batch " << b
+                << " --jsonl results.jsonl\n";
     }
   }
   if (report.lines == 0) throw CommandError{kInvalidInput, a.jsonl + " has no request line"};
@@ -186,25 +225,40 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
                    printable(d.relative_path).c_str(), printable(d.problem).c_str());
     }
   }
+  std::map<int64_t, std::string> state_of;  // of the documents' jobs an earlier run queued
+  std::map<std::string, int64_t> found;
+  if (report.already() > 0) {
+    jobs::ListFilter filter;
+    filter.batch = batch;
+    filter.limit = 0;
+    for (const jobs::Job& job : queue->list(filter)) {
+      state_of[job.id] = jobs::is_held(job) ? "held" : jobs::state_name(job.state);
+    }
+    for (const DocumentOutcome& d : report.documents) {
+      if (d.id != 0 && !d.created) ++found[state_of[d.id]];
+    }
+  }
   if (a.json) {
     nlohmann::json jobs = nlohmann::json::array();
     for (const DocumentOutcome& d : report.documents) {
       nlohmann::json o = {{"path", d.relative_path}, {"id", d.id == 0 ? nlohmann::json() : nlohmann::json(d.id)},
                           {"created", d.created}};
+      if (d.id != 0) o["state"] = d.created ? std::string("queued") : state_of[d.id];
       if (!d.problem.empty()) o["problem"] = d.problem;
       jobs.push_back(std::move(o));
     }
     std::cout << daemon::json_text({{"batch", batch}, {"documents", report.documents.size()},
                                     {"new_jobs", report.created()}, {"already_queued", report.already()},
-                                    {"not_queued", report.rejected()}, {"jobs", jobs}})
+                                    {"already", found}, {"not_queued", report.rejected()}, {"jobs", jobs}})
               << "\n";
   } else {
     for (const DocumentOutcome& d : report.documents) {
       if (d.created) std::cout << "queued " << d.relative_path << " as job " << d.id << "\n";
     }
     std::cout << "batch " << batch << ": " << report.documents.size() << " documents in " << a.dir << ", "
-              << report.created() << " new jobs, " << report.already() << " already queued, " << report.rejected()
-              << " not queued\n";
+              << report.created() << " new jobs, " << report.already() << " already in the batch" << found_states(found)
+              << ", " << report.rejected() << " not queued\n";
+    print_found_hints(batch, found);
   }
   if (report.rejected() > 0) exit_code = kInvalidInput;
 }
@@ -566,6 +620,7 @@ void add_retry(CLI::App& app, int& exit_code) {
       if (!a->model.empty()) states.push_back(jobs::JobState::queued);
       const std::vector<int64_t> ids = selected_ids(*queue, a->sel, states, "retry");
       ModelCheck check = model_check_for(a->db, false);
+      std::map<std::string, std::vector<int64_t>> not_moved;  // by problem: a typo is said once, not once a job
       std::optional<CommandError> first_error;
       for (int64_t id : ids) {
         const std::string name = "job " + std::to_string(id);
@@ -573,7 +628,7 @@ void add_retry(CLI::App& app, int& exit_code) {
           if (std::optional<jobs::Job> job = queue->get(id)) {
             job->spec.model = a->model;
             if (const std::string problem = check.problem(job->spec); !problem.empty()) {
-              std::fprintf(stderr, "nightshift retry: %s not moved: %s\n", name.c_str(), printable(problem).c_str());
+              not_moved[problem].push_back(id);
               if (!first_error) first_error = CommandError{kInvalidInput, "some jobs were not retried"};
               continue;
             }
@@ -597,6 +652,12 @@ void add_retry(CLI::App& app, int& exit_code) {
             break;
           }
         }
+      }
+      for (const auto& [problem, moved] : not_moved) {
+        std::string jobs = moved.size() == 1 ? "job " : std::to_string(moved.size()) + " jobs (";
+        for (size_t i = 0; i < moved.size() && i < 5; ++i) jobs += (i ? ", " : "") + std::to_string(moved[i]);
+        if (moved.size() > 1) jobs += moved.size() > 5 ? ", ...)" : ")";
+        std::fprintf(stderr, "nightshift retry: %s not moved: %s\n", jobs.c_str(), printable(problem).c_str());
       }
       if (first_error) throw *first_error;
     });

@@ -16,9 +16,17 @@ expect_eq "$(sql "SELECT group_concat(state) FROM jobs WHERE batch = 'nightly'")
   "a night under a wrong model name leaves the jobs queued"
 expect_contains "$(cat "$WORK/daemon.log")" "jobs it cannot serve are left queued: model tinny" "the drain says so"
 
+# Submitting the folder again (by hand, with the right name) runs nothing twice: it says what it found and the
+# one command that moves the held jobs (it said "3 already queued" before).
+expect_exit 0 ns submit --config "$CONFIG" --model tiny --max-tokens 3 --ignore-eos --dir "$WORK/docs" --batch nightly
+expect_contains "$OUT" "0 new jobs, 3 already in the batch (3 held), 0 not queued" "a resubmission names the state"
+expect_contains "$OUT" "nightshift retry --batch nightly --model NAME" "and the command that fixes it"
+
 # One command moves the held batch: retry --model takes queued jobs too, and checks the new name.
 expect_exit 4 ns retry --config "$CONFIG" --batch nightly --model tinyy
 expect_contains "$OUT" "did you mean 'tiny'?" "retry --model checks the name against the config"
+expect_eq "$(grep -c "not moved" <<< "$OUT")" 1 "the typo is said once, not once a job"
+expect_contains "$OUT" "3 jobs (" "with the count of jobs"
 expect_eq "$(sql "SELECT group_concat(state || ':' || model) FROM jobs WHERE batch = 'nightly'")" \
   "queued:tinny,queued:tinny,queued:tinny" "a refused model moves nothing"
 expect_exit 0 ns retry --config "$CONFIG" --batch nightly --model tiny

@@ -22,11 +22,11 @@ submit_docs() { ns submit --config "$CONFIG" --model tiny --max-tokens 5 --ignor
 # The empty document is reported and makes the exit status 4; the others are queued.
 expect_exit 4 submit_docs
 expect_contains "$OUT" "$docs/empty.md not queued: it is empty" "an empty document is reported"
-expect_contains "$OUT" "batch notes: 4 documents in $docs, 3 new jobs, 0 already queued, 1 not queued" "first run"
+expect_contains "$OUT" "batch notes: 4 documents in $docs, 3 new jobs, 0 already in the batch, 1 not queued" "first run"
 expect_contains "$OUT" "queued chapters/one.md as job" "new jobs are listed"
 rm "$docs/empty.md"
 expect_exit 0 submit_docs
-expect_contains "$OUT" "3 documents in $docs, 0 new jobs, 3 already queued, 0 not queued" "a rerun queues nothing"
+expect_contains "$OUT" "3 documents in $docs, 0 new jobs, 3 already in the batch (3 queued), 0 not queued" "a rerun queues nothing"
 expect_eq "$(sql "SELECT count(*) FROM jobs")" 3 "one job per document"
 expect_eq "$(sql "SELECT group_concat(custom_id, ' ') FROM (SELECT custom_id FROM jobs ORDER BY id)")" \
   "chapters/one.md@$(printf 'Chapter one. The rain had not stopped' | sha256sum | cut -c1-16) three.txt@$(printf 'Plain text, too.' | sha256sum | cut -c1-16) two.md@$(printf '# Notes\nThe meeting ran late' | sha256sum | cut -c1-16)" \
@@ -37,12 +37,12 @@ expect_eq "$(sql "SELECT count(*) FROM jobs WHERE batch = 'notes' AND source_pat
   "batch named after the folder; source paths"
 # --glob narrows; a glob that matches nothing is not an error.
 expect_exit 0 submit_docs --glob '*.txt'
-expect_contains "$OUT" "1 documents in $docs, 0 new jobs, 1 already queued" "--glob"
+expect_contains "$OUT" "1 documents in $docs, 0 new jobs, 1 already in the batch (1 queued)" "--glob"
 
 # An edited document: one new job, the old one stays.
 printf ' It stopped at dawn.' >> "$docs/two.md"
 expect_exit 0 submit_docs
-expect_contains "$OUT" "1 new jobs, 2 already queued" "an edited document is queued again"
+expect_contains "$OUT" "1 new jobs, 2 already in the batch (2 queued)" "an edited document is queued again"
 expect_eq "$(sql "SELECT count(*) FROM jobs WHERE custom_id LIKE 'two.md@%'")" 2 "both versions"
 
 ns export --config "$CONFIG" --dir "$out" > "$WORK/early.txt"
@@ -85,7 +85,7 @@ expect_eq "$(od -An -tx1 -v "$WORK/whole/three.continued.txt" | tr -d ' \n' | tr
 ns export --config "$CONFIG" --dir "$docs" > /dev/null
 [[ -f "$docs/chapters/one.continued.md" ]] || fail "export into the documents' folder"
 expect_exit 0 submit_docs
-expect_contains "$OUT" "3 documents in $docs, 0 new jobs, 3 already queued" "exported files are not documents"
+expect_contains "$OUT" "3 documents in $docs, 0 new jobs, 3 already in the batch (3 done)" "exported files are not documents"
 
 expect_exit 3 ns export --config "$CONFIG" --dir "$out" --batch nope
 

@@ -38,7 +38,7 @@ expect_exit 4 ns submit --config "$CONFIG" --any-model --jsonl "$WORK/requests.j
 expect_contains "$OUT" 'line 3: not valid JSON' "bad JSON reported by line"
 expect_contains "$OUT" 'line 5 (custom_id "typo"): ' "bad field reported by line"
 expect_contains "$OUT" "temprature" "the bad field is named"
-expect_contains "$OUT" "batch requests: 6 lines, 4 new jobs, 0 already queued, 2 invalid" "submit summary"
+expect_contains "$OUT" "batch requests: 6 lines, 4 new jobs, 0 already in the batch, 2 invalid" "submit summary"
 expect_eq "$(sql "SELECT count(*) FROM jobs")" 4 "valid lines queued"
 expect_eq "$(sql "SELECT group_concat(custom_id || '@' || source_line, ' ') FROM (SELECT * FROM jobs ORDER BY id)")" \
   "story@1 greeting@2 diary@4 no-template@6" "custom ids and lines"
@@ -50,7 +50,7 @@ expect_eq "$(sql "SELECT model FROM jobs WHERE custom_id = 'diary'")" "tiny" "bo
 
 # Again: nothing new (exit 4 still: the bad lines are still bad).
 expect_exit 4 ns submit --config "$CONFIG" --any-model --jsonl "$WORK/requests.jsonl"
-expect_contains "$OUT" "0 new jobs, 4 already queued, 2 invalid" "a resubmit queues nothing twice"
+expect_contains "$OUT" "0 new jobs, 4 already in the batch (4 queued), 2 invalid" "a resubmit queues nothing twice"
 expect_eq "$(sql "SELECT count(*) FROM jobs")" 4 "no duplicates"
 # The fixed lines alone, as another file for the same batch: only they are new.
 sed -n '3p;5p' "$WORK/requests.jsonl" |

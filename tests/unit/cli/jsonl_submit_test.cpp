@@ -147,3 +147,80 @@ TEST_CASE("fingerprints and batch names") {
   CHECK(batch_name_from_path("/tmp/q.v2.jsonl") == "q.v2");
   CHECK(batch_name_from_path("plain") == "plain");
 }
+
+// Issue #31: a resubmission says what it found, and a file whose only change
+// is the model points at `retry --model`; after that command the file matches.
+TEST_CASE("a resubmission reports the state of what it found; a model-only change names retry --model") {
+  ns::test::CliQueue db;
+  const std::string two =
+      R"({"custom_id": "x", "method": "POST", "url": "/v1/completions", )"
+      R"("body": {"model": "chta", "prompt": "one", "max_tokens": 4}})"
+      "\n"
+      R"({"custom_id": "y", "method": "POST", "url": "/v1/completions", )"
+      R"("body": {"model": "chta", "prompt": "two", "max_tokens": 4}})"
+      "\n";
+  const JsonlSubmitReport first = submit_jsonl(*db.queue, two, options(""));
+  REQUIRE(first.created() == 2);
+  db.finish_next("done text");
+  db.fail_next("model_error", "no such model");
+  const JsonlSubmitReport again = submit_jsonl(*db.queue, two, options(""));
+  REQUIRE(again.submitted.size() == 2);
+  CHECK(again.submitted[0].state == "done");
+  CHECK(again.submitted[1].state == "failed");
+
+  // The corrected file: only body.model differs from the failed job.
+  std::string fixed = two;
+  for (size_t at; (at = fixed.find("chta")) != std::string::npos;) fixed.replace(at, 4, "chat");
+  const JsonlSubmitReport corrected = submit_jsonl(*db.queue, fixed, options(""));
+  CHECK(corrected.created() == 0);
+  REQUIRE(corrected.rejected.size() == 2);  // x: done under another model (other content); y: failed
+  CHECK(corrected.rejected[0].message.find("with other content") != std::string::npos);
+  CHECK(corrected.rejected[1].message.find("only the model differs from the batch's failed job") != std::string::npos);
+  CHECK(corrected.rejected[1].message.find("nightshift retry --batch reviews --model chat") != std::string::npos);
+
+  // After that command the job asks what the corrected line asks: the file matches it.
+  REQUIRE(db.queue->retry(first.submitted[1].id, "chat") == ns::jobs::RetryOutcome::requeued);
+  const JsonlSubmitReport after = submit_jsonl(*db.queue, fixed, options(""));
+  REQUIRE(after.submitted.size() == 1);
+  CHECK(after.submitted[0].id == first.submitted[1].id);
+  CHECK_FALSE(after.submitted[0].created);
+  CHECK(after.submitted[0].state == "queued");
+}
+
+TEST_CASE("a line's check is asked only for new work; a body.model problem suggests --model") {
+  ns::test::CliQueue db;
+  JsonlSubmitOptions o = options("");
+  int asked = 0;
+  o.check = [&](const ns::jobs::JobSpec& spec) {
+    ++asked;
+    return spec.model == "k2" ? std::string() : "model '" + spec.model + "' is not under models:";
+  };
+  const std::string file =
+      R"({"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": {"model": "k2", "prompt": "one"}})"
+      "\n"
+      R"({"custom_id": "b", "method": "POST", "url": "/v1/completions", )"
+      R"("body": {"model": "gpt-4o-mini", "prompt": "two"}})"
+      "\n";
+  const JsonlSubmitReport r = submit_jsonl(*db.queue, file, o);
+  CHECK(asked == 2);
+  REQUIRE(r.rejected.size() == 1);
+  CHECK(r.rejected[0].message.find("--model NAME runs every line on that model") != std::string::npos);
+  asked = 0;
+  submit_jsonl(*db.queue, file, o);
+  CHECK(asked == 1);  // "a" is in the batch already
+}
+
+TEST_CASE("the report says each reason once, with its lines") {
+  std::vector<BatchLineError> errors;
+  for (int64_t line : {1, 2, 3, 5, 9, 10}) errors.push_back({line, "c" + std::to_string(line), "bad model"});
+  errors.push_back({4, "c4", "bad JSON"});
+  const std::vector<std::string> said = describe_once(errors);
+  REQUIRE(said.size() == 2);
+  CHECK(said[0] == "lines 1-3, 5, 9-10 (6 lines): bad model");
+  CHECK(said[1] == "line 4 (custom_id \"c4\"): bad JSON");
+  std::vector<BatchLineError> many;
+  for (int64_t line = 1; line <= 500; line += 2) many.push_back({line, "", "same"});
+  const std::vector<std::string> once = describe_once(many);
+  REQUIRE(once.size() == 1);
+  CHECK(once[0] == "lines 1, 3, 5, 7, 9, 11, ... (250 lines): same");
+}
