@@ -1,7 +1,11 @@
 // Submit-time checks against the daemon config (contract in daemon/cli/model_check.h).
 #include "daemon/cli/model_check.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "common/error.h"
@@ -28,6 +32,14 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+// Where a context length comes from, for a message naming the limit.
+std::string ModelCheck::context_source(int64_t context, const ModelFile& facts) const {
+  if (config_->context <= 0) return "the model's own length";
+  std::string out = "context: in " + config_->source;
+  if (context < facts.context_length()) out += "; the model's own is " + std::to_string(facts.context_length());
+  return out;
+}
 
 std::string close_names(const std::string& name, const std::map<std::string, std::string>& models) {
   std::string out;
@@ -72,13 +84,32 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
            " Fix the name, or add the model to the config; --any-model queues it anyway (for a daemon with "
            "another config)";
   }
+  // A job's n choices are decoded together, so the daemon refuses n above max_batch (generation_batch.cpp).
+  if (spec.sampling.n > config_->max_batch) {
+    return "n = " + std::to_string(spec.sampling.n) + " choices, but the daemon decodes at most max_batch = " +
+           std::to_string(config_->max_batch) + " sequences together (" + config_->source +
+           "): lower n, or raise max_batch";
+  }
+  if (struct stat st; ::stat(it->second.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+    const std::string reason = std::strerror(errno);
+    return "model '" + spec.model + "': its file " + it->second + " (models." + spec.model + " in " + config_->source +
+           "): " + reason + ". Fix the path in the config, or mount its disk; --any-model queues it anyway (for a "
+           "daemon on another machine)";
+  }
   const ModelFile* facts = facts_of(spec.model, it->second);
   if (!facts) return "";
   if (spec.is_chat() && !facts->chat_template() && config_->chat_templates.count(spec.model) == 0)
     return "model '" + spec.model + "' (" + it->second +
            ") has no chat template (tokenizer.chat_template is not in its GGUF): it is a base model or a conversion "
            "without one; submit plain prompts (/v1/completions) or use an instruct model";
-  if (jobs::is_document_job(spec)) return "";  // the daemon keeps a long document's tail
+  const int64_t context = config_->context > 0 ? config_->context : facts->context_length();
+  const int64_t max_tokens = spec.sampling.max_tokens;
+  if (jobs::is_document_job(spec)) {  // the daemon keeps a long document's tail, in the room max_tokens leaves
+    if (max_tokens < context) return "";
+    return "max_tokens " + std::to_string(max_tokens) + " leaves no room for the document in the context of model '" +
+           spec.model + "' (" + std::to_string(context) + " tokens, " + context_source(context, *facts) +
+           "): lower --max-tokens below " + std::to_string(context);
+  }
   if (!jobs::spec_problem(spec).empty()) return "";  // an oversized or invalid input is reported as such
   std::string prompt = spec.prompt;
   if (spec.is_chat()) {
@@ -97,11 +128,17 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
       return "model '" + spec.model + "' (" + it->second + "): " + e.what();
     }
   }
-  const int64_t context = config_->context > 0 ? config_->context : facts->context_length();
   const int64_t n = facts->count_tokens(prompt);
-  if (n < context) return "";
-  return "model '" + spec.model + "' in " + config_->source + ": " +
-         context_overflow_problem(n, context, facts->context_length());
+  if (n >= context) {
+    return "model '" + spec.model + "' in " + config_->source + ": " +
+           context_overflow_problem(n, context, facts->context_length());
+  }
+  // As OpenAI and vLLM refuse it: the daemon would stop the reply at the context's end.
+  if (n + max_tokens <= context) return "";
+  return "the prompt (" + std::to_string(n) + " tokens) and max_tokens (" + std::to_string(max_tokens) +
+         ") need " + std::to_string(n + max_tokens) + " tokens, but the context of model '" + spec.model + "' holds " +
+         std::to_string(context) + " (" + context_source(context, *facts) + "): lower max_tokens to at most " +
+         std::to_string(context - n) + ", or shorten the prompt";
 }
 
 }  // namespace ns::cli

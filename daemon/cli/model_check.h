@@ -1,16 +1,19 @@
 // What `nightshift submit --config FILE` checks against the daemon config it
 // was given, so a bad night is caught in the evening: a model name that is
 // not under the config's models: (a typo in the nightly timer's environment
-// once failed a whole night's batch), chat jobs for a model whose GGUF
-// has no chat template, and a prompt longer than the context the daemon
-// will give the model (its `context`, 0 = the model's own length): the
-// prompt is tokenized (chat messages rendered first) with the model's own
+// once failed a whole night's batch), a model file that does not exist, n
+// choices above the config's max_batch, chat jobs for a model whose GGUF
+// has no chat template, and a prompt plus max_tokens longer than the context
+// the daemon will give the model (its `context`, 0 = the model's own length):
+// the prompt is tokenized (chat messages rendered first) with the model's own
 // tokenizer. Documents (jobs::is_document_job) are not refused for length:
-// the daemon keeps their tail (docs/long-context.md).
+// the daemon keeps their tail (docs/long-context.md); only a max_tokens that
+// leaves them no room is.
 //
 // Contract: problem() is "" when the spec passes or when there is nothing to
-// check against (no config, a config without models:, or the model file not
-// readable from where submit runs: the daemon's machine may differ). The
+// check against (no config, a config without models:, or a model file that
+// exists but cannot be read from where submit runs: the daemon's user or
+// machine may differ). The
 // message names the model, the config, the close names if any, and the fix;
 // `--any-model` turns the check off (a fleet whose daemons have other
 // configs). A model's GGUF header is read at most once.
@@ -43,6 +46,7 @@ class ModelCheck {
   // What each model's GGUF header says (read once), by model name; null: not readable from here.
   std::map<std::string, std::shared_ptr<ModelFile>> facts_;
   const ModelFile* facts_of(const std::string& model, const std::string& path);
+  std::string context_source(int64_t context, const ModelFile& facts) const;
   std::map<std::string, std::shared_ptr<const chat::ChatPrompter>> prompters_;  // by model name, built on first use
 };
 

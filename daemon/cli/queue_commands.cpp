@@ -99,10 +99,11 @@ struct SubmitArgs {
 };
 
 // The model of a job submitted with one spec (a prompt, lines, a folder), checked once.
-void check_model(const SubmitArgs& a) {
+void check_model(const SubmitArgs& a, const jobs::JobSpec& spec) {
   ModelCheck check = model_check_for(a.db, a.any_model);
-  if (std::string problem = check.problem(a.spec); !problem.empty()) throw CommandError{kInvalidInput, problem};
+  if (std::string problem = check.problem(spec); !problem.empty()) throw CommandError{kInvalidInput, problem};
 }
+void check_model(const SubmitArgs& a) { check_model(a, a.spec); }
 
 // What a resubmission found, by the state its jobs are in now: "already
 // queued" was said of done and failed jobs (#31). " (2 done, 1 failed)", or "".
@@ -216,7 +217,9 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
     std::fprintf(stderr, "nightshift submit: no document in %s matches %s; nothing to queue\n", a.dir.c_str(),
                  glob_list.c_str());
   }
-  check_model(a);
+  jobs::JobSpec document = a.spec;
+  document.source_path = a.dir;  // checked as a document job: a max_tokens that leaves it no room is refused
+  check_model(a, document);
   auto queue = open_queue(a.db);
   const DocumentSubmitReport report = submit_documents(*queue, docs, a.spec, batch);
   for (const DocumentOutcome& d : report.documents) {

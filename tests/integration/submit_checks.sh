@@ -69,6 +69,32 @@ chmod 0640 "$WORK/shared.db"
 (umask 022 && "$NIGHTSHIFT" submit --db "$WORK/shared.db" --model tiny "x" > /dev/null)
 expect_eq "$(stat -c %a "$WORK/shared.db")" 640 "an existing database keeps its mode"
 
+# What submit can know it refuses, naming the limit (#31: these failed later in the daemon, or were cut):
+# n above max_batch, a model file that is not there, a prompt plus max_tokens beyond the context.
+make_model short.gguf --n-ctx 64
+printf '%s\n' "database: q.db" "max_batch: 2" "models:" "  tiny: tiny.gguf" "  short: short.gguf" \
+  "  gone: missing.gguf" > "$WORK/limits.yaml"
+before=$(sql "SELECT count(*) FROM jobs")
+expect_exit 4 ns submit --config "$WORK/limits.yaml" --model tiny --choices 3 "x"
+expect_contains "$OUT" "n = 3 choices, but the daemon decodes at most max_batch = 2 sequences together" "n > max_batch"
+expect_exit 4 ns submit --config "$WORK/limits.yaml" --model gone "x"
+expect_contains "$OUT" "its file $WORK/missing.gguf (models.gone in $WORK/limits.yaml): No such file or directory" \
+  "a model file that is not there"
+expect_exit 4 ns submit --config "$WORK/limits.yaml" --model short --max-tokens 100 "Once upon a time"
+expect_contains "$OUT" "and max_tokens (100) need" "max_tokens beyond the context"
+expect_contains "$OUT" "but the context of model 'short' holds 64 (the model's own length): lower max_tokens to at most" \
+  "the limit is named"
+printf '%s\n' '{"custom_id": "long", "method": "POST", "url": "/v1/completions", "body": {"model": "short", "prompt": "Once", "max_tokens": 80}}' > "$WORK/long.jsonl"
+expect_exit 4 ns submit --config "$WORK/limits.yaml" --jsonl "$WORK/long.jsonl"
+expect_contains "$OUT" "line 1 (custom_id \"long\"): the prompt (" "a JSONL line too"
+mkdir -p "$WORK/shortdocs" && echo "A document." > "$WORK/shortdocs/a.md"
+expect_exit 4 ns submit --config "$WORK/limits.yaml" --model short --max-tokens 64 --dir "$WORK/shortdocs"
+expect_contains "$OUT" "max_tokens 64 leaves no room for the document" "a document's max_tokens"
+expect_exit 4 ns retry --config "$WORK/limits.yaml" "$first" --model gone
+expect_eq "$(sql "SELECT count(*) FROM jobs")" "$before" "nothing refused was queued"
+expect_exit 0 ns submit --config "$WORK/limits.yaml" --model short --max-tokens 20 "Once upon a time"
+expect_exit 0 ns submit --config "$WORK/limits.yaml" --model gone --any-model "x"
+
 # Exit codes as README states them: 2 usage, 3 a file that is not there, 4 invalid input.
 expect_exit 2 ns frobnicate
 expect_contains "$OUT" "unknown command 'frobnicate' (commands: run, " "an unknown command is named"

@@ -31,9 +31,12 @@ TEST_CASE("a model name the config does not list is refused, with the close name
                         "anyway (for a daemon with another config)",
                 typo);
   CHECK(check.problem(job("mistral")).find("(kimi-k2, qwen3, tiny). Fix the name") != std::string::npos);
-  CHECK(check.problem(job("qwen3")).empty());
-  // A chat job for a model whose file cannot be read from here: the daemon's machine decides.
-  CHECK(check.problem(job("tiny", /*chat=*/true)).empty());
+  // A file that is not there is refused with the path and errno's words (#31: jobs were held or dead by morning).
+  const std::string missing = check.problem(job("tiny", /*chat=*/true));
+  CHECK_MESSAGE(missing == "model 'tiny': its file /nowhere/tiny.gguf (models.tiny in /etc/nightshift/config.yaml): "
+                           "No such file or directory. Fix the path in the config, or mount its disk; --any-model "
+                           "queues it anyway (for a daemon on another machine)",
+                missing);
   CHECK(ns::cli::close_names("qwen", config.models) == "'qwen3'");
   CHECK(ns::cli::close_names("llama", config.models).empty());
 }
@@ -44,4 +47,19 @@ TEST_CASE("without a config, or one without models, nothing is checked") {
   ns::daemon::Config empty;
   ModelCheck no_models(empty);
   CHECK(no_models.problem(job("anything")).empty());
+}
+
+TEST_CASE("n above max_batch is refused with the limit; a file that exists but is no GGUF is the daemon's to judge") {
+  ns::daemon::Config config;
+  config.source = "/etc/nightshift/config.yaml";
+  config.max_batch = 4;
+  config.models = {{"here", "/proc/self/status"}};  // exists, readable, not a GGUF
+  ModelCheck check(config);
+  ns::jobs::JobSpec s = job("here");
+  CHECK(check.problem(s).empty());
+  s.sampling.n = 5;
+  CHECK(check.problem(s) == "n = 5 choices, but the daemon decodes at most max_batch = 4 sequences together "
+                            "(/etc/nightshift/config.yaml): lower n, or raise max_batch");
+  s.sampling.n = 4;
+  CHECK(check.problem(s).empty());
 }
