@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -99,7 +101,9 @@ void run_command(const char* name, int& exit_code, const std::function<void()>& 
   } catch (const Error& e) {
     std::cout.flush();
     std::fprintf(stderr, "nightshift %s: %s\n", name, printable(e.what()).c_str());
-    exit_code = e.kind() == ErrorKind::invalid_input ? kInvalidInput : kFailure;
+    // A bad model file is invalid input (commands.h), as a bad prompt is.
+    const bool invalid = e.kind() == ErrorKind::invalid_input || e.kind() == ErrorKind::bad_model;
+    exit_code = invalid ? kInvalidInput : kFailure;
   } catch (const std::exception& e) {
     std::cout.flush();
     std::fprintf(stderr, "nightshift %s: %s\n", name, printable(e.what()).c_str());
@@ -111,11 +115,53 @@ int missing_file_code(int err) { return err == ENOENT || err == ENOTDIR ? kNotFo
 
 std::string read_file_or_stdin(const std::string& path, const char* what) {
   if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CommandError{missing_file_code(errno), std::string("cannot read ") + what + " " + path + ": " + std::strerror(errno)};
-  std::string text(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
-  if (in.bad()) throw CommandError{kInvalidInput, std::string("cannot read ") + what + " " + path + ": read error"};
+  const auto refuse = [&](int err) {
+    return CommandError{missing_file_code(err),
+                        std::string("cannot read ") + what + " " + path + ": " + std::strerror(err)};
+  };
+  // open(2) and read(2): errno's words for every failure (a directory is EISDIR,
+  // not libstdc++'s "basic_filebuf::underflow").
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw refuse(errno);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw refuse(EISDIR);
+  }
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw refuse(err);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
   return text;
+}
+
+void require_batch(jobs::Queue& queue, const std::string& batch) {
+  const jobs::QueueCounts c = queue.counts(batch);
+  if (c.queued + c.running + c.done + c.failed + c.cancelled + c.dead > 0) return;
+  std::string known;
+  for (const jobs::BatchSummary& b : queue.batches(10)) known += (known.empty() ? "" : ", ") + b.name;
+  throw CommandError{kNotFound, "no batch named " + batch + " in this database" +
+                                    (known.empty() ? std::string(" (it has no batches)") : "; recent batches: " + known)};
+}
+
+void require_file(const std::string& path, const char* what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw CommandError{missing_file_code(errno), std::string(what) + " " + path + ": " + std::strerror(errno)};
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw CommandError{kInvalidInput, std::string(what) + " " + path + ": " + std::strerror(EISDIR)};
+  }
 }
 
 }  // namespace ns::cli

@@ -52,7 +52,16 @@ void run_command(const char* name, int& exit_code, const std::function<void()>& 
 // there (errno ENOENT, ENOTDIR), kInvalidInput otherwise (permissions, a directory).
 int missing_file_code(int err);
 
-// The whole file (binary), or stdin for "-"; a CommandError (missing_file_code) naming the file otherwise.
+// The whole file (binary), or stdin for "-"; a CommandError (missing_file_code) naming the file and
+// errno's words otherwise ("Is a directory" for a directory: exit 4).
 std::string read_file_or_stdin(const std::string& path, const char* what);
+
+// A named batch must exist (exit 3, naming the recent ones): a typo should
+// not look like an empty listing or export.
+void require_batch(jobs::Queue& queue, const std::string& batch);
+
+// A file the command is about to open (a model): CommandError naming it with errno's words when it is
+// not there (exit 3) or is a directory (exit 4).
+void require_file(const std::string& path, const char* what);
 
 }  // namespace ns::cli

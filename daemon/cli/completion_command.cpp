@@ -20,7 +20,8 @@ void add_completion_command(CLI::App& app, int& exit_code) {
       "Examples:\n"
       "  source <(nightshift completion bash)                  # this shell\n"
       "  nightshift completion bash > ~/.local/share/bash-completion/completions/nightshift\n"
-      "`cmake --install` puts it in share/bash-completion/completions/ already.\n");
+      "`cmake --install` puts it in share/bash-completion/completions/ already.\n"
+      "Exit status: 0 printed, 2 bad command line (a shell other than bash).\n");
   cmd->callback([&app, &exit_code] {
     run_command("completion", exit_code, [&] { std::cout << daemon::bash_completion(app, "nightshift"); });
   });

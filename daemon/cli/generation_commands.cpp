@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "daemon/cli/command_support.h"
 #include "daemon/cli/commands.h"
 #include "daemon/cli/openai_batch.h"
 #include "daemon/cli/run_progress.h"
@@ -55,11 +56,7 @@ std::string read_prompt(const std::string& text, const std::string& file) {
     ss << std::cin.rdbuf();
     return ss.str();
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(ErrorKind::invalid_input, file + ": cannot read the prompt file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_file_or_stdin(file, "the prompt file");
 }
 
 json stats_json(const GenerationStats& s) {
@@ -93,7 +90,7 @@ void add_repack_experts_option(CLI::App* cmd, std::string& value) {
       ->capture_default_str();
 }
 
-void run_command(const RunArgs& a) {
+void run_generation(const RunArgs& a) {
   use_cpu_features(a.cpu_features);
   const std::string prompt = read_prompt(a.prompt, a.prompt_file);
   EngineOptions eo;
@@ -108,6 +105,7 @@ void run_command(const RunArgs& a) {
   // line too when the text is not streamed to that same terminal (--json, or stdout redirected).
   const bool stderr_tty = ::isatty(STDERR_FILENO) == 1;
   RunProgress progress(stderr, stderr_tty && !a.quiet, a.json || ::isatty(STDOUT_FILENO) != 1, a.sampling.max_tokens);
+  require_file(a.model, "the model file");
   progress.loading(a.model);
   std::unique_ptr<Engine> engine;
   try {
@@ -170,6 +168,7 @@ void logits_command(const LogitsArgs& a) {
   eo.io_mode = a.io_mode;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
   eo.repack_experts = a.repack_experts == "on";
+  require_file(a.model, "the model file");
   auto engine = Engine::load(a.model, eo);
   json all = json::array();
   for (const std::string& prompt : a.prompts) {
@@ -212,6 +211,7 @@ void model_info_command(const ModelInfoArgs& a) {
   if (!a.memory_budget.empty()) ro.memory_budget = parse_size(a.memory_budget);
   const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(parse_size(a.disk_rate));
   ro.disk_bytes_per_s = rate;
+  require_file(a.path, "the model file");
   const ModelReport m = describe_model(a.path, ro);
   json o = {{"path", a.path},
             {"name", m.name},
@@ -362,7 +362,9 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                            "  nightshift run --model big-moe.gguf --memory-budget 3GiB -f chapter.md -n 400 > more.md\n"
                            "  nightshift run --model model.gguf --json \"Hello\" | jq .stats.decode_tok_s\n"
                            "On a terminal, stderr shows the prefill (and, when the text is not streamed there, the\n"
-                           "decode) progress with tok/s and ETA; the final line has llama.cpp-style timings.");
+                           "decode) progress with tok/s and ETA; the final line has llama.cpp-style timings.\n"
+                           "Exit status: 0 generated, 2 bad command line (no prompt), 3 no such model or prompt file,\n"
+                           "4 a bad model file, prompt or sampling value, 1 any other failure.\n");
   run->add_option("--model,-m", run_args->model, "GGUF model file")->required();
   run->add_option("prompt", run_args->prompt, "Prompt text");
   run->add_option("--prompt-file,-f", run_args->prompt_file, "Read the prompt from a file ('-' = stdin)");
@@ -387,17 +389,22 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                 "No live prefill/decode progress line on stderr (shown on a terminal for generations over 0.5 s)");
   add_sampling_flags(run, run_args->sampling);
   add_grammar_flags(run, run_args->grammar);
-  run->callback([run_args] {
-    if (run_args->prompt.empty() && run_args->prompt_file.empty())
-      throw Error(ErrorKind::invalid_input, "no prompt: pass it as an argument or with --prompt-file");
-    apply_grammar_flags(run_args->grammar, run_args->sampling);
-    run_command(*run_args);
+  // One error prefix and one exit-code table for every command (command_support.h's run_command).
+  run->callback([run_args, &exit_code] {
+    run_command("run", exit_code, [&] {
+      if (run_args->prompt.empty() && run_args->prompt_file.empty())
+        throw CommandError{kUsage, "no prompt: pass it as an argument or with --prompt-file"};
+      apply_grammar_flags(run_args->grammar, run_args->sampling);
+      run_generation(*run_args);
+    });
   });
 
   auto la = std::make_shared<LogitsArgs>();
   auto* logits = app.add_subcommand("logits", "Print prompt token ids, top logits and a greedy continuation "
                                               "(the schema of the reference goldens)")
-                     ->footer("Example:\n  nightshift logits --model m.gguf --prompt 'Once upon a time' --top 8 --greedy 16 --json");
+                     ->footer("Example:\n  nightshift logits --model m.gguf --prompt 'Once upon a time' --top 8 --greedy 16 --json\n"
+                              "Exit status: 0 printed, 2 bad command line, 3 no such model file, 4 a bad model file or\n"
+                              "prompt, 1 any other failure.\n");
   logits->add_option("--model,-m", la->model, "GGUF model file")->required();
   logits->add_option("--prompt,-p", la->prompts, "Prompt (repeatable)")->required();
   logits->add_option("--top", la->top, "How many [id, logit] pairs per position")->capture_default_str();
@@ -415,7 +422,7 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   add_cpu_features_option(logits, la->cpu_features);
   add_repack_experts_option(logits, la->repack_experts);
   logits->add_flag("--json", la->json, "JSON output");
-  logits->callback([la] { logits_command(*la); });
+  logits->callback([la, &exit_code] { run_command("logits", exit_code, [&] { logits_command(*la); }); });
 
   auto* model = app.add_subcommand("model", "Inspect model files")
                     ->require_subcommand(1)
@@ -423,7 +430,9 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   auto ia = std::make_shared<ModelInfoArgs>();
   auto* info = model->add_subcommand("info", "Architecture, parameters (total and active per token), quant mix, "
                                              "bytes per expert, KV bytes per token, and the memory plan for a budget")
-                   ->footer("Example:\n  nightshift model info model.gguf --memory-budget 8GiB --json");
+                   ->footer("Example:\n  nightshift model info model.gguf --memory-budget 8GiB --json\n"
+                            "Exit status: 0 described, 2 bad command line, 3 no such file, 4 not a model file nightshift\n"
+                            "reads (corrupt, truncated, unsupported), 1 any other failure.\n");
   info->add_option("path", ia->path, "GGUF model file")->required();
   info->add_option("--memory-budget", ia->memory_budget, "Show what this budget holds resident (e.g. 8GiB)");
   info->add_option("--context,-c", ia->context, "Longest sequence the plan sizes the KV cache for (0 = the model's own length)")->capture_default_str();
@@ -439,8 +448,7 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                    "With --memory-budget: the disk's read rate per second (e.g. 2.3GiB, fio's O_DIRECT figure) for "
                    "the disk-bound tokens per second at 1 sequence and at the batch that touches every expert");
   info->add_flag("--json", ia->json, "JSON output");
-  info->callback([ia] { model_info_command(*ia); });
-  (void)exit_code;
+  info->callback([ia, &exit_code] { run_command("model info", exit_code, [&] { model_info_command(*ia); }); });
 }
 
 }  // namespace ns::cli

@@ -5,6 +5,7 @@
 // else $NIGHTSHIFT_DB, else ./nightshift.db. Errors print one line on stderr
 // and set an exit code from daemon/cli/commands.h (command_support.h).
 // `submit --jsonl` and `submit --dir` are jsonl_submit.h and document_submit.h.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -202,6 +203,15 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
   }
   const std::vector<std::string>& globs = a.globs.empty() ? kDefaultDocumentGlobs : a.globs;
   std::vector<std::string> links;
+  // errno's words, and the exit-code table: 3 for a folder that is not there, 4 for a file.
+  struct stat st {};
+  if (::stat(a.dir.c_str(), &st) != 0) {
+    throw CommandError{missing_file_code(errno), "the folder of documents " + a.dir + ": " + std::strerror(errno)};
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw CommandError{kInvalidInput, "the folder of documents " + a.dir + ": " + std::strerror(ENOTDIR) +
+                                          " (--dir takes a folder; --jsonl or --prompt-file take a file)"};
+  }
   const std::vector<Document> docs = find_documents(a.dir, globs, a.follow_symlinks, &links);
   for (const std::string& link : links) {
     std::error_code ec;
@@ -335,8 +345,9 @@ void add_submit(CLI::App& app, int& exit_code) {
       "  nightshift submit --jsonl requests.jsonl --batch reviews-0412 --model k2\n"
       "  nightshift submit --dir ~/notes --glob '*.md' --model k2 --max-tokens 800\n"
       "Submitting the same JSONL file or folder again queues only what is new or changed.\n"
-      "Exit status: 0 queued (or already queued), 2 bad command line, 4 input rejected (empty or\n"
-      "non-UTF-8 prompt, sampling value out of range, a --key that already names a job with other\n"
+      "Exit status: 0 queued (or already in the batch), 2 bad command line, 3 a file or folder that is not\n"
+      "there, 4 input rejected (empty or non-UTF-8 prompt, sampling value out of range, a model or limit\n"
+      "--config refuses, a directory where a file goes, a --key that already names a job with other\n"
       "content; with --jsonl/--dir: some lines or documents were rejected, the others are queued),\n"
       "1 database failure.\n");
   cmd->callback([a, positional, &exit_code] {
@@ -432,10 +443,13 @@ void add_list(CLI::App& app, int& exit_code) {
       "  nightshift list --model kimi --state dead --limit 0 --csv > dead.csv\n"
       "  nightshift list --state failed --limit 10\n"
       "  nightshift list --batch reviews-0412 --state failed\n"
-      "  nightshift list --state done --json | jq -r '.[].result.text'\n");
+      "  nightshift list --state done --json | jq -r '.[].result.text'\n"
+      "Exit status: 0 listed (also when no job matches), 2 bad command line, 3 no such batch, 1 database\n"
+      "failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("list", exit_code, [&] {
       auto queue = open_existing(a->db);
+      if (!a->batch.empty()) require_batch(*queue, a->batch);
       jobs::ListFilter filter;
       filter.state = a->state.empty() ? std::nullopt : jobs::parse_state(a->state);
       filter.batch = a->batch;

@@ -1,16 +1,16 @@
 // The sampling flags shared by `run` and `submit`, bound to a SamplingParams,
 // and the constrained-decoding flags --json-schema FILE / --grammar FILE /
 // --json-object, which apply_grammar_flags() turns into SamplingParams::grammar
-// after parsing (bad files: ns::Error(invalid_input), the schema's problems
-// named by their JSON path, "$.properties.x.format: ...").
+// after parsing (a file that cannot be read: CommandError with errno's words;
+// bad content: ns::Error(invalid_input), the schema's problems named by their
+// JSON path, "$.properties.x.format: ...").
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "daemon/cli/command_support.h"
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
 #include "common/sampling_params.h"
@@ -59,24 +59,21 @@ inline void add_grammar_flags(CLI::App* cmd, GrammarFlags& g) {
   grammar->excludes(object);
 }
 
+// errno's words, exit 3 for a file that is not there (command_support.h).
 inline std::string read_grammar_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ns::Error(ErrorKind::invalid_input, path + ": cannot read the " + what + " file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_file_or_stdin(path, what);
 }
 
 // Compiles and checks what the flags name into p.grammar (left alone when no flag is given).
 inline void apply_grammar_flags(const GrammarFlags& g, SamplingParams& p) {
   if (!g.json_schema_file.empty()) {
     try {
-      p.grammar = grammar::json_schema_to_gbnf_cached(read_grammar_file(g.json_schema_file, "JSON schema"));
+      p.grammar = grammar::json_schema_to_gbnf_cached(read_grammar_file(g.json_schema_file, "the JSON schema file"));
     } catch (const ns::Error& e) {
       throw ns::Error(e.kind(), g.json_schema_file + ": " + e.what());
     }
   } else if (!g.grammar_file.empty()) {
-    p.grammar = read_grammar_file(g.grammar_file, "grammar");
+    p.grammar = read_grammar_file(g.grammar_file, "the grammar file");
     try {
       grammar::parse_gbnf(p.grammar);
     } catch (const ns::Error& e) {

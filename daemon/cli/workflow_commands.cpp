@@ -33,17 +33,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int64_t total(const jobs::QueueCounts& c) { return c.queued + c.running + c.done + c.failed + c.cancelled + c.dead; }
-
-// A named batch must exist: a typo should not look like an empty export.
-void require_batch(jobs::Queue& queue, const std::string& batch) {
-  if (total(queue.counts(batch)) > 0) return;
-  std::string known;
-  for (const jobs::BatchSummary& b : queue.batches(10)) known += (known.empty() ? "" : ", ") + b.name;
-  throw CommandError{kNotFound, "no batch named " + batch + " in this database" +
-                                    (known.empty() ? std::string(" (it has no batches)") : "; recent batches: " + known)};
-}
-
 // ---- export -------------------------------------------------------------------
 
 struct ExportArgs {
@@ -102,6 +91,11 @@ void export_dir(const ExportArgs& a) {
             << " written, " << r.unchanged << " unchanged, " << r.problems.size() << " failed, " << r.pending
             << " not finished yet, " << r.superseded << " older versions skipped\n";
   if (r.written.empty() && r.unchanged == 0 && r.problems.empty() && r.pending == 0) {
+    // A named batch of prompts or JSONL lines is the wrong command, not an empty morning.
+    if (!a.batch.empty()) {
+      throw CommandError{kInvalidInput, "batch " + a.batch + " has no document jobs (they are queued by `nightshift "
+                                        "submit --dir`): export its results with --jsonl OUT"};
+    }
     std::cout << "no documents found: they are queued by `nightshift submit --dir`\n";
   }
   if (!r.problems.empty()) {
@@ -134,8 +128,8 @@ void add_export(CLI::App& app, int& exit_code) {
       "  nightshift export --dir ~/notes-continued\n"
       "  nightshift export --dir ~/notes --batch notes --with-document\n"
       "Jobs still queued or running are counted and left out: export again later (files are replaced whole).\n"
-      "Exit status: 0 written, 3 no such batch, 2 bad command line, 1 database or file failure, or (--dir) a\n"
-      "document whose job failed (the others are written).\n");
+      "Exit status: 0 written, 3 no such batch, 2 bad command line, 4 (--dir) a batch without document\n"
+      "jobs, 1 database or file failure, or (--dir) a document whose job failed (the others are written).\n");
   cmd->callback([a, &exit_code] {
     run_command("export", exit_code, [&] {
       if (a->jsonl.empty() && a->dir.empty()) throw CommandError{kUsage, "give --jsonl FILE (with --batch) or --dir FOLDER"};

@@ -100,6 +100,6 @@ expect_exit 1 ns export --config "$CONFIG" --dir "$WORK/late-out" --batch late
 expect_contains "$OUT" "batch late: 1 written, 0 unchanged, 1 failed" "the export's count"
 expect_contains "$OUT" "1 document(s) failed and have no continuation" "the failure is the exit status too"
 [[ -f "$WORK/late-out/kept.continued.md" ]] || fail "the finished document was not written"
-expect_exit 4 ns submit --config "$CONFIG" --model tiny --dir "$WORK/no-such-folder"
-expect_contains "$OUT" "is not a folder" "a missing folder"
+expect_exit 3 ns submit --config "$CONFIG" --model tiny --dir "$WORK/no-such-folder"
+expect_contains "$OUT" "no-such-folder: No such file or directory" "a missing folder (not found, exit 3)"
 echo "ok"
