@@ -158,9 +158,15 @@ std::vector<TokenBucket> PgQueue::token_history(int64_t since_ms, int64_t bucket
   return out;
 }
 
-int64_t PgQueue::prune(int64_t older_than_ms, const std::vector<JobState>& states) {
+int64_t PgQueue::prune(int64_t older_than_ms, const std::vector<JobState>& states, bool dry_run) {
   const std::string list = final_states_csv(states);
   if (list.empty()) return 0;
+  if (dry_run) {
+    Result r = db_.exec("SELECT count(*) FROM jobs WHERE finished_ms < nightshift_now_ms() - $1 "
+                        "AND state = ANY (string_to_array($2, ','))",
+                        Params().add(older_than_ms).add(list));
+    return r.int64(0, 0);
+  }
   Transaction tx(db_);
   // attempts, checkpoints and results go with their job (ON DELETE CASCADE).
   Result r = db_.exec(R"(

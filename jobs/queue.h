@@ -419,8 +419,12 @@ class Queue {
   // (by the backend's clock), with their attempts, checkpoints and results,
   // in one transaction; returns how many jobs went. Only final states are
   // ever deleted (queued and running jobs are skipped whatever `states`
-  // says), so it is safe while daemons run.
-  virtual int64_t prune(int64_t older_than_ms, const std::vector<JobState>& states) = 0;
+  // says), so it is safe while daemons run. dry_run: counts them, deletes
+  // nothing (prune --dry-run, and the count a confirmation names).
+  virtual int64_t prune(int64_t older_than_ms, const std::vector<JobState>& states, bool dry_run) = 0;
+  int64_t prune(int64_t older_than_ms, const std::vector<JobState>& states) {
+    return prune(older_than_ms, states, false);
+  }
 
   // ---- the fleet ------------------------------------------------------------
   // A daemon announces itself at start-up (insert or replace by id; clears

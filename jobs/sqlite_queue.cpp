@@ -158,11 +158,18 @@ std::vector<TokenBucket> SqliteQueue::token_history(int64_t since_ms, int64_t bu
   return out;
 }
 
-int64_t SqliteQueue::prune(int64_t older_than_ms, const std::vector<JobState>& states) {
+int64_t SqliteQueue::prune(int64_t older_than_ms, const std::vector<JobState>& states, bool dry_run) {
   const std::string list = final_states_csv(states);
   if (list.empty()) return 0;
-  WriteTransaction tx(db_);
   const int64_t cutoff = now_epoch_ms() - older_than_ms;
+  if (dry_run) {
+    Stmt count(db_,
+               "SELECT count(*) FROM jobs WHERE finished_ms < ?1 AND instr(',' || ?2 || ',', ',' || state || ',') > 0");
+    count.bind(1, cutoff).bind(2, list);
+    count.step();
+    return count.int64(0);
+  }
+  WriteTransaction tx(db_);
   // The jobs' rows in the other tables go first (not left to ON DELETE CASCADE,
   // so a connection with foreign keys off cannot leave orphans).
   const char* const kOld = "SELECT id FROM jobs WHERE finished_ms < ?1 AND instr(',' || ?2 || ',', ',' || state || ',') > 0";

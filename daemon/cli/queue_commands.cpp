@@ -683,7 +683,12 @@ void add_retry(CLI::App& app, int& exit_code) {
 
 // ---- prune ------------------------------------------------------------------
 
-// "30d", "12h", "90m", "3600s" in milliseconds; CommandError (kUsage) otherwise.
+// More jobs than this in one prune are confirmed (a question, or --yes).
+constexpr int64_t kPruneAsk = 20;
+
+// "30d", "2w", "12h", "90min", "3600s" in milliseconds; CommandError (kUsage)
+// otherwise. "m" is refused: `prune --older-than 1m` once deleted a minute's
+// jobs from someone who meant a month (#31); a bare number gets a hint.
 int64_t parse_age_ms(const std::string& text) {
   size_t used = 0;
   int64_t n = -1;
@@ -692,10 +697,22 @@ int64_t parse_age_ms(const std::string& text) {
   } catch (const std::exception&) {
   }
   const std::string unit = n >= 0 ? text.substr(used) : "";
-  const int64_t per = unit == "d" ? 86'400'000 : unit == "h" ? 3'600'000 : unit == "m" ? 60'000 : unit == "s" ? 1000 : 0;
+  const std::string kUnits = "a whole number of weeks, days, hours, minutes or seconds (2w, 30d, 12h, 90min, 3600s)";
+  if (n >= 0 && unit.empty()) {
+    throw CommandError{kUsage, "--older-than " + text + " has no unit: " + kUnits + "; did you mean " + text + "d?"};
+  }
+  if (n >= 0 && unit == "m") {
+    throw CommandError{kUsage, "--older-than " + text + " is ambiguous: minutes are " + std::to_string(n) +
+                                   "min; a month is about 30d (" + kUnits + ")"};
+  }
+  const int64_t per = unit == "w"   ? 7 * 86'400'000
+                      : unit == "d" ? 86'400'000
+                      : unit == "h" ? 3'600'000
+                      : unit == "min" ? 60'000
+                      : unit == "s" ? 1000
+                                    : 0;
   if (n < 0 || per == 0 || n > INT64_MAX / per) {
-    throw CommandError{kUsage, "--older-than takes a whole number of days, hours, minutes or seconds (30d, 12h, 90m, "
-                               "3600s), got '" + text + "'"};
+    throw CommandError{kUsage, "--older-than takes " + kUnits + ", got '" + text + "'"};
   }
   return n * per;
 }
@@ -705,12 +722,18 @@ void add_prune(CLI::App& app, int& exit_code) {
     DatabaseArgs db;
     std::string older_than;
     std::vector<std::string> states;
+    bool dry_run = false;
+    bool yes = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "prune", "Delete old finished jobs with their attempts, checkpoints and results (safe while daemons run)");
-  cmd->add_option("--older-than", a->older_than, "jobs that finished longer ago than this: 30d, 12h, 90m, 3600s")
+  cmd->add_option("--older-than", a->older_than, "jobs that finished longer ago than this: 2w, 30d, 12h, 90min, 3600s")
       ->required();
+  cmd->add_flag("--dry-run", a->dry_run, "count what would be deleted, delete nothing");
+  cmd->add_flag("--yes", a->yes,
+                "delete more than " + std::to_string(kPruneAsk) + " jobs without asking (needed when stdin is not a "
+                "terminal: a timer or a script)");
   cmd->add_option("--state", a->states,
                   "only jobs in this final state (repeatable; default: done, failed, cancelled and dead)")
       ->check(CLI::IsMember({"done", "failed", "cancelled", "dead"}))
@@ -719,10 +742,13 @@ void add_prune(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Queued and running jobs are never deleted. Everything goes in one transaction: a prune that fails\n"
       "deletes nothing. The file does not shrink (SQLite reuses the pages); see docs/operations.md.\n"
+      "More than " + std::to_string(kPruneAsk) + " jobs: asked on a terminal, refused elsewhere without --yes.\n"
       "Examples:\n"
+      "  nightshift prune --older-than 30d --state done --dry-run\n"
       "  nightshift prune --older-than 30d --state done\n"
-      "  nightshift prune --older-than 90d\n"
-      "Exit status: 0 pruned (also when nothing was old enough), 2 bad command line, 1 database failure.\n");
+      "  nightshift prune --older-than 12w --yes          # from a timer\n"
+      "Exit status: 0 pruned, counted (--dry-run) or declined at the question, 2 bad command line or more\n"
+      "than " + std::to_string(kPruneAsk) + " jobs without --yes off a terminal, 1 database failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("prune", exit_code, [&] {
       const int64_t age_ms = parse_age_ms(a->older_than);
@@ -732,11 +758,31 @@ void add_prune(CLI::App& app, int& exit_code) {
         states = {jobs::JobState::done, jobs::JobState::failed, jobs::JobState::cancelled, jobs::JobState::dead};
       }
       auto queue = open_existing(a->db);
-      const int64_t n = queue->prune(age_ms, states);
       std::string names;
       for (jobs::JobState s : states) names += (names.empty() ? "" : ", ") + std::string(jobs::state_name(s));
-      std::cout << "deleted " << n << " job(s) (" << names << ") that finished more than " << a->older_than
-                << " ago, with their attempts and results\n";
+      const std::string what = " (" + names + ") that finished more than " + a->older_than + " ago";
+      const int64_t count = queue->prune(age_ms, states, /*dry_run=*/true);
+      if (a->dry_run) {
+        std::cout << "would delete " << count << " job(s)" << what << ", with their attempts and results (--dry-run: "
+                  << "nothing deleted)\n";
+        return;
+      }
+      if (count > kPruneAsk && !a->yes) {
+        const std::string question = "delete " + std::to_string(count) + " job(s)" + what;
+        if (::isatty(STDIN_FILENO) != 1) {
+          throw CommandError{kUsage, "would " + question + ": add --yes to delete them (asked above " +
+                                         std::to_string(kPruneAsk) + " jobs), or --dry-run to count only"};
+        }
+        std::cerr << question << ", with their attempts and results? [y/N] " << std::flush;
+        std::string answer;
+        std::getline(std::cin, answer);
+        if (answer != "y" && answer != "yes") {
+          std::cout << "nothing deleted\n";
+          return;
+        }
+      }
+      const int64_t n = queue->prune(age_ms, states);
+      std::cout << "deleted " << n << " job(s)" << what << ", with their attempts and results\n";
     });
   });
 }

@@ -39,8 +39,36 @@ expect_eq "$(sql "SELECT group_concat(id) FROM jobs ORDER BY id")" "$new_done,$o
 expect_exit 0 ns prune --config "$CONFIG" --older-than 0s --state done
 expect_eq "$(sql "SELECT group_concat(id) FROM jobs ORDER BY id")" "$old_queued" "--older-than 0s takes every done job"
 expect_exit 2 ns prune --config "$CONFIG" --older-than soon
-expect_contains "$OUT" "--older-than takes a whole number of days" "a bad age is named"
+expect_contains "$OUT" "--older-than takes a whole number of weeks, days" "a bad age is named"
 expect_exit 2 ns prune --config "$CONFIG" --older-than 1d --state queued
+# #31: `--older-than 1m` deleted a minute's jobs; a bare number, and w for weeks.
+expect_exit 2 ns prune --config "$CONFIG" --older-than 1m
+expect_contains "$OUT" "--older-than 1m is ambiguous: minutes are 1min; a month is about 30d" "m is refused"
+expect_exit 2 ns prune --config "$CONFIG" --older-than 30
+expect_contains "$OUT" "--older-than 30 has no unit" "a bare number is refused"
+expect_contains "$OUT" "did you mean 30d?" "with a hint"
+expect_exit 0 ns prune --config "$CONFIG" --older-than 1w
+expect_contains "$OUT" "deleted 0 job(s)" "weeks"
+
+# --dry-run counts; more than 20 jobs need --yes off a terminal (a question on one).
+seq 1 25 | sed 's/^/prompt /' > "$WORK/many.txt"
+many=$(ns submit --config "$CONFIG" --model tiny --any-model --prompt-lines "$WORK/many.txt")
+expect_exit 0 ns cancel --config "$CONFIG" $many
+expect_exit 0 ns prune --config "$CONFIG" --older-than 0s --dry-run
+expect_contains "$OUT" "would delete 25 job(s) (done, failed, cancelled, dead)" "--dry-run counts"
+expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'cancelled'")" 25 "--dry-run deletes nothing"
+expect_exit 2 ns prune --config "$CONFIG" --older-than 0s < /dev/null
+expect_contains "$OUT" "would delete 25 job(s)" "the count is named"
+expect_contains "$OUT" "add --yes" "and the flag"
+expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'cancelled'")" 25 "refused: nothing deleted"
+if command -v script > /dev/null; then
+  asked=$(echo n | script -qec "'$NIGHTSHIFT' prune --config '$CONFIG' --older-than 0s" /dev/null)
+  expect_contains "$asked" "delete 25 job(s)" "a terminal is asked"
+  expect_contains "$asked" "nothing deleted" "and no is no"
+  expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'cancelled'")" 25 "declined: nothing deleted"
+fi
+expect_exit 0 ns prune --config "$CONFIG" --older-than 0s --yes
+expect_contains "$OUT" "deleted 25 job(s)" "--yes deletes"
 expect_eq "$(sql "PRAGMA integrity_check")" ok "the database after pruning"
 expect_eq "$(sql "PRAGMA foreign_key_check")" "" "no rows left pointing at a deleted job"
 kill -TERM "$DAEMON_PID"

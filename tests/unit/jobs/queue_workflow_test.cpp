@@ -457,6 +457,8 @@ QUEUE_TEST("prune deletes finished jobs of the given states older than the age, 
                                        JobState::failed, JobState::cancelled, JobState::dead};
   CHECK(q->prune(3'600'000, every) == 0);  // finished just now: younger than an hour
   // A negative age puts the cut-off in the future: everything finished counts as old.
+  CHECK(q->prune(-60'000, every, /*dry_run=*/true) == 2);  // counted, not deleted
+  CHECK(q->get(done).has_value());
   CHECK(q->prune(-60'000, {JobState::done}) == 1);
   CHECK_FALSE(q->get(done).has_value());
   CHECK(q->attempts(done).empty());
