@@ -150,7 +150,9 @@ JsonlSubmitReport submit_jsonl(jobs::Queue& queue, std::string_view text, const 
       if (options.check) {
         if (std::string problem = options.check(spec); !problem.empty()) {
           // A file written for OpenAI names OpenAI's models: --model is the one-flag fix.
-          if (options.model.empty()) problem += "; --model NAME runs every line on that model instead of body.model";
+          if (options.model.empty() && problem.starts_with("model '" + spec.model + "' is not under models:")) {
+            problem += "; --model NAME runs every line on that model instead of body.model";
+          }
           throw Error(ErrorKind::invalid_input, problem);
         }
       }

@@ -15,7 +15,8 @@ write_config tiny=tiny.gguf missing=nowhere/missing.gguf corrupt=corrupt.gguf te
 
 good1=$(ns submit --config "$CONFIG" --model tiny --max-tokens 4 "before the failures")
 unknown=$(ns submit --config "$CONFIG" --model no-such-model --any-model --max-tokens 4 "x")
-missing=$(ns submit --config "$CONFIG" --model missing --max-tokens 4 "x")
+# (--any-model: submit --config refuses a missing file; a daemon on another machine's config would not)
+missing=$(ns submit --config "$CONFIG" --model missing --any-model --max-tokens 4 "x")
 corrupt=$(ns submit --config "$CONFIG" --model corrupt --max-tokens 4 "x")
 text=$(ns submit --config "$CONFIG" --model text --max-tokens 4 "x")
 cut=$(ns submit --config "$CONFIG" --model cut --max-tokens 4 "x")

@@ -22,7 +22,11 @@ cat > "$WORK/requests.jsonl" <<JSONL
 {"custom_id": "chat", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "ignore_eos": true, "logprobs": true, "top_logprobs": 3, "n": 2}}
 {"custom_id": "too-many", "method": "POST", "url": "/v1/completions", "body": {"model": "chat", "prompt": "x", "n": 9}}
 JSONL
-ns submit --config "$CONFIG" --jsonl "$WORK/requests.jsonl" > /dev/null
+# submit refuses n above max_batch, naming the limit (#31); --any-model queues it for the daemon's own refusal.
+expect_exit 4 ns submit --config "$CONFIG" --jsonl "$WORK/requests.jsonl"
+expect_contains "$OUT" 'line 5 (custom_id "too-many"): n = 9 choices, but the daemon decodes at most max_batch = 4' \
+  "submit names the limit"
+ns submit --config "$CONFIG" --any-model --jsonl "$WORK/requests.jsonl" > /dev/null
 expect_eq "$(sql "SELECT group_concat(custom_id || ':' || n || ':' || ifnull(top_logprobs, '-'), ' ') FROM (SELECT * FROM jobs ORDER BY id)")" \
   "three:3:2 seed11:1:2 seed12:1:2 chat:2:3 too-many:9:-" "n and top_logprobs stored per job"
 
