@@ -121,7 +121,10 @@ void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, co
   for (const auto& [name, path] : config.models) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
-      spdlog::warn("model {}: file {} not found; jobs naming it will be retried, then end dead", name, path);
+      // Such jobs are held (left queued, the reason on them): none is failed or dead.
+      spdlog::warn("model {}: file {} not found; jobs naming it are held (left queued) until it is there: fix the "
+                   "path or mount its disk, then reload",
+                   name, path);
     }
   }
 }

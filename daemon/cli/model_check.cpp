@@ -8,31 +8,13 @@
 #include <cstring>
 #include <vector>
 
+#include "common/edit_distance.h"
 #include "common/error.h"
 #include "engine/chat/chat_messages_json.h"
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
 
 namespace ns::cli {
-namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 // Where a context length comes from, for a message naming the limit.
 std::string ModelCheck::context_source(int64_t context, const ModelFile& facts) const {
   if (config_->context <= 0) return "the model's own length";

@@ -504,6 +504,7 @@ ordered_json chat_logprobs_json(const sampler::ChoiceLogprobs& c, const sampler:
   }
   ordered_json out;
   out["content"] = std::move(content);
+  out["refusal"] = nullptr;  // as OpenAI's ChoiceLogprobs: the refusal's tokens, none here
   return out;
 }
 
@@ -555,6 +556,7 @@ std::string format_batch_success(const BatchSuccess& s) {
       ordered_json message = {{"role", "assistant"}};
       message["content"] = reply.content.empty() && !reply.tool_calls.empty() ? ordered_json(nullptr)
                                                                                : ordered_json(reply.content);
+      message["refusal"] = nullptr;  // OpenAI's types require it (nullable): a local model never refuses by API
       if (!reply.reasoning_content.empty()) message["reasoning_content"] = reply.reasoning_content;
       if (!reply.tool_calls.empty()) {
         ordered_json calls = ordered_json::array();
@@ -569,7 +571,7 @@ std::string format_batch_success(const BatchSuccess& s) {
       }
       choice["message"] = std::move(message);
     } else if (chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", text}};
+      choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
     } else {
       choice["text"] = text;
     }

@@ -526,11 +526,12 @@ struct Selection {
   std::string batch, state;
 };
 
-void add_selection_options(CLI::App* cmd, Selection& sel, const char* states) {
+// `choices`: the states the command can act on; --state offers only those (#31: cancel offered `done`).
+void add_selection_options(CLI::App* cmd, Selection& sel, const char* states, const std::vector<std::string>& choices) {
   cmd->add_option("id", sel.ids, "job ids (several may be given)");
   cmd->add_option("--batch", sel.batch, "every job of this batch (nightshift status lists the batches)");
   cmd->add_option("--state", sel.state, std::string("with --batch: only jobs in this state (default: ") + states + ")")
-      ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled", "dead"}));
+      ->check(CLI::IsMember(choices));
 }
 
 std::vector<int64_t> selected_ids(jobs::Queue& queue, const Selection& sel, std::vector<jobs::JobState> wanted,
@@ -566,7 +567,7 @@ void add_cancel(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "cancel", "Cancel jobs: a queued job at once, a running one when the daemon next checks (within ~1 s)");
-  add_selection_options(cmd, a->sel, "queued and running");
+  add_selection_options(cmd, a->sel, "queued and running", {"queued", "running"});
   add_database_options(cmd, a->db);
   cmd->footer(
       "Examples:\n"
@@ -616,7 +617,8 @@ void add_retry(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "retry", "Queue failed, dead or cancelled jobs again, as new (attempts reset, result and checkpoint dropped)");
-  add_selection_options(cmd, a->sel, "failed, dead and cancelled");
+  add_selection_options(cmd, a->sel, "failed, dead and cancelled; with --model queued too",
+                        {"failed", "dead", "cancelled", "queued"});
   cmd->add_option("--model", a->model,
                   "run the retried jobs on this model from now on (jobs queued under a wrong model name)");
   add_database_options(cmd, a->db);

@@ -51,7 +51,7 @@ struct GrammarFlags {
 
 inline void add_grammar_flags(CLI::App* cmd, GrammarFlags& g) {
   auto* schema = cmd->add_option("--json-schema", g.json_schema_file,
-                                 "Constrain the output to JSON valid under this JSON Schema file (docs/batch-jsonl.md "
+                                 "Constrain the output to JSON valid under this JSON Schema file (docs/constrained-decoding.md "
                                  "lists what is supported)");
   auto* grammar = cmd->add_option("--grammar", g.grammar_file, "Constrain the output to this GBNF grammar file");
   auto* object = cmd->add_flag("--json-object", g.json_object, "Constrain the output to one JSON object (JSON mode)");

@@ -19,6 +19,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
+#include "common/edit_distance.h"
 #include "common/error.h"
 #include "common/human_size.h"
 #include "jobs/open_queue.h"
@@ -237,6 +238,11 @@ const std::vector<Option>& option_table() {
         true},
        [](Config& c, const YAML::Node& n, const Context& ctx) {
          const std::string v = as_string(ctx, "memory_budget", n);
+         // A bare number is bytes to parse_size: `2048` meant MiB or GiB and failed only at the model's load.
+         if (v != "0" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+           reject(ctx, n, "memory_budget: " + v + " has no unit (it would be " + v + " bytes): write " + v +
+                              "MiB or " + v + "GiB, or 0 for what the machine has");
+         }
          try {
            c.memory_budget = v == "0" ? 0 : parse_size(v);
          } catch (const Error& e) {
@@ -410,7 +416,14 @@ Config parse_config(const std::string& yaml_text, const std::string& path) {
     seen[key] = line;
     const auto& table = option_table();
     auto opt = std::find_if(table.begin(), table.end(), [&](const Option& o) { return key == o.info.name; });
-    if (opt == table.end()) reject(ctx, kv.first, "unknown key '" + key + "'; valid keys: " + valid_keys());
+    if (opt == table.end()) {
+      std::string close;  // a typo's likely meaning first (#31: `memory_budjet` got only the list)
+      for (const Option& o : table) {
+        if (edit_distance(key, o.info.name) <= 2) close += (close.empty() ? "'" : "', '") + std::string(o.info.name);
+      }
+      reject(ctx, kv.first, "unknown key '" + key + "'" + (close.empty() ? "" : "; did you mean " + close + "'?") +
+                                "; valid keys: " + valid_keys());
+    }
     if (kv.second.IsNull()) continue;  // `key:` with no value keeps the default
     opt->apply(config, kv.second, ctx);
   }

@@ -63,8 +63,10 @@ TEST_CASE("chat: n choices with OpenAI's content logprobs, field by field") {
   CHECK(c0["index"] == 0);
   CHECK(c0["finish_reason"] == "length");
   CHECK(c0["message"]["content"] == "Hi \xC3\xA9\xEF\xBF\xBD");
+  REQUIRE(c0["logprobs"].contains("refusal"));  // nullable, but present: OpenAI's ChoiceLogprobs type
+  CHECK(c0["logprobs"]["refusal"].is_null());
   const json& content = c0["logprobs"]["content"];
-  CHECK(c0["logprobs"].size() == 1);
+  CHECK(c0["logprobs"].size() == 2);  // content and refusal
   REQUIRE(content.size() == 3);
   CHECK(content[0]["token"] == "Hi");
   CHECK(content[0]["logprob"] == -0.25);

@@ -50,7 +50,10 @@ TEST_CASE("a chat completion line carries an assistant message") {
   const json& choice = body["choices"][0];
   CHECK(choice["index"] == 0);
   CHECK_FALSE(choice.contains("text"));
-  CHECK(choice["message"] == json{{"role", "assistant"}, {"content", "It was a dark \"and\" stormy\nnight."}});
+  // refusal: null, as the OpenAI clients' types require (#31).
+  CHECK(choice["message"] == json{{"role", "assistant"},
+                                  {"content", "It was a dark \"and\" stormy\nnight."},
+                                  {"refusal", nullptr}});
   CHECK(choice["logprobs"].is_null());
   CHECK(choice["finish_reason"] == "length");
   CHECK(body["usage"] == json{{"prompt_tokens", 12}, {"completion_tokens", 30}, {"total_tokens", 42}});
@@ -99,6 +102,8 @@ TEST_CASE("a reply to a request that offered tools: its calls become tool_calls,
   const json& choice = j["response"]["body"]["choices"][0];
   CHECK(choice["finish_reason"] == "tool_calls");
   CHECK(choice["message"]["content"].is_null());
+  CHECK(choice["message"].contains("refusal"));
+  CHECK(choice["message"]["refusal"].is_null());
   CHECK(choice["message"]["reasoning_content"] == "Paris needs a lookup.");
   REQUIRE(choice["message"]["tool_calls"].size() == 1);
   const json& call = choice["message"]["tool_calls"][0];

@@ -101,7 +101,7 @@ TEST_CASE("a key with no value keeps its default") {
 TEST_CASE("an unknown key is rejected with its line number and the valid keys") {
   const std::string msg = error_for("threads: 2\nmodels: {}\n\ntreads: 4\n");
   CHECK_MESSAGE(contains(msg, "/etc/nightshift/config.yaml:4:"), msg);
-  CHECK_MESSAGE(contains(msg, "unknown key 'treads'"), msg);
+  CHECK_MESSAGE(contains(msg, "unknown key 'treads'; did you mean 'threads'?"), msg);
   for (const ConfigOption& o : config_options()) CHECK_MESSAGE(contains(msg, o.name), msg);
 }
 
@@ -340,6 +340,11 @@ TEST_CASE("memory_budget takes human sizes and io_mode names a read path") {
   CHECK(parse_config("memory_budget: 8GiB\n", "/x.yaml").memory_budget == 8ull << 30);
   CHECK(parse_config("", "/x.yaml").memory_budget == 0);
   CHECK(error_for("memory_budget: lots\n").find("memory_budget") != std::string::npos);
+  // A bare number was bytes and failed only at the model's load (#31).
+  const std::string bare = error_for("memory_budget: 2048\n");
+  CHECK_MESSAGE(contains(bare, "memory_budget: 2048 has no unit (it would be 2048 bytes): write 2048MiB or 2048GiB"),
+                bare);
+  CHECK(parse_config("memory_budget: 0\n", "/x.yaml").memory_budget == 0);
   CHECK(error_for("io_mode: floppy\n").find("uring, pread, mmap") != std::string::npos);
 }
 
