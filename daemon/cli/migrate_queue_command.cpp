@@ -129,7 +129,7 @@ void run(const MigrateArgs& a) {
   if (a.from == a.to) throw CommandError{kUsage, "--from and --to name the same database"};
   std::error_code ec;
   if (!jobs::is_postgres_url(a.from) && !std::filesystem::exists(a.from, ec)) {
-    throw CommandError{kFailure, "database " + a.from + " does not exist; --from names the queue to copy"};
+    throw CommandError{kNotFound, "database " + a.from + " does not exist; --from names the queue to copy"};
   }
   const auto t0 = std::chrono::steady_clock::now();
   auto source = open(a.from);
@@ -228,6 +228,14 @@ void add_migrate_queue_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--allow-running", a->allow_running,
                 "copy jobs that a daemon still holds under a live lease (as running; recovered once it expires)");
   cmd->add_option("--page", a->page, "jobs per transaction")->check(CLI::Range(1, 100000));
+  // Its own footer: a subcommand without one printed the top-level workflows (#31).
+  cmd->footer(
+      "Examples:\n"
+      "  nightshift migrate-queue --from /var/lib/nightshift/nightshift.db --to postgresql://night@db/queue\n"
+      "  nightshift migrate-queue --from old.db --to postgresql://night@db/queue --append\n"
+      "Stopped halfway (killed, a lost connection)? Run the same command again: it resumes (docs/fleet.md).\n"
+      "Exit status: 0 copied, 2 bad command line, 3 no such source file, 1 a database failure or jobs still\n"
+      "running under a live lease (without --allow-running).\n");
   cmd->callback([a, &exit_code] { run_command("migrate-queue", exit_code, [&] { run(*a); }); });
 }
 

@@ -55,7 +55,12 @@ rows=(
   "0|ns export --config $CONFIG --dir $WORK/out|"
   "2|ns prune --config $CONFIG|--older-than"
   "0|ns completion bash|"
+  "3|ns migrate-queue --from $WORK/nosuch.db --to $WORK/copy.db|does not exist"
+  "2|ns migrate-queue --from $WORK/q.db|--to"
+  "0|ns migrate-queue --help|Exit status"
 )
+expect_exit 0 ns migrate-queue --help
+[[ "$OUT" == *"Workflows (each command"* ]] && fail "migrate-queue --help printed the top-level footer"
 for row in "${rows[@]}"; do
   IFS='|' read -r want cmd words <<< "$row"
   read -ra argv <<< "$cmd"
