@@ -196,7 +196,10 @@ DocumentSubmitReport submit_documents(jobs::Queue& queue, const std::vector<Docu
     out.relative_path = doc.relative_path;
     const int folder_fd = folder.open(doc.folder, out.problem);
     std::string text = folder_fd < 0 ? std::string() : read_document(folder_fd, doc, out.problem);
-    if (out.problem.empty() && text.empty()) out.problem = "it is empty";
+    if (out.problem.empty() && text.empty()) {
+      out.problem = "it is empty";
+      out.empty = true;
+    }
     if (out.problem.empty()) {
       jobs::JobSpec spec = base;
       spec.batch = batch;

@@ -64,6 +64,7 @@ struct DocumentOutcome {
   int64_t id = 0;         // 0 when not queued
   bool created = false;   // false: queued by an earlier run (or not at all)
   std::string problem;    // why it was not queued; "" when it was
+  bool empty = false;     // the problem is only that it has no text yet: a warning, not an error
 };
 
 struct DocumentSubmitReport {

@@ -19,9 +19,10 @@ printf '' > "$docs/empty.md"
 
 submit_docs() { ns submit --config "$CONFIG" --model tiny --max-tokens 5 --ignore-eos --dir "$docs" "$@"; }
 
-# The empty document is reported and makes the exit status 4; the others are queued.
-expect_exit 4 submit_docs
-expect_contains "$OUT" "$docs/empty.md not queued: it is empty" "an empty document is reported"
+# The empty document is a warning, not a failure (#31: the nightly unit failed every night); the others are queued.
+expect_exit 0 submit_docs
+expect_contains "$OUT" "warning: $docs/empty.md not queued: it is empty (queued once it has text)" \
+  "an empty document is reported"
 expect_contains "$OUT" "batch notes: 4 documents in $docs, 3 new jobs, 0 already in the batch, 1 not queued" "first run"
 expect_contains "$OUT" "queued chapters/one.md as job" "new jobs are listed"
 rm "$docs/empty.md"
