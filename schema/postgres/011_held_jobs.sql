@@ -1,4 +1,4 @@
--- held_jobs: as schema/sqlite/012_held_jobs.sql: job_summary.held is a held
+-- held_jobs: as schema/sqlite/013_held_jobs.sql: job_summary.held is a held
 -- job's reason (a daemon that cannot serve its model released it), and
 -- batch_summary counts a batch's held jobs with one of their reasons.
 DROP VIEW job_summary;
