@@ -12,6 +12,7 @@ packages=(
   python3-prometheus-client  # `status --prometheus` is parsed with a real Prometheus text-format parser
   postgresql libpq-dev       # the PostgreSQL queue backend (libpq) and the server its tests start
   libcpp-httplib-dev         # nightshiftd's OpenAI Files and Batches API (daemon/http/)
+  chromium                   # the status page is rendered by a real browser in its test (a screenshot artifact)
 )
 # The OpenAI client the HTTP API's test drives runs on node; Debian's nodejs and npm unless a node is there.
 command -v node > /dev/null || packages+=(nodejs npm)
