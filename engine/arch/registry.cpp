@@ -11,6 +11,7 @@
 #include "engine/arch/kimi_k3.h"
 #include "engine/arch/kimi_linear.h"
 #include "engine/arch/llama.h"
+#include "engine/arch/minimax_m2.h"
 #include "engine/arch/qwen_moe.h"
 #include "engine/arch/qwen_next.h"
 #include "common/error.h"
@@ -50,6 +51,7 @@ constexpr Entry kArchitectures[] = {
     {"qwen35moe", plain<make_qwen_next>, qwen_next_tensors, &qwen35moe_traits},
     {"glm4moe", plain<make_glm4_moe>, glm4_moe_tensors, &glm4_moe_traits},
     {"gpt-oss", plain<make_gpt_oss>, gpt_oss_tensors, &gpt_oss_traits},
+    {"minimax-m2", plain<make_minimax_m2>, minimax_m2_tensors, &minimax_m2_traits},
 };
 
 const Entry* find(std::string_view arch) {

@@ -293,9 +293,12 @@ void add_bias(float* rows, const std::vector<float>& b, int64_t n, int64_t width
   for (int64_t t = 0; t < n; ++t) ops::add(rows + t * width, b.data(), width);
 }
 
-void norm_heads(float* rows, const std::vector<float>& w, int64_t n_rows, int64_t hd, float eps) {
+// RMS norm of each w.size() floats of the n rows of `width`: a head at a time
+// for a [head_dim] weight, the whole row for a [width] one (minimax-m2).
+void norm_spans(float* rows, const std::vector<float>& w, int64_t n, int64_t width, float eps) {
   if (w.empty()) return;
-  for (int64_t i = 0; i < n_rows; ++i) ops::rms_norm(rows + i * hd, w.data(), hd, eps, rows + i * hd);
+  const int64_t span = static_cast<int64_t>(w.size());
+  for (int64_t i = 0; i < n * width / span; ++i) ops::rms_norm(rows + i * span, w.data(), span, eps, rows + i * span);
 }
 
 }  // namespace
@@ -319,8 +322,8 @@ void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, c
   add_bias(s.q.data(), x.bq, n, q_dim);
   add_bias(s.k.data(), x.bk, n, kv_dim);
   add_bias(s.v.data(), x.bv, n, kv_dim);
-  norm_heads(s.q.data(), x.q_norm, n * n_head, hd, hp.rms_eps);
-  norm_heads(s.k.data(), x.k_norm, n * n_kv, hd, hp.rms_eps);
+  norm_spans(s.q.data(), x.q_norm, n, q_dim, hp.rms_eps);
+  norm_spans(s.k.data(), x.k_norm, n, kv_dim, hp.rms_eps);
   for (int64_t t = 0; t < n; ++t) {
     apply_rope(&s.q[t * q_dim], n_head, hd, s.pos[t], rope);
     apply_rope(&s.k[t * kv_dim], n_kv, hd, s.pos[t], rope);

@@ -37,9 +37,11 @@ void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardSt
 // (token, head) pairs; each rounds its query to F16 in s.q16.
 void attend_cached(const float* q, int64_t q_stride, int64_t q_head_stride, int64_t n_head, int64_t n_kv, int64_t hd,
                    float scale, int64_t il, ForwardState& s, float* out);
-// The qwen/GLM variant: Q/K/V biases and per-head RMS norms of Q and K (each
-// [head_dim], shared by all heads; every vector optional, empty = absent)
-// applied before a rotation by `rope` (yarn_rope.h: partial, NEOX, YaRN).
+// The qwen/GLM variant: Q/K/V biases and RMS norms of Q and K (every vector
+// optional, empty = absent) applied before a rotation by `rope` (yarn_rope.h:
+// partial, NEOX, YaRN). A norm spans its weight's width: [head_dim], each head
+// on its own with the weight shared by all heads (qwen, GLM), or the whole
+// [n_head * head_dim] row at once (minimax-m2's full-width norms).
 struct GqaExtras {
   std::vector<float> bq, bk, bv;
   std::vector<float> q_norm, k_norm;

@@ -60,6 +60,10 @@ constexpr PreName kPreNames[] = {
     {"olmo", PreType::gpt2, true, false, -1},
     {"jais", PreType::gpt2, true, false, -1},
     {"qwen2", PreType::qwen2, false, false, -1},
+    // llama.cpp's BAILINGMOE list (Ling/Ring) is qwen2's but for \s*[\r\n] where qwen2 has \s*[\r\n]+,
+    // which match the same spans (the longest whitespace run ending in a line break).
+    {"bailingmoe", PreType::qwen2, false, false, -1},
+    {"bailingmoe2", PreType::qwen2, false, false, -1},
     {"deepseek-r1-qwen", PreType::qwen2, false, false, -1},
     {"megrez", PreType::qwen2, true, false, -1},
     {"stablelm2", PreType::qwen2, true, false, -1},
@@ -71,6 +75,7 @@ constexpr PreName kPreNames[] = {
     {"glm4", PreType::chatglm4, true, false, -1},
     {"chatglm-bpe", PreType::chatglm4, true, false, -1},
     {"gpt-4o", PreType::gpt4o, false, false, -1},
+    {"minimax-m2", PreType::gpt4o, false, false, -1},  // llama.cpp gives MINIMAX_M2 GPT-4o's regex list
 };
 
 }  // namespace

@@ -65,6 +65,14 @@ models=(
   "tiny-qwen35moe-q8_0#0.05#0.03#--arch qwen35moe $qn_shape --type Q8_0"
   "tiny-qwen35moe-kquant#0.15#0.03#--arch qwen35moe $qn_shape $qn_kquant"
 )
+# minimax-m2: full-width Q/K norms (one over all heads of a token), 32 of 64 head dims rotated, every layer
+# sigmoid-routed with the selection bias; the K-quant mix with the model's own pre-tokenizer name (GPT-4o's regex).
+mm_shape="--arch minimax-m2 --n-embd 256 --n-layer 4 --n-head 4 --n-head-kv 2 --mm-head-dim 64 --n-ff 256 \
+ --n-expert 16 --n-expert-used 4 --rope-base 5000000 --n-ctx 4096 --seed 7"
+models+=(
+  "tiny-minimax-m2-f32#0.002#0#$mm_shape --type F32"
+  "tiny-minimax-m2-kquant#0.15#0.03#$mm_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_(q|k|v).weight=Q5_K --vocab-pre minimax-m2"
+)
 models+=(
   "tiny-glm4moe-f32#0.002#0#$glm_shape --type F32"
   "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"

@@ -139,6 +139,13 @@ TEST_CASE("causal: glm4moe and gpt-oss (sliding window shorter than the prompt)"
   check_causal(test::gpt_oss_model());
 }
 
+TEST_CASE("causal: minimax-m2 (full-width Q/K norms), F32 and Q8_0") {
+  const std::string mm = "--arch minimax-m2 --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --mm-head-dim 32 "
+                         "--n-ff 64 --n-expert 8 --n-expert-used 2";
+  check_causal(model("minimax-m2-f32", mm + " --type F32 --seed 12"));
+  check_causal(model("minimax-m2-q8", mm + " --type Q8_0 --seed 13"));
+}
+
 // Every weight type, on a small MoE whose every matrix (experts included) has it.
 TEST_CASE("causal: every weight type the generator writes") {
   for (const char* type : {"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "NVFP4", "Q1_0",
