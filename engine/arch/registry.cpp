@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "engine/arch/bailingmoe2.h"
 #include "engine/arch/deepseek2.h"
 #include "engine/arch/glm4_moe.h"
 #include "engine/arch/gpt_oss.h"
@@ -52,6 +53,7 @@ constexpr Entry kArchitectures[] = {
     {"glm4moe", plain<make_glm4_moe>, glm4_moe_tensors, &glm4_moe_traits},
     {"gpt-oss", plain<make_gpt_oss>, gpt_oss_tensors, &gpt_oss_traits},
     {"minimax-m2", plain<make_minimax_m2>, minimax_m2_tensors, &minimax_m2_traits},
+    {"bailingmoe2", plain<make_bailingmoe2>, bailingmoe2_tensors, &bailingmoe2_traits},
 };
 
 const Entry* find(std::string_view arch) {

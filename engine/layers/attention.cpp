@@ -25,6 +25,10 @@ void gqa_tensors(TensorTable& t, const std::string& p, const Hparams& hp, GqaWei
   }
   t.matrix(p + "attn_output.weight", d, q_dim, TensorRole::residual, &w.wo);
 }
+
+void gqa_fused_qkv_tensor(TensorTable& t, const std::string& p, const Hparams& hp, GqaWeights& w) {
+  t.matrix(p + "attn_qkv.weight", gqa_fused_qkv_width(hp), hp.n_embd, TensorRole::input, &w.wqkv);
+}
 namespace {
 
 constexpr int kLanes = 8;  // tinyBLAS's AVX2 vector width
@@ -282,7 +286,22 @@ void attend_gqa(const kernels::MatrixView& wo, const Hparams& hp, int64_t il, Fo
   kernels::matmul(wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
 }
 
-void project_qkv(const GqaWeights& w, ForwardState& s) {
+void project_qkv(const GqaWeights& w, const Hparams& hp, ForwardState& s) {
+  if (w.wqkv.rows > 0) {
+    // One product, each token's row [Q | K | V]; then K and V out to their
+    // buffers and Q packed down to q_dim a row, in token order (row t's Q
+    // lands at or before where it was, never over a row not yet read).
+    const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
+    const int64_t width = q_dim + 2 * kv_dim;
+    kernels::matmul(w.wqkv, s.xn.data(), s.n, s.q.data(), *s.pool, s.mm);
+    for (int64_t t = 0; t < s.n; ++t) {
+      const float* row = &s.q[t * width];
+      std::copy(row + q_dim, row + q_dim + kv_dim, &s.k[t * kv_dim]);
+      std::copy(row + q_dim + kv_dim, row + width, &s.v[t * kv_dim]);
+      if (t > 0) std::copy(row, row + q_dim, &s.q[t * q_dim]);  // forward copy: the target starts before the source
+    }
+    return;
+  }
   kernels::matmul(w.wq, s.xn.data(), s.n, s.q.data(), *s.pool, s.mm);
   kernels::matmul(w.wk, s.xn.data(), s.n, s.k.data(), *s.pool, s.mm);
   kernels::matmul(w.wv, s.xn.data(), s.n, s.v.data(), *s.pool, s.mm);
@@ -306,7 +325,7 @@ void norm_spans(float* rows, const std::vector<float>& w, int64_t n, int64_t wid
 void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardState& s) {
   const int64_t hd = hp.head_dim, n_head = hp.n_head, n_kv = hp.n_head_kv;
   const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
-  project_qkv(w, s);
+  project_qkv(w, hp, s);
   for (int64_t t = 0; t < s.n; ++t) {
     ops::rope(&s.q[t * q_dim], n_head, hd, hp.rope_dim, s.pos[t], hp.rope_base, hp.rope_freq_scale, hp.rope_type);
     ops::rope(&s.k[t * kv_dim], n_kv, hd, hp.rope_dim, s.pos[t], hp.rope_base, hp.rope_freq_scale, hp.rope_type);
@@ -318,7 +337,7 @@ void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, c
                    ForwardState& s) {
   const int64_t n = s.n, hd = hp.head_dim, n_head = hp.n_head, n_kv = hp.n_head_kv;
   const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
-  project_qkv(w, s);
+  project_qkv(w, hp, s);
   add_bias(s.q.data(), x.bq, n, q_dim);
   add_bias(s.k.data(), x.bk, n, kv_dim);
   add_bias(s.v.data(), x.bv, n, kv_dim);

@@ -25,6 +25,11 @@ namespace ns {
 
 struct GqaWeights {
   kernels::MatrixView wq, wk, wv, wo;
+  // The fused projection attn_qkv ([n_head + 2 n_head_kv] * head_dim rows: Q,
+  // then K, then V), in place of wq/wk/wv when rows > 0 (bailingmoe2). Its
+  // product lands in s.q, which the architecture sizes for all three
+  // (BufferSizes::q), and is split into s.q, s.k, s.v.
+  kernels::MatrixView wqkv;
 };
 
 // s.xn -> s.out for s.n tokens at (s.seq[t], s.pos[t]), appending K/V to layer il of the cache.
@@ -54,6 +59,11 @@ void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, c
 // (with `biases`, in x) attn_{q,k,v}.bias of that presence, then attn_output.
 void gqa_tensors(TensorTable& t, const std::string& p, const Hparams& hp, GqaWeights& w, GqaExtras* x = nullptr,
                  Presence biases = Presence::optional);
+// The fused form's projection: attn_qkv (into w.wqkv); attn_output is the
+// architecture's to list where its files have it.
+void gqa_fused_qkv_tensor(TensorTable& t, const std::string& p, const Hparams& hp, GqaWeights& w);
+// s.q's width for the fused form: Q, K and V of a token side by side.
+inline int64_t gqa_fused_qkv_width(const Hparams& hp) { return (hp.n_head + 2 * hp.n_head_kv) * hp.head_dim; }
 
 // Causal softmax attention of one query head over F16 cached keys/values at
 // positions 0..last_pos: out[v_dim] = sum_j softmax(q·k_j * scale)_j v_j,

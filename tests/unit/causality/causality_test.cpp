@@ -146,6 +146,14 @@ TEST_CASE("causal: minimax-m2 (full-width Q/K norms), F32 and Q8_0") {
   check_causal(model("minimax-m2-q8", mm + " --type Q8_0 --seed 13"));
 }
 
+TEST_CASE("causal: bailingmoe2 (fused QKV, group-limited routing, shared expert, a NextN block), F32 and Q8_0") {
+  const std::string ling = "--arch bailingmoe2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --n-ff 128 "
+                           "--n-expert 8 --n-expert-used 2 --ling-n-ff-expert 32 --ling-n-expert-group 4 "
+                           "--ling-n-expert-group-used 2";
+  check_causal(model("bailingmoe2-f32", ling + " --type F32 --seed 14"));
+  check_causal(model("bailingmoe2-q8", ling + " --type Q8_0 --seed 15"));
+}
+
 // Every weight type, on a small MoE whose every matrix (experts included) has it.
 TEST_CASE("causal: every weight type the generator writes") {
   for (const char* type : {"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "NVFP4", "Q1_0",

@@ -49,6 +49,8 @@ const std::map<std::string, Expected>& expected() {
       {"gpt-oss", {R::neox, G::softmax, 64, {1, 0, 1, 0}, none, YarnMscale::plain}},
       // The reference's graph refuses a minimax-m2 file without expert_gating_func; read as the sigmoid it is.
       {"minimax-m2", {R::neox, G::sigmoid, 64, none, none, YarnMscale::plain}},
+      // Likewise bailingmoe2, whose expert_gating_func the reference requires.
+      {"bailingmoe2", {R::neox, G::sigmoid, 64, none, none, YarnMscale::plain}},
   };
   return m;
 }
