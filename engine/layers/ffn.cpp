@@ -391,7 +391,8 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   if (s.routing_observer && *s.routing_observer)
     (*s.routing_observer)(RoutingEvent{w.layer, n, n_used, n_expert, s.chosen.data(), s.chosen_w.data(),
                                        static_cast<int64_t>(n_active), s.router.data(),
-                                       w.selection_bias.empty() ? nullptr : w.selection_bias.data()});
+                                       w.selection_bias.empty() ? nullptr : w.selection_bias.data(), w.n_groups,
+                                       w.n_groups_used});
 
   ExpertGroup group(n_used, expert_in, width, s);
   if (s.experts) {

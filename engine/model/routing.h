@@ -24,12 +24,17 @@ struct RoutingEvent {
   // selection_bias[e] where the layer has one (null otherwise).
   const float* scores = nullptr;
   const float* selection_bias = nullptr;
+  // Group-limited routing (n_groups > 1): experts in n_groups equal groups,
+  // chosen only from the n_groups_used groups whose two best scores sum highest.
+  int64_t n_groups = 0, n_groups_used = 0;
 
   // How close token t's choice was to another: the weakest chosen expert's
   // score less the best unchosen one's (0 for an exact tie; infinity when
-  // every expert is chosen). A choice this close flips under any rounding
-  // change, in the reference as here, so conformance tests skip the tokens
-  // that had one.
+  // every expert is chosen). Group-limited: the closer of the group choice
+  // (the weakest chosen group's score less the best other group's) and the
+  // expert choice within the chosen groups. A choice this close flips under
+  // any rounding change, in the reference as here, so conformance tests skip
+  // the tokens that had one.
   float margin(int64_t t) const;
 };
 
