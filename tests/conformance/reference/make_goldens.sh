@@ -73,6 +73,16 @@ models+=(
   "tiny-minimax-m2-f32#0.002#0#$mm_shape --type F32"
   "tiny-minimax-m2-kquant#0.15#0.03#$mm_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_(q|k|v).weight=Q5_K --vocab-pre minimax-m2"
 )
+# bailingmoe2 (Ling / Ring 2.0): fused QKV with per-head Q/K norms, half of each 64-wide head rotated, a dense
+# lead layer, 16 experts in 4 groups of which 2 are used (top-4), a shared expert, a NextN block; the K-quant mix
+# with the model's own pre-tokenizer name.
+ling_shape="--arch bailingmoe2 --n-embd 256 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 512 --n-expert 16 \
+ --n-expert-used 4 --ling-n-ff-expert 256 --ling-n-expert-group 4 --ling-n-expert-group-used 2 --rope-base 600000 \
+ --n-ctx 4096 --seed 7"
+models+=(
+  "tiny-bailingmoe2-f32#0.002#0#$ling_shape --type F32"
+  "tiny-bailingmoe2-kquant#0.15#0.03#$ling_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_qkv.weight=Q5_K --vocab-pre bailingmoe2"
+)
 models+=(
   "tiny-glm4moe-f32#0.002#0#$glm_shape --type F32"
   "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"
