@@ -21,7 +21,7 @@ namespace {
 // Three MoE layers of 8 experts (2 used), 4 query heads of 32 over 2 KV heads, 16 dims rotated.
 std::string minimax(const std::string& types = "--type Q8_0") {
   return test::make_model("minimax-m2", "--arch minimax-m2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 "
-                                        "--mm-head-dim 32 --n-ff 48 --n-expert 8 --n-expert-used 2 "
+                                        "--mm-head-dim 32 --n-ff 64 --n-expert 8 --n-expert-used 2 "
                                         "--rope-base 5000000 " + types + " --seed 51");
 }
 
