@@ -2,7 +2,8 @@
 # Mixtral-style MoE model: every job's text equals what `nightshift run`
 # prints for it alone (greedy and seeded), the results record that jobs
 # shared steps, and the log has the batch run's summary line. Run for a
-# Mixtral-style model and a kimi-linear one (recurrent KDA state per slot).
+# Mixtral-style model, a kimi-linear one (recurrent KDA state per slot), and
+# the 2026 families minimax-m2 and bailingmoe2.
 source "$(dirname "$0")/lib.sh"
 
 # One model: six jobs through max_batch 4, each text equal to `nightshift run` alone.
@@ -50,3 +51,9 @@ batch_case moe --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 96 --n-ex
 batch_case kimi-linear --arch kimi-linear --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 --n-expert-used 2 \
   --mla-every 2 --kda-head-dim 32 --kl-n-ff-expert 64 --kl-kv-lora-rank 32 --kl-qk-rope-dim 16 --kl-qk-nope-dim 32 \
   --kl-v-head-dim 32 --type Q8_0 --tensor-type _exps=MXFP4
+# minimax-m2 (full-width Q/K norms: one norm over all heads of a token) and bailingmoe2 (fused QKV, group-limited
+# routing, a shared expert, a dense lead layer, a NextN block that is never read).
+batch_case minimax-m2 --arch minimax-m2 --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --mm-head-dim 16 --n-ff 64 \
+  --n-expert 8 --n-expert-used 2 --type Q8_0
+batch_case bailingmoe2 --arch bailingmoe2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --n-ff 96 --n-expert 8 \
+  --n-expert-used 2 --ling-n-ff-expert 64 --ling-n-expert-group 4 --ling-n-expert-group-used 2 --type Q8_0

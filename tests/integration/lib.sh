@@ -55,8 +55,11 @@ sql() {  # one query against the test database, '|' separated
 ns() { "$NIGHTSHIFT" "$@"; }
 
 # `run` prints the bytes the model made; the daemon stores them as valid
-# UTF-8 (a broken sequence becomes U+FFFD, as Python decodes it).
-valid_utf8() { python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }
+# UTF-8 (a broken sequence becomes U+FFFD, as Python decodes it) and each NUL
+# byte as U+FFFD too (jobs/valid_utf8.h, storable_text; bash would drop a NUL).
+valid_utf8() {
+  python3 -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace").replace("\0", "\ufffd"))'
+}
 
 # expect_result_is_run MODEL_FILE PROMPT WHAT: the one result's text and prompt
 # tokens (a greedy 12-token job) equal `nightshift run` on PROMPT, the chat
