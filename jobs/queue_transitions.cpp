@@ -234,7 +234,7 @@ Recovery TransitionQueue::recover(const OrphanScope& scope, const char* outcome,
                               "the clock went back since it last beat: the lease read " +
                               iso8601_utc(o.lease_expires_ms) + "); the attempt is not counted";
       end_attempt(o.lease(), {outcome, &kind, &why});
-      release_fenced(o.lease(), true);
+      release_fenced(o.lease(), false, nullptr);
       ++r.requeued;
       continue;
     }
