@@ -69,6 +69,7 @@ class EngineImpl final : public Engine {
     if (opts.thread_spin_us >= 0) mo.thread_spin_us = opts.thread_spin_us;
     mo.context = opts.context;
     mo.n_seq = std::max(1, opts.max_sequences);
+    mo.fewer_sequences = opts.fewer_sequences;
     mo.max_batch = std::max(0, opts.max_batch_tokens);
     mo.kv_tokens = opts.kv_tokens;
     mo.prefix_cache = std::max(0, opts.prefix_cache);
@@ -92,6 +93,11 @@ class EngineImpl final : public Engine {
     summary_.n_experts_used = hp.n_expert_used;
     summary_.context_length = model_->n_ctx();
     summary_.file_bytes = model_->files().total_bytes();
+    const FitPlan& fit = model_->fit();
+    summary_.sequences = fit.sequences;
+    summary_.kv_tokens = fit.kv_tokens;
+    summary_.prefill_chunk = fit.prefill_chunk;
+    if (fit.sequences < fit.sequences_asked) summary_.fewer_sequences_reason = fit.reason;
     try {
       const Tokenizer& tok = model_->tokenizer();
       summary_.bos_text = special_text(tok, tok.bos());

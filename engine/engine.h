@@ -36,6 +36,9 @@ struct EngineOptions {
   int thread_spin_us = -1;  // a pool wait's spin before blocking (ModelOptions::thread_spin_us); 0 = never; -1 = the default
   int context = 0;        // the longest sequence in tokens; 0 = the model's own length (n_ctx_train)
   int max_sequences = 1;  // generations decoded together (KV cache holds this many contexts)
+  // Fewer than max_sequences when the memory plan holds no more (plan_fit:
+  // ModelSummary::sequences says how many); off, such a load fails.
+  bool fewer_sequences = false;
   int max_batch_tokens = 0;  // tokens per forward pass (prefill chunk); 0 = sized from memory_budget
   int64_t kv_tokens = 0;     // KV cache tokens all sequences share (ModelOptions::kv_tokens); 0 = fit the budget
   // Weight streaming (engine/model/weight_streaming.h): the memory budget in
@@ -63,6 +66,11 @@ struct ModelSummary {
   int64_t n_params = 0, n_layers = 0, n_embd = 0, n_vocab = 0, n_experts = 0, n_experts_used = 0;
   int64_t context_length = 0;
   uint64_t file_bytes = 0;
+  // What the memory plan chose (plan_fit, engine/model/fit_plan.h): generations decoded together (at most
+  // EngineOptions::max_sequences), the KV pool's tokens they share, tokens per forward pass; and when fewer
+  // sequences than asked, why not more (the larger batch's refusal).
+  int64_t sequences = 0, kv_tokens = 0, prefill_chunk = 0;
+  std::string fewer_sequences_reason;
   // tokenizer.chat_template (engine/chat/), none for a base model; when the
   // key cannot be read, none and chat_template_problem says why.
   std::optional<std::string> chat_template;

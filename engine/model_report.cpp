@@ -21,14 +21,15 @@ bool is_expert_stack(const gguf::TensorInfo& t) {
   return t.dims.size() == 3 && t.name.find("_exps.") != std::string::npos;
 }
 
-MemoryPlanReport plan_report(const Model& model, const stream::BudgetPlan& plan, int max_batch, int max_batch_asked) {
+MemoryPlanReport plan_report(const Model& model, const stream::BudgetPlan& plan) {
   const Hparams& hp = model.hparams();
   const SequenceState& st = model.sequence_state();
   MemoryPlanReport p;
   p.context = model.n_ctx();
   p.kv_tokens = st.pool_rows();
-  p.max_batch = max_batch;
-  p.max_batch_asked = max_batch_asked;
+  p.max_batch = static_cast<int>(model.fit().sequences);
+  p.max_batch_asked = static_cast<int>(model.fit().sequences_asked);
+  p.fit_steps = model.fit().why;
   p.resident_bytes = plan.resident_bytes;
   p.kv_cache_bytes = plan.kv_cache_bytes;
   p.recurrent_bytes = plan.recurrent_bytes;
@@ -75,18 +76,10 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
   mo.streaming.io_mode = opts.memory_budget ? "uring" : "mmap";
   if (opts.memory_budget) mo.streaming.memory_budget = *opts.memory_budget;
   mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
-  // As the daemon does (daemon/lib/engine_host.cpp): a budget that cannot
-  // hold max_batch contexts may hold fewer; halve.
-  std::unique_ptr<Model> model;
-  for (;;) {
-    try {
-      model = Model::load(path, mo);
-      break;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::invalid_input || !opts.memory_budget || mo.n_seq <= 1) throw;
-      mo.n_seq /= 2;
-    }
-  }
+  // As the daemon plans it (EngineHost::load): a budget that cannot hold
+  // max_batch contexts may hold fewer (plan_fit).
+  mo.fewer_sequences = opts.memory_budget.has_value();
+  const std::unique_ptr<Model> model = Model::load(path, mo);
   const gguf::GgufSet& set = model->files();
   const gguf::GgufFile& f = set.metadata();
   const Hparams& hp = model->hparams();
@@ -128,7 +121,7 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
   r.pre_tokenizer = f.get_string_or("tokenizer.ggml.pre", "");
   if (model->streaming().planned) {
     const stream::BudgetPlan& plan = model->streaming().plan;
-    r.memory_plan = plan_report(*model, plan, static_cast<int>(mo.n_seq), opts.max_batch);
+    r.memory_plan = plan_report(*model, plan);
     r.memory_plan->prefix_cache = opts.prefix_cache;
     r.memory_plan->memory_budget = *opts.memory_budget;  // as given (0: the machine's, which the plan names)
     const stream::DiskBoundEstimate e =

@@ -19,7 +19,7 @@ namespace ns {
 
 struct ModelReportOptions {
   int64_t context = 0;   // the longest sequence the plan sizes the KV cache for; 0 = the model's own length
-  int max_batch = 1;     // sequences the plan holds at once (the daemon's max_batch, halved until it fits)
+  int max_batch = 1;     // sequences the plan holds at once (the daemon's max_batch, or fewer that fit: plan_fit)
   int prefix_cache = 0;  // prompt-prefix snapshots the plan holds (the daemon's prefix_cache)
   std::optional<uint64_t> memory_budget;  // none: no plan (the weights are mapped, nothing is read)
   double disk_bytes_per_s = 0;            // the disk-bound estimate's read rate; 0 = unknown
@@ -29,7 +29,8 @@ struct ModelReportOptions {
 struct MemoryPlanReport {
   uint64_t memory_budget = 0;
   int64_t context = 0, kv_tokens = 0;
-  int max_batch = 0, max_batch_asked = 0;  // what fits (halved from what was asked)
+  int max_batch = 0, max_batch_asked = 0;  // what fits (plan_fit: at most what was asked)
+  std::vector<std::string> fit_steps;      // why less than asked, a step a line (FitPlan::why)
   int prefix_cache = 0;                    // prompt-prefix snapshots planned
   uint64_t resident_bytes = 0, kv_cache_bytes = 0, recurrent_bytes = 0, minimum_budget = 0;
   uint64_t cache_experts = 0, streamed_experts = 0;

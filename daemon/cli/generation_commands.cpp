@@ -280,17 +280,19 @@ void model_info_command(const ModelInfoArgs& a) {
     json pairs = json::array();
     for (const auto& t : p.batch_x_context)
       pairs.push_back({{"context", t.context}, {"max_batch", t.max_batch}, {"kv_tokens", t.kv_tokens}});
-    // As the daemon does (daemon/lib/engine_host.cpp): a budget that cannot
-    // hold max_batch contexts may hold fewer; the plan was halved, say so.
-    const std::string halved = p.max_batch == a.max_batch
-                                   ? ""
-                                   : "max_batch " + std::to_string(a.max_batch) + " does not fit memory_budget " +
-                                         a.memory_budget + "; the daemon halves it at load";
+    // As the daemon plans it: a budget that cannot hold max_batch contexts may hold fewer (plan_fit); say so.
+    const std::string fewer = p.max_batch == p.max_batch_asked
+                                  ? ""
+                                  : "max_batch " + std::to_string(p.max_batch_asked) + " does not fit memory_budget " +
+                                        a.memory_budget + "; the daemon's plan holds";
+    std::string steps;
+    for (const std::string& step : p.fit_steps) steps += "  (" + step + ")\n";
     o["memory_plan"] = {{"memory_budget", p.memory_budget},
                         {"context", p.context},
                         {"kv_tokens", p.kv_tokens},
                         {"max_batch", p.max_batch},
                         {"max_batch_asked", p.max_batch_asked},
+                        {"fit_steps", p.fit_steps},
                         {"prefix_cache", p.prefix_cache},
                         {"resident_bytes", p.resident_bytes},
                         {"kv_cache_bytes", p.kv_cache_bytes},
@@ -302,8 +304,8 @@ void model_info_command(const ModelInfoArgs& a) {
                         {"summary", "  for " + std::to_string(p.max_batch) + " sequence(s) of up to " +
                                         std::to_string(p.context) + " tokens sharing a KV cache of " +
                                         std::to_string(p.kv_tokens) + " tokens" +
-                                        (halved.empty() ? "" : " (" + halved + " to " + std::to_string(p.max_batch) + ")") +
-                                        "\n" + p.description +
+                                        (fewer.empty() ? "" : " (" + fewer + " " + std::to_string(p.max_batch) + ")") +
+                                        "\n" + steps + p.description +
                                         "  max_batch x context that fit: " + p.batch_x_context_text +
                                         "\n  (sequences of that full length; the daemon shares the KV cache by the "
                                         "jobs' actual lengths)\n"}};
@@ -440,8 +442,8 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                    "Prompt-prefix snapshots the plan holds, as the daemon's prefix_cache (0 = none)")
       ->capture_default_str();
   info->add_option("--max-batch", ia->max_batch,
-                   "Sequences the plan holds at once, as the daemon's max_batch (halved until it fits the budget, "
-                   "as the daemon does)")
+                   "Sequences the plan holds at once, as the daemon's max_batch (fewer when the budget holds no more, "
+                   "as the daemon's plan)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   info->add_option("--disk-rate", ia->disk_rate,

@@ -110,38 +110,35 @@ void EngineHost::load(const std::string& model, const std::string& path, const W
   spdlog::info("loading model {} from {} (batches of up to {} jobs)", model, path, options.engine.max_sequences);
   const auto t0 = std::chrono::steady_clock::now();
   EngineOptions eo = options.engine;
-  for (;;) {
+  // The KV cache grows with the batch: a budget that cannot hold max_batch
+  // contexts may hold fewer (the engine's plan, plan_fit), rather than fail the jobs.
+  eo.fewer_sequences = true;
+  try {
     try {
-      try {
-        engine_ = Engine::load(path, eo);
-      } catch (const IncompleteFileError& e) {
-        throw DaemonConfigError(ErrorKind::io, "model '" + model + "': " + e.what() + "; its jobs stay queued and " +
-                                                   "the file is tried again later (a copy still in progress, or a " +
-                                                   "cut-off download: finish or redo it)");
-      } catch (const std::bad_alloc&) {
-        // The engine names its sizes (Model::load); an allocation outside
-        // them still is this configuration against this machine.
-        throw Error(ErrorKind::invalid_input, "out of memory while loading it with a context of " +
-                                                  std::to_string(eo.context) + " (0: the model's own length) and " +
-                                                  std::to_string(eo.max_sequences) + " sequence(s); lower `context` "
-                                                  "or `max_batch`, or give the daemon more memory");
-      }
-      break;
-    } catch (const Error& e) {
-      // The KV cache grows with the batch: a budget that cannot hold
-      // max_batch contexts may hold fewer. Halve rather than fail the jobs.
-      if (e.kind() != ErrorKind::invalid_input) throw;
-      // Loading sees no job: an invalid_input here is the engine settings
-      // (memory_budget, io_mode, context) against this model.
-      if (eo.max_sequences <= 1) {
-        throw DaemonConfigError(ErrorKind::invalid_input,
-                                "this daemon's configuration cannot load model '" + model + "': " + e.what());
-      }
-      spdlog::warn("model {}: a batch of {} jobs does not fit ({}); trying {}", model, eo.max_sequences, e.what(),
-                   eo.max_sequences / 2);
-      eo.max_sequences /= 2;
+      engine_ = Engine::load(path, eo);
+    } catch (const IncompleteFileError& e) {
+      throw DaemonConfigError(ErrorKind::io, "model '" + model + "': " + e.what() + "; its jobs stay queued and " +
+                                                 "the file is tried again later (a copy still in progress, or a " +
+                                                 "cut-off download: finish or redo it)");
+    } catch (const std::bad_alloc&) {
+      // The engine names its sizes (Model::load); an allocation outside
+      // them still is this configuration against this machine.
+      throw Error(ErrorKind::invalid_input, "out of memory while loading it with a context of " +
+                                                std::to_string(eo.context) + " (0: the model's own length) and " +
+                                                std::to_string(eo.max_sequences) + " sequence(s); lower `context` "
+                                                "or `max_batch`, or give the daemon more memory");
     }
+  } catch (const Error& e) {
+    // Loading sees no job: an invalid_input here is the engine settings
+    // (memory_budget, io_mode, context) against this model, even one sequence
+    // not fitting: its jobs stay queued.
+    if (e.kind() != ErrorKind::invalid_input) throw;
+    throw DaemonConfigError(ErrorKind::invalid_input,
+                            "this daemon's configuration cannot load model '" + model + "': " + e.what());
   }
+  if (const ModelSummary& s = engine_->summary(); s.sequences < eo.max_sequences)
+    spdlog::warn("model {}: a batch of {} jobs does not fit ({}); using {}", model, eo.max_sequences,
+                 s.fewer_sequences_reason, s.sequences);
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   unpaid_load_ms_ += load_ms;
   if (const std::string& problem = engine_->summary().chat_template_problem; !problem.empty())

@@ -9,8 +9,9 @@
 //   may not fit in memory together) unless it is loaded already. It throws
 //   DaemonConfigError when this daemon's configuration cannot serve the model
 //   (not under models:, a file this user may not reach, memory_budget cannot
-//   load it even for one job: a budget that cannot hold max_batch contexts is
-//   halved, with a warning, until it can), and ns::Error for the rest (an I/O
+//   load it even for one job: a budget that cannot hold max_batch contexts
+//   gets the fewer its plan holds, with a warning: plan_fit in the engine,
+//   one load, no retry), and ns::Error for the rest (an I/O
 //   error, a missing file: transient; a corrupt model: permanent).
 // - A load's time is charged to the first job that joins the batch after it
 //   (take_load_ms), so a batch's sum is the loads it waited for; a load no

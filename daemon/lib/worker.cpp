@@ -209,7 +209,7 @@ void Worker::start(const jobs::Job& job) {
 
   Engine::Batch& batch = *host_.batch();
   // Stopping, or a model that fits fewer jobs than were claimed for it (its
-  // budget halved max_batch at load): back to the queue, attempt given back.
+  // memory plan holds fewer than max_batch): back to the queue, attempt given back.
   // A job of n choices needs n free slots (more than the batch has at all is
   // refused by the engine below, naming the fix).
   const int slots = batch.free_slots() + batch.active();

@@ -15,50 +15,60 @@
 
 namespace ns {
 
-int64_t prefill_chunk_tokens(uint64_t memory_budget, uint64_t bytes_per_token) {
-  const uint64_t fit = memory_budget / 20 / std::max<uint64_t>(bytes_per_token, 1);
-  return std::clamp<int64_t>(static_cast<int64_t>(std::min<uint64_t>(fit, 1 << 20)) / 64 * 64, 64, 1024);
-}
-
 namespace {
 
-// Bytes of ForwardState per token of max_batch (the sizes Model::load allocates below).
-uint64_t activation_bytes_per_token(const Hparams& hp, const BufferSizes& bs, bool predict) {
-  const auto w = [](int64_t width) { return static_cast<uint64_t>(std::max<int64_t>(width, 1)); };
-  uint64_t floats = 3 * w(hp.n_embd) + w(bs.q) + w(bs.k) + w(bs.v) + w(bs.att) + 2 * w(bs.ff);
-  uint64_t ints = 2;  // seq, pos
-  if (bs.res_checkpoints > 0) floats += w(bs.res_checkpoints * hp.n_embd) + w(bs.res_checkpoints + 1);
-  if (hp.is_moe()) {
-    const int64_t ew = std::max(hp.n_embd, hp.expert_width());
-    floats += w(hp.n_expert) + w(hp.n_expert_used) + 2 * w(ew) + 2 * w(hp.n_ff_expert) + w(hp.n_expert_used * ew) +
-              (hp.n_expert_latent > 0 ? w(hp.n_expert_latent) : 0) + (predict ? w(hp.n_expert) : 0);
-    ints += 2 * w(hp.n_expert_used);
+// ForwardState's buffers for forward passes of `tokens` tokens, one list for
+// the plan and the allocation: their bytes, and with s, sized to them.
+uint64_t size_forward_state(const Hparams& hp, const BufferSizes& bs, int64_t tokens, int threads, bool predict,
+                            ForwardState* s) {
+  uint64_t bytes = 0;
+  const auto put = [&](auto& buffer, int64_t n) {
+    bytes += static_cast<uint64_t>(n) * sizeof(buffer[0]);
+    if (s != nullptr) buffer.resize(static_cast<size_t>(n));
+  };
+  ForwardState counted;  // the buffers' types when only counting (nothing is allocated in it)
+  ForwardState& f = s != nullptr ? *s : counted;
+  const auto sz = [tokens](int64_t width) { return tokens * std::max<int64_t>(width, 1); };
+  put(f.x, sz(hp.n_embd));
+  put(f.xn, sz(hp.n_embd));
+  put(f.out, sz(hp.n_embd));
+  put(f.q, sz(bs.q));
+  put(f.k, sz(bs.k));
+  put(f.v, sz(bs.v));
+  put(f.att, sz(bs.att));
+  put(f.ff_a, sz(bs.ff));
+  put(f.ff_b, sz(bs.ff));
+  put(f.q16, int64_t{threads} * std::max(bs.q, bs.k));
+  if (bs.res_checkpoints > 0) {
+    put(f.res_ckpt, sz(bs.res_checkpoints * hp.n_embd));
+    put(f.res_scores, sz(bs.res_checkpoints + 1));
   }
-  return floats * sizeof(float) + ints * sizeof(int32_t);
-}
-
-// What bounds the KV cache beyond pool x per-token bytes, for the plan's line.
-std::string kv_pool_note(const SequenceState& st) {
-  std::string note;
-  if (st.pool_rows() < st.n_seq() * st.n_ctx())
-    note = "a pool of " + std::to_string(st.pool_rows()) + " tokens shared by " + std::to_string(st.n_seq()) +
-           " sequences of at most " + std::to_string(st.n_ctx());
-  if (st.n_sliding_layers() > 0)
-    note += (note.empty() ? "" : "; ") + std::to_string(st.n_sliding_layers()) + " of " +
-            std::to_string(st.n_attention_layers()) + " layers sliding-window: " +
-            std::to_string(st.sliding_bytes_per_sequence() >> 10) + " KiB a sequence whatever the context";
-  if (st.n_spare() > 0)
-    note += (note.empty() ? "" : "; ") + std::to_string(st.n_spare()) + " prefix-cache snapshots (rows from the pool)";
-  return note;
-}
-
-// A load whose memory cannot be had: the model, the sizes that asked for it,
-// what did not fit, and the fixes.
-std::string does_not_fit(const std::string& path, int64_t n_ctx, int64_t n_seq, int64_t B, const std::string& what) {
-  return path + ": a context of " + std::to_string(n_ctx) + " tokens for " + std::to_string(n_seq) +
-         " sequence(s), " + std::to_string(B) + " tokens a forward pass, does not fit in memory: " + what +
-         ". Set a smaller `context` (--context; 0 is the model's own length) or `max_batch`, or give the process "
-         "more memory (ulimit -v / LimitAS=, MemoryMax=) and a `memory_budget` that plans within it";
+  if (hp.is_moe()) {
+    const int64_t ew = std::max(hp.n_embd, hp.expert_width());  // expert rows: full or latent width
+    put(f.router, sz(hp.n_expert));
+    put(f.chosen, sz(hp.n_expert_used));
+    put(f.chosen_w, sz(hp.n_expert_used));
+    put(f.expert_count, hp.n_expert);
+    put(f.expert_first, hp.n_expert);
+    put(f.expert_rows, sz(hp.n_expert_used));
+    put(f.ex_in, sz(ew));
+    put(f.ex_out, sz(ew));
+    put(f.ex_a, sz(hp.n_ff_expert));
+    put(f.ex_b, sz(hp.n_ff_expert));
+    put(f.slot_out, sz(hp.n_expert_used * ew));
+    if (hp.n_expert_latent > 0) put(f.moe_latent, sz(hp.n_expert_latent));
+    put(f.active, 2 * hp.n_expert);
+    if (predict) {
+      put(f.predict_logits, sz(hp.n_expert));
+      put(f.predicted, hp.n_expert);
+      // Filled by attach_streaming; reserved, and counted, here.
+      bytes += static_cast<uint64_t>(hp.n_layer) * sizeof(kernels::MatrixView);
+      if (s != nullptr) s->routers.reserve(static_cast<size_t>(hp.n_layer));
+    }
+  }
+  put(f.seq, tokens);
+  put(f.pos, tokens);
+  return bytes;
 }
 
 std::string allocation_note(const SequenceState* seqs) {
@@ -118,10 +128,6 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
                  format_size(m->repacked_bytes_), m->owned_weights_.empty() ? " (counted only: plan_only)" : "");
   for (const auto& ti : m->tensors_) m->n_params_ += ti.n_elements();
 
-  // context 0: the model's own length (docs/long-context.md); the KV pool
-  // below, not the context, is what the memory budget bounds.
-  int64_t n_ctx = opts.context > 0 ? opts.context : hp.n_ctx_train;
-  if (n_ctx < 8) n_ctx = 8;
   if (opts.context > hp.n_ctx_train)
     spdlog::warn("{}: context {} is longer than the model was trained for ({}): positions past it are "
                  "extrapolation", path, opts.context, hp.n_ctx_train);
@@ -131,114 +137,65 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   const uint64_t rss = current_rss_bytes(), owned = m->owned_weights_.empty() ? 0 : t.repacked_bytes();
   const uint64_t rss_before_buffers = rss > owned ? rss - owned : 0;
   m->pool_ = std::make_unique<ThreadPool>(opts.threads, opts.thread_spin_us);
+  // Bad settings are named before any plan is made for them (setup_streaming checks them again).
+  check_io_mode(opts.streaming.io_mode);
+  stream::parse_cache_policy(opts.streaming.cache_policy);
+  const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";
+  const int threads = m->pool_->size();
 
-  // Every buffer of the load is allocated below: one that cannot be had is
-  // this configuration against this machine, named with its sizes, never a
-  // std::bad_alloc out of the engine.
-  int64_t B = opts.max_batch;
-  const int64_t n_seq = std::max<int64_t>(1, opts.n_seq);
+  // What fits (fit_plan.h), decided once from the sizes; every buffer is then
+  // allocated below: one that cannot be had is this configuration against
+  // this machine, named with its sizes, never a std::bad_alloc out of the engine.
+  int64_t n_ctx = std::max<int64_t>(opts.context > 0 ? opts.context : hp.n_ctx_train, 8);
+  int64_t n_seq = std::max<int64_t>(1, opts.n_seq), B = std::max<int64_t>(opts.max_batch, n_seq);
   try {
+    FitInputs in;
+    in.path = path;
+    in.hp = &hp;
+    in.buffers = bs;
+    in.activation_bytes = [&](int64_t tokens) {
+      return size_forward_state(hp, bs, tokens, threads, predict, nullptr) +
+             static_cast<uint64_t>(tokens) * sizeof(BatchToken);  // single_
+    };
+    in.context_scratch = [&](int64_t keys, int64_t queries) {
+      return m->arch_->context_scratch(keys, queries, nullptr);
+    };
+    in.tensors = m->tensors_;
+    in.layout = stream::ExpertLayout::from_tensors(m->tensors_, f.path());
+    in.overhead_bytes = rss_before_buffers;
+    in.repacked_bytes = t.repacked_bytes();
+    in.memory_budget = opts.streaming.memory_budget;
+    if (in.memory_budget == 0) {
+      const stream::DefaultBudget d = stream::default_memory_budget();
+      in.memory_budget = d.bytes;
+      in.budget_source = d.describe();
+      if (opts.streaming.io_mode != "mmap") spdlog::info("memory_budget 0: planning with {}", d.describe());
+    }
+    // Refused before mapping, not at the mapping (a plan-only load maps nothing).
+    if (!opts.streaming.plan_only) in.address_space = stream::address_space_limit();
+    m->fit_ = plan_fit(in, opts);
+    const FitPlan& fit = m->fit_;
+    for (const std::string& why : fit.why) spdlog::info("{}: {}", path, why);
+    if (!fit.fits) throw Error(ErrorKind::invalid_input, fit.reason);
+    n_ctx = fit.context;
+    n_seq = fit.sequences;
+    B = fit.prefill_chunk;
+    if (opts.max_batch <= 0) spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
+
     ForwardState& s = m->state_;
-    const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";
-    if (B <= 0) {
-      const uint64_t budget = opts.streaming.memory_budget ? opts.streaming.memory_budget
-                                                           : stream::default_memory_budget().bytes;
-      B = prefill_chunk_tokens(budget, activation_bytes_per_token(hp, bs, predict));
-      spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
-    }
-    // A decode step takes one token of every sequence at once.
-    B = std::max<int64_t>(B, n_seq);
-    const auto sz = [B](int64_t width) { return static_cast<size_t>(B * std::max<int64_t>(width, 1)); };
+    size_forward_state(hp, bs, B, threads, predict, &s);
     s.max_batch = B;
-    s.x.resize(sz(hp.n_embd));
-    s.xn.resize(sz(hp.n_embd));
-    s.out.resize(sz(hp.n_embd));
-    s.q.resize(sz(bs.q));
-    s.k.resize(sz(bs.k));
-    s.v.resize(sz(bs.v));
-    s.att.resize(sz(bs.att));
-    s.ff_a.resize(sz(bs.ff));
-    s.ff_b.resize(sz(bs.ff));
-    s.q16.resize(static_cast<size_t>(m->pool_->size() * std::max(bs.q, bs.k)));
-    if (bs.res_checkpoints > 0) {
-      s.res_ckpt.resize(sz(bs.res_checkpoints * hp.n_embd));
-      s.res_scores.resize(sz(bs.res_checkpoints + 1));
-    }
-    if (hp.is_moe()) {
-      const int64_t ew = std::max(hp.n_embd, hp.expert_width());  // expert rows: full or latent width
-      s.router.resize(sz(hp.n_expert));
-      s.chosen.resize(sz(hp.n_expert_used));
-      s.chosen_w.resize(sz(hp.n_expert_used));
-      s.expert_count.resize(static_cast<size_t>(hp.n_expert));
-      s.expert_first.resize(static_cast<size_t>(hp.n_expert));
-      s.expert_rows.resize(sz(hp.n_expert_used));
-      s.ex_in.resize(sz(ew));
-      s.ex_out.resize(sz(ew));
-      s.ex_a.resize(sz(hp.n_ff_expert));
-      s.ex_b.resize(sz(hp.n_ff_expert));
-      s.slot_out.resize(sz(hp.n_expert_used * ew));
-      if (hp.n_expert_latent > 0) s.moe_latent.resize(sz(hp.n_expert_latent));
-      s.active.resize(static_cast<size_t>(2 * hp.n_expert));
-      if (predict) {
-        s.predict_logits.resize(sz(hp.n_expert));
-        s.predicted.resize(static_cast<size_t>(hp.n_expert));
-        s.routers.reserve(static_cast<size_t>(hp.n_layer));  // filled by attach_streaming; counted here
-      }
-    }
-    s.seq.resize(static_cast<size_t>(B));
-    s.pos.resize(static_cast<size_t>(B));
     m->single_.reserve(static_cast<size_t>(B));
     s.pool = m->pool_.get();
     s.routing_observer = &m->routing_observer_;
-
-    // The KV pool (sequence_state.h): max_batch full contexts when the budget
-    // holds them, else halved until the plan fits (kv_tokens 0), never below
-    // kMinPoolRows; a job needing more rows than the pool is refused at add.
-    const int64_t full_pool = n_seq * n_ctx;
-    const bool fit_pool = opts.kv_tokens <= 0;
-    int64_t pool = fit_pool ? full_pool : std::min(opts.kv_tokens, full_pool);
-    const int64_t min_pool = std::min(full_pool, std::max<int64_t>(kMinPoolRows, n_seq));
-    const uint64_t activation_bytes = forward_state_bytes(s) + m->batch_list_bytes();
-    for (;;) {
-      // Sliding layers' rings hold every position one forward pass of B tokens writes or reads.
-      // Sized first, allocated once the plan accepts it (64 x 128K contexts may not fit RAM).
-      m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false, pool,
-                                                 std::max<int64_t>(0, opts.prefix_cache));
-      StreamingFootprint fp;
-      fp.kv_cache_bytes = m->seqs_->attention_bytes();
-      fp.kv_cache_note = kv_pool_note(*m->seqs_);
-      fp.recurrent_bytes = m->seqs_->recurrent_bytes();
-      // The scratch that grows with the context, for the longest sequence this pool admits.
-      const int64_t longest = std::min(n_ctx, m->seqs_->pool_rows());
-      fp.activation_bytes = activation_bytes + m->arch_->context_scratch(longest, B, nullptr);
-      fp.overhead_bytes = rss_before_buffers;
-      fp.repacked_bytes = t.repacked_bytes();
-      try {
-        m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fp);
-        break;
-      } catch (const Error& e) {
-        if (!fit_pool || e.kind() != ErrorKind::invalid_input || pool <= min_pool) throw;
-        const int64_t next = std::max(min_pool, pool / 2);
-        spdlog::info("{}: a KV pool of {} tokens does not fit the memory budget; trying {}", path, pool, next);
-        pool = next;
-      }
-    }
-    if (m->seqs_->pool_rows() < full_pool)
+    // The KV pool (sequence_state.h); a job needing more rows than the pool is refused at add.
+    m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false,
+                                               fit.kv_tokens, std::max<int64_t>(0, opts.prefix_cache));
+    m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fit.budget);
+    if (m->seqs_->pool_rows() < n_seq * n_ctx)
       spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
                    m->seqs_->pool_rows(), n_seq, n_ctx);
     if (!opts.streaming.plan_only) {
-      // Refused before mapping, not at the mapping: under `ulimit -v` the KV
-      // cache the budget accepts may still be more than this process may map.
-      const uint64_t kv = m->seqs_->attention_bytes() + m->seqs_->recurrent_bytes();
-      const uint64_t buffers = activation_bytes + m->arch_->context_scratch(std::min(n_ctx, m->seqs_->pool_rows()), B, nullptr);
-      if (const auto as = stream::address_space_limit(); as && kv + buffers > as->left()) {
-        throw Error(ErrorKind::invalid_input,
-                    does_not_fit(path, n_ctx, n_seq, B,
-                                 "its KV cache (" + format_size(kv) + ", " + std::to_string(m->seqs_->pool_rows()) +
-                                     " tokens) and buffers (" + format_size(buffers) + ") need " +
-                                     format_size(kv + buffers) + " of address space, and this process may map " +
-                                     format_size(as->left()) + " more (ulimit -v " + format_size(as->limit) + ")"));
-      }
       m->seqs_->allocate();
       m->arch_->context_scratch(std::min(n_ctx, m->seqs_->pool_rows()), B, &s);
     }

@@ -16,6 +16,7 @@
 
 #include "engine/arch/architecture.h"
 #include "engine/forward_state.h"
+#include "engine/model/fit_plan.h"
 #include "engine/gguf/gguf_set.h"
 #include "engine/sequence_state.h"
 #include "engine/model/hparams.h"
@@ -35,9 +36,12 @@ struct ModelOptions {
   // n_seq: a decode step takes one token of every sequence.
   int64_t max_batch = 0;
   int64_t n_seq = 1;        // sequences the KV cache holds at once (jobs decoded together)
+  // Fewer sequences than n_seq when the memory plan holds no more (plan_fit,
+  // fit_plan.h): the daemon's and `model info`'s; off, such a load fails.
+  bool fewer_sequences = false;
   // Tokens of KV cache all sequences share (the full-attention layers' pool,
-  // sequence_state.h). 0: n_seq x context, halved at load until the memory
-  // plan fits (never below kMinPoolRows); > 0: this many (at most n_seq x context).
+  // sequence_state.h). 0: n_seq x context, or the largest pool the memory
+  // plan holds (plan_fit, never below kMinPoolRows); > 0: this many (at most n_seq x context).
   int64_t kv_tokens = 0;
   // Prompt-prefix snapshots kept beside the n_seq sequences (GenerationBatch's
   // prefix cache): spare sequences of the state (sequence_state.h) whose
@@ -57,22 +61,11 @@ struct BatchToken {
   bool logits = false;
 };
 
-// The prefill chunk for a budget: forward-pass buffers of `bytes_per_token`
-// each take at most 1/20 of `memory_budget` (the rest goes to weights, KV
-// cache and the expert cache), in multiples of 64 tokens within [64, 1024]. A
-// long prompt goes through each layer in such chunks, and every expert is read
-// once per chunk, so larger chunks read less per prompt token.
-int64_t prefill_chunk_tokens(uint64_t memory_budget, uint64_t bytes_per_token);
-
-// The smallest KV pool ModelOptions::kv_tokens 0 halves down to before the
-// load fails with the plan's error: below it a budget is better spent on a
-// shorter `context` or a smaller `max_batch`, which the error names.
-inline constexpr int64_t kMinPoolRows = 1024;
-
 class Model {
  public:
   // `path`: a GGUF file, or any shard of a split set (gguf::GgufSet::open
-  // finds and checks the others).
+  // finds and checks the others). Sized once by plan_fit (fit_plan.h): a
+  // plan that fits nothing is ns::Error(invalid_input) with its reason.
   static std::unique_ptr<Model> load(const std::string& path, const ModelOptions& opts);
 
   const Hparams& hparams() const { return hp_; }
@@ -83,6 +76,8 @@ class Model {
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return state_.max_batch; }
   const SequenceState& sequence_state() const { return *seqs_; }
+  // What plan_fit chose at load (sequences, KV pool, prefill chunk) and why.
+  const FitPlan& fit() const { return fit_; }
   uint64_t n_params() const { return n_params_; }  // of tensors()
   // The tensors the architecture runs on (TensorLoader::used_tensors): the
   // file's, less the skipped NextN blocks and anything else it does not read.
@@ -139,6 +134,7 @@ class Model {
   std::vector<float> output_norm_;
   std::unique_ptr<WeightStreaming> streaming_;  // state_ points into it: declared before, destroyed after
   std::unique_ptr<SequenceState> seqs_;
+  FitPlan fit_;
   std::unique_ptr<ThreadPool> pool_;
   ForwardState state_;
   std::vector<BatchToken> single_;  // forward()'s batch, reused

@@ -13,16 +13,10 @@
 
 #include "common/human_size.h"
 #include "engine/kernels/kernels.h"
-#include "engine/stream/memory_limit.h"
 #include "common/error.h"
 
 namespace ns {
 namespace {
-
-// Scratch the kernels and the reader allocate on first use (quantized
-// activations, per-thread buffers, the reader's bookkeeping) is not in the
-// RSS measured at load; this much is set aside for it.
-constexpr uint64_t kRuntimeSlack = 16ull << 20;
 
 uint64_t proc_kib(const char* file, const char* key) {
   std::ifstream in(file);
@@ -64,7 +58,8 @@ void check_io_mode(const std::string& io_mode) {
 }
 
 std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> tensors,
-                                                 const StreamingOptions& opts, const StreamingFootprint& fp) {
+                                                 const StreamingOptions& opts,
+                                                 const std::optional<stream::BudgetPlan>& plan) {
   check_io_mode(opts.io_mode);
   const stream::CachePolicy policy = stream::parse_cache_policy(opts.cache_policy);
   auto ws = std::make_unique<WeightStreaming>();
@@ -75,22 +70,8 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::sp
     return ws;
   }
 
-  stream::BudgetInputs in;
-  in.memory_budget = opts.memory_budget;
-  if (in.memory_budget == 0) {
-    const stream::DefaultBudget d = stream::default_memory_budget();
-    in.memory_budget = d.bytes;
-    in.budget_source = d.describe();
-    spdlog::info("memory_budget 0: planning with {}", d.describe());
-  }
-  in.kv_cache_bytes = fp.kv_cache_bytes;
-  in.kv_cache_note = fp.kv_cache_note;
-  in.recurrent_bytes = fp.recurrent_bytes;
-  in.activation_bytes = fp.activation_bytes;
-  in.io_buffer_bytes = 0;  // experts are read straight into cache slots
-  in.overhead_bytes = fp.overhead_bytes + kRuntimeSlack;
-  in.repacked_bytes = fp.repacked_bytes;
-  ws->plan = stream::plan_budget(tensors, ws->layout, in, f.path());
+  if (!plan) throw Error(ErrorKind::internal, f.path() + ": io_mode " + opts.io_mode + " without a memory plan");
+  ws->plan = *plan;
   ws->planned = true;
   spdlog::info("memory plan for {}:\n{}", f.path(), ws->plan.describe());
   if (ws->layout.n_moe_layers() == 0 || opts.plan_only) return ws;

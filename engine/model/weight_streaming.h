@@ -2,13 +2,12 @@
 // expert cache that moe_ffn takes routed experts from (engine/stream/).
 //
 // Contract:
-// - setup_streaming() plans `memory_budget` (see budget_planner.h) and, when
-//   io_mode is uring or pread and the model has routed-expert stacks, opens a
-//   reader on the model's files (every shard of a split set, file index i =
-//   shard i, as TensorInfo::file counts) and an expert cache of
-//   plan.cache_experts slots.
-//   It throws ns::Error(invalid_input) for a bad io_mode / cache_policy or a
-//   budget too small to run (the message has the breakdown and the minimum).
+// - setup_streaming() takes the memory plan plan_fit made (fit_plan.h: the
+//   budget's breakdown, which fits) and, when io_mode is uring or pread and
+//   the model has routed-expert stacks, opens a reader on the model's files
+//   (every shard of a split set, file index i = shard i, as TensorInfo::file
+//   counts) and an expert cache of plan.cache_experts slots.
+//   It throws ns::Error(invalid_input) for a bad io_mode / cache_policy.
 // - memory_budget 0 means "what this process may use": the lower of its
 //   cgroup memory limit and the machine's memory, minus headroom
 //   (stream::default_memory_budget, memory_limit.h); the plan's first line
@@ -22,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -71,16 +71,6 @@ struct StreamingOptions {
   bool plan_only = false;
 };
 
-// Memory the rest of the model takes, measured by Model::load.
-struct StreamingFootprint {
-  uint64_t kv_cache_bytes = 0;    // attention cache of every sequence
-  std::string kv_cache_note;      // stream::BudgetInputs::kv_cache_note
-  uint64_t recurrent_bytes = 0;   // recurrent (delta-rule) state of every sequence
-  uint64_t activation_bytes = 0;  // forward_state_bytes()
-  uint64_t overhead_bytes = 0;    // RSS before the KV cache and buffers (setup adds slack for lazy scratch)
-  uint64_t repacked_bytes = 0;    // resident matrices held repacked in owned copies (stream::BudgetInputs)
-};
-
 struct WeightStreaming {
   stream::ExpertLayout layout;
   stream::BudgetPlan plan;  // empty in mmap mode
@@ -97,9 +87,11 @@ void check_io_mode(const std::string& io_mode);  // throws Error(invalid_input) 
 
 // `tensors` are the ones the model reads (Model::tensors()): the expert layout
 // and the plan cover those only, so tensors a file carries but the model skips
-// (NextN blocks) are neither streamed nor counted.
+// (NextN blocks) are neither streamed nor counted. `plan`: FitPlan::budget
+// (none in io_mode mmap).
 std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> tensors,
-                                                 const StreamingOptions& opts, const StreamingFootprint& footprint);
+                                                 const StreamingOptions& opts,
+                                                 const std::optional<stream::BudgetPlan>& plan);
 
 // Points s at the cache and the per-layer routers (for prediction); s's MoE
 // buffers must already be sized.

@@ -49,8 +49,8 @@ std::string BudgetPlan::describe() const {
   return s;
 }
 
-BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
-                       const std::string& model_name) {
+BudgetPlan fit_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+                      const std::string& model_name) {
   BudgetPlan p;
   p.model = model_name;
   p.memory_budget = in.memory_budget;
@@ -83,16 +83,24 @@ BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLa
     shown.cache_bytes = min_slots * p.slot_bytes;
     // Round the advice up to a whole MiB so it can be pasted into the config.
     const uint64_t advice = align_up(p.minimum_budget, 1ull << 20);
-    throw Error(ErrorKind::invalid_input,
-                "memory_budget " + format_size(in.memory_budget) + " is too small to run " + model_name + ": it needs " +
-                    format_size(p.minimum_budget) + ".\n" + shown.describe() + "Set memory_budget to at least " +
-                    std::to_string(advice >> 20) + "MiB, or lower the context or batch size (KV cache, activations).");
+    p.refusal = "memory_budget " + format_size(in.memory_budget) + " is too small to run " + model_name +
+                ": it needs " + format_size(p.minimum_budget) + ".\n" + shown.describe() +
+                "Set memory_budget to at least " + std::to_string(advice >> 20) +
+                "MiB, or lower the context or batch size (KV cache, activations).";
+    return p;
   }
   if (p.slot_bytes > 0) {
     const uint64_t fit = (in.memory_budget - fixed) / p.slot_bytes;
     p.cache_experts = static_cast<uint32_t>(std::min<uint64_t>({fit, p.streamed_experts, UINT32_MAX}));
     p.cache_bytes = p.cache_experts * p.slot_bytes;
   }
+  return p;
+}
+
+BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+                       const std::string& model_name) {
+  BudgetPlan p = fit_budget(tensors, layout, in, model_name);
+  if (!p.refusal.empty()) throw Error(ErrorKind::invalid_input, p.refusal);
   return p;
 }
 

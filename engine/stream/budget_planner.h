@@ -6,9 +6,11 @@
 // counted by the 4 KiB pages it spans (what touching it through a mapping
 // costs). Streamed: the *_exps stacks, one cache slot per expert.
 //
-// plan_budget() throws ns::Error(invalid_input) when the budget cannot hold
-// the fixed parts plus min_cache_experts slots; the message shows the
-// breakdown and the smallest budget that would work.
+// fit_budget() answers as data: a budget that cannot hold the fixed parts
+// plus min_cache_experts slots gives a plan whose `refusal` shows the
+// breakdown and the smallest budget that would work (the memory plan's
+// search, engine/model/fit_plan.h, weighs candidates with it); plan_budget()
+// throws that refusal as ns::Error(invalid_input).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +55,9 @@ struct BudgetPlan {
   uint32_t cache_experts = 0;     // the expert cache's capacity
   uint64_t cache_bytes = 0;       // cache_experts × slot_bytes
   uint64_t minimum_budget = 0;    // fixed parts + min_cache_experts slots
+  // Empty when memory_budget holds minimum_budget; else why not: the breakdown with the fewest slots and the
+  // budget to set (whole MiB).
+  std::string refusal;
 
   uint64_t fixed_bytes() const {
     return resident_bytes + kv_cache_bytes + recurrent_bytes + activation_bytes + io_buffer_bytes + overhead_bytes;
@@ -102,6 +107,9 @@ std::vector<KvTradeoff> kv_tradeoff(const BudgetPlan& plan, uint64_t kv_bytes_pe
 // "64 x 4K, 16 x 16K, 4 x 128K": the pairs that fit, for the plan's text.
 std::string describe_tradeoff(const std::vector<KvTradeoff>& t);
 
+BudgetPlan fit_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+                      const std::string& model_name);
+// fit_budget(), its refusal thrown as ns::Error(invalid_input).
 BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
                        const std::string& model_name);
 

@@ -43,7 +43,7 @@ engine_group() {
     engine/forward_state.* | engine/sequence_state.* | engine/ops.* | engine/process_stats.*) echo "state 4" ;;
     engine/layers/*) echo "layers 5" ;;
     engine/arch/*) echo "arch 6" ;;
-    engine/model/model.* | engine/model/weight_streaming.*) echo "model 7" ;;
+    engine/model/model.* | engine/model/weight_streaming.* | engine/model/fit_plan.*) echo "model 7" ;;
     engine/engine.* | engine/generation.h | engine/generation_batch.* | engine/batch_stats.h | engine/model_report.*)
       echo "facade 8" ;;
     engine/batch_sequence.* | engine/prefix_cache.* | engine/request_accounting.*)  # the step loop's units
