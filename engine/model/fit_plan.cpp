@@ -144,10 +144,12 @@ FitPlan plan_fit(const FitInputs& in, const ModelOptions& opts) {
         return p;
       }
       p.reason = std::move(c.refusal);
-      if (!fit_pool || pool <= min_pool) break;
+      // Only the budget shrinks the pool: a context the address space cannot map is refused as asked
+      // (`ulimit -v`: the fix is a shorter context, which the reason names), not served by a sliver of it.
+      if (!over_budget || !fit_pool || pool <= min_pool) break;
       const int64_t next = std::max(min_pool, pool / 2);
-      p.why.push_back("a KV pool of " + std::to_string(pool) + " tokens does not fit " +
-                      (over_budget ? "the memory budget" : "the address space") + "; trying " + std::to_string(next));
+      p.why.push_back("a KV pool of " + std::to_string(pool) + " tokens does not fit the memory budget; trying " +
+                      std::to_string(next));
       pool = next;
     }
     if (!opts.fewer_sequences || n_seq <= 1) return p;

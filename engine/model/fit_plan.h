@@ -15,7 +15,8 @@
 //   lengths, docs/long-context.md, so it gives way before the batch does).
 // A candidate fits when the memory plan (stream::fit_budget) holds it with
 // at least two expert-cache slots, and, under an address-space limit
-// (`ulimit -v`), its KV cache and buffers can be mapped.
+// (`ulimit -v`), its KV cache and buffers can be mapped; only the budget
+// halves the pool (a pool the address space refuses ends the sequences' try).
 #pragma once
 
 #include <cstdint>
