@@ -286,6 +286,18 @@ void Conn::ensure_connected(std::string_view sql) {
   connect();
 }
 
+// A server stopped with `-m immediate` cuts its connections without a word:
+// libpq then reports "server closed the connection unexpectedly" with no
+// SQLSTATE while PQstatus may still say OK (a fault run's daemon exited on it,
+// taking it as permanent). Probe the socket; drop a dead connection so the
+// next call reconnects.
+bool Conn::drop_if_dead() {
+  if (PQsocket(conn_) >= 0 && PQconsumeInput(conn_) == 1 && PQstatus(conn_) == CONNECTION_OK) return false;
+  PQfinish(conn_);
+  conn_ = nullptr;
+  return true;
+}
+
 void Conn::raise(pg_result* r, std::string_view sql) {
   std::string message;
   std::string state;
@@ -295,7 +307,7 @@ void Conn::raise(pg_result* r, std::string_view sql) {
   }
   if (message.empty() && conn_ != nullptr) message = trimmed(PQerrorMessage(conn_));
   if (r != nullptr) PQclear(r);
-  const bool lost = !connection_ok();
+  const bool lost = !connection_ok() || (state.empty() && drop_if_dead());
   const bool transient = lost || transient_code(state);
   std::string what = "database " + name_ + ": " + (message.empty() ? "unknown error" : message);
   if (!state.empty()) what += " (SQLSTATE " + state + ")";

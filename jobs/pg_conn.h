@@ -120,6 +120,7 @@ class Conn {
   void connect();
   void ensure_connected(std::string_view sql);
   bool connection_ok() const;
+  bool drop_if_dead();  // after an error without SQLSTATE on a connection libpq still calls OK
   [[noreturn]] void raise(pg_result* r, std::string_view sql);
   Result run(std::string_view sql, const Params& params, bool retry_if_reconnected);
 
