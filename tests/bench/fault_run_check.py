@@ -66,7 +66,8 @@ def main():
             if len(examples) < 8:
                 examples.append("%s (job %s) choices: %s vs reference %s" % (
                     cid, j["id"], str(j["choices"])[:120], str(r["choices"])[:120]))
-    jobs_mismatched = sum(1 for cid, rows in by_cid.items() if len(rows) == 1 and cid in ref_by_cid and (
+    jobs_mismatched = sum(1 for cid, rows in by_cid.items() if len(rows) == 1 and cid in ref_by_cid and rows[0][
+        "has_result"] and (
         any(rows[0][f] != ref_by_cid[cid][f] for f in ("text", "finish_reason", "prompt_tokens", "completion_tokens",
                                                        "logprobs"))
         or choices(rows[0]["choices"]) != choices(ref_by_cid[cid]["choices"])))
