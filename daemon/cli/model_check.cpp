@@ -72,7 +72,8 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
            std::to_string(config_->max_batch) + " sequences together (" + config_->source +
            "): lower n, or raise max_batch";
   }
-  if (struct stat st; ::stat(it->second.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+  if (struct stat st;
+      refuse_missing_files_ && ::stat(it->second.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
     const std::string reason = std::strerror(errno);
     return "model '" + spec.model + "': its file " + it->second + " (models." + spec.model + " in " + config_->source +
            "): " + reason + ". Fix the path in the config, or mount its disk; --any-model queues it anyway (for a "

@@ -35,6 +35,10 @@ class ModelCheck {
  public:
   ModelCheck() = default;  // checks nothing
   explicit ModelCheck(const daemon::Config& config) : config_(config) {}
+  // The daemon's own HTTP service: a model file missing from its config is
+  // its configuration's mistake, so those jobs are queued (and held), not refused.
+  struct QueueMissingFiles {};
+  ModelCheck(const daemon::Config& config, QueueMissingFiles) : config_(config), refuse_missing_files_(false) {}
 
   std::string problem(const jobs::JobSpec& spec);
   // The tool-call markup the model's chat template writes (engine/chat/tool_calls.h); nullopt without
@@ -43,6 +47,7 @@ class ModelCheck {
 
  private:
   std::optional<daemon::Config> config_;
+  bool refuse_missing_files_ = true;
   // What each model's GGUF header says (read once), by model name; null: not readable from here.
   std::map<std::string, std::shared_ptr<ModelFile>> facts_;
   const ModelFile* facts_of(const std::string& model, const std::string& path);

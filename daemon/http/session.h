@@ -20,7 +20,7 @@
 namespace ns::http {
 
 struct ServiceState {
-  explicit ServiceState(const daemon::Config& c) : config(c), model_check(c) {}
+  explicit ServiceState(const daemon::Config& c) : config(c), model_check(c, cli::ModelCheck::QueueMissingFiles{}) {}
   const daemon::Config config;
   KeyCheck keys;
   // submit --config's checks (model, chat template, prompt length); it caches what it read, so one caller at a time.

@@ -28,7 +28,9 @@ expect_contains "$OUT" "database is locked" "submit under the lock"
 expect_contains "$OUT" "longer than the busy timeout (100 ms)" "the hint names the timeout"
 expect_exit 0 ns list --config "$CONFIG"  # WAL: readers are not blocked
 expect_contains "$OUT" "queued 6, running 0" "list under the lock"
-wait_for 10 "the daemon to meet the lock" grep -q "cannot claim a job yet: database .* is locked" "$WORK/daemon.log"
+# It registers in the workers table first (one transaction with its id check), so that is where it waits.
+wait_for 10 "the daemon to meet the lock" grep -qE "cannot (start on the database|claim a job) yet: database .* is locked" \
+  "$WORK/daemon.log"
 sleep 1
 kill -0 "$DAEMON_PID" || fail "the daemon exited while the database was locked"
 expect_eq "$(sql "SELECT count(*) FROM jobs WHERE state = 'queued'")" 6 "nothing ran under the lock"
@@ -42,6 +44,6 @@ kill -TERM "$DAEMON_PID"
 wait_daemon 0
 expect_eq "$(sql "SELECT count(*) FROM attempts")" 6 "one attempt per job"
 expect_eq "$(sql "SELECT count(*) FROM jobs WHERE attempts = 1")" 6 "no job claimed twice"
-retries=$(grep -c "cannot claim a job yet" "$WORK/daemon.log")
-echo "the daemon retried the claim $retries times while the database was locked"
+retries=$(grep -cE "cannot (start on the database|claim a job) yet" "$WORK/daemon.log")
+echo "the daemon retried $retries times while the database was locked"
 echo "ok"

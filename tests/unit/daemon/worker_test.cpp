@@ -96,11 +96,11 @@ TEST_CASE("jobs that cannot run fail with a kind and a message (or, for the daem
   Fixture f;
   const std::string corrupt = f.dir.file("corrupt.gguf");
   {
-    // The first 4 KiB of a real model: a valid header whose data is missing.
+    // A whole real model whose header names GGUF version 99: corrupt, not cut short (a cut file is held).
     std::ifstream in(kLlama, std::ios::binary);
-    std::string head(4096, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    std::ofstream(corrupt, std::ios::binary) << head;
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bytes[4] = 99;
+    std::ofstream(corrupt, std::ios::binary) << bytes;
   }
   f.options.models["corrupt"] = corrupt;
   f.options.models["missing"] = f.dir.file("nothere.gguf");  // the daemon's config: the job waits
