@@ -28,4 +28,14 @@ std::optional<double> remaining_eta_s(const JobProgress& p, int64_t now_ms) {
   return std::max(0.0, p.eta_s - static_cast<double>(std::max<int64_t>(now_ms - p.updated_ms, 0)) / 1000.0);
 }
 
+std::string held_reason_text(const std::vector<HeldModel>& held) {
+  if (held.size() == 1) return held[0].reason;
+  std::string text;
+  for (const HeldModel& h : held) {
+    text += (text.empty() ? "" : "; ") + std::string("model ") + h.model + ", " + std::to_string(h.jobs) +
+            (h.jobs == 1 ? " job: " : " jobs: ") + h.reason;
+  }
+  return text;
+}
+
 }  // namespace ns::jobs

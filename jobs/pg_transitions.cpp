@@ -284,8 +284,16 @@ QueueCounts PgQueue::counts_of(const std::string& batch) {
     if (state == JobState::queued) {
       c.retry_waiting = r.int64(i, 2);
       c.held = r.int64(i, 3);
-      c.held_reason = r.text(i, 4);
     }
+  }
+  if (c.held > 0) {  // each held model's reason (held_reason_text)
+    const Result h = db_.exec(
+        "SELECT model, count(*), max(error) FROM jobs WHERE state = 'queued' AND error_kind = $2 "
+        "AND ($1::text IS NULL OR batch = $1) GROUP BY model ORDER BY model",
+        Params().add_text_or_null(batch).add(std::string(kHeldErrorKind)));
+    std::vector<HeldModel> models;
+    for (int i = 0; i < h.rows(); ++i) models.push_back({h.text(i, 0), h.int64(i, 1), h.text(i, 2)});
+    c.held_reason = held_reason_text(models);
   }
   return c;
 }

@@ -239,8 +239,18 @@ struct QueueCounts {
   int64_t queued = 0, running = 0, done = 0, failed = 0, cancelled = 0, dead = 0;
   int64_t retry_waiting = 0;  // of the queued: waiting out a retry backoff after a failed attempt
   int64_t held = 0;           // of the queued: held by a daemon that cannot serve their model (is_held)
-  std::string held_reason;    // one held job's reason, the daemon's words ("" when none is held)
+  std::string held_reason;    // the daemon's words, each held model's ("" when none is held): held_reason_text
 };
+
+// The held jobs of one model, and the daemon's reason for one of them.
+struct HeldModel {
+  std::string model;
+  int64_t jobs = 0;
+  std::string reason;
+};
+// One model: its reason as the daemon said it. Several (a night with a typo and a missing disk): each with its
+// model and count, "model chta, 2 jobs: ...; model docs, 1 job: ...", so no cause hides behind another.
+std::string held_reason_text(const std::vector<HeldModel>& held);
 
 // What a recovery pass did to jobs whose worker is gone.
 struct Recovery {

@@ -309,12 +309,15 @@ QueueCounts SqliteQueue::counts_of(const std::string& batch) {
   waiting->bind(1, now_epoch_ms()).bind_text_or_null(2, batch);
   if (waiting->step()) c.retry_waiting = waiting->int64(0);
   auto held = db_.cached(
-      "SELECT count(*), max(error) FROM jobs WHERE state = 'queued' AND error_kind = ?1 AND (?2 IS NULL OR batch = ?2)");
+      "SELECT model, count(*), max(error) FROM jobs WHERE state = 'queued' AND error_kind = ?1 "
+      "AND (?2 IS NULL OR batch = ?2) GROUP BY model ORDER BY model");
   held->bind(1, std::string_view(kHeldErrorKind)).bind_text_or_null(2, batch);
-  if (held->step()) {
-    c.held = held->int64(0);
-    if (c.held > 0) c.held_reason = held->text(1);
+  std::vector<HeldModel> models;
+  while (held->step()) {
+    models.push_back({held->text(0), held->int64(1), held->text(2)});
+    c.held += models.back().jobs;
   }
+  c.held_reason = held_reason_text(models);
   return c;
 }
 

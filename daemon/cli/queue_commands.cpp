@@ -527,7 +527,8 @@ void add_show(CLI::App& app, int& exit_code) {
 // Which jobs `cancel` and `retry` act on: the ids given, or the jobs of
 // --batch NAME in --state STATE (default: every state in `wanted`). Jobs of
 // other states are left alone. Throws kUsage for neither or both, kNotFound
-// for a batch with no job at all.
+// for a batch with no job at all. `keep` narrows a batch's jobs further (retry:
+// a queued job only when a daemon holds it; --from-model).
 struct Selection {
   std::vector<int64_t> ids;
   std::string batch, state;
@@ -542,7 +543,8 @@ void add_selection_options(CLI::App* cmd, Selection& sel, const char* states, co
 }
 
 std::vector<int64_t> selected_ids(jobs::Queue& queue, const Selection& sel, std::vector<jobs::JobState> wanted,
-                                  const char* command) {
+                                  const char* command, const std::function<bool(const jobs::Job&)>& keep = {},
+                                  const std::string& also = "") {
   if (!sel.ids.empty() && !sel.batch.empty()) throw CommandError{kUsage, "give job ids or --batch NAME, not both"};
   if (sel.ids.empty() && sel.batch.empty()) throw CommandError{kUsage, "give job ids or --batch NAME"};
   if (!sel.state.empty() && sel.batch.empty()) throw CommandError{kUsage, "--state goes with --batch NAME"};
@@ -556,12 +558,13 @@ std::vector<int64_t> selected_ids(jobs::Queue& queue, const Selection& sel, std:
   if (all.empty()) throw CommandError{kNotFound, "no job of batch " + sel.batch + " in this database"};
   std::vector<int64_t> ids;
   for (const jobs::Job& j : all) {
-    if (std::find(wanted.begin(), wanted.end(), j.state) != wanted.end()) ids.push_back(j.id);
+    if (std::find(wanted.begin(), wanted.end(), j.state) != wanted.end() && (!keep || keep(j))) ids.push_back(j.id);
   }
   if (ids.empty()) {
     std::string names;
     for (jobs::JobState w : wanted) names += (names.empty() ? "" : " or ") + std::string(jobs::state_name(w));
-    std::fprintf(stderr, "nightshift %s: batch %s has no %s job\n", command, sel.batch.c_str(), names.c_str());
+    std::fprintf(stderr, "nightshift %s: batch %s has no %s job%s\n", command, sel.batch.c_str(), names.c_str(),
+                 also.c_str());
   }
   return ids;
 }
@@ -619,23 +622,26 @@ void add_retry(CLI::App& app, int& exit_code) {
   struct Args {
     DatabaseArgs db;
     Selection sel;
-    std::string model;
+    std::string model, from_model;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "retry", "Queue failed, dead or cancelled jobs again, as new (attempts reset, result and checkpoint dropped)");
-  add_selection_options(cmd, a->sel, "failed, dead and cancelled; with --model queued too",
+  add_selection_options(cmd, a->sel, "failed, dead and cancelled; with --model the held ones too",
                         {"failed", "dead", "cancelled", "queued"});
   cmd->add_option("--model", a->model,
                   "run the retried jobs on this model from now on (jobs queued under a wrong model name)");
+  cmd->add_option("--from-model", a->from_model, "with --batch: only the jobs now under this model name");
   add_database_options(cmd, a->db);
   cmd->footer(
       "Examples:\n"
       "  nightshift retry 42 43\n"
       "  nightshift retry --batch nightly --model mixtral   # a night held or failed under a wrong model name\n"
+      "  nightshift retry --batch nightly --from-model mixtrl --model mixtral   # only the typo's jobs\n"
       "  nightshift list --state dead --json | jq -r '.[].id' | xargs nightshift retry\n"
       "The attempts so far stay in the job's history (nightshift show ID).\n"
-      "With --model, queued jobs are moved too, and the model is checked against --config's models:.\n"
+      "With --model, held jobs (queued, a daemon cannot serve their model) are moved too, and the model is checked\n"
+      "against --config's models:; --state queued moves every queued job of the batch.\n"
       "Exit status: 0 all queued again, 3 an id (or the batch) is unknown, 4 --model is not servable (--config),\n"
       "1 a job is running or done (or queued, without --model).\n");
   cmd->callback([a, &exit_code] {
@@ -644,7 +650,30 @@ void add_retry(CLI::App& app, int& exit_code) {
       // With --model, queued jobs too: those a daemon holds because it cannot serve their model.
       std::vector<jobs::JobState> states = {jobs::JobState::failed, jobs::JobState::dead, jobs::JobState::cancelled};
       if (!a->model.empty()) states.push_back(jobs::JobState::queued);
-      const std::vector<int64_t> ids = selected_ids(*queue, a->sel, states, "retry");
+      if (!a->from_model.empty() && a->sel.batch.empty()) throw CommandError{kUsage, "--from-model goes with --batch NAME"};
+      // A batch's queued jobs waiting for a daemon that can serve them stay put: only the held ones move
+      // (#31: re-pointing a whole night moved the jobs of its good models too), unless --state queued says so.
+      const auto keep = [&](const jobs::Job& j) {
+        if (!a->from_model.empty() && j.spec.model != a->from_model) return false;
+        return j.state != jobs::JobState::queued || !a->sel.state.empty() || jobs::is_held(j);
+      };
+      const std::string also = a->from_model.empty() ? "" : " under model " + a->from_model;
+      const std::vector<int64_t> ids = selected_ids(*queue, a->sel, states, "retry", keep, also);
+      if (!a->model.empty() && !a->sel.batch.empty() && a->from_model.empty()) {
+        // Re-pointing jobs of several models at once would hide a cause behind another (a typo's jobs and a
+        // missing disk's): with more than one, the command asks which.
+        std::map<std::string, int64_t> models;
+        for (int64_t id : ids) {
+          if (const std::optional<jobs::Job> job = queue->get(id)) ++models[job->spec.model];
+        }
+        if (models.size() > 1) {
+          std::string list;
+          for (const auto& [m, n] : models) list += (list.empty() ? "" : ", ") + m + " (" + std::to_string(n) + ")";
+          throw CommandError{kUsage, "batch " + a->sel.batch + "'s jobs to move are under " +
+                                         std::to_string(models.size()) + " models: " + list +
+                                         "; say which with --from-model NAME (nothing was moved)"};
+        }
+      }
       ModelCheck check = model_check_for(a->db, false);
       std::map<std::string, std::vector<int64_t>> not_moved;  // by problem: a typo is said once, not once a job
       std::optional<CommandError> first_error;

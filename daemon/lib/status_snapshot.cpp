@@ -26,6 +26,10 @@ StatusSnapshot take_status(jobs::Queue& queue, const StatusRequest& r) {
     // One batch: found among all of them (the interface has no lookup by name).
     s.batches = queue.batches(r.batch.empty() ? r.batch_limit : std::numeric_limits<int32_t>::max());
     if (!r.batch.empty()) std::erase_if(s.batches, [&](const jobs::BatchSummary& b) { return b.name != r.batch; });
+    // The summary view keeps one held reason; a batch held for several causes gets each (held_reason_text).
+    for (jobs::BatchSummary& b : s.batches) {
+      if (b.counts.held > 0) b.counts.held_reason = queue.counts(b.name).held_reason;
+    }
   }
   s.workers = queue.workers();
   s.now_ms = jobs::now_epoch_ms();

@@ -366,6 +366,28 @@ QUEUE_TEST("a released job's reason goes to its attempt; the attempt is given ba
   CHECK(history[0].error == "model 'tinny' is not in the daemon's config");
 }
 
+QUEUE_TEST("a batch held for two causes says each model's reason and count") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  JobSpec s = completion("chta", "x");
+  s.batch = "nightly";
+  for (const char* id : {"t1", "t2"}) {
+    s.custom_id = id;
+    q->submit(s);
+  }
+  s.model = "docs";
+  s.custom_id = "d1";
+  q->submit(s);
+  for (const Job& j : q->claim_batch("w", kLeaseMs, 2, "chta")) REQUIRE(q->release(j.lease(), "model 'chta' is unknown"));
+  const std::vector<Job> docs = q->claim_batch("w", kLeaseMs, 1, "docs", {"docs"});  // past the held chta jobs
+  REQUIRE(docs.size() == 1);
+  REQUIRE(q->release(docs[0].lease(), "docs.gguf is missing"));
+  const QueueCounts c = q->counts("nightly");
+  CHECK(c.held == 3);
+  CHECK(c.held_reason == "model chta, 2 jobs: model 'chta' is unknown; model docs, 1 job: docs.gguf is missing");
+  CHECK(q->counts().held_reason == c.held_reason);
+}
+
 QUEUE_TEST("a job released for its daemon's configuration is held: on the job, in the counts and in the views") {
   QUEUE_BACKEND(db);
   auto q = db.open();
