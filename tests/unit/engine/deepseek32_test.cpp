@@ -80,7 +80,7 @@ TEST_CASE("glm-dsa: per-layer indexer types, the GLM-5 default, the indexer's ro
 
 TEST_CASE("deepseek32, glm-dsa: below top_k the deepseek2 twin to the bit; past it the indexer's choice counts") {
   const std::string twin = ds2_twin();
-  for (const std::string arch : {"deepseek32", "glm-dsa"}) {
+  for (const char* arch : {"deepseek32", "glm-dsa"}) {
     CAPTURE(arch);
     auto probe = Model::load(twin, {.context = 32, .max_batch = 16});
     const int64_t V = probe->n_vocab();
@@ -98,7 +98,7 @@ TEST_CASE("deepseek32, glm-dsa: below top_k the deepseek2 twin to the bit; past 
 }
 
 TEST_CASE("deepseek32, glm-dsa: one pass equals token by token; two sequences batched equal each alone") {
-  for (const std::string path : {dsa_model("deepseek32", 5), dsa_model("glm-dsa", 5, " --dsa-types 1,0,1")}) {
+  for (const std::string& path : {dsa_model("deepseek32", 5), dsa_model("glm-dsa", 5, " --dsa-types 1,0,1")}) {
     CAPTURE(path);
     const ModelOptions mo{.context = 64, .max_batch = 32, .n_seq = 2};
     auto m = Model::load(path, mo);
