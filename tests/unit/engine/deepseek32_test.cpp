@@ -92,7 +92,7 @@ TEST_CASE("deepseek32, glm-dsa: below top_k the deepseek2 twin to the bit; past 
     const std::vector<float> sparse = logits_of(dsa_model(arch, 6), toks);
     CHECK(diff_rows(sparse, dense, V, 0, 6) == 0.0);
     const double later = diff_rows(sparse, dense, V, 6, 20);
-    MESSAGE(arch << ": max |sparse - dense| past top_k = " << later);
+    MESSAGE(std::string(arch) << ": max |sparse - dense| past top_k = " << later);
     CHECK(later > 1e-3);
   }
 }
@@ -208,7 +208,7 @@ TEST_CASE("attend_one_head with a selection: the masked positions weigh 0, on ev
     attend_one_head(q.data(), k.data(), dim, v.data(), vdim, dim, vdim, n - 1, scale, out.data(), span);
     double worst = 0;
     for (int64_t d = 0; d < vdim; ++d) worst = std::max(worst, std::fabs(out[static_cast<size_t>(d)] - ref[static_cast<size_t>(d)]));
-    MESSAGE(kernels::isa_name(kernels::active_isa()) << ": max |out - ref| = " << worst);
+    MESSAGE(std::string(kernels::isa_name(kernels::active_isa())) << ": max |out - ref| = " << worst);
     CHECK(worst < 2e-3);  // probabilities rounded to F16, as the reference's
     outs.push_back(out);
   }
