@@ -10,7 +10,7 @@
 // traits below hold as data (the indexer's rope form, its LayerNorm epsilon,
 // the default gating, YaRN's log multiplier, glm-dsa's per-layer indexer
 // types, where a "shared" layer reuses the last full layer's selection).
-// NextN blocks are not in the table (the reference's draft head; not run).
+// NextN blocks are in the table but never read (the reference's draft head).
 #include "engine/arch/deepseek32.h"
 
 #include <string>
@@ -37,8 +37,9 @@ struct DsaLayer {
   throw Error(ErrorKind::bad_model, hp.arch + ": " + why);
 }
 
+// NextN blocks (il >= n_layer) list theirs too (described, skipped).
 bool full_indexer(const Hparams& hp, int64_t il) {
-  return hp.indexer_full_layers.empty() || hp.indexer_full_layers[static_cast<size_t>(il)] != 0;
+  return il >= static_cast<int64_t>(hp.indexer_full_layers.size()) || hp.indexer_full_layers[static_cast<size_t>(il)] != 0;
 }
 
 void describe(const Hparams& hp, TensorTable& t, std::vector<DsaLayer>& layers) {
@@ -58,6 +59,11 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<DsaLayer>& layers) 
                 L.indexer);
     t.vector(p + "ffn_norm.weight", d, R::norm, &L.ffn_norm);
     deepseek_ffn_tensors(t, p, hp, il, L.ffn, Presence::optional);
+    if (il >= hp.n_layer) {  // the NextN (MTP) block's own parts: the reference's draft head, never run here
+      t.matrix(p + "nextn.eh_proj.weight", d, 2 * d, R::input, nullptr);
+      for (const char* norm : {"enorm", "hnorm", "shared_head_norm"})
+        t.vector(p + "nextn." + norm + ".weight", d, R::norm, nullptr);
+    }
   });
 }
 

@@ -46,6 +46,7 @@ struct Deepseek2Flags {
   // DeepSeek sparse attention (deepseek32, glm-dsa).
   uint32_t dsa_heads = 8, dsa_head_dim = 64, dsa_top_k = 16;
   std::string dsa_types;       // glm-dsa: "1,0,0,..." per layer (1 full, 0 shared); empty: not written
+  uint32_t dsa_nextn = 0;      // NextN blocks after the last layer (block_count counts them)
 };
 
 // One flag set for the three variants.
@@ -63,6 +64,8 @@ class Deepseek2Architecture : public Architecture {
       add_arch_option(app, g, "--dsa-heads", f.dsa_heads, "dsa: lightning indexer heads");
       add_arch_option(app, g, "--dsa-head-dim", f.dsa_head_dim, "dsa: indexer key length (a multiple of 64)");
       add_arch_option(app, g, "--dsa-top-k", f.dsa_top_k, "dsa: past positions each query attends to");
+      add_arch_option(app, g, "--dsa-nextn-layers", f.dsa_nextn,
+                      "dsa: NextN (multi-token prediction) blocks after the last layer (never run)");
       add_arch_option(app, g, "--dsa-types", f.dsa_types,
                       "glm-dsa: per-layer indexer types, e.g. 1,1,0 (1 full, 0 shared; empty: key not written)");
     }
@@ -117,6 +120,8 @@ class Deepseek2Architecture : public Architecture {
       if (!f.dsa_types.empty() && types(s).size() != s.n_layer)
         bad("--dsa-types needs one 0/1 per layer (" + std::to_string(s.n_layer) + ")");
       if (!f.dsa_types.empty() && !types(s)[0]) bad("--dsa-types: layer 0 must be full (1)");
+    } else if (f.dsa_nextn > 0) {
+      bad("--dsa-nextn-layers is deepseek32's and glm-dsa's");
     }
     if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_ctx == 0)
       bad("--n-embd, --n-layer, --n-head and --n-ctx must be positive");
@@ -146,7 +151,7 @@ class Deepseek2Architecture : public Architecture {
     const bool split = f.layout == "split";
     const std::string a = arch_ + ".";
     // MLA files present one KV head (the shared latent), older ones n_head.
-    add_trunk_metadata(w, name(), s, s.n_layer, split ? 1 : s.n_head);
+    add_trunk_metadata(w, name(), s, s.n_layer + (dsa() ? f.dsa_nextn : 0), split ? 1 : s.n_head);
     w.set(a + "expert_used_count", val::u32(s.n_expert_used));
     w.set(a + "expert_count", val::u32(s.n_expert));
     w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
@@ -175,6 +180,7 @@ class Deepseek2Architecture : public Architecture {
     w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(f.yarn_factor != 0.0f ? f.yarn_log_mul : 0.0f));
     if (f.mla.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.mla.q_lora_rank));
     if (!dsa()) return;
+    if (f.dsa_nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.dsa_nextn));
     w.set(a + "attention.indexer.head_count", val::u32(f.dsa_heads));
     w.set(a + "attention.indexer.key_length", val::u32(f.dsa_head_dim));
     w.set(a + "attention.indexer.top_k", val::u32(f.dsa_top_k));
@@ -186,6 +192,10 @@ class Deepseek2Architecture : public Architecture {
   }
 
   bool refine(const TensorSpec& t, TensorPlan& plan) const override {
+    // A NextN block's entries are all "skipped" (written), kimi-k3's attn_gate
+    // too, which neither the reference's deepseek32/glm-dsa loader nor ours asks
+    // for: the reference refuses a file with it (a tensor count mismatch).
+    if (dsa() && t.name.ends_with("attn_gate.weight")) return false;
     refine_split_kv_b(t, plan, flags().mla);
     return true;
   }

@@ -216,3 +216,19 @@ TEST_CASE("attend_one_head with a selection: the masked positions weigh 0, on ev
   // The two paths agree (the AVX2 one only where the CPU has it; else both ran scalar).
   CHECK(test::max_abs_diff(outs[0], outs[1]) < 1e-5);
 }
+
+TEST_CASE("deepseek32, glm-dsa: a NextN block is described but never read; the file without it is the same model") {
+  for (const char* arch : {"deepseek32", "glm-dsa"}) {
+    CAPTURE(std::string(arch));
+    const std::string with = dsa_model(arch, 6, " --dsa-nextn-layers 1"), without = dsa_model(arch, 6);
+    auto mw = Model::load(with, {.context = 32, .max_batch = 16});
+    auto mn = Model::load(without, {.context = 32, .max_batch = 16});
+    CHECK(mw->hparams().n_layer == 3);
+    CHECK(mw->hparams().n_layer_nextn == 1);
+    CHECK(mw->files().find_tensor("blk.3.nextn.eh_proj.weight") != nullptr);
+    CHECK(mw->files().find_tensor("blk.3.indexer.proj.weight") != nullptr);
+    CHECK(mw->tensors().size() == mn->tensors().size());
+    const std::vector<int32_t> toks = test::some_tokens(mw->n_vocab(), 12, 3);
+    CHECK(logits_of(with, toks) == logits_of(without, toks));
+  }
+}
