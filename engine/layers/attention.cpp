@@ -223,6 +223,10 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
     else
       scores_scalar(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, row, scores + (j - first));
   });
+  const uint8_t* keep = span.keep;
+  if (keep)  // the unselected positions leave the max; their exps are zeroed below
+    for (int64_t i = 0; i < n; ++i)
+      if (!keep[first + i]) scores[i] = -INFINITY;
   float max = *std::max_element(scores, scores + n);
   if (span.sink) max = std::max(max, *span.sink);
   double sum = 0;
@@ -234,11 +238,15 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
       float* s8 = scores + (g - first);
       for (int64_t l = 0; l < kLanes; ++l) e[l] = s8[l] - max;
       ops::expf_ggml_8(e, e, avx2);
+      if (keep)
+        for (int64_t l = 0; l < kLanes; ++l)
+          if (!keep[g + l]) e[l] = 0;
       std::copy(e, e + kLanes, s8);
     } else {
       for (int64_t l = 0; l < kLanes; ++l) {
         const int64_t j = g + l;
-        if (j >= first && j <= last_pos) e[l] = scores[j - first] = ops::expf_ggml(scores[j - first] - max);
+        if (j >= first && j <= last_pos)
+          e[l] = scores[j - first] = keep && !keep[j] ? 0.0f : ops::expf_ggml(scores[j - first] - max);
       }
     }
     sum += lane_sum(e);

@@ -84,10 +84,15 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
 //   sink: a learned logit of this head that joins the softmax's max and sum
 //     (the reference adds expf(sink - max) to the sum) but has no value row,
 //     so the weights sum to less than 1. Null: none.
+//   keep: DeepSeek sparse attention's selection, keep[j] != 0 for the
+//     positions j (0..last_pos, not ring rows) attended to; the others score
+//     -inf as the reference's mask makes them (weight exactly 0, their lanes
+//     add exact zeros). Null: all.
 struct AttendSpan {
   int64_t first_pos = 0;
   int64_t ring = 0;
   const float* sink = nullptr;
+  const uint8_t* keep = nullptr;
 };
 void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
                      int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out,

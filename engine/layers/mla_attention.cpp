@@ -392,7 +392,7 @@ void expand_run(const MlaWeights& w, const MlaShape& sh, int64_t il, int64_t t0,
 // tokens long enough to pay for expanding their keys (mla_expand_run) attend
 // through expand_run; the others absorb k_b into their queries, attend once
 // per head over the shared latent rows, and expand through v_b.
-void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s) {
+void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s, const uint8_t* const* keep) {
   const int64_t n = s.n, n_head = sh.n_head, kv_lora = sh.kv_lora_rank, lw = sh.latent_width();
   const int64_t q_width = n_head * sh.k_head(), v_width = n_head * sh.v_head;
   SequenceState& kv = *s.seqs;
@@ -412,7 +412,8 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
   for (int64_t t0 = 0, t1; t0 < n; t0 = t1) {
     for (t1 = t0 + 1; t1 < n && s.seq[t1] == s.seq[t0] && s.pos[t1] == s.pos[t1 - 1] + 1;) ++t1;
     const int64_t keys = s.pos[t1 - 1] + 1;
-    auto& to = mla_expand_run(sh, w, t1 - t0, keys) && expand_group(sh, w, keys, s) > 0 ? expanded : absorbed;
+    const bool expand = keep == nullptr && mla_expand_run(sh, w, t1 - t0, keys) && expand_group(sh, w, keys, s) > 0;
+    auto& to = expand ? expanded : absorbed;
     for (int64_t t = t0; t < t1; ++t) to.push_back(t);
   }
   if (!expanded.empty()) transpose_k_b_scratch(w, sh, s);
@@ -440,8 +441,11 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
       uint16_t* q16 = &s.q16[static_cast<size_t>(thread) * slot];
       const int64_t t = absorbed[static_cast<size_t>(i % m)], h = i / m, qi = t * n_head + h;
       kernels::quantize_row(gguf::GgmlType::F16, &s.q[qi * lw], q16, lw);
-      attend_one_head(q16, kv.k(il, s.seq[t], 0), lw, kv.k(il, s.seq[t], 0), lw, lw, kv_lora, s.pos[t], sh.kq_scale,
-                      &latent_out[qi * kv_lora]);
+      AttendSpan span;
+      if (keep) span.keep = keep[t];
+      const int64_t row = kv.k_dim();  // the latent, then the indexer's key when there is one
+      attend_one_head(q16, kv.k(il, s.seq[t], 0), row, kv.k(il, s.seq[t], 0), row, lw, kv_lora, s.pos[t],
+                      sh.kq_scale, &latent_out[qi * kv_lora], span);
     });
     per_head_product(w.v_b, latent_out, n_head * kv_lora, kv_lora, s.att.data(), v_width, sh.v_head, absorbed, s);
   }
@@ -559,7 +563,17 @@ void mla_attention(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
   if (sh.expanded_cache)
     attend_expanded(w, sh, il, s);
   else
-    attend_latent(w, sh, il, s);
+    attend_latent(w, sh, il, s, nullptr);
+}
+
+void mla_project(const MlaWeights& w, const MlaShape& sh, ForwardState& s) { project(w, sh, s); }
+
+void mla_attend(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s, const uint8_t* const* keep) {
+  if (sh.expanded_cache) bad_shape("a position selection needs the latent cache");
+  if (s.seqs->k_dim() != sh.cache_k_width() || s.seqs->v_dim() != 0)
+    bad_shape("the KV cache rows are " + std::to_string(s.seqs->k_dim()) + " + " + std::to_string(s.seqs->v_dim()) +
+              " wide, expected " + std::to_string(sh.cache_k_width()) + " + 0");
+  attend_latent(w, sh, il, s, keep);
 }
 
 }  // namespace ns

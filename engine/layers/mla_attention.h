@@ -56,11 +56,15 @@ struct MlaShape {
   // rotated (kimi-linear and kimi-k3 MLA layers: their position information
   // comes from the KDA layers between them).
   bool rotary = true;
+  // DeepSeek sparse attention (deepseek32, glm-dsa): each latent cache row
+  // carries the lightning indexer's key after the latent, this many values
+  // (engine/layers/dsa_indexer.h). 0: none.
+  int64_t indexer_width = 0;
 
   int64_t k_head() const { return qk_nope + qk_rope; }            // query/key head size before absorption
   int64_t latent_width() const { return kv_lora_rank + qk_rope; }  // one cached latent row
   // Per-token, per-layer KV cache widths.
-  int64_t cache_k_width() const { return expanded_cache ? n_head * k_head() : latent_width(); }
+  int64_t cache_k_width() const { return expanded_cache ? n_head * k_head() : latent_width() + indexer_width; }
   int64_t cache_v_width() const { return expanded_cache ? n_head * v_head : 0; }  // latent: V is the K row's latent part
 };
 
@@ -142,5 +146,15 @@ uint64_t mla_context_scratch(const MlaShape& sh, const std::vector<const MlaWeig
 // s.xn -> s.out for s.n tokens at (s.seq[t], s.pos[t]), appending to layer il of
 // the cache (widths sh.cache_k_width() / sh.cache_v_width()).
 void mla_attention(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s);
+
+// mla_attention in its two steps, for DeepSeek sparse attention to choose the
+// positions in between: the projections (after which s.v holds each token's
+// normed low-rank query, [t][q_lora]) ...
+void mla_project(const MlaWeights& w, const MlaShape& sh, ForwardState& s);
+// ... then the attention, token t's heads over the cached positions j with
+// keep[t][j] != 0 only (keep[t] null: all of them; keep null: all, for every
+// token). A selection runs the absorbed latent path, never expanded (nor with
+// expanded_cache, which DeepSeek sparse attention files never have).
+void mla_attend(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardState& s, const uint8_t* const* keep);
 
 }  // namespace ns

@@ -100,6 +100,17 @@ struct Hparams {
   int64_t head_dim_v_mla = 0;   // attention.value_length_mla
   bool is_mla() const { return head_dim_k_mla > 0 && head_dim_v_mla > 0; }
 
+  // DeepSeek sparse attention's lightning indexer (deepseek32, glm-dsa: their
+  // file reads these, engine/arch/deepseek32.cpp). indexer_n_head 0: none.
+  int64_t indexer_n_head = 0;     // attention.indexer.head_count
+  int64_t indexer_head_dim = 0;   // attention.indexer.key_length
+  int64_t indexer_top_k = 0;      // attention.indexer.top_k: past positions each query attends to
+  // [n_layer] 1: the layer runs its indexer ("full"); 0: it reuses the last full
+  // layer's selection ("shared", glm-dsa's attention.indexer.types).
+  std::vector<uint8_t> indexer_full_layers;
+  RopeType indexer_rope_type = RopeType::neox;  // the indexer's rope over its first rope_dim dims
+  float indexer_norm_eps = 1e-6f;               // its key LayerNorm's epsilon
+
   // Linear-attention (recurrent) layers: Kimi Delta Attention (kimi-linear, kimi-k3).
   int64_t ssm_d_conv = 0;       // ssm.conv_kernel: taps of the causal depthwise short convolution
   int64_t kda_head_dim = 0;     // kda.head_dim: the key/value head size of the KDA layers

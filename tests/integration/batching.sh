@@ -57,3 +57,8 @@ batch_case minimax-m2 --arch minimax-m2 --n-embd 64 --n-layer 2 --n-head 4 --n-h
   --n-expert 8 --n-expert-used 2 --type Q8_0
 batch_case bailingmoe2 --arch bailingmoe2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --n-ff 96 --n-expert 8 \
   --n-expert-used 2 --ling-n-ff-expert 64 --ling-n-expert-group 4 --ling-n-expert-group-used 2 --type Q8_0
+# deepseek32 and glm-dsa: the indexer's top-8 positions, so the longer jobs attend sparsely.
+batch_case deepseek32 --arch deepseek32 --n-embd 64 --n-layer 2 --n-head 4 --n-ff 96 --n-expert 8 --n-expert-used 2 \
+  --q-lora-rank 64 --kv-lora-rank 32 --dsa-heads 4 --dsa-head-dim 64 --dsa-top-k 8 --type Q8_0
+batch_case glm-dsa --arch glm-dsa --n-embd 64 --n-layer 2 --n-head 4 --n-ff 96 --n-expert 8 --n-expert-used 2 \
+  --q-lora-rank 64 --kv-lora-rank 32 --dsa-heads 4 --dsa-head-dim 64 --dsa-top-k 8 --dsa-types 1,0 --type Q8_0

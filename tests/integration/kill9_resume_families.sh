@@ -3,7 +3,10 @@
 # and bailingmoe2 (fused QKV, group-limited routing, a shared expert, a dense
 # lead layer and a NextN block that is never read). A job with two choices and
 # logprobs, killed mid-generation, resumes on another daemon to the bytes of
-# an uninterrupted run. Their own script: each case takes seconds under load.
+# an uninterrupted run. deepseek32 and glm-dsa (MLA with the lightning
+# indexer, top-16 of the 400 tokens, glm-dsa with shared indexer layers): the
+# resumed job re-reads its checkpointed positions' indexer keys and choices.
+# Their own script: each case takes seconds under load.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_kill9.sh"
 
@@ -13,4 +16,10 @@ kill_and_resume minimax-m2 --arch minimax-m2 --n-embd 256 --n-layer 8 --n-head 4
 kill_and_resume bailingmoe2 --arch bailingmoe2 --n-embd 256 --n-layer 6 --n-head 4 --n-head-kv 2 --n-ff 512 \
   --n-expert 16 --n-expert-used 4 --ling-n-ff-expert 256 --ling-n-expert-group 4 --ling-n-expert-group-used 2 \
   --rope-base 600000 --n-ctx 4096 --type Q8_0 --tensor-type 'ffn_(gate|up)_exps=Q4_K' --tensor-type ffn_down_exps=Q6_K
+dsa=(--n-embd 256 --n-layer 4 --n-head 4 --n-ff 512 --n-expert 16 --n-expert-used 4 --q-lora-rank 128
+  --kv-lora-rank 64 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 256 --dsa-heads 8
+  --dsa-head-dim 64 --dsa-top-k 16 --n-ctx 4096 --type Q8_0 --tensor-type 'ffn_(gate|up)_exps=Q4_K'
+  --tensor-type ffn_down_exps=Q6_K)
+kill_and_resume deepseek32 --arch deepseek32 "${dsa[@]}"
+kill_and_resume glm-dsa --arch glm-dsa "${dsa[@]}" --dsa-types 1,0,1,0
 echo "ok"

@@ -8,6 +8,13 @@
 // tensors are engine/arch/deepseek2.cpp's table (split when the metadata has
 // the *_mla keys).
 //
+// deepseek32 (DeepSeek V3.2) and glm-dsa (GLM-5.x) are this with the split
+// layout and the lightning indexer (--dsa-*): metadata as their converters
+// (conversion/deepseek.py DeepseekV32Model, glm.py GlmMoeDsaModel, llama.cpp
+// 2026-09-28) write it, deepseek2's then the indexer's keys (and glm-dsa's
+// per-layer indexer types with --dsa-types); the tensors are
+// engine/arch/deepseek32.cpp's table.
+//
 // With --mla-layout split, attn_k_b and attn_v_b hold exactly the values the
 // fused attn_kv_b would have for the same seed (k_b is its k part transposed),
 // so the two layouts of one seed are the same model.
@@ -36,14 +43,33 @@ struct Deepseek2Flags {
   float yarn_factor = 0.0f;    // 0: no rope scaling
   uint32_t yarn_orig_ctx = 4096;
   float yarn_log_mul = 0.1f;   // stored as the converter does: 0.1 * mscale_all_dim
+  // DeepSeek sparse attention (deepseek32, glm-dsa).
+  uint32_t dsa_heads = 8, dsa_head_dim = 64, dsa_top_k = 16;
+  std::string dsa_types;       // glm-dsa: "1,0,0,..." per layer (1 full, 0 shared); empty: not written
+  uint32_t dsa_nextn = 0;      // NextN blocks after the last layer (block_count counts them)
 };
+
+// One flag set for the three variants.
+Deepseek2Flags& flags() { return shared_flags<Deepseek2Flags>(); }
 
 class Deepseek2Architecture : public Architecture {
  public:
-  std::string name() const override { return "deepseek2"; }
+  explicit Deepseek2Architecture(std::string arch) : arch_(std::move(arch)) {}
+  std::string name() const override { return arch_; }
 
   void add_flags(CLI::App& app) override {
-    Deepseek2Flags& f = f_;
+    Deepseek2Flags& f = flags();
+    if (arch_ == "deepseek32") {
+      const std::string g = "deepseek32, glm-dsa";
+      add_arch_option(app, g, "--dsa-heads", f.dsa_heads, "dsa: lightning indexer heads");
+      add_arch_option(app, g, "--dsa-head-dim", f.dsa_head_dim, "dsa: indexer key length (a multiple of 64)");
+      add_arch_option(app, g, "--dsa-top-k", f.dsa_top_k, "dsa: past positions each query attends to");
+      add_arch_option(app, g, "--dsa-nextn-layers", f.dsa_nextn,
+                      "dsa: NextN (multi-token prediction) blocks after the last layer (never run)");
+      add_arch_option(app, g, "--dsa-types", f.dsa_types,
+                      "glm-dsa: per-layer indexer types, e.g. 1,1,0 (1 full, 0 shared; empty: key not written)");
+    }
+    if (arch_ != "deepseek2") return;
     const std::string g = "deepseek2";
     app.add_option("--q-lora-rank", f.mla.q_lora_rank, "deepseek2: query low-rank width (0: one attn_q projection)")
         ->capture_default_str()->group(g);
@@ -80,8 +106,23 @@ class Deepseek2Architecture : public Architecture {
   }
 
   void validate(const Shape& s) const override {
-    const Deepseek2Flags& f = f_;
-    auto bad = [](const std::string& m) { throw Error(ErrorKind::invalid_input, "deepseek2: " + m); };
+    const Deepseek2Flags& f = flags();
+    auto bad = [this](const std::string& m) { throw Error(ErrorKind::invalid_input, arch_ + ": " + m); };
+    if (dsa()) {
+      if (f.layout != "split") bad("--mla-layout must be split (the reference runs DSA on MLA files only)");
+      if (f.mla.q_lora_rank == 0) bad("--q-lora-rank must be positive (the indexer reads the low-rank query)");
+      if (f.dsa_heads == 0 || f.dsa_top_k == 0) bad("--dsa-heads and --dsa-top-k must be positive");
+      if (f.dsa_head_dim == 0 || f.dsa_head_dim % 64 || f.dsa_head_dim < f.mla.qk_rope)
+        bad("--dsa-head-dim must be a positive multiple of 64, at least --qk-rope-dim");
+      // The reference also rotates a cache whose key length equals the indexer's.
+      if (f.mla.mqa_key_length() == f.dsa_head_dim) bad("--kv-lora-rank + --qk-rope-dim must differ from --dsa-head-dim");
+      if (!f.dsa_types.empty() && arch_ != "glm-dsa") bad("--dsa-types is glm-dsa's");
+      if (!f.dsa_types.empty() && types(s).size() != s.n_layer)
+        bad("--dsa-types needs one 0/1 per layer (" + std::to_string(s.n_layer) + ")");
+      if (!f.dsa_types.empty() && !types(s)[0]) bad("--dsa-types: layer 0 must be full (1)");
+    } else if (f.dsa_nextn > 0) {
+      bad("--dsa-nextn-layers is deepseek32's and glm-dsa's");
+    }
     if (s.n_embd == 0 || s.n_layer == 0 || s.n_head == 0 || s.n_ctx == 0)
       bad("--n-embd, --n-layer, --n-head and --n-ctx must be positive");
     if (f.mla.kv_lora_rank == 0 || f.mla.qk_nope == 0 || f.mla.v_head == 0)
@@ -106,11 +147,11 @@ class Deepseek2Architecture : public Architecture {
 
   void add_metadata(gguf::GgufWriter& w, const Shape& s) const override {
     using namespace gguf;
-    const Deepseek2Flags& f = f_;
+    const Deepseek2Flags& f = flags();
     const bool split = f.layout == "split";
-    const std::string a = "deepseek2.";
+    const std::string a = arch_ + ".";
     // MLA files present one KV head (the shared latent), older ones n_head.
-    add_trunk_metadata(w, name(), s, s.n_layer, split ? 1 : s.n_head);
+    add_trunk_metadata(w, name(), s, s.n_layer + (dsa() ? f.dsa_nextn : 0), split ? 1 : s.n_head);
     w.set(a + "expert_used_count", val::u32(s.n_expert_used));
     w.set(a + "expert_count", val::u32(s.n_expert));
     w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
@@ -138,18 +179,41 @@ class Deepseek2Architecture : public Architecture {
     add_yarn_metadata(w, name(), f.yarn_factor, f.yarn_orig_ctx);
     w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(f.yarn_factor != 0.0f ? f.yarn_log_mul : 0.0f));
     if (f.mla.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.mla.q_lora_rank));
+    if (!dsa()) return;
+    if (f.dsa_nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.dsa_nextn));
+    w.set(a + "attention.indexer.head_count", val::u32(f.dsa_heads));
+    w.set(a + "attention.indexer.key_length", val::u32(f.dsa_head_dim));
+    w.set(a + "attention.indexer.top_k", val::u32(f.dsa_top_k));
+    if (!f.dsa_types.empty()) {
+      std::vector<Value> v;
+      for (const bool full : types(s)) v.push_back(val::boolean(full));
+      w.set(a + "attention.indexer.types", val::array(ValueType::BOOL, std::move(v)));
+    }
   }
 
   bool refine(const TensorSpec& t, TensorPlan& plan) const override {
-    refine_split_kv_b(t, plan, f_.mla);
+    // A NextN block's entries are all "skipped" (written), kimi-k3's attn_gate
+    // too, which neither the reference's deepseek32/glm-dsa loader nor ours asks
+    // for: the reference refuses a file with it (a tensor count mismatch).
+    if (dsa() && t.name.ends_with("attn_gate.weight")) return false;
+    refine_split_kv_b(t, plan, flags().mla);
     return true;
   }
 
  private:
-  Deepseek2Flags f_;
+  bool dsa() const { return arch_ != "deepseek2"; }
+  static std::vector<bool> types(const Shape&) {
+    std::vector<bool> out;
+    for (const char c : flags().dsa_types)
+      if (c == '0' || c == '1') out.push_back(c == '1');
+    return out;
+  }
+  std::string arch_;
 };
 
-const ArchitectureRegistrar kRegister(std::make_unique<Deepseek2Architecture>());
+const ArchitectureRegistrar kRegister(std::make_unique<Deepseek2Architecture>("deepseek2"));
+const ArchitectureRegistrar kRegisterV32(std::make_unique<Deepseek2Architecture>("deepseek32"));
+const ArchitectureRegistrar kRegisterGlmDsa(std::make_unique<Deepseek2Architecture>("glm-dsa"));
 
 }  // namespace
 }  // namespace ns::make_model

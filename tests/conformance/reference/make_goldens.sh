@@ -83,6 +83,23 @@ models+=(
   "tiny-bailingmoe2-f32#0.002#0#$ling_shape --type F32"
   "tiny-bailingmoe2-kquant#0.15#0.03#$ling_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_qkv.weight=Q5_K --vocab-pre bailingmoe2"
 )
+# DeepSeek sparse attention: deepseek32 (V3.2) and glm-dsa (GLM-5.x), MLA plus the lightning indexer (8 heads of 64,
+# top-16 positions), so prompts.txt's longer prompts and the greedy steps past 16 tokens attend sparsely; glm-dsa
+# with per-layer indexer types (layers 1 and 3 reuse the selection of 0 and 2). The K-quant mix with each model's
+# own pre-tokenizer name. deepseek32 seed 11: with seed 7 the long prompt's position 159 had layer 3's 16th and 17th
+# indexer scores 2.4e-4 apart (0.184751 vs 0.184706), which the F32 summation order decides. Its K-quant mix: 0.2, as
+# the ds2-k2 mixes (the reference against itself: max 0.40; a greedy step's margin of 0.154 flips; both engines are
+# as far from the file's F32 ideal, docs/models.md).
+dsa_shape="--n-embd 256 --n-layer 4 --n-head 4 --n-ff 512 --n-expert 16 --n-expert-used 4 --q-lora-rank 128 \
+ --kv-lora-rank 64 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 256 --n-shared-expert 1 \
+ --n-dense-lead 1 --dsa-heads 8 --dsa-head-dim 64 --dsa-top-k 16 --n-ctx 4096"
+dsa_kquant="--type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K"
+models+=(
+  "tiny-deepseek32-f32#0.002#0#--arch deepseek32 $dsa_shape --seed 11 --type F32"
+  "tiny-deepseek32-kquant#0.2#0.03#--arch deepseek32 $dsa_shape --seed 11 $dsa_kquant --vocab-pre deepseek-v3"
+  "tiny-glm-dsa-f32#0.002#0#--arch glm-dsa $dsa_shape --seed 7 --dsa-types 1,0,1,0 --type F32"
+  "tiny-glm-dsa-kquant#0.15#0.03#--arch glm-dsa $dsa_shape --seed 7 --dsa-types 1,0,1,0 $dsa_kquant --vocab-pre glm4"
+)
 models+=(
   "tiny-glm4moe-f32#0.002#0#$glm_shape --type F32"
   "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"

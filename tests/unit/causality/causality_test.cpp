@@ -154,6 +154,16 @@ TEST_CASE("causal: bailingmoe2 (fused QKV, group-limited routing, shared expert,
   check_causal(model("bailingmoe2-q8", ling + " --type Q8_0 --seed 15"));
 }
 
+TEST_CASE("causal: deepseek32 and glm-dsa (MLA with the lightning indexer's top-k), F32 and Q8_0") {
+  // top-8 positions: the prompt's later positions attend sparsely, the first ones densely.
+  const std::string dsa = " --n-embd 128 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 --n-expert-used 2 "
+                          "--q-lora-rank 64 --dsa-heads 4 --dsa-head-dim 64 --dsa-top-k 8" + kMla;
+  check_causal(model("deepseek32-f32", "--arch deepseek32" + dsa + " --type F32 --seed 16"));
+  check_causal(model("deepseek32-q8", "--arch deepseek32" + dsa + " --type Q8_0 --seed 17"));
+  check_causal(model("glm-dsa-f32", "--arch glm-dsa" + dsa + " --dsa-types 1,0,1 --type F32 --seed 18"));
+  check_causal(model("glm-dsa-q8", "--arch glm-dsa" + dsa + " --type Q8_0 --seed 19"));
+}
+
 // Every weight type, on a small MoE whose every matrix (experts included) has it.
 TEST_CASE("causal: every weight type the generator writes") {
   for (const char* type : {"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "NVFP4", "Q1_0",
