@@ -20,7 +20,7 @@ sed 's/^database: q.db$/database: q.db\nworker_id: hour-ahead/' "$CONFIG" > "$WO
 "$NIGHTSHIFTD" --config "$WORK/a.yaml" > "$WORK/daemon-a.log" 2>&1 &
 a=$!
 EXTRA_PIDS+=("$a")
-job=$(ns submit --config "$CONFIG" --model slow --max-tokens 600 --ignore-eos --temperature 0 "A long story")
+job=$(ns submit --config "$CONFIG" --model slow --max-tokens 3000 --ignore-eos --temperature 0 "A long story")
 wait_for 30 "job $job to run under the true clock" state_is "$job" running
 # Only the wall clock is ahead (steady_clock stays true, as on a real machine).
 LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+1h" FAKETIME_DONT_FAKE_MONOTONIC=1 \
@@ -38,11 +38,17 @@ kill -TERM "$b"
 wait_pid "$b" 0
 
 # Backoffs as a clock an hour ahead stamps them: claimable now. One within
-# retry_backoff_max_ms (600 s by default) is still waited out.
+# retry_backoff_max_ms (600 s by default) is still waited out. Set while no
+# daemon runs (a daemon would claim the new jobs at once).
+kill -TERM "$a"
+wait_pid "$a" 0
 near=$(ns submit --config "$CONFIG" --model slow --max-tokens 2 --ignore-eos "Waits its backoff")
 far=$(ns submit --config "$CONFIG" --model slow --max-tokens 2 --ignore-eos "Stamped an hour ahead")
 sql "UPDATE jobs SET not_before_ms = $(now_ms) + 300000, error_kind = 'lease_expired', error = 'x' WHERE id = $near;
      UPDATE jobs SET not_before_ms = $(now_ms) + 3600000, error_kind = 'lease_expired', error = 'x' WHERE id = $far"
+"$NIGHTSHIFTD" --config "$WORK/a.yaml" > "$WORK/daemon-a.log" 2>&1 &
+a=$!
+EXTRA_PIDS+=("$a")
 wait_for 30 "job $far to be done" state_is "$far" done
 expect_eq "$(job_state "$near")" queued "the job within the longest backoff still waits"
 kill -TERM "$a"

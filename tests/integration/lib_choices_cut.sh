@@ -21,8 +21,8 @@ write_config slow=slow.gguf
   echo "max_batch: 3"
 } >> "$CONFIG"
 MAX=400
-SAMPLING=(--max-tokens "$MAX" --temperature 0.9 --top-k 0 --top-p 1 --min-p 0 --ignore-eos --seed 7
-          --choices 3 --top-logprobs 2)
+SAMPLING=(--max-tokens "$MAX" --temperature 0.9 --top-k 0 --top-p 1 --min-p 0 --repeat-penalty 1.1 --ignore-eos
+          --seed 7 --choices 3 --top-logprobs 2)
 
 # The three choices without stop strings, then two stop strings picked from
 # them: one choice 0 meets early, one choice 2 meets about halfway, neither in
@@ -51,10 +51,18 @@ PY
 ) || fail "cannot pick stop strings from the probe run"
 [[ ${#STOPS[@]} == 2 ]] || fail "stop strings: ${STOPS[*]}"
 echo "stop strings: '${STOPS[0]}' (choice 0, early), '${STOPS[1]}' (choice 2, about halfway)"
-SAMPLING+=(--stop "${STOPS[0]}" --stop "${STOPS[1]}")
 
-submit_one() {  # submit_one BATCH: the job, alone in its batch; prints its id
-  ns submit --config "$CONFIG" "${DB_ARGS[@]}" --model slow --batch "$1" "${SAMPLING[@]}" "Once upon a time"
+mkdir "$WORK/in"
+submit_one() {  # submit_one BATCH: the same job (the sampling above and the stop strings), alone in its batch
+  python3 - "$MAX" "${STOPS[@]}" > "$WORK/in/$1.jsonl" <<'PY'
+import json, sys
+body = {"model": "slow", "prompt": "Once upon a time", "max_tokens": int(sys.argv[1]), "temperature": 0.9,
+        "top_k": 0, "top_p": 1, "min_p": 0, "repeat_penalty": 1.1, "ignore_eos": True, "seed": 7, "n": 3,
+        "logprobs": 2, "stop": sys.argv[2:]}
+print(json.dumps({"custom_id": "n3", "method": "POST", "url": "/v1/completions", "body": body}))
+PY
+  ns submit --config "$CONFIG" "${DB_ARGS[@]}" --jsonl "$WORK/in/$1.jsonl" > /dev/null
+  $Q "SELECT max(id) FROM jobs"
 }
 export_one() {  # export_one BATCH: its OpenAI batch line, in $WORK/BATCH.jsonl
   ns export --config "$CONFIG" "${DB_ARGS[@]}" --batch "$1" --jsonl "$WORK/$1.jsonl" > /dev/null
