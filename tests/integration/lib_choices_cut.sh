@@ -3,7 +3,8 @@
 # finding 3: the daemon judged the job by choice 0 alone and stored it `done`
 # with choice 1 `cancelled`). The job must go back to the queue with its
 # checkpoint, and its resumed result must equal an uninterrupted run of the
-# same job: text, finish reasons and logprobs of every choice. Sourced by
+# same job: text, finish reasons and logprobs of every choice; it is cut again
+# once choice 2 has finished too, and resumed to the end. Sourced by
 # choices_cut.sh (SQLite) and choices_cut_postgres.sh, which set:
 #   Q            a function running one query on the queue ('|' separated)
 #   CP_LENGTHS   SQL printing "choice0|choice1|choice2" checkpointed token counts of job $1
@@ -106,11 +107,29 @@ expect_eq "$($Q "SELECT count(*) FROM results WHERE job_id = $cut")" 0 "no resul
 expect_eq "$($Q "SELECT outcome FROM attempts WHERE job_id = $cut")" released "the cut attempt's outcome"
 expect_eq "$c0" "${REF[0]}" "choice 0 checkpointed whole"
 
-# Resumed: the same result as the uninterrupted run.
+# Resumed, and cut again once choice 2 has finished too (on its stop string):
+# choice 0 ends right after its replay and is not generated again.
+start_daemon "${DB_ARGS[@]}"
+choice2_done() {
+  local l
+  l=$($Q "$(printf "$CP_LENGTHS" "$cut")")
+  [[ -n "$l" && "${l##*|}" == "${REF[2]}" ]]
+}
+wait_for 60 "choice 2 of job $cut to finish (its checkpoint)" choice2_done
+kill -TERM "$DAEMON_PID"
+wait_daemon 0
+expect_contains "$(cat "$WORK/daemon.log")" "resuming from $((c0 + c1 + c2)) checkpointed tokens" "the first resume"
+IFS='|' read -r d0 d1 d2 <<< "$($Q "$(printf "$CP_LENGTHS" "$cut")")"
+echo "cut again: choices checkpointed at $d0, $d1 and $d2 tokens"
+((d1 < MAX)) || fail "choice 1 finished before the second SIGTERM landed ($d1 tokens): make the model slower"
+expect_eq "$($Q "SELECT state FROM jobs WHERE id = $cut")" queued "the job cut a second time is released"
+expect_eq "$d0|$d2" "${REF[0]}|${REF[2]}" "choices 0 and 2 checkpointed whole"
+
+# Resumed to the end: the same result as the uninterrupted run.
 start_daemon "${DB_ARGS[@]}" --drain
 wait_daemon 0
 expect_eq "$($Q "SELECT state FROM jobs WHERE id = $cut")" done "the resumed job"
-expect_contains "$(cat "$WORK/daemon.log")" "resuming from $((c0 + c1 + c2)) checkpointed tokens" "the resume"
+expect_contains "$(cat "$WORK/daemon.log")" "resuming from $((d0 + d1 + d2)) checkpointed tokens" "the second resume"
 export_one cut
 python3 - "$WORK/ref.jsonl" "$WORK/cut.jsonl" <<'PY' || fail "the resumed job differs from the uninterrupted one"
 import json, sys
