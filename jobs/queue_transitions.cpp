@@ -99,12 +99,8 @@ std::vector<Job> TransitionQueue::claim_batch(const std::string& worker, int64_t
 }
 
 std::string untrusted_lease_sql(const std::string& now) {
-  return "(lease_expires_ms < " + now + " OR " + lease_holder_gone_sql(now) + ")";
-}
-
-std::string lease_holder_gone_sql(const std::string& now) {
-  return "worker IN (SELECT id FROM workers WHERE stopped_ms IS NOT NULL OR heartbeat_ms > " + now + " + " +
-         std::to_string(kClockBackMs) + ")";
+  return "(lease_expires_ms < " + now + " OR worker IN (SELECT id FROM workers WHERE stopped_ms IS NOT NULL OR " +
+         "heartbeat_ms > " + now + " + " + std::to_string(kClockBackMs) + "))";
 }
 
 std::optional<std::string> TransitionQueue::next_model(const std::vector<std::string>& servable) {

@@ -86,8 +86,6 @@ struct OrphanScope {
 // (every few seconds) stamps the new clock.
 inline constexpr int64_t kClockBackMs = 60'000;
 std::string untrusted_lease_sql(const std::string& now);
-// Its second half alone: the worker's row says it cannot renew the lease.
-std::string lease_holder_gone_sql(const std::string& now);
 
 // A claimable job at the head of the queue.
 struct QueueHead {

@@ -33,10 +33,12 @@ struct SqliteOptions {
   bool read_only = false;
   // The processes sharing a file each stamp times with their own wall clock,
   // and those may disagree (docs/fleet.md, finding 2: a clock jumped a day
-  // ahead took healthy leases over). With lease_watch_ms > 0, a lease that
-  // looks expired by this clock is taken over only once this process has
-  // watched it unrenewed for lease_watch_ms of its steady clock (a live
-  // holder renews every lease_ms / 3): the daemon's lease_ms. 0: at once.
+  // ahead took healthy leases over). With lease_watch_ms > 0, a lease this
+  // clock distrusts (expired, or its worker's heartbeat far ahead: the
+  // holder's clock runs ahead, or this one went back) is taken over only
+  // once this process has watched it unrenewed for lease_watch_ms of its
+  // steady clock (a live holder renews every lease_ms / 3): the daemon's
+  // lease_ms. A stopped worker's lease is taken at once. 0: no watching.
   int64_t lease_watch_ms = 0;
   // A retry backoff that ends further ahead than this (plus kClockBackMs)
   // was stamped by a clock running ahead: the job is claimable at once. The

@@ -84,13 +84,13 @@ class SqliteQueue final : public TransitionQueue {
   // ?4 of kHead at `now`.
   int64_t backoff_horizon(int64_t now) const { return now + max_backoff_ms_ + kClockBackMs; }
   // Of the running jobs whose lease looks untrusted (untrusted_lease_sql at
-  // `now`), those recovery may take (SqliteOptions::lease_watch_ms); watches
-  // every running lease.
+  // `now`), those recovery may take: a stopped worker's at once, others once
+  // watched unrenewed for SqliteOptions::lease_watch_ms. Watches every running lease.
   std::vector<int64_t> takeable_leases(int64_t now);
   struct Watched {
     int64_t attempt = 0, lease_expires_ms = 0;
     std::chrono::steady_clock::time_point since;  // when this lease value was first seen
-    bool seen_expired = false;                    // this clock called it expired
+    bool seen_untrusted = false;                  // this clock distrusted it (untrusted_lease_sql)
     bool told = false;                            // on_clock_disagreement was called for this attempt
   };
   Db db_;

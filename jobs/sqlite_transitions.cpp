@@ -248,35 +248,40 @@ void SqliteQueue::drop_checkpoint(int64_t id) {
 
 std::vector<int64_t> SqliteQueue::takeable_leases(int64_t now) {
   const auto steady = std::chrono::steady_clock::now();
-  auto st = db_.cached("SELECT id, attempt, ifnull(lease_expires_ms, 0), worker, ifnull(lease_expires_ms < ?1, 0), " +
-                       lease_holder_gone_sql("?1") + " FROM jobs WHERE state = 'running' ORDER BY id");
+  // A stopped worker released all it held: no need to watch. Any other
+  // reason to distrust a lease (expired, or its worker's clock ahead of this
+  // one: untrusted_lease_sql) is a reading of two wall clocks.
+  auto st = db_.cached("SELECT id, attempt, ifnull(lease_expires_ms, 0), worker, ifnull(" + untrusted_lease_sql("?1") +
+                       ", 0), worker IN (SELECT id FROM workers WHERE stopped_ms IS NOT NULL) "
+                       "FROM jobs WHERE state = 'running' ORDER BY id");
   st->bind(1, now);
   std::map<int64_t, Watched> seen;
   std::vector<int64_t> out;
   while (st->step()) {
     const int64_t id = st->int64(0), attempt = st->int64(1), lease = st->int64(2);
-    const bool expired = st->int64(4) != 0, holder_gone = st->int64(5) != 0;
-    Watched w{attempt, lease, steady, expired, false};
+    const bool untrusted = st->int64(4) != 0, stopped = st->int64(5) != 0;
+    Watched w{attempt, lease, steady, untrusted, false};
     if (const auto it = watched_.find(id); it != watched_.end() && it->second.attempt == attempt) {
       const Watched& was = it->second;
       if (was.lease_expires_ms == lease) {
         w = was;
-        w.seen_expired = was.seen_expired || expired;
+        w.seen_untrusted = was.seen_untrusted || untrusted;
       } else {
         w.told = was.told;
-        if (was.seen_expired && !was.told && on_clock_disagreement_) {
-          // Renewed after this clock called it expired: its holder lives, and the clocks disagree.
+        if (was.seen_untrusted && !was.told && on_clock_disagreement_) {
+          // Renewed after this clock distrusted it: its holder lives, and the clocks disagree.
           on_clock_disagreement_("job " + std::to_string(id) + ": the lease of worker " + st->text(3) +
                                  " looked expired by this machine's clock (it read " + iso8601_utc(was.lease_expires_ms) +
-                                 ", now " + iso8601_utc(now) + ") but the worker renewed it: the clocks of the "
-                                 "machines sharing this queue disagree; the job is left to its worker");
+                                 ", now " + iso8601_utc(now) + ", or that worker's heartbeat is far ahead of now) but "
+                                 "the worker renewed it: the clocks of the machines sharing this queue disagree; the "
+                                 "job is left to its worker");
           w.told = true;
         }
       }
     }
     seen[id] = w;
     const bool watched_long = lease_watch_ms_ <= 0 || steady - w.since >= std::chrono::milliseconds(lease_watch_ms_);
-    if (holder_gone || (expired && watched_long)) out.push_back(id);
+    if (stopped || (untrusted && watched_long)) out.push_back(id);
   }
   watched_ = std::move(seen);
   return out;

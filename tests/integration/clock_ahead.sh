@@ -1,11 +1,13 @@
 # Two daemons on one SQLite file, one with its wall clock an hour ahead
-# (libfaketime; docs/fleet.md, finding 2). Before the fix the fast-clocked
-# daemon saw the other's healthy lease as expired, took the job over and
-# charged it an attempt; a job it requeued waited out a backoff stamped an
-# hour ahead. Now a lease is taken over only once watched unrenewed for
-# lease_ms on the steady clock, and a retry backoff ending further ahead than
-# retry_backoff_max_ms (plus a minute) is claimable at once. Skipped (exit 77)
-# without libfaketime (apt-get install faketime).
+# (libfaketime; docs/fleet.md, finding 2), each running a job. Before the fix
+# the fast-clocked daemon saw the other's healthy lease as expired and took
+# the job over, the other saw the fast one's heartbeat "from the future" and
+# took its job back, and so on: each take-over charged an attempt, and the
+# job ended `dead` within seconds. Now a lease is taken over only once watched
+# unrenewed for lease_ms on the steady clock, and each daemon says the clocks
+# disagree. A retry backoff ending further ahead than retry_backoff_max_ms
+# (plus a minute) is claimable at once. Skipped (exit 77) without libfaketime
+# (apt-get install faketime).
 source "$(dirname "$0")/lib.sh"
 FAKETIME_LIB=""
 for f in /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 /usr/lib/*/faketime/libfaketimeMT.so.1; do
@@ -13,27 +15,34 @@ for f in /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 /usr/lib/*/faketi
 done
 [[ -n "$FAKETIME_LIB" ]] || { echo "skipped: libfaketime not found (apt-get install faketime)"; exit 77; }
 
-slow_model_config slow "lease_ms: 3000"
+slow_model_config slow "lease_ms: 3000" "max_batch: 1"  # one job each
 sed 's/^database: q.db$/database: q.db\nworker_id: true-clock/' "$CONFIG" > "$WORK/a.yaml"
 sed 's/^database: q.db$/database: q.db\nworker_id: hour-ahead/' "$CONFIG" > "$WORK/b.yaml"
+long_job() { ns submit --config "$CONFIG" --model slow --max-tokens 3000 --ignore-eos --temperature 0 "$1"; }
 
 "$NIGHTSHIFTD" --config "$WORK/a.yaml" > "$WORK/daemon-a.log" 2>&1 &
 a=$!
 EXTRA_PIDS+=("$a")
-job=$(ns submit --config "$CONFIG" --model slow --max-tokens 3000 --ignore-eos --temperature 0 "A long story")
-wait_for 30 "job $job to run under the true clock" state_is "$job" running
+ja=$(long_job "A long story")
+wait_for 30 "job $ja to run under the true clock" state_is "$ja" running
 # Only the wall clock is ahead (steady_clock stays true, as on a real machine).
 LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+1h" FAKETIME_DONT_FAKE_MONOTONIC=1 \
   "$NIGHTSHIFTD" --config "$WORK/b.yaml" > "$WORK/daemon-b.log" 2>&1 &
 b=$!
 EXTRA_PIDS+=("$b")
-told() { grep -q "job $job: the lease of worker true-clock looked expired by this machine's clock" "$WORK/daemon-b.log"; }
-wait_for 30 "the hour-ahead daemon to see the lease renewed" told
-expect_eq "$(sql "SELECT state || ',' || worker || ',' || attempts FROM jobs WHERE id = $job")" "running,true-clock,1" \
-  "the job stays with its worker"
-wait_for 60 "job $job to finish" state_is "$job" done
-expect_eq "$(sql "SELECT group_concat(worker || ':' || outcome) FROM attempts WHERE job_id = $job")" \
-  "true-clock:done" "one attempt, not charged by the hour-ahead daemon"
+jb=$(long_job "Another long story")
+wait_for 30 "job $jb to run under the hour-ahead clock" state_is "$jb" running
+told() {  # told LOG JOB WORKER
+  grep -q "job $2: the lease of worker $3 looked expired by this machine's clock" "$WORK/daemon-$1.log"
+}
+wait_for 30 "the hour-ahead daemon to see job $ja's lease renewed" told b "$ja" true-clock
+wait_for 30 "the true-clock daemon to see job $jb's lease renewed" told a "$jb" hour-ahead
+expect_eq "$(sql "SELECT group_concat(id || ':' || worker || ':' || attempts, ' ') FROM jobs WHERE state = 'running'")" \
+  "$ja:true-clock:1 $jb:hour-ahead:1" "each job stays with its worker"
+both_done() { state_is "$ja" done && state_is "$jb" done; }
+wait_for 90 "both jobs to finish" both_done
+expect_eq "$(sql "SELECT group_concat(job_id || ':' || worker || ':' || outcome, ' ') FROM attempts")" \
+  "$ja:true-clock:done $jb:hour-ahead:done" "one attempt each, none taken over or charged"
 kill -TERM "$b"
 wait_pid "$b" 0
 
