@@ -50,5 +50,6 @@ expect_eq "$(pgq "SELECT count(*) FROM attempts WHERE outcome = 'done'")" 32 "on
 kill -TERM "$PID_a" "$PID_b"
 wait_pid "$PID_a" 0
 wait_pid "$PID_b" 0
-grep -h "connection lost" "$WORK"/daemon-*.log | head -n 1 | cut -c1-300
+# Informative only: under pipefail a grep that finds nothing would fail the test.
+{ grep -h "connection lost" "$WORK"/daemon-*.log || true; } | head -n 1 | cut -c1-300
 echo "ok: two daemons outlived 8 immediate PostgreSQL restarts"
