@@ -271,8 +271,9 @@ std::vector<int64_t> SqliteQueue::takeable_leases(int64_t now) {
         if (was.seen_untrusted && !was.told && on_clock_disagreement_) {
           // Renewed after this clock distrusted it: its holder lives, and the clocks disagree.
           on_clock_disagreement_("job " + std::to_string(id) + ": the lease of worker " + st->text(3) +
-                                 " looked expired by this machine's clock (it read " + iso8601_utc(was.lease_expires_ms) +
-                                 ", now " + iso8601_utc(now) + ", or that worker's heartbeat is far ahead of now) but "
+                                 " looked expired by this machine's clock (it read " +
+                                 iso8601_utc(was.lease_expires_ms) + ", now " + iso8601_utc(now) +
+                                 ", or that worker's heartbeat is far ahead of now) but "
                                  "the worker renewed it: it lives, so the clocks of the machines sharing this queue "
                                  "disagree (or it stalled past its lease); the job is left to its worker");
           w.told = true;
