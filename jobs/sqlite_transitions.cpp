@@ -275,7 +275,8 @@ std::vector<int64_t> SqliteQueue::takeable_leases(int64_t now) {
                                  iso8601_utc(was.lease_expires_ms) + ", now " + iso8601_utc(now) +
                                  ", or that worker's heartbeat is far ahead of now) but "
                                  "the worker renewed it: it lives, so the clocks of the machines sharing this queue "
-                                 "disagree (or it stalled past its lease); the job is left to its worker");
+                                 "disagree or one jumped (or it stalled past its lease); the job is left to its "
+                                 "worker");
           w.told = true;
         }
       }
