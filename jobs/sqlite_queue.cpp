@@ -15,7 +15,11 @@
 namespace ns::jobs {
 namespace sqlite {
 
-SqliteQueue::SqliteQueue(const std::string& path, const SqliteOptions& options) : db_(path, options) {
+SqliteQueue::SqliteQueue(const std::string& path, const SqliteOptions& options)
+    : db_(path, options),
+      lease_watch_ms_(options.lease_watch_ms),
+      max_backoff_ms_(options.max_backoff_ms),
+      on_clock_disagreement_(options.on_clock_disagreement) {
   // Check before migrating: a damaged file must not be rewritten.
   if (const std::string problems = db_.integrity_problems(options.integrity_check); !problems.empty()) {
     const char* check = options.integrity_check == IntegrityCheck::full ? "integrity_check" : "quick_check";

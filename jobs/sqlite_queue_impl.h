@@ -5,7 +5,10 @@
 // statement parameters and back). Internal: everything else sees Queue.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -72,12 +75,30 @@ class SqliteQueue final : public TransitionQueue {
 
  private:
   // Claimable jobs in claim order: ?1 now, ?2 limit, ?3 NULL or a JSON array of servable models.
+  // ?4: the latest end of a retry backoff this clock believes (later: stamped by a clock running ahead).
   static constexpr const char* kHead = R"(
-      SELECT id, model, run_alone FROM jobs WHERE state = 'queued' AND (not_before_ms IS NULL OR not_before_ms <= ?1)
+      SELECT id, model, run_alone FROM jobs WHERE state = 'queued'
+        AND (not_before_ms IS NULL OR not_before_ms <= ?1 OR (error_kind IS NOT NULL AND not_before_ms > ?4))
         AND (?3 IS NULL OR model IN (SELECT value FROM json_each(?3)))
       ORDER BY priority DESC, id LIMIT ?2)";
+  // ?4 of kHead at `now`.
+  int64_t backoff_horizon(int64_t now) const { return now + max_backoff_ms_ + kClockBackMs; }
+  // Of the running jobs whose lease looks untrusted (untrusted_lease_sql at
+  // `now`), those recovery may take: a stopped worker's at once, others once
+  // watched unrenewed for SqliteOptions::lease_watch_ms. Watches every running lease.
+  std::vector<int64_t> takeable_leases(int64_t now);
+  struct Watched {
+    int64_t attempt = 0, lease_expires_ms = 0;
+    std::chrono::steady_clock::time_point since;  // when this lease value was first seen
+    bool seen_untrusted = false;                  // this clock distrusted it (untrusted_lease_sql)
+    bool told = false;                            // on_clock_disagreement was called for this attempt
+  };
   Db db_;
   int64_t claim_now_ = 0;  // the clock reading of the claim in progress
+  std::map<int64_t, Watched> watched_;  // job id -> its lease as last seen
+  int64_t lease_watch_ms_ = 0;
+  int64_t max_backoff_ms_ = 0;
+  std::function<void(const std::string&)> on_clock_disagreement_;
 };
 
 }  // namespace ns::jobs::sqlite

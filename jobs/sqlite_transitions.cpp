@@ -3,6 +3,7 @@
 // Every primitive runs inside the BEGIN IMMEDIATE transaction of
 // begin_write(), which holds the database's write lock, so a read that
 // decides a write sees what the write changes.
+#include <algorithm>
 #include <iterator>
 
 #include "jobs/result_stats.h"
@@ -73,13 +74,20 @@ void SqliteQueue::write_checkpoint_choices(int64_t id, const Checkpoint& cp) {
 }
 
 bool SqliteQueue::anything_claimable(const std::string& servable_json) {
-  return db_.cached(kHead)->bind(1, now_epoch_ms()).bind(2, int64_t{1}).bind_text_or_null(3, servable_json).step();
+  const int64_t now = now_epoch_ms();
+  return db_.cached(kHead)
+      ->bind(1, now)
+      .bind(2, int64_t{1})
+      .bind_text_or_null(3, servable_json)
+      .bind(4, backoff_horizon(now))
+      .step();
 }
 
 std::vector<QueueHead> SqliteQueue::claimable_head(int limit, const std::string& servable_json) {
   claim_now_ = now_epoch_ms();  // one clock reading for the head and the claims
   auto head = db_.cached(kHead);
   head->bind(1, claim_now_).bind(2, int64_t{limit}).bind_text_or_null(3, servable_json);
+  head->bind(4, backoff_horizon(claim_now_));
   std::vector<QueueHead> out;
   while (head->step()) out.push_back({head->int64(0), head->text(1), head->int64(2) != 0});
   return out;
@@ -238,12 +246,51 @@ void SqliteQueue::drop_checkpoint(int64_t id) {
   db_.cached("DELETE FROM checkpoints WHERE job_id = ?1")->bind(1, id).run();
 }
 
-bool SqliteQueue::any_orphan(const OrphanScope& scope) {
-  if (scope.expired()) {
-    return db_.cached("SELECT id FROM jobs WHERE state = 'running' AND " + untrusted_lease_sql("?1") + " LIMIT 1")
-        ->bind(1, now_epoch_ms())
-        .step();
+std::vector<int64_t> SqliteQueue::takeable_leases(int64_t now) {
+  const auto steady = std::chrono::steady_clock::now();
+  // A stopped worker released all it held: no need to watch. Any other
+  // reason to distrust a lease (expired, or its worker's clock ahead of this
+  // one: untrusted_lease_sql) is a reading of two wall clocks.
+  auto st = db_.cached("SELECT id, attempt, ifnull(lease_expires_ms, 0), worker, ifnull(" + untrusted_lease_sql("?1") +
+                       ", 0), worker IN (SELECT id FROM workers WHERE stopped_ms IS NOT NULL) "
+                       "FROM jobs WHERE state = 'running' ORDER BY id");
+  st->bind(1, now);
+  std::map<int64_t, Watched> seen;
+  std::vector<int64_t> out;
+  while (st->step()) {
+    const int64_t id = st->int64(0), attempt = st->int64(1), lease = st->int64(2);
+    const bool untrusted = st->int64(4) != 0, stopped = st->int64(5) != 0;
+    Watched w{attempt, lease, steady, untrusted, false};
+    if (const auto it = watched_.find(id); it != watched_.end() && it->second.attempt == attempt) {
+      const Watched& was = it->second;
+      if (was.lease_expires_ms == lease) {
+        w = was;
+        w.seen_untrusted = was.seen_untrusted || untrusted;
+      } else {
+        w.told = was.told;
+        if (was.seen_untrusted && !was.told && on_clock_disagreement_) {
+          // Renewed after this clock distrusted it: its holder lives, and the clocks disagree.
+          on_clock_disagreement_("job " + std::to_string(id) + ": the lease of worker " + st->text(3) +
+                                 " looked expired by this machine's clock (it read " +
+                                 iso8601_utc(was.lease_expires_ms) + ", now " + iso8601_utc(now) +
+                                 ", or that worker's heartbeat is far ahead of now) but "
+                                 "the worker renewed it: it lives, so the clocks of the machines sharing this queue "
+                                 "disagree or one jumped (or it stalled past its lease); the job is left to its "
+                                 "worker");
+          w.told = true;
+        }
+      }
+    }
+    seen[id] = w;
+    const bool watched_long = lease_watch_ms_ <= 0 || steady - w.since >= std::chrono::milliseconds(lease_watch_ms_);
+    if (stopped || (untrusted && watched_long)) out.push_back(id);
   }
+  watched_ = std::move(seen);
+  return out;
+}
+
+bool SqliteQueue::any_orphan(const OrphanScope& scope) {
+  if (scope.expired()) return !takeable_leases(now_epoch_ms()).empty();
   return db_.cached("SELECT id FROM jobs WHERE state = 'running' AND worker = ?1 LIMIT 1")
       ->bind(1, scope.worker)
       .step();
@@ -255,13 +302,20 @@ std::vector<Orphan> SqliteQueue::orphans(const OrphanScope& scope) {
                   "ifnull(lease_expires_ms, 0), run_alone, ") + kSharedCrash +
       " FROM jobs WHERE state = 'running' AND " +
       (scope.expired() ? untrusted_lease_sql("?1") : "worker = ?1") + " ORDER BY id");
+  std::vector<int64_t> takeable;
   if (scope.expired()) {
-    st->bind(1, now_epoch_ms());
+    const int64_t now = now_epoch_ms();
+    takeable = takeable_leases(now);
+    st->bind(1, now);
   } else {
     st->bind(1, scope.worker);
   }
   std::vector<Orphan> out;
-  while (st->step()) out.push_back(read_orphan(StmtRow(*st)));
+  while (st->step()) {
+    Orphan o = read_orphan(StmtRow(*st));
+    if (scope.expired() && !std::binary_search(takeable.begin(), takeable.end(), o.id)) continue;  // still watched
+    out.push_back(std::move(o));
+  }
   return out;
 }
 
@@ -304,9 +358,10 @@ QueueCounts SqliteQueue::counts_of(const std::string& batch) {
   st->bind_text_or_null(1, batch);
   while (st->step()) add_count(c, state_from_column(st->text(0), 0, db_.path()), st->int64(1));
   auto waiting = db_.cached(
-      "SELECT count(*) FROM jobs WHERE state = 'queued' AND not_before_ms > ?1 AND error_kind IS NOT NULL "
-      "AND (?2 IS NULL OR batch = ?2)");
-  waiting->bind(1, now_epoch_ms()).bind_text_or_null(2, batch);
+      "SELECT count(*) FROM jobs WHERE state = 'queued' AND not_before_ms > ?1 AND not_before_ms <= ?3 "
+      "AND error_kind IS NOT NULL AND (?2 IS NULL OR batch = ?2)");
+  const int64_t now = now_epoch_ms();
+  waiting->bind(1, now).bind_text_or_null(2, batch).bind(3, backoff_horizon(now));
   if (waiting->step()) c.retry_waiting = waiting->int64(0);
   auto held = db_.cached(
       "SELECT model, count(*), max(error) FROM jobs WHERE state = 'queued' AND error_kind = ?1 "

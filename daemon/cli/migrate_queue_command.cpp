@@ -13,22 +13,30 @@
 // of the page it was in; the same command run again says so and continues
 // after the last committed page, and a later --append run copies only the
 // jobs the source got since. No job is copied twice, with or without an
-// idempotency key. Running jobs are copied as running: their
+// idempotency key. The mark is keyed by where the source is, so a copy of
+// the file (moved, restored from a backup) is a new source to it: --append
+// therefore also skips every job the target already holds by its fingerprint
+// (creation time to the millisecond and whole input, which a copy keeps),
+// and a rerun from a copy adds nothing. Running jobs are copied as running: their
 // lease expires in the new queue and any daemon there recovers them (from
 // their checkpoint); a job still running under a live lease means a daemon
 // is still working on the source, so it is refused unless --allow-running.
 #include "daemon/cli/migrate_queue_command.h"
 
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "daemon/cli/command_support.h"
 #include "daemon/cli/commands.h"
+#include "daemon/cli/sha256.h"
 #include "common/redact.h"
 #include "jobs/open_queue.h"
 #include "jobs/pg_conn.h"
@@ -81,6 +89,33 @@ void refuse_live_leases(jobs::Queue& source, const std::string& from) {
                                    "that uses it first (systemctl stop nightshiftd), or pass --allow-running to "
                                    "copy them as running (they are recovered in the new queue once their lease "
                                    "expires)"};
+}
+
+// A job as it was submitted: its creation time and whole input, the same in
+// every copy of its queue (migrate-queue keeps created_ms) and hardly ever in
+// two jobs submitted apart.
+std::string fingerprint(const jobs::Job& j) {
+  Sha256 h;
+  const auto add = [&](const std::string& s) { h.update(std::to_string(s.size())).update(":").update(s); };
+  for (const std::string& field :
+       {std::to_string(j.created_ms), j.spec.model, j.spec.prompt, j.spec.messages, j.spec.batch, j.spec.custom_id,
+        j.spec.source_path, std::to_string(j.spec.source_line), std::to_string(j.spec.sampling.seed),
+        j.spec.idempotency_key}) {
+    add(field);
+  }
+  const std::array<uint8_t, 32> d = h.finish();
+  return std::string(d.begin(), d.end());
+}
+
+// The fingerprints of every job in `queue`.
+std::set<std::string> fingerprints(jobs::Queue& queue, int32_t page) {
+  std::set<std::string> out;
+  for (int64_t after = 0;;) {
+    const std::vector<jobs::Queue::JobCopy> jobs = queue.export_jobs(after, page);
+    if (jobs.empty()) return out;
+    after = jobs.back().job.id;
+    for (const jobs::Queue::JobCopy& c : jobs) out.insert(fingerprint(c.job));
+  }
 }
 
 // What names the source in the target's MigrationMark: the same queue under
@@ -140,7 +175,9 @@ void run(const MigrateArgs& a) {
   if (!a.allow_running) refuse_live_leases(*source, a.from);
   const jobs::QueueCounts source_counts = source->counts();
 
-  int64_t copied = 0, skipped = 0, attempts = 0, checkpoints = 0, results = 0, after = resume.after;
+  // --append: what the target holds already (from this source under another path, say).
+  const std::set<std::string> present = keep_ids ? std::set<std::string>() : fingerprints(*target, a.page);
+  int64_t copied = 0, skipped = 0, already = 0, attempts = 0, checkpoints = 0, results = 0, after = resume.after;
   std::map<jobs::JobState, int64_t> by_state;
   // Where a run that stops here leaves both queues, and how it finishes.
   const auto cut_off = [&](int64_t copied_now, int64_t stopped_at) {
@@ -149,9 +186,12 @@ void run(const MigrateArgs& a) {
            " on was copied. Run the same command again to copy the rest (it continues where this one stopped)";
   };
   while (true) {
-    const std::vector<jobs::Queue::JobCopy> page = source->export_jobs(after, a.page);
+    std::vector<jobs::Queue::JobCopy> page = source->export_jobs(after, a.page);
     if (page.empty()) break;
     after = page.back().job.id;
+    already += static_cast<int64_t>(
+        std::erase_if(page, [&](const jobs::Queue::JobCopy& c) { return present.count(fingerprint(c.job)) != 0; }));
+    if (page.empty()) continue;
     // Rows from before NUL bytes were refused at submit (jobs/job_spec.cpp):
     // copied, PostgreSQL would change them; no queue should hold them.
     for (const jobs::Queue::JobCopy& c : page) {
@@ -198,6 +238,10 @@ void run(const MigrateArgs& a) {
   if (skipped > 0) {
     std::printf("  skipped %lld job(s) whose idempotency key the target already had\n",
                 static_cast<long long>(skipped));
+  }
+  if (already > 0) {
+    std::printf("  skipped %lld job(s) the target already held (copied before from this queue or a copy of it)\n",
+                static_cast<long long>(already));
   }
   const jobs::QueueCounts after_counts = target->counts();
   std::printf("source: %s\ntarget: %s\n", counts_text(source_counts).c_str(), counts_text(after_counts).c_str());

@@ -1,5 +1,7 @@
 #include "daemon/lib/database_path.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
 
 namespace ns::daemon {
@@ -19,6 +21,9 @@ jobs::SqliteOptions sqlite_options_from(const Config* config) {
   o.integrity_check = config->integrity_check == "full"    ? jobs::IntegrityCheck::full
                       : config->integrity_check == "quick" ? jobs::IntegrityCheck::quick
                                                            : jobs::IntegrityCheck::off;
+  o.lease_watch_ms = config->lease_ms;
+  o.max_backoff_ms = config->retry_backoff_max_ms;
+  o.on_clock_disagreement = [](const std::string& what) { spdlog::warn("{}", what); };
   return o;
 }
 

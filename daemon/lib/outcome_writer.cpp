@@ -41,13 +41,20 @@ Execution finished(const RunningJob& run, const GenerationResult& gen) {
     for (const GenerationChoice* c : choices) records.push_back(c->logprobs);
     r.logprobs = sampler::encode_logprobs(records, &gen.pieces);
   }
-  // A job that reached its end on the same token the stop or cancel was
-  // noticed is simply done.
-  if (r.finish_reason == "error") {  // this job alone (its grammar allows nothing the model can write)
+  // The job is judged by every choice, not choice 0 alone: with n > 1 a drain
+  // or a lost lease can cut one choice after another has finished (docs/fleet.md,
+  // finding 3). A job whose choices all reached their end, some on the same
+  // token the stop or cancel was noticed, is simply done.
+  const auto ended = [&](const char* reason) {
+    return std::find_if(choices.begin(), choices.end(),
+                        [&](const GenerationChoice* c) { return c->finish_reason == reason; });
+  };
+  if (const auto bad = ended("error"); bad != choices.end()) {
+    // This job alone (its grammar allows nothing the model can write).
     ex.outcome = JobOutcome::failed;
     ex.error_kind = error_kind_name(ErrorKind::invalid_input);
-    ex.error = gen.error;
-  } else if (r.finish_reason != "cancelled") {
+    ex.error = (*bad)->error;
+  } else if (ended("cancelled") == choices.end()) {
     ex.outcome = JobOutcome::done;
   } else if (run.lost) {
     ex.outcome = JobOutcome::lease_lost;

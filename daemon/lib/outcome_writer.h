@@ -14,8 +14,10 @@
 //   thrown away; other database errors propagate as DatabaseError.
 // - finished() is what a generation's result means for its job: its text,
 //   choices, logprobs and stats (jobs/result_stats.h, the one table of them)
-//   and its outcome: done, or for a generation that stopped early why the
-//   progress policy stopped it (lease lost, released, cancelled).
+//   and its outcome: done when every choice reached its end, failed when any
+//   choice found no token its grammar allows, or for a generation with a
+//   choice stopped early why the progress policy stopped it (lease lost,
+//   released with its checkpoint, cancelled).
 #pragma once
 
 #include <spdlog/spdlog.h>

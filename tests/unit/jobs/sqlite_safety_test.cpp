@@ -238,3 +238,54 @@ TEST_CASE("a full filesystem: a transient error naming the disk, and an intact d
   CHECK(db.integrity_problems(IntegrityCheck::full).empty());
   CHECK(db.scalar_int("SELECT count(*) FROM jobs") == 2);
 }
+
+// docs/fleet.md, finding 2: processes sharing a file stamp times with their
+// own wall clocks. A lease this clock calls expired is taken over only once
+// watched unrenewed for lease_watch_ms (steady clock); a renewal restarts the
+// watch and is reported; a retry backoff further ahead than max_backoff_ms
+// (plus kClockBackMs) is claimable at once, a nearer one is waited out.
+TEST_CASE("SQLite: distrusted leases are watched before a take-over; far-future backoffs are claimable") {
+  ns::test::TempDir dir;
+  const std::string path = dir.file("q.db");
+  std::vector<std::string> told;
+  SqliteOptions watching{.lease_watch_ms = 300, .max_backoff_ms = 600'000};
+  watching.on_clock_disagreement = [&](const std::string& what) { told.push_back(what); };
+  auto holder = open_sqlite_queue(path);
+  auto rival = open_sqlite_queue(path, watching);
+  const Backoff none{0, 0};
+
+  const int64_t id = holder->submit(spec("held")).id;
+  const std::optional<Job> j = holder->claim("holder", 1);  // expires at once by every clock
+  REQUIRE(j);
+  while (now_epoch_ms() <= j->lease_expires_ms) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(rival->recover_expired(none).total() == 0);  // first seen: watched, not taken
+  REQUIRE(holder->heartbeat(j->lease(), 1, std::nullopt));  // renewed (and expired again at once)
+  const int64_t renewed = holder->get(id)->lease_expires_ms;
+  while (now_epoch_ms() <= renewed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(rival->recover_expired(none).total() == 0);  // a new lease value: watched afresh
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].find("job " + std::to_string(id) + ": the lease of worker holder looked expired") == 0);
+  // Left unrenewed: taken once the watch has lasted lease_watch_ms.
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t taken = 0;
+  while (taken == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    taken = rival->recover_expired(none).requeued;
+    if (taken == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(taken == 1);
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(250));
+  CHECK(holder->get(id)->state == JobState::queued);
+
+  // Backoffs: one an hour ahead (a clock running ahead stamped it), one 5 min ahead (within the cap).
+  sqlite::Db db(path);
+  const int64_t near = holder->submit(spec("near")).id, far = holder->submit(spec("far")).id;
+  const int64_t now = now_epoch_ms();
+  db.exec("UPDATE jobs SET not_before_ms = " + std::to_string(now + 300'000) +
+          ", error_kind = 'io', error = 'x' WHERE id = " + std::to_string(near));
+  db.exec("UPDATE jobs SET not_before_ms = " + std::to_string(now + 3'600'000) + ", error_kind = 'io', error = 'x' "
+          "WHERE id IN (" + std::to_string(far) + ", " + std::to_string(id) + ")");
+  std::vector<int64_t> claimed;
+  while (std::optional<Job> c = rival->claim("rival", 60'000)) claimed.push_back(c->id);
+  CHECK(claimed == std::vector<int64_t>{id, far});
+  CHECK(rival->counts().retry_waiting == 1);  // the near one
+}
