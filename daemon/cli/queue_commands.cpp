@@ -405,8 +405,10 @@ void add_submit(CLI::App& app, int& exit_code) {
             first = "line " + std::to_string(line_numbers[k]) + ": " + problem;
         }
         if (bad > 0)
-          throw CommandError{kInvalidInput, first + (bad > 1 ? " (and " + std::to_string(bad - 1) + (bad == 2 ? " more line)" : " more lines)") : "") +
-                                                "; nothing was queued"};
+          throw CommandError{kInvalidInput,
+                             first + (bad > 1 ? " (and " + std::to_string(bad - 1) + (bad == 2 ? " more line)" : " more lines)")
+                                              : "") +
+                                 "; nothing was queued"};
         auto queue = open_queue(a->db);
         constexpr size_t kChunk = 200;  // one commit per chunk: fast, and short write locks for the daemon
         for (size_t i = 0; i < specs.size(); i += kChunk) {

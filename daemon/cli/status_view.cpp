@@ -357,7 +357,8 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
     daemons.items.push_back(std::move(it));
   }
   if (stopped > 1) {
-    const std::string line = "  " + std::to_string(stopped) + " stopped daemons, the last " + ago(s.now_ms, last_stop_ms);
+    const std::string line =
+        "  " + std::to_string(stopped) + " stopped daemons, the last " + ago(s.now_ms, last_stop_ms);
     daemons.items.push_back({fit(line, width), {fit(line, width)}});
   }
   for (const jobs::BatchSummary& b : s.batches) batches.items.push_back(item_of(batch_line(b, s.now_ms, false), width));
@@ -403,7 +404,8 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
     }
     const size_t shown = sec->shown();
     out += sec->header;
-    if (shown < sec->items.size()) out += " " + std::to_string(shown) + " of " + std::to_string(sec->items.size()) + " shown";
+    if (shown < sec->items.size())
+      out += " " + std::to_string(shown) + " of " + std::to_string(sec->items.size()) + " shown";
     out += "\n";
     for (size_t i = 0; i < shown; ++i) {
       const Item& it = sec->items[i];
@@ -528,7 +530,8 @@ std::string format_status_line(const StatusSnapshot& raw) {
     const jobs::QueueCounts& c = b.counts;
     line += " | " + b.name + " " + std::to_string(c.done + c.failed + c.cancelled + c.dead) + "/" +
             std::to_string(c.queued + c.running + c.done + c.failed + c.cancelled + c.dead) + " finished";
-    if (const std::optional<double> eta = jobs::batch_eta_s(b.progress, s.now_ms)) line += ", ETA " + format_duration(*eta);
+    if (const std::optional<double> eta = jobs::batch_eta_s(b.progress, s.now_ms))
+      line += ", ETA " + format_duration(*eta);
   }
   return line;
 }

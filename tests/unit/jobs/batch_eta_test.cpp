@@ -1,8 +1,8 @@
 // A batch's ETA (jobs/batch_eta.h): exact on hand-made sums, then within 25 % of the truth of simulated batch runs
-// from 20 % to 80 % of the jobs done (BatchRun: the test model's measured step costs, as step_rate_test's BatchSim, with jobs that
-// end at an end-of-text token long before max_tokens, prompts to prefill, a model load, heartbeats that report
-// progress every 0.5 s, and the daemon's work at each job's end), where an estimate to max_tokens errs +60 % and
-// more (#31 measured +96 % to +102 % at 19 % done).
+// from 20 % to 80 % of the jobs done (BatchRun: the test model's measured step costs, as step_rate_test's
+// BatchSim, with jobs that end at an end-of-text token long before max_tokens, prompts to prefill, a model load,
+// heartbeats that report progress every 0.5 s, and the daemon's work at each job's end), where an estimate to
+// max_tokens errs +60 % and more (#31 measured +96 % to +102 % at 19 % done).
 #include <doctest/doctest.h>
 
 #include <algorithm>

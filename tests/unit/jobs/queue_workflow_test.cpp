@@ -310,7 +310,8 @@ QUEUE_TEST("batch_summary: eta_s is jobs::batch_eta_s of the batch's sums, queue
   db.query("UPDATE jobs SET started_ms = started_ms - 600000 WHERE batch = 'night'");
 
   const std::vector<BatchSummary> batches = q->batches(0);
-  const auto night = std::find_if(batches.begin(), batches.end(), [](const BatchSummary& b) { return b.name == "night"; });
+  const auto night =
+      std::find_if(batches.begin(), batches.end(), [](const BatchSummary& b) { return b.name == "night"; });
   REQUIRE(night != batches.end());
   const BatchProgress& p = night->progress;
   CHECK(p.done == 2);
