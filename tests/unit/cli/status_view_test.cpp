@@ -398,15 +398,15 @@ TEST_CASE("watch at 80x24 uses its rows: whole batch lines and reasons, stopped 
     CHECK(has(screen, "  " + b.name + "  " + finished));
     CHECK(has(format_status_line(s), "| " + b.name + " " + finished));  // watch --plain: the batch's ETA
   }
-  CHECK(has(screen, "(6 done, 0 failed, 0 cancelled, 0 dead, 15 queued, 1 running)"));
-  // The reason whole, on its own lines.
   std::string joined;
   for (const std::string& l : lines) joined += l + "\n";
-  std::string squeezed;
+  std::string squeezed;  // the wrapped lines as one, spaces squeezed
   for (char c : joined) {
     if (c == '\n') c = ' ';
     if (c != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed += c;
   }
+  CHECK(has(squeezed, "(6 done, 0 failed, 0 cancelled, 0 dead, 15 queued, 1 running) created 16m40s ago"));
+  // The reason whole, on its own lines.
   CHECK(has(squeezed, "CANNOT SERVE: " + why));
   // Five stopped daemons: one line.
   CHECK(has(screen, "  5 stopped daemons, the last 10m00s ago\n"));
