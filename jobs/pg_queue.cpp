@@ -88,8 +88,17 @@ std::vector<BatchSummary> PgQueue::batches(int32_t limit) {
            count(*) FILTER (WHERE state = 'queued' AND not_before_ms > nightshift_now_ms()
                             AND error_kind IS NOT NULL),
            count(*) FILTER (WHERE state = 'queued' AND error_kind = $2),
-           coalesce(max(error) FILTER (WHERE state = 'queued' AND error_kind = $2), '')
-    FROM jobs WHERE batch IS NOT NULL
+           coalesce(max(error) FILTER (WHERE state = 'queued' AND error_kind = $2), ''),
+           -- What the batch's ETA reads (jobs/batch_eta.h; the batch_summary view sums the same).
+           coalesce(min(started_ms), 0),
+           coalesce(sum(r.completion_tokens) FILTER (WHERE state = 'done'), 0)::bigint,
+           coalesce(sum(r.completion_tokens), 0)::bigint,
+           coalesce(sum(progress_generated) FILTER (WHERE state = 'running'), 0)::bigint,
+           coalesce(sum(max_tokens * n) FILTER (WHERE state = 'running'), 0)::bigint,
+           count(*) FILTER (WHERE state = 'queued' AND error_kind IS DISTINCT FROM $2),
+           coalesce(sum(max_tokens * n) FILTER (WHERE state = 'queued' AND error_kind IS DISTINCT FROM $2), 0)::bigint,
+           coalesce(sum(r.load_ms), 0)::double precision
+    FROM jobs LEFT JOIN results AS r ON r.job_id = jobs.id WHERE batch IS NOT NULL
     GROUP BY batch ORDER BY min(created_ms) DESC, batch LIMIT $1::bigint)",
                       p);
   std::vector<BatchSummary> out;
@@ -103,6 +112,17 @@ std::vector<BatchSummary> PgQueue::batches(int32_t limit) {
     c.held = r.int64(i, 10);
     c.held_reason = r.text(i, 11);
     b.finished_ms = c.queued + c.running == 0 ? r.int64(i, 2) : 0;
+    BatchProgress& g = b.progress;
+    g.first_started_ms = r.int64(i, 12);
+    g.done = c.done;
+    g.done_tokens = r.int64(i, 13);
+    g.result_tokens = r.int64(i, 14);
+    g.running = c.running;
+    g.running_generated = r.int64(i, 15);
+    g.running_max_tokens = r.int64(i, 16);
+    g.queued = r.int64(i, 17);
+    g.queued_max_tokens = r.int64(i, 18);
+    g.load_ms = r.real(i, 19);
     out.push_back(std::move(b));
   }
   return out;

@@ -33,6 +33,7 @@
 #include "common/sampling_params.h"
 #include "common/error.h"
 #include "jobs/backoff.h"
+#include "jobs/batch_eta.h"
 
 namespace ns::jobs {
 
@@ -265,6 +266,7 @@ struct BatchSummary {
   int64_t created_ms = 0;     // first job's submission
   int64_t finished_ms = 0;    // last job's end; 0 while any is queued or running
   QueueCounts counts;
+  BatchProgress progress;     // what its ETA reads (jobs/batch_eta.h)
 };
 
 // What one model's jobs add up to (`nightshift status --prometheus`, the status page): its jobs by

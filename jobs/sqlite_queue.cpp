@@ -110,7 +110,35 @@ std::vector<BatchSummary> SqliteQueue::batches(int32_t limit) {
     b.finished_ms = st->int64(3) == 0 ? st->int64(2) : 0;
     out.push_back(std::move(b));
   }
-  for (BatchSummary& b : out) b.counts = counts_of(b.name);
+  // What each batch's ETA reads (jobs/batch_eta.h; the batch_summary view sums the same).
+  auto sums = db_.cached(R"(
+    SELECT coalesce(min(j.started_ms), 0),
+           sum(j.state = 'done'), coalesce(sum(CASE WHEN j.state = 'done' THEN r.completion_tokens END), 0),
+           coalesce(sum(r.completion_tokens), 0),
+           sum(j.state = 'running'), coalesce(sum(CASE WHEN j.state = 'running' THEN j.progress_generated END), 0),
+           coalesce(sum(CASE WHEN j.state = 'running' THEN j.max_tokens * j.n END), 0),
+           sum(j.state = 'queued' AND j.error_kind IS NOT ?2),
+           coalesce(sum(CASE WHEN j.state = 'queued' AND j.error_kind IS NOT ?2 THEN j.max_tokens * j.n END), 0),
+           coalesce(sum(r.load_ms), 0)
+    FROM jobs AS j LEFT JOIN results AS r ON r.job_id = j.id WHERE j.batch = ?1)");
+  for (BatchSummary& b : out) {
+    b.counts = counts_of(b.name);
+    sums->bind(1, b.name).bind(2, std::string_view(kHeldErrorKind));
+    if (sums->step()) {
+      BatchProgress& p = b.progress;
+      p.first_started_ms = sums->int64(0);
+      p.done = sums->int64(1);
+      p.done_tokens = sums->int64(2);
+      p.result_tokens = sums->int64(3);
+      p.running = sums->int64(4);
+      p.running_generated = sums->int64(5);
+      p.running_max_tokens = sums->int64(6);
+      p.queued = sums->int64(7);
+      p.queued_max_tokens = sums->int64(8);
+      p.load_ms = sums->real(9);
+    }
+    sums->reset();
+  }
   return out;
 }
 

@@ -10,42 +10,65 @@
 
 namespace ns::cli {
 
+namespace {
+
+// The response of a job with a result: done, or cancelled with the partial output it had.
+BatchSuccess success_of(const jobs::Job& job, const std::string& custom_id, const ToolFormatOf& tool_format) {
+  BatchSuccess s;
+  s.job_id = job.id;
+  s.custom_id = custom_id;
+  s.endpoint = job.spec.is_chat() ? BatchEndpoint::chat_completions : BatchEndpoint::completions;
+  s.model = job.spec.model;
+  s.created_unix_s = job.finished_ms / 1000;
+  if (job.result) {
+    s.text = job.result->text;
+    s.finish_reason = job.result->finish_reason;
+    s.prompt_tokens = job.result->prompt_tokens;
+    s.completion_tokens = job.result->completion_tokens;
+    for (const jobs::JobChoice& c : job.result->more_choices) s.more_choices.push_back({c.text, c.finish_reason});
+    s.logprobs = job.result->logprobs;
+  }
+  if (job.spec.is_chat() && tool_format) {
+    try {
+      if (!chat::conversation_from_json(job.spec.messages).tools.empty()) s.tool_format = tool_format(job.spec.model);
+    } catch (const Error&) {
+      // unreadable stored messages: the text is exported as it is
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string batch_output_line(const jobs::Job& job, const ToolFormatOf& tool_format) {
   const std::string custom_id = job.spec.custom_id.empty() ? "job-" + std::to_string(job.id) : job.spec.custom_id;
+  const std::string cancel_message =
+      job.error.empty() ? "the job was cancelled (nightshift cancel) before it finished" : job.error;
   switch (job.state) {
-    case jobs::JobState::done: {
-      BatchSuccess s;
-      s.job_id = job.id;
-      s.custom_id = custom_id;
-      s.endpoint = job.spec.is_chat() ? BatchEndpoint::chat_completions : BatchEndpoint::completions;
-      s.model = job.spec.model;
-      s.created_unix_s = job.finished_ms / 1000;
-      if (job.result) {
-        s.text = job.result->text;
-        s.finish_reason = job.result->finish_reason;
-        s.prompt_tokens = job.result->prompt_tokens;
-        s.completion_tokens = job.result->completion_tokens;
-        for (const jobs::JobChoice& c : job.result->more_choices) s.more_choices.push_back({c.text, c.finish_reason});
-        s.logprobs = job.result->logprobs;
+    case jobs::JobState::done:
+      return format_batch_success(success_of(job, custom_id, tool_format));
+    case jobs::JobState::cancelled:
+      // A job cancelled mid-output keeps what it wrote (#31: export dropped it): the partial response, marked
+      // by finish_reason "cancelled" and by the error beside it, so a reader that checks `error` skips it.
+      if (job.result && (job.result->completion_tokens > 0 || !job.result->text.empty())) {
+        BatchSuccess s = success_of(job, custom_id, tool_format);
+        s.finish_reason = "cancelled";
+        for (BatchChoice& c : s.more_choices)
+          if (c.finish_reason != "stop" && c.finish_reason != "length") c.finish_reason = "cancelled";
+        s.error_code = "cancelled";
+        s.error_message = cancel_message + "; response.body holds the partial output (" +
+                          std::to_string(s.completion_tokens) + " tokens, finish_reason \"cancelled\")";
+        return format_batch_success(s);
       }
-      if (job.spec.is_chat() && tool_format) {
-        try {
-          if (!chat::conversation_from_json(job.spec.messages).tools.empty()) s.tool_format = tool_format(job.spec.model);
-        } catch (const Error&) {
-          // unreadable stored messages: the text is exported as it is
-        }
-      }
-      return format_batch_success(s);
-    }
+      [[fallthrough]];
     case jobs::JobState::failed:
-    case jobs::JobState::dead:
-    case jobs::JobState::cancelled: {
+    case jobs::JobState::dead: {
       BatchFailure f;
       f.job_id = job.id;
       f.custom_id = custom_id;
       if (job.state == jobs::JobState::cancelled) {
         f.code = "cancelled";
-        f.message = job.error.empty() ? "the job was cancelled (nightshift cancel) before it finished" : job.error;
+        f.message = cancel_message;
       } else {
         f.code = job.error_kind.empty() ? jobs::state_name(job.state) : job.error_kind;
         f.message = job.error.empty() ? std::string("the job is ") + jobs::state_name(job.state) : job.error;

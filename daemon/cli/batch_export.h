@@ -3,7 +3,9 @@
 //
 // Contract: one line per finished job, in input order (source line, then id):
 // done jobs as a response with choices and usage; failed, dead and cancelled
-// jobs as an `error` line (code = the job's error kind, or "cancelled").
+// jobs as an `error` line (code = the job's error kind, or "cancelled"); a job
+// cancelled after it began its output has its partial response beside that
+// error (finish_reason "cancelled").
 // Queued and running jobs are counted and left out (export again later).
 // Reads only; the queue is not changed.
 #pragma once

@@ -60,6 +60,10 @@ DocumentExportReport export_documents(jobs::Queue& queue, const fs::path& out_di
       case jobs::JobState::cancelled: {
         std::string message = jobs::state_name(job.state);
         if (!job.error.empty()) message += ": " + (job.error_kind.empty() ? "" : job.error_kind + ": ") + job.error;
+        // Only finished continuations become files; a cancelled job's partial one is named, not dropped unsaid.
+        if (job.result && job.result->completion_tokens > 0)
+          message += "; its partial continuation (" + std::to_string(job.result->completion_tokens) +
+                     " tokens) is not written: nightshift show " + std::to_string(job.id) + " --full";
         report.problems.push_back({name, job.id, message});
         continue;
       }

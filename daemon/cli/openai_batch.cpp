@@ -597,7 +597,8 @@ std::string format_batch_success(const BatchSuccess& s) {
   line["id"] = "batch_req_" + std::to_string(s.job_id);
   line["custom_id"] = s.custom_id;
   line["response"] = {{"status_code", 200}, {"request_id", "req_" + std::to_string(s.job_id)}, {"body", body}};
-  line["error"] = nullptr;
+  if (s.error_code.empty()) line["error"] = nullptr;
+  else line["error"] = {{"code", s.error_code}, {"message", s.error_message}};
   return dump_line(line);
 }
 

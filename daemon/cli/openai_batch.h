@@ -124,6 +124,8 @@ struct BatchSuccess {
   // content, reasoning_content and tool_calls (engine/chat/tool_calls.h); finish_reason "tool_calls" when it
   // called one.
   std::optional<chat::ToolCallFormat> tool_format;
+  // A cancelled job's partial output: the line's `error` ({code, message}) beside the response.
+  std::string error_code, error_message;
 };
 
 // One choice's logprobs in OpenAI's chat shape:

@@ -396,6 +396,19 @@ void add_submit(CLI::App& app, int& exit_code) {
             specs_from_lines(read_prompt("", a->prompt_lines), a->spec, line_numbers);
         if (specs.empty()) throw CommandError{kInvalidInput, a->prompt_lines + " has no non-empty line"};
         check_model(*a);
+        // Each line's prompt against the context, as submit --jsonl checks each request (#31: these were not).
+        ModelCheck check = model_check_for(a->db, a->any_model);
+        std::string first;
+        int64_t bad = 0;
+        for (size_t k = 0; k < specs.size(); ++k) {
+          if (std::string problem = check.problem(specs[k]); !problem.empty() && bad++ == 0)
+            first = "line " + std::to_string(line_numbers[k]) + ": " + problem;
+        }
+        if (bad > 0)
+          throw CommandError{kInvalidInput,
+                             first + (bad > 1 ? " (and " + std::to_string(bad - 1) + (bad == 2 ? " more line)" : " more lines)")
+                                              : "") +
+                                 "; nothing was queued"};
         auto queue = open_queue(a->db);
         constexpr size_t kChunk = 200;  // one commit per chunk: fast, and short write locks for the daemon
         for (size_t i = 0; i < specs.size(); i += kChunk) {
@@ -491,15 +504,20 @@ void add_show(CLI::App& app, int& exit_code) {
     DatabaseArgs db;
     int64_t id = 0;
     bool json = false;
+    bool full = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("show", "Show one job: every field, the result and its stats, its attempts");
   cmd->add_option("id", a->id, "job id")->required();
-  cmd->add_flag("--json", a->json, "print the job as a JSON object");
+  cmd->add_flag("--json", a->json, "print the job as a JSON object (always whole)");
+  cmd->add_flag("--full", a->full,
+                "print a long prompt, messages or output whole (by default a text above 8 KiB shows its first "
+                "4 KiB and last 1 KiB)");
   add_database_options(cmd, a->db);
   cmd->footer(
       "Examples:\n"
       "  nightshift show 42\n"
+      "  nightshift show 42 --full | less\n"
       "  nightshift show 42 --json | jq .result.decode_tok_s\n"
       "Exit status: 0 shown, 3 no such job, 1 database failure.\n");
   cmd->callback([a, &exit_code] {
@@ -515,7 +533,7 @@ void add_show(CLI::App& app, int& exit_code) {
       } else {
         // On a terminal, control characters in prompts and outputs are shown,
         // not obeyed; into a pipe or file the text goes out as it is.
-        std::cout << daemon::format_job_details(*job, ::isatty(STDOUT_FILENO) == 1)
+        std::cout << daemon::format_job_details(*job, ::isatty(STDOUT_FILENO) == 1, !a->full)
                   << daemon::format_attempts(history);
       }
     });

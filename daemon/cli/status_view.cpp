@@ -202,13 +202,52 @@ std::string worker_state_text(const jobs::WorkerInfo& w, int64_t now_ms) {
 
 namespace {
 
-// A section of the screen: its header and its lines, cut to `rows` rows
+// One entry of a section: its line cut to the width, and the whole of it wrapped to the width (the same
+// line when it fits): shown whole when the screen has the rows for it (#31: batch lines and CANNOT SERVE
+// reasons were cut while rows stayed blank).
+struct Item {
+  std::string cut;
+  std::vector<std::string> whole;
+  bool expanded = false;
+  int rows() const { return expanded ? static_cast<int>(whole.size()) : 1; }
+};
+
+// `line` broken at spaces into lines of at most `width` characters, its spacing kept, continuation lines
+// indented by `indent` spaces; a word too long for a line is cut ("...").
+std::vector<std::string> wrap_line(const std::string& line, int width, int indent) {
+  std::vector<std::string> out;
+  std::string rest = line;
+  while (static_cast<int>(chars_of(rest)) > width) {
+    size_t limit = 0;  // the byte where character number `width` starts
+    for (int seen = 0; limit < rest.size(); ++limit)
+      if ((static_cast<unsigned char>(rest[limit]) & 0xC0) != 0x80 && seen++ == width) break;
+    const size_t lead = out.empty() ? 0 : static_cast<size_t>(indent);
+    size_t cut = rest.rfind(' ', limit);
+    while (cut != std::string::npos && cut > lead && rest[cut - 1] == ' ') --cut;
+    if (cut == std::string::npos || cut <= lead) break;
+    out.push_back(rest.substr(0, cut));
+    const size_t next = rest.find_first_not_of(' ', cut);
+    rest = std::string(static_cast<size_t>(indent), ' ') + (next == std::string::npos ? "" : rest.substr(next));
+  }
+  out.push_back(fit(rest, width));
+  return out;
+}
+
+Item item_of(const std::string& line, int width) { return {fit(line, width), wrap_line(line, width, 4)}; }
+
+// A section of the screen: its header and its entries, cut to `rows` rows
 // (the header says "6 of 8 shown" when they do not all fit).
 struct Section {
   std::string header;
-  std::vector<std::string> lines;
+  std::vector<Item> items;
   int rows = 0;  // given by the layout
-  int wanted() const { return lines.empty() ? 1 : 1 + static_cast<int>(lines.size()); }
+  int wanted() const { return items.empty() ? 1 : 1 + static_cast<int>(items.size()); }
+  // Entries shown in `rows`: each whole where it was given the rows for it.
+  size_t shown() const {
+    size_t n = 0;
+    for (int left = rows - 1; n < items.size() && items[n].rows() <= left; ++n) left -= items[n].rows();
+    return n;
+  }
 };
 
 std::string recent_line(const jobs::Job& j, int64_t now_ms, int text_chars) {
@@ -232,6 +271,8 @@ std::string batch_line(const jobs::BatchSummary& b, int64_t now_ms, bool bars) {
   const int64_t finished = c.done + c.failed + c.cancelled + c.dead;
   std::string line = "  " + b.name + "  " + std::to_string(finished) + "/" + std::to_string(total) + " finished";
   if (bars) line += " " + progress_bar(finished, total, 20);
+  // The batch's end, its queued jobs included (jobs/batch_eta.h): before the counts, so a narrow line keeps it.
+  if (const std::optional<double> eta = jobs::batch_eta_s(b.progress, now_ms)) line += ", ETA " + format_duration(*eta);
   line += "  (" + describe_counts(c) + ")";
   line += b.finished_ms != 0 ? "  complete " + ago(now_ms, b.finished_ms) : "  created " + ago(now_ms, b.created_ms);
   return line;
@@ -243,17 +284,16 @@ std::string batch_line(const jobs::BatchSummary& b, int64_t now_ms, bool bars) {
 std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
   const int width = std::max(style.width, 40);
   Section running{"running:", {}}, daemons{"daemons:", {}}, batches{"batches:", {}}, recent{"last finished:", {}};
-  // Held jobs: the reason wrapped whole (the night's one problem must not be cut).
+  // Held jobs: the reason wrapped whole (the night's one problem must not be cut), a row per entry.
   Section held{"", {}};
+  const auto add_held = [&](const std::string& text) {
+    for (std::string& l : wrap(text, width, 2)) held.items.push_back({l, {l}});
+  };
   if (s.batch.empty()) {
-    for (const jobs::BatchSummary& b : s.batches) {
-      for (std::string& l : wrap(held_text(b.counts, b.name), width, 2)) held.lines.push_back(std::move(l));
-    }
-    if (s.counts.held > held_in_batches(s) && held.lines.empty()) {
-      for (std::string& l : wrap(held_text(s.counts, ""), width, 2)) held.lines.push_back(std::move(l));
-    }
+    for (const jobs::BatchSummary& b : s.batches) add_held(held_text(b.counts, b.name));
+    if (s.counts.held > held_in_batches(s) && held.items.empty()) add_held(held_text(s.counts, ""));
   } else {
-    held.lines = wrap(held_text(s.counts, s.batch), width, 2);
+    add_held(held_text(s.counts, s.batch));
   }
   for (const jobs::Job& j : s.running) {
     const std::string progress = job_progress_text(j, s.now_ms);
@@ -265,12 +305,19 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
                        : progress_bar(j.progress.generated, j.spec.sampling.max_tokens, 10)) + " ";
     const std::string head = "  " + std::to_string(j.id) + " ";
     const int label_room = width - static_cast<int>(head.size() + bar.size() + progress.size()) - 2;
-    running.lines.push_back(fit(head + (label_room >= 8 ? job_label(j, static_cast<size_t>(label_room)) + " " : "") +
-                                    bar + progress,
-                                width));
+    const std::string line = fit(
+        head + (label_room >= 8 ? job_label(j, static_cast<size_t>(label_room)) + " " : "") + bar + progress, width);
+    running.items.push_back({line, {line}});
+  }
+  // Stopped daemons (each `--drain` run leaves one, listed for a day) are one line together.
+  int64_t stopped = 0, last_stop_ms = 0;
+  for (const jobs::WorkerInfo& w : s.workers) {
+    if (!shown_worker(w, s.now_ms) || w.stopped_ms == 0) continue;
+    ++stopped;
+    last_stop_ms = std::max(last_stop_ms, w.stopped_ms);
   }
   for (const jobs::WorkerInfo& w : s.workers) {
-    if (!shown_worker(w, s.now_ms)) continue;
+    if (!shown_worker(w, s.now_ms) || (w.stopped_ms != 0 && stopped > 1)) continue;
     // The batch's figures first: they are what the line is for on a narrow terminal.
     std::string line = "  " + fit(w.id, 24);
     if (w.stopped_ms == 0) {
@@ -280,10 +327,22 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
     // Then the rest while it fits: whole fields, the last one cut only where
     // enough of it shows, so a narrow terminal never cuts into the batch's ETA.
     std::vector<std::string> rest = {worker_state_text(w, s.now_ms)};
-    if (w.stopped_ms == 0) {
-      rest.push_back(w.model.empty() ? std::string("(no model)") : w.model);
-      if (!w.problem.empty()) rest.push_back("CANNOT SERVE: " + one_line(w.problem, 200));
+    if (w.stopped_ms == 0) rest.push_back(w.model.empty() ? std::string("(no model)") : w.model);
+    const std::string problem = w.stopped_ms == 0 && !w.problem.empty() ? "CANNOT SERVE: " + one_line(w.problem, 2000)
+                                                                          : "";
+    Item it;
+    // Whole: the fields that fit, then the reason wrapped on its own lines.
+    std::string head = line;
+    for (const std::string& field : rest) {
+      const int room = width - static_cast<int>(chars_of(head)) - 2;
+      if (room < static_cast<int>(chars_of(field))) break;
+      head += "  " + field;
     }
+    it.whole = {fit(head, width)};
+    if (!problem.empty())
+      for (std::string& l : wrap_line("    " + problem, width, 4)) it.whole.push_back(std::move(l));
+    // Cut: everything on one line.
+    if (!problem.empty()) rest.push_back(problem);
     for (const std::string& field : rest) {
       const int room = width - static_cast<int>(chars_of(line)) - 2;
       if (room >= static_cast<int>(chars_of(field))) {
@@ -293,18 +352,28 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
       if (room >= 8) line += "  " + fit(field, room);
       break;
     }
-    daemons.lines.push_back(fit(line, width));
+    it.cut = fit(line, width);
+    if (it.whole.size() == 1 && it.whole[0] != it.cut) it.whole = {it.cut};
+    daemons.items.push_back(std::move(it));
   }
-  for (const jobs::BatchSummary& b : s.batches) batches.lines.push_back(fit(batch_line(b, s.now_ms, false), width));
-  for (const jobs::Job& j : s.recent) recent.lines.push_back(fit(recent_line(j, s.now_ms, width - 40), width));
+  if (stopped > 1) {
+    const std::string line =
+        "  " + std::to_string(stopped) + " stopped daemons, the last " + ago(s.now_ms, last_stop_ms);
+    daemons.items.push_back({fit(line, width), {fit(line, width)}});
+  }
+  for (const jobs::BatchSummary& b : s.batches) batches.items.push_back(item_of(batch_line(b, s.now_ms, false), width));
+  for (const jobs::Job& j : s.recent) {
+    const std::string line = fit(recent_line(j, s.now_ms, width - 40), width);
+    recent.items.push_back({line, {line}});
+  }
 
   // Rows: the counts line and `watch`'s footer line are taken; then each
   // section in order of importance gets what it wants, leaving two rows
   // (header and a line) to each section after it.
   int room = std::max(style.height, 8) - 2;
   // Held lines have no header: their rows are taken first.
-  if (!held.lines.empty()) {
-    held.rows = std::min(static_cast<int>(held.lines.size()), std::max(room - 4, 1));
+  if (!held.items.empty()) {
+    held.rows = std::min(static_cast<int>(held.items.size()), std::max(room - 4, 1));
     room -= held.rows;
   }
   Section* order[] = {&running, &daemons, &batches, &recent};
@@ -314,19 +383,36 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
     order[i]->rows = std::clamp(order[i]->wanted(), 0, std::max(room - reserve, std::min(room, 1)));
     room -= order[i]->rows;
   }
+  // Rows left blank go to entries cut to one line: whole, in order of importance, as far as they fit.
+  for (Section* sec : order) {
+    if (sec->shown() < sec->items.size()) continue;  // a cut section: its rows show more entries instead
+    for (Item& it : sec->items) {
+      const int extra = static_cast<int>(it.whole.size()) - 1;
+      if (extra <= 0 || extra > room) continue;
+      it.expanded = true;
+      sec->rows += extra;
+      room -= extra;
+    }
+  }
   std::string out = fit((s.batch.empty() ? "queue: " : "batch " + s.batch + ": ") + counts_text(s.counts), width) + "\n";
-  for (int i = 0; i < held.rows; ++i) out += held.lines[static_cast<size_t>(i)] + "\n";
+  for (int i = 0; i < held.rows; ++i) out += held.items[static_cast<size_t>(i)].cut + "\n";
   for (Section* sec : {&running, &recent, &batches, &daemons}) {
     if (sec->rows <= 0) continue;
-    if (sec->lines.empty()) {
+    if (sec->items.empty()) {
       out += sec->header + " none\n";
       continue;
     }
-    const size_t shown = std::min(sec->lines.size(), static_cast<size_t>(sec->rows - 1));
+    const size_t shown = sec->shown();
     out += sec->header;
-    if (shown < sec->lines.size()) out += " " + std::to_string(shown) + " of " + std::to_string(sec->lines.size()) + " shown";
+    if (shown < sec->items.size())
+      out += " " + std::to_string(shown) + " of " + std::to_string(sec->items.size()) + " shown";
     out += "\n";
-    for (size_t i = 0; i < shown; ++i) out += sec->lines[i] + "\n";
+    for (size_t i = 0; i < shown; ++i) {
+      const Item& it = sec->items[i];
+      if (!it.expanded) out += it.cut + "\n";
+      else
+        for (const std::string& l : it.whole) out += l + "\n";
+    }
   }
   return out;
 }
@@ -399,13 +485,20 @@ std::string format_status(const StatusSnapshot& raw, const StatusStyle& style) {
   }
 
   std::vector<const jobs::WorkerInfo*> fleet;
+  int64_t stopped = 0, last_stop_ms = 0;
   for (const jobs::WorkerInfo& w : s.workers) {
-    if (shown_worker(w, s.now_ms)) fleet.push_back(&w);
+    if (!shown_worker(w, s.now_ms)) continue;
+    fleet.push_back(&w);
+    if (w.stopped_ms != 0) {
+      ++stopped;
+      last_stop_ms = std::max(last_stop_ms, w.stopped_ms);
+    }
   }
   o << "\ndaemons:";
   if (fleet.empty()) o << " none has registered (start nightshiftd; jobs wait until one runs)";
   o << "\n";
   for (const jobs::WorkerInfo* w : fleet) {
+    if (w->stopped_ms != 0 && stopped > 1) continue;  // one line for them all, below
     o << "  " << w->id << "  " << worker_state_text(*w, s.now_ms);
     if (w->stopped_ms == 0) {
       o << "  model " << (w->model.empty() ? "(none loaded)" : w->model);
@@ -417,6 +510,8 @@ std::string format_status(const StatusSnapshot& raw, const StatusStyle& style) {
     o << "\n";
     if (w->stopped_ms == 0 && !w->problem.empty()) o << "    CANNOT SERVE: " << w->problem << "\n";
   }
+  // Each `--drain` run leaves a stopped daemon, listed for a day: together they are one line.
+  if (stopped > 1) o << "  " << stopped << " stopped daemons, the last " << ago(s.now_ms, last_stop_ms) << "\n";
   return o.str();
 }
 
@@ -428,6 +523,15 @@ std::string format_status_line(const StatusSnapshot& raw) {
   for (const jobs::Job& j : s.running) line += " | job " + std::to_string(j.id) + " " + job_progress_text(j, s.now_ms);
   for (const jobs::WorkerInfo& w : s.workers) {
     if (const DaemonBatch b = daemon_batch(s, w.id); b.jobs > 1) line += " | batch " + w.id + " " + daemon_batch_text(b);
+  }
+  // Each named batch still running, with its ETA (its queued jobs included).
+  for (const jobs::BatchSummary& b : s.batches) {
+    if (b.counts.queued + b.counts.running == 0) continue;
+    const jobs::QueueCounts& c = b.counts;
+    line += " | " + b.name + " " + std::to_string(c.done + c.failed + c.cancelled + c.dead) + "/" +
+            std::to_string(c.queued + c.running + c.done + c.failed + c.cancelled + c.dead) + " finished";
+    if (const std::optional<double> eta = jobs::batch_eta_s(b.progress, s.now_ms))
+      line += ", ETA " + format_duration(*eta);
   }
   return line;
 }
@@ -468,10 +572,12 @@ nlohmann::json status_to_json(const StatusSnapshot& s) {
   }
   json batches = json::array();
   for (const jobs::BatchSummary& b : s.batches) {
+    const std::optional<double> batch_eta = jobs::batch_eta_s(b.progress, s.now_ms);
     batches.push_back({{"name", b.name},
                        {"created_ms", b.created_ms},
                        {"finished_ms", b.finished_ms == 0 ? json() : json(b.finished_ms)},
-                       {"counts", counts(b.counts)}});
+                       {"counts", counts(b.counts)},
+                       {"eta_s", batch_eta ? json(*batch_eta) : json()}});
   }
   json workers = json::array();
   for (const jobs::WorkerInfo& w : s.workers) {

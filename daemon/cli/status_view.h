@@ -56,7 +56,8 @@ DaemonBatch daemon_batch(const StatusSnapshot& s, const std::string& worker_id);
 // "4 jobs, 92.31 tok/s, ETA 3m10s" ("" when the daemon runs none).
 std::string daemon_batch_text(const DaemonBatch& b);
 
-// One line (no newline) for logs and pipes: UTC time, the counts, and each running job's progress.
+// One line (no newline) for logs and pipes: UTC time, the counts, each running job's progress, the daemons'
+// batches and each named batch still running with its finished count and ETA.
 std::string format_status_line(const StatusSnapshot& s);
 
 // One running job's progress: "prefill 512/4096 prompt tok, ETA 1m02s" or

@@ -253,7 +253,7 @@ void add_watch(CLI::App& app, int& exit_code) {
       const auto tick = std::chrono::milliseconds(50);
       while (!g_interrupted) {
         try {
-          const StatusSnapshot s = take_status(*queue, a->batch, screen ? a->recent : 0, screen ? a->batches : 0);
+          const StatusSnapshot s = take_status(*queue, a->batch, screen ? a->recent : 0, a->batches);
           if (screen) {
             // Home and clear, then the frame, fitted to the terminal (the
             // footer ends without a newline: the last row must not scroll).

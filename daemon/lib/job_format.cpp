@@ -248,7 +248,26 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs) {
   return out;
 }
 
-std::string format_job_details(const jobs::Job& job, bool escape) {
+namespace {
+// Where a cut at byte `at` of UTF-8 `s` falls back to: the start of the character there.
+size_t char_start(const std::string& s, size_t at) {
+  while (at > 0 && at < s.size() && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) --at;
+  return at;
+}
+
+// `text` whole, or (with `cut`, above kShowWholeBytes) its head and tail around a note.
+std::string maybe_cut(const std::string& text, bool cut, int64_t id, const char* what) {
+  if (!cut || text.size() <= kShowWholeBytes) return text;
+  const size_t head = char_start(text, kShowHeadBytes);
+  const size_t tail = char_start(text, text.size() - kShowTailBytes);
+  return text.substr(0, head) +
+         fmt::format("\n[... {} of the {}'s {} bytes not shown; all of it: nightshift show {} --full ...]\n",
+                     tail - head, what, text.size(), id) +
+         text.substr(tail);
+}
+}  // namespace
+
+std::string format_job_details(const jobs::Job& job, bool escape, bool cut) {
   const SamplingParams& sp = job.spec.sampling;
   const std::string stop = json_text(json(sp.stop));
   std::string out;
@@ -324,11 +343,12 @@ std::string format_job_details(const jobs::Job& job, bool escape) {
     }
   }
   if (job.spec.is_chat()) {
-    out += "--- messages ---\n" + json_text(json::parse(job.spec.messages, nullptr, false), 2) + "\n";
+    out += "--- messages ---\n" +
+           maybe_cut(json_text(json::parse(job.spec.messages, nullptr, false), 2), cut, job.id, "messages") + "\n";
   } else {
-    out += "--- prompt ---\n" + shown(job.spec.prompt) + "\n";
+    out += "--- prompt ---\n" + maybe_cut(shown(job.spec.prompt), cut, job.id, "prompt") + "\n";
   }
-  if (job.result) out += "--- output ---\n" + shown(job.result->text) + "\n";
+  if (job.result) out += "--- output ---\n" + maybe_cut(shown(job.result->text), cut, job.id, "output") + "\n";
   return out;
 }
 

@@ -38,10 +38,14 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs);
 // 8601 UTC), token counts, decode tok/s, finish_reason, error, the full text.
 std::string format_job_csv(const std::vector<jobs::Job>& jobs);
 
-// Every field, the result's stats and the full prompt and output. With
+// Every field, the result's stats and the prompt (or messages) and output. With
 // escape (`nightshift show` on a terminal) every text is escape_controls'ed,
 // keeping newlines and tabs; without it, prompt and output are written as they are.
-std::string format_job_details(const jobs::Job& job, bool escape = false);
+// With `cut`, a text above kShowWholeBytes is shown as its first kShowHeadBytes
+// and last kShowTailBytes (on character boundaries) around a line saying how much
+// is left out and `nightshift show ID --full` (an 88 KB prompt filled screens).
+constexpr size_t kShowWholeBytes = 8192, kShowHeadBytes = 4096, kShowTailBytes = 1024;
+std::string format_job_details(const jobs::Job& job, bool escape = false, bool cut = false);
 
 // A job's claims and how each ended (`nightshift show`): a JSON array, and
 // one line per attempt ("" when it never ran).

@@ -157,13 +157,8 @@ std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& o
 
   // Batches.
   std::map<std::string, double> batch_tok_s;
-  std::map<std::string, double> batch_running_eta;  // the longest ETA of a batch's running jobs
   for (const jobs::Job& j : s.running) {
-    if (j.spec.batch.empty()) continue;
-    batch_tok_s[j.spec.batch] += j.progress.tok_s;
-    if (auto e = jobs::remaining_eta_s(j.progress, s.now_ms)) {
-      batch_running_eta[j.spec.batch] = std::max(batch_running_eta[j.spec.batch], *e);
-    }
+    if (!j.spec.batch.empty()) batch_tok_s[j.spec.batch] += j.progress.tok_s;
   }
   o += "<h2>Batches</h2>\n";
   if (s.batches.empty()) {
@@ -178,17 +173,8 @@ std::string status_page_html(const StatusSnapshot& s, const StatusPageOptions& o
       if (b.finished_ms != 0) {
         eta = "complete " + when(s.now_ms, b.finished_ms);
       } else {
-        // The unfinished lines at the rate lines have finished, but never before its running jobs' own ETAs (a
-        // long line behind many short ones would otherwise look nearly done).
-        std::optional<double> e;
-        if (finished > 0 && s.now_ms > b.created_ms) {
-          const double lines_per_s =
-              static_cast<double>(finished) / (static_cast<double>(s.now_ms - b.created_ms) / 1000);
-          e = eta_seconds(finished, total, lines_per_s);
-        }
-        if (auto r = batch_running_eta.find(b.name); r != batch_running_eta.end()) {
-          e = std::max(e.value_or(0), r->second);
-        }
+        // Its queued jobs included, each job's output as long as its done jobs' (jobs/batch_eta.h).
+        const std::optional<double> e = jobs::batch_eta_s(b.progress, s.now_ms);
         if (e) eta = format_duration(*e);
       }
       const auto rate = batch_tok_s.find(b.name);

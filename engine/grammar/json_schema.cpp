@@ -1,12 +1,16 @@
 // JSON Schema -> GBNF (contract in engine/grammar/json_schema.h).
 #include "engine/grammar/json_schema.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
 #include <unordered_map>
 
 #include "engine/grammar/grammar.h"
+#include "engine/grammar/schema_strings.h"
 #include "common/error.h"
 
 namespace ns::grammar {
@@ -41,14 +45,14 @@ const std::set<std::string> kAnnotations = {"title",   "description", "$schema",
                                              "$defs",   "definitions"};
 const std::set<std::string> kKnown = {"type",       "enum",     "const",    "anyOf",     "oneOf",
                                        "$ref",       "properties", "required", "additionalProperties",
-                                       "items",      "minItems", "maxItems", "minLength", "maxLength"};
+                                       "items",      "minItems", "maxItems", "minLength", "maxLength",
+                                       "pattern",    "format",   "minimum",  "maximum",   "exclusiveMinimum",
+                                       "exclusiveMaximum"};
+const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
 std::string hint_for(const std::string& key) {
-  if (key == "format") return "remove it (the value is then any string)";
-  if (key == "pattern") return "remove it (the string is then unconstrained); an enum may do instead";
-  if (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" || key == "exclusiveMaximum" ||
-      key == "multipleOf")
-    return "remove it and check the range after generation, or list the allowed values in an enum";
+  if (key == "multipleOf")
+    return "remove it and check the value after generation, or list the allowed values in an enum";
   if (key == "allOf") return "merge its subschemas into one schema";
   if (key == "uniqueItems") return "remove it (items may then repeat) or use an enum per position";
   if (key == "patternProperties" || key == "propertyNames" || key == "unevaluatedProperties" ||
@@ -214,8 +218,10 @@ class Compiler {
       types.push_back("object");
     } else if (n.contains("items") || n.contains("minItems") || n.contains("maxItems")) {
       types.push_back("array");
-    } else if (n.contains("minLength") || n.contains("maxLength")) {
+    } else if (n.contains("minLength") || n.contains("maxLength") || n.contains("pattern") || n.contains("format")) {
       types.push_back("string");
+    } else if (std::any_of(std::begin(kBounds), std::end(kBounds), [&](const char* k) { return n.contains(k); })) {
+      types.push_back("number");  // refused below with the fix: bounds are compiled for integers
     } else {
       return use("value");
     }
@@ -324,16 +330,81 @@ class Compiler {
 
   std::string typed(const ojson& s, const std::string& type, const std::string& path, const std::string& hint) {
     if (type == "string") {
+      if (s.contains("pattern") || s.contains("format")) return constrained_string(s, path, hint);
       const int64_t min = count(s, "minLength", path, 0), max = count(s, "maxLength", path, -1);
       if (max >= 0 && max < min) fail(path + ".maxLength", "\"maxLength\" is below \"minLength\"");
       if (min == 0 && max < 0) return use("string");
       use("char");
       return rule("\"\\\"\" " + repeat("char", min, max) + " \"\\\"\"", hint);
     }
-    if (type == "number" || type == "integer" || type == "boolean" || type == "null") return use(type);
+    if (type == "integer") return integer(s, path, hint);
+    if (type == "number")
+      for (const char* k : kBounds)
+        if (s.contains(k))
+          fail(path + "." + k, std::string("\"") + k + "\" is supported for \"type\": \"integer\" only; use an "
+                               "integer type, or remove it and check the range after generation");
+    if (type == "number" || type == "boolean" || type == "null") return use(type);
     if (type == "array") return array(s, path, hint);
     if (type == "object") return object(s, path, hint);
     fail(path + ".type", "unknown type \"" + type + "\": use string, number, integer, boolean, null, object or array");
+  }
+
+  // A string with `pattern` or `format` (engine/grammar/schema_strings.h).
+  std::string constrained_string(const ojson& s, const std::string& path, const std::string& hint) {
+    const char* key = s.contains("pattern") ? "pattern" : "format";
+    if (s.contains("pattern") && s.contains("format"))
+      fail(path + ".format", "\"format\" beside \"pattern\" is not supported; keep one of them");
+    for (const char* len : {"minLength", "maxLength"})
+      if (s.contains(len))
+        fail(path + "." + len, std::string("\"") + len + "\" beside \"" + key + "\" is not supported; " +
+                                   (std::string(key) == "pattern" ? "put the length into the pattern, e.g. [a-z]{2,8}"
+                                                                  : "remove it"));
+    const ojson& v = s.at(key);
+    if (!v.is_string()) fail(path + "." + key, std::string("\"") + key + "\" must be a string");
+    const std::string text = v.get<std::string>();
+    if (std::string(key) == "format") {
+      const std::string g = format_gbnf(text);
+      if (g.empty())
+        fail(path + ".format", "format \"" + text + "\" is not supported (date, time, date-time, email and uuid "
+                               "are); remove it (the value is then any string) or give a \"pattern\"");
+      return rule(g, hint);
+    }
+    try {
+      return rule(pattern_gbnf(text), hint);
+    } catch (const PatternError& e) {
+      fail(path + ".pattern", std::string("the pattern has ") + e.what() + ", which is not supported; rewrite it "
+                              "with literals, classes, groups, | and quantifiers (^ and $ only at the ends)");
+    }
+  }
+
+  // An integer, within its bounds if it has any.
+  std::string integer(const ojson& s, const std::string& path, const std::string& hint) {
+    double lo = -1e16, hi = 1e16;  // the integer rule's 16 digits (kIntegerLimit is not a double: 1e16 - 1)
+    bool bounded = false;
+    for (const char* k : kBounds) {
+      const auto it = s.find(k);
+      if (it == s.end()) continue;
+      if (!it->is_number())
+        fail(path + "." + k, std::string("\"") + k + "\" must be a number (a boolean is draft 4's form: give "
+                             "the bound itself)");
+      const double v = it->get<double>();
+      const std::string key = k;
+      if (key == "minimum") lo = std::max(lo, std::ceil(v));
+      else if (key == "exclusiveMinimum") lo = std::max(lo, std::floor(v) + 1);
+      else if (key == "maximum") hi = std::min(hi, std::floor(v));
+      else hi = std::min(hi, std::ceil(v) - 1);
+      bounded = true;
+    }
+    if (!bounded) return use("integer");
+    if (lo > hi || lo >= 1e16 || hi <= -1e16) {  // none, or none of at most 16 digits
+      const auto shown = [](double x) { return std::to_string(static_cast<int64_t>(std::clamp(x, -1e18, 1e18))); };
+      fail(path, "no integer is within the bounds (from " + shown(lo) + " to " + shown(hi) + ")");
+    }
+    // Wider bounds leave those ends as the integer rule has them.
+    const auto whole = [](double x) {
+      return x >= 1e16 ? kIntegerLimit : x <= -1e16 ? -kIntegerLimit : static_cast<int64_t>(x);
+    };
+    return rule(int_range_gbnf(whole(lo), whole(hi)), hint);
   }
 
   std::string array(const ojson& s, const std::string& path, const std::string& hint) {

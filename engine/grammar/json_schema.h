@@ -6,8 +6,11 @@
 //   object: properties, required, additionalProperties false / true / absent
 //     (no properties beyond `properties` are generated, which satisfies all three);
 //     properties come in `properties` order, each optional one present or not;
-//   array: items, minItems, maxItems;  string: minLength, maxLength (in characters);
+//   array: items, minItems, maxItems;  string: minLength, maxLength (in characters), or pattern (a regex subset),
+//     or format date, time, date-time, email, uuid (engine/grammar/schema_strings.h says what each allows);
 //   number, integer (at most 16 integer digits, 16 decimals, 2 exponent digits: always a finite double), boolean, null;
+//   integer bounds minimum, maximum, exclusiveMinimum, exclusiveMaximum (exactly the integers in range; bounds on
+//     "number" are refused); format on a non-string type is ignored (int32, float: annotations there);
 //   anyOf; oneOf when its alternatives have pairwise different JSON types (else a value
 //   could match two, which oneOf forbids: use anyOf); $ref to "#/$defs/NAME" or
 //   "#/definitions/NAME" (recursion allowed) and "#" (the root);
@@ -21,7 +24,7 @@
 //
 // Contract: throws ns::Error(invalid_input) naming the JSON path of the
 // problem and how to fix it, e.g.
-//   $.properties.date.format: "format" is not supported; remove it (the value is then any string)
+//   $.properties.date.format: format "week" is not supported (date, time, ...); remove it (...)
 // Deterministic: the same schema (same key order) gives the same text.
 #pragma once
 

@@ -50,17 +50,21 @@ PY
 # A schema feature the compiler does not support: refused at submit, by its path, nothing queued.
 python3 - "$WORK/bad.jsonl" <<'PY'
 import json, sys
-schema = {"type": "object", "properties": {"date": {"type": "string", "format": "date"}}}
+schema = {"type": "object", "properties": {"date": {"type": "string", "format": "week"}}}
 rf = {"type": "json_schema", "json_schema": {"name": "d", "schema": schema, "strict": True}}
 body = {"model": "chat", "prompt": "x", "response_format": rf}
 open(sys.argv[1], "w").write(json.dumps({"custom_id": "d", "method": "POST", "url": "/v1/completions", "body": body}) + "\n")
 PY
 expect_exit 4 ns submit --config "$CONFIG" --jsonl "$WORK/bad.jsonl"
-expect_contains "$OUT" 'body.response_format.json_schema.schema.properties.date.format: "format" is not supported' \
+expect_contains "$OUT" 'body.response_format.json_schema.schema.properties.date.format: format "week" is not supported' \
   "an unsupported schema feature is refused with its path"
-echo '{"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}' > "$WORK/bad_schema.json"
+echo '{"type": "object", "properties": {"n": {"type": "number", "minimum": 0}}}' > "$WORK/bad_schema.json"
 expect_exit 4 ns submit --config "$CONFIG" --model chat --json-schema "$WORK/bad_schema.json" "x"
-expect_contains "$OUT" '$.properties.n.minimum: "minimum" is not supported' "--json-schema refusal names the path"
+expect_contains "$OUT" '$.properties.n.minimum: "minimum" is supported for "type": "integer" only' \
+  "--json-schema refusal names the path"
+echo '{"type": "string", "pattern": "^(a)\\1$"}' > "$WORK/bad_pattern.json"
+expect_exit 4 ns submit --config "$CONFIG" --model chat --json-schema "$WORK/bad_pattern.json" "x"
+expect_contains "$OUT" '$.pattern: the pattern has a backreference \1 at offset 5' "an unsupported pattern construct"
 printf 'root ::= "a" missing\n' > "$WORK/bad.gbnf"
 expect_exit 4 ns submit --config "$CONFIG" --model chat --grammar "$WORK/bad.gbnf" "x"
 expect_contains "$OUT" "'missing' is used but never defined" "--grammar refusal"

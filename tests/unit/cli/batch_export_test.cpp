@@ -120,3 +120,33 @@ TEST_CASE("cancelled jobs are error lines with code cancelled") {
   CHECK(line["error"]["code"] == "cancelled");
   CHECK(line["response"].is_null());
 }
+
+// #31: a job cancelled mid-output kept its partial text in the database, and export dropped it.
+TEST_CASE("a job cancelled mid-output is exported with its partial response, marked cancelled") {
+  ns::test::CliQueue db;
+  const JsonlSubmitReport r = submit_jsonl(*db.queue, request("p", true) + "\n" + request("q", false) + "\n",
+                                           options("b", ""));
+  auto job = db.queue->claim("test-worker", 60'000);
+  REQUIRE(job);
+  db.queue->cancel(job->id);
+  const ns::jobs::JobResult partial{.text = "Hello the", .finish_reason = "cancelled", .prompt_tokens = 5,
+                                    .completion_tokens = 2};
+  REQUIRE(db.queue->finish_cancelled(job->lease(), partial));
+  db.queue->cancel(r.submitted[1].id);  // queued: cancelled before any output
+  std::ostringstream out;
+  const ExportCounts c = export_batch_jsonl(*db.queue, "b", out);
+  CHECK(c.states.cancelled == 2);
+  CHECK(c.errors == 2);
+  const std::vector<json> lines = lines_of(out.str());
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0]["custom_id"] == "p");
+  CHECK(lines[0]["error"]["code"] == "cancelled");
+  CHECK(lines[0]["error"]["message"].get<std::string>().find("partial output (2 tokens") != std::string::npos);
+  const json& choice = lines[0]["response"]["body"]["choices"][0];
+  CHECK(choice["message"]["content"] == "Hello the");
+  CHECK(choice["finish_reason"] == "cancelled");
+  CHECK(lines[0]["response"]["body"]["usage"]["completion_tokens"] == 2);
+  CHECK(lines[1]["custom_id"] == "q");
+  CHECK(lines[1]["response"].is_null());
+  CHECK(lines[1]["error"]["code"] == "cancelled");
+}

@@ -160,3 +160,23 @@ TEST_CASE("export --dir writes through no planted link and makes its files 0600 
   }
   CHECK(fs::is_symlink(out / ("one.continued.md.tmp-" + std::to_string(::getpid()))));
 }
+
+// #31: a job cancelled mid-output was reported as cancelled and its partial continuation said nothing of.
+TEST_CASE("a document cancelled mid-output: reported with its partial continuation's size, no file written") {
+  ns::test::CliQueue db;
+  const fs::path docs = db.dir.path() / "docs", out = db.dir.path() / "out";
+  ns::test::write_files(docs, {{"one.md", "One."}});
+  submit_folder(*db.queue, docs);
+  auto job = db.queue->claim("test-worker", 60'000);
+  REQUIRE(job);
+  db.queue->cancel(job->id);
+  REQUIRE(db.queue->finish_cancelled(job->lease(), {.text = " The e", .finish_reason = "cancelled",
+                                                    .prompt_tokens = 2, .completion_tokens = 3}));
+  const DocumentExportReport r = export_documents(*db.queue, out, {});
+  CHECK(r.written.empty());
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0].message.find("cancelled") == 0);
+  CHECK(r.problems[0].message.find("its partial continuation (3 tokens) is not written: nightshift show " +
+                                   std::to_string(job->id) + " --full") != std::string::npos);
+  CHECK_FALSE(fs::exists(out / "one.continued.md"));
+}

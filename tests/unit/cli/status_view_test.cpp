@@ -346,3 +346,78 @@ TEST_CASE("held jobs: status, watch at 80x24, the line, JSON and list show why, 
   CHECK(has(table, "held: model 'chta' is not in the daemon's config"));
   CHECK(ns::daemon::job_to_json(jobs[0])["held"] == why);
 }
+
+// #31 item 9: at 80x24 with rows to spare, batch lines and a daemon's CANNOT SERVE reason were cut while rows
+// stayed blank, and every `--drain` run's stopped daemon took a line.
+TEST_CASE("watch at 80x24 uses its rows: whole batch lines and reasons, stopped daemons on one line") {
+  StatusSnapshot s;
+  s.now_ms = 10'000'000;
+  s.counts = {.queued = 30, .running = 1, .done = 12};
+  ns::jobs::Job j;
+  j.id = 77;
+  j.worker = "box:1";
+  j.spec.model = "tiny";
+  j.spec.batch = "reviews";
+  j.spec.sampling.max_tokens = 200;
+  j.started_ms = 9'990'000;
+  j.progress = {.prompt_tokens = 10, .prefilled = 10, .generated = 50, .tok_s = 4, .updated_ms = 9'999'000};
+  s.running.push_back(j);
+  for (int i = 0; i < 2; ++i) {
+    ns::jobs::BatchSummary b;
+    b.name = "reviews-2026-12-04-" + std::to_string(i) + "-a-long-batch-name";
+    b.created_ms = 9'000'000;
+    b.counts = {.queued = 15, .running = i == 0 ? 1 : 0, .done = 6};
+    b.progress = {.first_started_ms = 9'400'000, .done = 6, .done_tokens = 600, .result_tokens = 600,
+                  .queued = 15, .queued_max_tokens = 3000};
+    s.batches.push_back(b);
+  }
+  const std::string why = "model 'chat-large' does not fit: it needs 41.2 GiB with its KV cache and the daemon's "
+                          "memory_budget is 32 GiB; lower max_batch or context, or raise memory_budget";
+  ns::jobs::WorkerInfo up;
+  up.id = "box:1";
+  up.model = "tiny";
+  up.heartbeat_ms = 9'999'000;
+  up.problem = why;
+  s.workers.push_back(up);
+  for (int i = 0; i < 5; ++i) {
+    ns::jobs::WorkerInfo w;
+    w.id = "box:" + std::to_string(100 + i);
+    w.started_ms = 1'000'000;
+    w.heartbeat_ms = w.stopped_ms = 9'000'000 + 100'000 * i;  // the last stopped 10 min - 4 x 100 s ago
+    s.workers.push_back(w);
+  }
+  const std::string screen = format_status(s, StatusStyle{false, 80, 24});
+  INFO(screen);
+  const std::vector<std::string> lines = lines_of(screen);
+  CHECK(lines.size() <= 23);
+  for (const std::string& l : lines) CHECK(l.size() <= 80);
+  // Every batch line whole (wrapped, nothing cut) with its ETA.
+  CHECK(screen.find("...") == std::string::npos);
+  for (const ns::jobs::BatchSummary& b : s.batches) {
+    const std::string finished = "6/" + std::to_string(21 + b.counts.running) + " finished, ETA ";
+    CHECK(has(screen, "  " + b.name + "  " + finished));
+    CHECK(has(format_status_line(s), "| " + b.name + " " + finished));  // watch --plain: the batch's ETA
+  }
+  std::string joined;
+  for (const std::string& l : lines) joined += l + "\n";
+  std::string squeezed;  // the wrapped lines as one, spaces squeezed
+  for (char c : joined) {
+    if (c == '\n') c = ' ';
+    if (c != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed += c;
+  }
+  CHECK(has(squeezed, "(6 done, 0 failed, 0 cancelled, 0 dead, 15 queued, 1 running) created 16m40s ago"));
+  // The reason whole, on its own lines.
+  CHECK(has(squeezed, "CANNOT SERVE: " + why));
+  // Five stopped daemons: one line.
+  CHECK(has(screen, "  5 stopped daemons, the last 10m00s ago\n"));
+  CHECK_FALSE(has(screen, "box:101"));
+  // status lists them the same way.
+  const std::string plain = format_status(s, StatusStyle{false, 100});
+  CHECK(has(plain, "  5 stopped daemons, the last 10m00s ago\n"));
+  CHECK_FALSE(has(plain, "box:101"));
+  CHECK(has(plain, "CANNOT SERVE: " + why));
+  // JSON keeps every daemon, and the batch ETA.
+  const nlohmann::json js = status_to_json(s);
+  CHECK(js["workers"].size() == 6);
+  CHECK(js["batches"][0]["eta_s"].is_number());
+}

@@ -9,6 +9,7 @@
 
 #include "daemon/lib/job_format.h"
 #include "jobs/time_format.h"
+#include "jobs/valid_utf8.h"
 
 using namespace ns;
 
@@ -247,4 +248,28 @@ TEST_CASE("list escapes terminal controls in the model column") {
   CHECK(table.find('\x1b') == std::string::npos);
   CHECK(table.find("\xc2\x9b") == std::string::npos);
   CHECK(table.find("tiny\\x1b[2J\\x9b31m") != std::string::npos);
+}
+
+// #31: `show` printed an 88 KB prompt whole; it now shows its head and tail around a note naming --full.
+TEST_CASE("show cuts a long prompt and output around a note, whole with --full") {
+  jobs::Job j = done_job();
+  std::string prompt;
+  while (prompt.size() < 88 * 1024) prompt += "line " + std::to_string(prompt.size()) + " \xC3\xA9t\xC3\xA9\n";
+  j.spec.prompt = prompt;
+  j.result->text = std::string(20000, 'o') + "END";
+  const std::string cut = daemon::format_job_details(j, false, true);
+  CHECK(cut.size() < 16 * 1024);
+  CHECK(cut.find(prompt.substr(0, 200)) != std::string::npos);           // the head
+  CHECK(cut.find(prompt.substr(prompt.size() - 200)) != std::string::npos);  // the tail
+  CHECK(cut.find("of the prompt's " + std::to_string(prompt.size()) + " bytes not shown; all of it: nightshift show 42 "
+                 "--full") != std::string::npos);
+  CHECK(cut.find("of the output's 20003 bytes not shown") != std::string::npos);
+  CHECK(cut.find("ooEND") != std::string::npos);
+  // Cut on character boundaries: the text stays valid UTF-8 around the note.
+  CHECK(jobs::to_valid_utf8(cut) == cut);
+  const std::string whole = daemon::format_job_details(j, false, false);
+  CHECK(whole.find(prompt) != std::string::npos);
+  CHECK(whole.find("not shown") == std::string::npos);
+  // A short prompt is never cut.
+  CHECK(daemon::format_job_details(done_job(), false, true) == daemon::format_job_details(done_job()));
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "daemon/lib/metrics_text.h"
+#include "daemon/lib/progress_format.h"
 #include "daemon/lib/status_page.h"
 
 using namespace ns;
@@ -149,7 +150,7 @@ TEST_CASE("the status page: escaped names, the batch's progress element, the cha
                   "\" data-finished=\"3\" data-total=\"10\" value=\"3\" max=\"10\">") != std::string::npos);
   CHECK(page.find("5.00 tok/s") != std::string::npos);             // the batch's two running jobs
   CHECK(page.find("ETA") != std::string::npos);
-  CHECK(page.find("<td>23m20s</td>") != std::string::npos);  // 7 lines left at 3 per 10 minutes
+  CHECK(page.find("<td>-</td>") != std::string::npos);  // no job started: no rate, no batch ETA yet
   CHECK(page.find("<svg id=\"throughput-chart\"") != std::string::npos);
   CHECK(count_of(page, "<rect class=\"bar\"") == 2);
   CHECK(page.find("data-tok-s=\"2.000\"") != std::string::npos);   // 1200 tokens in 10 minutes
@@ -160,12 +161,14 @@ TEST_CASE("the status page: escaped names, the batch's progress element, the cha
   CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // nothing fetched from elsewhere
 }
 
-TEST_CASE("a batch's ETA is never before its running jobs' own ETAs") {
+// #31: the page's batch ETA was the lines' finishing rate or the running jobs' ETAs to max_tokens; it is now the
+// batch's (jobs/batch_eta.h), its queued jobs included.
+TEST_CASE("a batch's ETA is the batch's, its queued jobs included") {
   StatusSnapshot s = snapshot();
-  // One running job slow: its daemon's ETA, 6000 s, is far beyond the 23m20s the lines' finishing rate gives.
-  s.running[1].progress.eta_s = 6000;
-  s.running[1].progress.updated_ms = kNow;
+  jobs::BatchProgress& p = s.batches[0].progress;
+  p = {.first_started_ms = kNow - 600'000, .done = 3, .done_tokens = 300, .result_tokens = 300, .running = 2,
+       .running_generated = 80, .running_max_tokens = 200, .queued = 5, .queued_max_tokens = 500};
   const std::string page = status_page_html(s);
-  CHECK(page.find("<td>23m20s</td>") == std::string::npos);
-  CHECK(page.find("<td>1h40m</td>") != std::string::npos);
+  // 5 x 100 queued + 2 x 100 - 80 running, at 380 tokens in 600 s.
+  CHECK(page.find("<td>" + format_duration(620 / (380 / 600.0)) + "</td>") != std::string::npos);
 }

@@ -4,12 +4,15 @@
 // heartbeats, the streaming stats of results, and the fleet's workers table.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "jobs/queue.h"
+#include "jobs/time_format.h"
 #include "tests/unit/jobs/backends.h"
 
 namespace {
@@ -276,6 +279,61 @@ QUEUE_TEST("batch_summary: the batch's decode rate over the time it decoded, and
   CHECK(rows[0].real(0) == doctest::Approx(400));
   CHECK(rows[0].real(1) == doctest::Approx(100));
   CHECK(rows[0].real(2) == doctest::Approx(1500));
+}
+
+// #31: the batch ETA (jobs/batch_eta.h) counts the queued jobs; the view computes the same formula in SQL.
+QUEUE_TEST("batch_summary: eta_s is jobs::batch_eta_s of the batch's sums, queued jobs included; load_ms whole ms") {
+  QUEUE_BACKEND(db);
+  auto q = db.open();
+  for (int i = 0; i < 10; ++i) {
+    JobSpec s = completion("m", "p" + std::to_string(i));
+    s.batch = "night";
+    s.sampling.max_tokens = 100;
+    q->submit(s);
+  }
+  JobSpec other = completion("m", "x");  // another batch: not counted
+  other.batch = "day";
+  q->submit(other);
+  for (int tokens : {40, 60}) {
+    auto job = q->claim("w", kLeaseMs);
+    REQUIRE(job);
+    const JobResult r{.text = "t", .finish_reason = "stop", .completion_tokens = tokens,
+                      .load_ms = tokens == 40 ? 1234.5678 : 0.0, .decode_ms = 1000};
+    CHECK(q->complete(job->lease(), r));
+  }
+  auto running = q->claim("w", kLeaseMs);
+  REQUIRE(running);
+  JobProgress progress;
+  progress.generated = 20;
+  CHECK(q->heartbeat(running->lease(), kLeaseMs, progress));
+  // The batch started ten minutes ago.
+  db.query("UPDATE jobs SET started_ms = started_ms - 600000 WHERE batch = 'night'");
+
+  const std::vector<BatchSummary> batches = q->batches(0);
+  const auto night =
+      std::find_if(batches.begin(), batches.end(), [](const BatchSummary& b) { return b.name == "night"; });
+  REQUIRE(night != batches.end());
+  const BatchProgress& p = night->progress;
+  CHECK(p.done == 2);
+  CHECK(p.done_tokens == 100);
+  CHECK(p.result_tokens == 100);
+  CHECK(p.running == 1);
+  CHECK(p.running_generated == 20);
+  CHECK(p.running_max_tokens == 100);
+  CHECK(p.queued == 7);
+  CHECK(p.queued_max_tokens == 700);
+  CHECK(p.load_ms == doctest::Approx(1234.5678));
+  const int64_t now = ns::jobs::now_epoch_ms();
+  const std::optional<double> eta = batch_eta_s(p, now);
+  REQUIRE(eta);
+  // Left: 7 queued x 50 + 50 - 20; 120 tokens over 600 s less the load.
+  CHECK(*eta == doctest::Approx((7 * 50 + 30) / (120 / (600 - 1.2345678))).epsilon(0.01));
+  const std::vector<ns::test::Row> rows = db.query("SELECT eta_s, load_ms FROM batch_summary WHERE batch = 'night'");
+  REQUIRE(rows.size() == 1);
+  CHECK(std::abs(rows[0].real(0) - *eta) <= 1.0);  // whole seconds
+  CHECK(rows[0].text(1) == "1235");                 // was 1234.5678
+  // Nothing left to run: no ETA.
+  CHECK(db.query("SELECT eta_s FROM batch_summary WHERE batch = 'day'").at(0).is_null(0));
 }
 
 QUEUE_TEST("workers register, beat, stop; status reads them back") {
