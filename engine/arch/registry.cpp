@@ -6,6 +6,7 @@
 
 #include "engine/arch/bailingmoe2.h"
 #include "engine/arch/deepseek2.h"
+#include "engine/arch/deepseek4.h"
 #include "engine/arch/glm4_moe.h"
 #include "engine/arch/gpt_oss.h"
 #include "engine/arch/kimi_hybrid.h"
@@ -54,6 +55,7 @@ constexpr Entry kArchitectures[] = {
     {"gpt-oss", plain<make_gpt_oss>, gpt_oss_tensors, &gpt_oss_traits},
     {"minimax-m2", plain<make_minimax_m2>, minimax_m2_tensors, &minimax_m2_traits},
     {"bailingmoe2", plain<make_bailingmoe2>, bailingmoe2_tensors, &bailingmoe2_traits},
+    {"deepseek4", plain<make_deepseek4>, deepseek4_tensors, &deepseek4_traits},
 };
 
 const Entry* find(std::string_view arch) {

@@ -83,6 +83,14 @@ models+=(
   "tiny-bailingmoe2-f32#0.002#0#$ling_shape --type F32"
   "tiny-bailingmoe2-kquant#0.15#0.03#$ling_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_qkv.weight=Q5_K --vocab-pre bailingmoe2"
 )
+# deepseek4 (DeepSeek V4): four hyper-connection streams; blocks compressing by 0, 4 (the indexer keeping 8 of the
+# blocks of 4) and 128; a 16-token raw window; the first two layers hash-routed; SwiGLU clamped at 1.5. The longest
+# prompt of prompts.txt (417 bytes) crosses the window, the indexer's top-k and the first blocks of 128.
+dsv4_shape="--arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 128 --n-expert 16 --n-expert-used 4 \
+ --dsv4-ratios 0,4,128,4 --n-ctx 4096 --seed 7"
+models+=(
+  "tiny-deepseek4-f32#0.002#0#$dsv4_shape --type F32"
+)
 models+=(
   "tiny-glm4moe-f32#0.002#0#$glm_shape --type F32"
   "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"
