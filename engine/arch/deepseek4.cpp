@@ -194,6 +194,11 @@ class Deepseek4 final : public Architecture {
     const auto& v4 = hp.dsv4;
     auto bad = [](const std::string& m) { throw Error(ErrorKind::bad_model, "deepseek4: " + m); };
     if (v4.hc != 4) bad("hyper_connection.count must be 4 (the reference's graph is written for 4 streams)");
+    if (v4.hc_sinkhorn_iters <= 0) bad("hyper_connection.sinkhorn_iterations is missing");
+    if (v4.o_lora_rank <= 0) bad("attention.output_lora_rank is missing");
+    if (static_cast<int64_t>(v4.compress_ratios.size()) < hp.n_layer) bad("attention.compress_ratios is missing");
+    if (hp.expert_gating != ExpertGating::sqrt_softplus)
+      bad("expert_gating_func must be 4 (sqrtsoftplus), as the reference requires");
     if (!hp.is_moe()) bad("expert_count is missing (every layer is MoE)");
     if (hp.head_dim_v != hp.head_dim) bad("attention.value_length must equal key_length (keys are the values)");
     if (v4.o_groups <= 0 || hp.n_head % v4.o_groups) bad("attention.output_group_count must divide head_count");
@@ -565,37 +570,34 @@ class Deepseek4 final : public Architecture {
   std::vector<int32_t> chosen_;
 };
 
-// Keys only deepseek4 has (ArchTraits::read_keys).
+// Keys only deepseek4 has (ArchTraits::read_keys). Absent ones stay 0 (a
+// header-only description reads); the architecture refuses to run without them.
 void read_deepseek4_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
   auto& v4 = h.dsv4;
   const int64_t all_layers = h.n_layer + h.n_layer_nextn;
-  const auto count = [&](const std::string& key, uint64_t max) {
-    const int64_t v = optional_hparam_count(f, a + key, max);
-    if (v == 0) bad_hparam(f, a + key, "is missing or 0");
-    return v;
-  };
-  v4.hc = count("hyper_connection.count", 64);
-  v4.hc_sinkhorn_iters = count("hyper_connection.sinkhorn_iterations", 1000);
-  v4.hc_eps = static_cast<float>(f.get_f64(a + "hyper_connection.epsilon"));
+  v4.hc = optional_hparam_count(f, a + "hyper_connection.count", 64);
+  v4.hc_sinkhorn_iters = optional_hparam_count(f, a + "hyper_connection.sinkhorn_iterations", 1000);
+  v4.hc_eps = static_cast<float>(f.get_f64_or(a + "hyper_connection.epsilon", 1e-6));
   v4.hash_layers = optional_hparam_count(f, a + "hash_layer_count", static_cast<uint64_t>(h.n_layer));
-  v4.o_groups = count("attention.output_group_count", 4096);
-  v4.o_lora_rank = count("attention.output_lora_rank", 1 << 20);
-  v4.compress_rope_base = static_cast<float>(f.get_f64(a + "attention.compress_rope_freq_base"));
-  v4.indexer_heads = count("attention.indexer.head_count", 4096);
-  v4.indexer_head_dim = count("attention.indexer.key_length", 1 << 16);
-  v4.indexer_top_k = count("attention.indexer.top_k", 1 << 24);
+  v4.o_groups = optional_hparam_count(f, a + "attention.output_group_count", 4096);
+  v4.o_lora_rank = optional_hparam_count(f, a + "attention.output_lora_rank", 1 << 20);
+  v4.compress_rope_base = static_cast<float>(f.get_f64_or(a + "attention.compress_rope_freq_base", h.rope_base));
+  v4.indexer_heads = optional_hparam_count(f, a + "attention.indexer.head_count", 4096);
+  v4.indexer_head_dim = optional_hparam_count(f, a + "attention.indexer.key_length", 1 << 16);
+  v4.indexer_top_k = optional_hparam_count(f, a + "attention.indexer.top_k", 1 << 24);
   const std::string rk = a + "attention.compress_ratios";
-  if (!f.has(rk)) bad_hparam(f, rk, "is missing");
-  for (int32_t r : f.get_i32_array(rk)) {
-    if (r != 0 && r != kCsa && r != kHca) bad_hparam(f, rk, "has " + std::to_string(r) + " (supported: 0, 4, 128)");
-    v4.compress_ratios.push_back(r);
+  if (f.has(rk)) {
+    for (int32_t r : f.get_i32_array(rk)) {
+      if (r != 0 && r != kCsa && r != kHca) bad_hparam(f, rk, "has " + std::to_string(r) + " (supported: 0, 4, 128)");
+      v4.compress_ratios.push_back(r);
+    }
+    if (static_cast<int64_t>(v4.compress_ratios.size()) < all_layers)
+      bad_hparam(f, rk, "has fewer entries than block_count");
   }
-  if (static_cast<int64_t>(v4.compress_ratios.size()) < all_layers)
-    bad_hparam(f, rk, "has fewer entries than block_count");
   const auto per_layer = [&](const std::string& key) {
     std::vector<float> out;
-    if (!f.has(a + key)) return out;
     const gguf::Value* v = f.find(a + key);
+    if (v == nullptr) return out;
     if (v->type == gguf::ValueType::ARRAY)
       out = f.get_f32_array(a + key);
     else
@@ -605,8 +607,6 @@ void read_deepseek4_keys(const gguf::GgufFile& f, const std::string& a, Hparams&
   };
   v4.swiglu_clamp_exp = per_layer("swiglu_clamp_exp");
   v4.swiglu_clamp_shexp = per_layer("swiglu_clamp_shexp");
-  if (h.expert_gating != ExpertGating::sqrt_softplus)
-    bad_hparam(f, a + "expert_gating_func", "must be 4 (sqrtsoftplus), as the reference requires");
 }
 
 }  // namespace

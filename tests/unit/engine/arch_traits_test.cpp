@@ -51,6 +51,8 @@ const std::map<std::string, Expected>& expected() {
       {"minimax-m2", {R::neox, G::sigmoid, 64, none, none, YarnMscale::plain}},
       // Likewise bailingmoe2, whose expert_gating_func the reference requires.
       {"bailingmoe2", {R::neox, G::sigmoid, 64, none, none, YarnMscale::plain}},
+      // deepseek4: every layer slides by the architecture itself (no swa_layers); sqrtsoftplus, which it requires.
+      {"deepseek4", {R::norm, G::sqrt_softplus, 64, none, none, YarnMscale::plain}},
   };
   return m;
 }
