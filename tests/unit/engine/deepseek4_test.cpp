@@ -58,7 +58,7 @@ TEST_CASE("deepseek4: the file's shape as read: ratios, hash tables, sqrtsoftplu
 
 TEST_CASE("deepseek4: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
   // 140 and 131 tokens: both cross a block of 128 and many blocks of 4 beyond the window and the top-k.
-  const ModelOptions mo{.context = 160, .max_batch = 160, .n_seq = 2};
+  const ModelOptions mo{.context = 160, .max_batch = 320, .n_seq = 2};
   auto m = Model::load(v4(), mo);
   const int64_t V = m->n_vocab();
   const std::vector<int32_t> a = prompt(V, 140, 0), b = prompt(V, 131, 1);
