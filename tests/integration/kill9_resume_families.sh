@@ -16,7 +16,7 @@ kill_and_resume minimax-m2 --arch minimax-m2 --n-embd 256 --n-layer 8 --n-head 4
 kill_and_resume bailingmoe2 --arch bailingmoe2 --n-embd 256 --n-layer 6 --n-head 4 --n-head-kv 2 --n-ff 512 \
   --n-expert 16 --n-expert-used 4 --ling-n-ff-expert 256 --ling-n-expert-group 4 --ling-n-expert-group-used 2 \
   --rope-base 600000 --n-ctx 4096 --type Q8_0 --tensor-type 'ffn_(gate|up)_exps=Q4_K' --tensor-type ffn_down_exps=Q6_K
-kill_and_resume deepseek4 --arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 128 --n-expert 16 \
+kill_and_resume deepseek4 --arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 256 --n-expert 16 \
   --n-expert-used 4 --dsv4-ratios 0,4,128,4 --dsv4-window 8 --dsv4-top-k 4 --n-ctx 4096 --type Q8_0 \
   --tensor-type 'ffn_(gate|up)_exps=Q4_K' --tensor-type ffn_down_exps=Q6_K
 echo "ok"
