@@ -85,11 +85,13 @@ models+=(
 )
 # deepseek4 (DeepSeek V4): four hyper-connection streams; blocks compressing by 0, 4 (the indexer keeping 8 of the
 # blocks of 4) and 128; a 16-token raw window; the first two layers hash-routed; SwiGLU clamped at 1.5. The longest
-# prompt of prompts.txt (417 bytes) crosses the window, the indexer's top-k and the first blocks of 128.
+# prompt of prompts.txt (417 bytes) crosses the window, the indexer's top-k and the first blocks of 128. The quantized
+# twin as V4's own files are: MXFP4 experts, Q8_0 elsewhere.
 dsv4_shape="--arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 128 --n-expert 16 --n-expert-used 4 \
  --dsv4-ratios 0,4,128,4 --n-ctx 4096 --seed 7"
 models+=(
   "tiny-deepseek4-f32#0.002#0#$dsv4_shape --type F32"
+  "tiny-deepseek4-mxfp4#0.15#0.03#$dsv4_shape --type Q8_0 --tensor-type _exps=MXFP4"
 )
 models+=(
   "tiny-glm4moe-f32#0.002#0#$glm_shape --type F32"
