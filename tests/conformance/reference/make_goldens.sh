@@ -144,8 +144,12 @@ models+=(
 oss_long="--arch gpt-oss --n-embd 64 --n-layer 2 --n-head 2 --n-head-kv 1 --oss-head-dim 16 --n-ff 64 \
  --n-expert 4 --n-expert-used 2 --oss-sliding-window 128 --rope-base 150000 --oss-yarn-factor 32 \
  --oss-yarn-orig-ctx 4096 --n-ctx 131072 --type F32 --seed 5"
+# deepseek4 past two blocks of 128 (the F32 golden's shape): 320 synthetic tokens, the last 32 kept.
+dsv4_long="--arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 128 --n-expert 16 --n-expert-used 4 \
+ --dsv4-ratios 0,4,128,4 --n-ctx 4096 --type F32 --seed 7"
 long_models=(
   "long-gpt-oss-yarn-32k#0.002#32768#4#$oss_long"
+  "long-deepseek4-320#0.002#320#32#$dsv4_long"
 )
 
 for entry in "${long_models[@]}"; do
