@@ -408,7 +408,7 @@ class Deepseek4 final : public Architecture {
 
   void attention(const Dsv4Layer& L, int64_t il, ForwardState& s) {
     const auto& v4 = hp_.dsv4;
-    const int64_t n = s.n, d = hp_.n_embd, hd = hp_.head_dim, nh = hp_.n_head, nope = hd - hp_.rope_dim;
+    const int64_t n = s.n, hd = hp_.head_dim, nh = hp_.n_head, nope = hd - hp_.rope_dim;
     const int64_t ql = hp_.q_lora_rank, ihd = v4.indexer_head_dim, nih = v4.indexer_heads, r = L.ratio;
     const RopeParams& rope = r != 0 ? rope_comp_ : rope_plain_;
     SequenceState& kv = *s.seqs;
@@ -470,8 +470,10 @@ class Deepseek4 final : public Architecture {
       kernels::matmul(L.idx_proj, s.xn.data(), n, iw_.data(), *s.pool, s.mm);
       const float wscale = 1.0f / std::sqrt(static_cast<float>(ihd * nih));
       s.pool->parallel_for(n, [&](int, int64_t begin, int64_t end) {
-        std::vector<float> kf(static_cast<size_t>(ihd)), score;
-        std::vector<int32_t> order;
+        // Per pool thread, grown to the largest sizes seen: a warm loop does not allocate.
+        thread_local std::vector<float> kf, score;
+        thread_local std::vector<int32_t> order;
+        kf.resize(static_cast<size_t>(ihd));
         for (int64_t t = begin; t < end; ++t) {
           float* q = &iq_[t * nih * ihd];
           apply_rope(q + (ihd - hp_.rope_dim), nih, ihd, s.pos[t], rope_comp_);
@@ -503,8 +505,11 @@ class Deepseek4 final : public Architecture {
     // Each (token, head) over its raw window and compressed keys; then the roped dims rotated back.
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     s.pool->parallel_for(n * nh, [&](int, int64_t begin, int64_t end) {
-      std::vector<const uint16_t*> keys;
-      std::vector<float> qf(static_cast<size_t>(hd)), kf(static_cast<size_t>(hd)), sc, acc(static_cast<size_t>(hd));
+      thread_local std::vector<const uint16_t*> keys;
+      thread_local std::vector<float> qf, kf, sc, acc;
+      qf.resize(static_cast<size_t>(hd));
+      kf.resize(static_cast<size_t>(hd));
+      acc.resize(static_cast<size_t>(hd));
       for (int64_t i = begin; i < end; ++i) {
         const int64_t t = i / nh, h = i % nh, pos = s.pos[t], seq = s.seq[t];
         keys.clear();
@@ -556,7 +561,6 @@ class Deepseek4 final : public Architecture {
       for (int64_t t = 0; t < n; ++t) std::copy_n(&grp_out_[t * rank], rank, &oa_[(t * groups + g) * rank]);
     }
     kernels::matmul(L.wo_b, oa_.data(), n, s.out.data(), *s.pool, s.mm);
-    (void)d;
   }
 
   Hparams hp_;
