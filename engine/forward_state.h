@@ -22,6 +22,7 @@ struct ForwardState {
   int64_t max_batch = 0;
   std::vector<int32_t> seq; // [B] KV cache sequence of each token
   std::vector<int32_t> pos; // [B] its position in that sequence
+  std::vector<int32_t> tok; // [B] its token id (deepseek4's hash-routed layers)
 
   std::vector<float> x;     // [B][n_embd] residual stream
   std::vector<float> xn;    // [B][n_embd] normed input of the current block

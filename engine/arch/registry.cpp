@@ -7,6 +7,7 @@
 #include "engine/arch/bailingmoe2.h"
 #include "engine/arch/deepseek2.h"
 #include "engine/arch/deepseek32.h"
+#include "engine/arch/deepseek4.h"
 #include "engine/arch/glm4_moe.h"
 #include "engine/arch/gpt_oss.h"
 #include "engine/arch/kimi_hybrid.h"
@@ -57,6 +58,7 @@ constexpr Entry kArchitectures[] = {
     {"bailingmoe2", plain<make_bailingmoe2>, bailingmoe2_tensors, &bailingmoe2_traits},
     {"deepseek32", mla<make_deepseek32>, deepseek32_tensors, &deepseek32_traits},
     {"glm-dsa", mla<make_deepseek32>, deepseek32_tensors, &glm_dsa_traits},
+    {"deepseek4", plain<make_deepseek4>, deepseek4_tensors, &deepseek4_traits},
 };
 
 const Entry* find(std::string_view arch) {

@@ -30,6 +30,12 @@ void FfnActivation::apply(float* gate, const float* up, int64_t rows, int64_t wi
   switch (kind) {
     case Kind::situ: ops::situ_mul(gate, up, n, beta, linear_beta); break;
     case Kind::swiglu_oai: ops::swiglu_oai_mul(gate, up, n, alpha, limit); break;
+    case Kind::swiglu_clamp:
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = std::min(gate[i], limit), u = std::clamp(up[i], -limit, limit);
+        gate[i] = g / (1.0f + std::exp(-g)) * u;
+      }
+      break;
     case Kind::silu: {
       const kernels::Isa isa = kernels::active_isa();
       for (int64_t r = 0; r < rows; ++r) ops::silu_mul(gate + r * width, up + r * width, width, isa);
@@ -158,20 +164,27 @@ void choose_groups(const float* probs, const float* bias, const MoeWeights& w, i
 }
 
 // Picks one token's experts and their weights; probs receives the gated router output.
-void route_token(const float* logits, int64_t n_expert, const MoeWeights& w, float* probs, int32_t* ids, float* weights) {
+// hashed: the ids already chosen (hash routing), only weighed here.
+void route_token(const float* logits, int64_t n_expert, const MoeWeights& w, float* probs, int32_t* ids, float* weights,
+                 const int32_t* hashed = nullptr) {
   std::memcpy(probs, logits, sizeof(float) * static_cast<size_t>(n_expert));
   if (w.gating == ExpertGating::softmax) {
     ops::softmax(probs, n_expert);
   } else if (w.gating == ExpertGating::sigmoid) {
     for (int64_t e = 0; e < n_expert; ++e) probs[e] = 1.0f / (1.0f + std::exp(-probs[e]));
+  } else if (w.gating == ExpertGating::sqrt_softplus) {
+    // The reference's softplus: x itself above 20.
+    for (int64_t e = 0; e < n_expert; ++e)
+      probs[e] = std::sqrt(probs[e] > 20.0f ? probs[e] : std::log(1.0f + std::exp(probs[e])));
   }  // softmax_weight: choose on the logits, softmax over the chosen below
   const float* bias = w.selection_bias.empty() ? nullptr : w.selection_bias.data();
   std::array<bool, kMaxGroups> allowed{};
   const bool grouped = w.n_groups > 1;
   if (grouped) choose_groups(probs, bias, w, n_expert, allowed.data());
   for (int64_t k = 0; k < w.n_used; ++k) {
-    ids[k] = best_expert(probs, bias, n_expert, ids, k, grouped ? allowed.data() : nullptr,
-                         grouped ? n_expert / w.n_groups : 1);
+    ids[k] = hashed != nullptr ? hashed[k]
+                               : best_expert(probs, bias, n_expert, ids, k, grouped ? allowed.data() : nullptr,
+                                             grouped ? n_expert / w.n_groups : 1);
     weights[k] = probs[ids[k]];  // the unbiased probability
   }
   // The reference's soft_max over n_used values (libm exp below 8 of them, like ops::softmax).
@@ -366,9 +379,17 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   if (!w.router_bias.empty())
     for (int64_t t = 0; t < n; ++t) ops::add(&s.router[t * n_expert], w.router_bias.data(), n_expert);
   const float* expert_in = latent ? s.moe_latent.data() : s.xn.data();
-  for (int64_t t = 0; t < n; ++t)
+  for (int64_t t = 0; t < n; ++t) {
+    const int32_t* hashed = nullptr;
+    if (!w.hash_experts.empty()) {
+      const auto row = static_cast<size_t>(s.tok[static_cast<size_t>(t)]) * static_cast<size_t>(n_used);
+      if (row + static_cast<size_t>(n_used) > w.hash_experts.size())
+        throw Error(ErrorKind::internal, "moe_ffn: a token id outside the hash routing table");
+      hashed = &w.hash_experts[row];
+    }
     route_token(&s.router[t * n_expert], n_expert, w, &s.router[t * n_expert], &s.chosen[t * n_used],
-                &s.chosen_w[t * n_used]);
+                &s.chosen_w[t * n_used], hashed);
+  }
 
   // Counting sort of the (token, slot) pairs by expert.
   std::fill(s.expert_count.begin(), s.expert_count.begin() + n_expert, 0);
@@ -392,7 +413,7 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     (*s.routing_observer)(RoutingEvent{w.layer, n, n_used, n_expert, s.chosen.data(), s.chosen_w.data(),
                                        static_cast<int64_t>(n_active), s.router.data(),
                                        w.selection_bias.empty() ? nullptr : w.selection_bias.data(), w.n_groups,
-                                       w.n_groups_used});
+                                       w.n_groups_used, !w.hash_experts.empty()});
 
   ExpertGroup group(n_used, expert_in, width, s);
   if (s.experts) {

@@ -17,9 +17,10 @@ namespace ns {
 // architectures), kimi-k3's situ (ops::situ_mul) with its two betas, or
 // gpt-oss's clamped SwiGLU (ops::swiglu_oai_mul) with its alpha and limit.
 struct FfnActivation {
-  enum class Kind { silu, situ, swiglu_oai } kind = Kind::silu;
+  // swiglu_clamp (deepseek4): silu(min(gate, limit)) * clamp(up, -limit, limit).
+  enum class Kind { silu, situ, swiglu_oai, swiglu_clamp } kind = Kind::silu;
   float beta = 0.0f, linear_beta = 0.0f;  // situ only
-  float alpha = 0.0f, limit = 0.0f;       // swiglu_oai only
+  float alpha = 0.0f, limit = 0.0f;       // swiglu_oai (alpha, limit), swiglu_clamp (limit)
   // situ when the file sets activation.situ_beta, else silu.
   static FfnActivation of(const Hparams& hp);
   // gate = act(gate, up) over `rows` rows of `width` values (silu goes row by
@@ -80,6 +81,10 @@ struct MoeWeights {
   float weights_scale = 0.0f;          // expert_weights_scale; 0 and 1 leave the weights as they are
   int64_t n_groups = 0;                // expert_group_count (<= 1: no group limit)
   int64_t n_groups_used = 0;           // expert_group_used_count
+  // Hash routing (deepseek4's first layers): [n_vocab][n_used] expert ids per
+  // token id (ffn_gate_tid2eid) instead of the top scores; the router still
+  // weighs them. Empty: routed by score.
+  std::vector<int32_t> hash_experts;
 
   // Shared experts (ffn_*_shexp), applied to every token. `shared.gate.rows`
   // is their total hidden width (the reference stacks n_shared experts into

@@ -43,9 +43,11 @@ void read_moe_routing(const gguf::GgufFile& f, const std::string& a, const ArchT
       break;
     case 1: h.expert_gating = ExpertGating::softmax; break;
     case 2: h.expert_gating = ExpertGating::sigmoid; break;
+    case 4: h.expert_gating = ExpertGating::sqrt_softplus; break;
     default:
       bad(f, a + "expert_gating_func",
-          "is " + std::to_string(f.get_u64(a + "expert_gating_func")) + ", supported: 1 (softmax), 2 (sigmoid)");
+          "is " + std::to_string(f.get_u64(a + "expert_gating_func")) +
+              ", supported: 1 (softmax), 2 (sigmoid), 4 (sqrtsoftplus)");
   }
   h.expert_weights_norm = f.get_bool_or(a + "expert_weights_norm", false);
   h.expert_weights_scale = static_cast<float>(f.get_f64_or(a + "expert_weights_scale", 0.0));

@@ -21,8 +21,9 @@ namespace ns {
 enum class RopeType { norm, neox, imrope };
 enum class RopeScaling { none, linear, yarn };
 // How router logits become expert probabilities (`expert_gating_func`: 1 softmax, 2 sigmoid;
-// softmax_weight, the reference's 3: experts chosen on the logits, softmax over the chosen, gpt-oss).
-enum class ExpertGating { softmax, sigmoid, softmax_weight };
+// softmax_weight, the reference's 3: experts chosen on the logits, softmax over the chosen, gpt-oss;
+// sqrt_softplus, its 4: sqrt(softplus(logit)), deepseek4).
+enum class ExpertGating { softmax, sigmoid, softmax_weight, sqrt_softplus };
 // How rope.scaling.yarn_log_multiplier enters YaRN's magnitude (engine/layers/yarn_rope):
 // plain, as the reference reads it for most architectures; mscale_all_dim, as it
 // reads deepseek2's (the stored 0.1 * mscale_all_dim, which cancels the rotation's
@@ -139,6 +140,19 @@ struct Hparams {
   // (situ_beta > 0 selects situ; linear_beta <= 0 leaves the up branch as is).
   float situ_beta = 0.0f;
   float situ_linear_beta = 0.0f;
+  // deepseek4 (DeepSeek V4; engine/arch/deepseek4.cpp reads these: ArchTraits::read_keys).
+  struct Deepseek4 {
+    int64_t hc = 0;                    // hyper_connection.count: residual streams per token
+    int64_t hc_sinkhorn_iters = 0;     // hyper_connection.sinkhorn_iterations
+    float hc_eps = 0.0f;               // hyper_connection.epsilon
+    int64_t hash_layers = 0;           // hash_layer_count: the first layers route by token id
+    int64_t o_groups = 0;              // attention.output_group_count
+    int64_t o_lora_rank = 0;           // attention.output_lora_rank
+    float compress_rope_base = 0.0f;   // attention.compress_rope_freq_base
+    std::vector<int64_t> compress_ratios;  // attention.compress_ratios [n_layer]: 0, 4 or 128
+    int64_t indexer_heads = 0, indexer_head_dim = 0, indexer_top_k = 0;  // attention.indexer.*
+    std::vector<float> swiglu_clamp_exp, swiglu_clamp_shexp;  // [n_layer] (0: no clamp)
+  } dsv4;
   // Routed experts' input and output width: the latent width, or n_embd.
   int64_t expert_width() const { return n_expert_latent > 0 ? n_expert_latent : n_embd; }
 

@@ -68,6 +68,7 @@ uint64_t size_forward_state(const Hparams& hp, const BufferSizes& bs, int64_t to
   }
   put(f.seq, tokens);
   put(f.pos, tokens);
+  put(f.tok, tokens);
   return bytes;
 }
 
@@ -237,6 +238,7 @@ void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>&
                                            std::to_string(seqs_->seq_rows(b.seq)) + " rows)");
     s.seq[static_cast<size_t>(t)] = b.seq;
     s.pos[static_cast<size_t>(t)] = b.pos;
+    s.tok[static_cast<size_t>(t)] = b.token;
     // A sequence that starts over starts from zero recurrent state (sequence_state.h).
     if (b.pos == 0 && seqs_->n_recurrent_layers() > 0) seqs_->reset_recurrent(b.seq);
     rows += b.logits;

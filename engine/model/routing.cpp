@@ -6,6 +6,7 @@
 namespace ns {
 
 float RoutingEvent::margin(int64_t t) const {
+  if (by_token) return INFINITY;
   if (scores == nullptr) return INFINITY;
   const float* row = scores + t * n_expert;
   const int32_t* ids = chosen + t * n_used;

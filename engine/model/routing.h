@@ -27,6 +27,8 @@ struct RoutingEvent {
   // Group-limited routing (n_groups > 1): experts in n_groups equal groups,
   // chosen only from the n_groups_used groups whose two best scores sum highest.
   int64_t n_groups = 0, n_groups_used = 0;
+  // Hash routing (deepseek4's first layers): the token id chose, no score was compared.
+  bool by_token = false;
 
   // How close token t's choice was to another: the weakest chosen expert's
   // score less the best unchosen one's (0 for an exact tie; infinity when
@@ -34,7 +36,7 @@ struct RoutingEvent {
   // (the weakest chosen group's score less the best other group's) and the
   // expert choice within the chosen groups. A choice this close flips under
   // any rounding change, in the reference as here, so conformance tests skip
-  // the tokens that had one.
+  // the tokens that had one. By token: infinity.
   float margin(int64_t t) const;
 };
 

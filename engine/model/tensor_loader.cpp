@@ -1,6 +1,8 @@
 #include "engine/model/tensor_loader.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "common/error.h"
 
@@ -88,6 +90,20 @@ std::vector<float> TensorLoader::values(const std::string& name, std::vector<uin
   const int64_t n = static_cast<int64_t>(info.n_elements());
   std::vector<float> out(static_cast<size_t>(n));
   kernels::dequantize_row(info.type, f_.tensor_data(info), out.data(), n);
+  return out;
+}
+
+std::vector<int32_t> TensorLoader::ids(const std::string& name, const std::vector<uint64_t>& dims) {
+  const gguf::TensorInfo* t = f_.find_tensor(name);
+  if (t == nullptr || t->dims != dims || t->type != gguf::GgmlType::I32)
+    throw Error(ErrorKind::bad_model, f_.path() + ": tensor '" + name + "' " + dims_string(dims) + " of type I32 " +
+                                          (t ? "has shape " + t->shape_string() + " and type " +
+                                                   std::string(gguf::type_name(t->type))
+                                             : std::string("is missing")) +
+                                          " (convert the model again)");
+  used_.insert(name);
+  std::vector<int32_t> out(static_cast<size_t>(t->n_elements()));
+  std::memcpy(out.data(), f_.tensor_data(*t), out.size() * sizeof(int32_t));
   return out;
 }
 

@@ -65,6 +65,8 @@ class TensorLoader {
   // weights as [d_conv, 1, d_inner, 1] and quantizers drop the last 1;
   // kimi-linear's ssm_a is [1, n_head, 1, 1], kimi-k3's [n_head]).
   std::vector<float> values(const std::string& name, std::vector<uint64_t> dims);
+  // An I32 tensor of these dims, its values (throws bad_model for another type).
+  std::vector<int32_t> ids(const std::string& name, const std::vector<uint64_t>& dims);
 
   // Marks every tensor whose name starts with `prefix` as deliberately not
   // loaded (the NextN blocks): unused() leaves them out. Returns how many.

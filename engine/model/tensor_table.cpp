@@ -16,6 +16,7 @@ const char* role_name(TensorRole r) {
     case TensorRole::conv: return "conv";
     case TensorRole::routed: return "routed";
     case TensorRole::routed_residual: return "routed_residual";
+    case TensorRole::ids: return "ids";
   }
   return "?";
 }
@@ -48,6 +49,10 @@ void TensorTable::values(std::string name, std::vector<uint64_t> dims, TensorRol
   add({std::move(name), std::move(dims), role, presence, bind(into)});
 }
 
+void TensorTable::ids(std::string name, std::vector<uint64_t> dims, std::vector<int32_t>* into, Presence presence) {
+  add({std::move(name), std::move(dims), TensorRole::ids, presence, bind(into)});
+}
+
 TensorSpec& TensorTable::matrix(std::string name, int64_t rows, int64_t cols, TensorRole role,
                                 kernels::MatrixView* into, Presence presence) {
   return add({std::move(name), {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, role, presence, bind(into)});
@@ -78,6 +83,8 @@ void TensorTable::load(TensorLoader& t) const {
       **m = t.matrix(s.name, n(1), n(0), matmul_only(s));
     else if (auto* e = std::get_if<ExpertsView*>(&s.into))
       **e = t.experts(s.name, n(2), n(1), n(0));
+    else if (auto* ids = std::get_if<std::vector<int32_t>*>(&s.into))
+      **ids = t.ids(s.name, s.dims);
   }
 }
 

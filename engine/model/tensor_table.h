@@ -41,6 +41,7 @@ enum class TensorRole : uint8_t {
   conv,             // a short convolution's taps, a row per channel (F32)
   routed,           // a routed experts' stack [cols, rows, n_expert]: streamed, not resident
   routed_residual,  // the routed experts' down stack, which writes the residual stream
+  ids,              // a table of integers (I32): deepseek4's token id -> experts map
 };
 const char* role_name(TensorRole r);
 // Routed experts' stacks: streamed from disk by the expert cache.
@@ -65,7 +66,7 @@ struct TensorSpec {
   Presence presence = Presence::required;
   // Where the loader puts it: a 1-D tensor (or any small one, converted to
   // F32) in a vector, a matrix in a view, a routed stack in an experts view.
-  std::variant<std::monostate, std::vector<float>*, kernels::MatrixView*, ExpertsView*> into;
+  std::variant<std::monostate, std::vector<float>*, kernels::MatrixView*, ExpertsView*, std::vector<int32_t>*> into;
   // A matrix the forward pass also reads by rows or row slices (MLA's fused
   // attn_kv_b), not only as a matmul's weight: it stays in the file's layout.
   bool by_rows = false;
@@ -94,6 +95,9 @@ class TensorTable {
   // TensorLoader::matrix. Returns the entry (to mark it by_rows).
   TensorSpec& matrix(std::string name, int64_t rows, int64_t cols, TensorRole role, kernels::MatrixView* into,
                      Presence presence = Presence::required);
+  // An I32 table of any shape (role ids), all its values in `into`.
+  void ids(std::string name, std::vector<uint64_t> dims, std::vector<int32_t>* into,
+           Presence presence = Presence::required);
   // n_expert stacked matrices of `rows` x `cols` (dims [cols, rows, n_expert]); role routed or routed_residual.
   void experts(std::string name, int64_t n_expert, int64_t rows, int64_t cols, TensorRole role, ExpertsView* into);
   // n stacked per-head matrices of `rows` x `cols` (MLA's attn_k_b, attn_v_b),

@@ -37,9 +37,9 @@ uint64_t bytes_of(const std::vector<T>& v) {
 uint64_t current_rss_bytes() { return proc_kib("/proc/self/status", "VmRSS:"); }
 
 uint64_t forward_state_bytes(const ForwardState& s) {
-  return bytes_of(s.seq) + bytes_of(s.pos) + bytes_of(s.x) + bytes_of(s.xn) + bytes_of(s.out) + bytes_of(s.q) +
-         bytes_of(s.k) + bytes_of(s.v) + bytes_of(s.att) + bytes_of(s.ff_a) + bytes_of(s.ff_b) + bytes_of(s.q16) +
-         bytes_of(s.router) + bytes_of(s.chosen) + bytes_of(s.chosen_w) + bytes_of(s.expert_count) +
+  return bytes_of(s.seq) + bytes_of(s.pos) + bytes_of(s.tok) + bytes_of(s.x) + bytes_of(s.xn) + bytes_of(s.out) +
+         bytes_of(s.q) + bytes_of(s.k) + bytes_of(s.v) + bytes_of(s.att) + bytes_of(s.ff_a) + bytes_of(s.ff_b) +
+         bytes_of(s.q16) + bytes_of(s.router) + bytes_of(s.chosen) + bytes_of(s.chosen_w) + bytes_of(s.expert_count) +
          bytes_of(s.expert_first) + bytes_of(s.expert_rows) + bytes_of(s.ex_in) + bytes_of(s.ex_a) +
          bytes_of(s.ex_b) + bytes_of(s.ex_out) + bytes_of(s.slot_out) + bytes_of(s.active) + bytes_of(s.moe_latent) +
          bytes_of(s.res_ckpt) + bytes_of(s.res_scores) +

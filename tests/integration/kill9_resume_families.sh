@@ -1,7 +1,10 @@
 # kill -9 resume (lib_kill9.sh, as kill9_resume.sh) on the 2026 MoE families:
 # minimax-m2 (full-width Q/K norms, sigmoid routing with the selection bias)
 # and bailingmoe2 (fused QKV, group-limited routing, a shared expert, a dense
-# lead layer and a NextN block that is never read). A job with two choices and
+# lead layer and a NextN block that is never read) and deepseek4 (hyper-
+# connections, compressed blocks of 4 and 128 with the indexer's top-k, hash
+# routing; the prompt and generation cross blocks of 4, the window and the
+# top-k). A job with two choices and
 # logprobs, killed mid-generation, resumes on another daemon to the bytes of
 # an uninterrupted run. deepseek32 and glm-dsa (MLA with the lightning
 # indexer, top-16 of the 400 tokens, glm-dsa with shared indexer layers): the
@@ -22,4 +25,7 @@ dsa=(--n-embd 256 --n-layer 4 --n-head 4 --n-ff 512 --n-expert 16 --n-expert-use
   --tensor-type ffn_down_exps=Q6_K)
 kill_and_resume deepseek32 --arch deepseek32 "${dsa[@]}"
 kill_and_resume glm-dsa --arch glm-dsa "${dsa[@]}" --dsa-types 1,0,1,0
+kill_and_resume deepseek4 --arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 256 --n-expert 16 \
+  --n-expert-used 4 --dsv4-ratios 0,4,128,4 --dsv4-window 8 --dsv4-top-k 4 --n-ctx 4096 --type Q8_0 \
+  --tensor-type 'ffn_(gate|up)_exps=Q4_K' --tensor-type ffn_down_exps=Q6_K
 echo "ok"

@@ -46,6 +46,7 @@ struct TensorPlan {
   Init init;
   bool always_f32 = false;     // norms and routers keep full precision
   bool expert = false;         // last dim indexes experts (only n_expert_used of them are active per token)
+  bool i32 = false;            // an integer table (role ids): written as I32, the values rounded
   // When set, row `row` comes from fill(seed, row, out, n) instead of `init`:
   // for tensors whose values are derived from another tensor's (deepseek2's
   // attn_k_b/attn_v_b are a re-layout of attn_kv_b). Must be thread-safe.

@@ -1,6 +1,7 @@
 #include "tools/make_model/model_generator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/arch/architecture.h"
 #include "engine/kernels/kernels.h"
@@ -137,6 +138,11 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
             plan.fill(seed, first + static_cast<uint64_t>(r), row, n);
           else
             fill_row(seed, key, first + static_cast<uint64_t>(r), plan.init, row, n);
+          if (type == GgmlType::I32) {  // an integer table: the row's values rounded
+            auto* out = reinterpret_cast<int32_t*>(chunk.data() + static_cast<uint64_t>(r) * row_bytes);
+            for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(std::lrint(row[i]));
+            continue;
+          }
           const uint64_t global_row = first + static_cast<uint64_t>(r);
           const float* importance =
               weights ? weights->data() + global_row / rows_per_expert * static_cast<uint64_t>(n) : nullptr;

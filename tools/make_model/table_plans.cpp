@@ -20,6 +20,7 @@ Init init_for(const TensorSpec& t, const PlanBuilder& p, const Hparams& hp) {
     case TensorRole::router:
     case TensorRole::conv:
     case TensorRole::routed: return PlanBuilder::proj(fan_in);
+    case TensorRole::ids: return Init{Init::Kind::normal, 0.0f};  // the architecture's refine() fills it
     case TensorRole::residual:
     case TensorRole::routed_residual: return p.to_residual(fan_in);
   }
@@ -38,6 +39,7 @@ std::vector<TensorPlan> table_plans(const Architecture& arch, const gguf::GgufWr
   for (const TensorSpec& t : table.specs()) {
     if (t.presence == Presence::tolerated) continue;
     TensorPlan plan{t.name, t.dims, init_for(t, p, hp), keeps_f32(t.role), is_routed(t.role)};
+    plan.i32 = t.role == TensorRole::ids;
     if (arch.refine(t, plan)) p.add(std::move(plan));
   }
   return p.take();

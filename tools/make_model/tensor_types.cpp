@@ -104,6 +104,7 @@ TypeOverride parse_override(const std::string& spec) {
 }
 
 GgmlType choose_type(const TensorPlan& t, GgmlType default_type, const std::vector<TypeOverride>& overrides) {
+  if (t.i32) return GgmlType::I32;
   if (t.always_f32 || t.dims.size() < 2) return GgmlType::F32;
   GgmlType type = default_type;
   for (const auto& o : overrides)

@@ -100,6 +100,16 @@ models+=(
   "tiny-glm-dsa-f32#0.002#0#--arch glm-dsa $dsa_shape --seed 7 --dsa-types 1,0,1,0 --type F32"
   "tiny-glm-dsa-kquant#0.15#0.03#--arch glm-dsa $dsa_shape --seed 7 --dsa-types 1,0,1,0 $dsa_kquant --vocab-pre glm4"
 )
+# deepseek4 (DeepSeek V4): four hyper-connection streams; blocks compressing by 0, 4 (the indexer keeping 8 of the
+# blocks of 4) and 128; a 16-token raw window; the first two layers hash-routed; SwiGLU clamped at 1.5. The longest
+# prompt of prompts.txt (417 bytes) crosses the window, the indexer's top-k and the first blocks of 128. The quantized
+# twin as V4's own files are: MXFP4 experts, Q8_0 elsewhere.
+dsv4_shape="--arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 128 --n-expert 16 --n-expert-used 4 \
+ --dsv4-ratios 0,4,128,4 --n-ctx 4096 --seed 7"
+models+=(
+  "tiny-deepseek4-f32#0.002#0#$dsv4_shape --type F32"
+  "tiny-deepseek4-mxfp4#0.15#0.03#$dsv4_shape --type Q8_0 --tensor-type _exps=MXFP4"
+)
 models+=(
   "tiny-glm4moe-f32#0.002#0#$glm_shape --type F32"
   "tiny-glm4moe-air-f32#0.002#0#$glm_shape --glm-qk-norm false --glm-n-dense-lead 0 --type F32"
@@ -151,8 +161,12 @@ models+=(
 oss_long="--arch gpt-oss --n-embd 64 --n-layer 2 --n-head 2 --n-head-kv 1 --oss-head-dim 16 --n-ff 64 \
  --n-expert 4 --n-expert-used 2 --oss-sliding-window 128 --rope-base 150000 --oss-yarn-factor 32 \
  --oss-yarn-orig-ctx 4096 --n-ctx 131072 --type F32 --seed 5"
+# deepseek4 past two blocks of 128 (the F32 golden's shape): 320 synthetic tokens, the last 32 kept.
+dsv4_long="--arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 128 --n-expert 16 --n-expert-used 4 \
+ --dsv4-ratios 0,4,128,4 --n-ctx 4096 --type F32 --seed 7"
 long_models=(
   "long-gpt-oss-yarn-32k#0.002#32768#4#$oss_long"
+  "long-deepseek4-320#0.002#320#32#$dsv4_long"
 )
 
 for entry in "${long_models[@]}"; do

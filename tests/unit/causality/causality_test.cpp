@@ -146,6 +146,14 @@ TEST_CASE("causal: minimax-m2 (full-width Q/K norms), F32 and Q8_0") {
   check_causal(model("minimax-m2-q8", mm + " --type Q8_0 --seed 13"));
 }
 
+TEST_CASE("causal: deepseek4 (hyper-connections, compressed blocks of 4 with the indexer's top-k, hash routing)") {
+  const std::string v4 = "--arch deepseek4 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 32 --n-expert 8 --n-expert-used 2 "
+                         "--dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 --dsv4-o-lora-rank 16 "
+                         "--dsv4-ratios 0,4,128 --dsv4-hash-layers 1 --dsv4-window 8 --dsv4-top-k 4";
+  check_causal(model("deepseek4-f32", v4 + " --type F32 --seed 16"));
+  check_causal(model("deepseek4-q8", v4 + " --type Q8_0 --seed 17"));
+}
+
 TEST_CASE("causal: bailingmoe2 (fused QKV, group-limited routing, shared expert, a NextN block), F32 and Q8_0") {
   const std::string ling = "--arch bailingmoe2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --n-ff 128 "
                            "--n-expert 8 --n-expert-used 2 --ling-n-ff-expert 32 --ling-n-expert-group 4 "

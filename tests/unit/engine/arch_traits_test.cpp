@@ -54,6 +54,8 @@ const std::map<std::string, Expected>& expected() {
       // deepseek32's reference loader requires expert_gating_func; glm-dsa's defaults to sigmoid.
       {"deepseek32", {R::norm, G::softmax, 64, none, none, YarnMscale::mscale_all_dim}},
       {"glm-dsa", {R::norm, G::sigmoid, 64, none, none, YarnMscale::mscale_all_dim}},
+      // deepseek4: every layer slides by the architecture itself (no swa_layers); sqrtsoftplus, which it requires.
+      {"deepseek4", {R::norm, G::sqrt_softplus, 64, none, none, YarnMscale::plain}},
   };
   return m;
 }

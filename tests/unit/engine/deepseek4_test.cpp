@@ -1,0 +1,115 @@
+// deepseek4 (DeepSeek V4) on generated models (the golden in tests/conformance
+// checks the arithmetic against the reference): the file's shape as read
+// (compression ratios, hash-routed layers as I32 tables, sqrtsoftplus, the
+// clamp), a prompt in one pass equal to it token by token and two sequences
+// batched equal to each alone across compressed blocks of 4 and 128, and the
+// routed experts streamed
+// through a small cache and under a budget smaller than the file with the
+// mapping's logits.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "engine/model/model.h"
+#include "tests/unit/engine/streaming_checks.h"
+#include "tests/unit/engine/test_models.h"
+
+using namespace ns;
+
+namespace {
+
+// Blocks compressing by 0, 4 and 128, the first hash-routed; a window of 8, the indexer keeping 4 blocks.
+std::string v4(const std::string& types = "--type Q8_0") {
+  return test::make_model("deepseek4", "--arch deepseek4 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 32 --n-expert 8 "
+                                       "--n-expert-used 2 --dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 "
+                                       "--dsv4-o-lora-rank 16 --dsv4-ratios 0,4,128 --dsv4-hash-layers 1 "
+                                       "--dsv4-window 8 --dsv4-top-k 4 " + types + " --seed 71");
+}
+
+std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::some_tokens(n_vocab, n, salt * 101); }
+
+}  // namespace
+
+TEST_CASE("deepseek4: the file's shape as read: ratios, hash tables, sqrtsoftplus, the clamp") {
+  auto m = Model::load(v4(), {.context = 32, .max_batch = 16});
+  const Hparams& hp = m->hparams();
+  CHECK(hp.dsv4.hc == 4);
+  CHECK(hp.dsv4.compress_ratios == std::vector<int64_t>{0, 4, 128});
+  CHECK(hp.dsv4.hash_layers == 1);
+  CHECK(hp.expert_gating == ExpertGating::sqrt_softplus);
+  CHECK(hp.dsv4.swiglu_clamp_exp.size() == 3);
+  CHECK(hp.n_swa == 8);
+  const auto info = [&](const std::string& name) {
+    for (const auto& t : m->files().tensors())
+      if (t.name == name) return t;
+    FAIL("no tensor " << name);
+    return gguf::TensorInfo{};
+  };
+  CHECK(info("blk.0.ffn_gate_tid2eid.weight").type == gguf::GgmlType::I32);
+  CHECK(info("blk.1.indexer.attn_q_b.weight").dims == std::vector<uint64_t>{32, 8 * 64});
+  CHECK(info("blk.2.attn_compressor_ape.weight").dims == std::vector<uint64_t>{32, 128});
+  // Every tensor of the file is read.
+  CHECK(m->tensors().size() == m->files().tensors().size());
+}
+
+TEST_CASE("deepseek4: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
+  // 140 and 131 tokens: both cross a block of 128 and many blocks of 4 beyond the window and the top-k.
+  const ModelOptions mo{.context = 160, .max_batch = 320, .n_seq = 2};
+  auto m = Model::load(v4(), mo);
+  const int64_t V = m->n_vocab();
+  const std::vector<int32_t> a = prompt(V, 140, 0), b = prompt(V, 131, 1);
+
+  auto alone = [&](const std::vector<int32_t>& toks) {
+    auto one = Model::load(v4(), mo);
+    std::vector<float> logits;
+    one->forward(toks, 0, true, logits);
+    return logits;
+  };
+  const std::vector<float> la = alone(a), lb = alone(b);
+
+  std::vector<float> step, seq_a;
+  for (size_t t = 0; t < a.size(); ++t) {
+    m->forward(std::span(a).subspan(t, 1), static_cast<int64_t>(t), false, step);
+    seq_a.insert(seq_a.end(), step.begin(), step.end());
+  }
+  const double d_steps = test::max_abs_diff(seq_a, la);
+  MESSAGE("max |one pass - token by token| = " << d_steps);
+  CHECK(d_steps < 1e-3);
+
+  auto both = Model::load(v4(), mo);
+  std::vector<BatchToken> batch;
+  for (size_t t = 0; t < std::max(a.size(), b.size()); ++t) {
+    if (t < a.size()) batch.push_back({a[t], 0, static_cast<int32_t>(t), true});
+    if (t < b.size()) batch.push_back({b[t], 1, static_cast<int32_t>(t), true});
+  }
+  std::vector<float> mixed;
+  both->forward_batch(batch, mixed);
+  std::vector<float> ma, mb;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto& dst = batch[i].seq == 0 ? ma : mb;
+    dst.insert(dst.end(), mixed.begin() + static_cast<int64_t>(i) * V, mixed.begin() + static_cast<int64_t>(i + 1) * V);
+  }
+  const double d_batch = std::max(test::max_abs_diff(ma, la), test::max_abs_diff(mb, lb));
+  MESSAGE("max |batched - alone| = " << d_batch);
+  CHECK(d_batch == 0.0);
+}
+
+TEST_CASE("deepseek4: experts streamed through a 3-slot cache give the mapping's logits") {
+  test::check_streamed_equals_mapped(v4(), 12);
+  const auto streamed = test::streamed_logits(v4(), "uring", 12);
+  CHECK(streamed.first == test::streamed_logits(v4(), "mmap", 12).first);
+  CHECK(streamed.second.cache.evictions > 0);
+}
+
+TEST_CASE("deepseek4: runs under a memory budget a third of the file") {
+  const std::string path = test::make_model(
+      "deepseek4-stream", "--arch deepseek4 --n-embd 512 --n-layer 6 --n-head 8 --n-ff 1024 --n-expert 64 "
+                          "--n-expert-used 4 --dsv4-ratios 0,4,128,4,128,4 --dsv4-o-groups 4 --type Q4_0 --seed 73");
+  const uint64_t budget = 100ull << 20;
+  REQUIRE(std::filesystem::file_size(path) > 3 * budget);
+  test::check_streams_within_budget(path, 100, "uring", 8);
+}
