@@ -163,12 +163,8 @@ void EngineHost::drop() {
 bool EngineHost::stale(const WorkerOptions& options, const WorkerOptions& loaded_with) const {
   if (!engine_) return false;
   const auto it = options.models.find(model_);
-  const EngineOptions &now = options.engine, &was = loaded_with.engine;
-  return it == options.models.end() || it->second != path_ || now.threads != was.threads ||
-         now.thread_spin_us != was.thread_spin_us ||
-         now.context != was.context || now.memory_budget != was.memory_budget || now.io_mode != was.io_mode ||
-         now.repack_experts != was.repack_experts || now.preload_experts != was.preload_experts ||
-         now.max_sequences != was.max_sequences || now.prefix_cache != was.prefix_cache;
+  // Every engine option, a new one included (EngineOptions::operator==).
+  return it == options.models.end() || it->second != path_ || options.engine != loaded_with.engine;
 }
 
 std::string EngineHost::render_prompt(const jobs::Job& job) const {
