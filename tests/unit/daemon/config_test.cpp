@@ -85,7 +85,7 @@ prefix_cache: 0
   CHECK(c.engine.thread_spin_us == 0);
   CHECK(c.engine.context == 8192);
   CHECK(c.engine.prefix_cache == 0);  // prefix sharing off (default 2)
-  CHECK(default_config().prefix_cache == 2);
+  CHECK(default_config().engine.prefix_cache == 2);
   CHECK(c.log_level == "debug");
   CHECK(c.poll_interval_ms == 250);
   CHECK(c.worker_id == "night-1");
@@ -337,14 +337,14 @@ TEST_CASE("memory_budget takes human sizes and io_mode names a read path") {
   Config c = parse_config("memory_budget: 2500MiB\nio_mode: pread\n", "/etc/nightshift/config.yaml");
   CHECK(c.engine.memory_budget == 2500ull << 20);
   CHECK(c.engine.io_mode == ns::IoMode::pread);
-  CHECK(parse_config("memory_budget: 8GiB\n", "/x.yaml").memory_budget == 8ull << 30);
-  CHECK(parse_config("", "/x.yaml").memory_budget == 0);
+  CHECK(parse_config("memory_budget: 8GiB\n", "/x.yaml").engine.memory_budget == 8ull << 30);
+  CHECK(parse_config("", "/x.yaml").engine.memory_budget == 0);
   CHECK(error_for("memory_budget: lots\n").find("memory_budget") != std::string::npos);
   // A bare number was bytes and failed only at the model's load (#31).
   const std::string bare = error_for("memory_budget: 2048\n");
   CHECK_MESSAGE(contains(bare, "memory_budget: 2048 has no unit (it would be 2048 bytes): write 2048MiB or 2048GiB"),
                 bare);
-  CHECK(parse_config("memory_budget: 0\n", "/x.yaml").memory_budget == 0);
+  CHECK(parse_config("memory_budget: 0\n", "/x.yaml").engine.memory_budget == 0);
   CHECK(error_for("io_mode: floppy\n").find("uring, pread, mmap") != std::string::npos);
 }
 
