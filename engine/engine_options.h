@@ -71,8 +71,9 @@ struct CachePolicyNames {
 // Which expert the cache evicts (engine/stream/cache_index.h).
 using CachePolicy = Choice<CachePolicyNames>;
 
-// One row of the table. An integer field's range is [min, max]; a uint64_t
-// field is a size in bytes, written with a unit (8GiB, 2500MiB; 0 alone).
+// One row of the table. A field is bool, an integer (range [min, max]), a
+// uint64_t size in bytes (written with a unit: 8GiB, 2500MiB; 0 alone), a
+// std::string, or a Choice; the edges parse each of these types.
 struct OptionInfo {
   const char* name;  // the config key, and as --kebab-case the CLI flag
   const char* doc;   // one line: what it does, its units, what 0 means
@@ -176,6 +177,7 @@ std::string option_text(long long v);
 std::string option_text(uint64_t bytes);
 inline std::string option_text(int v) { return option_text(static_cast<long long>(v)); }
 inline std::string option_text(int64_t v) { return option_text(static_cast<long long>(v)); }
+inline std::string option_text(const std::string& v) { return v.empty() ? "\"\"" : v; }  // as YAML writes ""
 template <class Names>
 std::string option_text(const Choice<Names>& v) { return v.name(); }
 

@@ -51,6 +51,8 @@ inline void add_engine_flag(CLI::App* cmd, EngineOptions& o, const std::string& 
                 ->default_str(option_text(member));
     } else if constexpr (std::is_integral_v<T>) {
       opt = cmd->add_option(flag, member, info.doc)->check(CLI::Range(info.min, info.max))->capture_default_str();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      opt = cmd->add_option(flag, member, info.doc)->capture_default_str();
     } else {  // a Choice: io_mode, cache_policy
       opt = cmd->add_option_function<std::string>(flag, [&member](const std::string& v) { member = T::parse(v); },
                                                    info.doc)

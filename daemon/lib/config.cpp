@@ -186,6 +186,8 @@ void read_engine_value(T& member, const OptionInfo& info, const YAML::Node& n, c
     }
   } else if constexpr (std::is_integral_v<T>) {
     member = static_cast<T>(as_int(ctx, info.name, n, info.min, info.max));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    member = as_string(ctx, info.name, n);
   } else {  // a Choice: io_mode, cache_policy
     try {
       member = T::parse(as_string(ctx, info.name, n));

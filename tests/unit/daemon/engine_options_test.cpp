@@ -40,6 +40,8 @@ void change(T& v) {
     v += uint64_t{1} << 20;
   } else if constexpr (std::is_integral_v<T>) {
     v += 1;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    v += "x";
   } else {
     v = static_cast<typename T::Value>((static_cast<size_t>(v.value) + 1) % T::kNames.size());
   }
