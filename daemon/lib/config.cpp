@@ -114,7 +114,9 @@ std::string one_of(const Context& ctx, const YAML::Node& n, const std::string& k
 Option int_option(const char* name, const char* default_value, long long min, long long max, bool reloadable,
                   const char* doc, int Config::*member) {
   return {{name, "integer", default_value, doc, reloadable},
-          [=](Config& c, const YAML::Node& n, const Context& ctx) { c.*member = static_cast<int>(as_int(ctx, name, n, min, max)); },
+          [=](Config& c, const YAML::Node& n, const Context& ctx) {
+            c.*member = static_cast<int>(as_int(ctx, name, n, min, max));
+          },
           same_member(member)};
 }
 

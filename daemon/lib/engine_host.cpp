@@ -17,6 +17,15 @@
 namespace ns::daemon {
 namespace {
 
+// "threads 0, thread_spin_us 200, ...": the options a model loads with, named as the config names them.
+std::string options_text(const EngineOptions& o) {
+  std::string s;
+  EngineOptions::for_each(o, [&](const auto& value, const OptionInfo& info) {
+    if (info.config_key) s += (s.empty() ? "" : ", ") + std::string(info.name) + " " + option_text(value);
+  });
+  return s;
+}
+
 std::string known_models(const std::map<std::string, std::string>& models) {
   if (models.empty()) return "none are configured";
   std::string list;
@@ -107,7 +116,8 @@ void EngineHost::load(const std::string& model, const std::string& path, const W
 
   // Free the previous model first: two models may not fit in memory together.
   drop();
-  spdlog::info("loading model {} from {} (batches of up to {} jobs)", model, path, options.engine.max_sequences);
+  spdlog::info("loading model {} from {} (batches of up to {} jobs; {})", model, path, options.engine.max_sequences,
+               options_text(options.engine));
   const auto t0 = std::chrono::steady_clock::now();
   EngineOptions eo = options.engine;
   // The KV cache grows with the batch: a budget that cannot hold max_batch

@@ -177,7 +177,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     n_ctx = fit.context;
     n_seq = fit.sequences;
     B = fit.prefill_chunk;
-    if (opts.max_batch_tokens <= 0) spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
+    if (opts.max_batch_tokens <= 0)
+      spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
 
     ForwardState& s = m->state_;
     size_forward_state(hp, bs, B, threads, predict, &s);
