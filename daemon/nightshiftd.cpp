@@ -114,7 +114,8 @@ std::string running_ids(const ns::daemon::RunStatus::Snapshot& s) {
 void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, const std::string& db, bool drain) {
   spdlog::info("nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}, "
                "lease {} ms, checkpoint every {} tokens / {} ms, kernels {} (cpu_features {}; CPU has {}){}",
-               opts.worker_id, ns::redact_secrets(db), config.source, config.models.size(), config.threads, config.context,
+               opts.worker_id, ns::redact_secrets(db), config.source, config.models.size(), config.engine.threads,
+               config.engine.context,
                config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
                ns::cpu_features_in_use(), config.cpu_features, ns::cpu_features_available(), drain ? ", drain mode" : "");
   if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);

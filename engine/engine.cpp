@@ -60,17 +60,20 @@ TopLogits top_logits(const float* row, int64_t n_vocab, int k) {
   return out;
 }
 
+// One default, two spellings: the option table's (engine_options.h cannot include thread_pool.h).
+static_assert(EngineOptions{}.thread_spin_us == ThreadPool::kDefaultSpinUs);
+
 class EngineImpl final : public Engine {
  public:
   EngineImpl(const std::string& path, const EngineOptions& opts) {
     const auto t0 = Clock::now();
     ModelOptions mo;
     mo.threads = opts.threads;
-    if (opts.thread_spin_us >= 0) mo.thread_spin_us = opts.thread_spin_us;
+    mo.thread_spin_us = opts.thread_spin_us;
     mo.context = opts.context;
     mo.n_seq = std::max(1, opts.max_sequences);
     mo.fewer_sequences = opts.fewer_sequences;
-    mo.max_batch = std::max(0, opts.max_batch_tokens);
+    mo.max_batch_tokens = std::max(0, opts.max_batch_tokens);
     mo.kv_tokens = opts.kv_tokens;
     mo.prefix_cache = std::max(0, opts.prefix_cache);
     mo.streaming.memory_budget = opts.memory_budget;
@@ -145,7 +148,7 @@ class EngineImpl final : public Engine {
       throw Error(ErrorKind::invalid_input, "prompt plus greedy tokens exceed the KV cache the memory budget holds; "
                                             "give a smaller --context or fewer tokens");
     std::vector<float> logits;
-    const size_t chunk = static_cast<size_t>(model_->max_batch());
+    const size_t chunk = static_cast<size_t>(model_->max_batch_tokens());
     for (size_t p = 0; p < toks.size(); p += chunk) {
       const size_t n = std::min(toks.size() - p, chunk);
       model_->forward(std::span(toks).subspan(p, n), static_cast<int64_t>(p), true, logits);

@@ -26,40 +26,13 @@
 #include "common/sampling_params.h"
 #include "engine/chat/model_chat_template.h"
 #include "engine/batch_stats.h"
+#include "engine/engine_options.h"
 #include "engine/generation.h"
 #include "engine/model_report.h"
 
 namespace ns {
 
-struct EngineOptions {
-  int threads = 0;        // compute threads; 0 = all cores
-  int thread_spin_us = -1;  // a pool wait's spin before blocking (ModelOptions::thread_spin_us); 0 = never; -1 = the default
-  int context = 0;        // the longest sequence in tokens; 0 = the model's own length (n_ctx_train)
-  int max_sequences = 1;  // generations decoded together (KV cache holds this many contexts)
-  // Fewer than max_sequences when the memory plan holds no more (plan_fit:
-  // ModelSummary::sequences says how many); off, such a load fails.
-  bool fewer_sequences = false;
-  int max_batch_tokens = 0;  // tokens per forward pass (prefill chunk); 0 = sized from memory_budget
-  int64_t kv_tokens = 0;     // KV cache tokens all sequences share (ModelOptions::kv_tokens); 0 = fit the budget
-  // Weight streaming (engine/model/weight_streaming.h): the memory budget in
-  // bytes (0 = what the machine has), io_mode uring | pread | mmap, the expert
-  // cache's policy lru | lfu, reads in flight.
-  uint64_t memory_budget = 0;
-  std::string io_mode = "uring";
-  std::string cache_policy = "lfu";
-  int io_queue_depth = 16;
-  // deepseek2 files with the fused attn_kv_b: cache expanded keys and values
-  // as the reference does (its logits exactly) instead of the latent.
-  bool mla_expanded_cache = false;
-  // Rewrite Q4_0 experts into the kernels' interleaved layout as they land in
-  // the expert cache (StreamingOptions::repack_experts; the same logits).
-  bool repack_experts = true;
-  // When the cache holds every routed expert, read them all at load
-  // (StreamingOptions::preload_experts).
-  bool preload_experts = true;
-  // Prompt-prefix snapshots GenerationBatch keeps (ModelOptions::prefix_cache); 0 = no prefix sharing.
-  int prefix_cache = 0;
-};
+// EngineOptions: engine/engine_options.h (declared once, with its table).
 
 struct ModelSummary {
   std::string path, name, architecture;

@@ -13,8 +13,8 @@ using Phase = BatchSequence::Phase;
 
 GenerationBatch::GenerationBatch(Model& model) : model_(model), prefixes_(model) {
   slots_.resize(static_cast<size_t>(model.n_seq()));
-  batch_.reserve(static_cast<size_t>(model.max_batch()));
-  batch_owner_.reserve(static_cast<size_t>(model.max_batch()));
+  batch_.reserve(static_cast<size_t>(model.max_batch_tokens()));
+  batch_owner_.reserve(static_cast<size_t>(model.max_batch_tokens()));
   finishing_.reserve(slots_.size());
   step_tokens_.reserve(slots_.size());
   step_decoded_.reserve(slots_.size());
@@ -211,7 +211,7 @@ bool GenerationBatch::step() {
   // Decoding sequences first (one token each), then prompt chunks fill what is left.
   batch_.clear();
   batch_owner_.clear();
-  const size_t cap = static_cast<size_t>(model_.max_batch());
+  const size_t cap = static_cast<size_t>(model_.max_batch_tokens());
   for (auto& slot : slots_)
     if (slot && slot->phase == Phase::decoding) {
       Sequence& s = *slot;

@@ -71,9 +71,9 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
   mo.context = opts.context;
   mo.n_seq = opts.max_batch;
   mo.prefix_cache = opts.prefix_cache;
-  mo.max_batch = 0;
+  mo.max_batch_tokens = 0;
   mo.threads = 1;
-  mo.streaming.io_mode = opts.memory_budget ? "uring" : "mmap";
+  mo.streaming.io_mode = opts.memory_budget ? IoMode::uring : IoMode::mmap;
   if (opts.memory_budget) mo.streaming.memory_budget = *opts.memory_budget;
   mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
   // As the daemon plans it (EngineHost::load): a budget that cannot hold

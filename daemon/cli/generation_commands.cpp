@@ -13,6 +13,7 @@
 
 #include "daemon/cli/command_support.h"
 #include "daemon/cli/commands.h"
+#include "daemon/cli/engine_flags.h"
 #include "daemon/cli/openai_batch.h"
 #include "daemon/cli/run_progress.h"
 #include "daemon/cli/sampling_flags.h"
@@ -34,18 +35,17 @@ struct RunArgs {
   std::string model, prompt, prompt_file;
   SamplingParams sampling;
   GrammarFlags grammar;
-  int threads = 0, context = 0;
-  std::string memory_budget = "0", io_mode = "uring", mla_cache = "latent", cpu_features = "auto";
-  std::string repack_experts = "on";
+  EngineOptions engine;  // --threads, --context, --memory-budget, --io-mode, --repack-experts (engine_flags.h)
+  std::string mla_cache = "latent", cpu_features = "auto";
   bool json = false, quiet = false;
 };
 
 struct LogitsArgs {
   std::string model;
   std::vector<std::string> prompts;
-  int top = 8, greedy = 16, threads = 0, context = 0;
-  std::string io_mode = "uring", mla_cache = "latent", cpu_features = "auto";
-  std::string repack_experts = "on";
+  int top = 8, greedy = 16;
+  EngineOptions engine;  // --threads, --context, --io-mode, --repack-experts (engine_flags.h)
+  std::string mla_cache = "latent", cpu_features = "auto";
   bool json = false;
 };
 
@@ -81,25 +81,11 @@ void add_cpu_features_option(CLI::App* cmd, std::string& value) {
       ->capture_default_str();
 }
 
-// --repack-experts: EngineOptions::repack_experts (config key repack_experts).
-void add_repack_experts_option(CLI::App* cmd, std::string& value) {
-  cmd->add_option("--repack-experts", value,
-                  "Rewrite Q4_0 experts into the kernels' interleaved layout as they land: on (faster, the same "
-                  "logits) or off (the file's layout, for comparisons)")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
-}
-
 void run_generation(const RunArgs& a) {
   use_cpu_features(a.cpu_features);
   const std::string prompt = read_prompt(a.prompt, a.prompt_file);
-  EngineOptions eo;
-  eo.threads = a.threads;
-  eo.context = a.context;
-  eo.memory_budget = parse_size(a.memory_budget);
-  eo.io_mode = a.io_mode;
+  EngineOptions eo = a.engine;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
-  eo.repack_experts = a.repack_experts == "on";
   eo.max_sequences = std::max(1, a.sampling.n);  // n choices decode together
   // Progress on stderr when it is a terminal (a loading line first); the decode
   // line too when the text is not streamed to that same terminal (--json, or stdout redirected).
@@ -156,18 +142,14 @@ void run_generation(const RunArgs& a) {
   std::fprintf(stderr,
                "[io %s] read %.1f MiB at %.2f GiB/s | io wait %.0f ms, compute %.0f ms | expert cache hits %.1f%% | "
                "prefetch accuracy %.1f%%\n",
-               a.io_mode.c_str(), r.stats.bytes_read / 1048576.0, r.stats.read_gib_s, r.stats.io_wait_ms,
+               a.engine.io_mode.name(), r.stats.bytes_read / 1048576.0, r.stats.read_gib_s, r.stats.io_wait_ms,
                r.stats.compute_ms, 100.0 * r.stats.cache_hit_rate, 100.0 * r.stats.prefetch_accuracy);
 }
 
 void logits_command(const LogitsArgs& a) {
   use_cpu_features(a.cpu_features);
-  EngineOptions eo;
-  eo.threads = a.threads;
-  eo.context = a.context;
-  eo.io_mode = a.io_mode;
+  EngineOptions eo = a.engine;
   eo.mla_expanded_cache = a.mla_cache == "expanded";
-  eo.repack_experts = a.repack_experts == "on";
   require_file(a.model, "the model file");
   auto engine = Engine::load(a.model, eo);
   json all = json::array();
@@ -199,7 +181,7 @@ struct ModelInfoArgs {
   std::string disk_rate;  // e.g. "2.3GiB" (per second): the disk-bound estimate's rate
   int64_t context = 0;  // the model's own length
   int max_batch = 1;
-  int prefix_cache = daemon::Config{}.prefix_cache;  // the daemon's default
+  int prefix_cache = daemon::Config{}.engine.prefix_cache;  // the daemon's default
   bool json = false;
 };
 
@@ -208,7 +190,7 @@ void model_info_command(const ModelInfoArgs& a) {
   ro.context = a.context;
   ro.max_batch = a.max_batch;
   ro.prefix_cache = a.prefix_cache;
-  if (!a.memory_budget.empty()) ro.memory_budget = parse_size(a.memory_budget);
+  if (!a.memory_budget.empty()) ro.memory_budget = parse_option_bytes("--memory-budget", a.memory_budget);
   const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(parse_size(a.disk_rate));
   ro.disk_bytes_per_s = rate;
   require_file(a.path, "the model file");
@@ -370,20 +352,16 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   run->add_option("--model,-m", run_args->model, "GGUF model file")->required();
   run->add_option("prompt", run_args->prompt, "Prompt text");
   run->add_option("--prompt-file,-f", run_args->prompt_file, "Read the prompt from a file ('-' = stdin)");
-  run->add_option("--threads,-t", run_args->threads, "Compute threads (0 = all cores)");
-  run->add_option("--context,-c", run_args->context, "Context length in tokens (0 = the model's own length; the KV cache is sized within --memory-budget)");
-  run->add_option("--memory-budget", run_args->memory_budget,
-                  "Peak memory for the model, e.g. 3GiB (0 = what the machine has); experts beyond it are streamed")
-      ->capture_default_str();
-  run->add_option("--io-mode", run_args->io_mode, "How expert weights are read: uring, pread or mmap (page cache baseline)")
-      ->check(CLI::IsMember({"uring", "pread", "mmap"}))
-      ->capture_default_str();
+  add_engine_flag(run, run_args->engine, "threads", "-t");
+  add_engine_flag(run, run_args->engine, "context", "-c");
+  add_engine_flag(run, run_args->engine, "memory_budget");
+  add_engine_flag(run, run_args->engine, "io_mode");
   run->add_option("--mla-cache", run_args->mla_cache,
                   "deepseek2 files with the fused attn_kv_b: latent (small) or expanded (the reference's way)")
       ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
   add_cpu_features_option(run, run_args->cpu_features);
-  add_repack_experts_option(run, run_args->repack_experts);
+  add_engine_flag(run, run_args->engine, "repack_experts");
   run->add_flag("--json", run_args->json,
                 "Print one JSON object {text, finish_reason, stats}, with choices [{index, text, finish_reason, "
                 "logprobs}] when --choices > 1 or --logprobs");
@@ -411,18 +389,16 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   logits->add_option("--prompt,-p", la->prompts, "Prompt (repeatable)")->required();
   logits->add_option("--top", la->top, "How many [id, logit] pairs per position")->capture_default_str();
   logits->add_option("--greedy", la->greedy, "Greedy tokens to generate")->capture_default_str();
-  logits->add_option("--threads,-t", la->threads, "Compute threads (0 = all cores)");
-  logits->add_option("--context,-c", la->context, "Context length in tokens");
-  logits->add_option("--io-mode", la->io_mode, "How expert weights are read: uring, pread or mmap")
-      ->check(CLI::IsMember({"uring", "pread", "mmap"}))
-      ->capture_default_str();
+  add_engine_flag(logits, la->engine, "threads", "-t");
+  add_engine_flag(logits, la->engine, "context", "-c");
+  add_engine_flag(logits, la->engine, "io_mode");
   logits->add_option("--mla-cache", la->mla_cache,
                      "deepseek2 files with the fused attn_kv_b: latent (small) or expanded (the reference's way; "
                      "its logits exactly)")
       ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
   add_cpu_features_option(logits, la->cpu_features);
-  add_repack_experts_option(logits, la->repack_experts);
+  add_engine_flag(logits, la->engine, "repack_experts");
   logits->add_flag("--json", la->json, "JSON output");
   logits->callback([la, &exit_code] { run_command("logits", exit_code, [&] { logits_command(*la); }); });
 

@@ -17,7 +17,7 @@
 namespace ns::cli {
 // Where a context length comes from, for a message naming the limit.
 std::string ModelCheck::context_source(int64_t context, const ModelFile& facts) const {
-  if (config_->context <= 0) return "the model's own length";
+  if (config_->engine.context <= 0) return "the model's own length";
   std::string out = "context: in " + config_->source;
   if (context < facts.context_length()) out += "; the model's own is " + std::to_string(facts.context_length());
   return out;
@@ -67,9 +67,9 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
            "another config)";
   }
   // A job's n choices are decoded together, so the daemon refuses n above max_batch (generation_batch.cpp).
-  if (spec.sampling.n > config_->max_batch) {
+  if (spec.sampling.n > config_->engine.max_sequences) {
     return "n = " + std::to_string(spec.sampling.n) + " choices, but the daemon decodes at most max_batch = " +
-           std::to_string(config_->max_batch) + " sequences together (" + config_->source +
+           std::to_string(config_->engine.max_sequences) + " sequences together (" + config_->source +
            "): lower n, or raise max_batch";
   }
   if (struct stat st;
@@ -85,7 +85,7 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
     return "model '" + spec.model + "' (" + it->second +
            ") has no chat template (tokenizer.chat_template is not in its GGUF): it is a base model or a conversion "
            "without one; submit plain prompts (/v1/completions) or use an instruct model";
-  const int64_t context = config_->context > 0 ? config_->context : facts->context_length();
+  const int64_t context = config_->engine.context > 0 ? config_->engine.context : facts->context_length();
   const int64_t max_tokens = spec.sampling.max_tokens;
   if (jobs::is_document_job(spec)) {  // the daemon keeps a long document's tail, in the room max_tokens leaves
     if (max_tokens < context) return "";

@@ -10,12 +10,14 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
@@ -58,7 +60,7 @@ std::string as_string(const Context& ctx, const std::string& key, const YAML::No
   return node.Scalar();
 }
 
-int as_int(const Context& ctx, const std::string& key, const YAML::Node& node, long long min, long long max) {
+long long as_int(const Context& ctx, const std::string& key, const YAML::Node& node, long long min, long long max) {
   if (!node.IsScalar()) reject(ctx, node, key + " must be an integer, got " + node_kind(node));
   long long v = 0;
   try {
@@ -70,7 +72,7 @@ int as_int(const Context& ctx, const std::string& key, const YAML::Node& node, l
     reject(ctx, node, key + " = " + std::to_string(v) + " is out of range: allowed " + std::to_string(min) +
                           ".." + std::to_string(max));
   }
-  return static_cast<int>(v);
+  return v;
 }
 
 bool as_bool(const Context& ctx, const std::string& key, const YAML::Node& node) {
@@ -112,7 +114,9 @@ std::string one_of(const Context& ctx, const YAML::Node& n, const std::string& k
 Option int_option(const char* name, const char* default_value, long long min, long long max, bool reloadable,
                   const char* doc, int Config::*member) {
   return {{name, "integer", default_value, doc, reloadable},
-          [=](Config& c, const YAML::Node& n, const Context& ctx) { c.*member = as_int(ctx, name, n, min, max); },
+          [=](Config& c, const YAML::Node& n, const Context& ctx) {
+            c.*member = static_cast<int>(as_int(ctx, name, n, min, max));
+          },
           same_member(member)};
 }
 
@@ -150,7 +154,7 @@ HttpConfig parse_http(const Context& ctx, const YAML::Node& n) {
       if (h.max_file_bytes == 0 || h.max_file_bytes > (1ull << 30))
         reject(ctx, v, "http.max_file_bytes must be between 1 byte and 1GiB (a file is held in the database)");
     } else if (key == "max_lines") {
-      h.max_lines = as_int(ctx, "http.max_lines", v, 1, 10'000'000);
+      h.max_lines = static_cast<int>(as_int(ctx, "http.max_lines", v, 1, 10'000'000));
     } else if (key == "models") {
       if (!v.IsMap()) reject(ctx, v, std::string("http.models must be a mapping of API-NAME: MODEL, got ") + node_kind(v));
       for (const auto& m : v) {
@@ -171,10 +175,70 @@ HttpConfig parse_http(const Context& ctx, const YAML::Node& n) {
   return h;
 }
 
+// An engine key's value, read as its type in the engine's table says.
+template <class T>
+void read_engine_value(T& member, const OptionInfo& info, const YAML::Node& n, const Context& ctx) {
+  if constexpr (std::is_same_v<T, bool>) {
+    member = as_bool(ctx, info.name, n);
+  } else if constexpr (std::is_same_v<T, uint64_t>) {  // a size: 8GiB
+    try {
+      member = parse_option_bytes(info.name, as_string(ctx, info.name, n));
+    } catch (const Error& e) {
+      reject(ctx, n, e.what());
+    }
+  } else if constexpr (std::is_integral_v<T>) {
+    member = static_cast<T>(as_int(ctx, info.name, n, info.min, info.max));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    member = as_string(ctx, info.name, n);
+  } else {  // a Choice: io_mode, cache_policy
+    try {
+      member = T::parse(as_string(ctx, info.name, n));
+    } catch (const Error& e) {
+      reject(ctx, n, e.what());
+    }
+  }
+}
+
+template <class T>
+const char* yaml_type(const T&) {
+  if constexpr (std::is_same_v<T, bool>) return "boolean";
+  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint64_t>) return "integer";
+  else return "string";
+}
+
+// The engine's config keys: the rows of its table (EngineOptions::for_each)
+// marked config_key, with the daemon's defaults (Config::engine). Each is
+// applied at the next model load.
+std::vector<Option> engine_rows() {
+  static const Config defaults = default_config();
+  // The rows' strings must outlive the table (ConfigOption holds char pointers; a deque never moves them).
+  static std::deque<std::string> texts;
+  std::vector<Option> rows;
+  EngineOptions::for_each(defaults.engine, [&](const auto& value, const OptionInfo& info) {
+    if (!info.config_key) return;
+    const std::string name = info.name;
+    texts.push_back(option_text(value));
+    const char* default_text = texts.back().c_str();
+    texts.push_back(std::string(info.doc) + " (applies at the next model load)");
+    const char* doc = texts.back().c_str();
+    rows.push_back({{info.name, yaml_type(value), default_text, doc, true},
+                    [name](Config& c, const YAML::Node& n, const Context& ctx) {
+                      EngineOptions::for_each(c.engine, [&](auto& member, const OptionInfo& i) {
+                        if (name == i.name) read_engine_value(member, i, n, ctx);
+                      });
+                    },
+                    [name](const Config& a, const Config& b) {
+                      return engine_option_text(a.engine, name) == engine_option_text(b.engine, name);
+                    }});
+  });
+  return rows;
+}
+
 // The one table of options. examples/config.yaml documents each of them (a
 // unit test keeps the two in step).
 const std::vector<Option>& option_table() {
-  static const std::vector<Option> kOptions = {
+  static const std::vector<Option> kOptions = [] {
+    std::vector<Option> rows = {
       {{"database", "string", "\"\"",
         "the queue: a SQLite file (relative to this file's directory) or a postgresql:// URL shared by a fleet "
         "(docs/fleet.md). Empty: $NIGHTSHIFT_DB, else ./nightshift.db",
@@ -224,36 +288,6 @@ const std::vector<Option>& option_table() {
          }
        },
        [](const Config& a, const Config& b) { return a.models == b.models && a.chat_templates == b.chat_templates; }},
-      int_option("threads", "0", 0, 4096, true, "compute threads; 0 = all cores (applies at the next model load)", &Config::threads),
-      int_option("thread_spin_us", "200", 0, 100000, true,
-                 "microseconds a compute thread spins for the next parallel job (or for the others to finish) "
-                 "before it sleeps; backs off by itself when the machine is busy; 0 = never spin (applies at the "
-                 "next model load)",
-                 &Config::thread_spin_us),
-      int_option("context", "0", 0, 1 << 24, true,
-                    "the longest job in tokens (prompt + max_tokens); 0 = the model's own length (context_length); the KV cache "
-                    "all jobs share is sized within memory_budget (docs/long-context.md; applies at the next model load)", &Config::context),
-      {{"memory_budget", "string", "0",
-        "memory the engine plans within (e.g. 8GiB, 2500MiB); 0 = what the machine has (applies at the next model load)",
-        true},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         const std::string v = as_string(ctx, "memory_budget", n);
-         // A bare number is bytes to parse_size: `2048` meant MiB or GiB and failed only at the model's load.
-         if (v != "0" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
-           reject(ctx, n, "memory_budget: " + v + " has no unit (it would be " + v + " bytes): write " + v +
-                              "MiB or " + v + "GiB, or 0 for what the machine has");
-         }
-         try {
-           c.memory_budget = v == "0" ? 0 : parse_size(v);
-         } catch (const Error& e) {
-           reject(ctx, n, std::string("memory_budget: ") + e.what());
-         }
-       },
-       same_member(&Config::memory_budget)},
-      choice_option("io_mode", "uring", {"uring", "pread", "mmap"}, true,
-                    "how routed experts are read: uring (io_uring, O_DIRECT), pread (threads), mmap (page cache "
-                    "baseline)",
-                    &Config::io_mode),
       {{"cpu_features", "string", "auto",
         "which compute kernels run: auto (the best this CPU has), avx512 (AVX-512 with VNNI), avx2 or scalar "
         "(the reference); a path the CPU lacks is an error naming what it has. For comparisons and tests",
@@ -267,31 +301,6 @@ const std::vector<Option>& option_table() {
          }
        },
        same_member(&Config::cpu_features)},
-      {{"repack_experts", "boolean", "true",
-        "rewrite Q4_0 experts into the kernels' interleaved layout (16 rows at a time) as they land in the expert "
-        "cache: faster matrix products, the same logits; false keeps the file's layout, for comparisons "
-        "(applies at the next model load)",
-        true},
-       [](Config& c, const YAML::Node& n, const Context& ctx) { c.repack_experts = as_bool(ctx, "repack_experts", n); },
-       same_member(&Config::repack_experts)},
-      {{"preload_experts", "boolean", "true",
-        "when memory_budget holds every routed expert, read them all at model load (one pass, as a mapped engine "
-        "holds its whole model) so no job waits for an expert's first read; false reads each on first use "
-        "(applies at the next model load)",
-        true},
-       [](Config& c, const YAML::Node& n, const Context& ctx) { c.preload_experts = as_bool(ctx, "preload_experts", n); },
-       same_member(&Config::preload_experts)},
-      int_option("max_batch", "8", 1, 1024, true,
-                 "jobs of one model decoded together, each expert read once per step for all of them; the KV "
-                 "cache holds max_batch x context tokens (halved at load until it fits memory_budget); 1 = one "
-                 "job at a time (applies at the next model load)",
-                 &Config::max_batch),
-      int_option("prefix_cache", "2", 0, 64, true,
-                 "prompt-prefix snapshots kept so jobs whose prompts begin alike (a JSONL batch's system prompt, a "
-                 "--dir batch's template) prefill the common part once (docs/batching.md); each holds its tokens' "
-                 "rows of the KV cache while kept, and one sequence's recurrent state on KDA/delta-net models; "
-                 "0 = off (applies at the next model load)",
-                 &Config::prefix_cache),
       choice_option("claim_models", "any", {"any", "configured"}, true,
                     "which jobs this daemon claims: any (a job naming a model not under models: goes back to the "
                     "queue, and the daemon says so) or "
@@ -339,7 +348,12 @@ const std::vector<Option>& option_table() {
         false},
        [](Config& c, const YAML::Node& n, const Context& ctx) { c.http = parse_http(ctx, n); },
        same_member(&Config::http)},
-  };
+    };
+    // The engine's keys after models:, as the examples list them.
+    const std::vector<Option> engine = engine_rows();
+    rows.insert(rows.begin() + 2, engine.begin(), engine.end());
+    return rows;
+  }();
   return kOptions;
 }
 

@@ -1,5 +1,7 @@
 // nightshiftd's configuration: a YAML file whose keys are all listed in one
 // table (config_options()), each with a type, a default and a line of docs.
+// The engine's keys are rows of the engine's own table (EngineOptions::for_each,
+// engine/engine_options.h), read into Config::engine as they are declared there.
 //
 // Contract: load_config() throws ns::Error(invalid_input) naming the file and
 // line for an unknown key (listing the valid ones), a value of the wrong type
@@ -11,6 +13,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "engine/engine_options.h"
 
 namespace ns::daemon {
 
@@ -40,16 +44,11 @@ struct Config {
   std::map<std::string, std::string> models;  // name -> absolute GGUF path
   // name -> the override of its chat template (models.NAME.chat_template): a family name, or a template's text
   std::map<std::string, std::string> chat_templates;
-  int threads = 0;                            // 0 = all cores
-  int thread_spin_us = 200;                   // a pool wait's spin before blocking (= ThreadPool::kDefaultSpinUs); 0 = never
-  int context = 0;                            // 0 = the model's own length (docs/long-context.md)
-  uint64_t memory_budget = 0;                 // bytes the engine plans within; 0 = what the machine has
-  std::string io_mode = "uring";              // uring | pread | mmap: how routed experts are read
+  // threads, context, memory_budget, io_mode, max_batch (engine.max_sequences), ...: the engine's keys, as
+  // the daemon loads every model (the table: engine/engine_options.h). The daemon's defaults differ from a
+  // bare engine's in two: 8 jobs decoded together, and 2 prompt-prefix snapshots.
+  EngineOptions engine{.max_sequences = 8, .prefix_cache = 2};
   std::string cpu_features = "auto";          // auto | avx512 | avx2 | scalar: the kernels' ISA path
-  bool preload_experts = true;                // a budget that holds every expert reads them all at load
-  bool repack_experts = true;                 // Q4_0 experts into the kernels' interleaved layout as they land
-  int max_batch = 8;                          // jobs decoded together; 1 = one at a time
-  int prefix_cache = 2;                       // prompt-prefix snapshots kept (prefix sharing); 0 = off
   std::string claim_models = "any";           // any | configured: which jobs this daemon claims
   std::string log_level = "info";
   int poll_interval_ms = 1000;                // idle wait between claims

@@ -17,6 +17,15 @@
 namespace ns::daemon {
 namespace {
 
+// "threads 0, thread_spin_us 200, ...": the options a model loads with, named as the config names them.
+std::string options_text(const EngineOptions& o) {
+  std::string s;
+  EngineOptions::for_each(o, [&](const auto& value, const OptionInfo& info) {
+    if (info.config_key) s += (s.empty() ? "" : ", ") + std::string(info.name) + " " + option_text(value);
+  });
+  return s;
+}
+
 std::string known_models(const std::map<std::string, std::string>& models) {
   if (models.empty()) return "none are configured";
   std::string list;
@@ -107,7 +116,8 @@ void EngineHost::load(const std::string& model, const std::string& path, const W
 
   // Free the previous model first: two models may not fit in memory together.
   drop();
-  spdlog::info("loading model {} from {} (batches of up to {} jobs)", model, path, options.engine.max_sequences);
+  spdlog::info("loading model {} from {} (batches of up to {} jobs; {})", model, path, options.engine.max_sequences,
+               options_text(options.engine));
   const auto t0 = std::chrono::steady_clock::now();
   EngineOptions eo = options.engine;
   // The KV cache grows with the batch: a budget that cannot hold max_batch
@@ -163,12 +173,8 @@ void EngineHost::drop() {
 bool EngineHost::stale(const WorkerOptions& options, const WorkerOptions& loaded_with) const {
   if (!engine_) return false;
   const auto it = options.models.find(model_);
-  const EngineOptions &now = options.engine, &was = loaded_with.engine;
-  return it == options.models.end() || it->second != path_ || now.threads != was.threads ||
-         now.thread_spin_us != was.thread_spin_us ||
-         now.context != was.context || now.memory_budget != was.memory_budget || now.io_mode != was.io_mode ||
-         now.repack_experts != was.repack_experts || now.preload_experts != was.preload_experts ||
-         now.max_sequences != was.max_sequences || now.prefix_cache != was.prefix_cache;
+  // Every engine option, a new one included (EngineOptions::operator==).
+  return it == options.models.end() || it->second != path_ || options.engine != loaded_with.engine;
 }
 
 std::string EngineHost::render_prompt(const jobs::Job& job) const {

@@ -14,16 +14,8 @@ WorkerOptions worker_options_from(const Config& config) {
   o.chat_templates = config.chat_templates;
   o.config_source = config.source;
   o.claim_configured_only = config.claim_models == "configured";
-  o.engine.threads = config.threads;
-  o.engine.thread_spin_us = config.thread_spin_us;
-  o.engine.context = config.context;
-  o.engine.memory_budget = config.memory_budget;
-  o.engine.io_mode = config.io_mode;
-  o.engine.repack_experts = config.repack_experts;
-  o.engine.preload_experts = config.preload_experts;
+  o.engine = config.engine;  // every engine key at once (engine/engine_options.h)
   o.cpu_features = config.cpu_features;
-  o.engine.max_sequences = config.max_batch;
-  o.engine.prefix_cache = config.prefix_cache;
   o.poll_interval_ms = config.poll_interval_ms;
   o.lease_ms = config.lease_ms;
   o.checkpoint_tokens = config.checkpoint_tokens;

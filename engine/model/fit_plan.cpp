@@ -64,7 +64,7 @@ Candidate weigh(const FitInputs& in, const ModelOptions& opts, int64_t n_seq, in
   c.pool_rows = st.pool_rows();
   // The scratch that grows with the context, for the longest sequence this pool admits.
   c.scratch = in.context_scratch(std::min(n_ctx, st.pool_rows()), tokens);
-  if (opts.streaming.io_mode != "mmap") {
+  if (opts.streaming.io_mode != IoMode::mmap) {
     stream::BudgetInputs b;
     b.memory_budget = in.memory_budget;
     b.budget_source = in.budget_source;
@@ -115,9 +115,9 @@ FitPlan plan_fit(const FitInputs& in, const ModelOptions& opts) {
   // memory budget bounds.
   p.context = std::max<int64_t>(opts.context > 0 ? opts.context : hp.n_ctx_train, 8);
   p.sequences_asked = std::max<int64_t>(1, opts.n_seq);
-  int64_t chunk = opts.max_batch;
+  int64_t chunk = opts.max_batch_tokens;
   if (chunk <= 0) {
-    const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";
+    const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != IoMode::mmap;
     chunk = prefill_chunk_tokens(in.memory_budget, activation_bytes_per_token(hp, in.buffers, predict));
   }
   const int64_t n_ctx = p.context;

@@ -138,17 +138,14 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   const uint64_t rss = current_rss_bytes(), owned = m->owned_weights_.empty() ? 0 : t.repacked_bytes();
   const uint64_t rss_before_buffers = rss > owned ? rss - owned : 0;
   m->pool_ = std::make_unique<ThreadPool>(opts.threads, opts.thread_spin_us);
-  // Bad settings are named before any plan is made for them (setup_streaming checks them again).
-  check_io_mode(opts.streaming.io_mode);
-  stream::parse_cache_policy(opts.streaming.cache_policy);
-  const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != "mmap";
+  const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != IoMode::mmap;
   const int threads = m->pool_->size();
 
   // What fits (fit_plan.h), decided once from the sizes; every buffer is then
   // allocated below: one that cannot be had is this configuration against
   // this machine, named with its sizes, never a std::bad_alloc out of the engine.
   int64_t n_ctx = std::max<int64_t>(opts.context > 0 ? opts.context : hp.n_ctx_train, 8);
-  int64_t n_seq = std::max<int64_t>(1, opts.n_seq), B = std::max<int64_t>(opts.max_batch, n_seq);
+  int64_t n_seq = std::max<int64_t>(1, opts.n_seq), B = std::max<int64_t>(opts.max_batch_tokens, n_seq);
   try {
     FitInputs in;
     in.path = path;
@@ -170,7 +167,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
       const stream::DefaultBudget d = stream::default_memory_budget();
       in.memory_budget = d.bytes;
       in.budget_source = d.describe();
-      if (opts.streaming.io_mode != "mmap") spdlog::info("memory_budget 0: planning with {}", d.describe());
+      if (opts.streaming.io_mode != IoMode::mmap) spdlog::info("memory_budget 0: planning with {}", d.describe());
     }
     // Refused before mapping, not at the mapping (a plan-only load maps nothing).
     if (!opts.streaming.plan_only) in.address_space = stream::address_space_limit();
@@ -181,7 +178,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     n_ctx = fit.context;
     n_seq = fit.sequences;
     B = fit.prefill_chunk;
-    if (opts.max_batch <= 0) spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
+    if (opts.max_batch_tokens <= 0)
+      spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
 
     ForwardState& s = m->state_;
     size_forward_state(hp, bs, B, threads, predict, &s);

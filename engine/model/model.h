@@ -34,7 +34,7 @@ struct ModelOptions {
   // Tokens per forward call (a prefill chunk, or one token of many sequences).
   // 0: sized from the memory budget (prefill_chunk_tokens()). Never below
   // n_seq: a decode step takes one token of every sequence.
-  int64_t max_batch = 0;
+  int64_t max_batch_tokens = 0;
   int64_t n_seq = 1;        // sequences the KV cache holds at once (jobs decoded together)
   // Fewer sequences than n_seq when the memory plan holds no more (plan_fit,
   // fit_plan.h): the daemon's and `model info`'s; off, such a load fails.
@@ -48,7 +48,8 @@ struct ModelOptions {
   // rows come from the KV pool and whose sliding rings and recurrent state
   // the memory plan counts. 0: none, prefix sharing off.
   int64_t prefix_cache = 0;
-  StreamingOptions streaming;  // memory_budget, io_mode, cache policy (weight_streaming.h)
+  // memory_budget, io_mode, cache policy (weight_streaming.h), and the switches only tests and benches set.
+  StreamingOptions streaming;
   ArchOptions arch;            // choices the file leaves open (engine/arch/architecture.h)
 };
 
@@ -74,7 +75,7 @@ class Model {
   const gguf::GgufSet& files() const { return *files_; }
   int64_t n_ctx() const { return seqs_->n_ctx(); }
   int64_t n_vocab() const { return hp_.n_vocab; }
-  int64_t max_batch() const { return state_.max_batch; }
+  int64_t max_batch_tokens() const { return state_.max_batch; }  // tokens per forward pass
   const SequenceState& sequence_state() const { return *seqs_; }
   // What plan_fit chose at load (sequences, KV pool, prefill chunk) and why.
   const FitPlan& fit() const { return fit_; }
@@ -91,7 +92,7 @@ class Model {
   size_t repacked_tensors() const { return repacked_tensors_; }
   uint64_t repacked_bytes() const { return repacked_bytes_; }
 
-  // Runs tokens at positions [pos0, pos0 + n) (n <= max_batch(), pos0 + n <= n_ctx()).
+  // Runs tokens at positions [pos0, pos0 + n) (n <= max_batch_tokens(), pos0 + n <= n_ctx()).
   // logits receives [n][n_vocab] when all_logits, else [1][n_vocab] for the last token.
   // Sequence 0 only: a convenience over forward_batch().
   void forward(std::span<const int32_t> tokens, int64_t pos0, bool all_logits, std::vector<float>& logits);

@@ -53,24 +53,20 @@ stream::StreamStats WeightStreaming::stats() const {
   return stream::snapshot(*reader, cache.get());
 }
 
-void check_io_mode(const std::string& io_mode) {
-  if (io_mode != "mmap") stream::parse_io_mode(io_mode);
-}
-
 std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> tensors,
                                                  const StreamingOptions& opts,
                                                  const std::optional<stream::BudgetPlan>& plan) {
-  check_io_mode(opts.io_mode);
-  const stream::CachePolicy policy = stream::parse_cache_policy(opts.cache_policy);
+  const stream::CachePolicy policy =
+      opts.cache_policy == CachePolicy::lru ? stream::CachePolicy::lru : stream::CachePolicy::lfu;
   auto ws = std::make_unique<WeightStreaming>();
   ws->layout = stream::ExpertLayout::from_tensors(tensors, f.path());
-  if (opts.io_mode == "mmap") {
+  if (opts.io_mode == IoMode::mmap) {
     spdlog::info("{}: io_mode mmap: weights are read through the page cache; memory_budget is not enforced",
                  f.path());
     return ws;
   }
 
-  if (!plan) throw Error(ErrorKind::internal, f.path() + ": io_mode " + opts.io_mode + " without a memory plan");
+  if (!plan) throw Error(ErrorKind::internal, f.path() + ": io_mode " + opts.io_mode.name() + " without a memory plan");
   ws->plan = *plan;
   ws->planned = true;
   spdlog::info("memory plan for {}:\n{}", f.path(), ws->plan.describe());
@@ -81,7 +77,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::sp
     spdlog::warn("{}: madvise(MADV_RANDOM) refused ({}): page-fault read-ahead may pull expert weights into memory",
                  f.path(), std::strerror(errno));
   stream::ReaderOptions ro;
-  ro.mode = stream::parse_io_mode(opts.io_mode);
+  ro.mode = opts.io_mode == IoMode::pread ? stream::IoMode::pread : stream::IoMode::uring;
   const size_t devices = std::max<size_t>(f.n_devices(), 1);
   ro.queue_depth = opts.io_queue_depth * static_cast<uint32_t>(std::min<size_t>(devices, 64));
   if (devices > 1)

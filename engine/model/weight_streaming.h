@@ -7,7 +7,7 @@
 //   the model has routed-expert stacks, opens a reader on the model's files
 //   (every shard of a split set, file index i = shard i, as TensorInfo::file
 //   counts) and an expert cache of plan.cache_experts slots.
-//   It throws ns::Error(invalid_input) for a bad io_mode / cache_policy.
+//   io_mode and cache_policy arrive parsed (engine_options.h: the edges name a bad one).
 // - memory_budget 0 means "what this process may use": the lower of its
 //   cgroup memory limit and the machine's memory, minus headroom
 //   (stream::default_memory_budget, memory_limit.h); the plan's first line
@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 
+#include "engine/engine_options.h"
 #include "engine/forward_state.h"
 #include "engine/gguf/gguf_set.h"
 #include "engine/stream/budget_planner.h"
@@ -37,12 +38,13 @@ namespace ns {
 
 struct StreamingOptions {
   uint64_t memory_budget = 0;        // bytes; 0 = what the machine has (see above)
-  std::string io_mode = "uring";     // uring | pread | mmap
-  std::string cache_policy = "lfu";  // lru | lfu
+  IoMode io_mode = IoMode::uring;
+  CachePolicy cache_policy = CachePolicy::lfu;
   // Reads in flight per device the model's files sit on: a split model whose
   // shards lie on k devices (GgufSet::n_devices) gets a reader of k times
   // this depth, so each disk can be kept as busy as one alone.
   uint32_t io_queue_depth = 16;
+  // Test-only switches (no config key or flag; tests and benches set them): prediction, its width, a cap.
   bool predict_experts = true;       // prefetch the next layer's experts from the current hidden state
   // Experts prefetched per token: its best predicted ones for the next
   // layer; 0 = as many as it uses. A wrong guess costs a whole expert read,
@@ -82,8 +84,6 @@ struct WeightStreaming {
   // Counters since load (zeros in mmap mode).
   stream::StreamStats stats() const;
 };
-
-void check_io_mode(const std::string& io_mode);  // throws Error(invalid_input) naming the accepted modes
 
 // `tensors` are the ones the model reads (Model::tensors()): the expert layout
 // and the plan cover those only, so tensors a file carries but the model skips

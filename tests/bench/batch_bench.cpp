@@ -233,7 +233,7 @@ int cmd_decode(const Args& a) {
   std::printf("model %s, io_mode %s, budget %s, %lld sequences of %lld context, forward pass up to %lld tokens\n",
               a.model.c_str(), a.io_mode.c_str(), a.budget ? format_size(a.budget).c_str() : "auto",
               static_cast<long long>(m->n_seq()), static_cast<long long>(m->n_ctx()),
-              static_cast<long long>(m->max_batch()));
+              static_cast<long long>(m->max_batch_tokens()));
   print_plan(*m);
   warm(*m, a);
   const double disk_bytes_s = a.disk_gib_s * double(1ull << 30);
@@ -307,7 +307,7 @@ int cmd_prefill(const Args& a) {
   if (mo.context <= 0) mo.context = std::max(a.prompt_tokens, a.warm_tokens) + 64;
   auto m = ns::Model::load(a.model, mo);
   std::printf("model %s, io_mode %s, budget %s, forward pass up to %lld tokens\n", a.model.c_str(), a.io_mode.c_str(),
-              a.budget ? format_size(a.budget).c_str() : "auto", static_cast<long long>(m->max_batch()));
+              a.budget ? format_size(a.budget).c_str() : "auto", static_cast<long long>(m->max_batch_tokens()));
   print_plan(*m);
   std::fflush(stdout);
   warm(*m, a);
@@ -336,7 +336,7 @@ int cmd_spread(const Args& a) {
   ns::ModelOptions mo;
   load_opts(a, 1, mo);
   if (mo.context <= 0) mo.context = a.tokens + 8;
-  mo.max_batch = std::max(a.tokens, 1);
+  mo.max_batch_tokens = std::max(a.tokens, 1);
   auto m = ns::Model::load(a.model, mo);
   ns::RoutingSpread spread;
   m->set_routing_observer([&spread](const ns::RoutingEvent& e) { spread.observe(e); });
@@ -382,7 +382,7 @@ int cmd_prefix(const Args& a) {
   auto m = ns::Model::load(a.model, mo);
   std::printf("model %s, io_mode %s, budget %s, %lld sequences at a time, forward pass up to %lld tokens\n",
               a.model.c_str(), a.io_mode.c_str(), a.budget ? format_size(a.budget).c_str() : "auto",
-              static_cast<long long>(m->n_seq()), static_cast<long long>(m->max_batch()));
+              static_cast<long long>(m->n_seq()), static_cast<long long>(m->max_batch_tokens()));
   print_plan(*m);
   warm(*m, a);
   const std::string prefix = random_prompt(m->tokenizer(), a.prefix_tokens, a.seed + 7000) + " ";

@@ -346,7 +346,7 @@ TEST_CASE("logits agree with the reference at the end of long prompts (32K token
     const int64_t last = static_cast<int64_t>(last_top.size());
     ns::ModelOptions mo;
     mo.context = n + static_cast<int64_t>(doc["greedy"].size()) + 1;
-    mo.max_batch = 1024;  // big prefill chunks
+    mo.max_batch_tokens = 1024;  // big prefill chunks
     auto model = ns::Model::load(path, mo);
     std::vector<int32_t> toks(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
@@ -354,8 +354,8 @@ TEST_CASE("logits agree with the reference at the end of long prompts (32K token
     toks[0] = doc["first_token"].get<int32_t>();  // the vocabulary's BOS, as the reference put it
     std::vector<float> logits;
     const std::span<const int32_t> all(toks);
-    for (int64_t at = 0; at < n - last; at += model->max_batch()) {
-      const int64_t len = std::min(n - last - at, model->max_batch());
+    for (int64_t at = 0; at < n - last; at += model->max_batch_tokens()) {
+      const int64_t len = std::min(n - last - at, model->max_batch_tokens());
       model->forward(all.subspan(static_cast<size_t>(at), static_cast<size_t>(len)), at, false, logits);
     }
     TieWatch ties;

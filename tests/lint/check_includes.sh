@@ -18,7 +18,7 @@ set -euo pipefail
 # leaf modules the CLI uses at submit time (chat rendering, JSON schema to
 # grammar, the logprobs encoding).
 FACADE=(
-  engine/engine.h engine/generation.h engine/batch_stats.h engine/model_report.h
+  engine/engine.h engine/engine_options.h engine/generation.h engine/batch_stats.h engine/model_report.h
   engine/sampler/logprobs.h
   engine/chat/chat_template.h engine/chat/chat_messages_json.h engine/chat/jinja.h engine/chat/tool_calls.h
   engine/grammar/grammar.h engine/grammar/json_schema.h
@@ -31,6 +31,7 @@ FACADE=(
 engine_group() {
   case "$1" in
     engine/util/*) echo "util 0" ;;
+    engine/engine_options.*) echo "options 0" ;;  # the option table: every layer may read it
     engine/gguf/*) echo "gguf 1" ;;
     engine/kernels/*) echo "kernels 2" ;;
     engine/tokenizer/*) echo "tokenizer 2" ;;

@@ -49,7 +49,7 @@ void prefill(Model& m, std::span<const int32_t> toks, int64_t chunk, bool all, s
 
 // Every cut point p (fresh sequence, prompt[0..p]) against the whole prompt.
 Finding cut_prompts(const std::string& path, int64_t chunk, ArchOptions arch = {}) {
-  auto m = Model::load(path, {.context = 128, .max_batch = chunk, .arch = arch});
+  auto m = Model::load(path, {.context = 128, .max_batch_tokens = chunk, .arch = arch});
   const std::vector<int32_t> toks = m->tokenizer().encode(kText, false, true);
   REQUIRE(toks.size() > static_cast<size_t>(2 * chunk));
   const int64_t n_vocab = m->n_vocab(), n = static_cast<int64_t>(toks.size());

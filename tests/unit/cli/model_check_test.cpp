@@ -52,7 +52,7 @@ TEST_CASE("without a config, or one without models, nothing is checked") {
 TEST_CASE("n above max_batch is refused with the limit; a file that exists but is no GGUF is the daemon's to judge") {
   ns::daemon::Config config;
   config.source = "/etc/nightshift/config.yaml";
-  config.max_batch = 4;
+  config.engine.max_sequences = 4;
   config.models = {{"here", "/proc/self/status"}};  // exists, readable, not a GGUF
   ModelCheck check(config);
   ns::jobs::JobSpec s = job("here");

@@ -50,9 +50,9 @@ TEST_CASE("an empty config gives every default") {
     Config c = parse_config(text, "/etc/nightshift/config.yaml");
     CHECK(c.database.empty());
     CHECK(c.models.empty());
-    CHECK(c.threads == 0);
-    CHECK(c.thread_spin_us == ns::ThreadPool::kDefaultSpinUs);  // the config's default is the pool's
-    CHECK(c.context == 0);
+    CHECK(c.engine.threads == 0);
+    CHECK(c.engine.thread_spin_us == ns::ThreadPool::kDefaultSpinUs);  // the config's default is the pool's
+    CHECK(c.engine.context == 0);
     CHECK(c.log_level == "info");
     CHECK(c.poll_interval_ms == 1000);
     CHECK(c.worker_id.empty());
@@ -81,11 +81,11 @@ prefix_cache: 0
   CHECK(c.models.at("tiny") == "/etc/nightshift/models/tiny.gguf");
   CHECK(c.models.at("big") == "/srv/models/big.gguf");
   CHECK(c.models.at("up") == "/etc/shared/up.gguf");
-  CHECK(c.threads == 6);
-  CHECK(c.thread_spin_us == 0);
-  CHECK(c.context == 8192);
-  CHECK(c.prefix_cache == 0);  // prefix sharing off (default 2)
-  CHECK(default_config().prefix_cache == 2);
+  CHECK(c.engine.threads == 6);
+  CHECK(c.engine.thread_spin_us == 0);
+  CHECK(c.engine.context == 8192);
+  CHECK(c.engine.prefix_cache == 0);  // prefix sharing off (default 2)
+  CHECK(default_config().engine.prefix_cache == 2);
   CHECK(c.log_level == "debug");
   CHECK(c.poll_interval_ms == 250);
   CHECK(c.worker_id == "night-1");
@@ -93,7 +93,7 @@ prefix_cache: 0
 
 TEST_CASE("a key with no value keeps its default") {
   Config c = parse_config("threads:\nmodels:\nlog_level: warn\n", "/x/c.yaml");
-  CHECK(c.threads == 0);
+  CHECK(c.engine.threads == 0);
   CHECK(c.models.empty());
   CHECK(c.log_level == "warn");
 }
@@ -335,16 +335,16 @@ TEST_CASE("log levels parse; unknown ones list the valid names") {
 
 TEST_CASE("memory_budget takes human sizes and io_mode names a read path") {
   Config c = parse_config("memory_budget: 2500MiB\nio_mode: pread\n", "/etc/nightshift/config.yaml");
-  CHECK(c.memory_budget == 2500ull << 20);
-  CHECK(c.io_mode == "pread");
-  CHECK(parse_config("memory_budget: 8GiB\n", "/x.yaml").memory_budget == 8ull << 30);
-  CHECK(parse_config("", "/x.yaml").memory_budget == 0);
+  CHECK(c.engine.memory_budget == 2500ull << 20);
+  CHECK(c.engine.io_mode == ns::IoMode::pread);
+  CHECK(parse_config("memory_budget: 8GiB\n", "/x.yaml").engine.memory_budget == 8ull << 30);
+  CHECK(parse_config("", "/x.yaml").engine.memory_budget == 0);
   CHECK(error_for("memory_budget: lots\n").find("memory_budget") != std::string::npos);
   // A bare number was bytes and failed only at the model's load (#31).
   const std::string bare = error_for("memory_budget: 2048\n");
   CHECK_MESSAGE(contains(bare, "memory_budget: 2048 has no unit (it would be 2048 bytes): write 2048MiB or 2048GiB"),
                 bare);
-  CHECK(parse_config("memory_budget: 0\n", "/x.yaml").memory_budget == 0);
+  CHECK(parse_config("memory_budget: 0\n", "/x.yaml").engine.memory_budget == 0);
   CHECK(error_for("io_mode: floppy\n").find("uring, pread, mmap") != std::string::npos);
 }
 
@@ -368,9 +368,9 @@ TEST_CASE("cpu_features: auto by default, a path this CPU has, else an error nam
 }
 
 TEST_CASE("repack_experts: true by default, a boolean, applied at the next model load") {
-  CHECK(parse_config("", "/x.yaml").repack_experts);
-  CHECK_FALSE(parse_config("repack_experts: false\n", "/x.yaml").repack_experts);
-  CHECK(parse_config("repack_experts: true\n", "/x.yaml").repack_experts);
+  CHECK(parse_config("", "/x.yaml").engine.repack_experts);
+  CHECK_FALSE(parse_config("repack_experts: false\n", "/x.yaml").engine.repack_experts);
+  CHECK(parse_config("repack_experts: true\n", "/x.yaml").engine.repack_experts);
   const std::string bad = error_for("threads: 1\nrepack_experts: maybe\n");
   CHECK_MESSAGE(contains(bad, "/etc/nightshift/config.yaml:2:"), bad);
   CHECK_MESSAGE(contains(bad, "repack_experts must be true or false, got 'maybe'"), bad);
@@ -379,8 +379,8 @@ TEST_CASE("repack_experts: true by default, a boolean, applied at the next model
 }
 
 TEST_CASE("preload_experts: true by default, a boolean, applied at the next model load") {
-  CHECK(parse_config("", "/x.yaml").preload_experts);
-  CHECK_FALSE(parse_config("preload_experts: false\n", "/x.yaml").preload_experts);
+  CHECK(parse_config("", "/x.yaml").engine.preload_experts);
+  CHECK_FALSE(parse_config("preload_experts: false\n", "/x.yaml").engine.preload_experts);
   const std::string bad = error_for("threads: 1\npreload_experts: sometimes\n");
   CHECK_MESSAGE(contains(bad, "preload_experts must be true or false, got 'sometimes'"), bad);
   CHECK(is_reloadable("preload_experts"));

@@ -43,7 +43,7 @@ std::string lite(const std::string& layout) {
 
 std::vector<float> prefill_logits(const std::string& path, const std::vector<int32_t>& toks,
                                   bool expanded_cache = false) {
-  auto m = Model::load(path, {.context = 64, .max_batch = 16, .arch = {.mla_expanded_cache = expanded_cache}});
+  auto m = Model::load(path, {.context = 64, .max_batch_tokens = 16, .arch = {.mla_expanded_cache = expanded_cache}});
   std::vector<float> logits;
   m->forward(toks, 0, true, logits);
   return logits;
@@ -123,7 +123,7 @@ TEST_CASE("deepseek2: the memory plan counts the scratch of expanded chunks, whi
   const auto load = [&](int64_t context, bool plan_only) {
     ModelOptions mo;
     mo.context = context;
-    mo.max_batch = 320;
+    mo.max_batch_tokens = 320;
     mo.streaming.io_mode = "pread";
     mo.streaming.memory_budget = 1ull << 30;
     mo.streaming.plan_only = plan_only;

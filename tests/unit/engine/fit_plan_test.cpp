@@ -35,7 +35,7 @@ struct Made {
 };
 
 ModelOptions options(int64_t context, int64_t n_seq, int64_t tokens, bool fewer = false) {
-  return {.context = context, .max_batch = tokens, .n_seq = n_seq, .fewer_sequences = fewer,
+  return {.context = context, .max_batch_tokens = tokens, .n_seq = n_seq, .fewer_sequences = fewer,
           .streaming = {.io_mode = "pread"}};
 }
 
@@ -129,7 +129,7 @@ TEST_CASE("plan_fit: nothing fits: the reason names the smallest budget that wou
 // `model info` get.
 TEST_CASE("plan_fit on a generated model: whole, fewer sequences, nothing") {
   const auto load = [](uint64_t budget, int64_t n_seq, int64_t tokens, bool fewer, int64_t kv_tokens = 0) {
-    return Model::load(test::moe_model(), {.context = 256, .max_batch = tokens, .n_seq = n_seq,
+    return Model::load(test::moe_model(), {.context = 256, .max_batch_tokens = tokens, .n_seq = n_seq,
                                            .fewer_sequences = fewer, .kv_tokens = kv_tokens,
                                            .streaming = {.memory_budget = budget, .io_mode = "pread",
                                                          .plan_only = true}});
@@ -140,7 +140,7 @@ TEST_CASE("plan_fit on a generated model: whole, fewer sequences, nothing") {
   CHECK(whole->n_seq() == 4);
   CHECK(whole->fit().kv_tokens == 4 * 256);
   CHECK(whole->sequence_state().pool_rows() == 4 * 256);
-  CHECK(whole->max_batch() == whole->fit().prefill_chunk);
+  CHECK(whole->max_batch_tokens() == whole->fit().prefill_chunk);
   CHECK(whole->fit().why.empty());
   // The plan's activations are what the load allocated.
   CHECK(whole->fit().activation_bytes ==

@@ -33,7 +33,7 @@ std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::som
 }  // namespace
 
 TEST_CASE("glm4moe: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
-  const ModelOptions mo{.context = 64, .max_batch = 32, .n_seq = 2};
+  const ModelOptions mo{.context = 64, .max_batch_tokens = 32, .n_seq = 2};
   auto m = Model::load(glm4(1), mo);
   const int64_t V = m->n_vocab();
   const std::vector<int32_t> a = prompt(V, 12, 0), b = prompt(V, 9, 1);
@@ -81,7 +81,7 @@ TEST_CASE("glm4moe: the NextN block is skipped: not loaded, not planned, and the
   REQUIRE(std::filesystem::file_size(with) > std::filesystem::file_size(without));
   const ModelOptions mo{.threads = 1,
                         .context = 32,
-                        .max_batch = 16,
+                        .max_batch_tokens = 16,
                         .streaming = {.memory_budget = 1ull << 30, .plan_only = true}};
   auto mw = Model::load(with, mo);
   auto mn = Model::load(without, mo);
@@ -121,7 +121,7 @@ TEST_CASE("glm4moe: the NextN block is skipped: not loaded, not planned, and the
   // And it computes the same logits.
   ModelOptions run;
   run.context = 32;
-  run.max_batch = 16;
+  run.max_batch_tokens = 16;
   auto rw = Model::load(with, run);
   auto rn = Model::load(without, run);
   const std::vector<int32_t> toks = prompt(rw->n_vocab(), 10, 2);

@@ -28,7 +28,7 @@ TEST_CASE("kimi-linear: attention cache rows for the MLA layers only, a fixed re
 }
 
 TEST_CASE("kimi-linear: a sequence that starts over at position 0 starts from zero state") {
-  auto m = Model::load(test::kimi_linear_model(), {.context = 32, .max_batch = 8});
+  auto m = Model::load(test::kimi_linear_model(), {.context = 32, .max_batch_tokens = 8});
   const std::vector<int32_t> a = {5, 77, 123, 9, 300}, b = {41, 42, 43, 44, 45, 46};
   test::check_restart_is_fresh(*m, a, b);
   // Continuing instead of restarting depends on the history: position 5 after a differs from after b.

@@ -65,7 +65,7 @@ TEST_CASE("SequenceState pool: first-fit ranges, no overlap, neighbours merge on
 
 TEST_CASE("the memory plan halves the KV pool, not the batch, until it fits the budget") {
   const ModelOptions mo{.context = 1 << 20,  // 64 x 1M tokens x 256 bytes: 16 GiB asked of 512 MiB
-                        .max_batch = 64,
+                        .max_batch_tokens = 64,
                         .n_seq = 64,
                         .streaming = {.memory_budget = 512ull << 20, .io_mode = "pread", .plan_only = true}};
   auto m = Model::load(test::moe_model(), mo);

@@ -22,7 +22,7 @@ namespace {
 std::unique_ptr<Model> load(const std::string& path, int64_t n_seq, int64_t prefix_cache, int64_t max_batch = 0,
                              int64_t kv_tokens = 0) {
   return Model::load(path, {.context = 1024,
-                            .max_batch = max_batch,
+                            .max_batch_tokens = max_batch,
                             .n_seq = n_seq,
                             .kv_tokens = kv_tokens,
                             .prefix_cache = prefix_cache});

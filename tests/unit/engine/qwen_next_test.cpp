@@ -37,7 +37,7 @@ TEST_CASE("qwen3next/qwen35moe: attention rows for the full-attention layers onl
 TEST_CASE("qwen3next/qwen35moe: a restarted sequence starts from zero state; a chunked prompt equals the whole") {
   for (const char* arch : {"qwen3next", "qwen35moe"}) {
     CAPTURE(arch);
-    auto m = Model::load(test::qwen_next_model(arch), {.context = 32, .max_batch = 8});
+    auto m = Model::load(test::qwen_next_model(arch), {.context = 32, .max_batch_tokens = 8});
     const std::vector<int32_t> a = {5, 77, 123, 9, 300, 17, 64}, b = {41, 42, 43, 44, 45, 46};
     const std::vector<float> first = test::check_restart_is_fresh(*m, a, b);
     // The same prompt in chunks of 3, 1 and 3 tokens: the state carries over.

@@ -199,7 +199,7 @@ std::vector<GenerationResult> run_batch(Batch& batch, const std::vector<Generati
 // batched kernels against the single-token path). `mo`: the other options.
 inline double batched_vs_sequential(const std::string& path, ModelOptions mo = {}, int n = 12) {
   mo.context = std::max(64, n);
-  mo.max_batch = std::max(16, n);
+  mo.max_batch_tokens = std::max(16, n);
   auto batched = Model::load(path, mo);
   mo.threads = 1;
   auto single = Model::load(path, mo);
