@@ -248,11 +248,13 @@ void SqliteQueue::drop_checkpoint(int64_t id) {
 
 std::vector<int64_t> SqliteQueue::takeable_leases(int64_t now) {
   const auto steady = std::chrono::steady_clock::now();
-  // A stopped worker released all it held: no need to watch. Any other
-  // reason to distrust a lease (expired, or its worker's clock ahead of this
-  // one: untrusted_lease_sql) is a reading of two wall clocks.
+  // A stopped worker released all it held, and one with no row is gone (a
+  // live daemon registers before it claims; an older release's jobs): no need
+  // to watch. Any other reason to distrust a lease (expired, or its worker's
+  // clock ahead of this one: untrusted_lease_sql) is a reading of two wall clocks.
   auto st = db_.cached("SELECT id, attempt, ifnull(lease_expires_ms, 0), worker, ifnull(" + untrusted_lease_sql("?1") +
-                       ", 0), worker IN (SELECT id FROM workers WHERE stopped_ms IS NOT NULL) "
+                       ", 0), worker IS NULL OR worker IN (SELECT id FROM workers WHERE stopped_ms IS NOT NULL) "
+                       "OR worker NOT IN (SELECT id FROM workers) "
                        "FROM jobs WHERE state = 'running' ORDER BY id");
   st->bind(1, now);
   std::map<int64_t, Watched> seen;

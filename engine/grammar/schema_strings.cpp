@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace ns::grammar {
 namespace {
 
@@ -71,26 +73,6 @@ const Ranges kSpace = normalized({{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x168
 const Ranges kDot = complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}});
 // Characters JSON writes escaped inside a string.
 const Ranges kJsonSpecial = {{0x00, 0x1F}, {'"', '"'}, {'\\', '\\'}};
-
-std::string utf8(uint32_t c) {
-  std::string s;
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  }
-  return s;
-}
 
 std::string hex(uint32_t v, int digits) {
   static const char* kHex = "0123456789ABCDEF";
@@ -422,7 +404,7 @@ class PatternCompiler {
     std::vector<std::string> alts;
     const Ranges plain = minus(set, kJsonSpecial);
     if (plain.size() == 1 && plain[0].first == plain[0].second) {
-      alts.push_back(literal(utf8(plain[0].first)));
+      alts.push_back(literal(encode_utf8(plain[0].first)));
     } else if (!plain.empty()) {
       std::string cls = "[";
       for (const auto& [lo, hi] : plain) cls += lo == hi ? class_char(lo) : class_char(lo) + "-" + class_char(hi);

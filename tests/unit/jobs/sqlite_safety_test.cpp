@@ -244,6 +244,20 @@ TEST_CASE("a full filesystem: a transient error naming the disk, and an intact d
 // watched unrenewed for lease_watch_ms (steady clock); a renewal restarts the
 // watch and is reported; a retry backoff further ahead than max_backoff_ms
 // (plus kClockBackMs) is claimable at once, a nearer one is waited out.
+// A job left running by a worker with no row (an older release's daemon, a
+// row pruned) is taken over as soon as its lease has expired: no one renews it.
+TEST_CASE("SQLite: an expired lease of an unregistered worker is taken at once, not watched") {
+  ns::test::TempDir dir;
+  const std::string path = dir.file("q.db");
+  auto holder = open_sqlite_queue(path);
+  auto rival = open_sqlite_queue(path, SqliteOptions{.lease_watch_ms = 600'000});
+  holder->submit(spec("left running"));
+  const std::optional<Job> j = holder->claim("gone", 1);
+  REQUIRE(j);
+  while (now_epoch_ms() <= j->lease_expires_ms) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(rival->recover_expired(Backoff{0, 0}).requeued == 1);
+}
+
 TEST_CASE("SQLite: distrusted leases are watched before a take-over; far-future backoffs are claimable") {
   ns::test::TempDir dir;
   const std::string path = dir.file("q.db");
@@ -254,6 +268,8 @@ TEST_CASE("SQLite: distrusted leases are watched before a take-over; far-future 
   auto rival = open_sqlite_queue(path, watching);
   const Backoff none{0, 0};
 
+  // A registered, live holder (a worker with no row is gone, and taken from at once).
+  REQUIRE(holder->register_worker(WorkerInfo{.id = "holder", .host = "h", .pid = 1}).empty());
   const int64_t id = holder->submit(spec("held")).id;
   const std::optional<Job> j = holder->claim("holder", 1);  // expires at once by every clock
   REQUIRE(j);
