@@ -78,7 +78,10 @@ bool ProgressPolicy::on_progress(RunningJob& run, const GenerationProgress& p) {
   const bool by_count = options_.checkpoint_tokens > 0 && unsaved >= options_.checkpoint_tokens;
   const bool by_time = options_.checkpoint_interval_ms > 0 &&
                        now - run.last_checkpoint >= std::chrono::milliseconds(options_.checkpoint_interval_ms);
-  if (p.tokens != nullptr && unsaved > 0 && (by_count || by_time) && now >= run.checkpoint_blocked_until) {
+  // A model file that took a SIGBUS during this pass (#30 F) made its tokens from zeros: the worker discards the
+  // pass after the step, so nothing of it may reach a checkpoint first (a resume would replay it).
+  if (p.tokens != nullptr && unsaved > 0 && (by_count || by_time) && now >= run.checkpoint_blocked_until &&
+      damaged_model_files().empty()) {
     run.last_checkpoint = now;
     try {
       if (!queue_.save_checkpoint(job.lease(), checkpoint_of(p.choices, job.spec.sampling.logprobs),
