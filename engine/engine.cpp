@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "engine/chat/model_chat_template.h"
-#include "engine/generation_batch.h"
+#include "engine/batch/generation_batch.h"
 #include "engine/gguf/gguf_set.h"
 #include "engine/gguf/map_guard.h"
 #include "engine/kernels/kernels.h"

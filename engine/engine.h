@@ -25,14 +25,14 @@
 
 #include "common/sampling_params.h"
 #include "engine/chat/model_chat_template.h"
-#include "engine/batch_stats.h"
-#include "engine/engine_options.h"
-#include "engine/generation.h"
+#include "engine/api/batch_stats.h"
+#include "engine/api/engine_options.h"
+#include "engine/api/generation.h"
 #include "engine/model_report.h"
 
 namespace ns {
 
-// EngineOptions: engine/engine_options.h (declared once, with its table).
+// EngineOptions: engine/api/engine_options.h (declared once, with its table).
 
 struct ModelSummary {
   std::string path, name, architecture;
@@ -69,7 +69,7 @@ struct LogitsReport {
 class Engine {
  public:
   // Several generations at once (continuous batching), up to max_sequences
-  // active: the step loop of engine/generation_batch.h (its contract; the
+  // active: the step loop of engine/batch/generation_batch.h (its contract; the
   // design - joining, KV rows, stats, grammars, choices - in docs/architecture.md).
   class Batch {
    public:

@@ -1,5 +1,5 @@
 // The engine's options as a command's flags (run, logits): each flag is a row
-// of the engine's table (EngineOptions::for_each, engine/engine_options.h),
+// of the engine's table (EngineOptions::for_each, engine/api/engine_options.h),
 // named --kebab-case of its key, documented by its doc line and parsed as the
 // config parses the key (a size needs a unit, a choice is one of its names).
 //

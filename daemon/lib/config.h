@@ -1,7 +1,7 @@
 // nightshiftd's configuration: a YAML file whose keys are all listed in one
 // table (config_options()), each with a type, a default and a line of docs.
 // The engine's keys are rows of the engine's own table (EngineOptions::for_each,
-// engine/engine_options.h), read into Config::engine as they are declared there.
+// engine/api/engine_options.h), read into Config::engine as they are declared there.
 //
 // Contract: load_config() throws ns::Error(invalid_input) naming the file and
 // line for an unknown key (listing the valid ones), a value of the wrong type
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine_options.h"
+#include "engine/api/engine_options.h"
 
 namespace ns::daemon {
 
@@ -45,7 +45,7 @@ struct Config {
   // name -> the override of its chat template (models.NAME.chat_template): a family name, or a template's text
   std::map<std::string, std::string> chat_templates;
   // threads, context, memory_budget, io_mode, max_batch (engine.max_sequences), ...: the engine's keys, as
-  // the daemon loads every model (the table: engine/engine_options.h). The daemon's defaults differ from a
+  // the daemon loads every model (the table: engine/api/engine_options.h). The daemon's defaults differ from a
   // bare engine's in two: 8 jobs decoded together, and 2 prompt-prefix snapshots.
   EngineOptions engine{.max_sequences = 8, .prefix_cache = 2};
   std::string cpu_features = "auto";          // auto | avx512 | avx2 | scalar: the kernels' ISA path

@@ -14,7 +14,7 @@ WorkerOptions worker_options_from(const Config& config) {
   o.chat_templates = config.chat_templates;
   o.config_source = config.source;
   o.claim_configured_only = config.claim_models == "configured";
-  o.engine = config.engine;  // every engine key at once (engine/engine_options.h)
+  o.engine = config.engine;  // every engine key at once (engine/api/engine_options.h)
   o.cpu_features = config.cpu_features;
   o.poll_interval_ms = config.poll_interval_ms;
   o.lease_ms = config.lease_ms;

@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/batch_stats.h"
+#include "engine/api/batch_stats.h"
 
 namespace ns::daemon {
 

@@ -1,7 +1,7 @@
 // One file per architecture: each describes its tensors once, in a table
-// (engine/model/tensor_table.h) that its loader, the memory plan and
+// (engine/spec/tensor_table.h) that its loader, the memory plan and
 // nightshift-make-model read, and computes one transformer layer over a batch.
-// Its quirks are settings it fills (ArchTraits, engine/model/hparams.h), not
+// Its quirks are settings it fills (ArchTraits, engine/spec/hparams.h), not
 // branches on its name in shared code. Adding one: its file, its tests and one
 // line in registry.cpp.
 // Embedding lookup, the final norm and the output head are shared (model.cpp).
@@ -10,12 +10,12 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/forward_state.h"
-#include "engine/model/hparams.h"
+#include "engine/state/forward_state.h"
+#include "engine/spec/hparams.h"
 #include "common/error.h"
-#include "engine/model/tensor_loader.h"
-#include "engine/model/tensor_table.h"
-#include "engine/sequence_state.h"
+#include "engine/spec/tensor_loader.h"
+#include "engine/spec/tensor_table.h"
+#include "engine/state/sequence_state.h"
 
 namespace ns {
 
@@ -66,7 +66,7 @@ struct ArchOptions {
 std::unique_ptr<Architecture> make_architecture(const Hparams& hp, TensorLoader& loader,
                                                 const ArchOptions& options = {});
 
-// Every tensor of a file of hp.arch, unbound (engine/model/tensor_table.h):
+// Every tensor of a file of hp.arch, unbound (engine/spec/tensor_table.h):
 // the output head (without output.weight when tied_output), then the blocks,
 // in the converter's file order. nightshift-make-model writes what this lists.
 // Throws ns::Error(bad_model) for an architecture this build does not run.

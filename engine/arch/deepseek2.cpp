@@ -13,7 +13,7 @@
 #include "engine/arch/layer_stack.h"
 #include "engine/layers/ffn.h"
 #include "engine/layers/mla_attention.h"
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 #include "common/error.h"
 
 namespace ns {

@@ -52,8 +52,8 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/layers/ffn.h"
 #include "engine/layers/yarn_rope.h"
-#include "engine/ops.h"
-#include "engine/sequence_state.h"
+#include "engine/state/ops.h"
+#include "engine/state/sequence_state.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns {

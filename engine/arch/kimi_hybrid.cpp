@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 #include "common/error.h"
 
 namespace ns {

@@ -45,7 +45,7 @@ struct KimiWeights {
 void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, KimiWeights& w);
 // The same, unbound.
 void kimi_hybrid_tensors(const KimiForm& form, const Hparams& hp, TensorTable& t);
-// The settings both architectures' files are read with (engine/model/hparams.h
+// The settings both architectures' files are read with (engine/spec/hparams.h
 // ArchTraits): none beyond the defaults; their quirks apply when the layers
 // are loaded (kimi-k3 adds a reader of its own keys: kimi_k3_traits).
 extern const ArchTraits kimi_hybrid_traits;

@@ -25,7 +25,7 @@
 #include "engine/arch/kimi_hybrid.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/layers/attn_residuals.h"
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 #include "common/error.h"
 
 namespace ns {

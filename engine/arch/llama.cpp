@@ -8,8 +8,8 @@
 #include "engine/arch/llama.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
-#include "engine/model/tensor_table.h"
-#include "engine/ops.h"
+#include "engine/spec/tensor_table.h"
+#include "engine/state/ops.h"
 #include "common/error.h"
 
 namespace ns {

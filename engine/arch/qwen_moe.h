@@ -22,5 +22,5 @@ struct QwenMoeFfn {
 void qwen_moe_ffn_tensors(TensorTable& t, const std::string& p, const Hparams& hp, QwenMoeFfn form, MoeWeights& moe);
 // The shared expert's width: expert_shared_feed_forward_length, else feed_forward_length.
 int64_t qwen_shexp_width(const Hparams& hp);
-extern const ArchTraits qwen_moe_traits;  // its quirks (engine/model/hparams.h ArchTraits)
+extern const ArchTraits qwen_moe_traits;  // its quirks (engine/spec/hparams.h ArchTraits)
 }

@@ -33,8 +33,8 @@
 #include "engine/layers/ffn.h"
 #include "engine/layers/gated_delta_net.h"
 #include "engine/layers/yarn_rope.h"
-#include "engine/ops.h"
-#include "engine/sequence_state.h"
+#include "engine/state/ops.h"
+#include "engine/state/sequence_state.h"
 #include "common/error.h"
 
 namespace ns {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/sequence_state.h"
-#include "engine/ops.h"
+#include "engine/state/sequence_state.h"
+#include "engine/state/ops.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns {

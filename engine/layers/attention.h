@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layers/yarn_rope.h"
-#include "engine/model/hparams.h"
-#include "engine/model/tensor_table.h"
+#include "engine/spec/hparams.h"
+#include "engine/spec/tensor_table.h"
 
 namespace ns {
 
@@ -54,7 +54,7 @@ struct GqaExtras {
 void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, const RopeParams& rope, int64_t il,
                    ForwardState& s);
 
-// The table entries (model/tensor_table.h) of GQA attention at layer prefix p
+// The table entries (spec/tensor_table.h) of GQA attention at layer prefix p
 // ("blk.N.") with hp's head counts and size: attn_q, attn_k, attn_v, then
 // (with `biases`, in x) attn_{q,k,v}.bias of that presence, then attn_output.
 void gqa_tensors(TensorTable& t, const std::string& p, const Hparams& hp, GqaWeights& w, GqaExtras* x = nullptr,

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns {

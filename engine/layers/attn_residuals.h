@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 
 namespace ns {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/sequence_state.h"
+#include "engine/state/sequence_state.h"
 #include "common/error.h"
 #include "engine/util/thread_pool.h"
 

@@ -23,7 +23,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 
 namespace ns {
 

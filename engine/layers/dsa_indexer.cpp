@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/sequence_state.h"
+#include "engine/state/sequence_state.h"
 #include "engine/util/thread_pool.h"
 #include "common/error.h"
 

@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layers/yarn_rope.h"
-#include "engine/model/hparams.h"
-#include "engine/model/tensor_table.h"
+#include "engine/spec/hparams.h"
+#include "engine/spec/tensor_table.h"
 
 namespace ns {
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <span>
 
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 #include "engine/stream/expert_cache.h"
 #include "common/error.h"
 

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 #include "engine/kernels/kernels.h"
-#include "engine/model/hparams.h"
-#include "engine/model/tensor_loader.h"
-#include "engine/model/tensor_table.h"
+#include "engine/spec/hparams.h"
+#include "engine/spec/tensor_loader.h"
+#include "engine/spec/tensor_table.h"
 
 namespace ns {
 
@@ -37,7 +37,7 @@ struct FfnWeights {
   const float* down_b = nullptr;
 };
 
-// The table entries (model/tensor_table.h) of a gated FFN of width n_ff at
+// The table entries (spec/tensor_table.h) of a gated FFN of width n_ff at
 // layer prefix p ("blk.N."): ffn_gate<suffix>, ffn_up<suffix>, ffn_down<suffix>
 // (suffix "" for a dense FFN, "_shexp" for shared experts), bound to w's matrices.
 void ffn_tensors(TensorTable& t, const std::string& p, const std::string& suffix, int64_t n_ff, int64_t n_embd,

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "engine/layers/layer_shape.h"
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 #include "common/error.h"
 
 // Buffer use (per-token widths from GdnShape, rows of s.n tokens):

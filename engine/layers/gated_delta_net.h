@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layers/delta_rule.h"
-#include "engine/model/hparams.h"
-#include "engine/model/tensor_loader.h"
-#include "engine/model/tensor_table.h"
+#include "engine/spec/hparams.h"
+#include "engine/spec/tensor_loader.h"
+#include "engine/spec/tensor_table.h"
 
 namespace ns {
 
@@ -70,7 +70,7 @@ struct GdnWeights {
   kernels::MatrixView out;        // [n_embd][value_dim]
 };
 
-// The table entries (model/tensor_table.h) of layer prefix p ("blk.N."), in
+// The table entries (spec/tensor_table.h) of layer prefix p ("blk.N."), in
 // the converter's order: attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias, ssm_a,
 // ssm_beta + ssm_alpha or ssm_ba, ssm_norm, ssm_out; bound to w.
 void gdn_tensors(TensorTable& t, const std::string& p, const GdnShape& sh, int64_t n_embd, GdnWeights& w);

@@ -6,8 +6,8 @@
 
 #include "engine/layers/delta_rule.h"
 #include "engine/layers/layer_shape.h"
-#include "engine/ops.h"
-#include "engine/sequence_state.h"
+#include "engine/state/ops.h"
+#include "engine/state/sequence_state.h"
 #include "common/error.h"
 
 // Buffer use (per-token widths from KdaShape, rows of s.n tokens):

@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layers/delta_rule.h"
-#include "engine/model/hparams.h"
-#include "engine/model/tensor_loader.h"
-#include "engine/model/tensor_table.h"
+#include "engine/spec/hparams.h"
+#include "engine/spec/tensor_loader.h"
+#include "engine/spec/tensor_table.h"
 
 namespace ns {
 
@@ -73,7 +73,7 @@ struct KdaForm {
   bool flat_a = false;          // ssm_a as [n_head] (kimi-k3), else [1, n_head, 1, 1]
 };
 
-// The table entries (model/tensor_table.h) of layer prefix p's ("blk.N.") KDA
+// The table entries (spec/tensor_table.h) of layer prefix p's ("blk.N.") KDA
 // in the converter's order: ssm_conv1d_q/k/v ([d_conv, 1, d_inner, 1]),
 // attn_q/k/v, ssm_f_a/_b, ssm_beta, ssm_a, ssm_dt.bias, the output gate,
 // ssm_norm, attn_output; bound to w.

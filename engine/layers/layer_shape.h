@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "common/error.h"
-#include "engine/model/hparams.h"
+#include "engine/spec/hparams.h"
 
 namespace ns {
 

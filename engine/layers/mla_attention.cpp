@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/sequence_state.h"
+#include "engine/state/sequence_state.h"
 #include "engine/layers/attention.h"
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 #include "common/error.h"
 #include "engine/util/thread_pool.h"
 

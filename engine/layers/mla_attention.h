@@ -34,11 +34,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layers/yarn_rope.h"
-#include "engine/model/tensor_loader.h"
-#include "engine/model/tensor_table.h"
+#include "engine/spec/tensor_loader.h"
+#include "engine/spec/tensor_table.h"
 
 namespace ns {
 
@@ -92,7 +92,7 @@ struct MlaWeights {
 // fused one when present; the generator writes the split one).
 enum class MlaLayout { split, fused, either };
 
-// The table entries (model/tensor_table.h) of layer prefix p's ("blk.N.") MLA
+// The table entries (spec/tensor_table.h) of layer prefix p's ("blk.N.") MLA
 // in the converter's order: attn_q_a_norm, attn_q_a, attn_q_b (or attn_q),
 // attn_kv_a_norm, attn_kv_a_mqa, the `layout`'s key/value expansion, attn_gate
 // of presence `gate` (kimi-k3's output gate), attn_output; bound to w.

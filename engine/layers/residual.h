@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/forward_state.h"
-#include "engine/ops.h"
+#include "engine/state/forward_state.h"
+#include "engine/state/ops.h"
 
 namespace ns {
 

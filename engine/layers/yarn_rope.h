@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "engine/model/hparams.h"
+#include "engine/spec/hparams.h"
 
 namespace ns {
 

@@ -6,7 +6,7 @@
 
 #include "common/human_size.h"
 #include "engine/model/model.h"
-#include "engine/sequence_state.h"
+#include "engine/state/sequence_state.h"
 
 namespace ns {
 namespace {

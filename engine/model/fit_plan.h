@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "engine/arch/architecture.h"
-#include "engine/model/hparams.h"
+#include "engine/spec/hparams.h"
 #include "engine/stream/budget_planner.h"
 #include "engine/stream/memory_limit.h"
 

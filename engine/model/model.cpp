@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "common/human_size.h"
-#include "engine/model/tensor_table.h"
-#include "engine/ops.h"
+#include "engine/spec/tensor_table.h"
+#include "engine/state/ops.h"
 #include "engine/stream/memory_limit.h"
 #include "common/error.h"
 

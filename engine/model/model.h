@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "engine/arch/architecture.h"
-#include "engine/forward_state.h"
+#include "engine/state/forward_state.h"
 #include "engine/model/fit_plan.h"
 #include "engine/gguf/gguf_set.h"
-#include "engine/sequence_state.h"
-#include "engine/model/hparams.h"
-#include "engine/model/routing.h"
+#include "engine/state/sequence_state.h"
+#include "engine/spec/hparams.h"
+#include "engine/spec/routing.h"
 #include "engine/model/weight_streaming.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/thread_pool.h"
@@ -113,7 +113,7 @@ class Model {
   void release_rows(int32_t seq) { seqs_->release(seq); }
 
   // Routing: fn (empty: none) is called once per MoE layer of every forward
-  // pass with the experts chosen for each token (model/routing.h).
+  // pass with the experts chosen for each token (spec/routing.h).
   void set_routing_observer(RoutingObserver fn) { routing_observer_ = std::move(fn); }
   // Distinct (layer, expert) pairs routed to, summed over every forward pass since load.
   uint64_t experts_routed() const { return state_.experts_routed; }

@@ -25,8 +25,8 @@
 #include <span>
 #include <string>
 
-#include "engine/engine_options.h"
-#include "engine/forward_state.h"
+#include "engine/api/engine_options.h"
+#include "engine/state/forward_state.h"
 #include "engine/gguf/gguf_set.h"
 #include "engine/stream/budget_planner.h"
 #include "engine/stream/expert_cache.h"

@@ -39,7 +39,7 @@
 // documents of about --prompt-tokens tokens in the model's tokenizer, each
 // starting with the same --prefix-tokens-token instruction, one per line of
 // --out (for `nightshift submit --prompt-lines`); only the tokenizer is loaded.
-// prefix: prefix sharing (engine/prefix_cache.h) measured against itself:
+// prefix: prefix sharing (engine/batch/prefix_cache.h) measured against itself:
 // --count prompts of about --prompt-tokens tokens, each starting with the same
 // --prefix-tokens-token instruction, decode --tokens greedy tokens in one
 // batch (--max-sequences at a time, default all), with sharing off and on, in
@@ -62,11 +62,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "engine/generation_batch.h"
-#include "engine/process_stats.h"
+#include "engine/batch/generation_batch.h"
+#include "engine/state/process_stats.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
-#include "engine/model/routing_spread.h"
+#include "engine/spec/routing_spread.h"
 #include "common/human_size.h"
 #include "common/error.h"
 #include "tests/bench/bench_args.h"

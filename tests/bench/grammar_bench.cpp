@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/generation_batch.h"
+#include "engine/batch/generation_batch.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/matcher.h"

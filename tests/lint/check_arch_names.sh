@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # An architecture's quirks live in its file (docs/architecture.md, "where a
 # change goes"): the shared code asks the architecture's settings
-# (ArchTraits, engine/model/hparams.h) and never its name. Checked over the
+# (ArchTraits, engine/spec/hparams.h) and never its name. Checked over the
 # tree (ctest unit.arch_names; well under a second). Usage:
 # check_arch_names.sh [--self-test] [ROOT] (the checkout; default: this
 # script's). Exit 1 listing every line of shared code that compares

@@ -10,28 +10,25 @@
 #   engine/ nothing of jobs/, daemon/ or tools/.
 # - daemon/ reaches the engine only through its facade (FACADE below).
 # - Inside engine/, arrows point down: a file includes its own group or a
-#   lower one (RANK below, lowest first), never a higher group or a sibling.
-#   A new engine folder or top-level file must be given its place here.
+#   lower one (engine_group below, lowest first), never a higher group or a
+#   sibling. A new engine folder must be given its place here.
 set -euo pipefail
 
 # The engine's doors for daemon/: the facade and its value types, and the
 # leaf modules the CLI uses at submit time (chat rendering, JSON schema to
 # grammar, the logprobs encoding).
 FACADE=(
-  engine/engine.h engine/engine_options.h engine/generation.h engine/batch_stats.h engine/model_report.h
+  engine/engine.h engine/model_report.h engine/api/engine_options.h engine/api/generation.h engine/api/batch_stats.h
   engine/sampler/logprobs.h
   engine/chat/chat_template.h engine/chat/chat_messages_json.h engine/chat/jinja.h engine/chat/tool_calls.h
   engine/grammar/grammar.h engine/grammar/json_schema.h
 )
 
-# Group and rank of an engine path (longest prefix first). engine/model/
-# holds two layers: the vocabulary the architectures and layers share
-# (hparams, tensor_loader, the tensor tables, routing) below them, and the
-# Model above them.
+# Group and rank of an engine path: its folder is its layer (lowest first);
+# the files at engine/'s root are the facade, on top.
 engine_group() {
   case "$1" in
     engine/util/*) echo "util 0" ;;
-    engine/engine_options.*) echo "options 0" ;;  # the option table: every layer may read it
     engine/gguf/*) echo "gguf 1" ;;
     engine/kernels/*) echo "kernels 2" ;;
     engine/tokenizer/*) echo "tokenizer 2" ;;
@@ -39,16 +36,15 @@ engine_group() {
     engine/sampler/*) echo "sampler 2" ;;
     engine/chat/*) echo "chat 2" ;;
     engine/grammar/*) echo "grammar 3" ;;
-    engine/model/hparams.* | engine/model/tensor_loader.* | engine/model/tensor_table.*) echo "model-vocabulary 3" ;;
-    engine/model/routing.* | engine/model/routing_spread.*) echo "model-vocabulary 3" ;;
-    engine/forward_state.* | engine/sequence_state.* | engine/ops.* | engine/process_stats.*) echo "state 4" ;;
+    engine/api/*) echo "api 3" ;;      # the facade's value types: options, requests, stats
+    engine/spec/*) echo "spec 3" ;;    # what a file says: hparams, tensor tables, routing
+    engine/state/*) echo "state 4" ;;  # per-pass and per-sequence state, the ops on it
     engine/layers/*) echo "layers 5" ;;
     engine/arch/*) echo "arch 6" ;;
-    engine/model/model.* | engine/model/weight_streaming.* | engine/model/fit_plan.*) echo "model 7" ;;
-    engine/engine.* | engine/generation.h | engine/generation_batch.* | engine/batch_stats.h | engine/model_report.*)
-      echo "facade 8" ;;
-    engine/batch_sequence.* | engine/prefix_cache.* | engine/request_accounting.*)  # the step loop's units
-      echo "facade 8" ;;
+    engine/model/*) echo "model 7" ;;  # the loaded model, weight streaming, the fit plan
+    engine/batch/*) echo "batch 8" ;;  # the step loop and its units
+    engine/*/*) echo "unknown -1" ;;
+    engine/*) echo "facade 9" ;;
     *) echo "unknown -1" ;;
   esac
 }
@@ -118,10 +114,15 @@ self_test() {
     'daemon/lib/a.cpp engine/model/model.h'
     'engine/kernels/a.cpp engine/arch/llama.h'
     'engine/arch/a.cpp jobs/queue.h'
+    'engine/spec/a.h engine/state/ops.h'
+    'engine/batch/a.cpp engine/engine.h'
+    'engine/api/a.h engine/spec/hparams.h'
+    'engine/newfolder/a.h engine/util/thread_pool.h'
   )
   for c in "${cases[@]}"; do
     read -r file inc <<<"$c"
-    rm -f "$tmp"/common/* "$tmp"/jobs/a.h "$tmp"/daemon/lib/* "$tmp"/engine/kernels/* "$tmp"/engine/arch/*
+    rm -rf "$tmp"/common/* "$tmp"/jobs/a.h "$tmp"/daemon/lib/* "$tmp"/engine/*
+    mkdir -p "$(dirname "$tmp/$file")"
     echo "#include \"$inc\"" >"$tmp/$file"
     if check_tree "$tmp" >/dev/null; then echo "self-test: $file including $inc passed the check"; return 1; fi
   done

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
-#include "engine/model/tensor_table.h"
+#include "engine/spec/tensor_table.h"
 #include "tools/make_model/weight_init.h"
 
 namespace CLI {

@@ -2,7 +2,7 @@
 
 #include "engine/arch/architecture.h"
 #include "engine/gguf/gguf_file.h"
-#include "engine/model/hparams.h"
+#include "engine/spec/hparams.h"
 #include "common/error.h"
 #include "tools/make_model/plan_builder.h"
 

@@ -1,5 +1,5 @@
 // The generator's side of an architecture's tensor table
-// (engine/model/tensor_table.h): the tensors nightshift-make-model writes for
+// (engine/spec/tensor_table.h): the tensors nightshift-make-model writes for
 // an architecture the engine describes with one, read from the engine's table
 // for the hyperparameters the engine will read from the metadata.
 #pragma once

@@ -1,4 +1,4 @@
-// The engine's one options path (engine/engine_options.h): its table is the
+// The engine's one options path (engine/api/engine_options.h): its table is the
 // daemon's engine keys (defaults, docs, reload), every row is compared by
 // operator== (so a changed option reloads the model), the closed sets parse
 // once with errors naming the key, and sizes need a unit.
@@ -10,7 +10,7 @@
 
 #include "daemon/lib/config.h"
 #include "daemon/lib/job_run.h"
-#include "engine/engine_options.h"
+#include "engine/api/engine_options.h"
 #include "common/error.h"
 
 using namespace ns;

@@ -1,4 +1,4 @@
-// Architecture settings (ArchTraits, engine/model/hparams.h): every
+// Architecture settings (ArchTraits, engine/spec/hparams.h): every
 // architecture the registry names reads a file that leaves the quirk keys out
 // (expert_gating_func, expert_feed_forward_length,
 // attention.sliding_window_pattern, the hybrids' layer pattern) with the
@@ -13,7 +13,7 @@
 #include "engine/arch/architecture.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
-#include "engine/model/hparams.h"
+#include "engine/spec/hparams.h"
 #include "common/error.h"
 
 using namespace ns;

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/generation_batch.h"
+#include "engine/batch/generation_batch.h"
 #include "engine/model/model.h"
-#include "engine/model/routing_spread.h"
+#include "engine/spec/routing_spread.h"
 #include "test_models.h"
 
 namespace ns {

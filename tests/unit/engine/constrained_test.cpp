@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "engine/generation_batch.h"
+#include "engine/batch/generation_batch.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/matcher.h"
 #include "common/error.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/generation_batch.h"
+#include "engine/batch/generation_batch.h"
 #include "common/error.h"
 #include "tests/unit/engine/test_models.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
-#include "engine/model/routing_spread.h"
+#include "engine/spec/routing_spread.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

@@ -18,8 +18,8 @@
 
 #include "engine/layers/attn_residuals.h"
 #include "engine/model/model.h"
-#include "engine/model/routing_spread.h"
-#include "engine/ops.h"
+#include "engine/spec/routing_spread.h"
+#include "engine/state/ops.h"
 #include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
 

@@ -7,9 +7,9 @@
 #include <map>
 
 #include "engine/engine.h"
-#include "engine/generation_batch.h"
+#include "engine/batch/generation_batch.h"
 #include "engine/model/model.h"
-#include "engine/sequence_state.h"
+#include "engine/state/sequence_state.h"
 #include "common/error.h"
 #include "tests/unit/error_message.h"
 #include "tests/unit/engine/test_models.h"

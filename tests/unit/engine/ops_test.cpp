@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/kernels/kernels.h"
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 
 using namespace ns;
 

@@ -1,4 +1,4 @@
-// PrefixCache (engine/prefix_cache.h) on its own: a snapshot holds exactly
+// PrefixCache (engine/batch/prefix_cache.h) on its own: a snapshot holds exactly
 // its producer's state (attention rows, recurrent state, sliding rings), the
 // plan picks the longest shared part (an entry, or a prompt of the batch, ready
 // at once or filled by a prefill), waiters keep entries from eviction, eviction
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
-#include "engine/prefix_cache.h"
+#include "engine/batch/prefix_cache.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

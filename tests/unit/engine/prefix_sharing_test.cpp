@@ -11,7 +11,7 @@
 #include <map>
 
 #include "engine/engine.h"
-#include "engine/generation_batch.h"
+#include "engine/batch/generation_batch.h"
 #include "engine/model/model.h"
 #include "tests/unit/engine/test_models.h"
 

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "engine/grammar/grammar_cache.h"
 #include "engine/model/model.h"
-#include "engine/request_accounting.h"
+#include "engine/batch/request_accounting.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

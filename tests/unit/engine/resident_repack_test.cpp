@@ -17,7 +17,7 @@
 #include "engine/gguf/gguf_set.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
-#include "engine/model/tensor_loader.h"
+#include "engine/spec/tensor_loader.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;

@@ -1,4 +1,4 @@
-// The architectures' tensor tables (engine/model/tensor_table.h): a generated
+// The architectures' tensor tables (engine/spec/tensor_table.h): a generated
 // file holds exactly what the table lists, in its order; the engine loads all
 // of it; the routed roles are what the expert layout streams; and the loader
 // reports a missing or misshapen tensor by name.
@@ -10,8 +10,8 @@
 #include "engine/arch/architecture.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_set.h"
-#include "engine/model/hparams.h"
-#include "engine/model/tensor_table.h"
+#include "engine/spec/hparams.h"
+#include "engine/spec/tensor_table.h"
 #include "engine/stream/expert_layout.h"
 #include "common/error.h"
 #include "tests/unit/engine/test_models.h"

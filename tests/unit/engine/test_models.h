@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/generation.h"
+#include "engine/api/generation.h"
 #include "engine/model/model.h"
 
 namespace ns::test {

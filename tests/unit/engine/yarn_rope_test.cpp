@@ -10,7 +10,7 @@
 #include "engine/arch/deepseek2.h"
 #include "engine/layers/mla_attention.h"
 #include "engine/layers/yarn_rope.h"
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 
 using namespace ns;
 

@@ -41,7 +41,7 @@
 // state, and a resumed job that replays its tokens from position 0 rebuilds
 // it exactly. Not thread-safe (one forward at a time, like the Model).
 //
-// Spare sequences (the prefix cache, engine/prefix_cache.h): n_spare more
+// Spare sequences (the prefix cache, engine/batch/prefix_cache.h): n_spare more
 // sequences, ids n_seq .. n_seq + n_spare - 1, that never run a forward pass:
 // they hold snapshots copied in and out with copy_sequence(). Each has its
 // own sliding rings and recurrent state (counted in attention_bytes() and

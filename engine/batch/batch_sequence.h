@@ -24,10 +24,10 @@
 #include <span>
 #include <vector>
 
-#include "engine/generation.h"
+#include "engine/api/generation.h"
 #include "engine/grammar/grammar_cache.h"
 #include "engine/model/model.h"
-#include "engine/request_accounting.h"
+#include "engine/batch/request_accounting.h"
 #include "engine/sampler/logprobs.h"
 #include "engine/sampler/sampler.h"
 #include "engine/sampler/stop_matcher.h"

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "engine/kernels/kernels.h"
-#include "engine/model/hparams.h"
+#include "engine/spec/hparams.h"
 
 namespace ns::ops {
 

@@ -1,4 +1,4 @@
-#include "engine/batch_sequence.h"
+#include "engine/batch/batch_sequence.h"
 
 #include <algorithm>
 #include <string>

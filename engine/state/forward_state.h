@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/kernels/kernels.h"
-#include "engine/model/routing.h"
+#include "engine/spec/routing.h"
 
 namespace ns {
 

@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/batch_stats.h"
-#include "engine/generation.h"
+#include "engine/api/batch_stats.h"
+#include "engine/api/generation.h"
 #include "engine/model/model.h"
 
 namespace ns {

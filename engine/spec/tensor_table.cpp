@@ -1,4 +1,4 @@
-#include "engine/model/tensor_table.h"
+#include "engine/spec/tensor_table.h"
 
 #include "common/error.h"
 

@@ -1,4 +1,4 @@
-#include "engine/model/hparams.h"
+#include "engine/spec/hparams.h"
 
 #include <algorithm>
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/routing.h"
+#include "engine/spec/routing.h"
 
 namespace ns {
 

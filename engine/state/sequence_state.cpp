@@ -1,4 +1,4 @@
-#include "engine/sequence_state.h"
+#include "engine/state/sequence_state.h"
 
 #include <sys/mman.h>
 

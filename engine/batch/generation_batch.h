@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include "engine/batch_stats.h"
-#include "engine/generation.h"
+#include "engine/api/batch_stats.h"
+#include "engine/api/generation.h"
 #include "engine/grammar/grammar_cache.h"
 #include "engine/model/model.h"
-#include "engine/prefix_cache.h"
+#include "engine/batch/prefix_cache.h"
 
 namespace ns {
 

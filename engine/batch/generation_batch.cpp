@@ -1,11 +1,11 @@
-#include "engine/generation_batch.h"
+#include "engine/batch/generation_batch.h"
 
 #include <algorithm>
 #include <string>
 
 #include "common/error.h"
-#include "engine/batch_sequence.h"
-#include "engine/request_accounting.h"
+#include "engine/batch/batch_sequence.h"
+#include "engine/batch/request_accounting.h"
 
 namespace ns {
 

@@ -1,8 +1,8 @@
-#include "engine/request_accounting.h"
+#include "engine/batch/request_accounting.h"
 
 #include <algorithm>
 
-#include "engine/process_stats.h"
+#include "engine/state/process_stats.h"
 
 namespace ns {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/model/routing_spread.h"
+#include "engine/spec/routing_spread.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engine/model/tensor_loader.h"
+#include "engine/spec/tensor_loader.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engine/engine_options.h"
+#include "engine/api/engine_options.h"
 
 #include "common/human_size.h"
 

@@ -1,4 +1,4 @@
-#include "engine/process_stats.h"
+#include "engine/state/process_stats.h"
 
 #include <fstream>
 #include <string>

@@ -2,7 +2,7 @@
 // backend (ggml) operation by operation: activations are re-quantized to
 // 8 bits before each matmul, so a one-ulp difference can flip a quantized
 // value and move logits by ~0.01 (tests/bench/README.md, "Agreement with the reference").
-#include "engine/ops.h"
+#include "engine/state/ops.h"
 
 #include "engine/kernels/kernels.h"
 

@@ -1,4 +1,4 @@
-#include "engine/model/routing.h"
+#include "engine/spec/routing.h"
 
 #include <cmath>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "engine/prefix_cache.h"
+#include "engine/batch/prefix_cache.h"
 
 #include <algorithm>
 

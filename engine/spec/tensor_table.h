@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "engine/kernels/kernels.h"
-#include "engine/model/hparams.h"
-#include "engine/model/tensor_loader.h"
+#include "engine/spec/hparams.h"
+#include "engine/spec/tensor_loader.h"
 
 namespace ns {
 
