@@ -21,6 +21,7 @@
 #include "engine/layers/dsa_indexer.h"
 #include "engine/layers/ffn.h"
 #include "engine/layers/mla_attention.h"
+#include "engine/state/trace.h"
 #include "common/error.h"
 
 namespace ns {
@@ -92,9 +93,19 @@ class Deepseek32 final : public LayerStack<DsaLayer> {
  private:
   void attention(const DsaLayer& L, int64_t il, ForwardState& s) const override {
     mla_project(L.attn, sh_, s);
+    trace(s, "qr", il, s.v.data(), sh_.q_lora_rank);
+    trace(s, "q", il, s.att.data(), sh_.n_head * sh_.k_head());
+    trace(s, "kv_cmpr", il, s.k.data(), sh_.latent_width());
     // Layers run in order within a forward pass, so a shared layer finds the
     // selection its last full layer made for this batch.
     if (full_indexer(hp_, il)) dsa_select(L.indexer, ds_, il, s.v.data(), s, selection_);
+    if (s.trace_observer != nullptr && *s.trace_observer) {  // the positions each token attends to, as 0/1
+      std::vector<float> keep(static_cast<size_t>(s.n * selection_.stride), 1.0f);
+      for (int64_t t = 0; t < s.n; ++t)
+        if (const uint8_t* m = selection_.keep[static_cast<size_t>(t)])
+          for (int64_t j = 0; j <= s.pos[t]; ++j) keep[static_cast<size_t>(t * selection_.stride + j)] = m[j];
+      trace(s, "dsa_keep", il, keep.data(), selection_.stride);
+    }
     mla_attend(L.attn, sh_, il, s, selection_.keep.data());
   }
   void ffn(const DsaLayer& L, ForwardState& s) const override { deepseek_ffn(L.ffn, s); }

@@ -54,6 +54,7 @@
 #include "engine/layers/yarn_rope.h"
 #include "engine/state/ops.h"
 #include "engine/state/sequence_state.h"
+#include "engine/state/trace.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns {
@@ -257,11 +258,16 @@ class Deepseek4 final : public Architecture {
       for (int64_t t = 0; t < n; ++t)
         for (int64_t h = 0; h < hc; ++h) std::copy_n(&s.x[t * d], d, &s.res_ckpt[(t * hc + h) * d]);
     hc_pre(L.hc_attn, L.attn_norm, s);
+    trace(s, "attn_norm", il, s.xn.data(), hp_.n_embd);
     attention(L, il, s);
+    trace(s, "attn_out", il, s.out.data(), hp_.n_embd);
     hc_post(s);
     hc_pre(L.hc_ffn, L.ffn_norm, s);
+    trace(s, "ffn_norm", il, s.xn.data(), hp_.n_embd);
     moe_ffn(L.moe, s);
+    trace(s, "ffn_out", il, s.out.data(), hp_.n_embd);
     hc_post(s);
+    trace(s, "l_last", il, s.res_ckpt.data(), hc * hp_.n_embd);
   }
 
   void before_output(ForwardState& s) override {
@@ -416,6 +422,7 @@ class Deepseek4 final : public Architecture {
     kvp_.resize(static_cast<size_t>(n * hd));
     kernels::matmul(L.wq_a, s.xn.data(), n, qr_.data(), *s.pool, s.mm);
     for (int64_t t = 0; t < n; ++t) ops::rms_norm(&qr_[t * ql], L.q_a_norm.data(), ql, hp_.rms_eps, &qr_[t * ql]);
+    trace(s, "qr_norm", il, qr_.data(), ql);
     kernels::matmul(L.wq_b, qr_.data(), n, s.q.data(), *s.pool, s.mm);
     kernels::matmul(L.wkv, s.xn.data(), n, kvp_.data(), *s.pool, s.mm);
     for (int64_t t = 0; t < n; ++t) {
@@ -460,6 +467,7 @@ class Deepseek4 final : public Architecture {
           compress(kv, il, s.seq[t], s.pos[t], r, true, ihd, off_idx_state_, L.idx_norm, true, off_idx_comp_);
       }
     }
+    trace(s, "kv_roped", il, kvp_.data(), hd);
     // The indexer's choice of compressed blocks for each token (ratio 4).
     const int64_t top_k = v4.indexer_top_k;
     chosen_.assign(static_cast<size_t>(n * std::max<int64_t>(top_k, 1)), -1);
@@ -501,6 +509,11 @@ class Deepseek4 final : public Architecture {
           std::copy_n(order.begin(), k, &chosen_[static_cast<size_t>(t * top_k)]);
         }
       });
+    }
+    if (r == kCsa && s.trace_observer != nullptr && *s.trace_observer) {
+      std::vector<float> ids(chosen_.begin(), chosen_.begin() + n * top_k);
+      trace(s, "lid_top_k", il, ids.data(), top_k);
+      trace(s, "lid_q_rot", il, iq_.data(), nih * ihd);
     }
     // Each (token, head) over its raw window and compressed keys; then the roped dims rotated back.
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -547,6 +560,7 @@ class Deepseek4 final : public Architecture {
         apply_rope(out + nope, 1, hd, -pos, rope);
       }
     });
+    trace(s, "attn_derope", il, s.att.data(), nh * hd);
     // The grouped low-rank output: group g's heads through rows [g * rank, (g + 1) * rank) of wo_a.
     const int64_t groups = v4.o_groups, rank = v4.o_lora_rank, gdim = nh * hd / groups;
     grp_in_.resize(static_cast<size_t>(n * gdim));
@@ -560,6 +574,7 @@ class Deepseek4 final : public Architecture {
       kernels::matmul(wg, grp_in_.data(), n, grp_out_.data(), *s.pool, s.mm);
       for (int64_t t = 0; t < n; ++t) std::copy_n(&grp_out_[t * rank], rank, &oa_[(t * groups + g) * rank]);
     }
+    trace(s, "attn_wo_a", il, oa_.data(), groups * rank);
     kernels::matmul(L.wo_b, oa_.data(), n, s.out.data(), *s.pool, s.mm);
   }
 

@@ -16,6 +16,7 @@
 #include "engine/layers/attention.h"
 #include "engine/layers/residual.h"
 #include "engine/layers/yarn_rope.h"
+#include "engine/state/trace.h"
 
 namespace ns {
 
@@ -24,8 +25,20 @@ class LayerStack : public Architecture {
  public:
   void layer(int64_t il, ForwardState& s) final {
     const Layer& L = layers_[static_cast<size_t>(il)];
+    const int64_t d = hp_.n_embd;
     attention_ffn_layer(
-        s, L.attn_norm, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { attention(L, il, s); }, [&] { ffn(L, s); });
+        s, L.attn_norm, L.ffn_norm, d, hp_.rms_eps,
+        [&] {
+          trace(s, "attn_norm", il, s.xn.data(), d);
+          attention(L, il, s);
+          trace(s, "attn_out", il, s.out.data(), d);
+        },
+        [&] {
+          trace(s, "ffn_inp", il, s.x.data(), d);
+          trace(s, "ffn_norm", il, s.xn.data(), d);
+          ffn(L, s);
+          trace(s, "ffn_out", il, s.out.data(), d);
+        });
   }
 
  protected:

@@ -32,41 +32,56 @@ void gqa_fused_qkv_tensor(TensorTable& t, const std::string& p, const Hparams& h
 namespace {
 
 constexpr int kLanes = 8;  // tinyBLAS's AVX2 vector width
+// Built for AVX-512 (the goldens' reference: GGML_NATIVE on an AVX-512 machine),
+// tinyBLAS and soft_max work 16 lanes wide. Measured on tiny-deepseek32-kquant
+// (docs/models.md, issue 34): with 8 lanes here, 1 ulp apart in 5 % of MLA's
+// attended latents, which 8-bit rounding grew to flipped choices (prompt logits
+// vs the reference: max 0.50, mean 0.0084); with the reference's 16, layers 0
+// and 1 are equal bit for bit and the logits agree to max 0.021, mean 0.0010.
+constexpr int kMaxLanes = 16;
+int lane_width() { return kernels::active_isa() == kernels::Isa::avx512 ? kMaxLanes : kLanes; }
 
 // tinyBLAS's hsum of an __m256: (hi + lo) pairwise, then movehl, then movehdup.
 float lane_sum(const float* lane) {
   const float r0 = lane[0] + lane[4], r1 = lane[1] + lane[5], r2 = lane[2] + lane[6], r3 = lane[3] + lane[7];
   return (r0 + r2) + (r1 + r3);
 }
+// The same of `width` lanes: _mm512_reduce_add_ps adds lane i + 8 to lane i first.
+float lane_sum(const float* lane, int width) {
+  if (width == kLanes) return lane_sum(lane);
+  float half[kLanes];
+  for (int l = 0; l < kLanes; ++l) half[l] = lane[l] + lane[l + kLanes];
+  return lane_sum(half);
+}
 
-// One element of tinyBLAS's F16 GEMM: lane l sums a[i] * b[i] for i = l mod 8
-// in order (products of halves are exact in float), then lane_sum. A tail
-// shorter than 8 is treated as zero padding.
-float dot_lanes(const float* a, const float* b, int64_t n) {
-  float lane[kLanes] = {};
+// One element of tinyBLAS's F16 GEMM: lane l sums a[i] * b[i] for i = l mod
+// width in order (products of halves are exact in float), then lane_sum. A
+// tail shorter than the width is treated as zero padding.
+float dot_lanes(const float* a, const float* b, int64_t n, int width) {
+  float lane[kMaxLanes] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane[l] += a[i + l] * b[i + l];
+  for (; i + width <= n; i += width)
+    for (int l = 0; l < width; ++l) lane[l] += a[i + l] * b[i + l];
   for (int l = 0; i + l < n; ++l) lane[l] += a[i + l] * b[i + l];
-  return lane_sum(lane);
+  return lane_sum(lane, width);
 }
 
 // scores[j] = dot_lanes(K row j, query) * scale for j < n.
 void scores_scalar(const uint16_t* k_base, int64_t k_stride, const float* query, int64_t dim, int64_t n, float scale,
-                   float* row, float* scores) {
+                   float* row, float* scores, int width) {
   for (int64_t j = 0; j < n; ++j) {
     kernels::dequantize_row(gguf::GgmlType::F16, k_base + j * k_stride, row, dim);
-    scores[j] = dot_lanes(row, query, dim) * scale;
+    scores[j] = dot_lanes(row, query, dim, width) * scale;
   }
 }
 
-// lanes[(lane0 + j) mod 8][d] += V[j][d] * p[j] for j < n, in order.
+// lanes[(lane0 + j) mod width][d] += V[j][d] * p[j] for j < n, in order.
 void values_scalar(const uint16_t* v_base, int64_t v_stride, const uint16_t* probs, int64_t dim, int64_t n,
-                   int64_t lane0, float* row, float* lanes) {
+                   int64_t lane0, float* row, float* lanes, int width) {
   for (int64_t j = 0; j < n; ++j) {
     const float p = kernels::fp16_to_fp32(probs[j]);
     kernels::dequantize_row(gguf::GgmlType::F16, v_base + j * v_stride, row, dim);
-    float* lane = lanes + ((lane0 + j) % kLanes) * dim;
+    float* lane = lanes + ((lane0 + j) % width) * dim;
     for (int64_t d = 0; d < dim; ++d) lane[d] += row[d] * p;
   }
 }
@@ -121,13 +136,44 @@ __attribute__((target("avx2,fma,f16c"))) void scores_avx2(const uint16_t* k_base
   }
 }
 
+// 16 lanes (dim a multiple of 16): lanes 0-7 and 8-15 in two accumulators,
+// added lane by lane before the 8-lane hsum, as _mm512_reduce_add_ps pairs them.
+__attribute__((target("avx2,fma,f16c"))) void scores16_avx2(const uint16_t* k_base, int64_t k_stride,
+                                                             const float* query, int64_t dim, int64_t n, float scale,
+                                                             float* scores) {
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const uint16_t* k0 = k_base + j * k_stride;
+    const uint16_t* k1 = k0 + k_stride;
+    __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;
+    for (int64_t i = 0; i < dim; i += kMaxLanes) {
+      const __m256 qa = _mm256_loadu_ps(query + i), qb = _mm256_loadu_ps(query + i + kLanes);
+      a0 = _mm256_fmadd_ps(load_half8(k0 + i), qa, a0);
+      b0 = _mm256_fmadd_ps(load_half8(k0 + i + kLanes), qb, b0);
+      a1 = _mm256_fmadd_ps(load_half8(k1 + i), qa, a1);
+      b1 = _mm256_fmadd_ps(load_half8(k1 + i + kLanes), qb, b1);
+    }
+    scores[j] = hsum_avx2(_mm256_add_ps(a0, b0)) * scale;
+    scores[j + 1] = hsum_avx2(_mm256_add_ps(a1, b1)) * scale;
+  }
+  for (; j < n; ++j) {
+    const uint16_t* k = k_base + j * k_stride;
+    __m256 a = _mm256_setzero_ps(), b = a;
+    for (int64_t i = 0; i < dim; i += kMaxLanes) {
+      a = _mm256_fmadd_ps(load_half8(k + i), _mm256_loadu_ps(query + i), a);
+      b = _mm256_fmadd_ps(load_half8(k + i + kLanes), _mm256_loadu_ps(query + i + kLanes), b);
+    }
+    scores[j] = hsum_avx2(_mm256_add_ps(a, b)) * scale;
+  }
+}
+
 __attribute__((target("avx2,fma,f16c"))) void values_avx2(const uint16_t* v_base, int64_t v_stride,
                                                            const uint16_t* probs, int64_t dim, int64_t n,
-                                                           int64_t lane0, float* lanes) {
+                                                           int64_t lane0, float* lanes, int width) {
   for (int64_t j = 0; j < n; ++j) {
     const __m256 p = _mm256_set1_ps(kernels::fp16_to_fp32(probs[j]));
     const uint16_t* v = v_base + j * v_stride;
-    float* lane = lanes + ((lane0 + j) % kLanes) * dim;
+    float* lane = lanes + ((lane0 + j) % width) * dim;
     for (int64_t d = 0; d < dim; d += kLanes) {
       const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + d)));
       _mm256_storeu_ps(lane + d, _mm256_fmadd_ps(x, p, _mm256_loadu_ps(lane + d)));
@@ -154,7 +200,10 @@ __attribute__((target("avx2,fma,f16c"))) void reduce_lanes_avx2(const float* lan
   }
 }
 
-void reduce_lanes(const float* lanes, int64_t dim, bool avx2, float* out) {
+// With 16 lanes, lanes 8-15 are first added into 0-7 (in place), then the 8-lane sum.
+void reduce_lanes(float* lanes, int64_t dim, bool avx2, int width, float* out) {
+  if (width == kMaxLanes)
+    for (int64_t i = 0; i < kLanes * dim; ++i) lanes[i] += lanes[i + kLanes * dim];
   if (avx2) {
     reduce_lanes_avx2(lanes, dim, out);
     return;
@@ -175,7 +224,7 @@ struct Scratch {
   void reserve(int64_t positions, int64_t qk_dim, int64_t v_dim) {
     grow(scores, positions);
     grow(probs, positions);
-    grow(lanes, v_dim * kLanes);
+    grow(lanes, v_dim * kMaxLanes);
     grow(query, qk_dim);
     grow(row, std::max(qk_dim, v_dim));
   }
@@ -216,12 +265,15 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
 
   // kq = mul_mat(K, Q), then soft_max_ext: scale, max, ggml_vec_soft_max_f32.
   const bool avx2 = kernels::active_isa() >= kernels::Isa::avx2;
+  const int width = lane_width();
   kernels::dequantize_row(gguf::GgmlType::F16, q16, query, qk_dim);
   for_runs([&](int64_t j, int64_t r, int64_t count) {
-    if (avx2 && qk_dim % kLanes == 0)
+    if (avx2 && qk_dim % width == 0 && width == kMaxLanes)
+      scores16_avx2(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, scores + (j - first));
+    else if (avx2 && qk_dim % width == 0)
       scores_avx2(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, scores + (j - first));
     else
-      scores_scalar(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, row, scores + (j - first));
+      scores_scalar(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, row, scores + (j - first), width);
   });
   const uint8_t* keep = span.keep;
   if (keep)  // the unselected positions leave the max; their exps are zeroed below
@@ -230,9 +282,19 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
   float max = *std::max_element(scores, scores + n);
   if (span.sink) max = std::max(max, *span.sink);
   double sum = 0;
-  // Groups of 8 positions from a multiple of 8, as the reference's cells: the
-  // masked positions before `first` and past last_pos give exp(-inf) = 0.
-  for (int64_t g = first / kLanes * kLanes; g <= last_pos; g += kLanes) {
+  // Groups of `width` positions from a multiple of it, as the reference's cells:
+  // the masked positions before `first` and past last_pos give exp(-inf) = 0.
+  // 16 lanes: AVX-512's exp, lane by lane (ops::expf_ggml_512).
+  for (int64_t g = first / width * width; width == kMaxLanes && g <= last_pos; g += width) {
+    float e[kMaxLanes] = {};
+    for (int64_t l = 0; l < width; ++l) {
+      const int64_t j = g + l;
+      if (j >= first && j <= last_pos)
+        e[l] = scores[j - first] = keep && !keep[j] ? 0.0f : ops::expf_ggml_512(scores[j - first] - max);
+    }
+    sum += lane_sum(e, width);
+  }
+  for (int64_t g = first / kLanes * kLanes; width == kLanes && g <= last_pos; g += kLanes) {
     float e[kLanes] = {};
     if (g >= first && g + kLanes - 1 <= last_pos) {  // all 8 live: one vector exp
       float* s8 = scores + (g - first);
@@ -255,16 +317,16 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) probs[i] = kernels::fp32_to_fp16(scores[i] * inv);
 
-  // kqv = mul_mat(V^T, P): lane j mod 8 of each output accumulates in position
-  // order; the reference's masked positions add exact zeros.
-  std::fill(lanes, lanes + v_dim * kLanes, 0.0f);
+  // kqv = mul_mat(V^T, P): lane j mod width of each output accumulates in
+  // position order; the reference's masked positions add exact zeros.
+  std::fill(lanes, lanes + v_dim * width, 0.0f);
   for_runs([&](int64_t j, int64_t r, int64_t count) {
     if (avx2 && v_dim % kLanes == 0)
-      values_avx2(v_base + r * v_stride, v_stride, probs + (j - first), v_dim, count, j, lanes);
+      values_avx2(v_base + r * v_stride, v_stride, probs + (j - first), v_dim, count, j, lanes, width);
     else
-      values_scalar(v_base + r * v_stride, v_stride, probs + (j - first), v_dim, count, j, row, lanes);
+      values_scalar(v_base + r * v_stride, v_stride, probs + (j - first), v_dim, count, j, row, lanes, width);
   });
-  reduce_lanes(lanes, v_dim, avx2, out);
+  reduce_lanes(lanes, v_dim, avx2, width, out);
 }
 
 namespace {

@@ -6,7 +6,10 @@
 //   scores = K·Q with Q rounded to F16 (tinyBLAS F16 GEMM: 8 float lanes over
 //   head_dim, then a fixed horizontal sum), softmax with ggml's vectorized exp
 //   summed in double per 8 lanes, probabilities rounded to F16, and
-//   out = V·P with the same 8-lane accumulation over positions.
+//   out = V·P with the same 8-lane accumulation over positions. On an AVX-512
+//   CPU (kernels::active_isa) every "8" is 16, the exp AVX-512's and the
+//   horizontal sum _mm512_reduce_add_ps's, as the reference built there
+//   (issue 34, docs/models.md).
 // Matching it bit for bit matters because the next matmul re-quantizes the
 // output to 8 bits: a one-ulp difference can flip a value and move logits.
 #pragma once
@@ -77,7 +80,7 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
 // What attend_one_head sees beyond a causal prefix (gpt-oss):
 //   first_pos: positions before it are masked (a sliding window). As in the
 //     reference, where masked cells score -inf, the live positions keep their
-//     place in the 8-lane sums (lane = position mod 8) and the masked ones add
+//     place in the lane sums (lane = position mod 8, or 16) and the masked ones add
 //     exact zeros, so the result is the same as over the full row.
 //   ring: the rows are a ring of this many rows (a multiple of 8): position j
 //     is row j mod ring. 0: position j is row j.

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "engine/state/ops.h"
+#include "engine/state/trace.h"
 #include "engine/stream/expert_cache.h"
 #include "common/error.h"
 
@@ -203,6 +204,7 @@ void route_token(const float* logits, int64_t n_expert, const MoeWeights& w, flo
 void add_shared_experts(const MoeWeights& w, ForwardState& s) {
   const int64_t n = s.n, n_embd = w.router.cols;
   gated_ffn(w.shared, s.xn.data(), n, s.ff_a.data(), s.ff_b.data(), s.ex_out.data(), s);
+  trace(s, "ffn_shexp", w.layer, s.ex_out.data(), n_embd);
   for (int64_t t = 0; t < n; ++t) {
     float gate = 1.0f;
     if (!w.shared_gate_inp.empty()) {
@@ -379,6 +381,7 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   if (!w.router_bias.empty())
     for (int64_t t = 0; t < n; ++t) ops::add(&s.router[t * n_expert], w.router_bias.data(), n_expert);
   const float* expert_in = latent ? s.moe_latent.data() : s.xn.data();
+  trace(s, "ffn_moe_logits", w.layer, s.router.data(), n_expert);
   for (int64_t t = 0; t < n; ++t) {
     const int32_t* hashed = nullptr;
     if (!w.hash_experts.empty()) {
@@ -405,6 +408,12 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     s.expert_rows[s.expert_first[e] + s.expert_count[e]++] = static_cast<int32_t>(i);
   }
 
+  if (s.trace_observer != nullptr && *s.trace_observer) {
+    trace(s, "ffn_moe_probs", w.layer, s.router.data(), n_expert);
+    std::vector<float> ids(s.chosen.begin(), s.chosen.begin() + n * n_used);
+    trace(s, "ffn_moe_topk", w.layer, ids.data(), n_used);
+    trace(s, "ffn_moe_weights_scaled", w.layer, s.chosen_w.data(), n_used);
+  }
   size_t n_active = 0;
   for (int64_t e = 0; e < n_expert; ++e)
     if (s.expert_count[e] > 0) s.active[n_active++] = static_cast<int32_t>(e);
@@ -481,6 +490,7 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
     if (latent && !w.routed_norm.empty()) ops::rms_norm(o, w.routed_norm.data(), width, w.rms_eps, o);
   }
   if (latent) kernels::matmul(w.routed_up, sum, n, s.out.data(), *s.pool, s.mm);
+  trace(s, "ffn_moe_out", w.layer, s.out.data(), w.router.cols);
   if (w.has_shared) add_shared_experts(w, s);
 }
 

@@ -7,6 +7,7 @@
 #include "engine/state/sequence_state.h"
 #include "engine/layers/attention.h"
 #include "engine/state/ops.h"
+#include "engine/state/trace.h"
 #include "common/error.h"
 #include "engine/util/thread_pool.h"
 
@@ -447,11 +448,13 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
       attend_one_head(q16, kv.k(il, s.seq[t], 0), row, kv.k(il, s.seq[t], 0), row, lw, kv_lora, s.pos[t],
                       sh.kq_scale, &latent_out[qi * kv_lora], span);
     });
+    if (static_cast<int64_t>(absorbed.size()) == n) trace(s, "kqv", il, latent_out, n_head * kv_lora);
     per_head_product(w.v_b, latent_out, n_head * kv_lora, kv_lora, s.att.data(), v_width, sh.v_head, absorbed, s);
   }
   for (const int64_t t : expanded)
     std::memcpy(&s.att[t * v_width], &s.q[t * n_head * lw], sizeof(float) * static_cast<size_t>(v_width));
   apply_output_gate(w, s.att.data(), s.q.data(), s);
+  trace(s, "kqv_out", il, s.att.data(), v_width);
   kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
 }
 

@@ -187,6 +187,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     m->single_.reserve(static_cast<size_t>(B));
     s.pool = m->pool_.get();
     s.routing_observer = &m->routing_observer_;
+    s.trace_observer = &m->trace_observer_;
     // The KV pool (sequence_state.h); a job needing more rows than the pool is refused at add.
     m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false,
                                                fit.kv_tokens, std::max<int64_t>(0, opts.prefix_cache));
@@ -243,7 +244,11 @@ void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>&
     kernels::dequantize_row(token_embd_.type, static_cast<const uint8_t*>(token_embd_.data) + embd_row * b.token,
                             &s.x[t * d], d);
   }
-  for (int64_t il = 0; il < hp_.n_layer; ++il) arch_->layer(il, s);
+  trace(s, "inp_embd", -1, s.x.data(), d);
+  for (int64_t il = 0; il < hp_.n_layer; ++il) {
+    arch_->layer(il, s);
+    trace(s, "l_out", il, s.x.data(), d);
+  }
   arch_->before_output(s);
 
   // Only the rows whose logits are wanted go through the output head.
@@ -253,6 +258,10 @@ void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>&
       ops::rms_norm(&s.x[t * d], output_norm_.data(), d, hp_.rms_eps, &s.xn[r++ * d]);
   logits.resize(static_cast<size_t>(rows * hp_.n_vocab));
   if (rows > 0) kernels::matmul(output_, s.xn.data(), rows, logits.data(), *s.pool, s.mm);
+  if (rows == n) {  // the head's rows are the batch's only when every token wants logits
+    trace(s, "result_norm", -1, s.xn.data(), d);
+    trace(s, "result_output", -1, logits.data(), hp_.n_vocab);
+  }
 }
 
 }  // namespace ns

@@ -19,6 +19,7 @@
 #include "engine/model/fit_plan.h"
 #include "engine/gguf/gguf_set.h"
 #include "engine/state/sequence_state.h"
+#include "engine/state/trace.h"
 #include "engine/spec/hparams.h"
 #include "engine/spec/routing.h"
 #include "engine/model/weight_streaming.h"
@@ -115,6 +116,9 @@ class Model {
   // Routing: fn (empty: none) is called once per MoE layer of every forward
   // pass with the experts chosen for each token (spec/routing.h).
   void set_routing_observer(RoutingObserver fn) { routing_observer_ = std::move(fn); }
+  // Intermediates: fn (empty: none) is called with each named intermediate the
+  // architecture traces (state/trace.h; for comparing roundings with the reference).
+  void set_trace_observer(TraceObserver fn) { trace_observer_ = std::move(fn); }
   // Distinct (layer, expert) pairs routed to, summed over every forward pass since load.
   uint64_t experts_routed() const { return state_.experts_routed; }
   // The forward-pass buffers (forward_state.h); with the batch list, the
@@ -140,6 +144,7 @@ class Model {
   ForwardState state_;
   std::vector<BatchToken> single_;  // forward()'s batch, reused
   RoutingObserver routing_observer_;  // state_.routing_observer points here
+  TraceObserver trace_observer_;      // state_.trace_observer points here
   uint64_t n_params_ = 0;
   size_t repacked_tensors_ = 0;
   uint64_t repacked_bytes_ = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/kernels/kernels.h"
@@ -43,6 +44,8 @@ struct ForwardState {
   uint64_t experts_routed = 0;      // distinct (layer, expert) pairs routed to, summed over forward passes
   uint64_t mla_expanded = 0;        // (layer, token) pairs that attended over expanded keys (mla_attention.cpp)
   const RoutingObserver* routing_observer = nullptr;  // called once per MoE layer (routing.h)
+  // Named intermediates (trace.h); its std::function type spelled out here so this header needs no other.
+  const std::function<void(const char*, int64_t, const float*, int64_t, int64_t)>* trace_observer = nullptr;
 
   // Weight streaming (null: experts are read through the mapping). With
   // predict_next, moe_ffn applies the next MoE layer's router (routers[l], one

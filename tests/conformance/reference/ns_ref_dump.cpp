@@ -20,18 +20,91 @@
 // score matrix stays small) with logits kept for the LAST positions only,
 // then GREEDY greedy steps as above. One JSON object: n_tokens, seed,
 // last_top_logits (positions N - LAST .. N - 1), greedy, greedy_top_logits.
+//
+// Intermediate tensors (for finding where two engines round apart, issue 34):
+// NS_REF_TENSORS=name,name,... (the graph's names without the "-LAYER"
+// suffix, e.g. attn_norm,ffn_moe_probs,l_out; "*" for every node) and
+// NS_REF_TENSOR_DIR=DIR write each such tensor the reference computes while
+// decoding prompt NS_REF_PROMPT (default 0; its prompt pass only, not the
+// greedy steps) to DIR/NAME-LAYER.K.bin, K the node's occurrence under that
+// name in the pass (0, 1, ...; one graph per physical batch, so with
+// NS_REF_UBATCH=N the passes are numbered on: names repeat per batch): four
+// int64 sizes ne[0..3], then the values as F32 in ne order (F16/I32 converted).
+// The outputs are the same with or without it.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "ggml-backend.h"
+#include "ggml.h"
 #include "llama.h"
 
 namespace {
+
+// The NS_REF_TENSORS dump (see the top): which names, where, and the
+// occurrence counts so far; `on` only during the chosen prompt's pass.
+struct TensorDump {
+  std::vector<std::string> names;
+  bool all = false, on = false;
+  std::string dir;
+  std::vector<std::pair<std::string, int>> seen;
+
+  bool wanted(const char* full) const {
+    if (all) return true;
+    std::string base(full);
+    const size_t dash = base.rfind('-');
+    if (dash != std::string::npos) base.resize(dash);
+    return std::find(names.begin(), names.end(), base) != names.end();
+  }
+  int occurrence(const std::string& name) {
+    for (auto& [n, c] : seen)
+      if (n == name) return ++c;
+    seen.emplace_back(name, 0);
+    return 0;
+  }
+};
+
+float element_f32(const ggml_tensor* t, const char* p) {
+  switch (t->type) {
+    case GGML_TYPE_F32: return *reinterpret_cast<const float*>(p);
+    case GGML_TYPE_F16: return ggml_fp16_to_fp32(*reinterpret_cast<const ggml_fp16_t*>(p));
+    case GGML_TYPE_I32: return static_cast<float>(*reinterpret_cast<const int32_t*>(p));
+    default: return NAN;
+  }
+}
+
+bool dump_tensor_cb(ggml_tensor* t, bool ask, void* user) {
+  auto* d = static_cast<TensorDump*>(user);
+  if (!d->on || !d->wanted(t->name)) return ask ? false : true;
+  if (ask) return true;
+  if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_I32) return true;
+  std::vector<char> raw(ggml_nbytes(t));
+  ggml_backend_tensor_get(t, raw.data(), 0, raw.size());
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(ggml_nelements(t)));
+  for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
+        for (int64_t i0 = 0; i0 < t->ne[0]; ++i0)
+          out.push_back(element_f32(t, raw.data() + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]));
+  const std::string path = d->dir + "/" + t->name + "." + std::to_string(d->occurrence(t->name)) + ".bin";
+  if (FILE* f = std::fopen(path.c_str(), "wb")) {
+    const int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+    std::fwrite(ne, sizeof ne, 1, f);
+    std::fwrite(out.data(), sizeof(float), out.size(), f);
+    std::fclose(f);
+  }
+  return true;
+}
+
+TensorDump g_dump;
 
 std::string json_escape(const std::string& s) {
   std::string o;
@@ -133,6 +206,10 @@ llama_context* open_context(llama_model* model, uint32_t n_ctx, uint32_t n_batch
   cp.n_threads_batch = 2;
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.no_perf = true;
+  if (!g_dump.dir.empty()) {
+    cp.cb_eval = dump_tensor_cb;
+    cp.cb_eval_user_data = &g_dump;
+  }
   llama_context* ctx = llama_init_from_model(model, cp);
   if (!ctx) std::fprintf(stderr, "cannot create a context of %u tokens\n", n_ctx);
   return ctx;
@@ -228,6 +305,20 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (const char* names = std::getenv("NS_REF_TENSORS")) {
+    const char* dir = std::getenv("NS_REF_TENSOR_DIR");
+    g_dump.dir = dir ? dir : ".";
+    std::string list = names;
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      if (comma > at) g_dump.names.push_back(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+    g_dump.all = std::find(g_dump.names.begin(), g_dump.names.end(), "*") != g_dump.names.end();
+  }
+  const char* dump_prompt = std::getenv("NS_REF_PROMPT");
+  const size_t dump_index = dump_prompt ? static_cast<size_t>(std::atoi(dump_prompt)) : 0;
+
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
   // NS_REF_REPACK=1 keeps the CPU backend's weight repacking (interleaved
@@ -263,7 +354,9 @@ int main(int argc, char** argv) {
     }
     toks.resize(static_cast<size_t>(n));
 
+    g_dump.on = !g_dump.dir.empty() && pi == dump_index;
     if (!decode_all(ctx, toks, 0)) return 1;
+    g_dump.on = false;
     const std::string prompt_top = tops_json(ctx, 0, n, n_vocab, top);
 
     std::vector<llama_token> greedy;

@@ -6,6 +6,7 @@
 
 #include "engine/kernels/kernels.h"
 #include "engine/layers/attention.h"
+#include "engine/state/ops.h"
 
 using namespace ns;
 
@@ -119,7 +120,7 @@ TEST_CASE("attention over a window with a sink, in a ring of rows") {
         std::vector<float> out(dim), scalar(dim), ringed(dim);
         kernels::set_isa(kernels::Isa::scalar);
         attend_one_head(q.data(), k.data(), dim, v.data(), dim, dim, dim, last, scale, scalar.data(), span);
-        kernels::set_isa(saved);
+        kernels::set_isa(kernels::Isa::avx2);  // the 8-lane order either way (AVX-512's 16: the test below)
         attend_one_head(q.data(), k.data(), dim, v.data(), dim, dim, dim, last, scale, out.data(), span);
         CHECK(out == scalar);
         // The same positions in a ring of 24 rows (position j at row j mod 24).
@@ -154,10 +155,90 @@ TEST_CASE("attention over a window with a sink, in a ring of rows") {
       }
     }
   }
+  kernels::set_isa(saved);
   // No sink, first_pos 0, no ring: the plain causal attention, bit for bit.
   auto q = random_halves(rng, 32, 1.0f), k = random_halves(rng, 40 * 32, 1.0f), v = random_halves(rng, 40 * 32, 1.0f);
   std::vector<float> a(32), b(32);
   attend_one_head(q.data(), k.data(), 32, v.data(), 32, 32, 32, 39, 0.2f, a.data());
   attend_one_head(q.data(), k.data(), 32, v.data(), 32, 32, 32, 39, 0.2f, b.data(), AttendSpan{});
   CHECK(a == b);
+}
+
+// On AVX-512 the sums run 16 lanes wide, as the reference built there
+// (tinyBLAS's F16 products, soft_max through the AVX-512 exp; issue 34): the
+// same result bit for bit as this plain emulation of that order.
+namespace {
+float lane_sum16(const float* v) {
+  float t[8];
+  for (int i = 0; i < 8; ++i) t[i] = v[i] + v[i + 8];  // _mm512_reduce_add_ps: lane i + 8 into lane i
+  return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+}
+
+std::vector<float> attend16(const std::vector<uint16_t>& q, const uint16_t* k, const uint16_t* v, int64_t stride,
+                            int64_t dim, int64_t first, int64_t last, float scale, const float* sink) {
+  std::vector<float> scores(static_cast<size_t>(last + 1), 0.0f);
+  for (int64_t j = first; j <= last; ++j) {
+    float lane[16] = {};
+    for (int64_t i = 0; i < dim; ++i)
+      lane[i % 16] += kernels::fp16_to_fp32(k[j * stride + i]) * kernels::fp16_to_fp32(q[static_cast<size_t>(i)]);
+    scores[static_cast<size_t>(j)] = lane_sum16(lane) * scale;
+  }
+  float mx = sink ? *sink : -INFINITY;
+  for (int64_t j = first; j <= last; ++j) mx = std::max(mx, scores[static_cast<size_t>(j)]);
+  double sum = 0;
+  for (int64_t g = first / 16 * 16; g <= last; g += 16) {
+    float e[16] = {};
+    for (int64_t l = 0; l < 16; ++l)
+      if (g + l >= first && g + l <= last)
+        e[l] = scores[static_cast<size_t>(g + l)] = ops::expf_ggml_512(scores[static_cast<size_t>(g + l)] - mx);
+    sum += lane_sum16(e);
+  }
+  if (sink) sum += static_cast<double>(std::exp(*sink - mx));
+  const float inv = static_cast<float>(1.0 / sum);
+  std::vector<float> lanes(static_cast<size_t>(16 * dim), 0.0f), out(static_cast<size_t>(dim));
+  for (int64_t j = first; j <= last; ++j) {
+    const float p = kernels::fp16_to_fp32(kernels::fp32_to_fp16(scores[static_cast<size_t>(j)] * inv));
+    float* lane = &lanes[static_cast<size_t>((j % 16) * dim)];
+    for (int64_t d = 0; d < dim; ++d) lane[d] += kernels::fp16_to_fp32(v[j * stride + d]) * p;
+  }
+  for (int64_t d = 0; d < dim; ++d) {
+    float l16[16];
+    for (int l = 0; l < 16; ++l) l16[l] = lanes[static_cast<size_t>(l * dim + d)];
+    out[static_cast<size_t>(d)] = lane_sum16(l16);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("attention on AVX-512 sums in the reference's 16-lane order") {
+  const kernels::Isa saved = kernels::active_isa();
+  kernels::set_isa(kernels::Isa::avx512);
+  if (kernels::active_isa() != kernels::Isa::avx512) {
+    kernels::set_isa(saved);
+    MESSAGE("skipped: this CPU has no AVX-512");
+    return;
+  }
+  std::mt19937 rng(6);
+  for (const int64_t dim : {int64_t{32}, int64_t{80}, int64_t{20}, int64_t{576}}) {
+    const int64_t n_pos = 150, stride = 2 * dim;
+    auto q = random_halves(rng, dim, 2.0f), k = random_halves(rng, n_pos * stride, 2.0f),
+         v = random_halves(rng, n_pos * stride, 1.0f);
+    const float sink = 0.7f;
+    const std::vector<std::pair<int64_t, int64_t>> spans = {{0, 0}, {0, 15}, {0, 16}, {0, 149}, {5, 40}};
+    for (const auto& [first, last] : spans) {
+      for (const bool with_sink : {false, true}) {
+        AttendSpan span;
+        span.first_pos = first;
+        span.sink = with_sink ? &sink : nullptr;
+        std::vector<float> out(static_cast<size_t>(dim));
+        attend_one_head(q.data(), k.data() + dim, stride, v.data() + dim, stride, dim, dim, last, 0.1f, out.data(),
+                        span);
+        CAPTURE(dim);
+        CAPTURE(first);
+        CAPTURE(last);
+        CHECK(out == attend16(q, k.data() + dim, v.data() + dim, stride, dim, first, last, 0.1f, span.sink));
+      }
+    }
+  }
+  kernels::set_isa(saved);
 }
