@@ -284,13 +284,23 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
   double sum = 0;
   // Groups of `width` positions from a multiple of it, as the reference's cells:
   // the masked positions before `first` and past last_pos give exp(-inf) = 0.
-  // 16 lanes: AVX-512's exp, lane by lane (ops::expf_ggml_512).
+  // 16 lanes: AVX-512's exp (ops::expf_ggml_16; lane by lane at the edges).
   for (int64_t g = first / width * width; width == kMaxLanes && g <= last_pos; g += width) {
     float e[kMaxLanes] = {};
-    for (int64_t l = 0; l < width; ++l) {
-      const int64_t j = g + l;
-      if (j >= first && j <= last_pos)
-        e[l] = scores[j - first] = keep && !keep[j] ? 0.0f : ops::expf_ggml_512(scores[j - first] - max);
+    if (g >= first && g + width - 1 <= last_pos) {  // all 16 live: one vector exp
+      float* s16 = scores + (g - first);
+      for (int64_t l = 0; l < width; ++l) e[l] = s16[l] - max;
+      ops::expf_ggml_16(e, e, true);
+      if (keep)
+        for (int64_t l = 0; l < width; ++l)
+          if (!keep[g + l]) e[l] = 0;
+      std::copy(e, e + width, s16);
+    } else {
+      for (int64_t l = 0; l < width; ++l) {
+        const int64_t j = g + l;
+        if (j >= first && j <= last_pos)
+          e[l] = scores[j - first] = keep && !keep[j] ? 0.0f : ops::expf_ggml_512(scores[j - first] - max);
+      }
     }
     sum += lane_sum(e, width);
   }

@@ -188,6 +188,10 @@ __attribute__((target("avx512f,avx512dq"))) __m512 v_expf_512(__m512 x) {
   return _mm512_mask_blend_ps(d, res, alt);
 }
 
+__attribute__((target("avx512f,avx512dq"))) void expf_ggml_avx512(const float* x, float* y) {
+  _mm512_storeu_ps(y, v_expf_512(_mm512_loadu_ps(x)));
+}
+
 __attribute__((target("avx512f,avx512dq"))) int64_t silu_mul_avx512(float* g, const float* u, int64_t n) {
   int64_t i = 0;
   for (; i + 15 < n; i += 16) {
@@ -214,6 +218,14 @@ __attribute__((target("avx2,fma"))) int64_t silu_mul_avx2(float* g, const float*
 }
 
 }  // namespace
+
+void expf_ggml_16(const float* x, float* y, bool avx512) {
+  if (avx512) {
+    expf_ggml_avx512(x, y);
+    return;
+  }
+  for (int l = 0; l < 16; ++l) y[l] = expf_ggml_512(x[l]);
+}
 
 void silu_mul(float* g, const float* u, int64_t n, kernels::Isa isa) {
   int64_t i = 0;

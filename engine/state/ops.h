@@ -26,6 +26,9 @@ void expf_ggml_8(const float* x, float* y, bool avx2);
 // exp(x) as ggml_v_expf's AVX-512 variant computes it (the reference built
 // for AVX-512): expf_ggml's polynomial, the 1 in its last FMA, 2^n by scaling.
 float expf_ggml_512(float x);
+// y[l] = expf_ggml_512(x[l]) for 16 lanes, the same bits; with avx512 (the
+// caller checked the CPU has AVX-512F/DQ) as one 16-wide vector exp. y may be x.
+void expf_ggml_16(const float* x, float* y, bool avx512);
 // g[i] = silu(g[i]) * u[i] over one row, as ggml_vec_swiglu_f32 computes it:
 // groups of 16 (avx512) or 8 (avx2) lanes through the reference's vector exp
 // of that width (x / (1 + v_expf(0 - x)), then * u), the rest of the row

@@ -113,6 +113,35 @@ TEST_CASE("expf_ggml_8 gives expf_ggml's bits on the scalar and the AVX2 path") 
   }
 }
 
+TEST_CASE("expf_ggml_16 gives expf_ggml_512's bits on the scalar and the AVX-512 path") {
+  std::vector<float> x;
+  for (float v = -200.0f; v < 100.0f; v += 0.0390625f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, -INFINITY, INFINITY, NAN, -87.5f, -88.7f, 88.7f, 1e-30f, -126.0f, 126.0f, -103.9f})
+    x.push_back(v);
+  while (x.size() % 16) x.push_back(0.5f);
+  std::vector<bool> paths{false};
+  if (kernels::detected_isa() >= kernels::Isa::avx512) paths.push_back(true);
+  for (const bool avx512 : paths) {
+    CAPTURE(avx512);
+    for (size_t i = 0; i < x.size(); i += 16) {
+      float y[16], in_place[16];
+      ops::expf_ggml_16(&x[i], y, avx512);
+      std::copy(&x[i], &x[i] + 16, in_place);
+      ops::expf_ggml_16(in_place, in_place, avx512);
+      for (size_t l = 0; l < 16; ++l) {
+        const float want = ops::expf_ggml_512(x[i + l]);
+        CAPTURE(x[i + l]);
+        for (const float got : {y[l], in_place[l]}) {
+          uint32_t a, b;
+          std::memcpy(&a, &got, 4);
+          std::memcpy(&b, &want, 4);
+          CHECK((a == b || (std::isnan(got) && std::isnan(want))));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("silu_mul") {
   std::vector<float> g = {0, 1, -1}, u = {2, 2, 2};
   ops::silu_mul(g.data(), u.data(), 3);
