@@ -197,7 +197,8 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   read_head_count_kv(f, a, h);
   h.head_dim = f.has(a + keys::attention_key_length) ? positive(f, a + keys::attention_key_length, 1 << 16) : h.n_embd / h.n_head;
   if (h.head_dim == 0) bad(f, a + keys::attention_head_count, "is larger than embedding_length");
-  h.head_dim_v = f.has(a + keys::attention_value_length) ? positive(f, a + keys::attention_value_length, 1 << 16) : h.head_dim;
+  h.head_dim_v =
+      f.has(a + keys::attention_value_length) ? positive(f, a + keys::attention_value_length, 1 << 16) : h.head_dim;
   h.n_ff = f.has(a + keys::feed_forward_length) ? positive(f, a + keys::feed_forward_length, 1 << 24) : 0;
   const uint64_t context_length = f.get_u64_or(a + keys::context_length, 2048);
   // Larger is no model's length, and would wrap the KV cache's arithmetic
@@ -208,9 +209,10 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   if (h.n_expert > 0) {
     if (h.n_expert > (1 << 16)) bad(f, a + keys::expert_count, "is " + std::to_string(h.n_expert) + ", at most 65536 supported");
     h.n_expert_used = positive(f, a + keys::expert_used_count, static_cast<uint64_t>(h.n_expert));
-    h.n_ff_expert = f.has(a + keys::expert_feed_forward_length) ? positive(f, a + keys::expert_feed_forward_length, 1 << 24)
-                    : traits.split_n_ff                    ? h.n_ff / h.n_expert_used
-                                                           : h.n_ff;
+    const std::string ff_expert = a + keys::expert_feed_forward_length;
+    h.n_ff_expert = f.has(ff_expert)       ? positive(f, ff_expert, 1 << 24)
+                    : traits.split_n_ff    ? h.n_ff / h.n_expert_used
+                                           : h.n_ff;
     if (h.n_ff_expert <= 0)
       bad(f, a + keys::expert_feed_forward_length, "is missing and feed_forward_length does not give an expert size");
     read_moe_routing(f, a, traits, h);

@@ -157,7 +157,8 @@ std::vector<kernels::MatrixView> TensorLoader::routers(int64_t n_block) const {
     if (use.role != TensorRole::router || use.block < 0 || use.block >= n_block) continue;
     const gguf::TensorInfo* t = f_.find_tensor(name);
     if (t == nullptr || t->dims.size() != 2) continue;  // loaded as a matrix: present and 2-D
-    out[static_cast<size_t>(use.block)] = mapped(*t, static_cast<int64_t>(t->dims[1]), static_cast<int64_t>(t->dims[0]));
+    const auto rows = static_cast<int64_t>(t->dims[1]), cols = static_cast<int64_t>(t->dims[0]);
+    out[static_cast<size_t>(use.block)] = mapped(*t, rows, cols);
   }
   return out;
 }
