@@ -4,7 +4,6 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -14,12 +13,6 @@
 
 namespace ns {
 namespace {
-
-// Routed-expert stacks (ffn_*_exps) are the part streamed from disk; only
-// n_expert_used of their experts are active per token.
-bool is_expert_stack(const gguf::TensorInfo& t) {
-  return t.dims.size() == 3 && t.name.find("_exps.") != std::string::npos;
-}
 
 MemoryPlanReport plan_report(const Model& model, const stream::BudgetPlan& plan) {
   const Hparams& hp = model.hparams();
@@ -84,22 +77,28 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
   const gguf::GgufFile& f = set.metadata();
   const Hparams& hp = model->hparams();
   ModelReport r;
-  int first_moe_layer = -1;
-  for (const auto& t : model->tensors()) {  // the file's, less what the model skips (NextN blocks)
+  // The file's tensors, less what the model skips (NextN blocks), split by the
+  // table's roles: the resident ones are active for every token ...
+  for (const auto& t : model->resident_tensors()) {
     r.parameters += t.n_elements();
     ++r.tensor_types[std::string(gguf::type_name(t.type))];
-    if (!is_expert_stack(t)) {
-      r.active_parameters_per_token += t.n_elements();
-      r.resident_bytes += t.nbytes;
-      continue;
-    }
+    r.active_parameters_per_token += t.n_elements();
+    r.resident_bytes += t.nbytes;
+  }
+  // ... the routed stacks, streamed, only n_expert_used of their experts.
+  const stream::ExpertLayout& layout = model->streaming().layout;
+  for (const auto& t : model->routed_tensors()) {
+    r.parameters += t.n_elements();
+    ++r.tensor_types[std::string(gguf::type_name(t.type))];
     const uint64_t n_expert = t.dims[2];
     r.active_parameters_per_token +=
         t.n_elements() / n_expert * static_cast<uint64_t>(std::max<int64_t>(hp.n_expert_used, 0));
-    const int layer = std::atoi(t.name.c_str() + 4);  // "blk.N."
-    if (first_moe_layer < 0) first_moe_layer = layer;
-    if (layer == first_moe_layer) r.bytes_per_expert += t.nbytes / n_expert;
   }
+  for (uint32_t l = 0; l < layout.n_layers(); ++l)
+    if (layout.is_moe_layer(l)) {
+      r.bytes_per_expert = layout.layer(l).expert_bytes();  // the first MoE layer's expert
+      break;
+    }
   r.name = hp.name;
   r.architecture = hp.arch;
   r.gguf_version = f.version();

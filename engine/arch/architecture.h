@@ -19,13 +19,6 @@
 
 namespace ns {
 
-struct BufferSizes {
-  int64_t q = 0, k = 0, v = 0, att = 0;  // per-token widths of the attention buffers
-  int64_t ff = 0;                       // widest FFN hidden layer (dense or expert)
-  SequenceLayout cache;                 // what each layer keeps per sequence (attention rows, recurrent state)
-  int64_t res_checkpoints = 0;          // n_embd vectors banked per token within a forward pass (s.res_ckpt)
-};
-
 class Architecture {
  public:
   virtual ~Architecture() = default;

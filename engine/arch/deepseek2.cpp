@@ -63,17 +63,7 @@ class Deepseek2 final : public LayerStack<Deepseek2Layer> {
     for (int64_t il = 0; il < hp.n_layer; ++il) finish_mla(layers_[static_cast<size_t>(il)].attn, sh_, block_prefix(il));
   }
 
-  BufferSizes buffer_sizes() const override {
-    BufferSizes b;
-    b.q = mla_q_width(sh_);
-    b.k = mla_k_width(sh_);
-    b.v = mla_v_width(sh_);
-    b.att = mla_att_width(sh_);
-    b.ff = deepseek_ffn_width(hp_);
-    b.cache.k_dim = sh_.cache_k_width();  // latent path: the latent and the rotated key part
-    b.cache.v_dim = sh_.cache_v_width();  // latent path: 0, the values are the latent
-    return b;
-  }
+  BufferSizes buffer_sizes() const override { return mla_buffer_sizes(sh_, deepseek_ffn_width(hp_)); }
 
   uint64_t context_scratch(int64_t keys, int64_t queries, ForwardState* s) const override {
     std::vector<const MlaWeights*> mla;

@@ -23,6 +23,7 @@
 #include "engine/layers/mla_attention.h"
 #include "engine/state/trace.h"
 #include "common/error.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns {
 namespace {
@@ -78,17 +79,8 @@ class Deepseek32 final : public LayerStack<DsaLayer> {
     for (int64_t il = 0; il < hp.n_layer; ++il) finish_mla(layers_[static_cast<size_t>(il)].attn, sh_, block_prefix(il));
   }
 
-  BufferSizes buffer_sizes() const override {
-    BufferSizes b;
-    b.q = mla_q_width(sh_);
-    b.k = mla_k_width(sh_);
-    b.v = mla_v_width(sh_);
-    b.att = mla_att_width(sh_);
-    b.ff = deepseek_ffn_width(hp_);
-    b.cache.k_dim = sh_.cache_k_width();  // the latent, its rotated key part, the indexer's key
-    b.cache.v_dim = 0;
-    return b;
-  }
+  // deepseek2's buffers; the cache row also holds the indexer's key (sh_.indexer_width).
+  BufferSizes buffer_sizes() const override { return mla_buffer_sizes(sh_, deepseek_ffn_width(hp_)); }
 
  private:
   void attention(const DsaLayer& L, int64_t il, ForwardState& s) const override {
@@ -117,9 +109,9 @@ class Deepseek32 final : public LayerStack<DsaLayer> {
 
 // Absent keys read as 0, which loading the model refuses naming the key (dsa_shape).
 void read_indexer_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
-  h.indexer_n_head = optional_hparam_count(f, a + "attention.indexer.head_count", 1 << 12);
-  h.indexer_head_dim = optional_hparam_count(f, a + "attention.indexer.key_length", 1 << 16);
-  h.indexer_top_k = optional_hparam_count(f, a + "attention.indexer.top_k", 1u << 31);
+  h.indexer_n_head = optional_hparam_count(f, a + keys::attention_indexer_head_count, 1 << 12);
+  h.indexer_head_dim = optional_hparam_count(f, a + keys::attention_indexer_key_length, 1 << 16);
+  h.indexer_top_k = optional_hparam_count(f, a + keys::attention_indexer_top_k, 1u << 31);
 }
 
 void read_deepseek32_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
@@ -140,7 +132,7 @@ void read_glm_dsa_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h
   // reads rope.scaling.yarn_log_multiplier.
   h.indexer_norm_eps = 0.0f;
   h.yarn_log_mul = 0.0f;
-  const std::string key = a + "attention.indexer.types";
+  const std::string key = a + keys::attention_indexer_types;
   const gguf::Value* v = f.find(key);
   h.indexer_full_layers.clear();
   if (v != nullptr && v->type == gguf::ValueType::ARRAY) {

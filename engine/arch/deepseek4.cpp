@@ -56,6 +56,7 @@
 #include "engine/state/sequence_state.h"
 #include "engine/state/trace.h"
 #include "engine/util/thread_pool.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns {
 namespace {
@@ -87,7 +88,7 @@ struct Dsv4Weights {
 
 void hc_tensors(TensorTable& t, const std::string& p, int64_t mix, int64_t width, int64_t n_scale, HcWeights& w) {
   using R = TensorRole;
-  t.matrix(p + "_fn.weight", mix, width, R::router, &w.fn);
+  t.matrix(p + "_fn.weight", mix, width, R::score, &w.fn);
   t.vector(p + "_base.weight", mix, R::bias, &w.base);
   t.vector(p + "_scale.weight", n_scale, R::bias, &w.scale);
 }
@@ -594,17 +595,17 @@ class Deepseek4 final : public Architecture {
 void read_deepseek4_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
   auto& v4 = h.dsv4;
   const int64_t all_layers = h.n_layer + h.n_layer_nextn;
-  v4.hc = optional_hparam_count(f, a + "hyper_connection.count", 64);
-  v4.hc_sinkhorn_iters = optional_hparam_count(f, a + "hyper_connection.sinkhorn_iterations", 1000);
-  v4.hc_eps = static_cast<float>(f.get_f64_or(a + "hyper_connection.epsilon", 1e-6));
-  v4.hash_layers = optional_hparam_count(f, a + "hash_layer_count", static_cast<uint64_t>(h.n_layer));
-  v4.o_groups = optional_hparam_count(f, a + "attention.output_group_count", 4096);
-  v4.o_lora_rank = optional_hparam_count(f, a + "attention.output_lora_rank", 1 << 20);
-  v4.compress_rope_base = static_cast<float>(f.get_f64_or(a + "attention.compress_rope_freq_base", h.rope_base));
-  v4.indexer_heads = optional_hparam_count(f, a + "attention.indexer.head_count", 4096);
-  v4.indexer_head_dim = optional_hparam_count(f, a + "attention.indexer.key_length", 1 << 16);
-  v4.indexer_top_k = optional_hparam_count(f, a + "attention.indexer.top_k", 1 << 24);
-  const std::string rk = a + "attention.compress_ratios";
+  v4.hc = optional_hparam_count(f, a + keys::hyper_connection_count, 64);
+  v4.hc_sinkhorn_iters = optional_hparam_count(f, a + keys::hyper_connection_sinkhorn_iterations, 1000);
+  v4.hc_eps = static_cast<float>(f.get_f64_or(a + keys::hyper_connection_epsilon, 1e-6));
+  v4.hash_layers = optional_hparam_count(f, a + keys::hash_layer_count, static_cast<uint64_t>(h.n_layer));
+  v4.o_groups = optional_hparam_count(f, a + keys::attention_output_group_count, 4096);
+  v4.o_lora_rank = optional_hparam_count(f, a + keys::attention_output_lora_rank, 1 << 20);
+  v4.compress_rope_base = static_cast<float>(f.get_f64_or(a + keys::attention_compress_rope_freq_base, h.rope_base));
+  v4.indexer_heads = optional_hparam_count(f, a + keys::attention_indexer_head_count, 4096);
+  v4.indexer_head_dim = optional_hparam_count(f, a + keys::attention_indexer_key_length, 1 << 16);
+  v4.indexer_top_k = optional_hparam_count(f, a + keys::attention_indexer_top_k, 1 << 24);
+  const std::string rk = a + keys::attention_compress_ratios;
   if (f.has(rk)) {
     for (int32_t r : f.get_i32_array(rk)) {
       if (r != 0 && r != kCsa && r != kHca) bad_hparam(f, rk, "has " + std::to_string(r) + " (supported: 0, 4, 128)");
@@ -624,8 +625,8 @@ void read_deepseek4_keys(const gguf::GgufFile& f, const std::string& a, Hparams&
     if (static_cast<int64_t>(out.size()) < all_layers) bad_hparam(f, a + key, "has fewer entries than block_count");
     return out;
   };
-  v4.swiglu_clamp_exp = per_layer("swiglu_clamp_exp");
-  v4.swiglu_clamp_shexp = per_layer("swiglu_clamp_shexp");
+  v4.swiglu_clamp_exp = per_layer(keys::swiglu_clamp_exp);
+  v4.swiglu_clamp_shexp = per_layer(keys::swiglu_clamp_shexp);
 }
 
 }  // namespace

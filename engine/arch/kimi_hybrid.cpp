@@ -22,12 +22,12 @@ void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, Kimi
   using R = TensorRole;
   const MlaShape mla = mla_shape(hp);
   const KdaShape kda = kda_shape(hp);
-  if (scores) t.vector("output_res_score.weight", d, R::router, &w.output_res_score);
+  if (scores) t.vector("output_res_score.weight", d, R::score, &w.output_res_score);
   describe_blocks(hp, t, w.layers, [&](int64_t il, const std::string& p, KimiLayer& L) {
     t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
     if (scores) {
-      t.vector(p + "attn_res_score.weight", d, R::router, &L.attn_res_score);
-      t.vector(p + "ffn_res_score.weight", d, R::router, &L.ffn_res_score);
+      t.vector(p + "attn_res_score.weight", d, R::score, &L.attn_res_score);
+      t.vector(p + "ffn_res_score.weight", d, R::score, &L.ffn_res_score);
     }
     L.recurrent = hp.head_count_kv(il) == 0;
     if (L.recurrent)

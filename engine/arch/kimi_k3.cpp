@@ -27,6 +27,7 @@
 #include "engine/layers/attn_residuals.h"
 #include "engine/state/ops.h"
 #include "common/error.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns {
 namespace {
@@ -37,17 +38,17 @@ constexpr KimiForm kForm{"kimi-k3", {.full_rank_gate = true, .flat_a = true}, Pr
 
 // Its own keys: attention residual blocks, latent experts, the situ activation's betas.
 void read_kimi_k3_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
-  h.attn_res_block_size = optional_hparam_count(f, a + "attn_res.block_size", static_cast<uint64_t>(h.n_layer));
-  h.n_expert_latent = optional_hparam_count(f, a + "expert_latent_length", 1 << 20);
-  if (f.has(a + "activation.situ_beta")) {
-    h.situ_beta = static_cast<float>(f.get_f64(a + "activation.situ_beta"));
-    if (!(h.situ_beta > 0 && h.situ_beta < 1e6)) bad_hparam(f, a + "activation.situ_beta", "must be in (0, 1e6)");
+  h.attn_res_block_size = optional_hparam_count(f, a + keys::attn_res_block_size, static_cast<uint64_t>(h.n_layer));
+  h.n_expert_latent = optional_hparam_count(f, a + keys::expert_latent_length, 1 << 20);
+  if (f.has(a + keys::activation_situ_beta)) {
+    h.situ_beta = static_cast<float>(f.get_f64(a + keys::activation_situ_beta));
+    if (!(h.situ_beta > 0 && h.situ_beta < 1e6)) bad_hparam(f, a + keys::activation_situ_beta, "must be in (0, 1e6)");
   }
-  if (f.has(a + "activation.situ_linear_beta")) {
-    h.situ_linear_beta = static_cast<float>(f.get_f64(a + "activation.situ_linear_beta"));
+  if (f.has(a + keys::activation_situ_linear_beta)) {
+    h.situ_linear_beta = static_cast<float>(f.get_f64(a + keys::activation_situ_linear_beta));
     if (!(h.situ_linear_beta < 1e6))
-      bad_hparam(f, a + "activation.situ_linear_beta", "must be below 1e6 (<= 0: off)");
-    if (h.situ_beta <= 0) bad_hparam(f, a + "activation.situ_beta", "is missing: situ_linear_beta needs it");
+      bad_hparam(f, a + keys::activation_situ_linear_beta, "must be below 1e6 (<= 0: off)");
+    if (h.situ_beta <= 0) bad_hparam(f, a + keys::activation_situ_beta, "is missing: situ_linear_beta needs it");
   }
 }
 

@@ -36,6 +36,7 @@
 #include "engine/state/ops.h"
 #include "engine/state/sequence_state.h"
 #include "common/error.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns {
 namespace {
@@ -58,7 +59,7 @@ struct Layer {
 // pattern; n_layer already leaves out the NextN blocks) and the rope's
 // sections (qwen35moe's imrope).
 void read_hybrid_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
-  const std::string key = a + "attention.recurrent_layers";
+  const std::string key = a + keys::attention_recurrent_layers;
   if (f.has(key)) {
     const std::vector<int32_t> flags = f.get_i32_array(key);
     // The converter appends entries for the NextN layers, which are never run.
@@ -67,11 +68,11 @@ void read_hybrid_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h)
                              std::to_string(h.n_layer) + ")");
     for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back(flags[static_cast<size_t>(il)] != 0);
   } else {
-    const uint64_t interval = f.get_u64_or(a + "full_attention_interval", 4);
-    if (interval == 0) bad_hparam(f, a + "full_attention_interval", "is 0, expected a positive layer interval");
+    const uint64_t interval = f.get_u64_or(a + keys::full_attention_interval, 4);
+    if (interval == 0) bad_hparam(f, a + keys::full_attention_interval, "is 0, expected a positive layer interval");
     for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back((il + 1) % interval != 0);
   }
-  const std::string sections = a + "rope.dimension_sections";
+  const std::string sections = a + keys::rope_dimension_sections;
   if (f.has(sections)) {
     const std::vector<int32_t> sec = f.get_i32_array(sections);
     if (sec.size() > 4) bad_hparam(f, sections, "has " + std::to_string(sec.size()) + " entries, expected 4");

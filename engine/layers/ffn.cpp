@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -65,13 +63,6 @@ void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float*
   add_row_bias(out, w.down_b, m, w.down.rows);
 }
 
-namespace {
-// "blk.12." -> 12; -1 if the prefix is not of that form.
-int64_t layer_of_prefix(const std::string& p) {
-  int64_t layer = -1;
-  return std::sscanf(p.c_str(), "blk.%" SCNd64 ".", &layer) == 1 ? layer : -1;
-}
-}  // namespace
 
 void ffn_tensors(TensorTable& t, const std::string& p, const std::string& suffix, int64_t n_ff, int64_t n_embd,
                  FfnWeights& w) {
@@ -83,7 +74,7 @@ void ffn_tensors(TensorTable& t, const std::string& p, const std::string& suffix
 void moe_tensors(TensorTable& t, const std::string& p, const Hparams& hp, MoeWeights& m, const MoeBiases& biases) {
   const int64_t d = hp.n_embd, ew = hp.expert_width(), latent = hp.n_expert_latent;
   using R = TensorRole;
-  m.layer = layer_of_prefix(p);
+  m.layer = t.block();  // describe_blocks' block: the expert cache's key
   t.matrix(p + "ffn_gate_inp.weight", hp.n_expert, d, R::router, &m.router);
   if (biases.router) t.vector(p + "ffn_gate_inp.bias", hp.n_expert, R::bias, &m.router_bias, *biases.router);
   if (biases.selection)
@@ -110,7 +101,7 @@ void moe_tensors(TensorTable& t, const std::string& p, const Hparams& hp, MoeWei
 
 void gated_shared_expert_tensors(TensorTable& t, const std::string& p, int64_t n_ff, int64_t n_embd, MoeWeights& m) {
   m.has_shared = true;
-  t.vector(p + "ffn_gate_inp_shexp.weight", n_embd, TensorRole::router, &m.shared_gate_inp);
+  t.vector(p + "ffn_gate_inp_shexp.weight", n_embd, TensorRole::score, &m.shared_gate_inp);
   ffn_tensors(t, p, "_shexp", n_ff, n_embd, m.shared);
 }
 

@@ -62,7 +62,7 @@ void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float*
 //   out    = routed_up(rms_norm(sum of weight * expert) * routed_norm) + shared experts(x)
 // (the norm only with routed_norm).
 struct MoeWeights {
-  int64_t layer = -1;                  // block index: the expert cache's key (moe_tensors sets it)
+  int64_t layer = -1;                  // block index: the expert cache's key (moe_tensors sets it from the table)
   kernels::MatrixView router;          // [n_expert rows][n_embd]
   std::vector<float> router_bias;      // ffn_gate_inp.bias [n_expert], or empty (gpt-oss)
   // Per-expert biases of the routed experts (gpt-oss's ffn_*_exps.bias), or

@@ -231,6 +231,18 @@ int64_t mla_v_width(const MlaShape& sh) {
 }
 int64_t mla_att_width(const MlaShape& sh) { return sh.n_head * std::max(sh.k_head(), sh.v_head); }
 
+BufferSizes mla_buffer_sizes(const MlaShape& sh, int64_t ff) {
+  BufferSizes b;
+  b.q = mla_q_width(sh);
+  b.k = mla_k_width(sh);
+  b.v = mla_v_width(sh);
+  b.att = mla_att_width(sh);
+  b.ff = ff;
+  b.cache.k_dim = sh.cache_k_width();  // the latent and the rotated key part (and DSA's indexer key), or expanded K
+  b.cache.v_dim = sh.cache_v_width();  // the latent path: 0, the values are the latent
+  return b;
+}
+
 namespace {
 
 // att[t][n_head * v_head] *= sigmoid(gate · s.xn[t]) when the layer has an

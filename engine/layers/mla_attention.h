@@ -108,6 +108,9 @@ int64_t mla_q_width(const MlaShape& sh);
 int64_t mla_k_width(const MlaShape& sh);
 int64_t mla_v_width(const MlaShape& sh);
 int64_t mla_att_width(const MlaShape& sh);
+// The buffers of a stack of MLA layers whose FFN is ff wide (deepseek2, deepseek32):
+// the widths above, and the cache row sh keeps (the latent path: the values are the latent).
+BufferSizes mla_buffer_sizes(const MlaShape& sh, int64_t ff);
 
 // Whether `queries` consecutive tokens of one sequence, the last seeing `keys`
 // keys (itself included), attend as plain multi-head attention over keys and

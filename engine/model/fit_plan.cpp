@@ -75,7 +75,7 @@ Candidate weigh(const FitInputs& in, const ModelOptions& opts, int64_t n_seq, in
     b.io_buffer_bytes = 0;  // experts are read straight into cache slots
     b.overhead_bytes = in.overhead_bytes + kRuntimeSlack;
     b.repacked_bytes = in.repacked_bytes;
-    c.budget = stream::fit_budget(in.tensors, in.layout, b, in.path);
+    c.budget = stream::fit_budget(in.resident, in.layout, b, in.path);
     c.refusal = c.budget->refusal;
   }
   // Under `ulimit -v` the KV cache the budget accepts may still be more than this process may map.

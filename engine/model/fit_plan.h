@@ -45,8 +45,8 @@ struct FitInputs {
   std::function<uint64_t(int64_t tokens)> activation_bytes;
   // Architecture::context_scratch(keys, queries, nullptr): scratch bytes that grow with the context.
   std::function<uint64_t(int64_t keys, int64_t queries)> context_scratch;
-  std::span<const gguf::TensorInfo> tensors;  // the ones the model reads (Model::tensors())
-  stream::ExpertLayout layout;                // their routed-expert stacks
+  std::span<const gguf::TensorInfo> resident;  // the ones the model reads, less the routed stacks
+  stream::ExpertLayout layout;                 // the routed stacks (Model::routed_tensors())
   uint64_t overhead_bytes = 0;                // the process before its buffers (RSS less repacked copies)
   uint64_t repacked_bytes = 0;                // resident matrices held repacked (stream::BudgetInputs)
   uint64_t memory_budget = 0;                 // resolved: ModelOptions' or the machine's (never 0 here)

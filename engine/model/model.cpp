@@ -17,58 +17,16 @@ namespace ns {
 
 namespace {
 
-// ForwardState's buffers for forward passes of `tokens` tokens, one list for
-// the plan and the allocation: their bytes, and with s, sized to them.
-uint64_t size_forward_state(const Hparams& hp, const BufferSizes& bs, int64_t tokens, int threads, bool predict,
-                            ForwardState* s) {
+// ForwardState's buffers for forward passes of `tokens` tokens, from its one
+// list (ForwardState::for_each_buffer): their bytes, and with s, sized to them.
+uint64_t size_forward_state(const BufferShape& shape, ForwardState* s) {
   uint64_t bytes = 0;
-  const auto put = [&](auto& buffer, int64_t n) {
+  ForwardState counted;  // the buffers' types when only counting (nothing is allocated in it)
+  (s != nullptr ? *s : counted).for_each_buffer(shape, [&](auto& buffer, int64_t n) {
+    if (n == ForwardState::kSizedByContext) return;  // Architecture::context_scratch's
     bytes += static_cast<uint64_t>(n) * sizeof(buffer[0]);
     if (s != nullptr) buffer.resize(static_cast<size_t>(n));
-  };
-  ForwardState counted;  // the buffers' types when only counting (nothing is allocated in it)
-  ForwardState& f = s != nullptr ? *s : counted;
-  const auto sz = [tokens](int64_t width) { return tokens * std::max<int64_t>(width, 1); };
-  put(f.x, sz(hp.n_embd));
-  put(f.xn, sz(hp.n_embd));
-  put(f.out, sz(hp.n_embd));
-  put(f.q, sz(bs.q));
-  put(f.k, sz(bs.k));
-  put(f.v, sz(bs.v));
-  put(f.att, sz(bs.att));
-  put(f.ff_a, sz(bs.ff));
-  put(f.ff_b, sz(bs.ff));
-  put(f.q16, int64_t{threads} * std::max(bs.q, bs.k));
-  if (bs.res_checkpoints > 0) {
-    put(f.res_ckpt, sz(bs.res_checkpoints * hp.n_embd));
-    put(f.res_scores, sz(bs.res_checkpoints + 1));
-  }
-  if (hp.is_moe()) {
-    const int64_t ew = std::max(hp.n_embd, hp.expert_width());  // expert rows: full or latent width
-    put(f.router, sz(hp.n_expert));
-    put(f.chosen, sz(hp.n_expert_used));
-    put(f.chosen_w, sz(hp.n_expert_used));
-    put(f.expert_count, hp.n_expert);
-    put(f.expert_first, hp.n_expert);
-    put(f.expert_rows, sz(hp.n_expert_used));
-    put(f.ex_in, sz(ew));
-    put(f.ex_out, sz(ew));
-    put(f.ex_a, sz(hp.n_ff_expert));
-    put(f.ex_b, sz(hp.n_ff_expert));
-    put(f.slot_out, sz(hp.n_expert_used * ew));
-    if (hp.n_expert_latent > 0) put(f.moe_latent, sz(hp.n_expert_latent));
-    put(f.active, 2 * hp.n_expert);
-    if (predict) {
-      put(f.predict_logits, sz(hp.n_expert));
-      put(f.predicted, hp.n_expert);
-      // Filled by attach_streaming; reserved, and counted, here.
-      bytes += static_cast<uint64_t>(hp.n_layer) * sizeof(kernels::MatrixView);
-      if (s != nullptr) s->routers.reserve(static_cast<size_t>(hp.n_layer));
-    }
-  }
-  put(f.seq, tokens);
-  put(f.pos, tokens);
-  put(f.tok, tokens);
+  });
   return bytes;
 }
 
@@ -121,6 +79,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   }
   for (const auto& name : t.unused()) spdlog::warn("{}: tensor '{}' is not used by the {} architecture", path, name, hp.arch);
   m->tensors_ = t.used_tensors();
+  m->routed_ = t.routed_tensors();  // the table's routed roles: streamed; the rest resident
+  m->resident_ = t.resident_tensors();
   m->owned_weights_ = t.take_owned();
   m->repacked_tensors_ = t.repacked_tensors();
   m->repacked_bytes_ = t.repacked_bytes();
@@ -152,14 +112,14 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     in.hp = &hp;
     in.buffers = bs;
     in.activation_bytes = [&](int64_t tokens) {
-      return size_forward_state(hp, bs, tokens, threads, predict, nullptr) +
+      return size_forward_state({&hp, bs, tokens, threads, predict}, nullptr) +
              static_cast<uint64_t>(tokens) * sizeof(BatchToken);  // single_
     };
     in.context_scratch = [&](int64_t keys, int64_t queries) {
       return m->arch_->context_scratch(keys, queries, nullptr);
     };
-    in.tensors = m->tensors_;
-    in.layout = stream::ExpertLayout::from_tensors(m->tensors_, f.path());
+    in.resident = m->resident_;
+    in.layout = stream::ExpertLayout::from_tensors(m->routed_, f.path());
     in.overhead_bytes = rss_before_buffers;
     in.repacked_bytes = t.repacked_bytes();
     in.memory_budget = opts.streaming.memory_budget;
@@ -182,7 +142,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
       spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
 
     ForwardState& s = m->state_;
-    size_forward_state(hp, bs, B, threads, predict, &s);
+    size_forward_state({&hp, bs, B, threads, predict}, &s);
     s.max_batch = B;
     m->single_.reserve(static_cast<size_t>(B));
     s.pool = m->pool_.get();
@@ -191,7 +151,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     // The KV pool (sequence_state.h); a job needing more rows than the pool is refused at add.
     m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false,
                                                fit.kv_tokens, std::max<int64_t>(0, opts.prefix_cache));
-    m->streaming_ = setup_streaming(f, m->tensors_, opts.streaming, fit.budget);
+    m->streaming_ = setup_streaming(f, m->routed_, opts.streaming, fit.budget);
     if (m->seqs_->pool_rows() < n_seq * n_ctx)
       spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
                    m->seqs_->pool_rows(), n_seq, n_ctx);
@@ -200,7 +160,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
       m->arch_->context_scratch(std::min(n_ctx, m->seqs_->pool_rows()), B, &s);
     }
     s.seqs = m->seqs_.get();
-    attach_streaming(*m->streaming_, f, opts.streaming, hp.n_layer, s);
+    attach_streaming(*m->streaming_, t.routers(hp.n_layer), opts.streaming, s);
   } catch (const std::bad_alloc&) {
     throw Error(ErrorKind::invalid_input, does_not_fit(path, n_ctx, n_seq, B, allocation_note(m->seqs_.get())));
   } catch (const std::length_error&) {

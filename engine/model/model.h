@@ -84,6 +84,11 @@ class Model {
   // The tensors the architecture runs on (TensorLoader::used_tensors): the
   // file's, less the skipped NextN blocks and anything else it does not read.
   const std::vector<gguf::TensorInfo>& tensors() const { return tensors_; }
+  // tensors() split by the role the architecture's table gives each
+  // (engine/spec/tensor_role.h), each in file order: the routed experts'
+  // stacks, which are streamed, and the resident rest.
+  const std::vector<gguf::TensorInfo>& routed_tensors() const { return routed_; }
+  const std::vector<gguf::TensorInfo>& resident_tensors() const { return resident_; }
   // Weight streaming: the memory plan (planned false in mmap mode) and the
   // reader / expert-cache counters since load (zeros when not streaming).
   const WeightStreaming& streaming() const { return *streaming_; }
@@ -148,7 +153,7 @@ class Model {
   uint64_t n_params_ = 0;
   size_t repacked_tensors_ = 0;
   uint64_t repacked_bytes_ = 0;
-  std::vector<gguf::TensorInfo> tensors_;
+  std::vector<gguf::TensorInfo> tensors_, routed_, resident_;
 };
 
 }  // namespace ns

@@ -37,15 +37,9 @@ uint64_t bytes_of(const std::vector<T>& v) {
 uint64_t current_rss_bytes() { return proc_kib("/proc/self/status", "VmRSS:"); }
 
 uint64_t forward_state_bytes(const ForwardState& s) {
-  return bytes_of(s.seq) + bytes_of(s.pos) + bytes_of(s.tok) + bytes_of(s.x) + bytes_of(s.xn) + bytes_of(s.out) +
-         bytes_of(s.q) + bytes_of(s.k) + bytes_of(s.v) + bytes_of(s.att) + bytes_of(s.ff_a) + bytes_of(s.ff_b) +
-         bytes_of(s.q16) + bytes_of(s.router) + bytes_of(s.chosen) + bytes_of(s.chosen_w) + bytes_of(s.expert_count) +
-         bytes_of(s.expert_first) + bytes_of(s.expert_rows) + bytes_of(s.ex_in) + bytes_of(s.ex_a) +
-         bytes_of(s.ex_b) + bytes_of(s.ex_out) + bytes_of(s.slot_out) + bytes_of(s.active) + bytes_of(s.moe_latent) +
-         bytes_of(s.res_ckpt) + bytes_of(s.res_scores) +
-         bytes_of(s.predict_logits) + bytes_of(s.predicted) + bytes_of(s.routers) + bytes_of(s.xp_latents) +
-         bytes_of(s.xp_k_b_t) + bytes_of(s.xp_kf) + bytes_of(s.xp_vf) + bytes_of(s.xp_k16) + bytes_of(s.xp_v16) +
-         bytes_of(s.xp_tasks);
+  uint64_t bytes = 0;
+  s.for_each_buffer(BufferShape{}, [&](const auto& buffer, int64_t) { bytes += bytes_of(buffer); });
+  return bytes;
 }
 
 stream::StreamStats WeightStreaming::stats() const {
@@ -53,13 +47,13 @@ stream::StreamStats WeightStreaming::stats() const {
   return stream::snapshot(*reader, cache.get());
 }
 
-std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> tensors,
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> routed,
                                                  const StreamingOptions& opts,
                                                  const std::optional<stream::BudgetPlan>& plan) {
   const stream::CachePolicy policy =
       opts.cache_policy == CachePolicy::lru ? stream::CachePolicy::lru : stream::CachePolicy::lfu;
   auto ws = std::make_unique<WeightStreaming>();
-  ws->layout = stream::ExpertLayout::from_tensors(tensors, f.path());
+  ws->layout = stream::ExpertLayout::from_tensors(routed, f.path());
   if (opts.io_mode == IoMode::mmap) {
     spdlog::info("{}: io_mode mmap: weights are read through the page cache; memory_budget is not enforced",
                  f.path());
@@ -109,7 +103,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::sp
   return ws;
 }
 
-void attach_streaming(WeightStreaming& ws, const gguf::GgufSet& f, const StreamingOptions& opts, int64_t n_layer,
+void attach_streaming(WeightStreaming& ws, std::span<const kernels::MatrixView> routers, const StreamingOptions& opts,
                       ForwardState& s) {
   s.experts = ws.cache.get();
   s.predict_next = ws.cache && opts.predict_experts;
@@ -117,16 +111,9 @@ void attach_streaming(WeightStreaming& ws, const gguf::GgufSet& f, const Streami
   s.routers.clear();
   if (!s.predict_next) return;
   // Routers are resident: reading them through the mapping is within the plan.
-  s.routers.resize(static_cast<size_t>(n_layer));
-  for (uint32_t l = 0; l < static_cast<uint32_t>(n_layer); ++l) {
-    const gguf::TensorInfo* r = f.find_tensor("blk." + std::to_string(l) + ".ffn_gate_inp.weight");
-    kernels::MatrixView v;
-    if (r && r->dims.size() == 2 && ws.layout.is_moe_layer(l)) {
-      v = {r->type, f.tensor_data(*r), static_cast<int64_t>(r->dims[1]), static_cast<int64_t>(r->dims[0]),
-           static_cast<size_t>(r->nbytes / r->dims[1])};
-    }
-    s.routers[l] = v;
-  }
+  s.routers.resize(routers.size());
+  for (uint32_t l = 0; l < routers.size(); ++l)
+    if (ws.layout.is_moe_layer(l)) s.routers[l] = routers[l];
 }
 
 }  // namespace ns

@@ -85,17 +85,18 @@ struct WeightStreaming {
   stream::StreamStats stats() const;
 };
 
-// `tensors` are the ones the model reads (Model::tensors()): the expert layout
-// and the plan cover those only, so tensors a file carries but the model skips
-// (NextN blocks) are neither streamed nor counted. `plan`: FitPlan::budget
-// (none in io_mode mmap).
-std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> tensors,
+// `routed`: the routed stacks the model reads (Model::routed_tensors(), the
+// table's roles): the expert layout covers those only, so stacks a file
+// carries but the model skips (NextN blocks) are neither streamed nor counted.
+// `plan`: FitPlan::budget (none in io_mode mmap).
+std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> routed,
                                                  const StreamingOptions& opts,
                                                  const std::optional<stream::BudgetPlan>& plan);
 
-// Points s at the cache and the per-layer routers (for prediction); s's MoE
-// buffers must already be sized.
-void attach_streaming(WeightStreaming& ws, const gguf::GgufSet& f, const StreamingOptions& opts, int64_t n_layer,
+// Points s at the cache and, for prediction, at `routers`: one per block, the
+// table's router role (TensorLoader::routers), rows == 0 for a dense block.
+// s's MoE buffers must already be sized.
+void attach_streaming(WeightStreaming& ws, std::span<const kernels::MatrixView> routers, const StreamingOptions& opts,
                       ForwardState& s);
 
 // Bytes held by s's buffers (their capacity).

@@ -34,12 +34,10 @@ const gguf::TensorInfo& TensorLoader::require(const std::string& name, const std
 
 kernels::MatrixView TensorLoader::matrix(const std::string& name, int64_t rows, int64_t cols, bool repackable) {
   const auto& t = require(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)});
-  const kernels::MatrixView mapped{t.type, f_.tensor_data(t), rows, cols,
-                                   static_cast<size_t>(t.nbytes / static_cast<uint64_t>(rows))};
   const gguf::GgmlType packed = kernels::repacked_type(t.type, rows);
-  if (repack_ == Repack::off || !repackable || packed == t.type) return mapped;
+  if (repack_ == Repack::off || !repackable || packed == t.type) return mapped(t, rows, cols);
   if (auto it = repacked_.find(name); it != repacked_.end()) return it->second;
-  kernels::MatrixView v = mapped;
+  kernels::MatrixView v = mapped(t, rows, cols);
   if (repack_ == Repack::copy) {
     // The file's rows are contiguous (row_stride is the row's bytes), as repack_rows wants.
     auto buf = std::make_unique_for_overwrite<uint8_t[]>(t.nbytes);
@@ -52,6 +50,10 @@ kernels::MatrixView TensorLoader::matrix(const std::string& name, int64_t rows, 
   repacked_bytes_ += t.nbytes;
   repacked_.emplace(name, v);
   return v;
+}
+
+kernels::MatrixView TensorLoader::mapped(const gguf::TensorInfo& t, int64_t rows, int64_t cols) const {
+  return {t.type, f_.tensor_data(t), rows, cols, static_cast<size_t>(t.nbytes / static_cast<uint64_t>(rows))};
 }
 
 ExpertsView TensorLoader::experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols) {
@@ -129,6 +131,35 @@ std::vector<gguf::TensorInfo> TensorLoader::used_tensors() const {
   std::vector<gguf::TensorInfo> out;
   for (const auto& t : f_.tensors())
     if (used_.count(t.name)) out.push_back(t);
+  return out;
+}
+
+void TensorLoader::note_role(const std::string& name, TensorRole role, int64_t block) {
+  roles_[name] = Use{role, block};
+}
+
+std::vector<gguf::TensorInfo> TensorLoader::used_where(bool routed) const {
+  std::vector<gguf::TensorInfo> out;
+  for (const auto& t : f_.tensors()) {
+    if (!used_.count(t.name)) continue;
+    const auto it = roles_.find(t.name);
+    if ((it != roles_.end() && is_routed(it->second.role)) == routed) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<gguf::TensorInfo> TensorLoader::routed_tensors() const { return used_where(true); }
+std::vector<gguf::TensorInfo> TensorLoader::resident_tensors() const { return used_where(false); }
+
+std::vector<kernels::MatrixView> TensorLoader::routers(int64_t n_block) const {
+  std::vector<kernels::MatrixView> out(static_cast<size_t>(std::max<int64_t>(n_block, 0)));
+  for (const auto& [name, use] : roles_) {
+    if (use.role != TensorRole::router || use.block < 0 || use.block >= n_block) continue;
+    const gguf::TensorInfo* t = f_.find_tensor(name);
+    if (t == nullptr || t->dims.size() != 2) continue;  // loaded as a matrix: present and 2-D
+    const auto rows = static_cast<int64_t>(t->dims[1]), cols = static_cast<int64_t>(t->dims[0]);
+    out[static_cast<size_t>(use.block)] = mapped(*t, rows, cols);
+  }
   return out;
 }
 

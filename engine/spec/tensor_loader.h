@@ -12,6 +12,7 @@
 
 #include "engine/gguf/gguf_set.h"
 #include "engine/kernels/kernels.h"
+#include "engine/spec/tensor_role.h"
 
 namespace ns {
 
@@ -79,6 +80,18 @@ class TensorLoader {
   // all the memory plan counts (skipped tensors are neither read nor planned).
   std::vector<gguf::TensorInfo> used_tensors() const;
 
+  // The role and block (-1: none) an architecture's table gives a tensor it
+  // loaded (TensorTable::load tells the loader). A tensor looked up without a
+  // table has no role, and is resident.
+  void note_role(const std::string& name, TensorRole role, int64_t block);
+  // The used tensors split by their role (tensor_role.h), each in file order:
+  // the routed stacks, which the expert cache streams, and the resident rest.
+  std::vector<gguf::TensorInfo> routed_tensors() const;
+  std::vector<gguf::TensorInfo> resident_tensors() const;
+  // Block il's router (role router) at [il] as a view of the mapping, for
+  // n_block blocks; rows == 0 where a block has none (a dense layer).
+  std::vector<kernels::MatrixView> routers(int64_t n_block) const;
+
   // Bytes of the matrices repacked (Repack::copy) or that would be
   // (Repack::count), and how many: resident weights like the others (the
   // memory plan counts every resident tensor), only held in owned buffers.
@@ -90,6 +103,13 @@ class TensorLoader {
 
  private:
   const gguf::TensorInfo& require(const std::string& name, const std::vector<uint64_t>& dims);
+  kernels::MatrixView mapped(const gguf::TensorInfo& t, int64_t rows, int64_t cols) const;
+  std::vector<gguf::TensorInfo> used_where(bool routed) const;
+  struct Use {
+    TensorRole role;
+    int64_t block;
+  };
+  std::map<std::string, Use> roles_;
   const gguf::GgufSet& f_;
   std::set<std::string> used_;
   std::vector<std::string> skipped_prefixes_;

@@ -12,6 +12,7 @@ const char* role_name(TensorRole r) {
     case TensorRole::input: return "input";
     case TensorRole::residual: return "residual";
     case TensorRole::router: return "router";
+    case TensorRole::score: return "score";
     case TensorRole::selection: return "selection";
     case TensorRole::conv: return "conv";
     case TensorRole::routed: return "routed";
@@ -37,6 +38,7 @@ TensorSpec& TensorTable::add(TensorSpec spec) {
     spec.presence = Presence::skipped;
     spec.into = std::monostate{};
   }
+  spec.block = block_;
   return specs_.emplace_back(std::move(spec));
 }
 
@@ -85,6 +87,9 @@ void TensorTable::load(TensorLoader& t) const {
       **e = t.experts(s.name, n(2), n(1), n(0));
     else if (auto* ids = std::get_if<std::vector<int32_t>*>(&s.into))
       **ids = t.ids(s.name, s.dims);
+    else
+      continue;  // unbound: a description only
+    t.note_role(s.name, s.role, s.block);
   }
 }
 

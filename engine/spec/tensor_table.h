@@ -8,8 +8,11 @@
 //   - the loader: TensorTable::load fills every bound field through
 //     TensorLoader (shape- and type-checked); the tensors it asks for are what
 //     Model's memory plan counts;
-//   - the planner: the routed roles are the tensors the expert layout streams
-//     (stream::ExpertLayout::is_streamed agrees, tests/unit/engine/tensor_table_test.cpp);
+//   - the model: the loader records each loaded entry's role and block
+//     (TensorLoader::note_role), and the model asks those roles, never the
+//     names: the routed stacks are what the expert layout and the memory plan
+//     stream, every other tensor is resident; each block's router is what the
+//     expert cache's predictor reads (tensor_role.h);
 //   - nightshift-make-model (tools/make_model/table_plans.cpp): one tensor
 //     per entry it writes, in table order (the file order of llama.cpp's
 //     converter), its initial scale and type class (quantized or F32) from the role.
@@ -27,30 +30,9 @@
 #include "engine/kernels/kernels.h"
 #include "engine/spec/hparams.h"
 #include "engine/spec/tensor_loader.h"
+#include "engine/spec/tensor_role.h"
 
 namespace ns {
-
-enum class TensorRole : uint8_t {
-  embedding,        // token_embd: one row per token
-  norm,             // a normalization scale, near 1 (F32)
-  bias,             // an additive bias (F32)
-  input,            // a projection of the normalized stream or of another projection
-  residual,         // a projection whose output is added to the residual stream
-  router,           // a router or score over the residual stream: expert logits, a gate, a mix score (F32)
-  selection,        // a router's per-expert selection bias (exp_probs_b, F32)
-  conv,             // a short convolution's taps, a row per channel (F32)
-  routed,           // a routed experts' stack [cols, rows, n_expert]: streamed, not resident
-  routed_residual,  // the routed experts' down stack, which writes the residual stream
-  ids,              // a table of integers (I32): deepseek4's token id -> experts map
-};
-const char* role_name(TensorRole r);
-// Routed experts' stacks: streamed from disk by the expert cache.
-inline bool is_routed(TensorRole r) { return r == TensorRole::routed || r == TensorRole::routed_residual; }
-// Kept in F32 whatever type the rest of the model has (norms, biases, routers).
-inline bool keeps_f32(TensorRole r) {
-  return r == TensorRole::norm || r == TensorRole::bias || r == TensorRole::router || r == TensorRole::selection ||
-         r == TensorRole::conv;
-}
 
 enum class Presence : uint8_t {
   required,   // the loader fails without it; the generator writes it
@@ -70,6 +52,7 @@ struct TensorSpec {
   // A matrix the forward pass also reads by rows or row slices (MLA's fused
   // attn_kv_b), not only as a matmul's weight: it stays in the file's layout.
   bool by_rows = false;
+  int64_t block = -1;  // the block (layer) it belongs to (describe_blocks sets it); -1: the head's
 };
 // Read only as a matmul's weight matrix, so the loader may repack it
 // (TensorLoader::set_repack): the projections (input, residual) not marked
@@ -107,18 +90,23 @@ class TensorTable {
 
   const std::vector<TensorSpec>& specs() const { return specs_; }
   // Loads every bound entry (required ones must be in the file, the others
-  // are loaded when they are); throws what TensorLoader throws.
+  // are loaded when they are) and tells the loader its role and block
+  // (TensorLoader::note_role); throws what TensorLoader throws.
   void load(TensorLoader& t) const;
   // Forgets every binding (for a description whose weight structs are gone).
   void unbind();
   // While set, entries are added unbound and Presence::skipped (an
   // architecture's NextN blocks, described into scratch structs).
   void set_skipping(bool on) { skipping_ = on; }
+  // Entries added from now on belong to block il (-1: to none); describe_blocks sets it.
+  void set_block(int64_t il) { block_ = il; }
+  int64_t block() const { return block_; }
 
  private:
   TensorSpec& add(TensorSpec spec);
   std::vector<TensorSpec> specs_;
   bool skipping_ = false;
+  int64_t block_ = -1;
 };
 
 // An architecture's binding function: lists the tensors of hp's blocks into
@@ -138,9 +126,11 @@ void describe_blocks(const Hparams& hp, TensorTable& t, std::vector<Layer>& laye
   for (int64_t il = 0; il < hp.n_layer + hp.n_layer_nextn; ++il) {
     const bool skipped = il >= hp.n_layer;
     t.set_skipping(skipped);
+    t.set_block(il);
     block(il, block_prefix(il), skipped ? nextn : layers[static_cast<size_t>(il)]);
   }
   t.set_skipping(false);
+  t.set_block(-1);
 }
 
 // The architecture's loader: fills `weights` from the file through its table.

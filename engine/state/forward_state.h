@@ -1,14 +1,24 @@
 // Activations of one forward pass over a batch of tokens, allocated once at
 // load for the largest batch so the token loop never allocates.
 // Shapes are [max_batch][width] row-major; only the first n rows are live.
+//
+// Contract: every buffer is listed once more, in for_each_buffer (gemma.cpp's
+// ForEachTensor idea): Model::load allocates by visiting that list, the memory
+// plan counts its bytes by visiting it, and forward_state_bytes measures what
+// is held by visiting it (tests/unit/engine/fit_plan_test.cpp: the plan's
+// activations are what the load allocated). A new buffer is a member and its
+// line in the list, nothing else.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "engine/kernels/kernels.h"
+#include "engine/spec/hparams.h"
 #include "engine/spec/routing.h"
+#include "engine/state/sequence_state.h"
 
 namespace ns {
 
@@ -17,6 +27,23 @@ class SequenceState;
 namespace stream {
 class ExpertCache;
 }
+
+// What an architecture asks of a pass's buffers (Architecture::buffer_sizes).
+struct BufferSizes {
+  int64_t q = 0, k = 0, v = 0, att = 0;  // per-token widths of the attention buffers
+  int64_t ff = 0;                       // widest FFN hidden layer (dense or expert)
+  SequenceLayout cache;                 // what each layer keeps per sequence (attention rows, recurrent state)
+  int64_t res_checkpoints = 0;          // n_embd vectors banked per token within a forward pass (s.res_ckpt)
+};
+
+// What sizes every buffer of ForwardState: the model's widths and the pass.
+struct BufferShape {
+  const Hparams* hp = nullptr;  // null: no model (every buffer 0 elements)
+  BufferSizes widths;
+  int64_t tokens = 0;           // the longest forward pass (ForwardState::max_batch)
+  int threads = 1;              // the compute threads (per-thread scratch)
+  bool predict = false;         // the expert cache predicts the next layer's experts (routers, predict_*)
+};
 
 struct ForwardState {
   int64_t n = 0;            // tokens in this batch
@@ -76,6 +103,72 @@ struct ForwardState {
   ThreadPool* pool = nullptr;
   SequenceState* seqs = nullptr;  // attention cache and recurrent state of every sequence
   kernels::MatmulScratch mm;
+
+  // Every buffer above, once: visit(buffer, n) with the elements `shape`
+  // asks of it (0: this model does not use it), or kSizedByContext for the
+  // scratch Architecture::context_scratch sizes (xp_*).
+  static constexpr int64_t kSizedByContext = -1;
+  template <class Visit>
+  void for_each_buffer(const BufferShape& shape, Visit&& visit) {
+    each_buffer(*this, shape, visit);
+  }
+  template <class Visit>
+  void for_each_buffer(const BufferShape& shape, Visit&& visit) const {
+    each_buffer(*this, shape, visit);
+  }
+
+ private:
+  template <class Self, class Visit>
+  static void each_buffer(Self& f, const BufferShape& shape, Visit& visit) {
+    static const Hparams kNone;
+    const Hparams& hp = shape.hp != nullptr ? *shape.hp : kNone;
+    const BufferSizes& bs = shape.widths;
+    const int64_t tokens = shape.hp != nullptr ? shape.tokens : 0;
+    const auto sz = [tokens](int64_t width) { return tokens * std::max<int64_t>(width, 1); };
+    const auto when = [](bool used, int64_t n) { return used ? n : int64_t{0}; };
+    visit(f.x, sz(hp.n_embd));
+    visit(f.xn, sz(hp.n_embd));
+    visit(f.out, sz(hp.n_embd));
+    visit(f.q, sz(bs.q));
+    visit(f.k, sz(bs.k));
+    visit(f.v, sz(bs.v));
+    visit(f.att, sz(bs.att));
+    visit(f.ff_a, sz(bs.ff));
+    visit(f.ff_b, sz(bs.ff));
+    visit(f.q16, when(shape.hp != nullptr, int64_t{shape.threads} * std::max(bs.q, bs.k)));
+    const bool ckpt = bs.res_checkpoints > 0;
+    visit(f.res_ckpt, when(ckpt, sz(bs.res_checkpoints * hp.n_embd)));
+    visit(f.res_scores, when(ckpt, sz(bs.res_checkpoints + 1)));
+    const bool moe = hp.is_moe();
+    const int64_t ew = std::max(hp.n_embd, hp.expert_width());  // expert rows: full or latent width
+    visit(f.router, when(moe, sz(hp.n_expert)));
+    visit(f.chosen, when(moe, sz(hp.n_expert_used)));
+    visit(f.chosen_w, when(moe, sz(hp.n_expert_used)));
+    visit(f.expert_count, when(moe, hp.n_expert));
+    visit(f.expert_first, when(moe, hp.n_expert));
+    visit(f.expert_rows, when(moe, sz(hp.n_expert_used)));
+    visit(f.ex_in, when(moe, sz(ew)));
+    visit(f.ex_out, when(moe, sz(ew)));
+    visit(f.ex_a, when(moe, sz(hp.n_ff_expert)));
+    visit(f.ex_b, when(moe, sz(hp.n_ff_expert)));
+    visit(f.slot_out, when(moe, sz(hp.n_expert_used * ew)));
+    visit(f.moe_latent, when(moe && hp.n_expert_latent > 0, sz(hp.n_expert_latent)));
+    visit(f.active, when(moe, 2 * hp.n_expert));
+    const bool predict = moe && shape.predict;
+    visit(f.predict_logits, when(predict, sz(hp.n_expert)));
+    visit(f.predicted, when(predict, hp.n_expert));
+    visit(f.routers, when(predict, hp.n_layer));  // one per layer: attach_streaming fills them
+    visit(f.seq, tokens);
+    visit(f.pos, tokens);
+    visit(f.tok, tokens);
+    visit(f.xp_latents, kSizedByContext);
+    visit(f.xp_k_b_t, kSizedByContext);
+    visit(f.xp_kf, kSizedByContext);
+    visit(f.xp_vf, kSizedByContext);
+    visit(f.xp_k16, kSizedByContext);
+    visit(f.xp_v16, kSizedByContext);
+    visit(f.xp_tasks, kSizedByContext);
+  }
 };
 
 }  // namespace ns

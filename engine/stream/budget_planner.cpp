@@ -49,21 +49,18 @@ std::string BudgetPlan::describe() const {
   return s;
 }
 
-BudgetPlan fit_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+BudgetPlan fit_budget(std::span<const gguf::TensorInfo> resident, const ExpertLayout& layout, const BudgetInputs& in,
                       const std::string& model_name) {
   BudgetPlan p;
   p.model = model_name;
   p.memory_budget = in.memory_budget;
   p.budget_source = in.budget_source;
-  for (const gguf::TensorInfo& t : tensors) {
-    if (ExpertLayout::is_streamed(t.name)) {
-      p.streamed_bytes += t.nbytes;
-      ++p.streamed_tensors;
-    } else {
-      p.resident_bytes += t.nbytes ? direct_read_span(t.offset, t.nbytes) : 0;
-      ++p.resident_tensors;
-    }
+  for (const gguf::TensorInfo& t : resident) {
+    p.resident_bytes += t.nbytes ? direct_read_span(t.offset, t.nbytes) : 0;
+    ++p.resident_tensors;
   }
+  p.streamed_bytes = layout.total_bytes();  // each stack's bytes: n_expert whole experts (from_tensors checks)
+  p.streamed_tensors = layout.n_stacks();
   p.streamed_experts = layout.total_experts();
   p.kv_cache_bytes = in.kv_cache_bytes;
   p.kv_cache_note = in.kv_cache_note;
@@ -97,9 +94,9 @@ BudgetPlan fit_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLay
   return p;
 }
 
-BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+BudgetPlan plan_budget(std::span<const gguf::TensorInfo> resident, const ExpertLayout& layout, const BudgetInputs& in,
                        const std::string& model_name) {
-  BudgetPlan p = fit_budget(tensors, layout, in, model_name);
+  BudgetPlan p = fit_budget(resident, layout, in, model_name);
   if (!p.refusal.empty()) throw Error(ErrorKind::invalid_input, p.refusal);
   return p;
 }

@@ -2,9 +2,10 @@
 // cache, activations, I/O buffers, the process's own overhead, and the expert
 // cache, which gets what is left.
 //
-// Resident: every tensor except the routed-expert stacks (see expert_layout.h),
-// counted by the 4 KiB pages it spans (what touching it through a mapping
-// costs). Streamed: the *_exps stacks, one cache slot per expert.
+// Resident: every tensor the model reads but the routed-expert stacks (the
+// caller's split by the tensor table's roles, expert_layout.h), counted by the
+// 4 KiB pages it spans (what touching it through a mapping costs). Streamed:
+// the stacks the layout holds, one cache slot per expert.
 //
 // fit_budget() answers as data: a budget that cannot hold the fixed parts
 // plus min_cache_experts slots gives a plan whose `refusal` shows the
@@ -107,10 +108,11 @@ std::vector<KvTradeoff> kv_tradeoff(const BudgetPlan& plan, uint64_t kv_bytes_pe
 // "64 x 4K, 16 x 16K, 4 x 128K": the pairs that fit, for the plan's text.
 std::string describe_tradeoff(const std::vector<KvTradeoff>& t);
 
-BudgetPlan fit_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+// `resident`: the tensors the model reads less the routed stacks, which are `layout`'s.
+BudgetPlan fit_budget(std::span<const gguf::TensorInfo> resident, const ExpertLayout& layout, const BudgetInputs& in,
                       const std::string& model_name);
 // fit_budget(), its refusal thrown as ns::Error(invalid_input).
-BudgetPlan plan_budget(std::span<const gguf::TensorInfo> tensors, const ExpertLayout& layout, const BudgetInputs& in,
+BudgetPlan plan_budget(std::span<const gguf::TensorInfo> resident, const ExpertLayout& layout, const BudgetInputs& in,
                        const std::string& model_name);
 
 }  // namespace ns::stream

@@ -40,16 +40,6 @@ bool LayerExperts::contiguous(uint32_t expert) const {
          proj[2].offset_of(expert) == proj[1].offset_of(expert) + proj[1].expert_bytes;
 }
 
-bool ExpertLayout::is_streamed(std::string_view name) {
-  uint32_t layer = 0;
-  std::string_view rest;
-  // Per-expert biases (gpt-oss's ffn_*_exps.bias, [width, n_expert] F32) are
-  // small and stay resident: the architecture loads them as vectors.
-  constexpr std::string_view bias = ".bias";
-  return split_block_name(name, &layer, &rest) && rest.find("_exps.") != std::string_view::npos &&
-         !(rest.size() >= bias.size() && rest.substr(rest.size() - bias.size()) == bias);
-}
-
 void ExpertLayout::parse_streamed_name(std::string_view name, uint32_t* layer, Projection* proj) {
   std::string_view rest;
   if (split_block_name(name, layer, &rest))
@@ -63,11 +53,10 @@ void ExpertLayout::parse_streamed_name(std::string_view name, uint32_t* layer, P
                                         "blk.N.ffn_{gate,up,down}_exps.weight)");
 }
 
-ExpertLayout ExpertLayout::from_tensors(std::span<const gguf::TensorInfo> tensors, const std::string& source) {
+ExpertLayout ExpertLayout::from_tensors(std::span<const gguf::TensorInfo> routed, const std::string& source) {
   ExpertLayout L;
   std::vector<std::array<const gguf::TensorInfo*, kProjections>> found;
-  for (const gguf::TensorInfo& t : tensors) {
-    if (!is_streamed(t.name)) continue;
+  for (const gguf::TensorInfo& t : routed) {
     uint32_t layer = 0;
     Projection p{};
     try {

@@ -1,10 +1,13 @@
 // Where each expert's weights lie in a model's GGUF files (one file, or the shards of a split set:
 // each stack's file index and offset), and how a cache slot holds them.
 //
-// Streamed tensors are the routed experts' stacks, blk.N.ffn_{gate,up,down}_exps.weight
-// (ggml dims [cols, rows, n_expert]: expert e's matrix is the e-th contiguous
-// block of the tensor). Everything else (attention, norms, routers, shared
-// experts, dense FFNs, embeddings, output) is resident.
+// Streamed tensors are the routed experts' stacks: which tensors those are is
+// the architecture's tensor table's answer (their role, engine/spec/tensor_role.h),
+// which the caller hands over; this layer only lays them out. Each is a
+// blk.N.ffn_{gate,up,down}_exps.weight (ggml dims [cols, rows, n_expert]:
+// expert e's matrix is the e-th contiguous block of the tensor), its name
+// giving its layer and its place in a slot. Everything else (attention,
+// norms, routers, shared experts, dense FFNs, embeddings, output) is resident.
 //
 // A cache slot holds one expert of any layer: the three projections at fixed
 // offsets, each with room for its O_DIRECT aligned superset.
@@ -44,15 +47,16 @@ struct LayerExperts {
 
 class ExpertLayout {
  public:
-  // Throws ns::Error(bad_model), naming `source` and the tensor, when a layer
-  // has some but not all of the three stacks, their expert counts differ, or a
-  // stack is not 3-D or not evenly divisible by its expert count.
-  static ExpertLayout from_tensors(std::span<const gguf::TensorInfo> tensors, const std::string& source);
+  // The layout of `routed`, the routed stacks (Model::routed_tensors(): the
+  // table's routed roles). Throws ns::Error(bad_model), naming `source` and
+  // the tensor, when a layer has some but not all of the three stacks, their
+  // expert counts differ, a stack is not 3-D or not evenly divisible by its
+  // expert count, or a stack is not one this build can stream (e.g. fused
+  // gate_up stacks).
+  static ExpertLayout from_tensors(std::span<const gguf::TensorInfo> routed, const std::string& source);
 
-  // Whether a tensor is streamed: any blk.N.*_exps.* name. parse_streamed_name
-  // also returns its layer and projection; it throws bad_model for an *_exps
-  // tensor this build cannot stream (e.g. fused gate_up stacks).
-  static bool is_streamed(std::string_view name);
+  // A routed stack's layer and projection, from its name; throws bad_model for
+  // a stack this build cannot stream.
   static void parse_streamed_name(std::string_view name, uint32_t* layer, Projection* proj);
 
   uint32_t n_layers() const { return static_cast<uint32_t>(layers_.size()); }  // last MoE layer + 1
@@ -67,6 +71,7 @@ class ExpertLayout {
   uint64_t slot_capacity(Projection p) const { return slot_capacity_[static_cast<int>(p)]; }
 
   uint64_t total_experts() const { return total_experts_; }  // sum of n_expert over layers
+  uint32_t n_stacks() const { return n_moe_layers_ * kProjections; }  // the routed tensors laid out
   uint64_t total_bytes() const { return total_bytes_; }      // all streamed bytes
   uint64_t largest_expert_bytes() const { return largest_expert_bytes_; }
 

@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -85,25 +86,25 @@ class BailingMoe2Architecture : public Architecture {
     const BailingFlags& f = f_;
     const std::string a = "bailingmoe2.";
     add_trunk_metadata(w, name(), s, s.n_layer + f.n_nextn, s.n_head_kv, BlockCountAt::first);
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
     if (f.n_groups > 1) {
-      w.set(a + "expert_group_count", val::u32(f.n_groups));
-      w.set(a + "expert_group_used_count", val::u32(f.n_groups_used));
+      w.set(a + keys::expert_group_count, val::u32(f.n_groups));
+      w.set(a + keys::expert_group_used_count, val::u32(f.n_groups_used));
     }
-    w.set(a + "expert_gating_func", val::u32(2));  // sigmoid (score_function)
-    w.set(a + "attention.key_length", val::u32(head_dim(s)));
-    w.set(a + "attention.value_length", val::u32(head_dim(s)));
-    w.set(a + "rope.dimension_count", val::u32(rope_dim(s)));
-    w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
-    w.set(a + "vocab_size", val::u32(s.n_vocab));
-    w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
+    w.set(a + keys::expert_gating_func, val::u32(2));  // sigmoid (score_function)
+    w.set(a + keys::attention_key_length, val::u32(head_dim(s)));
+    w.set(a + keys::attention_value_length, val::u32(head_dim(s)));
+    w.set(a + keys::rope_dimension_count, val::u32(rope_dim(s)));
+    w.set(a + keys::leading_dense_block_count, val::u32(f.n_dense_lead));
+    w.set(a + keys::vocab_size, val::u32(s.n_vocab));
+    w.set(a + keys::expert_feed_forward_length, val::u32(f.n_ff_expert));
     // The converter's fallback when the config has no moe_shared_expert_intermediate_size.
-    w.set(a + "expert_shared_feed_forward_length", val::u32(f.n_ff_expert * f.n_shared));
-    w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
-    w.set(a + "expert_shared_count", val::u32(f.n_shared));
-    w.set(a + "expert_weights_norm", val::boolean(f.weights_norm));
-    if (f.n_nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.n_nextn));
+    w.set(a + keys::expert_shared_feed_forward_length, val::u32(f.n_ff_expert * f.n_shared));
+    w.set(a + keys::expert_weights_scale, val::f32(f.weights_scale));
+    w.set(a + keys::expert_shared_count, val::u32(f.n_shared));
+    w.set(a + keys::expert_weights_norm, val::boolean(f.weights_norm));
+    if (f.n_nextn > 0) w.set(a + keys::nextn_predict_layers, val::u32(f.n_nextn));
   }
 
  private:

@@ -26,6 +26,7 @@
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
 #include "tools/make_model/plan_builder.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -152,42 +153,42 @@ class Deepseek2Architecture : public Architecture {
     const std::string a = arch_ + ".";
     // MLA files present one KV head (the shared latent), older ones n_head.
     add_trunk_metadata(w, name(), s, s.n_layer + (dsa() ? f.dsa_nextn : 0), split ? 1 : s.n_head);
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
-    w.set(a + "vocab_size", val::u32(s.n_vocab));
-    w.set(a + "attention.kv_lora_rank", val::u32(f.mla.kv_lora_rank));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::leading_dense_block_count, val::u32(f.n_dense_lead));
+    w.set(a + keys::vocab_size, val::u32(s.n_vocab));
+    w.set(a + keys::attention_kv_lora_rank, val::u32(f.mla.kv_lora_rank));
     if (split) {
-      w.set(a + "attention.key_length", val::u32(f.mla.mqa_key_length()));
-      w.set(a + "attention.value_length", val::u32(f.mla.kv_lora_rank));
-      w.set(a + "attention.key_length_mla", val::u32(f.mla.head_key_length()));
-      w.set(a + "attention.value_length_mla", val::u32(f.mla.v_head));
+      w.set(a + keys::attention_key_length, val::u32(f.mla.mqa_key_length()));
+      w.set(a + keys::attention_value_length, val::u32(f.mla.kv_lora_rank));
+      w.set(a + keys::attention_key_length_mla, val::u32(f.mla.head_key_length()));
+      w.set(a + keys::attention_value_length_mla, val::u32(f.mla.v_head));
     } else {
-      w.set(a + "attention.key_length", val::u32(f.mla.head_key_length()));
-      w.set(a + "attention.value_length", val::u32(f.mla.v_head));
+      w.set(a + keys::attention_key_length, val::u32(f.mla.head_key_length()));
+      w.set(a + keys::attention_value_length, val::u32(f.mla.v_head));
     }
-    w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
-    w.set(a + "expert_shared_count", val::u32(f.n_shared));
-    w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
-    w.set(a + "expert_weights_norm", val::boolean(f.weights_norm));
-    w.set(a + "expert_gating_func", val::u32(f.gating == "sigmoid" ? 2 : 1));
+    w.set(a + keys::expert_feed_forward_length, val::u32(f.n_ff_expert));
+    w.set(a + keys::expert_shared_count, val::u32(f.n_shared));
+    w.set(a + keys::expert_weights_scale, val::f32(f.weights_scale));
+    w.set(a + keys::expert_weights_norm, val::boolean(f.weights_norm));
+    w.set(a + keys::expert_gating_func, val::u32(f.gating == "sigmoid" ? 2 : 1));
     if (f.n_groups > 1) {
-      w.set(a + "expert_group_count", val::u32(f.n_groups));
-      w.set(a + "expert_group_used_count", val::u32(f.n_groups_used));
+      w.set(a + keys::expert_group_count, val::u32(f.n_groups));
+      w.set(a + keys::expert_group_used_count, val::u32(f.n_groups_used));
     }
-    w.set(a + "rope.dimension_count", val::u32(f.mla.qk_rope));
+    w.set(a + keys::rope_dimension_count, val::u32(f.mla.qk_rope));
     add_yarn_metadata(w, name(), f.yarn_factor, f.yarn_orig_ctx);
-    w.set(a + "rope.scaling.yarn_log_multiplier", val::f32(f.yarn_factor != 0.0f ? f.yarn_log_mul : 0.0f));
-    if (f.mla.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.mla.q_lora_rank));
+    w.set(a + keys::rope_scaling_yarn_log_multiplier, val::f32(f.yarn_factor != 0.0f ? f.yarn_log_mul : 0.0f));
+    if (f.mla.q_lora_rank > 0) w.set(a + keys::attention_q_lora_rank, val::u32(f.mla.q_lora_rank));
     if (!dsa()) return;
-    if (f.dsa_nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.dsa_nextn));
-    w.set(a + "attention.indexer.head_count", val::u32(f.dsa_heads));
-    w.set(a + "attention.indexer.key_length", val::u32(f.dsa_head_dim));
-    w.set(a + "attention.indexer.top_k", val::u32(f.dsa_top_k));
+    if (f.dsa_nextn > 0) w.set(a + keys::nextn_predict_layers, val::u32(f.dsa_nextn));
+    w.set(a + keys::attention_indexer_head_count, val::u32(f.dsa_heads));
+    w.set(a + keys::attention_indexer_key_length, val::u32(f.dsa_head_dim));
+    w.set(a + keys::attention_indexer_top_k, val::u32(f.dsa_top_k));
     if (!f.dsa_types.empty()) {
       std::vector<Value> v;
       for (const bool full : types(s)) v.push_back(val::boolean(full));
-      w.set(a + "attention.indexer.types", val::array(ValueType::BOOL, std::move(v)));
+      w.set(a + keys::attention_indexer_types, val::array(ValueType::BOOL, std::move(v)));
     }
   }
 

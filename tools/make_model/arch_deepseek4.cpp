@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
 #include "tools/make_model/plan_builder.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -97,32 +98,32 @@ class Deepseek4Architecture : public Architecture {
     const std::string a = "deepseek4.";
     shared_n_expert_ = s.n_expert;  // for refine's hash tables
     add_trunk_metadata(w, name(), s, s.n_layer, 1, BlockCountAt::first);
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
-    w.set(a + "expert_gating_func", val::u32(4));  // sqrtsoftplus (scoring_func)
-    w.set(a + "attention.key_length", val::u32(f_.head_dim));
-    w.set(a + "attention.value_length", val::u32(f_.head_dim));
-    w.set(a + "rope.dimension_count", val::u32(f_.rope_dim));
-    w.set(a + "attention.q_lora_rank", val::u32(f_.q_lora));
-    w.set(a + "attention.sliding_window", val::u32(f_.window));
-    w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));
-    w.set(a + "expert_shared_count", val::u32(f_.n_shared));
-    w.set(a + "expert_weights_scale", val::f32(f_.weights_scale));
-    w.set(a + "expert_weights_norm", val::boolean(true));
-    w.set(a + "swiglu_clamp_exp", val::f32_array(std::vector<float>(s.n_layer, f_.swiglu_limit)));
-    w.set(a + "swiglu_clamp_shexp", val::f32_array(std::vector<float>(s.n_layer, f_.swiglu_limit)));
-    w.set(a + "attention.indexer.head_count", val::u32(f_.indexer_heads));
-    w.set(a + "attention.indexer.key_length", val::u32(f_.indexer_dim));
-    w.set(a + "attention.indexer.top_k", val::u32(f_.top_k));
-    w.set(a + "attention.output_group_count", val::u32(f_.o_groups));
-    w.set(a + "attention.output_lora_rank", val::u32(f_.o_lora));
-    w.set(a + "attention.compress_ratios", val::i32_array(parse_ratios(f_.ratios)));
-    w.set(a + "attention.compress_rope_freq_base", val::f32(f_.compress_rope_base));
-    w.set(a + "hyper_connection.count", val::u32(4));
-    w.set(a + "hyper_connection.sinkhorn_iterations", val::u32(20));
-    w.set(a + "hyper_connection.epsilon", val::f32(1e-6f));
-    w.set(a + "hash_layer_count", val::u32(f_.hash_layers));
-    w.set(a + "embedding_length_out", val::u32(4 * s.n_embd));
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+    w.set(a + keys::expert_gating_func, val::u32(4));  // sqrtsoftplus (scoring_func)
+    w.set(a + keys::attention_key_length, val::u32(f_.head_dim));
+    w.set(a + keys::attention_value_length, val::u32(f_.head_dim));
+    w.set(a + keys::rope_dimension_count, val::u32(f_.rope_dim));
+    w.set(a + keys::attention_q_lora_rank, val::u32(f_.q_lora));
+    w.set(a + keys::attention_sliding_window, val::u32(f_.window));
+    w.set(a + keys::expert_feed_forward_length, val::u32(s.n_ff));
+    w.set(a + keys::expert_shared_count, val::u32(f_.n_shared));
+    w.set(a + keys::expert_weights_scale, val::f32(f_.weights_scale));
+    w.set(a + keys::expert_weights_norm, val::boolean(true));
+    w.set(a + keys::swiglu_clamp_exp, val::f32_array(std::vector<float>(s.n_layer, f_.swiglu_limit)));
+    w.set(a + keys::swiglu_clamp_shexp, val::f32_array(std::vector<float>(s.n_layer, f_.swiglu_limit)));
+    w.set(a + keys::attention_indexer_head_count, val::u32(f_.indexer_heads));
+    w.set(a + keys::attention_indexer_key_length, val::u32(f_.indexer_dim));
+    w.set(a + keys::attention_indexer_top_k, val::u32(f_.top_k));
+    w.set(a + keys::attention_output_group_count, val::u32(f_.o_groups));
+    w.set(a + keys::attention_output_lora_rank, val::u32(f_.o_lora));
+    w.set(a + keys::attention_compress_ratios, val::i32_array(parse_ratios(f_.ratios)));
+    w.set(a + keys::attention_compress_rope_freq_base, val::f32(f_.compress_rope_base));
+    w.set(a + keys::hyper_connection_count, val::u32(4));
+    w.set(a + keys::hyper_connection_sinkhorn_iterations, val::u32(20));
+    w.set(a + keys::hyper_connection_epsilon, val::f32(1e-6f));
+    w.set(a + keys::hash_layer_count, val::u32(f_.hash_layers));
+    w.set(a + keys::embedding_length_out, val::u32(4 * s.n_embd));
   }
 
   // Scales near 1 so the streams' mixes depend on the input; positional

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -76,19 +77,19 @@ class Glm4MoeArchitecture : public Architecture {
     const Glm4MoeFlags& f = f_;
     const std::string a = "glm4moe.";
     add_trunk_metadata(w, name(), s, s.n_layer + f.n_nextn, s.n_head_kv, BlockCountAt::first);
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
-    w.set(a + "attention.key_length", val::u32(head_dim(s)));
-    w.set(a + "attention.value_length", val::u32(head_dim(s)));
-    w.set(a + "vocab_size", val::u32(s.n_vocab));
-    w.set(a + "rope.dimension_count", val::u32(rope_dim(s)));
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
-    w.set(a + "expert_shared_count", val::u32(f.n_shared));
-    w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
-    w.set(a + "expert_gating_func", val::u32(2));  // sigmoid
-    w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
-    w.set(a + "expert_weights_norm", val::boolean(f.weights_norm));
-    if (f.n_nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.n_nextn));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+    w.set(a + keys::attention_key_length, val::u32(head_dim(s)));
+    w.set(a + keys::attention_value_length, val::u32(head_dim(s)));
+    w.set(a + keys::vocab_size, val::u32(s.n_vocab));
+    w.set(a + keys::rope_dimension_count, val::u32(rope_dim(s)));
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::expert_feed_forward_length, val::u32(f.n_ff_expert));
+    w.set(a + keys::expert_shared_count, val::u32(f.n_shared));
+    w.set(a + keys::leading_dense_block_count, val::u32(f.n_dense_lead));
+    w.set(a + keys::expert_gating_func, val::u32(2));  // sigmoid
+    w.set(a + keys::expert_weights_scale, val::f32(f.weights_scale));
+    w.set(a + keys::expert_weights_norm, val::boolean(f.weights_norm));
+    if (f.n_nextn > 0) w.set(a + keys::nextn_predict_layers, val::u32(f.n_nextn));
   }
 
   // The per-head Q/K norms only with --glm-qk-norm.

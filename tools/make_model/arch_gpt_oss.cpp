@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -62,14 +63,14 @@ class GptOssArchitecture : public Architecture {
     const GptOssFlags& f = flags();
     const std::string a = "gpt-oss.";
     add_trunk_metadata(w, name(), s, s.n_layer, s.n_head_kv, BlockCountAt::first);
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
-    w.set(a + "attention.key_length", val::u32(f.head_dim));
-    w.set(a + "attention.value_length", val::u32(f.head_dim));
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+    w.set(a + keys::attention_key_length, val::u32(f.head_dim));
+    w.set(a + keys::attention_value_length, val::u32(f.head_dim));
     add_yarn_metadata(w, name(), f.yarn_factor, f.yarn_orig_ctx);
-    w.set(a + "attention.sliding_window", val::u32(f.sliding_window));
-    if (f.swa_period > 0) w.set(a + "attention.sliding_window_pattern", val::u32(f.swa_period));
-    w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));
+    w.set(a + keys::attention_sliding_window, val::u32(f.sliding_window));
+    if (f.swa_period > 0) w.set(a + keys::attention_sliding_window_pattern, val::u32(f.swa_period));
+    w.set(a + keys::expert_feed_forward_length, val::u32(s.n_ff));
   }
 
   bool refine(const TensorSpec& t, TensorPlan& plan) const override {

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
 #include "tools/make_model/kimi_hybrid.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -65,13 +66,13 @@ class KimiK3Architecture : public Architecture {
     add_kimi_hybrid_metadata(w, s, name());
     const KimiHybridFlags& h = kimi_hybrid_flags();
     const std::string a = name() + ".";
-    w.set(a + "attention.value_length", val::u32(h.mla.kv_lora_rank));
-    if (f_.kda_lower_bound < 0) w.set(a + "kda.gate_lower_bound", val::f32(f_.kda_lower_bound));
-    w.set(a + "expert_weights_norm", val::boolean(f_.weights_norm));
-    if (f_.expert_latent > 0) w.set(a + "expert_latent_length", val::u32(f_.expert_latent));
-    w.set(a + "activation.situ_beta", val::f32(f_.situ_beta));
-    w.set(a + "activation.situ_linear_beta", val::f32(f_.situ_linear_beta));
-    w.set(a + "attn_res.block_size", val::u32(f_.attn_res_block));
+    w.set(a + keys::attention_value_length, val::u32(h.mla.kv_lora_rank));
+    if (f_.kda_lower_bound < 0) w.set(a + keys::kda_gate_lower_bound, val::f32(f_.kda_lower_bound));
+    w.set(a + keys::expert_weights_norm, val::boolean(f_.weights_norm));
+    if (f_.expert_latent > 0) w.set(a + keys::expert_latent_length, val::u32(f_.expert_latent));
+    w.set(a + keys::activation_situ_beta, val::f32(f_.situ_beta));
+    w.set(a + keys::activation_situ_linear_beta, val::f32(f_.situ_linear_beta));
+    w.set(a + keys::attn_res_block_size, val::u32(f_.attn_res_block));
   }
 
   // The table's optional parts as the flags say: attn_gate, ffn_routed_norm.

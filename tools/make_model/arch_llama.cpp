@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -35,12 +36,13 @@ class LlamaArchitecture : public Architecture {
 
   void add_metadata(gguf::GgufWriter& w, const Shape& s) const override {
     using namespace gguf;
+    const std::string a = "llama.";
     add_trunk_metadata(w, "llama", s, s.n_layer, s.n_head_kv);
-    w.set("llama.rope.dimension_count", val::u32(s.n_embd / s.n_head));
-    w.set("llama.vocab_size", val::u32(s.n_vocab));
+    w.set(a + keys::rope_dimension_count, val::u32(s.n_embd / s.n_head));
+    w.set(a + keys::vocab_size, val::u32(s.n_vocab));
     if (s.n_expert > 0) {
-      w.set("llama.expert_count", val::u32(s.n_expert));
-      w.set("llama.expert_used_count", val::u32(s.n_expert_used));
+      w.set(a + keys::expert_count, val::u32(s.n_expert));
+      w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
     }
   }
 };

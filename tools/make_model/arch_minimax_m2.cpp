@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -42,13 +43,13 @@ class MinimaxM2Architecture : public Architecture {
     using namespace gguf;
     const std::string a = "minimax-m2.";
     add_trunk_metadata(w, name(), s, s.n_layer, s.n_head_kv, BlockCountAt::first);
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
-    w.set(a + "expert_gating_func", val::u32(2));  // sigmoid (scoring_func)
-    w.set(a + "attention.key_length", val::u32(head_dim(s)));
-    w.set(a + "attention.value_length", val::u32(head_dim(s)));
-    w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));
-    w.set(a + "rope.dimension_count", val::u32(rope_dim(s)));
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+    w.set(a + keys::expert_gating_func, val::u32(2));  // sigmoid (scoring_func)
+    w.set(a + keys::attention_key_length, val::u32(head_dim(s)));
+    w.set(a + keys::attention_value_length, val::u32(head_dim(s)));
+    w.set(a + keys::expert_feed_forward_length, val::u32(s.n_ff));
+    w.set(a + keys::rope_dimension_count, val::u32(rope_dim(s)));
   }
 
  private:

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -49,15 +50,15 @@ class QwenMoeArchitecture : public Architecture {
     using namespace gguf;
     const std::string a = name() + ".";
     add_trunk_metadata(w, name(), s, s.n_layer, s.n_head_kv);
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
     if (qwen3_) {
-      w.set(a + "attention.key_length", val::u32(head_dim(s)));
-      w.set(a + "attention.value_length", val::u32(head_dim(s)));
+      w.set(a + keys::attention_key_length, val::u32(head_dim(s)));
+      w.set(a + keys::attention_value_length, val::u32(head_dim(s)));
     }
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));
-    if (!qwen3_) w.set(a + "expert_shared_feed_forward_length", val::u32(flags().n_ff_shexp));
-    w.set(a + "vocab_size", val::u32(s.n_vocab));
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::expert_feed_forward_length, val::u32(s.n_ff));
+    if (!qwen3_) w.set(a + keys::expert_shared_feed_forward_length, val::u32(flags().n_ff_shexp));
+    w.set(a + keys::vocab_size, val::u32(s.n_vocab));
   }
 
  private:

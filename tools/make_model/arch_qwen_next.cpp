@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "tools/make_model/architecture.h"
 #include "tools/make_model/plan_builder.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -98,27 +99,27 @@ class QwenNextArchitecture : public Architecture {
     const QwenNextFlags& f = flags();
     const std::string a = name() + ".";
     add_trunk_metadata(w, name(), s, s.n_layer + f.nextn, s.n_head_kv);
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
-    w.set(a + "attention.key_length", val::u32(f.head_dim));
-    w.set(a + "attention.value_length", val::u32(f.head_dim));
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "expert_feed_forward_length", val::u32(s.n_ff));
-    w.set(a + "expert_shared_feed_forward_length", val::u32(f.n_ff_shexp));
-    w.set(a + "ssm.conv_kernel", val::u32(f.d_conv));
-    w.set(a + "ssm.state_size", val::u32(f.gdn_head_dim));
-    w.set(a + "ssm.group_count", val::u32(f.gdn_k_heads));
-    w.set(a + "ssm.time_step_rank", val::u32(f.gdn_v_heads));
-    w.set(a + "ssm.inner_size", val::u32(f.gdn_head_dim * f.gdn_v_heads));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+    w.set(a + keys::attention_key_length, val::u32(f.head_dim));
+    w.set(a + keys::attention_value_length, val::u32(f.head_dim));
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::expert_feed_forward_length, val::u32(s.n_ff));
+    w.set(a + keys::expert_shared_feed_forward_length, val::u32(f.n_ff_shexp));
+    w.set(a + keys::ssm_conv_kernel, val::u32(f.d_conv));
+    w.set(a + keys::ssm_state_size, val::u32(f.gdn_head_dim));
+    w.set(a + keys::ssm_group_count, val::u32(f.gdn_k_heads));
+    w.set(a + keys::ssm_time_step_rank, val::u32(f.gdn_v_heads));
+    w.set(a + keys::ssm_inner_size, val::u32(f.gdn_head_dim * f.gdn_v_heads));
     if (f.layer_types) {  // the NextN blocks are attention blocks: false
       std::vector<Value> flags;
       for (uint32_t il = 0; il < s.n_layer + f.nextn; ++il) flags.push_back(val::boolean(il < s.n_layer && !f.is_attention(il)));
-      w.set(a + "attention.recurrent_layers", val::array(ValueType::BOOL, std::move(flags)));
+      w.set(a + keys::attention_recurrent_layers, val::array(ValueType::BOOL, std::move(flags)));
     }
-    w.set(a + "full_attention_interval", val::u32(f.full_attn_every));
-    w.set(a + "rope.dimension_count", val::u32(f.rope_dim));
-    if (qwen35_) w.set(a + "rope.dimension_sections", val::i32_array(f.rope_sections));
-    if (f.nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.nextn));
-    w.set(a + "vocab_size", val::u32(s.n_vocab));
+    w.set(a + keys::full_attention_interval, val::u32(f.full_attn_every));
+    w.set(a + keys::rope_dimension_count, val::u32(f.rope_dim));
+    if (qwen35_) w.set(a + keys::rope_dimension_sections, val::i32_array(f.rope_sections));
+    if (f.nextn > 0) w.set(a + keys::nextn_predict_layers, val::u32(f.nextn));
+    w.set(a + keys::vocab_size, val::u32(s.n_vocab));
   }
 
   bool refine(const TensorSpec& t, TensorPlan& plan) const override {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 namespace {
@@ -35,24 +36,24 @@ void add_trunk_metadata(gguf::GgufWriter& w, const std::string& arch, const Shap
                         uint32_t head_count_kv, BlockCountAt at) {
   using namespace gguf;
   const std::string a = arch + ".";
-  if (at == BlockCountAt::first) w.set(a + "block_count", val::u32(block_count));
-  w.set(a + "context_length", val::u32(s.n_ctx));
-  w.set(a + "embedding_length", val::u32(s.n_embd));
-  if (at == BlockCountAt::after_embedding) w.set(a + "block_count", val::u32(block_count));
-  w.set(a + "feed_forward_length", val::u32(s.n_ff));
-  w.set(a + "attention.head_count", val::u32(s.n_head));
-  w.set(a + "attention.head_count_kv", val::u32(head_count_kv));
-  w.set(a + "rope.freq_base", val::f32(s.rope_base));
-  w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
+  if (at == BlockCountAt::first) w.set(a + keys::block_count, val::u32(block_count));
+  w.set(a + keys::context_length, val::u32(s.n_ctx));
+  w.set(a + keys::embedding_length, val::u32(s.n_embd));
+  if (at == BlockCountAt::after_embedding) w.set(a + keys::block_count, val::u32(block_count));
+  w.set(a + keys::feed_forward_length, val::u32(s.n_ff));
+  w.set(a + keys::attention_head_count, val::u32(s.n_head));
+  w.set(a + keys::attention_head_count_kv, val::u32(head_count_kv));
+  w.set(a + keys::rope_freq_base, val::f32(s.rope_base));
+  w.set(a + keys::attention_layer_norm_rms_epsilon, val::f32(s.rms_eps));
 }
 
 void add_yarn_metadata(gguf::GgufWriter& w, const std::string& arch, float factor, uint32_t orig_ctx) {
   if (factor == 0.0f) return;
   using namespace gguf;
   const std::string a = arch + ".";
-  w.set(a + "rope.scaling.type", val::str("yarn"));
-  w.set(a + "rope.scaling.factor", val::f32(factor));
-  w.set(a + "rope.scaling.original_context_length", val::u32(orig_ctx));
+  w.set(a + keys::rope_scaling_type, val::str("yarn"));
+  w.set(a + keys::rope_scaling_factor, val::f32(factor));
+  w.set(a + keys::rope_scaling_original_context_length, val::u32(orig_ctx));
 }
 
 Architecture* find_architecture(const std::string& name) {

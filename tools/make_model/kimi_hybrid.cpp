@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/error.h"
+#include "engine/spec/metadata_keys.h"
 
 namespace ns::make_model {
 
@@ -53,32 +54,32 @@ void add_kimi_hybrid_metadata(gguf::GgufWriter& w, const Shape& s, const std::st
   using namespace gguf;
   const KimiHybridFlags& f = kimi_hybrid_flags();
   const std::string a = arch + ".";
-  w.set(a + "context_length", val::u32(s.n_ctx));
-  w.set(a + "embedding_length", val::u32(s.n_embd));
-  w.set(a + "feed_forward_length", val::u32(s.n_ff));
-  w.set(a + "attention.head_count", val::u32(s.n_head));
+  w.set(a + keys::context_length, val::u32(s.n_ctx));
+  w.set(a + keys::embedding_length, val::u32(s.n_embd));
+  w.set(a + keys::feed_forward_length, val::u32(s.n_ff));
+  w.set(a + keys::attention_head_count, val::u32(s.n_head));
   std::vector<int32_t> kv;
   for (uint32_t il = 0; il < s.n_layer; ++il) kv.push_back(f.is_mla(il) ? 1 : 0);
-  w.set(a + "block_count", val::u32(s.n_layer));
-  w.set(a + "attention.head_count_kv", val::i32_array(kv));
-  w.set(a + "rope.freq_base", val::f32(s.rope_base));
-  w.set(a + "attention.layer_norm_rms_epsilon", val::f32(s.rms_eps));
-  w.set(a + "expert_count", val::u32(s.n_expert));
-  w.set(a + "expert_used_count", val::u32(s.n_expert_used));
-  w.set(a + "expert_gating_func", val::u32(2));  // sigmoid
-  w.set(a + "vocab_size", val::u32(s.n_vocab));
-  w.set(a + "ssm.conv_kernel", val::u32(f.d_conv));
-  w.set(a + "kda.head_dim", val::u32(f.kda_head_dim));
-  if (f.mla.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.mla.q_lora_rank));
-  w.set(a + "attention.kv_lora_rank", val::u32(f.mla.kv_lora_rank));
-  w.set(a + "rope.dimension_count", val::u32(f.mla.qk_rope));
-  w.set(a + "attention.key_length", val::u32(f.mla.mqa_key_length()));
-  w.set(a + "attention.key_length_mla", val::u32(f.mla.head_key_length()));
-  w.set(a + "attention.value_length_mla", val::u32(f.mla.v_head));
-  w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
-  w.set(a + "expert_shared_count", val::u32(f.n_shared));
-  w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
-  w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
+  w.set(a + keys::block_count, val::u32(s.n_layer));
+  w.set(a + keys::attention_head_count_kv, val::i32_array(kv));
+  w.set(a + keys::rope_freq_base, val::f32(s.rope_base));
+  w.set(a + keys::attention_layer_norm_rms_epsilon, val::f32(s.rms_eps));
+  w.set(a + keys::expert_count, val::u32(s.n_expert));
+  w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+  w.set(a + keys::expert_gating_func, val::u32(2));  // sigmoid
+  w.set(a + keys::vocab_size, val::u32(s.n_vocab));
+  w.set(a + keys::ssm_conv_kernel, val::u32(f.d_conv));
+  w.set(a + keys::kda_head_dim, val::u32(f.kda_head_dim));
+  if (f.mla.q_lora_rank > 0) w.set(a + keys::attention_q_lora_rank, val::u32(f.mla.q_lora_rank));
+  w.set(a + keys::attention_kv_lora_rank, val::u32(f.mla.kv_lora_rank));
+  w.set(a + keys::rope_dimension_count, val::u32(f.mla.qk_rope));
+  w.set(a + keys::attention_key_length, val::u32(f.mla.mqa_key_length()));
+  w.set(a + keys::attention_key_length_mla, val::u32(f.mla.head_key_length()));
+  w.set(a + keys::attention_value_length_mla, val::u32(f.mla.v_head));
+  w.set(a + keys::expert_feed_forward_length, val::u32(f.n_ff_expert));
+  w.set(a + keys::expert_shared_count, val::u32(f.n_shared));
+  w.set(a + keys::leading_dense_block_count, val::u32(f.n_dense_lead));
+  w.set(a + keys::expert_weights_scale, val::f32(f.weights_scale));
 }
 
 void refine_kimi_hybrid(const TensorSpec& spec, TensorPlan& plan) {

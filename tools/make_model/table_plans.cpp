@@ -18,6 +18,7 @@ Init init_for(const TensorSpec& t, const PlanBuilder& p, const Hparams& hp) {
     case TensorRole::selection: return PlanBuilder::selection_bias(t.dims[0], static_cast<uint64_t>(hp.n_expert_used));
     case TensorRole::input:
     case TensorRole::router:
+    case TensorRole::score:
     case TensorRole::conv:
     case TensorRole::routed: return PlanBuilder::proj(fan_in);
     case TensorRole::ids: return Init{Init::Kind::normal, 0.0f};  // the architecture's refine() fills it

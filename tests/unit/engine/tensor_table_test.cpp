@@ -1,17 +1,23 @@
 // The architectures' tensor tables (engine/spec/tensor_table.h): a generated
 // file holds exactly what the table lists, in its order; the engine loads all
-// of it; the routed roles are what the expert layout streams; and the loader
-// reports a missing or misshapen tensor by name.
+// of it; the loader keeps each tensor's role, so the routed stacks it reports
+// (what the expert layout streams) and the routers (what the predictor reads)
+// are the table's; and the loader reports a missing or misshapen tensor by name.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/arch/architecture.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_set.h"
 #include "engine/spec/hparams.h"
+#include "engine/spec/metadata_keys.h"
 #include "engine/spec/tensor_table.h"
+#include "engine/spec/tensor_loader.h"
 #include "engine/stream/expert_layout.h"
 #include "common/error.h"
 #include "tests/unit/engine/test_models.h"
@@ -52,7 +58,7 @@ std::vector<std::string> table_models() {
 
 }  // namespace
 
-TEST_CASE("tensor table: a generated file holds what the table lists, in order, routed stacks streamed") {
+TEST_CASE("tensor table: a generated file holds what the table lists, in order") {
   for (const std::string& path : table_models()) {
     CAPTURE(path);
     const auto f = gguf::GgufFile::open(path);
@@ -62,13 +68,68 @@ TEST_CASE("tensor table: a generated file holds what the table lists, in order, 
     std::vector<const TensorSpec*> written;
     for (const TensorSpec& s : table.specs()) {
       CHECK(s.into.index() == 0);  // a description: bound to nothing
-      CHECK(is_routed(s.role) == stream::ExpertLayout::is_streamed(s.name));
+      // Each entry knows its block (describe_blocks), as its name says.
+      CHECK(s.name.starts_with("blk.") == (s.block >= 0));
+      if (s.block >= 0) CHECK(s.name.starts_with(block_prefix(s.block)));
       if (s.presence != Presence::tolerated) written.push_back(&s);
     }
     REQUIRE(written.size() == f->tensors().size());
     for (size_t i = 0; i < written.size(); ++i) {
       CHECK(f->tensors()[i].name == written[i]->name);
       CHECK(f->tensors()[i].dims == written[i]->dims);
+    }
+  }
+}
+
+TEST_CASE("tensor table: the loaded roles say what is streamed and where the routers are") {
+  for (const std::string& path : table_models()) {
+    CAPTURE(path);
+    const auto set = gguf::GgufSet::open(path);
+    Hparams hp = read_hparams(set->metadata());
+    hp.n_vocab = static_cast<int64_t>(set->find_tensor("token_embd.weight")->dims[1]);
+    const TensorTable table = tensor_table(hp, set->find_tensor("output.weight") == nullptr);
+    TensorLoader loader(*set);
+    const auto arch = make_architecture(hp, loader);
+    // The routed stacks the loader reports are the table's routed entries the model runs (NextN blocks skipped) ...
+    std::vector<std::string> routed, reported;
+    std::vector<int64_t> router_blocks;
+    for (const TensorSpec& s : table.specs()) {
+      if (s.presence == Presence::skipped) continue;
+      if (is_routed(s.role)) routed.push_back(s.name);
+      if (s.role == TensorRole::router) router_blocks.push_back(s.block);
+    }
+    for (const gguf::TensorInfo& t : loader.routed_tensors()) reported.push_back(t.name);
+    CHECK(reported == routed);
+    CHECK(loader.routed_tensors().size() + loader.resident_tensors().size() == loader.used_tensors().size());
+    // ... and they lay out as the expert cache's stacks: every MoE block has its three.
+    const auto layout = stream::ExpertLayout::from_tensors(loader.routed_tensors(), path);
+    CHECK(layout.n_stacks() == routed.size());
+    CHECK(static_cast<int64_t>(layout.n_moe_layers()) == static_cast<int64_t>(router_blocks.size()));
+    // Each MoE block's router, a view of the mapping with a row per expert; none elsewhere.
+    const std::vector<kernels::MatrixView> routers = loader.routers(hp.n_layer);
+    REQUIRE(static_cast<int64_t>(routers.size()) == hp.n_layer);
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      CAPTURE(il);
+      const bool has = std::find(router_blocks.begin(), router_blocks.end(), il) != router_blocks.end();
+      CHECK(routers[static_cast<size_t>(il)].rows == (has ? hp.n_expert : 0));
+      CHECK(layout.is_moe_layer(static_cast<uint32_t>(il)) == has);
+    }
+  }
+}
+
+// The generator writes and the engine reads the "<arch>." keys through one table (engine/spec/metadata_keys.h):
+// every such key of a generated file is one of its entries, and no entry is listed twice.
+TEST_CASE("metadata keys: a generated file's <arch>. keys are all in the shared table") {
+  const std::set<std::string_view> table(keys::all.begin(), keys::all.end());
+  CHECK(table.size() == keys::all.size());
+  for (const std::string& path : table_models()) {
+    CAPTURE(path);
+    const auto f = gguf::GgufFile::open(path);
+    const std::string a = f->get_string("general.architecture") + ".";
+    for (const auto& [key, value] : f->metadata()) {
+      if (!key.starts_with(a)) continue;
+      CAPTURE(key);
+      CHECK(table.count(std::string_view(key).substr(a.size())) == 1);
     }
   }
 }

@@ -24,10 +24,11 @@ namespace {
 
 // A model: n_layer MoE layers with n_expert experts of (gate, up, down) bytes
 // each, plus resident tensors; offsets laid out back to back from data_offset.
+// `routed`: the stacks (the table's routed role), `resident`: the rest.
 struct Model {
-  std::vector<TensorInfo> tensors;
+  std::vector<TensorInfo> resident, routed;
   uint64_t at = 4096 * 3 + 32;  // an unaligned data start
-  void add(const std::string& name, std::vector<uint64_t> dims, uint64_t nbytes) {
+  void add(const std::string& name, std::vector<uint64_t> dims, uint64_t nbytes, bool is_routed = false) {
     TensorInfo t;
     t.name = name;
     t.dims = std::move(dims);
@@ -35,7 +36,7 @@ struct Model {
     t.offset = at;
     t.nbytes = nbytes;
     at += (nbytes + 31) / 32 * 32;
-    tensors.push_back(t);
+    (is_routed ? routed : resident).push_back(t);
   }
 };
 
@@ -46,9 +47,9 @@ Model moe_model(uint32_t n_layer, uint32_t n_expert, uint64_t proj_bytes) {
     const std::string p = "blk." + std::to_string(l) + ".";
     m.add(p + "attn_q.weight", {64, 64}, 8192);
     m.add(p + "ffn_gate_inp.weight", {64, n_expert}, 4096);
-    m.add(p + "ffn_gate_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert);
-    m.add(p + "ffn_up_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert);
-    m.add(p + "ffn_down_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert);
+    m.add(p + "ffn_gate_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert, true);
+    m.add(p + "ffn_up_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert, true);
+    m.add(p + "ffn_down_exps.weight", {64, 10, n_expert}, proj_bytes * n_expert, true);
     m.add(p + "ffn_gate_shexp.weight", {64, 10}, 5000);  // shared expert: resident
   }
   m.add("output.weight", {64, 1000}, 1u << 20);
@@ -61,12 +62,10 @@ uint64_t page_span(const TensorInfo& t) { return direct_read_span(t.offset, t.nb
 
 TEST_CASE("the plan counts resident pages, streamed stacks, and fills the cache with what is left") {
   const Model m = moe_model(4, 16, 100000);
-  const ExpertLayout layout = ExpertLayout::from_tensors(m.tensors, "m.gguf");
+  const ExpertLayout layout = ExpertLayout::from_tensors(m.routed, "m.gguf");
   uint64_t resident = 0, streamed = 0;
-  for (const TensorInfo& t : m.tensors) {
-    if (ExpertLayout::is_streamed(t.name)) streamed += t.nbytes;
-    else resident += page_span(t);
-  }
+  for (const TensorInfo& t : m.routed) streamed += t.nbytes;
+  for (const TensorInfo& t : m.resident) resident += page_span(t);
   BudgetInputs in;
   in.kv_cache_bytes = 3u << 20;
   in.activation_bytes = 1u << 20;
@@ -77,7 +76,7 @@ TEST_CASE("the plan counts resident pages, streamed stacks, and fills the cache 
   CHECK(slot == 3 * direct_read_capacity(100000));
 
   in.memory_budget = fixed + 10 * slot + 123;  // room for exactly 10 experts
-  const BudgetPlan p = plan_budget(m.tensors, layout, in, "m.gguf");
+  const BudgetPlan p = plan_budget(m.resident, layout, in, "m.gguf");
   CHECK(p.resident_bytes == resident);
   CHECK(p.resident_tensors == 1 + 4 * 3 + 1);
   CHECK(p.streamed_bytes == streamed);
@@ -97,21 +96,21 @@ TEST_CASE("the plan counts resident pages, streamed stacks, and fills the cache 
 
   // A budget larger than the model: the cache holds every expert, no more.
   in.memory_budget = 64ull << 30;
-  const BudgetPlan big = plan_budget(m.tensors, layout, in, "m.gguf");
+  const BudgetPlan big = plan_budget(m.resident, layout, in, "m.gguf");
   CHECK(big.cache_experts == 64);
   CHECK(big.all_experts_fit());
 }
 
 TEST_CASE("a budget too small fails with the breakdown and the smallest budget that works") {
   const Model m = moe_model(2, 8, 50000);
-  const ExpertLayout layout = ExpertLayout::from_tensors(m.tensors, "m.gguf");
+  const ExpertLayout layout = ExpertLayout::from_tensors(m.routed, "m.gguf");
   BudgetInputs in;
   in.kv_cache_bytes = 100u << 20;
   in.overhead_bytes = 30u << 20;
   in.min_cache_experts = 3;
   in.memory_budget = 64u << 20;
   const std::string msg =
-      ns::test::expect_error(ns::ErrorKind::invalid_input, [&] { plan_budget(m.tensors, layout, in, "m.gguf"); },
+      ns::test::expect_error(ns::ErrorKind::invalid_input, [&] { plan_budget(m.resident, layout, in, "m.gguf"); },
                              "a 64 MiB budget was accepted for a model needing more");
   CHECK(ns::test::contains(msg, "memory_budget 64.00 MiB is too small to run m.gguf"));
   CHECK(ns::test::contains(msg, "KV cache"));
@@ -122,7 +121,7 @@ TEST_CASE("a budget too small fails with the breakdown and the smallest budget t
   REQUIRE(at != std::string::npos);
   const uint64_t advice_mib = std::stoull(msg.substr(at + 9));
   in.memory_budget = advice_mib << 20;
-  const BudgetPlan p = plan_budget(m.tensors, layout, in, "m.gguf");
+  const BudgetPlan p = plan_budget(m.resident, layout, in, "m.gguf");
   CHECK(p.cache_experts >= 3);
   CHECK(p.minimum_budget <= in.memory_budget);
   CHECK(p.minimum_budget > ((advice_mib - 1) << 20));
@@ -132,10 +131,10 @@ TEST_CASE("a dense model streams nothing and needs only its fixed parts") {
   Model m;
   m.add("token_embd.weight", {64, 100}, 6800);
   m.add("blk.0.ffn_gate.weight", {64, 64}, 4352);
-  const ExpertLayout layout = ExpertLayout::from_tensors(m.tensors, "d.gguf");
+  const ExpertLayout layout = ExpertLayout::from_tensors(m.routed, "d.gguf");
   BudgetInputs in;
   in.memory_budget = 1u << 20;
-  const BudgetPlan p = plan_budget(m.tensors, layout, in, "d.gguf");
+  const BudgetPlan p = plan_budget(m.resident, layout, in, "d.gguf");
   CHECK(p.streamed_experts == 0);
   CHECK(p.cache_experts == 0);
   CHECK(p.describe().find("nothing is streamed") != std::string::npos);
@@ -143,23 +142,23 @@ TEST_CASE("a dense model streams nothing and needs only its fixed parts") {
 
 TEST_CASE("expert stacks that do not fit together are rejected naming the tensor") {
   Model m = moe_model(2, 8, 1000);
-  m.tensors.erase(m.tensors.begin() + 4);  // blk.0.ffn_up_exps.weight
-  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(m.tensors, "m.gguf"),
+  m.routed.erase(m.routed.begin() + 1);  // blk.0.ffn_up_exps.weight
+  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(m.routed, "m.gguf"),
                        doctest::Contains("layer 0 has routed experts but no 'blk.0.ffn_up_exps.weight'"), ns::Error);
 
   Model n = moe_model(1, 8, 1000);
-  n.tensors[4].dims[2] = 4;  // up has 4 experts, gate 8
-  n.tensors[4].nbytes = 4000;
-  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(n.tensors, "n.gguf"), doctest::Contains("has 4 experts"), ns::Error);
+  n.routed[1].dims[2] = 4;  // up has 4 experts, gate 8
+  n.routed[1].nbytes = 4000;
+  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(n.routed, "n.gguf"), doctest::Contains("has 4 experts"), ns::Error);
 
   Model f = moe_model(1, 8, 1000);
-  f.add("blk.0.ffn_gate_up_exps.weight", {64, 20, 8}, 16000);
-  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(f.tensors, "f.gguf"), doctest::Contains("cannot stream"), ns::Error);
+  f.add("blk.0.ffn_gate_up_exps.weight", {64, 20, 8}, 16000, true);
+  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(f.routed, "f.gguf"), doctest::Contains("cannot stream"), ns::Error);
 
-  CHECK(ExpertLayout::is_streamed("blk.12.ffn_down_exps.weight"));
-  CHECK(!ExpertLayout::is_streamed("blk.12.ffn_down_shexp.weight"));
-  CHECK(!ExpertLayout::is_streamed("blk.x.ffn_down_exps.weight"));
-  CHECK(!ExpertLayout::is_streamed("output.weight"));
+  // A tensor handed over as routed that is no stack this build streams is named, never taken as resident.
+  Model g = moe_model(1, 8, 1000);
+  g.add("blk.0.ffn_down_shexp.weight", {64, 10, 8}, 8000, true);
+  CHECK_THROWS_WITH_AS(ExpertLayout::from_tensors(g.routed, "g.gguf"), doctest::Contains("ffn_down_shexp"), ns::Error);
 }
 
 TEST_CASE("human sizes parse as the config writes them") {
@@ -242,12 +241,15 @@ TEST_CASE("Q1_0, Q2_0 and NVFP4 expert stacks: the reader sizes them as ggml doe
   CHECK(f->find_tensor("blk.0.ffn_gate_exps.weight")->nbytes == 4 * gate);
   CHECK(f->find_tensor("blk.0.ffn_up_exps.weight")->nbytes == 4 * up);
   CHECK(f->find_tensor("blk.0.ffn_down_exps.weight")->nbytes == 4 * down);
-  const ExpertLayout layout = ExpertLayout::from_tensors(f->tensors(), path);
+  const ExpertLayout layout = ExpertLayout::from_tensors(stream_test::stacks_of(f->tensors()), path);
   CHECK(layout.largest_expert_bytes() == gate + up + down);
   CHECK(layout.total_bytes() == 4 * (gate + up + down));
   BudgetInputs in;
   in.memory_budget = 64ull << 20;
-  const BudgetPlan p = plan_budget(f->tensors(), layout, in, path);
+  std::vector<TensorInfo> resident;
+  for (const TensorInfo& t : f->tensors())
+    if (t.dims.size() != 3) resident.push_back(t);
+  const BudgetPlan p = plan_budget(resident, layout, in, path);
   CHECK(p.streamed_bytes == 4 * (gate + up + down));
   CHECK(p.streamed_experts == 4);
   CHECK(p.all_experts_fit());

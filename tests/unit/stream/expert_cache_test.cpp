@@ -28,7 +28,7 @@ struct Fixture {
   explicit Fixture(const stream_test::TinyMoe& m = {}) {
     stream_test::write_tiny_moe(path, m);
     file = ns::gguf::GgufFile::open(path);
-    layout = ExpertLayout::from_tensors(file->tensors(), path);
+    layout = ExpertLayout::from_tensors(stream_test::stacks_of(file->tensors()), path);
   }
   std::unique_ptr<Reader> reader(IoMode mode = IoMode::uring) {
     ReaderOptions o{.mode = mode, .queue_depth = 8};

@@ -20,7 +20,7 @@ TEST_CASE("serving layers from the expert cache does not allocate") {
   shape.n_layer = 5;
   stream_test::write_tiny_moe(path, shape);
   auto file = ns::gguf::GgufFile::open(path);
-  const ExpertLayout layout = ExpertLayout::from_tensors(file->tensors(), path);
+  const ExpertLayout layout = ExpertLayout::from_tensors(stream_test::stacks_of(file->tensors()), path);
 
   stream_test::for_each_mode_and_policy([&](IoMode mode, CachePolicy policy) {
     ReaderOptions ro;

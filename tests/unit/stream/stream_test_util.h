@@ -94,6 +94,16 @@ struct TinyMoe {
   uint32_t n_layer = 3, n_expert = 8, n_embd = 96, n_ff = 50;
 };
 
+// The routed stacks of a file these tests write: its 3-D tensors (the files
+// have no other). The engine takes them from the architecture's table
+// (Model::routed_tensors); these files have no architecture to ask.
+inline std::vector<ns::gguf::TensorInfo> stacks_of(const std::vector<ns::gguf::TensorInfo>& tensors) {
+  std::vector<ns::gguf::TensorInfo> out;
+  for (const auto& t : tensors)
+    if (t.dims.size() == 3) out.push_back(t);
+  return out;
+}
+
 inline void write_tiny_moe(const std::string& path, const TinyMoe& m = {}) {
   using ns::gguf::GgmlType;
   ns::gguf::GgufWriter w;
