@@ -68,17 +68,17 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
   ModelOptions mo;
   // As Engine::load sizes a daemon's model: max_batch sequences of `context`
   // tokens, the tokens per forward pass sized from the budget.
-  mo.context = opts.context;
-  mo.n_seq = opts.max_batch;
-  mo.prefix_cache = opts.prefix_cache;
-  mo.max_batch_tokens = 0;
-  mo.threads = 1;
-  mo.streaming.io_mode = opts.memory_budget ? IoMode::uring : IoMode::mmap;
-  if (opts.memory_budget) mo.streaming.memory_budget = *opts.memory_budget;
-  mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
+  mo.engine.context = static_cast<int>(opts.context);
+  mo.engine.max_sequences = opts.max_batch;
+  mo.engine.prefix_cache = opts.prefix_cache;
+  mo.engine.max_batch_tokens = 0;
+  mo.engine.threads = 1;
+  mo.engine.io_mode = opts.memory_budget ? IoMode::uring : IoMode::mmap;
+  if (opts.memory_budget) mo.engine.memory_budget = *opts.memory_budget;
+  mo.plan_only = true;  // the plan, not the cache: nothing is generated here
   // As the daemon plans it (EngineHost::load): a budget that cannot hold
   // max_batch contexts may hold fewer (plan_fit).
-  mo.fewer_sequences = opts.memory_budget.has_value();
+  mo.engine.fewer_sequences = opts.memory_budget.has_value();
   const std::unique_ptr<Model> model = Model::load(path, mo);
   const gguf::GgufSet& set = model->files();
   const gguf::GgufFile& f = set.metadata();
