@@ -68,21 +68,7 @@ class EngineImpl final : public Engine {
   EngineImpl(const std::string& path, const EngineOptions& opts) {
     const auto t0 = Clock::now();
     ModelOptions mo;
-    mo.threads = opts.threads;
-    mo.thread_spin_us = opts.thread_spin_us;
-    mo.context = opts.context;
-    mo.n_seq = std::max(1, opts.max_sequences);
-    mo.fewer_sequences = opts.fewer_sequences;
-    mo.max_batch_tokens = std::max(0, opts.max_batch_tokens);
-    mo.kv_tokens = opts.kv_tokens;
-    mo.prefix_cache = std::max(0, opts.prefix_cache);
-    mo.streaming.memory_budget = opts.memory_budget;
-    mo.streaming.io_mode = opts.io_mode;
-    mo.streaming.cache_policy = opts.cache_policy;
-    mo.streaming.io_queue_depth = static_cast<uint32_t>(std::max(1, opts.io_queue_depth));
-    mo.streaming.repack_experts = opts.repack_experts;
-    mo.streaming.preload_experts = opts.preload_experts;
-    mo.arch.mla_expanded_cache = opts.mla_expanded_cache;
+    mo.engine = opts;  // the options whole: Model::load reads each where it is used
     model_ = Model::load(path, mo);
     const Hparams& hp = model_->hparams();
     summary_.path = path;

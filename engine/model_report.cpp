@@ -58,20 +58,18 @@ ShardReport shard_report(const gguf::GgufFile& f) {
 ModelReport describe_model(const std::string& path, const ModelReportOptions& opts) {
   // Loading builds the tokenizer, the architecture's shape checks and the KV
   // cache geometry; mmap mode reads no weights, a budget adds the memory plan.
-  ModelOptions mo;
   // As Engine::load sizes a daemon's model: max_batch sequences of `context`
-  // tokens, the tokens per forward pass sized from the budget.
-  mo.context = opts.context;
-  mo.n_seq = opts.max_batch;
-  mo.prefix_cache = opts.prefix_cache;
-  mo.max_batch_tokens = 0;
-  mo.threads = 1;
-  mo.streaming.io_mode = opts.memory_budget ? IoMode::uring : IoMode::mmap;
-  if (opts.memory_budget) mo.streaming.memory_budget = *opts.memory_budget;
-  mo.streaming.plan_only = true;  // the plan, not the cache: nothing is generated here
+  // tokens, the tokens per forward pass sized from the budget; the plan, not
+  // the cache: nothing is generated here.
+  ModelOptions mo;
+  mo.engine = opts.engine;
+  mo.plan_only = true;
+  mo.engine.max_batch_tokens = 0;
+  mo.engine.threads = 1;
+  mo.engine.io_mode = opts.plan ? IoMode::uring : IoMode::mmap;
   // As the daemon plans it (EngineHost::load): a budget that cannot hold
   // max_batch contexts may hold fewer (plan_fit).
-  mo.fewer_sequences = opts.memory_budget.has_value();
+  mo.engine.fewer_sequences = opts.plan;
   const std::unique_ptr<Model> model = Model::load(path, mo);
   const gguf::GgufSet& set = model->files();
   const gguf::GgufFile& f = set.metadata();
@@ -121,8 +119,8 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
   if (model->streaming().planned) {
     const stream::BudgetPlan& plan = model->streaming().plan;
     r.memory_plan = plan_report(*model, plan);
-    r.memory_plan->prefix_cache = opts.prefix_cache;
-    r.memory_plan->memory_budget = *opts.memory_budget;  // as given (0: the machine's, which the plan names)
+    r.memory_plan->prefix_cache = opts.engine.prefix_cache;
+    r.memory_plan->memory_budget = opts.engine.memory_budget;  // as given (0: the machine's, which the plan names)
     const stream::DiskBoundEstimate e =
         stream::estimate_disk_bound(plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()),
                                     hp.n_expert, hp.n_expert_used, opts.disk_bytes_per_s);

@@ -15,17 +15,21 @@
 #include <string>
 #include <vector>
 
+#include "engine/api/engine_options.h"
+
 namespace ns {
 
 struct ModelReportOptions {
-  int64_t context = 0;   // the longest sequence the plan sizes the KV cache for; 0 = the model's own length
-  int max_batch = 1;     // sequences the plan holds at once (the daemon's max_batch, or fewer that fit: plan_fit)
-  int prefix_cache = 0;  // prompt-prefix snapshots the plan holds (the daemon's prefix_cache)
-  std::optional<uint64_t> memory_budget;  // none: no plan (the weights are mapped, nothing is read)
-  double disk_bytes_per_s = 0;            // the disk-bound estimate's read rate; 0 = unknown
+  // The options the plan weighs, as the daemon's (the option table's rows:
+  // context, max_batch, prefix_cache, memory_budget; the plan holds fewer
+  // sequences than max_batch when the budget holds no more, as the daemon's
+  // does). The others do not change the report.
+  EngineOptions engine;
+  bool plan = false;            // make the memory plan for engine.memory_budget; false: the weights are mapped
+  double disk_bytes_per_s = 0;  // the disk-bound estimate's read rate; 0 = unknown
 };
 
-// The memory plan for ModelReportOptions::memory_budget (engine/stream/budget_planner.h).
+// The memory plan for ModelReportOptions::engine.memory_budget (engine/stream/budget_planner.h).
 struct MemoryPlanReport {
   uint64_t memory_budget = 0;
   int64_t context = 0, kv_tokens = 0;

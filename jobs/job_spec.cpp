@@ -10,13 +10,8 @@
 namespace ns::jobs {
 
 size_t invalid_utf8_offset(std::string_view s) {
-  uint32_t cp = 0;
-  for (size_t i = 0; i < s.size();) {
-    const size_t len = decode_utf8(s.substr(i), &cp);
-    if (len == 0) return i;  // a stray or cut-short sequence, an overlong form, a surrogate, past U+10FFFF
-    i += len;
-  }
-  return std::string_view::npos;
+  const size_t valid = valid_utf8_prefix_length(s);
+  return valid == s.size() ? std::string_view::npos : valid;
 }
 
 std::string messages_problem(const std::string& messages) {

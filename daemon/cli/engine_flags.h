@@ -4,8 +4,10 @@
 // config parses the key (a size needs a unit, a choice is one of its names).
 //
 // Contract: add_engine_flag binds the flag to a member of `o`, which must
-// outlive the parse; an unknown option name is a programming error (throws
-// std::logic_error at start-up, so every command's test catches it).
+// outlive the parse, and returns it (count() > 0: given); an unknown option
+// name is a programming error (throws std::logic_error at start-up, so every
+// command's test catches it). EngineOverrides: flags that override a
+// config's settings (run-batch) only where they are given.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,13 +15,17 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "engine/engine.h"
 
 namespace ns::cli {
 
 // `alias`: a short flag beside the long one ("-t"), or "".
-inline void add_engine_flag(CLI::App* cmd, EngineOptions& o, const std::string& name, const std::string& alias = "") {
+inline CLI::Option* add_engine_flag(CLI::App* cmd, EngineOptions& o, const std::string& name,
+                                    const std::string& alias = "") {
+  CLI::Option* opt = nullptr;
   bool found = false;
   EngineOptions::for_each(o, [&](auto& member, const OptionInfo& info) {
     if (name != info.name) return;
@@ -28,7 +34,6 @@ inline void add_engine_flag(CLI::App* cmd, EngineOptions& o, const std::string& 
     std::string flag = "--" + name;
     for (char& c : flag) c = c == '_' ? '-' : c;
     if (!alias.empty()) flag += "," + alias;
-    CLI::Option* opt = nullptr;
     if constexpr (std::is_same_v<T, bool>) {  // on | off, as the commands always spelled it
       opt = cmd->add_option_function<std::string>(flag, [&member](const std::string& v) { member = v == "on"; },
                                                    info.doc)
@@ -59,9 +64,28 @@ inline void add_engine_flag(CLI::App* cmd, EngineOptions& o, const std::string& 
                 ->check(CLI::IsMember(std::vector<std::string>(T::kNames.begin(), T::kNames.end())))
                 ->default_str(member.name());
     }
-    (void)opt;
   });
   if (!found) throw std::logic_error("add_engine_flag: no engine option named " + name);
+  return opt;
 }
+
+// Engine flags over settings read later (a config): `flags` holds the values
+// parsed (its defaults are --help's); given() names the flags the command
+// line gave, to copy over those settings (copy_engine_option).
+struct EngineOverrides {
+  EngineOptions flags;
+  std::vector<std::pair<std::string, CLI::Option*>> added;
+
+  void add(CLI::App* cmd, const std::string& name, const std::string& alias = "") {
+    added.emplace_back(name, add_engine_flag(cmd, flags, name, alias));
+  }
+  // The names of the flags given on the command line.
+  std::vector<std::string> given() const {
+    std::vector<std::string> names;
+    for (const auto& [name, opt] : added)
+      if (opt->count() > 0) names.push_back(name);
+    return names;
+  }
+};
 
 }  // namespace ns::cli

@@ -176,21 +176,24 @@ void logits_command(const LogitsArgs& a) {
   }
 }
 
+// The plan's options (--memory-budget, --context, --max-batch, --prefix-cache)
+// are rows of the option table; the report plans only when a budget is given.
 struct ModelInfoArgs {
-  std::string path, memory_budget;
+  std::string path;
   std::string disk_rate;  // e.g. "2.3GiB" (per second): the disk-bound estimate's rate
-  int64_t context = 0;  // the model's own length
-  int max_batch = 1;
-  int prefix_cache = daemon::Config{}.engine.prefix_cache;  // the daemon's default
+  EngineOptions engine = [] {
+    EngineOptions e;  // one sequence unless --max-batch, as a bare engine
+    e.prefix_cache = daemon::Config{}.engine.prefix_cache;  // the daemon's default
+    return e;
+  }();
+  CLI::Option* memory_budget = nullptr;  // given: make the memory plan
   bool json = false;
 };
 
 void model_info_command(const ModelInfoArgs& a) {
   ModelReportOptions ro;
-  ro.context = a.context;
-  ro.max_batch = a.max_batch;
-  ro.prefix_cache = a.prefix_cache;
-  if (!a.memory_budget.empty()) ro.memory_budget = parse_option_bytes("--memory-budget", a.memory_budget);
+  ro.engine = a.engine;
+  ro.plan = a.memory_budget->count() > 0;
   const double rate = a.disk_rate.empty() ? 0.0 : static_cast<double>(parse_size(a.disk_rate));
   ro.disk_bytes_per_s = rate;
   require_file(a.path, "the model file");
@@ -266,7 +269,7 @@ void model_info_command(const ModelInfoArgs& a) {
     const std::string fewer = p.max_batch == p.max_batch_asked
                                   ? ""
                                   : "max_batch " + std::to_string(p.max_batch_asked) + " does not fit memory_budget " +
-                                        a.memory_budget + "; the daemon's plan holds";
+                                        option_text(a.engine.memory_budget) + "; the daemon's plan holds";
     std::string steps;
     for (const std::string& step : p.fit_steps) steps += "  (" + step + ")\n";
     o["memory_plan"] = {{"memory_budget", p.memory_budget},
@@ -412,16 +415,12 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                             "Exit status: 0 described, 2 bad command line, 3 no such file, 4 not a model file nightshift\n"
                             "reads (corrupt, truncated, unsupported), 1 any other failure.\n");
   info->add_option("path", ia->path, "GGUF model file")->required();
-  info->add_option("--memory-budget", ia->memory_budget, "Show what this budget holds resident (e.g. 8GiB)");
-  info->add_option("--context,-c", ia->context, "Longest sequence the plan sizes the KV cache for (0 = the model's own length)")->capture_default_str();
-  info->add_option("--prefix-cache", ia->prefix_cache,
-                   "Prompt-prefix snapshots the plan holds, as the daemon's prefix_cache (0 = none)")
-      ->capture_default_str();
-  info->add_option("--max-batch", ia->max_batch,
-                   "Sequences the plan holds at once, as the daemon's max_batch (fewer when the budget holds no more, "
-                   "as the daemon's plan)")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
+  // The daemon's options the plan weighs, as its config names them (with
+  // --memory-budget: what it holds resident; fewer than --max-batch when it holds no more, as the daemon's plan).
+  ia->memory_budget = add_engine_flag(info, ia->engine, "memory_budget");
+  add_engine_flag(info, ia->engine, "context", "-c");
+  add_engine_flag(info, ia->engine, "prefix_cache");
+  add_engine_flag(info, ia->engine, "max_batch");
   info->add_option("--disk-rate", ia->disk_rate,
                    "With --memory-budget: the disk's read rate per second (e.g. 2.3GiB, fio's O_DIRECT figure) for "
                    "the disk-bound tokens per second at 1 sequence and at the batch that touches every expert");

@@ -18,7 +18,7 @@
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
 #include "common/error.h"
-#include "jobs/valid_utf8.h"
+#include "common/utf8.h"
 
 namespace ns::cli {
 namespace {
@@ -474,7 +474,7 @@ std::string piece_of(const sampler::TokenPieces& pieces, int32_t id) {
 }
 
 // The text as JSON may hold it: a piece that is part of a UTF-8 character shows as U+FFFD.
-std::string token_text(const std::string& piece) { return jobs::to_valid_utf8(piece); }
+std::string token_text(const std::string& piece) { return to_valid_utf8(piece); }
 
 ordered_json bytes_of(const std::string& piece) {
   ordered_json b = ordered_json::array();

@@ -70,9 +70,7 @@ bool is_finished(jobs::JobState s) {
 std::string prepare_config(const RunBatchOptions& o, daemon::Config& config) {
   config = o.config.empty() ? daemon::default_config() : daemon::load_config(o.config);
   config.worker_id = kWorkerId;
-  if (o.threads >= 0) config.engine.threads = o.threads;
-  if (o.max_batch > 0) config.engine.max_sequences = o.max_batch;
-  if (!o.memory_budget.empty()) config.engine.memory_budget = parse_option_bytes("--memory-budget", o.memory_budget);
+  for (const std::string& name : o.engine_given) copy_engine_option(config.engine, o.engine, name);
   if (o.model.empty()) {
     if (o.config.empty()) {
       throw Error(ErrorKind::invalid_input,

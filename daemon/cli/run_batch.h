@@ -36,6 +36,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
+
+#include "engine/api/engine_options.h"
 
 namespace ns::cli {
 
@@ -45,9 +48,11 @@ struct RunBatchOptions {
   std::string model;    // --model: a name from --config's models:, or a GGUF path; "" = each line's body.model
   std::string config;   // --config: the daemon config whose models and engine settings to use; "" = defaults
   std::string db;       // --db: the queue; "" = <output stem>.run-batch.db beside the output
-  int threads = -1;         // >= 0 overrides the config's threads
-  int max_batch = 0;        // > 0 overrides the config's max_batch
-  std::string memory_budget;  // non-empty overrides the config's memory_budget ("8GiB")
+  // Engine options given as flags (--threads, --max-batch, --memory-budget:
+  // rows of the option table, engine_flags.h); each named in engine_given
+  // overrides the config's value.
+  EngineOptions engine;
+  std::vector<std::string> engine_given;
   bool keep_db = false;     // keep the database after a complete run
   bool progress = true;     // the progress line on stderr
 };

@@ -10,7 +10,9 @@
 
 #include "daemon/cli/command_support.h"
 #include "daemon/cli/commands.h"
+#include "daemon/cli/engine_flags.h"
 #include "daemon/cli/run_batch.h"
+#include "daemon/lib/config.h"
 
 namespace ns::cli {
 namespace {
@@ -27,10 +29,12 @@ constexpr int kInterrupted = 130;
 void add_run_batch_command(CLI::App& app, int& exit_code) {
   struct Args {
     RunBatchOptions options;
+    EngineOverrides engine;
     bool quiet = false;
   };
   auto a = std::make_shared<Args>();
   RunBatchOptions* o = &a->options;
+  a->engine.flags = daemon::Config{}.engine;  // --help shows the config's defaults
   CLI::App* cmd =
       app.add_subcommand("run-batch",
                          "Run an OpenAI Batch JSONL file through a model now, without a daemon, and write the output "
@@ -46,11 +50,10 @@ void add_run_batch_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--config", o->config,
                   "a daemon config: its models: and engine settings (its database: is not used)");
   cmd->add_option("--db", o->db, "the run's SQLite queue (default: NAME.run-batch.db beside the output)");
-  cmd->add_option("--threads,-t", o->threads, "compute threads (0 = all cores; default: the config's)");
-  cmd->add_option("--max-batch", o->max_batch, "lines decoded together (default: the config's max_batch, 8)")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--memory-budget", o->memory_budget,
-                  "memory the engine plans within, e.g. 8GiB (default: the config's)");
+  // Rows of the option table (engine_flags.h); each given flag overrides the config's key of that name.
+  a->engine.add(cmd, "threads", "-t");
+  a->engine.add(cmd, "max_batch");
+  a->engine.add(cmd, "memory_budget");
   cmd->add_flag("--keep-db", o->keep_db, "keep the run's database after it completes (to browse jobs and stats)");
   cmd->add_flag("--no-progress", a->quiet, "no progress on stderr");
   cmd->footer(
@@ -61,11 +64,14 @@ void add_run_batch_command(CLI::App& app, int& exit_code) {
       "queue in NAME.run-batch.db beside the output. Ctrl-C (or SIGTERM) stops at the next token and keeps that\n"
       "database: the same command again resumes (finished lines are not computed again) and writes the same\n"
       "output. The database is removed once the output is written, unless --keep-db.\n"
+      "--threads, --max-batch and --memory-budget override the --config's keys of those names.\n"
       "Exit status: 0 every line succeeded, 4 some lines were rejected or failed (see NAME.errors.jsonl; the\n"
       "others are in the output), 130 interrupted, 2 bad command line, 1 failure.\n");
   cmd->callback([a, o, &exit_code] {
     run_command("run-batch", exit_code, [&] {
       o->progress = !a->quiet;
+      o->engine = a->engine.flags;
+      o->engine_given = a->engine.given();
       struct sigaction sa {};
       sa.sa_handler = on_stop;
       sigemptyset(&sa.sa_mask);

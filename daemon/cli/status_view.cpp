@@ -10,7 +10,7 @@
 #include "daemon/lib/progress_format.h"
 #include "daemon/lib/job_format.h"
 #include "jobs/time_format.h"
-#include "jobs/valid_utf8.h"
+#include "common/utf8.h"
 
 namespace ns::cli {
 // The progress pieces (daemon/lib/progress_format.h).
@@ -36,7 +36,7 @@ bool in_prefill(const jobs::Job& job) {
 // sanitiser (daemon::escape_controls), so it can neither break the layout nor
 // drive the terminal; cut to about max_chars bytes on a character boundary.
 std::string one_line(std::string_view text, size_t max_chars) {
-  std::string flat = jobs::to_valid_utf8(text);
+  std::string flat = to_valid_utf8(text);
   for (char& c : flat) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
@@ -423,7 +423,7 @@ StatusSnapshot for_terminal(const StatusSnapshot& raw) {
   // Every name and text a report prints comes from the queue, which anyone
   // who may submit writes: escaped once here, before any width is measured.
   StatusSnapshot s = raw;
-  const auto clean = [](std::string& field) { field = daemon::escape_controls(jobs::to_valid_utf8(field), true); };
+  const auto clean = [](std::string& field) { field = daemon::escape_controls(to_valid_utf8(field), true); };
   clean(s.batch);
   clean(s.counts.held_reason);
   for (std::vector<jobs::Job>* list : {&s.running, &s.recent}) {

@@ -1,4 +1,5 @@
 #include "daemon/lib/metrics_text.h"
+#include "common/utf8.h"
 
 #include <charconv>
 #include <cstdint>
@@ -8,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "jobs/valid_utf8.h"
 
 namespace ns::daemon {
 namespace {
@@ -49,7 +49,7 @@ class Writer {
 }  // namespace
 
 std::string escape_label_value(std::string_view value) {
-  const std::string valid = jobs::to_valid_utf8(value);
+  const std::string valid = to_valid_utf8(value);
   std::string out;
   out.reserve(valid.size());
   for (char c : valid) {

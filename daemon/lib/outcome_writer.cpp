@@ -6,7 +6,7 @@
 
 #include "daemon/lib/progress_policy.h"
 #include "jobs/result_stats.h"
-#include "jobs/valid_utf8.h"
+#include "common/utf8.h"
 
 namespace ns::daemon {
 namespace {
@@ -20,7 +20,7 @@ Execution finished(const RunningJob& run, const GenerationResult& gen) {
   Execution ex;
   ex.checkpointed = run.checkpointed;
   jobs::JobResult& r = ex.result;
-  r.text = jobs::to_valid_utf8(gen.text);
+  r.text = to_valid_utf8(gen.text);
   r.finish_reason = gen.finish_reason;
   r.prompt_tokens = gen.stats.prompt_tokens;
   r.completion_tokens = gen.stats.completion_tokens;
@@ -33,7 +33,7 @@ Execution finished(const RunningJob& run, const GenerationResult& gen) {
   std::vector<const GenerationChoice*> choices = {&gen};
   for (const GenerationChoice& c : gen.more_choices) {
     choices.push_back(&c);
-    r.more_choices.push_back({jobs::to_valid_utf8(c.text), c.finish_reason, static_cast<int32_t>(c.tokens.size())});
+    r.more_choices.push_back({to_valid_utf8(c.text), c.finish_reason, static_cast<int32_t>(c.tokens.size())});
   }
   ex.checkpoint = checkpoint_of(choices, job.spec.sampling.logprobs);
   if (job.spec.sampling.logprobs) {  // the same records, every token of every choice, with their texts

@@ -10,7 +10,7 @@
 
 #include "daemon/lib/progress_format.h"
 #include "jobs/time_format.h"
-#include "jobs/valid_utf8.h"
+#include "common/utf8.h"
 
 namespace ns::daemon {
 namespace {
@@ -101,7 +101,7 @@ const char* const kStyle =
 }  // namespace
 
 std::string html_escape(std::string_view text) {
-  const std::string valid = jobs::to_valid_utf8(text);
+  const std::string valid = to_valid_utf8(text);
   std::string out;
   out.reserve(valid.size() + valid.size() / 8);
   for (char c : valid) {

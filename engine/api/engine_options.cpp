@@ -1,5 +1,7 @@
 #include "engine/api/engine_options.h"
 
+#include <type_traits>
+
 #include "common/human_size.h"
 
 namespace ns {
@@ -24,6 +26,22 @@ std::string engine_option_text(const EngineOptions& o, std::string_view name) {
     if (name == info.name) text = option_text(value);
   });
   return text;
+}
+
+bool copy_engine_option(EngineOptions& to, const EngineOptions& from, std::string_view name) {
+  bool found = false;
+  EngineOptions::for_each(from, [&](const auto& source, const OptionInfo& row) {
+    if (name != row.name) return;
+    EngineOptions::for_each(to, [&](auto& target, const OptionInfo& other) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(target)>, std::decay_t<decltype(source)>>) {
+        if (name == other.name) {
+          target = source;
+          found = true;
+        }
+      }
+    });
+  });
+  return found;
 }
 
 uint64_t parse_option_bytes(std::string_view key, const std::string& v) {

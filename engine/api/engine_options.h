@@ -184,6 +184,10 @@ std::string option_text(const Choice<Names>& v) { return v.name(); }
 // The text of the option `name` of `o` (option_text); "" when no row has that name.
 std::string engine_option_text(const EngineOptions& o, std::string_view name);
 
+// Sets the option `name` of `to` to its value in `from` (a command's flags
+// over a config's settings: run-batch). False when no row has that name.
+bool copy_engine_option(EngineOptions& to, const EngineOptions& from, std::string_view name);
+
 // A byte size as an option takes it: a number with a unit (8GiB, 2500MiB),
 // or 0. A bare number is refused (`2048` meant MiB or GiB, and as bytes it
 // would fail only at the model's load). Throws Error(invalid_input) naming `key`.

@@ -2,7 +2,7 @@
 // design and its reasons: docs/architecture.md, "Prefix sharing").
 //
 // Each entry is one of the model's spare sequences (Model::prefix_slots(),
-// ModelOptions::prefix_cache) holding the state after exactly P prompt tokens
+// EngineOptions::prefix_cache) holding the state after exactly P prompt tokens
 // (attention rows 0..P-1, a sliding layer's ring as it stands after P, the
 // recurrent state after P), keyed by a hash of those tokens and compared
 // token by token (a collision shares nothing). P is a multiple of kBlock, at

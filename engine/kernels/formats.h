@@ -74,8 +74,8 @@ namespace ns::kernels {
   X(iq3_s, 256, 2 + 64 + 8 + 32 + 4)
 
 // The scalar references: every format's dequantize; quantize, except the
-// read-only i-quants (quantize_row refuses them; iq_quantize.h has their
-// importance-weighted quantizers); vec_dot, except the activation-only
+// read-only i-quants (quantize_row refuses them; tools/quantize/iq_quantize.h
+// has their importance-weighted quantizers); vec_dot, except the activation-only
 // formats (Q8_1 for Q4_1 and Q5_1, Q8_K for the K- and i-quants).
 #define NS_KERNELS_WEIGHT_AND_ACTIVATION_FORMATS(X) X(f32) X(f16) X(bf16) X(q8_0)
 #define NS_KERNELS_WEIGHT_FORMATS(X)                                                                            \

@@ -54,25 +54,13 @@ GgmlType vec_dot_type(GgmlType weight_type);
 // Reference conversions (scalar, exact definitions of the formats). n must be a
 // multiple of the block size. Throw ns::Error for types without kernels;
 // quantize_row also for the read-only weight types (the i-quants: IQ2_S and
-// IQ3_S have no quantizer here, the others only quantize_row_weighted), which
+// IQ3_S have no quantizer, the others only tools/quantize's weighted ones), which
 // this build computes with but cannot produce that way.
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 
-// Importance-weighted quantization, as llama-quantize with an importance
-// matrix (one weight per column, `importance` n floats, the same for every
-// row). Importance::used: the type's quantizer here takes it (IQ2_XXS, IQ2_XS,
-// IQ1_S, IQ1_M, IQ3_XXS, IQ4_XS; the first three need it); ignored: ggml's quantizer ignores it too
-// (F32, F16, BF16, Q8_0, MXFP4, TQ1_0, TQ2_0), so quantize_row gives llama-quantize's bytes
-// with or without one; unsupported: ggml's quantizer would use it but this
-// build's does not (the K-quants, Q4_0..Q5_1, IQ4_NL): quantize those without
-// an importance matrix, or their bytes differ from llama-quantize's.
-// quantize_row_weighted throws ns::Error (invalid_input) for a null
-// importance where the type needs one, and for an unsupported type.
-enum class Importance { used, ignored, unsupported };
-Importance importance_use(GgmlType t);
-bool needs_importance(GgmlType t);
-void quantize_row_weighted(GgmlType t, const float* src, void* dst, int64_t n, const float* importance);
+// The importance-weighted quantizers (IQ2_XXS .. IQ4_XS with an importance
+// matrix) are the generator's: tools/quantize/quantize_weighted.h.
 
 // Ordered: each level includes the one before it. avx512 means AVX-512
 // F/BW/VL/DQ with VNNI (Ice Lake, Zen 4 and later), on top of avx2 (AVX2, FMA,

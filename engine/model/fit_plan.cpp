@@ -60,11 +60,11 @@ Candidate weigh(const FitInputs& in, const ModelOptions& opts, int64_t n_seq, in
   // Sized, not allocated (64 x 128K contexts may not fit RAM); sliding layers' rings hold every position one
   // forward pass of `tokens` writes or reads.
   const SequenceState st(in.hp->n_layer, n_seq, n_ctx, in.buffers.cache, tokens, /*allocate=*/false, pool,
-                         std::max<int64_t>(0, opts.prefix_cache));
+                         std::max<int64_t>(0, opts.engine.prefix_cache));
   c.pool_rows = st.pool_rows();
   // The scratch that grows with the context, for the longest sequence this pool admits.
   c.scratch = in.context_scratch(std::min(n_ctx, st.pool_rows()), tokens);
-  if (opts.streaming.io_mode != IoMode::mmap) {
+  if (opts.engine.io_mode != IoMode::mmap) {
     stream::BudgetInputs b;
     b.memory_budget = in.memory_budget;
     b.budget_source = in.budget_source;
@@ -113,11 +113,12 @@ FitPlan plan_fit(const FitInputs& in, const ModelOptions& opts) {
   FitPlan p;
   // context 0: the model's own length (docs/long-context.md); the KV pool, not the context, is what the
   // memory budget bounds.
-  p.context = std::max<int64_t>(opts.context > 0 ? opts.context : hp.n_ctx_train, 8);
-  p.sequences_asked = std::max<int64_t>(1, opts.n_seq);
-  int64_t chunk = opts.max_batch_tokens;
+  const EngineOptions& eo = opts.engine;
+  p.context = std::max<int64_t>(eo.context > 0 ? eo.context : hp.n_ctx_train, 8);
+  p.sequences_asked = std::max<int64_t>(1, eo.max_sequences);
+  int64_t chunk = eo.max_batch_tokens;
   if (chunk <= 0) {
-    const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != IoMode::mmap;
+    const bool predict = hp.is_moe() && opts.tuning.predict_experts && eo.io_mode != IoMode::mmap;
     chunk = prefill_chunk_tokens(in.memory_budget, activation_bytes_per_token(hp, in.buffers, predict));
   }
   const int64_t n_ctx = p.context;
@@ -127,8 +128,8 @@ FitPlan plan_fit(const FitInputs& in, const ModelOptions& opts) {
     const uint64_t activation = in.activation_bytes(tokens);
     int64_t full_pool = 0;  // past int64: SequenceState (in weigh) refuses it as beyond any machine
     if (__builtin_mul_overflow(n_seq, n_ctx, &full_pool)) full_pool = INT64_MAX;
-    const bool fit_pool = opts.kv_tokens <= 0;
-    int64_t pool = fit_pool ? full_pool : std::min(opts.kv_tokens, full_pool);
+    const bool fit_pool = eo.kv_tokens <= 0;
+    int64_t pool = fit_pool ? full_pool : std::min(eo.kv_tokens, full_pool);
     const int64_t min_pool = std::min(full_pool, std::max<int64_t>(kMinPoolRows, n_seq));
     for (;;) {
       Candidate c = weigh(in, opts, n_seq, n_ctx, tokens, activation, pool);
@@ -152,7 +153,7 @@ FitPlan plan_fit(const FitInputs& in, const ModelOptions& opts) {
                       std::to_string(next));
       pool = next;
     }
-    if (!opts.fewer_sequences || n_seq <= 1) return p;
+    if (!eo.fewer_sequences || n_seq <= 1) return p;
     p.why.push_back("a batch of " + std::to_string(n_seq) + " sequences does not fit even with the smallest KV pool; "
                     "trying " + std::to_string(n_seq / 2));
   }

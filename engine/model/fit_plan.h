@@ -8,7 +8,7 @@
 // Contract: pure (no allocation of the sizes it weighs, no clock, no /proc:
 // the environment comes in FitInputs) and no exception for "does not fit".
 // The choice, the first candidate that fits:
-//   sequences: ModelOptions::n_seq, then (with fewer_sequences, the daemon's
+//   sequences: EngineOptions::max_sequences, then (with fewer_sequences, the daemon's
 //   and `model info`'s) halved down to 1;
 //   for each, the KV pool: kv_tokens when set, else n_seq x context halved
 //   down to kMinPoolRows (a shorter pool serves the same jobs by their actual
@@ -56,9 +56,9 @@ struct FitInputs {
 
 struct FitPlan {
   bool fits = false;
-  int64_t context = 0;          // the longest sequence (ModelOptions::context resolved)
+  int64_t context = 0;          // the longest sequence (EngineOptions::context resolved)
   int64_t sequences = 0;        // decoded together: at most sequences_asked
-  int64_t sequences_asked = 0;  // ModelOptions::n_seq
+  int64_t sequences_asked = 0;  // EngineOptions::max_sequences
   int64_t kv_tokens = 0;        // the KV pool's rows all sequences share: at most sequences x context
   int64_t prefill_chunk = 0;    // tokens per forward pass (ForwardState::max_batch): at least sequences
   uint64_t activation_bytes = 0;     // ForwardState's buffers and the batch list, for prefill_chunk tokens
@@ -87,7 +87,7 @@ std::string does_not_fit(const std::string& path, int64_t n_ctx, int64_t n_seq, 
 // once per chunk, so larger chunks read less per prompt token.
 int64_t prefill_chunk_tokens(uint64_t memory_budget, uint64_t bytes_per_token);
 
-// The smallest KV pool ModelOptions::kv_tokens 0 halves down to before
+// The smallest KV pool EngineOptions::kv_tokens 0 halves down to before
 // fewer sequences (or the plan's refusal): below it a budget is better spent
 // on a shorter `context` or a smaller `max_batch`, which the refusal names.
 inline constexpr int64_t kMinPoolRows = 1024;

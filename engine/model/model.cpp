@@ -52,8 +52,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   TensorLoader t(f);
   // Resident Q4_0 projections into Q4_0_R16 at load, as experts are at landing
   // (the same switch); only counted when no forward pass will run (plan_only).
-  if (opts.streaming.repack_experts)
-    t.set_repack(opts.streaming.plan_only ? TensorLoader::Repack::count : TensorLoader::Repack::copy);
+  if (opts.engine.repack_experts)
+    t.set_repack(opts.plan_only ? TensorLoader::Repack::count : TensorLoader::Repack::copy);
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd || embd->dims.size() != 2)
     throw Error(ErrorKind::bad_model, path + ": tensor 'token_embd.weight' is missing or not 2-D");
@@ -68,7 +68,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   head_tensors(head, hp, tied_output, &m->token_embd_, &m->output_norm_, &m->output_);
   head.load(t);
   if (tied_output) m->output_ = m->token_embd_;
-  m->arch_ = make_architecture(hp, t, opts.arch);
+  m->arch_ = make_architecture(hp, t,
+                               {.mla_expanded_cache = opts.engine.mla_expanded_cache,
+                                .mla_expand_prefill = opts.tuning.mla_expand_prefill});
   // The multi-token-prediction blocks after the last layer (nextn_predict_layers)
   // serve speculative decoding, which nightshift does not do: like the
   // reference's graph, the forward pass never reaches them, so they are neither
@@ -89,23 +91,24 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
                  format_size(m->repacked_bytes_), m->owned_weights_.empty() ? " (counted only: plan_only)" : "");
   for (const auto& ti : m->tensors_) m->n_params_ += ti.n_elements();
 
-  if (opts.context > hp.n_ctx_train)
+  const EngineOptions& eo = opts.engine;
+  if (eo.context > hp.n_ctx_train)
     spdlog::warn("{}: context {} is longer than the model was trained for ({}): positions past it are "
-                 "extrapolation", path, opts.context, hp.n_ctx_train);
+                 "extrapolation", path, eo.context, hp.n_ctx_train);
   const BufferSizes bs = m->arch_->buffer_sizes();
   // The memory plan's "overhead": RSS less the repacked copies, which the
   // plan counts as resident weights (their mapped pages were dropped).
   const uint64_t rss = current_rss_bytes(), owned = m->owned_weights_.empty() ? 0 : t.repacked_bytes();
   const uint64_t rss_before_buffers = rss > owned ? rss - owned : 0;
-  m->pool_ = std::make_unique<ThreadPool>(opts.threads, opts.thread_spin_us);
-  const bool predict = hp.is_moe() && opts.streaming.predict_experts && opts.streaming.io_mode != IoMode::mmap;
+  m->pool_ = std::make_unique<ThreadPool>(eo.threads, eo.thread_spin_us);
+  const bool predict = hp.is_moe() && opts.tuning.predict_experts && eo.io_mode != IoMode::mmap;
   const int threads = m->pool_->size();
 
   // What fits (fit_plan.h), decided once from the sizes; every buffer is then
   // allocated below: one that cannot be had is this configuration against
   // this machine, named with its sizes, never a std::bad_alloc out of the engine.
-  int64_t n_ctx = std::max<int64_t>(opts.context > 0 ? opts.context : hp.n_ctx_train, 8);
-  int64_t n_seq = std::max<int64_t>(1, opts.n_seq), B = std::max<int64_t>(opts.max_batch_tokens, n_seq);
+  int64_t n_ctx = std::max<int64_t>(eo.context > 0 ? eo.context : hp.n_ctx_train, 8);
+  int64_t n_seq = std::max<int64_t>(1, eo.max_sequences), B = std::max<int64_t>(eo.max_batch_tokens, n_seq);
   try {
     FitInputs in;
     in.path = path;
@@ -122,15 +125,15 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     in.layout = stream::ExpertLayout::from_tensors(m->routed_, f.path());
     in.overhead_bytes = rss_before_buffers;
     in.repacked_bytes = t.repacked_bytes();
-    in.memory_budget = opts.streaming.memory_budget;
+    in.memory_budget = eo.memory_budget;
     if (in.memory_budget == 0) {
       const stream::DefaultBudget d = stream::default_memory_budget();
       in.memory_budget = d.bytes;
       in.budget_source = d.describe();
-      if (opts.streaming.io_mode != IoMode::mmap) spdlog::info("memory_budget 0: planning with {}", d.describe());
+      if (eo.io_mode != IoMode::mmap) spdlog::info("memory_budget 0: planning with {}", d.describe());
     }
     // Refused before mapping, not at the mapping (a plan-only load maps nothing).
-    if (!opts.streaming.plan_only) in.address_space = stream::address_space_limit();
+    if (!opts.plan_only) in.address_space = stream::address_space_limit();
     m->fit_ = plan_fit(in, opts);
     const FitPlan& fit = m->fit_;
     for (const std::string& why : fit.why) spdlog::info("{}: {}", path, why);
@@ -138,7 +141,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     n_ctx = fit.context;
     n_seq = fit.sequences;
     B = fit.prefill_chunk;
-    if (opts.max_batch_tokens <= 0)
+    if (eo.max_batch_tokens <= 0)
       spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
 
     ForwardState& s = m->state_;
@@ -150,17 +153,17 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     s.trace_observer = &m->trace_observer_;
     // The KV pool (sequence_state.h); a job needing more rows than the pool is refused at add.
     m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false,
-                                               fit.kv_tokens, std::max<int64_t>(0, opts.prefix_cache));
-    m->streaming_ = setup_streaming(f, m->routed_, opts.streaming, fit.budget);
+                                               fit.kv_tokens, std::max<int64_t>(0, eo.prefix_cache));
+    m->streaming_ = setup_streaming(f, m->routed_, eo, opts.plan_only, opts.tuning, fit.budget);
     if (m->seqs_->pool_rows() < n_seq * n_ctx)
       spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
                    m->seqs_->pool_rows(), n_seq, n_ctx);
-    if (!opts.streaming.plan_only) {
+    if (!opts.plan_only) {
       m->seqs_->allocate();
       m->arch_->context_scratch(std::min(n_ctx, m->seqs_->pool_rows()), B, &s);
     }
     s.seqs = m->seqs_.get();
-    attach_streaming(*m->streaming_, t.routers(hp.n_layer), opts.streaming, s);
+    attach_streaming(*m->streaming_, t.routers(hp.n_layer), opts.tuning, s);
   } catch (const std::bad_alloc&) {
     throw Error(ErrorKind::invalid_input, does_not_fit(path, n_ctx, n_seq, B, allocation_note(m->seqs_.get())));
   } catch (const std::length_error&) {

@@ -3,7 +3,7 @@
 // to the KV cache and returns their logits.
 //
 // Not thread-safe: one forward at a time. Resident weights are read from the
-// mapped file (with StreamingOptions::repack_experts, the Q4_0 projections
+// mapped file (with EngineOptions::repack_experts, the Q4_0 projections
 // from owned copies in Q4_0_R16: TensorLoader::set_repack); routed experts
 // too in io_mode mmap, else from the expert cache.
 #pragma once
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/api/engine_options.h"
 #include "engine/arch/architecture.h"
 #include "engine/state/forward_state.h"
 #include "engine/model/fit_plan.h"
@@ -22,36 +23,28 @@
 #include "engine/state/trace.h"
 #include "engine/spec/hparams.h"
 #include "engine/spec/routing.h"
+#include "engine/model/model_tuning.h"
 #include "engine/model/weight_streaming.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/thread_pool.h"
 
 namespace ns {
 
+// How a model is loaded. `engine` is the user's settings whole, as the option
+// table declares them (engine/api/engine_options.h: their meaning, defaults
+// and ranges); Engine::load passes its EngineOptions through unchanged, and
+// Model::load reads each where it is used (max_sequences is the sequences
+// the KV cache holds at once; max_batch_tokens the tokens per forward call,
+// never below them; fewer_sequences and kv_tokens as plan_fit reads them,
+// fit_plan.h; prefix_cache the spare sequences of GenerationBatch's prefix
+// cache). The other two are never a user's: plan_only is `model info`'s,
+// tuning the tests' and benches' (model_tuning.h).
 struct ModelOptions {
-  int threads = 0;        // 0 = all cores
-  int thread_spin_us = ThreadPool::kDefaultSpinUs;  // a pool wait's spin before blocking (thread_pool.h); 0 = never
-  int64_t context = 0;    // the longest sequence, in tokens; 0 = n_ctx_train (the model's own length)
-  // Tokens per forward call (a prefill chunk, or one token of many sequences).
-  // 0: sized from the memory budget (prefill_chunk_tokens()). Never below
-  // n_seq: a decode step takes one token of every sequence.
-  int64_t max_batch_tokens = 0;
-  int64_t n_seq = 1;        // sequences the KV cache holds at once (jobs decoded together)
-  // Fewer sequences than n_seq when the memory plan holds no more (plan_fit,
-  // fit_plan.h): the daemon's and `model info`'s; off, such a load fails.
-  bool fewer_sequences = false;
-  // Tokens of KV cache all sequences share (the full-attention layers' pool,
-  // sequence_state.h). 0: n_seq x context, or the largest pool the memory
-  // plan holds (plan_fit, never below kMinPoolRows); > 0: this many (at most n_seq x context).
-  int64_t kv_tokens = 0;
-  // Prompt-prefix snapshots kept beside the n_seq sequences (GenerationBatch's
-  // prefix cache): spare sequences of the state (sequence_state.h) whose
-  // rows come from the KV pool and whose sliding rings and recurrent state
-  // the memory plan counts. 0: none, prefix sharing off.
-  int64_t prefix_cache = 0;
-  // memory_budget, io_mode, cache policy (weight_streaming.h), and the switches only tests and benches set.
-  StreamingOptions streaming;
-  ArchOptions arch;            // choices the file leaves open (engine/arch/architecture.h)
+  EngineOptions engine;
+  // Make the plan, open no reader and allocate no expert cache, KV pool or
+  // scratch (weight_streaming.h): for a report of a model nothing will run on.
+  bool plan_only = false;
+  ModelTuning tuning;
 };
 
 // One token of a batch: its id, the KV-cache sequence it belongs to, its
@@ -109,7 +102,7 @@ class Model {
   void forward_batch(std::span<const BatchToken> batch, std::vector<float>& logits);
   int64_t n_seq() const { return seqs_->n_seq(); }
   // Spare sequences for prefix snapshots, ids n_seq() .. n_seq() + prefix_slots() - 1
-  // (ModelOptions::prefix_cache): never in a forward pass, only copied from and to.
+  // (EngineOptions::prefix_cache): never in a forward pass, only copied from and to.
   int64_t prefix_slots() const { return seqs_->n_spare(); }
   // Sequence dst starts as a copy of src's first n_tokens positions (attention
   // rows and recurrent state; SequenceState::copy_sequence).

@@ -48,7 +48,8 @@ stream::StreamStats WeightStreaming::stats() const {
 }
 
 std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> routed,
-                                                 const StreamingOptions& opts,
+                                                 const EngineOptions& opts, bool plan_only,
+                                                 const ModelTuning& tuning,
                                                  const std::optional<stream::BudgetPlan>& plan) {
   const stream::CachePolicy policy =
       opts.cache_policy == CachePolicy::lru ? stream::CachePolicy::lru : stream::CachePolicy::lfu;
@@ -64,7 +65,7 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::sp
   ws->plan = *plan;
   ws->planned = true;
   spdlog::info("memory plan for {}:\n{}", f.path(), ws->plan.describe());
-  if (ws->layout.n_moe_layers() == 0 || opts.plan_only) return ws;
+  if (ws->layout.n_moe_layers() == 0 || plan_only) return ws;
 
   // Faults on resident tensors must not read ahead into the expert stacks.
   if (!f.advise_random())
@@ -73,14 +74,15 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::sp
   stream::ReaderOptions ro;
   ro.mode = opts.io_mode == IoMode::pread ? stream::IoMode::pread : stream::IoMode::uring;
   const size_t devices = std::max<size_t>(f.n_devices(), 1);
-  ro.queue_depth = opts.io_queue_depth * static_cast<uint32_t>(std::min<size_t>(devices, 64));
+  const auto depth = static_cast<uint32_t>(std::max(1, opts.io_queue_depth));
+  ro.queue_depth = depth * static_cast<uint32_t>(std::min<size_t>(devices, 64));
   if (devices > 1)
     spdlog::info("{}: the model's {} shards lie on {} devices: {} reads in flight ({} a device)", f.path(),
-                 f.n_shards(), devices, ro.queue_depth, opts.io_queue_depth);
+                 f.n_shards(), devices, ro.queue_depth, depth);
   ws->reader = stream::make_reader(f.paths(), ro);
   stream::ExpertCacheOptions co;
   co.capacity = ws->plan.cache_experts;
-  if (opts.max_cache_experts > 0) co.capacity = std::min(co.capacity, opts.max_cache_experts);
+  if (tuning.max_cache_experts > 0) co.capacity = std::min(co.capacity, tuning.max_cache_experts);
   co.policy = policy;
   // 2 MiB pages: fewer TLB misses streaming the slots (one decoded sequence
   // on the in-RAM ds2lite model, 4 interleaved pairs: 13.17 against 12.81
@@ -103,11 +105,11 @@ std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::sp
   return ws;
 }
 
-void attach_streaming(WeightStreaming& ws, std::span<const kernels::MatrixView> routers, const StreamingOptions& opts,
+void attach_streaming(WeightStreaming& ws, std::span<const kernels::MatrixView> routers, const ModelTuning& tuning,
                       ForwardState& s) {
   s.experts = ws.cache.get();
-  s.predict_next = ws.cache && opts.predict_experts;
-  s.predict_width = opts.prefetch_per_token;
+  s.predict_next = ws.cache && tuning.predict_experts;
+  s.predict_width = tuning.prefetch_per_token;
   s.routers.clear();
   if (!s.predict_next) return;
   // Routers are resident: reading them through the mapping is within the plan.

@@ -8,6 +8,22 @@
 //   (every shard of a split set, file index i = shard i, as TensorInfo::file
 //   counts) and an expert cache of plan.cache_experts slots.
 //   io_mode and cache_policy arrive parsed (engine_options.h: the edges name a bad one).
+// - io_queue_depth is reads in flight per device the model's files sit on: a
+//   split model whose shards lie on k devices (GgufSet::n_devices) gets a
+//   reader of k times that depth, so each disk is kept as busy as one alone.
+// - repack_experts rewrites experts as they land into the kernels' interleaved
+//   layout (kernels::repack_rows: Q4_0 -> Q4_0_R16, in place, the same bytes).
+//   The repacked tiles give the file layout's kernel's bits on every path
+//   (q4_0_r16_simd.h), so streamed experts still give the mapping's (io_mode
+//   mmap) logits bit for bit (tests/unit/engine/weight_streaming_test.cpp);
+//   the gain: docs/performance.md, "Interleaved Q4_0 rows".
+// - preload_experts: when the plan's cache holds every routed expert, all are
+//   read at load, in one pass in file order, as a mapped engine holds its
+//   whole model from load: no decode step then waits for an expert's first
+//   read (docs/performance.md, "One sequence in RAM: the profile against llama.cpp").
+// - plan_only (`model info`, which reports the plan of a model it will not
+//   run: a 48B plan's cache is gigabytes of slots): the plan, but no reader
+//   and no expert cache; forward() then reads experts through the mapping.
 // - memory_budget 0 means "what this process may use": the lower of its
 //   cgroup memory limit and the machine's memory, minus headroom
 //   (stream::default_memory_budget, memory_limit.h); the plan's first line
@@ -26,6 +42,7 @@
 #include <string>
 
 #include "engine/api/engine_options.h"
+#include "engine/model/model_tuning.h"
 #include "engine/state/forward_state.h"
 #include "engine/gguf/gguf_set.h"
 #include "engine/stream/budget_planner.h"
@@ -35,43 +52,6 @@
 #include "engine/stream/stream_stats.h"
 
 namespace ns {
-
-struct StreamingOptions {
-  uint64_t memory_budget = 0;        // bytes; 0 = what the machine has (see above)
-  IoMode io_mode = IoMode::uring;
-  CachePolicy cache_policy = CachePolicy::lfu;
-  // Reads in flight per device the model's files sit on: a split model whose
-  // shards lie on k devices (GgufSet::n_devices) gets a reader of k times
-  // this depth, so each disk can be kept as busy as one alone.
-  uint32_t io_queue_depth = 16;
-  // Test-only switches (no config key or flag; tests and benches set them): prediction, its width, a cap.
-  bool predict_experts = true;       // prefetch the next layer's experts from the current hidden state
-  // Experts prefetched per token: its best predicted ones for the next
-  // layer; 0 = as many as it uses. A wrong guess costs a whole expert read,
-  // and the first two guesses are right most often (docs/performance.md,
-  // "Expert prefetch width").
-  uint32_t prefetch_per_token = 2;
-  uint32_t max_cache_experts = 0;    // 0: as many as the plan allows; else at most this many (tests, experiments)
-  // Rewrite experts as they land into the kernels' interleaved layout
-  // (kernels::repack_rows: Q4_0 -> Q4_0_R16, in place, the same bytes); off:
-  // the file's layout (config key repack_experts, --repack-experts). The
-  // repacked tiles give the file layout's kernel's bits on every path
-  // (q4_0_r16_simd.h), so streamed experts still give the mapping's (io_mode
-  // mmap) logits bit for bit (tests/unit/engine/weight_streaming_test.cpp);
-  // the gain: docs/performance.md, "Interleaved Q4_0 rows".
-  bool repack_experts = true;
-  // When the plan's cache holds every routed expert (a budget that fits the
-  // whole model), read them all at load, in one pass in file order, as a
-  // mapped engine holds its whole model from load: no decode step then waits
-  // for an expert's first read (config key preload_experts; why:
-  // docs/performance.md, "One sequence in RAM: the profile against llama.cpp").
-  bool preload_experts = true;
-  // Make the plan, open no reader and allocate no expert cache: for `model
-  // info`, which reports the plan of a model it will not run (a 48B plan's
-  // cache is gigabytes of slots to allocate and zero). forward() then reads
-  // experts through the mapping.
-  bool plan_only = false;
-};
 
 struct WeightStreaming {
   stream::ExpertLayout layout;
@@ -90,13 +70,14 @@ struct WeightStreaming {
 // carries but the model skips (NextN blocks) are neither streamed nor counted.
 // `plan`: FitPlan::budget (none in io_mode mmap).
 std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> routed,
-                                                 const StreamingOptions& opts,
+                                                 const EngineOptions& opts, bool plan_only,
+                                                 const ModelTuning& tuning,
                                                  const std::optional<stream::BudgetPlan>& plan);
 
 // Points s at the cache and, for prediction, at `routers`: one per block, the
 // table's router role (TensorLoader::routers), rows == 0 for a dense block.
 // s's MoE buffers must already be sized.
-void attach_streaming(WeightStreaming& ws, std::span<const kernels::MatrixView> routers, const StreamingOptions& opts,
+void attach_streaming(WeightStreaming& ws, std::span<const kernels::MatrixView> routers, const ModelTuning& tuning,
                       ForwardState& s);
 
 // Bytes held by s's buffers (their capacity).

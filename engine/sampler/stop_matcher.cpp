@@ -1,7 +1,7 @@
 #include "engine/sampler/stop_matcher.h"
 
-#include "engine/sampler/utf8.h"
 #include "common/error.h"
+#include "common/utf8.h"
 
 namespace ns::sampler {
 

@@ -39,7 +39,7 @@ class TensorLoader {
 
   // Resident matrices in the kernels' interleaved layout (kernels::repacked_type:
   // Q4_0 -> Q4_0_R16, the layout the expert cache lands experts in, the same
-  // switch: StreamingOptions::repack_experts). off: every matrix is a view of
+  // switch: EngineOptions::repack_experts). off: every matrix is a view of
   // the mapping in the file's layout. copy: matrix(..., repackable) copies such
   // a tensor out of the mapping into a buffer the loader owns
   // (GgufSet::copy_out, which drops the mapping's pages of it: RSS holds one

@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 
+#include "common/utf8.h"
 #include "engine/tokenizer/byte_unicode.h"
 #include "engine/tokenizer/pair_merge.h"
 #include "engine/tokenizer/utf8.h"
@@ -75,7 +76,7 @@ void BpeEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
   // vocabularies often have no token for bytes like 0xFF (never valid UTF-8),
   // and DeepSeek's declare theirs user-defined, which decode as characters.
   std::string sanitized;
-  if (!utf8_is_valid(text)) {
+  if (!valid_utf8(text)) {
     sanitized = utf8_sanitize(text);
     text = sanitized;
   }

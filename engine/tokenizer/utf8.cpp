@@ -77,19 +77,4 @@ std::string utf8_sanitize(std::string_view text) {
   return out;
 }
 
-bool utf8_is_valid(std::string_view text) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const DecodedChar c = utf8_decode_at(text, pos);
-    if (c.cpt == kReplacementChar) {
-      // A literal U+FFFD (EF BF BD) is valid; a replacement for bad bytes is not.
-      if (c.len != 3) return false;
-    }
-    const uint32_t min_for_len[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c.cpt < min_for_len[c.len] || c.cpt > 0x10FFFF || (c.cpt >= 0xD800 && c.cpt <= 0xDFFF)) return false;
-    pos += c.len;
-  }
-  return true;
-}
-
 }  // namespace ns::tok

@@ -6,6 +6,7 @@
 // a lead byte whose continuation bytes are missing or malformed, a stray
 // continuation byte and bytes F8..FF each become one U+FFFD of length 1;
 // overlong forms and surrogates are decoded as written (no further checks).
+// Strict UTF-8 (is this text valid? repair it) is common/utf8.h's.
 #pragma once
 
 #include <cstddef>
@@ -51,8 +52,5 @@ CodepointText utf8_decode_all(std::string_view text);
 // code point as utf8_decode_at reads them: what llama.cpp's BPE path feeds
 // its pre-tokenizer. Valid text comes back unchanged.
 std::string utf8_sanitize(std::string_view text);
-
-// True if `text` is well-formed UTF-8 (no overlongs, surrogates or values above U+10FFFF).
-bool utf8_is_valid(std::string_view text);
 
 }  // namespace ns::tok

@@ -10,7 +10,7 @@
 //   --io-mode uring|pread|mmap  --budget SIZE (e.g. 2800MiB; 0 = what the machine has)
 //   --context N  --max-sequences N (default: the largest batch)  --threads N  --seed N
 //   --spin-us N       a thread pool wait's spin before it blocks (0: never;
-//                     default: the engine's, ModelOptions::thread_spin_us)
+//                     default: the engine's, EngineOptions::thread_spin_us)
 //   --cpu-features auto|avx512|avx2|scalar   which compute kernels run
 //   --warm-tokens N   before measuring, prefill N random tokens (fills the expert
 //                     cache: with a budget that holds the whole model, the runs
@@ -20,10 +20,10 @@
 //   --prefetch-width N  experts prefetched per token from the next layer's
 //                     predicted routing (0: no prediction; default: the engine's)
 //   --repack 0|1      repack experts into the kernels' interleaved layout as
-//                     they land (StreamingOptions::repack_experts; default: the engine's, 1)
+//                     they land (EngineOptions::repack_experts; default: the engine's, 1)
 //   --preload 0|1     read every expert at load when the cache holds them all
-//                     (StreamingOptions::preload_experts; default: the engine's, 1)
-//   --mla-expand 0|1  expand long MLA prompt chunks (ArchOptions::mla_expand_prefill; default 0)
+//                     (EngineOptions::preload_experts; default: the engine's, 1)
+//   --mla-expand 0|1  expand long MLA prompt chunks (ModelTuning::mla_expand_prefill; default 0)
 //
 // decode: for each batch size N, N sequences with distinct random prompts of
 // about --prompt-tokens tokens decode --tokens greedy tokens each, all in one
@@ -88,15 +88,15 @@ struct Args {
   int context = 0;
   int max_sequences = 0;
   int threads = 0;
-  int spin_us = -1;  // ModelOptions::thread_spin_us; -1: the engine's default
+  int spin_us = -1;  // EngineOptions::thread_spin_us; -1: the engine's default
   uint64_t seed = 1;
   int warm_tokens = 0;
   int repeat = 1;
   double disk_gib_s = 0;
   int prefetch_width = -1;  // -1: the engine's default; 0: no prediction; N: top N per token
-  int repack = -1;          // StreamingOptions::repack_experts; -1: the engine's default
-  int preload = -1;         // StreamingOptions::preload_experts; -1: the engine's default
-  bool mla_expand = false;  // ArchOptions::mla_expand_prefill
+  int repack = -1;          // EngineOptions::repack_experts; -1: the engine's default
+  int preload = -1;         // EngineOptions::preload_experts; -1: the engine's default
+  bool mla_expand = false;  // ModelTuning::mla_expand_prefill
   std::string out;        // docs: the file written
   int count = 64;         // docs: how many documents
   int prefix_tokens = 0;  // docs: the shared instruction's tokens
@@ -189,17 +189,17 @@ std::vector<ns::GenerationResult> run_batch(ns::Model& m, const std::vector<std:
 }
 
 void load_opts(const Args& a, int n_seq, ns::ModelOptions& mo) {
-  mo.threads = a.threads;
-  if (a.spin_us >= 0) mo.thread_spin_us = a.spin_us;
-  mo.context = a.context;
-  mo.n_seq = n_seq;
-  mo.streaming.memory_budget = a.budget;
-  mo.streaming.io_mode = a.io_mode;
-  if (a.prefetch_width == 0) mo.streaming.predict_experts = false;
-  if (a.prefetch_width > 0) mo.streaming.prefetch_per_token = static_cast<uint32_t>(a.prefetch_width);
-  if (a.repack >= 0) mo.streaming.repack_experts = a.repack == 1;
-  if (a.preload >= 0) mo.streaming.preload_experts = a.preload == 1;
-  mo.arch.mla_expand_prefill = a.mla_expand;
+  mo.engine.threads = a.threads;
+  if (a.spin_us >= 0) mo.engine.thread_spin_us = a.spin_us;
+  mo.engine.context = a.context;
+  mo.engine.max_sequences = n_seq;
+  mo.engine.memory_budget = a.budget;
+  mo.engine.io_mode = a.io_mode;
+  if (a.prefetch_width == 0) mo.tuning.predict_experts = false;
+  if (a.prefetch_width > 0) mo.tuning.prefetch_per_token = static_cast<uint32_t>(a.prefetch_width);
+  if (a.repack >= 0) mo.engine.repack_experts = a.repack == 1;
+  if (a.preload >= 0) mo.engine.preload_experts = a.preload == 1;
+  mo.tuning.mla_expand_prefill = a.mla_expand;
 }
 
 // One line about the plan instead of the engine's log.
@@ -228,7 +228,7 @@ int cmd_decode(const Args& a) {
   ns::ModelOptions mo;
   load_opts(a, a.max_sequences > 0 ? a.max_sequences : largest, mo);
   // Prompts tokenize to a few more tokens than asked (whole words).
-  if (mo.context <= 0) mo.context = std::max(a.prompt_tokens + a.tokens, a.warm_tokens) + 32;
+  if (mo.engine.context <= 0) mo.engine.context = std::max(a.prompt_tokens + a.tokens, a.warm_tokens) + 32;
   auto m = ns::Model::load(a.model, mo);
   std::printf("model %s, io_mode %s, budget %s, %lld sequences of %lld context, forward pass up to %lld tokens\n",
               a.model.c_str(), a.io_mode.c_str(), a.budget ? format_size(a.budget).c_str() : "auto",
@@ -304,7 +304,7 @@ int cmd_decode(const Args& a) {
 int cmd_prefill(const Args& a) {
   ns::ModelOptions mo;
   load_opts(a, std::max(1, a.max_sequences), mo);
-  if (mo.context <= 0) mo.context = std::max(a.prompt_tokens, a.warm_tokens) + 64;
+  if (mo.engine.context <= 0) mo.engine.context = std::max(a.prompt_tokens, a.warm_tokens) + 64;
   auto m = ns::Model::load(a.model, mo);
   std::printf("model %s, io_mode %s, budget %s, forward pass up to %lld tokens\n", a.model.c_str(), a.io_mode.c_str(),
               a.budget ? format_size(a.budget).c_str() : "auto", static_cast<long long>(m->max_batch_tokens()));
@@ -335,8 +335,8 @@ int cmd_prefill(const Args& a) {
 int cmd_spread(const Args& a) {
   ns::ModelOptions mo;
   load_opts(a, 1, mo);
-  if (mo.context <= 0) mo.context = a.tokens + 8;
-  mo.max_batch_tokens = std::max(a.tokens, 1);
+  if (mo.engine.context <= 0) mo.engine.context = a.tokens + 8;
+  mo.engine.max_batch_tokens = std::max(a.tokens, 1);
   auto m = ns::Model::load(a.model, mo);
   ns::RoutingSpread spread;
   m->set_routing_observer([&spread](const ns::RoutingEvent& e) { spread.observe(e); });
@@ -377,8 +377,8 @@ int cmd_prefix(const Args& a) {
     throw ns::Error(ns::ErrorKind::invalid_input, "prefix needs 0 < --prefix-tokens < --prompt-tokens");
   ns::ModelOptions mo;
   load_opts(a, a.max_sequences > 0 ? a.max_sequences : a.count, mo);
-  if (mo.context <= 0) mo.context = a.prompt_tokens + a.tokens + 32;
-  mo.prefix_cache = 4;
+  if (mo.engine.context <= 0) mo.engine.context = a.prompt_tokens + a.tokens + 32;
+  mo.engine.prefix_cache = 4;
   auto m = ns::Model::load(a.model, mo);
   std::printf("model %s, io_mode %s, budget %s, %lld sequences at a time, forward pass up to %lld tokens\n",
               a.model.c_str(), a.io_mode.c_str(), a.budget ? format_size(a.budget).c_str() : "auto",

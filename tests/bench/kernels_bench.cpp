@@ -40,6 +40,7 @@
 #include "engine/kernels/iquant.h"
 #include "engine/kernels/kernels.h"
 #include "engine/util/thread_pool.h"
+#include "tools/quantize/quantize_weighted.h"
 
 namespace {
 

@@ -163,8 +163,8 @@ void check_model(const fs::path& shared, const std::string& name, bool mla_expan
     return;
   }
   ns::ModelOptions mo;
-  mo.arch.mla_expanded_cache = mla_expanded_cache;
-  mo.context = 256;
+  mo.engine.mla_expanded_cache = mla_expanded_cache;
+  mo.engine.context = 256;
   auto model = ns::Model::load(model_path.string(), mo);
   std::ifstream in(golden_path);
   check_goldens(name, *model, json::parse(in), tolerance_for(name));
@@ -311,7 +311,7 @@ TEST_CASE("logits agree with the reference: generated models with goldens in the
   const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens";
   const int files = for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
     ns::ModelOptions mo;
-    mo.context = 512;
+    mo.engine.context = 512;
     auto model = ns::Model::load(path, mo);
     const double tol = doc["tolerance"].get<double>();
     const double outliers = doc.value("outliers", 0.0);
@@ -345,8 +345,8 @@ TEST_CASE("logits agree with the reference at the end of long prompts (32K token
     const json& last_top = doc["last_top_logits"];
     const int64_t last = static_cast<int64_t>(last_top.size());
     ns::ModelOptions mo;
-    mo.context = n + static_cast<int64_t>(doc["greedy"].size()) + 1;
-    mo.max_batch_tokens = 1024;  // big prefill chunks
+    mo.engine.context = static_cast<int>(n + static_cast<int64_t>(doc["greedy"].size()) + 1);
+    mo.engine.max_batch_tokens = 1024;  // big prefill chunks
     auto model = ns::Model::load(path, mo);
     std::vector<int32_t> toks(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)

@@ -10,6 +10,7 @@
 #include "tools/make_model/table_plans.h"
 #include "tools/make_model/vocabulary.h"
 #include "tools/make_model/weight_init.h"
+#include "tools/quantize/quantize_weighted.h"
 
 namespace ns::make_model {
 

@@ -48,8 +48,8 @@ void prefill(Model& m, std::span<const int32_t> toks, int64_t chunk, bool all, s
 }
 
 // Every cut point p (fresh sequence, prompt[0..p]) against the whole prompt.
-Finding cut_prompts(const std::string& path, int64_t chunk, ArchOptions arch = {}) {
-  auto m = Model::load(path, {.context = 128, .max_batch_tokens = chunk, .arch = arch});
+Finding cut_prompts(const std::string& path, int chunk, ModelTuning tuning = {}) {
+  auto m = Model::load(path, {.engine = {.context = 128, .max_batch_tokens = chunk}, .tuning = tuning});
   const std::vector<int32_t> toks = m->tokenizer().encode(kText, false, true);
   REQUIRE(toks.size() > static_cast<size_t>(2 * chunk));
   const int64_t n_vocab = m->n_vocab(), n = static_cast<int64_t>(toks.size());
@@ -114,7 +114,7 @@ TEST_CASE("causal: kimi-linear and kimi-k3 (KDA + MLA)") {
                                  "--n-expert-used 2 --mla-every 3 --kda-head-dim 32 --kl-kv-lora-rank 64 --type F32 "
                                  "--seed 22");
   check_causal(wide);
-  // The test has teeth: with long chunks expanded (ArchOptions::mla_expand_prefill) a position's path, and so its
+  // The test has teeth: with long chunks expanded (ModelTuning::mla_expand_prefill) a position's path, and so its
   // bits, depend on how many tokens follow it in its chunk.
   const Finding expanded = cut_prompts(wide, 16, {.mla_expand_prefill = true});
   MESSAGE("expanding MLA chunks: max |dlogit| " << std::max(expanded.first_chunk, expanded.later));

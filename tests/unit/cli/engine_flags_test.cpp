@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "daemon/cli/engine_flags.h"
 
@@ -55,4 +56,20 @@ TEST_CASE("engine flags: defaults stay; bad values are refused as the config ref
   CLI::App app;
   EngineOptions o;
   CHECK_THROWS_AS(cli::add_engine_flag(&app, o, "no_such_option"), std::logic_error);
+}
+
+TEST_CASE("engine flags over a config (run-batch): only the flags given override its values") {
+  CLI::App app{"test"};
+  cli::EngineOverrides flags{.flags = {.max_sequences = 8}};
+  flags.add(&app, "threads", "-t");
+  flags.add(&app, "max_batch");
+  flags.add(&app, "memory_budget");
+  app.parse("-t 3 --memory-budget 2GiB", false);
+  CHECK(flags.given() == std::vector<std::string>{"threads", "memory_budget"});
+  EngineOptions config{.threads = 6, .max_sequences = 32, .memory_budget = uint64_t{8} << 30};
+  for (const std::string& name : flags.given()) CHECK(copy_engine_option(config, flags.flags, name));
+  CHECK(config.threads == 3);
+  CHECK(config.max_sequences == 32);  // not given: the config's, not the flag's default
+  CHECK(config.memory_budget == uint64_t{2} << 30);
+  CHECK_FALSE(copy_engine_option(config, flags.flags, "no_such_option"));
 }

@@ -9,7 +9,7 @@
 
 #include "daemon/lib/job_format.h"
 #include "jobs/time_format.h"
-#include "jobs/valid_utf8.h"
+#include "common/utf8.h"
 
 using namespace ns;
 
@@ -266,7 +266,7 @@ TEST_CASE("show cuts a long prompt and output around a note, whole with --full")
   CHECK(cut.find("of the output's 20003 bytes not shown") != std::string::npos);
   CHECK(cut.find("ooEND") != std::string::npos);
   // Cut on character boundaries: the text stays valid UTF-8 around the note.
-  CHECK(jobs::to_valid_utf8(cut) == cut);
+  CHECK(to_valid_utf8(cut) == cut);
   const std::string whole = daemon::format_job_details(j, false, false);
   CHECK(whole.find(prompt) != std::string::npos);
   CHECK(whole.find("not shown") == std::string::npos);

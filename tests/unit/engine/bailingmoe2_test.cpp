@@ -37,10 +37,8 @@ std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::som
 TEST_CASE("bailingmoe2: the NextN block is skipped: not loaded, not planned; the file without it is the same model") {
   const std::string with = ling(1), without = ling(0);
   REQUIRE(std::filesystem::file_size(with) > std::filesystem::file_size(without));
-  const ModelOptions mo{.threads = 1,
-                        .context = 32,
-                        .max_batch_tokens = 16,
-                        .streaming = {.memory_budget = 1ull << 30, .plan_only = true}};
+  const ModelOptions mo{.engine = {.threads = 1, .context = 32, .max_batch_tokens = 16, .memory_budget = 1ull << 30},
+                        .plan_only = true};
   auto mw = Model::load(with, mo);
   auto mn = Model::load(without, mo);
 
@@ -81,8 +79,8 @@ TEST_CASE("bailingmoe2: the NextN block is skipped: not loaded, not planned; the
   CHECK(mw->streaming().layout.n_moe_layers() == 2);
 
   ModelOptions run;
-  run.context = 32;
-  run.max_batch_tokens = 16;
+  run.engine.context = 32;
+  run.engine.max_batch_tokens = 16;
   auto rw = Model::load(with, run);
   auto rn = Model::load(without, run);
   const std::vector<int32_t> toks = prompt(rw->n_vocab(), 10, 2);
@@ -93,7 +91,7 @@ TEST_CASE("bailingmoe2: the NextN block is skipped: not loaded, not planned; the
 }
 
 TEST_CASE("bailingmoe2: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
-  const ModelOptions mo{.context = 64, .max_batch_tokens = 32, .n_seq = 2};
+  const ModelOptions mo{.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 32}};
   auto m = Model::load(ling(1), mo);
   const int64_t V = m->n_vocab();
   const std::vector<int32_t> a = prompt(V, 12, 0), b = prompt(V, 9, 1);

@@ -26,11 +26,12 @@ std::string streaming_model() {
 
 std::unique_ptr<Model> load(const std::string& io_mode, int64_t n_seq) {
   return Model::load(streaming_model(),
-                     {.threads = 2,
-                      .context = 96,
-                      .max_batch_tokens = 16,  // long prompts take several steps, next to decoding sequences
-                      .n_seq = n_seq,
-                      .streaming = {.io_mode = io_mode, .max_cache_experts = 6}});
+                     {.engine = {.threads = 2,
+                                 .context = 96,
+                                 .max_sequences = static_cast<int>(n_seq),
+                                 .max_batch_tokens = 16,  // long prompts take several steps, next to decoding ones
+                                 .io_mode = io_mode},
+                      .tuning = {.max_cache_experts = 6}});
 }
 
 struct Outcome {

@@ -142,7 +142,7 @@ TEST_CASE("logprobs are the log-softmax of the model's own logits at each genera
   REQUIRE(r.logprobs.k == 4);
   REQUIRE(r.logprobs.tokens() == 6);
 
-  auto m = Model::load(test::moe_model(), {.context = 96});
+  auto m = Model::load(test::moe_model(), {.engine = {.context = 96}});
   std::vector<int32_t> seq = m->tokenizer().encode(prompt, true, true);
   const size_t n_prompt = seq.size();
   seq.insert(seq.end(), r.tokens.begin(), r.tokens.end());
@@ -196,7 +196,7 @@ TEST_CASE("a resumed request reports the logprobs of an uninterrupted one, for e
       second.logprobs.truncate(cut + 2);
       req.resume_more.push_back(second);
       const GenerationResult resumed =
-          GenerationBatch::run_all(*Model::load(model, {.context = 96, .n_seq = 3}), {req})[0];
+          GenerationBatch::run_all(*Model::load(model, {.engine = {.context = 96, .max_sequences = 3}}), {req})[0];
       CHECK(resumed.tokens == full.tokens);
       CHECK(resumed.logprobs == full.logprobs);
       REQUIRE(resumed.more_choices.size() == 1);
@@ -211,7 +211,7 @@ TEST_CASE("a resumed request reports the logprobs of an uninterrupted one, for e
     partial.resume = full.tokens;
     partial.resume_logprobs = full.logprobs;
     partial.resume_logprobs.truncate(3);
-    const GenerationResult r = GenerationBatch::run_all(*Model::load(model, {.context = 96}), {partial})[0];
+    const GenerationResult r = GenerationBatch::run_all(*Model::load(model, {.engine = {.context = 96}}), {partial})[0];
     CHECK(r.tokens == full.tokens);
     CHECK(r.logprobs == full.logprobs);
   }

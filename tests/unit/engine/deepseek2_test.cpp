@@ -43,17 +43,17 @@ std::string lite(const std::string& layout) {
 
 std::vector<float> prefill_logits(const std::string& path, const std::vector<int32_t>& toks,
                                   bool expanded_cache = false) {
-  auto m = Model::load(path, {.context = 64, .max_batch_tokens = 16, .arch = {.mla_expanded_cache = expanded_cache}});
+  auto m = Model::load(path, {.engine = {.context = 64, .max_batch_tokens = 16, .mla_expanded_cache = expanded_cache}});
   std::vector<float> logits;
   m->forward(toks, 0, true, logits);
   return logits;
 }
 
 // Batched prefill of n tokens against one token at a time (test::batched_vs_sequential), in either MLA cache
-// layout, with long prompt chunks expanded or not (ArchOptions::mla_expand_prefill).
+// layout, with long prompt chunks expanded or not (ModelTuning::mla_expand_prefill).
 double batched_vs_sequential(const std::string& path, bool expanded_cache = false, int n = 12, bool expand = false) {
   return test::batched_vs_sequential(
-      path, {.arch = {.mla_expanded_cache = expanded_cache, .mla_expand_prefill = expand}}, n);
+      path, {.engine = {.mla_expanded_cache = expanded_cache}, .tuning = {.mla_expand_prefill = expand}}, n);
 }
 
 }  // namespace
@@ -122,12 +122,12 @@ TEST_CASE("deepseek2: the memory plan counts the scratch of expanded chunks, whi
   const std::string path = ds3("split", "F16");
   const auto load = [&](int64_t context, bool plan_only) {
     ModelOptions mo;
-    mo.context = context;
-    mo.max_batch_tokens = 320;
-    mo.streaming.io_mode = "pread";
-    mo.streaming.memory_budget = 1ull << 30;
-    mo.streaming.plan_only = plan_only;
-    mo.arch.mla_expand_prefill = true;
+    mo.engine.context = static_cast<int>(context);
+    mo.engine.max_batch_tokens = 320;
+    mo.engine.io_mode = "pread";
+    mo.engine.memory_budget = 1ull << 30;
+    mo.plan_only = plan_only;
+    mo.tuning.mla_expand_prefill = true;
     return Model::load(path, mo);
   };
   const MlaShape sh = mla_shape(load(64, true)->hparams());
@@ -153,13 +153,13 @@ TEST_CASE("deepseek2: the memory plan counts the scratch of expanded chunks, whi
 }
 
 TEST_CASE("deepseek2: the KV cache holds (kv_lora_rank + rope dims) F16 values per token and layer") {
-  ModelOptions mo{.context = 32};
+  ModelOptions mo{.engine = {.context = 32}};
   for (const std::string& path : {ds3("split", "Q8_0"), ds3("kv_b", "Q8_0")}) {
     auto m = Model::load(path, mo);
     CHECK(m->sequence_state().bytes_per_token() == (64u + 16u) * 3u * 2u);
     CHECK(m->sequence_state().bytes() == (64u + 16u) * 3u * 2u * 32u);
   }
-  mo.arch.mla_expanded_cache = true;  // the reference's way: n_head * (k_head + v_head)
+  mo.engine.mla_expanded_cache = true;  // the reference's way: n_head * (k_head + v_head)
   auto m = Model::load(ds3("kv_b", "Q8_0"), mo);
   CHECK(m->sequence_state().bytes_per_token() == 4u * (48u + 32u) * 3u * 2u);
 }

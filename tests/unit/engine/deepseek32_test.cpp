@@ -36,7 +36,7 @@ std::string dsa_model(const std::string& arch, int top_k, const std::string& ext
 std::string ds2_twin() { return test::make_model("dsa-ds2-twin", "--arch deepseek2" + kShape); }
 
 std::vector<float> logits_of(const std::string& path, const std::vector<int32_t>& toks) {
-  auto m = Model::load(path, {.context = 64, .max_batch_tokens = 32});
+  auto m = Model::load(path, {.engine = {.context = 64, .max_batch_tokens = 32}});
   std::vector<float> out;
   m->forward(toks, 0, true, out);
   return out;
@@ -52,7 +52,7 @@ double diff_rows(const std::vector<float>& a, const std::vector<float>& b, int64
 }  // namespace
 
 TEST_CASE("deepseek32: the indexer's shape as read, its keys cached beside the latent") {
-  auto m = Model::load(dsa_model("deepseek32", 8), {.context = 32, .max_batch_tokens = 16});
+  auto m = Model::load(dsa_model("deepseek32", 8), {.engine = {.context = 32, .max_batch_tokens = 16}});
   const Hparams& hp = m->hparams();
   CHECK(hp.indexer_n_head == 4);
   CHECK(hp.indexer_head_dim == 64);
@@ -65,7 +65,8 @@ TEST_CASE("deepseek32: the indexer's shape as read, its keys cached beside the l
 }
 
 TEST_CASE("glm-dsa: per-layer indexer types, the GLM-5 default, the indexer's rope and epsilon") {
-  auto typed = Model::load(dsa_model("glm-dsa", 8, " --dsa-types 1,0,1"), {.context = 32, .max_batch_tokens = 16});
+  auto typed =
+      Model::load(dsa_model("glm-dsa", 8, " --dsa-types 1,0,1"), {.engine = {.context = 32, .max_batch_tokens = 16}});
   CHECK(typed->hparams().indexer_full_layers == std::vector<uint8_t>{1, 0, 1});
   CHECK(typed->hparams().indexer_rope_type == RopeType::norm);
   CHECK(typed->hparams().indexer_norm_eps == 0.0f);
@@ -74,7 +75,7 @@ TEST_CASE("glm-dsa: per-layer indexer types, the GLM-5 default, the indexer's ro
   CHECK(typed->files().find_tensor("blk.1.indexer.proj.weight") == nullptr);
   CHECK(typed->files().find_tensor("blk.2.indexer.proj.weight") != nullptr);
   // Without the key, a GLM-5 (context below 1M) has every layer full.
-  auto plain = Model::load(dsa_model("glm-dsa", 8), {.context = 32, .max_batch_tokens = 16});
+  auto plain = Model::load(dsa_model("glm-dsa", 8), {.engine = {.context = 32, .max_batch_tokens = 16}});
   CHECK(plain->hparams().indexer_full_layers == std::vector<uint8_t>{1, 1, 1});
 }
 
@@ -82,7 +83,7 @@ TEST_CASE("deepseek32, glm-dsa: below top_k the deepseek2 twin to the bit; past 
   const std::string twin = ds2_twin();
   for (const char* arch : {"deepseek32", "glm-dsa"}) {
     CAPTURE(arch);
-    auto probe = Model::load(twin, {.context = 32, .max_batch_tokens = 16});
+    auto probe = Model::load(twin, {.engine = {.context = 32, .max_batch_tokens = 16}});
     const int64_t V = probe->n_vocab();
     const std::vector<int32_t> toks = test::some_tokens(V, 20, 5);
     const std::vector<float> dense = logits_of(twin, toks);
@@ -100,7 +101,7 @@ TEST_CASE("deepseek32, glm-dsa: below top_k the deepseek2 twin to the bit; past 
 TEST_CASE("deepseek32, glm-dsa: one pass equals token by token; two sequences batched equal each alone") {
   for (const std::string& path : {dsa_model("deepseek32", 5), dsa_model("glm-dsa", 5, " --dsa-types 1,0,1")}) {
     CAPTURE(path);
-    const ModelOptions mo{.context = 64, .max_batch_tokens = 32, .n_seq = 2};
+    const ModelOptions mo{.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 32}};
     auto m = Model::load(path, mo);
     const int64_t V = m->n_vocab();
     const std::vector<int32_t> a = test::some_tokens(V, 14, 1), b = test::some_tokens(V, 11, 2);
@@ -221,8 +222,8 @@ TEST_CASE("deepseek32, glm-dsa: a NextN block is described but never read; the f
   for (const char* arch : {"deepseek32", "glm-dsa"}) {
     CAPTURE(std::string(arch));
     const std::string with = dsa_model(arch, 6, " --dsa-nextn-layers 1"), without = dsa_model(arch, 6);
-    auto mw = Model::load(with, {.context = 32, .max_batch_tokens = 16});
-    auto mn = Model::load(without, {.context = 32, .max_batch_tokens = 16});
+    auto mw = Model::load(with, {.engine = {.context = 32, .max_batch_tokens = 16}});
+    auto mn = Model::load(without, {.engine = {.context = 32, .max_batch_tokens = 16}});
     CHECK(mw->hparams().n_layer == 3);
     CHECK(mw->hparams().n_layer_nextn == 1);
     CHECK(mw->files().find_tensor("blk.3.nextn.eh_proj.weight") != nullptr);

@@ -35,7 +35,7 @@ std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::som
 }  // namespace
 
 TEST_CASE("deepseek4: the file's shape as read: ratios, hash tables, sqrtsoftplus, the clamp") {
-  auto m = Model::load(v4(), {.context = 32, .max_batch_tokens = 16});
+  auto m = Model::load(v4(), {.engine = {.context = 32, .max_batch_tokens = 16}});
   const Hparams& hp = m->hparams();
   CHECK(hp.dsv4.hc == 4);
   CHECK(hp.dsv4.compress_ratios == std::vector<int64_t>{0, 4, 128});
@@ -58,7 +58,7 @@ TEST_CASE("deepseek4: the file's shape as read: ratios, hash tables, sqrtsoftplu
 
 TEST_CASE("deepseek4: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
   // 140 and 131 tokens: both cross a block of 128 and many blocks of 4 beyond the window and the top-k.
-  const ModelOptions mo{.context = 160, .max_batch_tokens = 320, .n_seq = 2};
+  const ModelOptions mo{.engine = {.context = 160, .max_sequences = 2, .max_batch_tokens = 320}};
   auto m = Model::load(v4(), mo);
   const int64_t V = m->n_vocab();
   const std::vector<int32_t> a = prompt(V, 140, 0), b = prompt(V, 131, 1);

@@ -34,9 +34,12 @@ struct Made {
   }
 };
 
-ModelOptions options(int64_t context, int64_t n_seq, int64_t tokens, bool fewer = false) {
-  return {.context = context, .max_batch_tokens = tokens, .n_seq = n_seq, .fewer_sequences = fewer,
-          .streaming = {.io_mode = "pread"}};
+ModelOptions options(int context, int n_seq, int tokens, bool fewer = false) {
+  return {.engine = {.context = context,
+                     .max_sequences = n_seq,
+                     .fewer_sequences = fewer,
+                     .max_batch_tokens = tokens,
+                     .io_mode = "pread"}};
 }
 
 }  // namespace
@@ -78,7 +81,7 @@ TEST_CASE("plan_fit: a smaller KV pool before fewer sequences") {
 
   // kv_tokens set: that pool or nothing, never halved.
   ModelOptions fixed = options(65536, 8, 64);
-  fixed.kv_tokens = 262144;
+  fixed.engine.kv_tokens = 262144;
   const FitPlan f = plan_fit(m.in, fixed);
   CHECK_FALSE(f.fits);
   CHECK(f.why.empty());
@@ -117,7 +120,7 @@ TEST_CASE("plan_fit: nothing fits: the reason names the smallest budget that wou
   Made as(1ull << 30);
   as.in.address_space = stream::AddressSpace{.limit = 100 * MiB, .mapped = 90 * MiB};
   ModelOptions mmap = options(1024, 1, 64);
-  mmap.streaming.io_mode = "mmap";
+  mmap.engine.io_mode = "mmap";
   const FitPlan a = plan_fit(as.in, mmap);
   CHECK_FALSE(a.fits);
   CHECK(test::contains(a.reason, "made.gguf: a context of 1024 tokens for 1 sequence(s), 64 tokens a forward pass, "
@@ -128,11 +131,15 @@ TEST_CASE("plan_fit: nothing fits: the reason names the smallest budget that wou
 // The same through Model::load (plan only) on a generated MoE model: what Engine::load, the daemon and
 // `model info` get.
 TEST_CASE("plan_fit on a generated model: whole, fewer sequences, nothing") {
-  const auto load = [](uint64_t budget, int64_t n_seq, int64_t tokens, bool fewer, int64_t kv_tokens = 0) {
-    return Model::load(test::moe_model(), {.context = 256, .max_batch_tokens = tokens, .n_seq = n_seq,
-                                           .fewer_sequences = fewer, .kv_tokens = kv_tokens,
-                                           .streaming = {.memory_budget = budget, .io_mode = "pread",
-                                                         .plan_only = true}});
+  const auto load = [](uint64_t budget, int n_seq, int tokens, bool fewer, int64_t kv_tokens = 0) {
+    return Model::load(test::moe_model(), {.engine = {.context = 256,
+                                                      .max_sequences = n_seq,
+                                                      .fewer_sequences = fewer,
+                                                      .max_batch_tokens = tokens,
+                                                      .kv_tokens = kv_tokens,
+                                                      .memory_budget = budget,
+                                                      .io_mode = "pread"},
+                                           .plan_only = true});
   };
   const auto whole = load(512 * MiB, 4, 0, false);
   CHECK(whole->fit().fits);

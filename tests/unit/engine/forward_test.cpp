@@ -32,7 +32,7 @@ TEST_CASE("batched prefill equals token-by-token decoding: MoE with MXFP4 expert
   check_batch_equals_sequential(path);
   // The experts' products are what differs from the other models: the logits
   // must be finite and depend on the token.
-  auto m = Model::load(path, {.context = 16, .max_batch_tokens = 4});
+  auto m = Model::load(path, {.engine = {.context = 16, .max_batch_tokens = 4}});
   std::vector<float> a, b;
   const int32_t t1[1] = {5}, t2[1] = {6};
   m->forward(t1, 0, false, a);
@@ -42,7 +42,7 @@ TEST_CASE("batched prefill equals token-by-token decoding: MoE with MXFP4 expert
 }
 
 TEST_CASE("forward rejects out-of-range tokens and positions") {
-  auto m = Model::load(test::dense_model(), {.context = 16, .max_batch_tokens = 4});
+  auto m = Model::load(test::dense_model(), {.engine = {.context = 16, .max_batch_tokens = 4}});
   std::vector<float> logits;
   const int32_t bad[1] = {static_cast<int32_t>(m->n_vocab())};
   CHECK_THROWS_WITH(m->forward(bad, 0, false, logits), doctest::Contains("outside the vocabulary"));

@@ -30,7 +30,8 @@ double uniform_distinct(int64_t n_expert, int64_t n_used, int64_t n) {
 
 void check_spread(const std::string& name, const std::string& flags) {
   CAPTURE(name);
-  auto m = Model::load(test::make_model(name, flags + " --type F32 --seed 5"), {.context = 80, .max_batch_tokens = 64});
+  auto m = Model::load(test::make_model(name, flags + " --type F32 --seed 5"),
+                       {.engine = {.context = 80, .max_batch_tokens = 64}});
   RoutingSpread spread;
   m->set_routing_observer([&spread](const RoutingEvent& e) { spread.observe(e); });
   std::mt19937_64 rng(1);

@@ -33,7 +33,7 @@ std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::som
 }  // namespace
 
 TEST_CASE("glm4moe: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
-  const ModelOptions mo{.context = 64, .max_batch_tokens = 32, .n_seq = 2};
+  const ModelOptions mo{.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 32}};
   auto m = Model::load(glm4(1), mo);
   const int64_t V = m->n_vocab();
   const std::vector<int32_t> a = prompt(V, 12, 0), b = prompt(V, 9, 1);
@@ -79,10 +79,8 @@ TEST_CASE("glm4moe: a prompt in one pass equals it token by token, and two seque
 TEST_CASE("glm4moe: the NextN block is skipped: not loaded, not planned, and the file without it is the same model") {
   const std::string with = glm4(1), without = glm4(0);
   REQUIRE(std::filesystem::file_size(with) > std::filesystem::file_size(without));
-  const ModelOptions mo{.threads = 1,
-                        .context = 32,
-                        .max_batch_tokens = 16,
-                        .streaming = {.memory_budget = 1ull << 30, .plan_only = true}};
+  const ModelOptions mo{.engine = {.threads = 1, .context = 32, .max_batch_tokens = 16, .memory_budget = 1ull << 30},
+                        .plan_only = true};
   auto mw = Model::load(with, mo);
   auto mn = Model::load(without, mo);
 
@@ -120,8 +118,8 @@ TEST_CASE("glm4moe: the NextN block is skipped: not loaded, not planned, and the
 
   // And it computes the same logits.
   ModelOptions run;
-  run.context = 32;
-  run.max_batch_tokens = 16;
+  run.engine.context = 32;
+  run.engine.max_batch_tokens = 16;
   auto rw = Model::load(with, run);
   auto rn = Model::load(without, run);
   const std::vector<int32_t> toks = prompt(rw->n_vocab(), 10, 2);

@@ -36,7 +36,7 @@ std::vector<float> chunked_logits(Model& m, const std::vector<int32_t>& toks, si
 }  // namespace
 
 TEST_CASE("gpt-oss: metadata read back, and the sliding layers keep a ring of rows, not the context") {
-  const ModelOptions mo{.context = 256, .max_batch_tokens = 4, .n_seq = 2};
+  const ModelOptions mo{.engine = {.context = 256, .max_sequences = 2, .max_batch_tokens = 4}};
   auto m = Model::load(test::gpt_oss_model(), mo);
   const Hparams& hp = m->hparams();
   CHECK(hp.n_swa == 8);
@@ -71,11 +71,11 @@ TEST_CASE("gpt-oss: logits do not change when a sliding layer's ring wraps") {
   // max_batch 4: rings of 16 rows, wrapped several times by 70 tokens in
   // chunks of 4; max_batch 128: rings of 136 rows (no wrap), one forward pass.
   const std::vector<int32_t> toks = tokens(70, 1, 512);
-  ModelOptions mo{.context = 256, .max_batch_tokens = 4};
+  ModelOptions mo{.engine = {.context = 256, .max_batch_tokens = 4}};
   auto small = Model::load(test::gpt_oss_model(), mo);
   REQUIRE(small->sequence_state().rows(0) == 16);
   const std::vector<float> wrapped = chunked_logits(*small, toks, 4);
-  mo.max_batch_tokens = 128;
+  mo.engine.max_batch_tokens = 128;
   auto big = Model::load(test::gpt_oss_model(), mo);
   const std::vector<float> straight = chunked_logits(*big, toks, 4);
   CHECK(wrapped == straight);  // same chunks, so the same arithmetic: only the rows differ
@@ -89,7 +89,7 @@ TEST_CASE("gpt-oss: logits do not change when a sliding layer's ring wraps") {
 }
 
 TEST_CASE("gpt-oss: several sequences in one forward pass give each the logits it gets alone") {
-  auto m = Model::load(test::gpt_oss_model(), {.context = 128, .max_batch_tokens = 96, .n_seq = 3});
+  auto m = Model::load(test::gpt_oss_model(), {.engine = {.context = 128, .max_sequences = 3, .max_batch_tokens = 96}});
   const int64_t n_vocab = m->n_vocab();
   const std::vector<std::vector<int32_t>> prompts = {tokens(30, 2, n_vocab), tokens(19, 3, n_vocab),
                                                      tokens(25, 4, n_vocab)};

@@ -112,7 +112,7 @@ TEST_CASE("kimi-k3: situ matches its definition, with and without the up-branch 
 }
 
 TEST_CASE("kimi-k3: the generator's metadata reads back, and routing is observed on the latent experts") {
-  const ModelOptions mo{.context = 32, .max_batch_tokens = 8};
+  const ModelOptions mo{.engine = {.context = 32, .max_batch_tokens = 8}};
   auto m = Model::load(test::kimi_k3_model(), mo);
   const Hparams& hp = m->hparams();
   CHECK(hp.attn_res_block_size == 2);

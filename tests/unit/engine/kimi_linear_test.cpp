@@ -14,7 +14,7 @@
 using namespace ns;
 
 TEST_CASE("kimi-linear: attention cache rows for the MLA layers only, a fixed recurrent state for the KDA layers") {
-  auto m = Model::load(test::kimi_linear_model(), {.context = 32, .n_seq = 3});
+  auto m = Model::load(test::kimi_linear_model(), {.engine = {.context = 32, .max_sequences = 3}});
   const SequenceState& st = m->sequence_state();
   CHECK(m->hparams().head_count_kv(0) == 0);  // K M K M
   CHECK(m->hparams().head_count_kv(1) == 1);
@@ -28,7 +28,7 @@ TEST_CASE("kimi-linear: attention cache rows for the MLA layers only, a fixed re
 }
 
 TEST_CASE("kimi-linear: a sequence that starts over at position 0 starts from zero state") {
-  auto m = Model::load(test::kimi_linear_model(), {.context = 32, .max_batch_tokens = 8});
+  auto m = Model::load(test::kimi_linear_model(), {.engine = {.context = 32, .max_batch_tokens = 8}});
   const std::vector<int32_t> a = {5, 77, 123, 9, 300}, b = {41, 42, 43, 44, 45, 46};
   test::check_restart_is_fresh(*m, a, b);
   // Continuing instead of restarting depends on the history: position 5 after a differs from after b.
@@ -47,7 +47,7 @@ TEST_CASE("kimi-linear: a model whose layers all attend keeps no recurrent state
       "kimi-linear-bad-kv", "--arch kimi-linear --n-embd 64 --n-layer 2 --n-head 2 --n-ff 128 --n-expert 4 "
                             "--n-expert-used 2 --mla-every 1 --kl-n-ff-expert 64 --kl-kv-lora-rank 32 "
                             "--kl-qk-rope-dim 16 --kl-qk-nope-dim 32 --kl-v-head-dim 32 --type F32 --seed 1");
-  auto m = Model::load(path, {.context = 16});
+  auto m = Model::load(path, {.engine = {.context = 16}});
   CHECK(m->sequence_state().n_recurrent_layers() == 0);
   CHECK(m->sequence_state().recurrent_bytes() == 0);
 }

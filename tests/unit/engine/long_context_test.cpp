@@ -64,10 +64,12 @@ TEST_CASE("SequenceState pool: first-fit ranges, no overlap, neighbours merge on
 }
 
 TEST_CASE("the memory plan halves the KV pool, not the batch, until it fits the budget") {
-  const ModelOptions mo{.context = 1 << 20,  // 64 x 1M tokens x 256 bytes: 16 GiB asked of 512 MiB
-                        .max_batch_tokens = 64,
-                        .n_seq = 64,
-                        .streaming = {.memory_budget = 512ull << 20, .io_mode = "pread", .plan_only = true}};
+  const ModelOptions mo{.engine = {.context = 1 << 20,  // 64 x 1M tokens x 256 bytes: 16 GiB asked of 512 MiB
+                                   .max_sequences = 64,
+                                   .max_batch_tokens = 64,
+                                   .memory_budget = 512ull << 20,
+                                   .io_mode = "pread"},
+                        .plan_only = true};
   auto m = Model::load(test::moe_model(), mo);
   const SequenceState& st = m->sequence_state();
   CHECK(m->n_seq() == 64);
@@ -75,7 +77,7 @@ TEST_CASE("the memory plan halves the KV pool, not the batch, until it fits the 
   REQUIRE(st.pooled());
   CHECK(st.pool_rows() < 64 * (1 << 20));
   CHECK(st.pool_rows() >= kMinPoolRows);
-  CHECK(m->streaming().plan.planned_bytes() <= mo.streaming.memory_budget);
+  CHECK(m->streaming().plan.planned_bytes() <= mo.engine.memory_budget);
   // Halving stopped at the first pool that fits: twice as much would not have.
   CHECK(m->streaming().plan.memory_budget - m->streaming().plan.fixed_bytes() <
         st.bytes_per_token() * static_cast<uint64_t>(st.pool_rows()) + 2 * m->streaming().plan.slot_bytes);
@@ -157,7 +159,7 @@ TEST_CASE("a prompt longer than the context fails naming the lengths; a document
   CHECK(g.stats.prompt_tokens + 8 <= 64);  // room left for max_tokens
 
   // The tail kept is the text's end after its BOS: greedy over exactly those tokens gives the same continuation.
-  const auto m = Model::load(test::moe_model(), {.context = 64});
+  const auto m = Model::load(test::moe_model(), {.engine = {.context = 64}});
   const Tokenizer& tok = m->tokenizer();
   const std::vector<int32_t> all = tok.encode(doc, true, true);
   REQUIRE(static_cast<int32_t>(all.size()) == g.stats.prompt_tokens + g.prompt_tokens_dropped);

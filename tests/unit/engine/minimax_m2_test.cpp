@@ -30,7 +30,7 @@ std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::som
 }  // namespace
 
 TEST_CASE("minimax-m2: the file's shape as read: full-width Q/K norms, partial NEOX rope, sigmoid routing") {
-  auto m = Model::load(minimax(), {.context = 32, .max_batch_tokens = 16});
+  auto m = Model::load(minimax(), {.engine = {.context = 32, .max_batch_tokens = 16}});
   const Hparams& hp = m->hparams();
   CHECK(hp.rope_type == RopeType::neox);
   CHECK(hp.head_dim == 32);
@@ -51,7 +51,7 @@ TEST_CASE("minimax-m2: the file's shape as read: full-width Q/K norms, partial N
 }
 
 TEST_CASE("minimax-m2: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
-  const ModelOptions mo{.context = 64, .max_batch_tokens = 32, .n_seq = 2};
+  const ModelOptions mo{.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 32}};
   auto m = Model::load(minimax(), mo);
   const int64_t V = m->n_vocab();
   const std::vector<int32_t> a = prompt(V, 12, 0), b = prompt(V, 9, 1);

@@ -36,7 +36,7 @@ void feed(Model& m, int32_t seq, const Tokens& t, int64_t from, int64_t to, std:
 TEST_CASE("a snapshot holds exactly its producer's state: the next token's logits are equal bit for bit") {
   for (const std::string& path : {test::moe_model(), test::kimi_linear_model(), test::gpt_oss_model()}) {
     CAPTURE(path);
-    auto m = Model::load(path, {.context = 256, .n_seq = 2, .prefix_cache = 1});
+    auto m = Model::load(path, {.engine = {.context = 256, .max_sequences = 2, .prefix_cache = 1}});
     const Tokens a = test::some_tokens(m->n_vocab(), 60);
     const Tokens joiner = joined(a, 40, test::some_tokens(m->n_vocab(), 20, 5));
     REQUIRE(m->reserve_rows(0, 64));
@@ -65,7 +65,7 @@ TEST_CASE("a snapshot holds exactly its producer's state: the next token's logit
 }
 
 TEST_CASE("plan: too short to share, an entry by its tokens, a prompt of the batch ready at once") {
-  auto m = Model::load(test::moe_model(), {.context = 256, .n_seq = 2, .prefix_cache = 2});
+  auto m = Model::load(test::moe_model(), {.engine = {.context = 256, .max_sequences = 2, .prefix_cache = 2}});
   const int64_t V = m->n_vocab();
   const Tokens a = test::some_tokens(V, 64);
   REQUIRE(m->reserve_rows(0, 64));  // a's rows (the forward passes that would fill them do not matter here)
@@ -93,7 +93,7 @@ TEST_CASE("plan: too short to share, an entry by its tokens, a prompt of the bat
 }
 
 TEST_CASE("eviction: a slot wanted takes the least recently used idle entry; drop gives the rows back") {
-  auto m = Model::load(test::moe_model(), {.context = 256, .n_seq = 1, .prefix_cache = 2});
+  auto m = Model::load(test::moe_model(), {.engine = {.context = 256, .max_sequences = 1, .prefix_cache = 2}});
   const int64_t V = m->n_vocab();
   const Tokens p1 = test::some_tokens(V, 64, 1), p2 = test::some_tokens(V, 64, 2), p3 = test::some_tokens(V, 64, 3);
   REQUIRE(m->reserve_rows(0, 64));

@@ -21,11 +21,11 @@ namespace {
 
 std::unique_ptr<Model> load(const std::string& path, int64_t n_seq, int64_t prefix_cache, int64_t max_batch = 0,
                              int64_t kv_tokens = 0) {
-  return Model::load(path, {.context = 1024,
-                            .max_batch_tokens = max_batch,
-                            .n_seq = n_seq,
-                            .kv_tokens = kv_tokens,
-                            .prefix_cache = prefix_cache});
+  return Model::load(path, {.engine = {.context = 1024,
+                                       .max_sequences = static_cast<int>(n_seq),
+                                       .max_batch_tokens = static_cast<int>(max_batch),
+                                       .kv_tokens = kv_tokens,
+                                       .prefix_cache = static_cast<int>(prefix_cache)}});
 }
 
 // A long shared instruction (a JSONL batch's system prompt) and a per-job tail.

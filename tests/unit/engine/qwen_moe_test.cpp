@@ -35,7 +35,7 @@ TEST_CASE("qwen3moe and qwen2moe: batched prefill equals token-by-token decoding
 }
 
 TEST_CASE("qwen3moe and qwen2moe: shapes, NEOX rope and the GQA cache size") {
-  const ModelOptions mo{.context = 16};
+  const ModelOptions mo{.engine = {.context = 16}};
   auto q3 = Model::load(qwen3(), mo);
   CHECK(q3->hparams().head_dim == 32);
   CHECK(q3->hparams().rope_type == RopeType::neox);

@@ -20,7 +20,7 @@ using namespace ns;
 TEST_CASE("qwen3next/qwen35moe: attention rows for the full-attention layers only, a fixed delta-net state for the others") {
   for (const char* arch : {"qwen3next", "qwen35moe"}) {
     CAPTURE(arch);
-    auto m = Model::load(test::qwen_next_model(arch), {.context = 32, .n_seq = 3});
+    auto m = Model::load(test::qwen_next_model(arch), {.engine = {.context = 32, .max_sequences = 3}});
     const SequenceState& st = m->sequence_state();
     CHECK(m->hparams().is_recurrent(0));  // G A G A
     CHECK_FALSE(m->hparams().is_recurrent(1));
@@ -37,7 +37,7 @@ TEST_CASE("qwen3next/qwen35moe: attention rows for the full-attention layers onl
 TEST_CASE("qwen3next/qwen35moe: a restarted sequence starts from zero state; a chunked prompt equals the whole") {
   for (const char* arch : {"qwen3next", "qwen35moe"}) {
     CAPTURE(arch);
-    auto m = Model::load(test::qwen_next_model(arch), {.context = 32, .max_batch_tokens = 8});
+    auto m = Model::load(test::qwen_next_model(arch), {.engine = {.context = 32, .max_batch_tokens = 8}});
     const std::vector<int32_t> a = {5, 77, 123, 9, 300, 17, 64}, b = {41, 42, 43, 44, 45, 46};
     const std::vector<float> first = test::check_restart_is_fresh(*m, a, b);
     // The same prompt in chunks of 3, 1 and 3 tokens: the state carries over.
@@ -55,7 +55,7 @@ TEST_CASE("qwen3next/qwen35moe: a restarted sequence starts from zero state; a c
 TEST_CASE("qwen3next/qwen35moe: NextN blocks are not layers, and are neither run, resident nor streamed") {
   for (const char* arch : {"qwen3next", "qwen35moe"}) {
     CAPTURE(arch);
-    const ModelOptions mo{.context = 32, .streaming = {.memory_budget = 1ull << 30, .io_mode = "pread"}};
+    const ModelOptions mo{.engine = {.context = 32, .memory_budget = 1ull << 30, .io_mode = "pread"}};
     auto plain = Model::load(test::qwen_next_model(arch), mo);
     auto mtp = Model::load(test::qwen_next_model(arch, "--qn-nextn-layers 1 --qn-layer-types true"), mo);
     CHECK(mtp->hparams().n_layer == 4);

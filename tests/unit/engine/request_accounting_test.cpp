@@ -85,7 +85,7 @@ TEST_CASE("merge_choice_stats: the prompt once, tokens and shares summed, times 
 }
 
 TEST_CASE("GrammarCache: one parse per text, and the mask is the matcher's") {
-  auto m = Model::load(test::dense_model(), {.context = 64});
+  auto m = Model::load(test::dense_model(), {.engine = {.context = 64}});
   const Tokenizer& tok = m->tokenizer();
   grammar::GrammarCache cache;
   const auto g = cache.get(R"(root ::= "{" [a-z ]* "}")", tok);

@@ -1,5 +1,5 @@
 // Resident Q4_0 matrices repacked into Q4_0_R16 at load (TensorLoader::set_repack,
-// the switch StreamingOptions::repack_experts): the loader's copy is the
+// the switch EngineOptions::repack_experts): the loader's copy is the
 // file's matrix repacked, only matrices read solely as a matmul's weight are
 // repacked (not the embedding, the routers, the experts' stacks, MLA's fused
 // attn_kv_b), and the logits are those of the file's layout: bit for bit on
@@ -65,11 +65,11 @@ struct Logits {
 // A 10-token prompt (all logits) and three single-token steps.
 Logits run(const std::string& path, bool repack, const std::string& io_mode = "mmap") {
   ModelOptions mo;
-  mo.threads = 2;
-  mo.context = 64;
-  mo.streaming.io_mode = io_mode;
-  mo.streaming.repack_experts = repack;
-  mo.streaming.max_cache_experts = io_mode == "mmap" ? 0 : 4;
+  mo.engine.threads = 2;
+  mo.engine.context = 64;
+  mo.engine.io_mode = io_mode;
+  mo.engine.repack_experts = repack;
+  mo.tuning.max_cache_experts = io_mode == "mmap" ? 0 : 4;
   auto m = Model::load(path, mo);
   Logits r;
   r.repacked = m->repacked_tensors();
@@ -178,18 +178,18 @@ TEST_CASE("resident repack: the mapping and the expert cache repack the same mat
 TEST_CASE("resident repack: the memory plan names the repacked bytes within the resident weights") {
   const std::string path = ds2_q4("split");
   ModelOptions mo;
-  mo.context = 64;
-  mo.streaming.memory_budget = 64ull << 20;
-  mo.streaming.repack_experts = true;
+  mo.engine.context = 64;
+  mo.engine.memory_budget = 64ull << 20;
+  mo.engine.repack_experts = true;
   for (const bool plan_only : {false, true}) {
     CAPTURE(plan_only);
-    mo.streaming.plan_only = plan_only;
+    mo.plan_only = plan_only;
     auto m = Model::load(path, mo);
     const stream::BudgetPlan& plan = m->streaming().plan;
     CHECK(plan.repacked_bytes == expected_repack(path).bytes);
     CHECK(plan.repacked_bytes < plan.resident_bytes);
     CHECK(plan.describe().find("of them repacked to Q4_0_R16") != std::string::npos);
   }
-  mo.streaming.repack_experts = false;
+  mo.engine.repack_experts = false;
   CHECK(Model::load(path, mo)->streaming().plan.repacked_bytes == 0);
 }

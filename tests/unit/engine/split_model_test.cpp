@@ -169,7 +169,7 @@ TEST_CASE("split model: shards on two devices get a reader of twice the queue de
     CAPTURE(mode);
     auto m = test::load_streamed(shards.front(), mode, 3);
     REQUIRE(m->streaming().reader != nullptr);
-    CHECK(m->streaming().reader->options().queue_depth == 2 * StreamingOptions{}.io_queue_depth);
+    CHECK(m->streaming().reader->options().queue_depth == 2u * EngineOptions{}.io_queue_depth);
     CHECK(test::streamed_logits(shards.front(), mode, 12, 3).first == base.first);
   }
 }
@@ -193,7 +193,8 @@ TEST_CASE("split model: a missing shard, another split's shard, a tensor twice a
     }
     // The model loaders say the same.
     const std::string msg = test::expect_error(
-        ErrorKind::bad_model, [&] { Model::load(shards.front(), {.threads = 1, .context = 16}); }, "loaded");
+        ErrorKind::bad_model, [&] { Model::load(shards.front(), {.engine = {.threads = 1, .context = 16}}); },
+        "loaded");
     CHECK(test::contains(msg, third));
   }
   SUBCASE("a shard of another split of the model, under this split's name") {

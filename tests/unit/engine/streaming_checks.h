@@ -30,11 +30,8 @@ namespace ns::test {
 
 inline std::unique_ptr<Model> load_streamed(const std::string& path, const std::string& io_mode,
                                             uint32_t cache_experts, bool preload = true) {
-  return Model::load(path, {.threads = 2,
-                            .context = 64,
-                            .streaming = {.io_mode = io_mode,
-                                          .max_cache_experts = cache_experts,
-                                          .preload_experts = preload}});
+  return Model::load(path, {.engine = {.threads = 2, .context = 64, .io_mode = io_mode, .preload_experts = preload},
+                            .tuning = {.max_cache_experts = cache_experts}});
 }
 
 inline std::pair<std::vector<float>, stream::StreamStats> streamed_logits(const std::string& path,

@@ -198,10 +198,10 @@ std::vector<GenerationResult> run_batch(Batch& batch, const std::vector<Generati
 // and from feeding them one at a time on one thread (the KV cache and the
 // batched kernels against the single-token path). `mo`: the other options.
 inline double batched_vs_sequential(const std::string& path, ModelOptions mo = {}, int n = 12) {
-  mo.context = std::max(64, n);
-  mo.max_batch_tokens = std::max(16, n);
+  mo.engine.context = std::max(64, n);
+  mo.engine.max_batch_tokens = std::max(16, n);
   auto batched = Model::load(path, mo);
-  mo.threads = 1;
+  mo.engine.threads = 1;
   auto single = Model::load(path, mo);
   const int64_t n_vocab = batched->n_vocab();
   const std::vector<int32_t> toks = some_tokens(n_vocab, n);

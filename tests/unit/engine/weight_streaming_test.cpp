@@ -126,7 +126,7 @@ TEST_CASE("weight streaming: with every expert cached, no next-layer prediction,
   CHECK(b == a);
 }
 
-// A cache that holds every expert reads them all at load (StreamingOptions::
+// A cache that holds every expert reads them all at load (EngineOptions::
 // preload_experts): no step misses, none predicts, and the logits are the
 // mapping's, through uring and pread; a smaller cache reads nothing at load.
 TEST_CASE("weight streaming: a cache that holds every expert reads them all at load; no step then misses") {
@@ -216,13 +216,13 @@ TEST_CASE("weight streaming: qwen3next runs within a memory_budget smaller than 
 }
 
 TEST_CASE("weight streaming: a budget too small fails with the breakdown and the minimum") {
-  ModelOptions mo{.context = 64, .streaming = {.memory_budget = 1 << 20}};
+  ModelOptions mo{.engine = {.context = 64, .memory_budget = 1 << 20}};
   const std::string msg = test::expect_error(
       ErrorKind::invalid_input, [&] { Model::load(streaming_model(), mo); }, "a 1 MiB budget was accepted");
   CHECK(test::contains(msg, "too small"));
   CHECK(test::contains(msg, "Set memory_budget to at least"));
   // An io_mode is parsed where it is given, once (engine_options.h): a bad name never reaches a load.
-  CHECK_THROWS_WITH_AS(mo.streaming.io_mode = "disk", "io_mode 'disk' is not one of: uring, pread, mmap", Error);
+  CHECK_THROWS_WITH_AS(mo.engine.io_mode = "disk", "io_mode 'disk' is not one of: uring, pread, mmap", Error);
 }
 
 // The real CLI in a fresh process (VmHWM is per process): a model about twice

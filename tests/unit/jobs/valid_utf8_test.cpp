@@ -3,9 +3,10 @@
 
 #include <string>
 
+#include "common/utf8.h"
 #include "jobs/valid_utf8.h"
 
-using ns::jobs::to_valid_utf8;
+using ns::to_valid_utf8;
 
 TEST_CASE("valid text is unchanged") {
   for (const std::string s : {"", "plain ASCII", "caf\xC3\xA9", "\xE4\xB8\xAD\xE6\x96\x87", "\xF0\x9F\x98\x80 ok"}) {

@@ -7,11 +7,10 @@
 #include <string>
 
 #include "common/utf8.h"
-#include "engine/sampler/utf8.h"
 
-using ns::sampler::incomplete_utf8_suffix_length;
-using ns::sampler::valid_utf8;
-using ns::sampler::valid_utf8_prefix_length;
+using ns::incomplete_utf8_suffix_length;
+using ns::valid_utf8;
+using ns::valid_utf8_prefix_length;
 
 namespace {
 

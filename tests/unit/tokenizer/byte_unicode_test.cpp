@@ -5,6 +5,7 @@
 
 #include "engine/tokenizer/byte_unicode.h"
 #include "engine/tokenizer/unicode_class.h"
+#include "common/utf8.h"
 #include "engine/tokenizer/utf8.h"
 
 using namespace ns::tok;
@@ -25,7 +26,7 @@ TEST_CASE("byte-to-unicode: a bijection onto printable characters") {
   std::set<std::string> seen;
   for (int b = 0; b < 256; ++b) {
     const std::string& s = byte_to_unicode(static_cast<uint8_t>(b));
-    CHECK(utf8_is_valid(s));
+    CHECK(ns::valid_utf8(s));
     const DecodedChar d = utf8_decode_at(s, 0);
     CHECK(d.len == s.size());
     CHECK(unicode_to_byte(d.cpt) == b);
@@ -42,7 +43,7 @@ TEST_CASE("byte-to-unicode: a bijection onto printable characters") {
   for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
   std::string spelled;
   append_byte_encoded(spelled, all);
-  CHECK(utf8_is_valid(spelled));
+  CHECK(ns::valid_utf8(spelled));
   CHECK(utf8_decode_all(spelled).cpts.size() == 256);
 }
 

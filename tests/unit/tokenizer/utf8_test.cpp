@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/utf8.h"
 #include "engine/tokenizer/utf8.h"
 
 using namespace ns::tok;
@@ -14,7 +15,7 @@ TEST_CASE("utf8: encode/decode round trip over every code point length") {
     const DecodedChar d = utf8_decode_at(s, 0);
     CHECK(d.cpt == c);
     CHECK(d.len == s.size());
-    CHECK(utf8_is_valid(s));
+    CHECK(ns::valid_utf8(s));
   }
   // Values that cannot be encoded come out as U+FFFD, so output stays valid.
   CHECK(utf8_encode(0xD800) == "\xEF\xBF\xBD");
@@ -48,7 +49,7 @@ TEST_CASE("utf8: invalid input becomes one U+FFFD per bad byte, never reading pa
     const CodepointText ct = utf8_decode_all(c.bytes);
     CHECK(ct.cpts == c.cpts);
     CHECK(ct.offsets.back() == c.bytes.size());
-    CHECK_FALSE(utf8_is_valid(c.bytes));
+    CHECK_FALSE(ns::valid_utf8(c.bytes));
   }
   // Every prefix of a multi-byte text decodes without running past its end.
   const std::string text = "\xE6\x9D\xB1\xE4\xBA\xAC\xF0\x9F\x9A\x80";
@@ -57,7 +58,7 @@ TEST_CASE("utf8: invalid input becomes one U+FFFD per bad byte, never reading pa
     const CodepointText ct = utf8_decode_all(prefix);
     CHECK(ct.offsets.back() == n);
   }
-  CHECK(utf8_is_valid("\xEF\xBF\xBD"));  // a real U+FFFD is valid
+  CHECK(ns::valid_utf8("\xEF\xBF\xBD"));  // a real U+FFFD is valid
 }
 
 TEST_CASE("utf8: sequence length from the lead byte") {

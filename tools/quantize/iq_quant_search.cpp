@@ -1,6 +1,6 @@
 // The shared parts of the importance-weighted i-quant quantizers (see the
 // header). Built without -mfma, as ggml-quants.c is in the reference build.
-#include "engine/kernels/iq_quant_search.h"
+#include "tools/quantize/iq_quant_search.h"
 
 #include <algorithm>
 #include <cfloat>

@@ -3,7 +3,7 @@
 // searches in iq_quant_search.h. `importance` holds one non-negative weight
 // per column (n floats: llama-imatrix's mean squared activation of that input
 // feature, as llama-quantize derives it); every row of a matrix uses the same
-// vector. Callers go through kernels::quantize_row_weighted (kernels.h).
+// vector. Callers go through kernels::quantize_row_weighted (quantize_weighted.h).
 #pragma once
 
 #include <cstdint>

@@ -1,12 +1,13 @@
-// kernels::quantize_row_weighted (kernels.h): the importance-weighted
+// kernels::quantize_row_weighted (quantize_weighted.h): the importance-weighted
 // quantizers (iq_quantize.h) and which types take, ignore or would need an
 // importance matrix, as ggml_quantize_chunk treats its quant_weights.
+#include "tools/quantize/quantize_weighted.h"
+
 #include <string>
 
-#include "engine/kernels/format.h"
-#include "engine/kernels/iq_quantize.h"
-#include "engine/kernels/kernels.h"
 #include "common/error.h"
+#include "engine/kernels/format.h"
+#include "tools/quantize/iq_quantize.h"
 
 namespace ns::kernels {
 

@@ -14,8 +14,8 @@
 
 #include "engine/kernels/formats.h"
 #include "engine/kernels/half.h"
-#include "engine/kernels/iq_quant_search.h"
-#include "engine/kernels/iq_quantize.h"
+#include "tools/quantize/iq_quant_search.h"
+#include "tools/quantize/iq_quantize.h"
 #include "engine/kernels/iquant.h"
 #include "engine/kernels/kquant_search.h"
 

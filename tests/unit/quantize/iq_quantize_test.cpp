@@ -8,10 +8,11 @@
 #include <random>
 #include <vector>
 
-#include "engine/kernels/iq_quant_search.h"
-#include "engine/kernels/kernels.h"
+#include "../kernels/kernel_test_util.h"
 #include "common/error.h"
-#include "kernel_test_util.h"
+#include "engine/kernels/kernels.h"
+#include "tools/quantize/iq_quant_search.h"
+#include "tools/quantize/quantize_weighted.h"
 
 using namespace ns::kernels;
 using ns::gguf::GgmlType;
