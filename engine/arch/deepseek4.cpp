@@ -452,7 +452,8 @@ class Deepseek4 final : public Architecture {
   // Stores this pass's state rows in the ring, in position order (the latest position of a row wins).
   void keep_state(SequenceState& kv, int64_t il, const Ring& g, const std::vector<float>& scratch) const {
     for (const auto& [seq, pos, t] : by_pos_)
-      std::copy_n(&scratch[static_cast<size_t>(t * g.row())], g.row(), kv.ring(il, seq) + g.off + pos % g.size * g.row());
+      std::copy_n(&scratch[static_cast<size_t>(t * g.row())], g.row(),
+                  kv.ring(il, seq) + g.off + pos % g.size * g.row());
   }
 
   void attention(const Dsv4Layer& L, int64_t il, ForwardState& s) {

@@ -122,7 +122,8 @@ TEST_CASE("deepseek4: the cache as the reference lays it out: a raw ring, compac
     std::vector<float> all, logits;
     for (size_t at = from; at < to; at += 16) {
       std::vector<BatchToken> batch;
-      for (size_t t = at; t < std::min(to, at + 16); ++t) batch.push_back({toks[t], seq, static_cast<int32_t>(t), true});
+      for (size_t t = at; t < std::min(to, at + 16); ++t)
+        batch.push_back({toks[t], seq, static_cast<int32_t>(t), true});
       model.forward_batch(batch, logits);
       all.insert(all.end(), logits.begin(), logits.end());
     }
