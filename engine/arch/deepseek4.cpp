@@ -538,10 +538,13 @@ class Deepseek4 final : public Architecture {
     }
     // Each (token, head) over its raw window and compressed keys; then the roped dims rotated back.
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    // Scores through the F16 kernel (the reference's F16 product rounds the query to F16).
+    const kernels::VecDotFn dot_f16 = kernels::vec_dot(gguf::GgmlType::F16, kernels::active_isa());
     s.pool->parallel_for(n * nh, [&](int, int64_t begin, int64_t end) {
       thread_local std::vector<const uint16_t*> keys;
-      thread_local std::vector<float> qf, kf, sc, acc;
-      qf.resize(static_cast<size_t>(hd));
+      thread_local std::vector<float> kf, sc, acc;
+      thread_local std::vector<uint16_t> q16;
+      q16.resize(static_cast<size_t>(hd));
       kf.resize(static_cast<size_t>(hd));
       acc.resize(static_cast<size_t>(hd));
       for (int64_t i = begin; i < end; ++i) {
@@ -555,16 +558,11 @@ class Deepseek4 final : public Architecture {
             const int32_t b = chosen_[static_cast<size_t>(t * top_k + j)];
             if (b >= 0) keys.push_back(kv.block(il, seq, b));
           }
-        const float* q = &s.q[t * nh * hd + h * hd];
-        for (int64_t j = 0; j < hd; ++j)  // the reference's F16 product rounds the query
-          qf[static_cast<size_t>(j)] = kernels::fp16_to_fp32(kernels::fp32_to_fp16(q[j]));
+        kernels::quantize_row(gguf::GgmlType::F16, &s.q[t * nh * hd + h * hd], q16.data(), hd);
         sc.resize(keys.size());
         float mx = L.sinks[static_cast<size_t>(h)];
         for (size_t k = 0; k < keys.size(); ++k) {
-          kernels::dequantize_row(gguf::GgmlType::F16, keys[k], kf.data(), hd);
-          float dot = 0;
-          for (int64_t j = 0; j < hd; ++j) dot += qf[static_cast<size_t>(j)] * kf[static_cast<size_t>(j)];
-          sc[k] = dot * scale;
+          sc[k] = dot_f16(keys[k], q16.data(), hd) * scale;
           mx = std::max(mx, sc[k]);
         }
         double sum = std::exp(static_cast<double>(L.sinks[static_cast<size_t>(h)] - mx));
