@@ -36,13 +36,19 @@
 // id (ffn_gate_tid2eid); weights normalised then scaled; SwiGLU clamped
 // (swiglu_clamp_exp / _shexp); shared experts. NextN (MTP) blocks are skipped.
 //
-// Cache: one row per position and layer (SequenceLayout::k_dim, no window):
-// the raw key (F16), the compressor state of the position (F32 kv and score,
-// as the reference keeps them), and at a block's last position its compressed
-// key (and the indexer's), F16 as the reference's compressed caches.
+// Cache, as the reference's DSV4 cache lays it out (SequenceState): the raw
+// keys (F16) in a sliding ring of the window (every layer); the finished
+// compressed blocks, compact (one row per block of `ratio` positions: the
+// compressed key, F16, and at ratio 4 the indexer's beside it); and the
+// compressors' running state (F32 kv and score) of the last positions a block
+// still needs, a ring per sequence (2 x ratio positions for the overlapping
+// ratio 4 and the indexer, ratio for 128). A pass computes its tokens' state
+// in scratch, compresses the blocks that complete in it from the scratch and
+// the ring, then stores its tokens' state in the ring.
 #include "engine/arch/deepseek4.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -220,13 +226,6 @@ class Deepseek4 final : public Architecture {
       for (int32_t e : L.moe.hash_experts)
         if (e < 0 || e >= hp.n_expert) bad("ffn_gate_tid2eid names expert " + std::to_string(e) + " of " +
                                             std::to_string(hp.n_expert));
-    const int64_t hd = hp.head_dim, ihd = v4.indexer_head_dim;
-    // Row layout (uint16 units): raw key | state kv, score (F32) | compressed key | indexer's.
-    off_state_ = hd;
-    off_comp_ = off_state_ + std::max<int64_t>(8 * hd, 4 * hd);
-    off_idx_state_ = off_comp_ + hd;
-    off_idx_comp_ = off_idx_state_ + 8 * ihd;
-    row_ = off_idx_comp_ + ihd;
     rope_plain_ = RopeParams{};
     rope_plain_.n_dims = hp.rope_dim;
     rope_plain_.type = RopeType::norm;
@@ -238,7 +237,7 @@ class Deepseek4 final : public Architecture {
     // The reference cancels YaRN's magnitude on these layers: attn_factor = 1 / (1 + 0.1 ln(1/s)).
     rope_comp_.attn_factor =
         rope_comp_.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * std::log(1.0f / rope_comp_.freq_scale)) : 1.0f;
-    rot_ = hadamard_size(ihd);
+    rot_ = hadamard_size(v4.indexer_head_dim);
   }
 
   BufferSizes buffer_sizes() const override {
@@ -246,8 +245,15 @@ class Deepseek4 final : public Architecture {
     b.q = b.att = hp_.n_head * hp_.head_dim;
     b.k = hp_.head_dim;
     b.ff = hp_.n_ff_expert * std::max<int64_t>(hp_.n_expert_shared, 1);
-    b.cache.k_dim = row_;
+    b.cache.k_dim = hp_.head_dim;  // the raw key; K = V
     b.cache.v_dim = 0;
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+      const int64_t r = w_.layers[static_cast<size_t>(il)].ratio;
+      b.cache.window.push_back(hp_.n_swa);
+      b.cache.block_ratio.push_back(r);
+      b.cache.block_width.push_back(r == 0 ? 0 : hp_.head_dim + (r == kCsa ? hp_.dsv4.indexer_head_dim : 0));
+      b.cache.ring_floats.push_back(r == 0 ? 0 : comp_ring(r).floats() + (r == kCsa ? idx_ring().floats() : 0));
+    }
     b.res_checkpoints = hp_.dsv4.hc;
     return b;
   }
@@ -372,45 +378,89 @@ class Deepseek4 final : public Architecture {
     }
   }
 
-  float* state(SequenceState& kv, int64_t il, int64_t seq, int64_t pos, int64_t off) const {
-    return reinterpret_cast<float*>(kv.k(il, seq, pos) + off);
+  // One compressor's running state: `size` positions of rows [kv (w) | score (w)], position p in row p % size.
+  struct Ring {
+    int64_t size = 0, w = 0, off = 0;  // off: its first float in the layer's ring
+    int64_t row() const { return 2 * w; }
+    int64_t floats() const { return size * row(); }
+  };
+  // The attention's compressor (2 x head_dim wide overlapping at ratio 4) and the indexer's (after it).
+  Ring comp_ring(int64_t r) const {
+    return r == kCsa ? Ring{2 * kCsa, 2 * hp_.head_dim, 0} : Ring{r, hp_.head_dim, 0};
+  }
+  Ring idx_ring() const { return Ring{2 * kCsa, 2 * hp_.dsv4.indexer_head_dim, comp_ring(kCsa).floats()}; }
+
+  // This pass's token of (seq, pos) (by_pos_ is sorted), or -1.
+  int64_t token_at(int64_t seq, int64_t pos) const {
+    const auto it = std::lower_bound(by_pos_.begin(), by_pos_.end(), std::pair{seq, pos},
+                                     [](const auto& a, const auto& b) { return std::pair{a[0], a[1]} < b; });
+    return it != by_pos_.end() && (*it)[0] == seq && (*it)[1] == pos ? (*it)[2] : -1;
   }
 
-  // Compresses the block ending at pos (ratio r) from the state rows at `off`
-  // (width w per half; overlap: two halves) into F16 at `out_off`.
-  void compress(SequenceState& kv, int64_t il, int64_t seq, int64_t pos, int64_t r, bool overlap, int64_t w,
-                int64_t off, const std::vector<float>& norm, bool rotate, int64_t out_off) {
-    const int64_t start = pos + 1 - r, block = pos / r, n_rows = overlap ? 2 * r : r;
-    const int64_t sw = overlap ? 2 * w : w;  // one state row: kv [sw] then score [sw]
+  // Compresses the block of ratio r ending at pos from the state rows of ring `g`: this pass's (scratch
+  // [n][g.row()]) or the layer's ring; output width `w` (overlap: the rows' halves), F16 into `out`.
+  void compress(SequenceState& kv, int64_t il, int64_t seq, int64_t pos, int64_t r, bool overlap, const Ring& g,
+                const float* scratch, int64_t w, const std::vector<float>& norm, bool rotate, uint16_t* out) {
+    const int64_t start = pos + 1 - r, block = pos / r, n_rows = overlap ? 2 * r : r, sw = g.w;
+    const float* ring = kv.ring(il, seq) + g.off;
+    src_.resize(static_cast<size_t>(n_rows));
+    for (int64_t j = 0; j < n_rows; ++j) {
+      const bool prev = overlap && j < r;
+      const int64_t p = prev ? start - r + j : start + (overlap ? j - r : j);
+      const float* row = nullptr;  // before position 0: score -inf
+      if (p >= 0) {
+        const int64_t t = token_at(seq, p);
+        row = t >= 0 ? scratch + t * g.row() : ring + p % g.size * g.row();
+        if (overlap && !prev) row += w;  // this block's half
+      }
+      src_[static_cast<size_t>(j)] = row;
+    }
     comp_.assign(static_cast<size_t>(w), 0.0f);
     std::vector<float>& e = comp_e_;
     e.resize(static_cast<size_t>(n_rows));
     for (int64_t i = 0; i < w; ++i) {
       float mx = -INFINITY;
       for (int64_t j = 0; j < n_rows; ++j) {
-        const bool prev = overlap && j < r;
-        const int64_t p = prev ? start - r + j : start + (overlap ? j - r : j);
-        float sc = -INFINITY;
-        if (p >= 0) sc = state(kv, il, seq, p, off)[sw + (overlap && !prev ? w : 0) + i];
-        e[static_cast<size_t>(j)] = sc;
-        mx = std::max(mx, sc);
+        const float* row = src_[static_cast<size_t>(j)];
+        e[static_cast<size_t>(j)] = row ? row[sw + i] : -INFINITY;
+        mx = std::max(mx, e[static_cast<size_t>(j)]);
       }
       double sum = 0;
       for (auto& v : e) sum += v = std::exp(v - mx);
       const float inv = static_cast<float>(1.0 / sum);
       float acc = 0;
-      for (int64_t j = 0; j < n_rows; ++j) {
-        const bool prev = overlap && j < r;
-        const int64_t p = prev ? start - r + j : start + (overlap ? j - r : j);
-        if (p < 0) continue;
-        acc += state(kv, il, seq, p, off)[(overlap && !prev ? w : 0) + i] * (e[static_cast<size_t>(j)] * inv);
-      }
+      for (int64_t j = 0; j < n_rows; ++j)
+        if (const float* row = src_[static_cast<size_t>(j)]) acc += row[i] * (e[static_cast<size_t>(j)] * inv);
       comp_[static_cast<size_t>(i)] = acc;
     }
     ops::rms_norm(comp_.data(), norm.data(), w, hp_.rms_eps, comp_.data());
     apply_rope(comp_.data() + (w - hp_.rope_dim), 1, w, block * r, rope_comp_);
     if (rotate) hadamard(comp_.data(), w, rot_);
-    kernels::quantize_row(gguf::GgmlType::F16, comp_.data(), kv.k(il, seq, pos) + out_off, w);
+    kernels::quantize_row(gguf::GgmlType::F16, comp_.data(), out, w);
+  }
+
+  // This pass's compressor state [n][g.row()]: kv = wkv · x, score = wgate · x + ape[pos % ratio].
+  void state_rows(const kernels::MatrixView& wkv, const kernels::MatrixView& wgate, const std::vector<float>& ape,
+                  int64_t r, const Ring& g, ForwardState& s, std::vector<float>& out) {
+    const int64_t n = s.n, w = g.w;
+    st_kv_.resize(static_cast<size_t>(n * w));
+    st_sc_.resize(static_cast<size_t>(n * w));
+    out.resize(static_cast<size_t>(n * g.row()));
+    kernels::matmul(wkv, s.xn.data(), n, st_kv_.data(), *s.pool, s.mm);
+    kernels::matmul(wgate, s.xn.data(), n, st_sc_.data(), *s.pool, s.mm);
+    for (int64_t t = 0; t < n; ++t) {
+      float* row = &out[static_cast<size_t>(t * g.row())];
+      std::copy_n(&st_kv_[t * w], w, row);
+      const float* a = &ape[static_cast<size_t>(s.pos[t] % r * w)];
+      for (int64_t i = 0; i < w; ++i) row[w + i] = st_sc_[t * w + i] + a[i];
+    }
+  }
+
+  // Stores this pass's state rows in the ring, in position order (the latest position of a row wins).
+  void keep_state(SequenceState& kv, int64_t il, const Ring& g, const std::vector<float>& scratch) const {
+    for (const auto& [seq, pos, t] : by_pos_)
+      std::copy_n(&scratch[static_cast<size_t>(t * g.row())], g.row(),
+                  kv.ring(il, seq) + g.off + pos % g.size * g.row());
   }
 
   void attention(const Dsv4Layer& L, int64_t il, ForwardState& s) {
@@ -435,38 +485,23 @@ class Deepseek4 final : public Architecture {
       apply_rope(k + nope, 1, hd, s.pos[t], rope);
       kernels::quantize_row(gguf::GgmlType::F16, k, kv.k(il, s.seq[t], s.pos[t]), hd);
     }
-    // The compressor state of every position, then the blocks that complete here.
+    // The compressor state of this pass's tokens, the blocks that complete here, then the state kept.
     if (r != 0) {
-      const int64_t coff = r == kCsa ? 2 : 1, cw = coff * hd;
-      st_kv_.resize(static_cast<size_t>(n * cw));
-      st_sc_.resize(static_cast<size_t>(n * cw));
-      kernels::matmul(L.comp_wkv, s.xn.data(), n, st_kv_.data(), *s.pool, s.mm);
-      kernels::matmul(L.comp_wgate, s.xn.data(), n, st_sc_.data(), *s.pool, s.mm);
-      for (int64_t t = 0; t < n; ++t) {
-        float* row = state(kv, il, s.seq[t], s.pos[t], off_state_);
-        std::copy_n(&st_kv_[t * cw], cw, row);
-        const float* ape = &L.comp_ape[static_cast<size_t>(s.pos[t] % r * cw)];
-        for (int64_t i = 0; i < cw; ++i) row[cw + i] = st_sc_[t * cw + i] + ape[i];
-      }
-      if (r == kCsa) {
-        const int64_t iw = 2 * ihd;
-        st_kv_.resize(static_cast<size_t>(n * iw));
-        st_sc_.resize(static_cast<size_t>(n * iw));
-        kernels::matmul(L.idx_wkv, s.xn.data(), n, st_kv_.data(), *s.pool, s.mm);
-        kernels::matmul(L.idx_wgate, s.xn.data(), n, st_sc_.data(), *s.pool, s.mm);
-        for (int64_t t = 0; t < n; ++t) {
-          float* row = state(kv, il, s.seq[t], s.pos[t], off_idx_state_);
-          std::copy_n(&st_kv_[t * iw], iw, row);
-          const float* ape = &L.idx_ape[static_cast<size_t>(s.pos[t] % r * iw)];
-          for (int64_t i = 0; i < iw; ++i) row[iw + i] = st_sc_[t * iw + i] + ape[i];
-        }
-      }
+      by_pos_.resize(static_cast<size_t>(n));
+      for (int64_t t = 0; t < n; ++t) by_pos_[static_cast<size_t>(t)] = {s.seq[t], s.pos[t], t};
+      std::sort(by_pos_.begin(), by_pos_.end());
+      const Ring cg = comp_ring(r), ig = idx_ring();
+      state_rows(L.comp_wkv, L.comp_wgate, L.comp_ape, r, cg, s, comp_st_);
+      if (r == kCsa) state_rows(L.idx_wkv, L.idx_wgate, L.idx_ape, r, ig, s, idx_st_);
       for (int64_t t = 0; t < n; ++t) {
         if ((s.pos[t] + 1) % r != 0) continue;
-        compress(kv, il, s.seq[t], s.pos[t], r, r == kCsa, hd, off_state_, L.comp_norm, false, off_comp_);
+        uint16_t* out = kv.block(il, s.seq[t], s.pos[t] / r);
+        compress(kv, il, s.seq[t], s.pos[t], r, r == kCsa, cg, comp_st_.data(), hd, L.comp_norm, false, out);
         if (r == kCsa)
-          compress(kv, il, s.seq[t], s.pos[t], r, true, ihd, off_idx_state_, L.idx_norm, true, off_idx_comp_);
+          compress(kv, il, s.seq[t], s.pos[t], r, true, ig, idx_st_.data(), ihd, L.idx_norm, true, out + hd);
       }
+      keep_state(kv, il, cg, comp_st_);
+      if (r == kCsa) keep_state(kv, il, ig, idx_st_);
     }
     trace(s, "kv_roped", il, kvp_.data(), hd);
     // The indexer's choice of compressed blocks for each token (ratio 4).
@@ -490,8 +525,7 @@ class Deepseek4 final : public Architecture {
           const int64_t vis = (s.pos[t] + 1) / kCsa;
           score.assign(static_cast<size_t>(vis), 0.0f);
           for (int64_t b = 0; b < vis; ++b) {
-            kernels::dequantize_row(gguf::GgmlType::F16, kv.k(il, s.seq[t], (b + 1) * kCsa - 1) + off_idx_comp_,
-                                    kf.data(), ihd);
+            kernels::dequantize_row(gguf::GgmlType::F16, kv.block(il, s.seq[t], b) + hd, kf.data(), ihd);
             float sc = 0;
             for (int64_t h = 0; h < nih; ++h) {
               float dot = 0;
@@ -518,10 +552,13 @@ class Deepseek4 final : public Architecture {
     }
     // Each (token, head) over its raw window and compressed keys; then the roped dims rotated back.
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    // Scores through the F16 kernel (the reference's F16 product rounds the query to F16).
+    const kernels::VecDotFn dot_f16 = kernels::vec_dot(gguf::GgmlType::F16, kernels::active_isa());
     s.pool->parallel_for(n * nh, [&](int, int64_t begin, int64_t end) {
       thread_local std::vector<const uint16_t*> keys;
-      thread_local std::vector<float> qf, kf, sc, acc;
-      qf.resize(static_cast<size_t>(hd));
+      thread_local std::vector<float> kf, sc, acc;
+      thread_local std::vector<uint16_t> q16;
+      q16.resize(static_cast<size_t>(hd));
       kf.resize(static_cast<size_t>(hd));
       acc.resize(static_cast<size_t>(hd));
       for (int64_t i = begin; i < end; ++i) {
@@ -529,22 +566,17 @@ class Deepseek4 final : public Architecture {
         keys.clear();
         for (int64_t p = std::max<int64_t>(0, pos - hp_.n_swa + 1); p <= pos; ++p) keys.push_back(kv.k(il, seq, p));
         if (r == kHca)
-          for (int64_t b = 0; b < (pos + 1) / kHca; ++b) keys.push_back(kv.k(il, seq, (b + 1) * kHca - 1) + off_comp_);
+          for (int64_t b = 0; b < (pos + 1) / kHca; ++b) keys.push_back(kv.block(il, seq, b));
         if (r == kCsa)
           for (int64_t j = 0; j < top_k; ++j) {
             const int32_t b = chosen_[static_cast<size_t>(t * top_k + j)];
-            if (b >= 0) keys.push_back(kv.k(il, seq, (b + 1) * kCsa - 1) + off_comp_);
+            if (b >= 0) keys.push_back(kv.block(il, seq, b));
           }
-        const float* q = &s.q[t * nh * hd + h * hd];
-        for (int64_t j = 0; j < hd; ++j)  // the reference's F16 product rounds the query
-          qf[static_cast<size_t>(j)] = kernels::fp16_to_fp32(kernels::fp32_to_fp16(q[j]));
+        kernels::quantize_row(gguf::GgmlType::F16, &s.q[t * nh * hd + h * hd], q16.data(), hd);
         sc.resize(keys.size());
         float mx = L.sinks[static_cast<size_t>(h)];
         for (size_t k = 0; k < keys.size(); ++k) {
-          kernels::dequantize_row(gguf::GgmlType::F16, keys[k], kf.data(), hd);
-          float dot = 0;
-          for (int64_t j = 0; j < hd; ++j) dot += qf[static_cast<size_t>(j)] * kf[static_cast<size_t>(j)];
-          sc[k] = dot * scale;
+          sc[k] = dot_f16(keys[k], q16.data(), hd) * scale;
           mx = std::max(mx, sc[k]);
         }
         double sum = std::exp(static_cast<double>(L.sinks[static_cast<size_t>(h)] - mx));
@@ -583,9 +615,11 @@ class Deepseek4 final : public Architecture {
   Dsv4Weights w_;
   RopeParams rope_plain_, rope_comp_;
   int64_t rot_ = 64;
-  int64_t off_state_ = 0, off_comp_ = 0, off_idx_state_ = 0, off_idx_comp_ = 0, row_ = 0;
   // Scratch, grown to the largest batch seen (never shrunk).
   std::vector<float> flat_, mixes_, post_, comb_, cur_, old_, qr_, kvp_, st_kv_, st_sc_, comp_, comp_e_, iq_, iw_;
+  std::vector<float> comp_st_, idx_st_;
+  std::vector<std::array<int64_t, 3>> by_pos_;  // this pass's (seq, pos, token), sorted
+  std::vector<const float*> src_;
   std::vector<float> grp_in_, grp_out_, oa_;
   std::vector<int32_t> chosen_;
 };

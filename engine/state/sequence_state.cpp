@@ -60,6 +60,9 @@ SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, cons
   };
   check(layout_.attends.size(), "a layout");
   check(layout_.window.size(), "windows");
+  check(layout_.block_ratio.size(), "block ratios");
+  check(layout_.block_width.size(), "block widths");
+  check(layout_.ring_floats.size(), "rings");
   for (int64_t il = 0; il < n_layer; ++il) {
     const bool attends = layout_.attends.empty() || layout_.attends[static_cast<size_t>(il)];
     index_.push_back(attends ? n_attn_++ : n_rec_++);
@@ -83,6 +86,24 @@ SequenceState::SequenceState(int64_t n_layer, int64_t n_seq, int64_t n_ctx, cons
   if (__builtin_mul_overflow(total_rows_, std::max(layout_.k_dim, layout_.v_dim), &elems) ||
       __builtin_mul_overflow(elems, int64_t{4}, &bytes))
     throw beyond();
+  // Compressed blocks: a cell of the pool per `ratio` rows (sequence_state.h), and the rings per sequence.
+  for (int64_t il = 0; il < n_layer; ++il) {
+    const size_t l = static_cast<size_t>(il);
+    const int64_t r = layout_.block_ratio.empty() ? 0 : layout_.block_ratio[l];
+    const int64_t width = r > 0 ? layout_.block_width[l] : 0;
+    block_off_.push_back(block_elems_);
+    if (r > 0) {
+      int64_t cells = pool_rows_ / r + (pool_rows_ % r != 0), layer = 0;
+      if (__builtin_mul_overflow(cells, width, &layer)) throw beyond();
+      block_elems_ += static_cast<uint64_t>(layer);
+      block_bytes_per_token_ += static_cast<uint64_t>((width * 2 + r - 1) / r);
+    }
+    ring_off_.push_back(static_cast<uint64_t>(ring_floats_ * n_all_));
+    const int64_t rf = layout_.ring_floats.empty() ? 0 : layout_.ring_floats[l];
+    if (__builtin_add_overflow(ring_floats_, rf, &ring_floats_)) throw beyond();
+  }
+  if (__builtin_mul_overflow(ring_floats_, n_all_, &elems) || block_elems_ > (uint64_t{1} << 60)) throw beyond();
+  block_bytes_ = block_elems_ * sizeof(uint16_t);
   if (allocate) this->allocate();
 }
 
@@ -90,8 +111,12 @@ void SequenceState::allocate() {
   if (kbuf_) return;
   kbuf_ = std::make_unique<Buffer>(static_cast<size_t>(total_rows_ * layout_.k_dim) * sizeof(uint16_t));
   vbuf_ = std::make_unique<Buffer>(static_cast<size_t>(total_rows_ * layout_.v_dim) * sizeof(uint16_t));
+  bbuf_ = std::make_unique<Buffer>(block_bytes_);
+  rbuf_ = std::make_unique<Buffer>(static_cast<size_t>(ring_floats_ * n_all_) * sizeof(float));
   kp_ = kbuf_->data();
   vp_ = vbuf_->data();
+  bp_ = bbuf_->data();
+  rp_ = static_cast<float*>(rbuf_->p);
   const auto count = [&](int64_t layers, int64_t per) { return static_cast<size_t>(layers * n_all_ * per); };
   conv_.resize(count(n_rec_, layout_.conv_floats));
   state_.resize(count(n_rec_, layout_.state_floats));
@@ -168,6 +193,13 @@ void SequenceState::copy_sequence(int64_t src, int64_t dst, int64_t n_tokens) {
     if (n == 0) continue;  // a recurrent layer
     std::copy_n(k(il, src, 0), n * layout_.k_dim, k(il, dst, 0));
     std::copy_n(v(il, src, 0), n * layout_.v_dim, v(il, dst, 0));
+  }
+  for (int64_t il = 0; il < static_cast<int64_t>(rows_.size()); ++il) {
+    const size_t l = static_cast<size_t>(il);
+    if (!layout_.block_ratio.empty() && layout_.block_ratio[l] > 0)
+      for (int64_t b = 0; b < n_tokens / layout_.block_ratio[l]; ++b)
+        std::copy_n(block(il, src, b), layout_.block_width[l], block(il, dst, b));
+    if (!layout_.ring_floats.empty()) std::copy_n(ring(il, src), layout_.ring_floats[l], ring(il, dst));
   }
   for (int64_t r = 0; r < n_rec_; ++r) {
     const auto from = static_cast<size_t>(r * n_all_ + src), to = static_cast<size_t>(r * n_all_ + dst);

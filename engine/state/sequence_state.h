@@ -31,6 +31,17 @@
 // drives forward_batch() by hand (tests, `logits`) needs no reservation.
 // The pool is mapped anonymous memory: a row costs RAM only once written.
 //
+// Compressed attention (deepseek4, docs/models.md): beside its raw keys (a
+// sliding ring, above) a layer may keep one row of block_width uint16 per
+// completed block of block_ratio positions, compactly: a layer holds
+// ceil(pool_rows / ratio) block rows, and block b of a sequence is row
+// (start + (b + 1) x ratio - 1) / ratio of it, where start is the sequence's
+// first row of the pool; distinct sequences' ranges are disjoint, so their
+// blocks' rows are too. Such a layer may also keep ring_floats F32 per
+// sequence whatever its length (its compressors' state of the last
+// positions), copied whole by copy_sequence (the snapshot contract of the
+// recurrent state, below).
+//
 // Recurrent state: per recurrent layer and sequence, conv_floats (the short
 // convolutions' last inputs) and state_floats (the delta rule's matrices),
 // F32 as the reference keeps them. Its size does not grow with the context.
@@ -76,6 +87,11 @@ struct SequenceLayout {
   // [n_layer]: > 0 where an attending layer sees only its last `window`
   // positions (sliding-window attention). Empty: no such layer.
   std::vector<int64_t> window;
+  // [n_layer]: compressed blocks (above): a layer's ratio (0: none) and its block row's width in uint16.
+  // Empty: no such layer.
+  std::vector<int64_t> block_ratio, block_width;
+  // [n_layer]: floats an attending layer keeps per sequence whatever its length. Empty: none.
+  std::vector<int64_t> ring_floats;
 };
 
 class SequenceState {
@@ -125,31 +141,47 @@ class SequenceState {
     return layout_.window.empty() ? 0 : layout_.window[static_cast<size_t>(il)];
   }
   int64_t n_sliding_layers() const { return n_swa_; }
+  // Compressed block b (positions [b x ratio, (b + 1) x ratio)) of layer il for sequence seq: block_width[il]
+  // uint16. Valid once the sequence holds position (b + 1) x ratio - 1.
+  uint16_t* block(int64_t il, int64_t seq, int64_t b) {
+    const size_t l = static_cast<size_t>(il);
+    const int64_t r = layout_.block_ratio[l];
+    return bp_ + block_off_[l] + static_cast<uint64_t>((start_[static_cast<size_t>(seq)] + (b + 1) * r - 1) / r *
+                                                       layout_.block_width[l]);
+  }
+  // The ring_floats[il] floats layer il keeps for sequence seq.
+  float* ring(int64_t il, int64_t seq) {
+    const size_t l = static_cast<size_t>(il);
+    return rp_ + ring_off_[l] + static_cast<uint64_t>(seq * layout_.ring_floats[l]);
+  }
   // Recurrent state of layer il (a recurrent layer) for sequence seq.
   float* conv(int64_t il, int64_t seq) { return conv_.data() + rec(il, seq) * layout_.conv_floats; }
   float* recurrent(int64_t il, int64_t seq) { return state_.data() + rec(il, seq) * layout_.state_floats; }
   // Zeroes sequence seq's recurrent state in every recurrent layer.
   void reset_recurrent(int64_t seq);
   // Makes sequence dst a copy of sequence src's first n_tokens positions:
-  // the attention rows [0, n_tokens) of every attention layer and the
-  // recurrent state of every recurrent layer (which must be src's state after
-  // exactly those tokens). Several choices of one prompt share its prefill so.
+  // the attention rows [0, n_tokens) of every attention layer, its completed
+  // blocks, and the recurrent state of every recurrent layer and the rings
+  // (which must be src's state after exactly those tokens). Several choices
+  // of one prompt share its prefill so.
   void copy_sequence(int64_t src, int64_t dst, int64_t n_tokens);
 
   uint64_t attention_bytes() const {
-    return bytes_per_token() * static_cast<uint64_t>(pool_rows_) +
+    return row_bytes_per_token() * static_cast<uint64_t>(pool_rows_) + block_bytes_ +
            sliding_bytes_per_sequence() * static_cast<uint64_t>(n_all_);
   }
   uint64_t recurrent_bytes() const { return recurrent_bytes_per_sequence() * static_cast<uint64_t>(n_all_); }
   uint64_t bytes() const { return attention_bytes() + recurrent_bytes(); }
-  // Attention cache bytes one token of context takes (the layers that see
-  // every position; a sliding layer's ring does not grow with the context).
-  uint64_t bytes_per_token() const {
-    return static_cast<uint64_t>((n_attn_ - n_swa_) * (layout_.k_dim + layout_.v_dim)) * sizeof(uint16_t);
-  }
-  // Attention cache bytes of the sliding layers' rings per sequence, whatever its length.
+  // Attention cache bytes one token of context takes: the rows of the layers
+  // that see every position, and the compressed blocks (a layer's block row
+  // over its ratio, rounded up); a sliding layer's ring does not grow with
+  // the context.
+  uint64_t bytes_per_token() const { return row_bytes_per_token() + block_bytes_per_token_; }
+  // Attention cache bytes of the rings per sequence, whatever its length: the
+  // sliding layers' rows and the ring_floats.
   uint64_t sliding_bytes_per_sequence() const {
-    return static_cast<uint64_t>(swa_rows_ * (layout_.k_dim + layout_.v_dim)) * sizeof(uint16_t);
+    return static_cast<uint64_t>(swa_rows_ * (layout_.k_dim + layout_.v_dim)) * sizeof(uint16_t) +
+           static_cast<uint64_t>(ring_floats_) * sizeof(float);
   }
   // Recurrent bytes one sequence takes, whatever its length.
   uint64_t recurrent_bytes_per_sequence() const {
@@ -157,6 +189,9 @@ class SequenceState {
   }
 
  private:
+  uint64_t row_bytes_per_token() const {
+    return static_cast<uint64_t>((n_attn_ - n_swa_) * (layout_.k_dim + layout_.v_dim)) * sizeof(uint16_t);
+  }
   int64_t row(int64_t il, int64_t seq, int64_t pos) const {
     const size_t l = static_cast<size_t>(il);
     if (in_pool_[l]) return first_row_[l] + start_[static_cast<size_t>(seq)] + pos;
@@ -177,9 +212,15 @@ class SequenceState {
   std::vector<int64_t> rows_;      // [n_layer]: cache rows per sequence (0: recurrent layer)
   std::vector<int64_t> first_row_; // [n_layer]: the layer's first cache row
   std::vector<uint8_t> in_pool_;   // [n_layer]: 1 for a full layer (its rows are the pool)
-  std::unique_ptr<Buffer> kbuf_, vbuf_;
+  std::vector<uint64_t> block_off_;  // [n_layer]: the layer's first block row, in uint16
+  std::vector<uint64_t> ring_off_;   // [n_layer]: the layer's first ring float
+  uint64_t block_elems_ = 0, block_bytes_ = 0, block_bytes_per_token_ = 0;
+  int64_t ring_floats_ = 0;          // ring floats of every layer, per sequence
+  std::unique_ptr<Buffer> kbuf_, vbuf_, bbuf_, rbuf_;
   uint16_t* kp_ = nullptr;
   uint16_t* vp_ = nullptr;
+  uint16_t* bp_ = nullptr;
+  float* rp_ = nullptr;
   std::vector<float> conv_, state_;
 };
 
