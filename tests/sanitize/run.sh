@@ -6,11 +6,13 @@
 #   tests/sanitize/run.sh asan [BUILD_DIR]   ASan + UBSan: every unit test binary
 #   tests/sanitize/run.sh tsan [BUILD_DIR]   TSan: the threaded units (thread pool,
 #                                            io_uring reader and reaper, heartbeat, daemon)
+#   tests/sanitize/run.sh threads [BUILD_DIR]  TSan of the thread pool and the heartbeat
+#                                            alone (ns_test_threads: no engine, minutes)
 #
 # Exit 0 when every selected test passes with no sanitizer report (reports abort
 # the test: -fno-sanitize-recover=all, halt_on_error).
 set -euo pipefail
-kind=${1:?usage: tests/sanitize/run.sh asan|tsan [BUILD_DIR]}
+kind=${1:?usage: tests/sanitize/run.sh asan|tsan|threads [BUILD_DIR]}
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 case "$kind" in
   asan)
@@ -23,9 +25,13 @@ case "$kind" in
     flags="thread"
     targets=(ns_test_util ns_test_stream ns_test_tokenizer ns_test_jobs ns_test_daemon)
     tests='^unit\.(util|stream|tokenizer|jobs|daemon)$' ;;
-  *) echo "unknown sanitizer '$kind': use asan or tsan" >&2; exit 2 ;;
+  threads)
+    flags="thread"
+    targets=(ns_test_threads)
+    tests='^sanitize\.threads$' ;;
+  *) echo "unknown sanitizer run '$kind': use asan, tsan or threads" >&2; exit 2 ;;
 esac
-build=${2:-$root/build-$kind}
+build=${2:-$root/build-${kind/threads/tsan}}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNS_WERROR=ON -DNS_SANITIZE="$flags" >/dev/null
 ninja -C "$build" -j"$(nproc)" "${targets[@]}"
 # Leaks count as failures; UBSan prints a stack and stops at the first report.
