@@ -51,6 +51,7 @@ constexpr KimiForm kForm{.name = "bailingmoe3",
                          .residual_scores = false,
                          .mla_rotary = true,
                          .mla_head_gate = true,
+                         .mla_layout = MlaLayout::split,
                          .shared_width = shared_width,
                          .nextn_tensors = true,
                          .silu_clamps = true};

@@ -54,7 +54,7 @@ void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, Kimi
     if (L.recurrent)
       kda_tensors(t, p, kda, d, form.kda, L.kda);
     else
-      mla_tensors(t, p, mla, d, MlaLayout::either, form.mla_gate, L.mla);
+      mla_tensors(t, p, mla, d, form.mla_layout, form.mla_gate, L.mla);
     t.vector(p + "ffn_norm.weight", d, R::norm, &L.ffn_norm);
     deepseek_ffn_tensors(t, p, hp, il, L.ffn, Presence::optional, shared);
     if (form.silu_clamps) clamp_swiglu(hp, il, L.ffn);

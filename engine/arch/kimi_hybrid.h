@@ -25,6 +25,9 @@ struct KimiForm {
                               // when attn_res.block_size > 0
   bool mla_rotary = false;    // MLA rotates its rope part (bailingmoe3); the kimis never do
   bool mla_head_gate = false; // attn_gate is one sigmoid per head (bailingmoe3: MlaShape::per_head_gate)
+  // The MLA key/value expansion the files carry: either (the kimis' converters
+  // wrote both over time), or split attn_k_b/attn_v_b only (bailingmoe3's).
+  MlaLayout mla_layout = MlaLayout::either;
   // The shared experts' total width; null: expert_shared_count times the expert width.
   int64_t (*shared_width)(const Hparams& hp) = nullptr;
   // The NextN blocks (skipped) carry nextn.eh_proj, nextn.enorm, nextn.hnorm
@@ -51,7 +54,7 @@ struct KimiWeights {
 
 // Every tensor of a file of `form` with hp's blocks, bound to w: output_res_score
 // (after the output head), then per block attn_norm, the residual scores,
-// KDA or MLA (either key/value layout; the split one is written), ffn_norm
+// KDA or MLA (the key/value layout form.mla_layout says; the split one is written), ffn_norm
 // and the FFN.
 void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, KimiWeights& w);
 // The same, unbound.
