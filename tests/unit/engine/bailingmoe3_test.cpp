@@ -24,13 +24,13 @@ using namespace ns;
 namespace {
 
 // Layers KDA, KDA, MLA (group 3): one dense layer then two MoE layers of 8
-// experts (2 used), a shared-expert FFN 48 wide; then `nextn` NextN blocks.
+// experts (2 used), a shared-expert FFN 96 wide; then `nextn` NextN blocks.
 std::string ling3(int nextn, const std::string& extra = "--type Q8_0") {
   return test::make_model("bailingmoe3-n" + std::to_string(nextn) + "-" + std::to_string(extra.size()),
                           "--arch bailingmoe3 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 96 --n-expert 8 "
                           "--n-expert-used 2 --ling3-group 3 --ling3-kda-head-dim 16 --ling3-n-ff-expert 32 "
-                          "--ling3-n-ff-shexp 48 --ling3-kv-lora-rank 32 --ling3-qk-rope-dim 8 "
-                          "--ling3-qk-nope-dim 16 --ling3-v-head-dim 16 --ling3-nextn-layers " +
+                          "--ling3-n-ff-shexp 96 --ling3-kv-lora-rank 32 --ling3-qk-rope-dim 8 "
+                          "--ling3-qk-nope-dim 32 --ling3-v-head-dim 32 --ling3-nextn-layers " +
                               std::to_string(nextn) + " --rope-base 600000 " + extra + " --seed 71");
 }
 
@@ -64,7 +64,7 @@ TEST_CASE("bailingmoe3: the shape as read; the NextN block is skipped and the fi
   CHECK(hp.expert_gating == ExpertGating::sigmoid);
   CHECK(hp.expert_weights_norm);
   CHECK(hp.kda_gate_lower_bound == -5.0f);
-  CHECK(hp.n_ff_shexp == 48);
+  CHECK(hp.n_ff_shexp == 96);
 
   // KDA: full-rank decay and output gates; ssm_a [1, n_head]. MLA: the per-head gate, split k_b/v_b.
   CHECK(tensor(*mn, "blk.0.ssm_f_a.weight")->dims == std::vector<uint64_t>{64, 64});
@@ -73,7 +73,7 @@ TEST_CASE("bailingmoe3: the shape as read; the NextN block is skipped and the fi
   CHECK(tensor(*mn, "blk.0.ssm_a")->dims == std::vector<uint64_t>{1, 4});
   CHECK(tensor(*mn, "blk.2.attn_gate.weight")->dims == std::vector<uint64_t>{64, 4});
   CHECK(tensor(*mn, "blk.2.attn_k_b.weight") != nullptr);
-  CHECK(tensor(*mn, "blk.1.ffn_up_shexp.weight")->dims == std::vector<uint64_t>{64, 48});
+  CHECK(tensor(*mn, "blk.1.ffn_up_shexp.weight")->dims == std::vector<uint64_t>{64, 96});
 
   // The file has the NextN tensors; the model reads none of them.
   const auto nextn = [](const gguf::TensorInfo& t) { return t.name.rfind("blk.3.", 0) == 0; };
