@@ -157,8 +157,8 @@ void describe(const Hparams& hp, TensorTable& t, Dsv4Weights& w) {
       }
       return a;
     };
-    L.moe.act = clamp(v4.swiglu_clamp_exp);
-    L.moe.shared.act = clamp(v4.swiglu_clamp_shexp.empty() ? v4.swiglu_clamp_exp : v4.swiglu_clamp_shexp);
+    L.moe.act = clamp(hp.swiglu_clamp_exp);
+    L.moe.shared.act = clamp(hp.swiglu_clamp_shexp.empty() ? hp.swiglu_clamp_exp : hp.swiglu_clamp_shexp);
   });
 }
 
@@ -648,19 +648,7 @@ void read_deepseek4_keys(const gguf::GgufFile& f, const std::string& a, Hparams&
     if (static_cast<int64_t>(v4.compress_ratios.size()) < all_layers)
       bad_hparam(f, rk, "has fewer entries than block_count");
   }
-  const auto per_layer = [&](const std::string& key) {
-    std::vector<float> out;
-    const gguf::Value* v = f.find(a + key);
-    if (v == nullptr) return out;
-    if (v->type == gguf::ValueType::ARRAY)
-      out = f.get_f32_array(a + key);
-    else
-      out.assign(static_cast<size_t>(all_layers), static_cast<float>(f.get_f64(a + key)));
-    if (static_cast<int64_t>(out.size()) < all_layers) bad_hparam(f, a + key, "has fewer entries than block_count");
-    return out;
-  };
-  v4.swiglu_clamp_exp = per_layer(keys::swiglu_clamp_exp);
-  v4.swiglu_clamp_shexp = per_layer(keys::swiglu_clamp_shexp);
+  read_swiglu_clamps(f, a, h);
 }
 
 }  // namespace

@@ -8,6 +8,25 @@
 #include "common/error.h"
 
 namespace ns {
+namespace {
+
+// The limits block il's FFN has (KimiForm::silu_clamps), on top of its activations.
+void clamp_swiglu(const Hparams& hp, int64_t il, DeepseekFfn& f) {
+  const auto limit = [&](const std::vector<float>& limits, FfnActivation& act) {
+    const float l = limits.empty() ? 0.0f : limits[static_cast<size_t>(il)];
+    if (l <= 1e-6f) return;  // the reference's threshold
+    act.kind = FfnActivation::Kind::silu_clamp;
+    act.limit = l;
+  };
+  if (!f.is_moe) {
+    limit(hp.swiglu_clamp_shexp, f.dense.act);
+    return;
+  }
+  limit(hp.swiglu_clamp_exp, f.moe.act);
+  if (f.moe.has_shared) limit(hp.swiglu_clamp_shexp, f.moe.shared.act);
+}
+
+}  // namespace
 
 void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, KimiWeights& w) {
   const std::string name = form.name;
@@ -20,8 +39,10 @@ void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, Kimi
   const int64_t d = hp.n_embd;
   const bool scores = form.residual_scores && hp.attn_res_block_size > 0;
   using R = TensorRole;
-  const MlaShape mla = mla_shape(hp);
+  MlaShape mla = mla_shape(hp);
+  mla.per_head_gate = form.mla_head_gate;
   const KdaShape kda = kda_shape(hp);
+  const int64_t shared = form.shared_width ? form.shared_width(hp) : -1;
   if (scores) t.vector("output_res_score.weight", d, R::score, &w.output_res_score);
   describe_blocks(hp, t, w.layers, [&](int64_t il, const std::string& p, KimiLayer& L) {
     t.vector(p + "attn_norm.weight", d, R::norm, &L.attn_norm);
@@ -33,9 +54,15 @@ void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, Kimi
     if (L.recurrent)
       kda_tensors(t, p, kda, d, form.kda, L.kda);
     else
-      mla_tensors(t, p, mla, d, MlaLayout::either, form.mla_gate, L.mla);
+      mla_tensors(t, p, mla, d, form.mla_layout, form.mla_gate, L.mla);
     t.vector(p + "ffn_norm.weight", d, R::norm, &L.ffn_norm);
-    deepseek_ffn_tensors(t, p, hp, il, L.ffn, Presence::optional);
+    deepseek_ffn_tensors(t, p, hp, il, L.ffn, Presence::optional, shared);
+    if (form.silu_clamps) clamp_swiglu(hp, il, L.ffn);
+    if (form.nextn_tensors && il >= hp.n_layer) {
+      t.matrix(p + "nextn.eh_proj.weight", d, 2 * d, R::input, nullptr);
+      for (const char* norm : {"nextn.enorm", "nextn.hnorm", "layer_output_norm"})
+        t.vector(p + norm + ".weight", d, R::norm, nullptr);
+    }
   });
 }
 
@@ -46,21 +73,26 @@ void kimi_hybrid_tensors(const KimiForm& form, const Hparams& hp, TensorTable& t
 }
 
 KimiHybrid::KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t, const ArchOptions& o)
-    : hp_(hp), kda_(kda_shape(hp)), mla_(mla_shape(hp)) {
+    : hp_(hp),
+      kda_(kda_shape(hp)),
+      mla_(mla_shape(hp)),
+      shared_width_(form.shared_width ? form.shared_width(hp) : -1) {
   TensorTable table;
   describe_kimi(form, hp_, table, w_);
   table.load(t);
   int64_t first_mla = -1, n_kda = 0;
   for (int64_t il = 0; il < hp.n_layer && first_mla < 0; ++il)
     if (hp.head_count_kv(il) != 0) first_mla = il;
-  mla_.rotary = false;
+  mla_.rotary = form.mla_rotary;
+  mla_.per_head_gate = form.mla_head_gate;
   mla_.expanded_cache = o.mla_expanded_cache && first_mla >= 0 && !t.has(block_prefix(first_mla) + "attn_k_b.weight");
   mla_.expand_prefill = o.mla_expand_prefill;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     KimiLayer& L = w_.layers[static_cast<size_t>(il)];
-    if (L.recurrent)
+    if (L.recurrent) {
+      finish_kda(L.kda, form.kda);
       ++n_kda;
-    else
+    } else
       finish_mla(L.mla, mla_, block_prefix(il));
   }
   spdlog::info("{}: {} KDA layers (state {} floats per sequence each), {} MLA layers", form.name, n_kda,
@@ -73,7 +105,7 @@ BufferSizes KimiHybrid::buffer_sizes() const {
   b.k = std::max({mla_k_width(mla_), kda_.q_width(), kda_scratch_u16(kda_)});
   b.v = std::max(mla_v_width(mla_), kda_.q_width());
   b.att = std::max(mla_att_width(mla_), kda_.att_width());
-  b.ff = deepseek_ffn_width(hp_);
+  b.ff = deepseek_ffn_width(hp_, shared_width_);
   b.cache.k_dim = mla_.cache_k_width();
   b.cache.v_dim = mla_.cache_v_width();
   b.cache.conv_floats = kda_.conv_floats();

@@ -1,8 +1,9 @@
-// What kimi-linear and kimi-k3 share: the hybrid layer stack (Kimi Delta
-// Attention where attention.head_count_kv[il] == 0, rope-less MLA elsewhere),
-// the DeepSeek-pattern FFN, their tensor table (in the form each
-// architecture's converter writes: KimiForm) and buffer sizes. Each
-// architecture file adds its own residual pattern in layer().
+// What kimi-linear, kimi-k3 and bailingmoe3 share: the hybrid layer stack
+// (Kimi Delta Attention where attention.head_count_kv[il] == 0, MLA
+// elsewhere: rope-less in the kimis, rotated in bailingmoe3), the
+// DeepSeek-pattern FFN, their tensor table (in the form each architecture's
+// converter writes: KimiForm) and buffer sizes. Each architecture file adds
+// its own residual pattern in layer().
 #pragma once
 
 #include <string>
@@ -22,6 +23,19 @@ struct KimiForm {
   Presence mla_gate;          // MLA's attn_gate (kimi-k3's output gate)
   bool residual_scores;       // kimi-k3: output_res_score and each block's attn_res_score/ffn_res_score
                               // when attn_res.block_size > 0
+  bool mla_rotary = false;    // MLA rotates its rope part (bailingmoe3); the kimis never do
+  bool mla_head_gate = false; // attn_gate is one sigmoid per head (bailingmoe3: MlaShape::per_head_gate)
+  // The MLA key/value expansion the files carry: either (the kimis' converters
+  // wrote both over time), or split attn_k_b/attn_v_b only (bailingmoe3's).
+  MlaLayout mla_layout = MlaLayout::either;
+  // The shared experts' total width; null: expert_shared_count times the expert width.
+  int64_t (*shared_width)(const Hparams& hp) = nullptr;
+  // The NextN blocks (skipped) carry nextn.eh_proj, nextn.enorm, nextn.hnorm
+  // and layer_output_norm after the FFN (bailingmoe3).
+  bool nextn_tensors = false;
+  // Hparams::swiglu_clamp_exp limits the routed experts' SwiGLU, swiglu_clamp_shexp
+  // the shared experts' and the dense layers' (FfnActivation::Kind::silu_clamp: bailingmoe3).
+  bool silu_clamps = false;
 };
 
 struct KimiLayer {
@@ -40,7 +54,7 @@ struct KimiWeights {
 
 // Every tensor of a file of `form` with hp's blocks, bound to w: output_res_score
 // (after the output head), then per block attn_norm, the residual scores,
-// KDA or MLA (either key/value layout; the split one is written), ffn_norm
+// KDA or MLA (the key/value layout form.mla_layout says; the split one is written), ffn_norm
 // and the FFN.
 void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, KimiWeights& w);
 // The same, unbound.
@@ -70,6 +84,7 @@ class KimiHybrid : public Architecture {
   Hparams hp_;
   KdaShape kda_;
   MlaShape mla_;
+  int64_t shared_width_;  // KimiForm::shared_width's answer (< 0: the default)
   KimiWeights w_;
 };
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "engine/arch/bailingmoe2.h"
+#include "engine/arch/bailingmoe3.h"
 #include "engine/arch/deepseek2.h"
 #include "engine/arch/deepseek32.h"
 #include "engine/arch/deepseek4.h"
@@ -56,6 +57,7 @@ constexpr Entry kArchitectures[] = {
     {"gpt-oss", plain<make_gpt_oss>, gpt_oss_tensors, &gpt_oss_traits},
     {"minimax-m2", plain<make_minimax_m2>, minimax_m2_tensors, &minimax_m2_traits},
     {"bailingmoe2", plain<make_bailingmoe2>, bailingmoe2_tensors, &bailingmoe2_traits},
+    {"bailingmoe3", mla<make_bailingmoe3>, bailingmoe3_tensors, &bailingmoe3_traits},
     {"deepseek32", mla<make_deepseek32>, deepseek32_tensors, &deepseek32_traits},
     {"glm-dsa", mla<make_deepseek32>, deepseek32_tensors, &glm_dsa_traits},
     {"deepseek4", plain<make_deepseek4>, deepseek4_tensors, &deepseek4_traits},

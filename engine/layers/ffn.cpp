@@ -35,6 +35,12 @@ void FfnActivation::apply(float* gate, const float* up, int64_t rows, int64_t wi
         gate[i] = g / (1.0f + std::exp(-g)) * u;
       }
       break;
+    case Kind::silu_clamp:
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i] / (1.0f + std::exp(-gate[i]));
+        gate[i] = std::min(g, limit) * std::clamp(up[i], -limit, limit);
+      }
+      break;
     case Kind::silu: {
       const kernels::Isa isa = kernels::active_isa();
       for (int64_t r = 0; r < rows; ++r) ops::silu_mul(gate + r * width, up + r * width, width, isa);
@@ -486,7 +492,7 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
 }
 
 void deepseek_ffn_tensors(TensorTable& t, const std::string& p, const Hparams& hp, int64_t il, DeepseekFfn& f,
-                          Presence selection) {
+                          Presence selection, int64_t shared_width) {
   const int64_t d = hp.n_embd;
   f.is_moe = il >= hp.n_layer_dense_lead;
   if (!f.is_moe) {
@@ -495,15 +501,17 @@ void deepseek_ffn_tensors(TensorTable& t, const std::string& p, const Hparams& h
     return;
   }
   moe_tensors(t, p, hp, f.moe, {.router = std::nullopt, .selection = selection});
-  if (hp.n_expert_shared > 0) {
+  if (shared_width < 0) shared_width = hp.n_expert_shared * hp.n_ff_expert;
+  if (shared_width > 0) {
     f.moe.has_shared = true;
-    ffn_tensors(t, p, "_shexp", hp.n_expert_shared * hp.n_ff_expert, d, f.moe.shared);
+    ffn_tensors(t, p, "_shexp", shared_width, d, f.moe.shared);
     f.moe.shared.act = FfnActivation::of(hp);
   }
 }
 
-int64_t deepseek_ffn_width(const Hparams& hp) {
-  return std::max({hp.n_layer_dense_lead > 0 ? hp.n_ff : 0, hp.n_ff_expert, hp.n_expert_shared * hp.n_ff_expert});
+int64_t deepseek_ffn_width(const Hparams& hp, int64_t shared_width) {
+  if (shared_width < 0) shared_width = hp.n_expert_shared * hp.n_ff_expert;
+  return std::max({hp.n_layer_dense_lead > 0 ? hp.n_ff : 0, hp.n_ff_expert, shared_width});
 }
 
 void deepseek_ffn(const DeepseekFfn& f, ForwardState& s) {

@@ -18,9 +18,10 @@ namespace ns {
 // gpt-oss's clamped SwiGLU (ops::swiglu_oai_mul) with its alpha and limit.
 struct FfnActivation {
   // swiglu_clamp (deepseek4): silu(min(gate, limit)) * clamp(up, -limit, limit).
-  enum class Kind { silu, situ, swiglu_oai, swiglu_clamp } kind = Kind::silu;
+  // silu_clamp (bailingmoe3): min(silu(gate), limit) * clamp(up, -limit, limit).
+  enum class Kind { silu, situ, swiglu_oai, swiglu_clamp, silu_clamp } kind = Kind::silu;
   float beta = 0.0f, linear_beta = 0.0f;  // situ only
-  float alpha = 0.0f, limit = 0.0f;       // swiglu_oai (alpha, limit), swiglu_clamp (limit)
+  float alpha = 0.0f, limit = 0.0f;       // swiglu_oai (alpha, limit), swiglu_clamp and silu_clamp (limit)
   // situ when the file sets activation.situ_beta, else silu.
   static FfnActivation of(const Hparams& hp);
   // gate = act(gate, up) over `rows` rows of `width` values (silu goes row by
@@ -136,11 +137,12 @@ struct DeepseekFfn {
 // The table entries of block il's FFN at prefix p ("blk.N."): ffn_gate/up/down
 // of n_ff for a leading dense layer; else moe_tensors (exp_probs_b.bias of
 // presence `selection`), then ffn_{gate,up,down}_shexp when the model has
-// shared experts. Bound to f, activations from hp.
+// shared experts, shared_width wide (< 0: expert_shared_count times the
+// expert width; 0: none). Bound to f, activations from hp.
 void deepseek_ffn_tensors(TensorTable& t, const std::string& p, const Hparams& hp, int64_t il, DeepseekFfn& f,
-                          Presence selection);
-// Widest hidden layer the block needs in s.ff_a / s.ff_b.
-int64_t deepseek_ffn_width(const Hparams& hp);
+                          Presence selection, int64_t shared_width = -1);
+// Widest hidden layer the block needs in s.ff_a / s.ff_b (shared_width as above).
+int64_t deepseek_ffn_width(const Hparams& hp, int64_t shared_width = -1);
 // s.xn -> s.out.
 void deepseek_ffn(const DeepseekFfn& f, ForwardState& s);
 

@@ -44,13 +44,21 @@ void kda_tensors(TensorTable& t, const std::string& p, const KdaShape& sh, int64
   t.matrix(p + "attn_q.weight", d_inner, n_embd, R::input, &w.wq);
   t.matrix(p + "attn_k.weight", d_inner, n_embd, R::input, &w.wk);
   t.matrix(p + "attn_v.weight", d_inner, n_embd, R::input, &w.wv);
-  t.matrix(p + "ssm_f_a.weight", S, n_embd, R::input, &w.f_a);
-  t.matrix(p + "ssm_f_b.weight", d_inner, S, R::input, &w.f_b);
+  if (form.bailing) {
+    t.matrix(p + "ssm_f_a.weight", d_inner, n_embd, R::input, &w.f_a);
+  } else {
+    t.matrix(p + "ssm_f_a.weight", S, n_embd, R::input, &w.f_a);
+    t.matrix(p + "ssm_f_b.weight", d_inner, S, R::input, &w.f_b);
+  }
   t.matrix(p + "ssm_beta.weight", sh.n_head, n_embd, R::input, &w.beta);
-  t.values(p + "ssm_a", form.flat_a ? std::vector<uint64_t>{u(sh.n_head)} : std::vector<uint64_t>{1, u(sh.n_head), 1, 1},
-           R::bias, &w.a);
+  const std::vector<uint64_t> a_dims = form.bailing  ? std::vector<uint64_t>{1, u(sh.n_head)}
+                                       : form.flat_a ? std::vector<uint64_t>{u(sh.n_head)}
+                                                     : std::vector<uint64_t>{1, u(sh.n_head), 1, 1};
+  t.values(p + "ssm_a", a_dims, R::bias, &w.a);
   t.vector(p + "ssm_dt.bias", d_inner, R::bias, &w.dt_bias);
-  if (form.full_rank_gate) {
+  if (form.bailing) {
+    t.matrix(p + "ssm_g_a.weight", d_inner, n_embd, R::input, &w.g);
+  } else if (form.full_rank_gate) {
     t.matrix(p + "ssm_g.weight", d_inner, n_embd, R::input, &w.g);
   } else {
     t.matrix(p + "ssm_g_a.weight", S, n_embd, R::input, &w.g_a);
@@ -58,6 +66,11 @@ void kda_tensors(TensorTable& t, const std::string& p, const KdaShape& sh, int64
   }
   t.vector(p + "ssm_norm.weight", S, R::norm, &w.o_norm);
   t.matrix(p + "attn_output.weight", n_embd, d_inner, R::residual, &w.wo);
+}
+
+void finish_kda(KdaWeights& w, const KdaForm& form) {
+  if (form.bailing)
+    for (float& a : w.a) a = -a;  // exp(A_log) -> -exp(A_log), exactly
 }
 
 void kda_attention(const KdaWeights& w, const KdaShape& sh, int64_t il, ForwardState& s) {
@@ -78,8 +91,12 @@ void kda_attention(const KdaWeights& w, const KdaShape& sh, int64_t il, ForwardS
   causal_conv_silu(s.v.data(), d_inner, d_inner, w.conv_v.data(), sh.d_conv, 2 * part, il, s);
 
   // Decay gate, mixing weights, output gate.
-  kernels::matmul(w.f_a, s.xn.data(), n, low, *s.pool, s.mm);
-  kernels::matmul(w.f_b, low, n, g, *s.pool, s.mm);
+  if (w.f_b.rows > 0) {
+    kernels::matmul(w.f_a, s.xn.data(), n, low, *s.pool, s.mm);
+    kernels::matmul(w.f_b, low, n, g, *s.pool, s.mm);
+  } else {
+    kernels::matmul(w.f_a, s.xn.data(), n, g, *s.pool, s.mm);
+  }
   kernels::matmul(w.beta, s.xn.data(), n, beta, *s.pool, s.mm);
   if (w.g.rows > 0) {
     kernels::matmul(w.g, s.xn.data(), n, g2, *s.pool, s.mm);

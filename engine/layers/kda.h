@@ -1,19 +1,22 @@
-// Kimi Delta Attention (KDA): the linear-attention layer of kimi-linear and
-// kimi-k3, a gated delta rule with a fixed-size state per sequence. Per token x
+// Kimi Delta Attention (KDA): the linear-attention layer of kimi-linear,
+// kimi-k3 and bailingmoe3, a gated delta rule with a fixed-size state per sequence. Per token x
 // (the normed layer input) and head h (head size S, d_inner = n_head * S):
 //
 //   q, k, v = silu(causal_conv(W_{q,k,v} x))    depthwise, d_conv taps per channel,
 //                                               the last d_conv - 1 inputs kept per sequence
 //   q, k    = l2_norm(q_h), l2_norm(k_h)        per head
-//   g       = A_h * softplus(f_b(f_a(x)) + dt_bias)               (log-decay per key channel, <= 0)
-//          or lower_bound * sigmoid(-A_h * (f_b(f_a(x)) + dt_bias)) (kda.gate_lower_bound set: kimi-k3)
+//   g       = A_h * softplus(f(x) + dt_bias)               (log-decay per key channel, <= 0)
+//          or lower_bound * sigmoid(-A_h * (f(x) + dt_bias)) (kda.gate_lower_bound set: kimi-k3, bailingmoe3)
+//             f = f_b(f_a(x)) (low rank), or f_a(x) alone (full rank: bailingmoe3)
 //   beta    = sigmoid(W_beta x)_h
 //   S       = diag(exp(g)) S                    (S: [key S][value S] per head)
 //   S      += k (beta (v - S^T k))^T            (the delta rule)
 //   o       = S^T q / sqrt(S)
-//   out     = W_o (rms_norm(o_h) * o_norm * sigmoid(g2_h))   g2 = g_b(g_a(x)) (kimi-linear) or ssm_g x (kimi-k3)
+//   out     = W_o (rms_norm(o_h) * o_norm * sigmoid(g2_h))   g2 = g_b(g_a(x)) (kimi-linear), or one
+//                                                           full-rank matrix (ssm_g: kimi-k3; ssm_g_a: bailingmoe3)
 //
-// A_h is stored as -exp(A_log) (ssm_a, folded by the reference's converter).
+// A_h is -exp(A_log): kimi's converters store it so (ssm_a); bailingmoe3's
+// stores exp(A_log), which finish_kda negates after loading.
 // The convolutions, l2 norms and the recurrence are the shared delta-rule
 // pieces (delta_rule.h: the reference's CPU computation, token by token, for
 // prefill as for decode), here with one decay per key channel.
@@ -57,12 +60,13 @@ KdaShape kda_shape(const Hparams& hp);
 struct KdaWeights {
   kernels::MatrixView wq, wk, wv;          // [d_inner][n_embd]
   std::vector<float> conv_q, conv_k, conv_v;  // [d_inner][d_conv], oldest tap first
-  kernels::MatrixView f_a, f_b;            // [S][n_embd], [d_inner][S]: the decay gate's low-rank projection
+  kernels::MatrixView f_a, f_b;            // [S][n_embd], [d_inner][S]: the decay gate's low-rank projection,
+                                           // or f_a [d_inner][n_embd] alone (full rank; f_b.rows == 0)
   kernels::MatrixView beta;                // [n_head][n_embd]
   std::vector<float> a;                    // [n_head]: -exp(A_log)
   std::vector<float> dt_bias;              // [d_inner]
   kernels::MatrixView g_a, g_b;            // [S][n_embd], [d_inner][S]: output gate, low rank (kimi-linear)
-  kernels::MatrixView g;                   // [d_inner][n_embd]: output gate, full rank (kimi-k3); rows == 0 if absent
+  kernels::MatrixView g;                   // [d_inner][n_embd]: output gate, full rank; rows == 0 if absent
   std::vector<float> o_norm;               // [S]
   kernels::MatrixView wo;                  // [n_embd][d_inner]
 };
@@ -71,6 +75,10 @@ struct KdaWeights {
 struct KdaForm {
   bool full_rank_gate = false;  // the output gate as one ssm_g (kimi-k3), else ssm_g_a + ssm_g_b
   bool flat_a = false;          // ssm_a as [n_head] (kimi-k3), else [1, n_head, 1, 1]
+  // bailingmoe3: the decay projection as one ssm_f_a [d_inner][n_embd], the
+  // output gate as one ssm_g_a [d_inner][n_embd], ssm_a as [1, n_head] holding
+  // exp(A_log). Overrides the two above.
+  bool bailing = false;
 };
 
 // The table entries (spec/tensor_table.h) of layer prefix p's ("blk.N.") KDA
@@ -79,6 +87,8 @@ struct KdaForm {
 // ssm_norm, attn_output; bound to w.
 void kda_tensors(TensorTable& t, const std::string& p, const KdaShape& sh, int64_t n_embd, const KdaForm& form,
                  KdaWeights& w);
+// After loading: w.a as -exp(A_log) whatever the form stored.
+void finish_kda(KdaWeights& w, const KdaForm& form);
 
 // s.xn -> s.out for s.n tokens (sequence s.seq[t], in position order per
 // sequence), reading and advancing each sequence's state in layer il of s.seqs.

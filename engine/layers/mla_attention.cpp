@@ -193,7 +193,7 @@ void mla_tensors(TensorTable& t, const std::string& p, const MlaShape& sh, int64
     t.heads(p + "attn_k_b.weight", sh.n_head, sh.kv_lora_rank, sh.qk_nope, &w.k_b, split);
     t.heads(p + "attn_v_b.weight", sh.n_head, sh.v_head, sh.kv_lora_rank, &w.v_b, split);
   }
-  t.matrix(p + "attn_gate.weight", v_rows, n_embd, R::input, &w.gate, gate);
+  t.matrix(p + "attn_gate.weight", sh.per_head_gate ? sh.n_head : v_rows, n_embd, R::input, &w.gate, gate);
   t.matrix(p + "attn_output.weight", n_embd, v_rows, R::residual, &w.wo);
 }
 
@@ -246,12 +246,17 @@ BufferSizes mla_buffer_sizes(const MlaShape& sh, int64_t ff) {
 namespace {
 
 // att[t][n_head * v_head] *= sigmoid(gate · s.xn[t]) when the layer has an
-// output gate; logits is [n][n_head * v_head] scratch.
-void apply_output_gate(const MlaWeights& w, float* att, float* logits, ForwardState& s) {
+// output gate (per head: each head's v_head values by its one sigmoid);
+// logits is [n][gate rows] scratch.
+void apply_output_gate(const MlaWeights& w, const MlaShape& sh, float* att, float* logits, ForwardState& s) {
   if (w.gate.rows == 0) return;
   kernels::matmul(w.gate, s.xn.data(), s.n, logits, *s.pool, s.mm);
   const int64_t n = s.n * w.gate.rows;
-  for (int64_t i = 0; i < n; ++i) att[i] *= 1.0f / (1.0f + std::exp(-logits[i]));
+  const int64_t per = sh.per_head_gate ? sh.v_head : 1;  // values each logit scales
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = 1.0f / (1.0f + std::exp(-logits[i]));
+    for (int64_t j = 0; j < per; ++j) att[i * per + j] *= g;
+  }
 }
 
 // Queries into s.att (RoPE applied to each head's rope part) and this batch's
@@ -465,7 +470,7 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
   }
   for (const int64_t t : expanded)
     std::memcpy(&s.att[t * v_width], &s.q[t * n_head * lw], sizeof(float) * static_cast<size_t>(v_width));
-  apply_output_gate(w, s.att.data(), s.q.data(), s);
+  apply_output_gate(w, sh, s.att.data(), s.q.data(), s);
   trace(s, "kqv_out", il, s.att.data(), v_width);
   kernels::matmul(w.wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
 }
@@ -502,7 +507,7 @@ void attend_expanded(const MlaWeights& w, const MlaShape& sh, int64_t il, Forwar
                       &att_out[t * vd + h * vh]);
     }
   });
-  apply_output_gate(w, att_out, s.v.data(), s);
+  apply_output_gate(w, sh, att_out, s.v.data(), s);
   kernels::matmul(w.wo, att_out, n, s.out.data(), *s.pool, s.mm);
 }
 

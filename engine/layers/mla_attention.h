@@ -56,6 +56,9 @@ struct MlaShape {
   // rotated (kimi-linear and kimi-k3 MLA layers: their position information
   // comes from the KDA layers between them).
   bool rotary = true;
+  // attn_gate as [n_head][n_embd]: one sigmoid per head scales the head's
+  // whole output (bailingmoe3), instead of one per output value (kimi-k3).
+  bool per_head_gate = false;
   // DeepSeek sparse attention (deepseek32, glm-dsa): each latent cache row
   // carries the lightning indexer's key after the latent, this many values
   // (engine/layers/dsa_indexer.h). 0: none.
@@ -81,9 +84,10 @@ struct MlaWeights {
   ExpertsView v_b;                         // per head [v_head rows][kv_lora cols]
   kernels::MatrixView kv_b;                // fused files: [n_head * (qk_nope + v_head)][kv_lora]
   kernels::MatrixView wo;                  // [n_embd][n_head * v_head]
-  // kimi-k3's output gate (attn_gate): the attention output is multiplied by
-  // sigmoid(gate · x), x the normed layer input, before wo. rows == 0: none.
-  kernels::MatrixView gate;                // [n_head * v_head][n_embd]
+  // The output gate (attn_gate: kimi-k3, bailingmoe3): the attention output is
+  // multiplied by sigmoid(gate · x), x the normed layer input, before wo.
+  // rows == 0: none.
+  kernels::MatrixView gate;                // [n_head * v_head][n_embd], or [n_head][n_embd] (per_head_gate)
   std::unique_ptr<uint8_t[]> k_b_owned;    // k_b transposed out of a fused attn_kv_b (k_b points here; move-only)
 };
 

@@ -18,6 +18,23 @@ int64_t optional_hparam_count(const gguf::GgufFile& f, const std::string& key, u
   return static_cast<int64_t>(v);
 }
 
+void read_swiglu_clamps(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
+  const int64_t blocks = h.n_layer + h.n_layer_nextn;
+  const auto per_block = [&](const std::string& key) {
+    std::vector<float> out;
+    const gguf::Value* v = f.find(a + key);
+    if (v == nullptr) return out;
+    if (v->type == gguf::ValueType::ARRAY)
+      out = f.get_f32_array(a + key);
+    else
+      out.assign(static_cast<size_t>(blocks), static_cast<float>(f.get_f64(a + key)));
+    if (static_cast<int64_t>(out.size()) < blocks) bad_hparam(f, a + key, "has fewer entries than block_count");
+    return out;
+  };
+  h.swiglu_clamp_exp = per_block(keys::swiglu_clamp_exp);
+  h.swiglu_clamp_shexp = per_block(keys::swiglu_clamp_shexp);
+}
+
 namespace {
 
 [[noreturn]] void bad(const gguf::GgufFile& f, const std::string& key, const std::string& why) { bad_hparam(f, key, why); }
@@ -116,10 +133,12 @@ void read_head_count_kv(const gguf::GgufFile& f, const std::string& a, Hparams& 
     return;
   }
   if (v->type == gguf::ValueType::ARRAY) {
+    // One per block, the NextN blocks included (bailingmoe3's converter writes them all).
     const std::vector<int32_t> per_layer = f.get_i32_array(key);
-    if (static_cast<int64_t>(per_layer.size()) != h.n_layer)
-      bad(f, key, "has " + std::to_string(per_layer.size()) + " entries, expected one per layer (" +
-                      std::to_string(h.n_layer) + ")");
+    const int64_t blocks = h.n_layer + h.n_layer_nextn;
+    if (static_cast<int64_t>(per_layer.size()) != blocks)
+      bad(f, key, "has " + std::to_string(per_layer.size()) + " entries, expected one per block (" +
+                      std::to_string(blocks) + ")");
     for (size_t il = 0; il < per_layer.size(); ++il) {
       const int32_t n = per_layer[il];
       if (n < 0 || n > 4096 || (n > 0 && h.n_head % n != 0))

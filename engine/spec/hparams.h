@@ -67,7 +67,8 @@ struct Hparams {
   int64_t n_head = 0;           // attention.head_count
   int64_t n_head_kv = 0;        // attention.head_count_kv (the largest, when the file gives one per layer)
   // attention.head_count_kv as a per-layer array (hybrid models: 0 marks a
-  // recurrent layer, e.g. kimi-linear's KDA layers); empty when it is one number.
+  // recurrent layer, e.g. kimi-linear's KDA layers; one per block, NextN blocks
+  // included); empty when it is one number.
   std::vector<int64_t> n_head_kv_layers;
   int64_t head_count_kv(int64_t il) const {
     return n_head_kv_layers.empty() ? n_head_kv : n_head_kv_layers[static_cast<size_t>(il)];
@@ -151,8 +152,12 @@ struct Hparams {
     float compress_rope_base = 0.0f;   // attention.compress_rope_freq_base
     std::vector<int64_t> compress_ratios;  // attention.compress_ratios [n_layer]: 0, 4 or 128
     int64_t indexer_heads = 0, indexer_head_dim = 0, indexer_top_k = 0;  // attention.indexer.*
-    std::vector<float> swiglu_clamp_exp, swiglu_clamp_shexp;  // [n_layer] (0: no clamp)
   } dsv4;
+  // swiglu_clamp_exp / swiglu_clamp_shexp (deepseek4, bailingmoe3: their files
+  // read these, read_swiglu_clamps): per block, the limit of the routed
+  // experts' and of the other FFNs' clamped SwiGLU (<= 1e-6: no clamp); empty
+  // when absent.
+  std::vector<float> swiglu_clamp_exp, swiglu_clamp_shexp;
   // Routed experts' input and output width: the latent width, or n_embd.
   int64_t expert_width() const { return n_expert_latent > 0 ? n_expert_latent : n_embd; }
 
@@ -191,5 +196,8 @@ struct Hparams {
 [[noreturn]] void bad_hparam(const gguf::GgufFile& f, const std::string& key, const std::string& why);
 // ... and a count that may be absent (0), at most max.
 int64_t optional_hparam_count(const gguf::GgufFile& f, const std::string& key, uint64_t max);
+// For read_keys: swiglu_clamp_exp and swiglu_clamp_shexp into h, each an
+// array of at least block_count entries or one number for every block.
+void read_swiglu_clamps(const gguf::GgufFile& f, const std::string& prefix, Hparams& h);
 
 }  // namespace ns

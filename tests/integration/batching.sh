@@ -3,7 +3,7 @@
 # prints for it alone (greedy and seeded), the results record that jobs
 # shared steps, and the log has the batch run's summary line. Run for a
 # Mixtral-style model, a kimi-linear one (recurrent KDA state per slot), and
-# the 2026 families minimax-m2, bailingmoe2 and deepseek4.
+# the 2026 families minimax-m2, bailingmoe2, bailingmoe3 and deepseek4.
 source "$(dirname "$0")/lib.sh"
 
 # One model: six jobs through max_batch 4, each text equal to `nightshift run` alone.
@@ -57,6 +57,9 @@ batch_case minimax-m2 --arch minimax-m2 --n-embd 64 --n-layer 2 --n-head 4 --n-h
   --n-expert 8 --n-expert-used 2 --type Q8_0
 batch_case bailingmoe2 --arch bailingmoe2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --n-ff 96 --n-expert 8 \
   --n-expert-used 2 --ling-n-ff-expert 64 --ling-n-expert-group 4 --ling-n-expert-group-used 2 --type Q8_0
+# bailingmoe3: KDA states per slot beside rotated MLA with a per-head gate.
+batch_case bailingmoe3 --arch bailingmoe3 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 96 --n-expert 8 \
+  --n-expert-used 2 --ling3-group 3 --ling3-kda-head-dim 16 --ling3-n-ff-expert 64 --ling3-n-ff-shexp 64 --type Q8_0
 # deepseek32 and glm-dsa: the indexer's top-8 positions, so the longer jobs attend sparsely.
 batch_case deepseek32 --arch deepseek32 --n-embd 64 --n-layer 2 --n-head 4 --n-ff 96 --n-expert 8 --n-expert-used 2 \
   --q-lora-rank 64 --kv-lora-rank 32 --dsa-heads 4 --dsa-head-dim 64 --dsa-top-k 8 --type Q8_0

@@ -9,6 +9,8 @@
 # an uninterrupted run. deepseek32 and glm-dsa (MLA with the lightning
 # indexer, top-16 of the 400 tokens, glm-dsa with shared indexer layers): the
 # resumed job re-reads its checkpointed positions' indexer keys and choices.
+# bailingmoe3 (KDA layers and rotated MLA with a per-head gate, a shared
+# expert, a NextN block): the resumed job rebuilds the KDA states by replay.
 # Their own script: each case takes seconds under load.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_kill9.sh"
@@ -28,4 +30,8 @@ kill_and_resume glm-dsa --arch glm-dsa "${dsa[@]}" --dsa-types 1,0,1,0
 kill_and_resume deepseek4 --arch deepseek4 --n-embd 256 --n-layer 4 --n-head 4 --n-ff 256 --n-expert 16 \
   --n-expert-used 4 --dsv4-ratios 0,4,128,4 --dsv4-window 8 --dsv4-top-k 4 --n-ctx 4096 --type Q8_0 \
   --tensor-type 'ffn_(gate|up)_exps=Q4_K' --tensor-type ffn_down_exps=Q6_K
+kill_and_resume bailingmoe3 --arch bailingmoe3 --n-embd 256 --n-layer 6 --n-head 4 --n-ff 512 --n-expert 16 \
+  --n-expert-used 4 --ling3-group 3 --ling3-kda-head-dim 32 --ling3-n-ff-expert 256 --ling3-n-ff-shexp 256 \
+  --ling3-swiglu-limit 4 --rope-base 600000 --n-ctx 4096 --type Q8_0 --tensor-type 'ffn_(gate|up)_exps=Q4_K' \
+  --tensor-type ffn_down_exps=Q6_K
 echo "ok"

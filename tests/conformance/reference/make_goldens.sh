@@ -83,6 +83,18 @@ models+=(
   "tiny-bailingmoe2-f32#0.002#0#$ling_shape --type F32"
   "tiny-bailingmoe2-kquant#0.15#0.03#$ling_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_qkv.weight=Q5_K --vocab-pre bailingmoe2"
 )
+# bailingmoe3 (Ling / Ring 3.0): KDA layers 0, 1, 3, 4 (lower-bound decay gate, full-rank f and g), MLA layers 2
+# and 5 (rotated rope part, per-head attn_gate), a dense lead layer, 16 experts top-4 with a shared-expert FFN, a
+# NextN block; the SwiGLU clamped at 1.5 in every FFN (a few % of the values clamp). The second F32 twin has the
+# low-rank query (Ling-3.0-tiny's form) and no clamp; the K-quant mix with the Ling pre-tokenizer name.
+ling3_shape="--arch bailingmoe3 --n-embd 256 --n-layer 6 --n-head 4 --n-ff 512 --n-expert 16 --n-expert-used 4 \
+ --ling3-group 3 --ling3-kda-head-dim 32 --ling3-n-ff-expert 256 --ling3-n-ff-shexp 256 --rope-base 600000 \
+ --n-ctx 4096 --seed 7"
+models+=(
+  "tiny-bailingmoe3-f32#0.002#0#$ling3_shape --ling3-swiglu-limit 1.5 --type F32"
+  "tiny-bailingmoe3-qlora-f32#0.002#0#$ling3_shape --ling3-q-lora-rank 64 --type F32"
+  "tiny-bailingmoe3-kquant#0.15#0.03#$ling3_shape --ling3-swiglu-limit 1.5 --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_(q|k|v).weight=Q5_K --vocab-pre bailingmoe2"
+)
 # DeepSeek sparse attention: deepseek32 (V3.2) and glm-dsa (GLM-5.x), MLA plus the lightning indexer (8 heads of 64,
 # top-16 positions), so prompts.txt's longer prompts and the greedy steps past 16 tokens attend sparsely; glm-dsa
 # with per-layer indexer types (layers 1 and 3 reuse the selection of 0 and 2). The K-quant mix with each model's

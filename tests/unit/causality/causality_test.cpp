@@ -162,6 +162,15 @@ TEST_CASE("causal: bailingmoe2 (fused QKV, group-limited routing, shared expert,
   check_causal(model("bailingmoe2-q8", ling + " --type Q8_0 --seed 15"));
 }
 
+TEST_CASE("causal: bailingmoe3 (KDA + rotated MLA with a per-head gate, shared expert, a NextN block), F32 and Q8_0") {
+  const std::string ling3 = "--arch bailingmoe3 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 "
+                            "--n-expert-used 2 --ling3-group 3 --ling3-kda-head-dim 16 --ling3-n-ff-expert 32 "
+                            "--ling3-n-ff-shexp 64 --ling3-kv-lora-rank 32 --ling3-qk-rope-dim 8 "
+                            "--ling3-qk-nope-dim 32 --ling3-v-head-dim 32 --ling3-swiglu-limit 1";
+  check_causal(model("bailingmoe3-f32", ling3 + " --type F32 --seed 18"));
+  check_causal(model("bailingmoe3-q8", ling3 + " --ling3-q-lora-rank 32 --type Q8_0 --seed 19"));
+}
+
 TEST_CASE("causal: deepseek32 and glm-dsa (MLA with the lightning indexer's top-k), F32 and Q8_0") {
   // top-8 positions: the prompt's later positions attend sparsely, the first ones densely.
   const std::string dsa = " --n-embd 128 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 --n-expert-used 2 "

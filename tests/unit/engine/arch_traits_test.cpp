@@ -51,6 +51,7 @@ const std::map<std::string, Expected>& expected() {
       {"minimax-m2", {R::neox, G::sigmoid, 64, none, none, YarnMscale::plain}},
       // Likewise bailingmoe2, whose expert_gating_func the reference requires.
       {"bailingmoe2", {R::neox, G::sigmoid, 64, none, none, YarnMscale::plain}},
+      {"bailingmoe3", {R::norm, G::sigmoid, 64, none, none, YarnMscale::plain}},
       // deepseek32's reference loader requires expert_gating_func; glm-dsa's defaults to sigmoid.
       {"deepseek32", {R::norm, G::softmax, 64, none, none, YarnMscale::mscale_all_dim}},
       {"glm-dsa", {R::norm, G::sigmoid, 64, none, none, YarnMscale::mscale_all_dim}},

@@ -41,7 +41,7 @@ TEST_CASE("deepseek4: the file's shape as read: ratios, hash tables, sqrtsoftplu
   CHECK(hp.dsv4.compress_ratios == std::vector<int64_t>{0, 4, 128});
   CHECK(hp.dsv4.hash_layers == 1);
   CHECK(hp.expert_gating == ExpertGating::sqrt_softplus);
-  CHECK(hp.dsv4.swiglu_clamp_exp.size() == 3);
+  CHECK(hp.swiglu_clamp_exp.size() == 3);
   CHECK(hp.n_swa == 8);
   const auto info = [&](const std::string& name) {
     for (const auto& t : m->files().tensors())

@@ -64,4 +64,8 @@ TEST_CASE("generated sigmoid-routed models touch >= 85 % of the experts uniform 
                            "--kl-kv-lora-rank 32 --kl-qk-rope-dim 16 --kl-qk-nope-dim 16 --kl-v-head-dim 16";
   check_spread("spread-kimi-linear", "--arch kimi-linear " + kimi);
   check_spread("spread-kimi-k3", "--arch kimi-k3 " + kimi + " --expert-latent 32 --attn-res-block 2");
+  check_spread("spread-bailingmoe3",
+               "--arch bailingmoe3 --n-embd 256 --n-layer 3 --n-head 2 --n-ff 64 --n-expert 256 --n-expert-used 8 "
+               "--ling3-group 2 --ling3-kda-head-dim 16 --ling3-n-ff-expert 8 --ling3-n-ff-shexp 8 "
+               "--ling3-kv-lora-rank 32 --ling3-qk-rope-dim 16 --ling3-qk-nope-dim 16 --ling3-v-head-dim 16");
 }

@@ -43,6 +43,8 @@ std::vector<std::string> table_models() {
       test::make_model("table-minimax-m2", "--arch minimax-m2 " + tiny + "--n-ff 32 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-bailingmoe2", "--arch bailingmoe2 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2 "
                                              "--ling-n-expert-group 2 --ling-n-expert-group-used 1"),
+      test::make_model("table-bailingmoe3", "--arch bailingmoe3 --ling3-group 2 --ling3-q-lora-rank 32 " + tiny +
+                                                "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-deepseek32", "--arch deepseek32 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-glm-dsa", "--arch glm-dsa --dsa-types 1,0 " + tiny +
                                             "--n-ff 64 --n-expert 4 --n-expert-used 2"),
