@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   const std::vector<int32_t> toks = cases.at(static_cast<size_t>(std::atoi(argv[3])))["prompt_tokens"];
   const size_t chunk = argc > 5 ? static_cast<size_t>(std::atoi(argv[5])) : toks.size();
   ns::ModelOptions mo;
-  mo.context = 512;
+  mo.engine.context = 512;
   auto model = ns::Model::load(argv[1], mo);
   std::map<std::string, int> seen;
   model->set_trace_observer([&](const char* name, int64_t layer, const float* rows, int64_t n, int64_t width) {

@@ -47,10 +47,8 @@ const gguf::TensorInfo* tensor(const Model& m, const std::string& name) {
 TEST_CASE("bailingmoe3: the shape as read; the NextN block is skipped and the file without it is the same model") {
   const std::string with = ling3(1), without = ling3(0);
   REQUIRE(std::filesystem::file_size(with) > std::filesystem::file_size(without));
-  const ModelOptions mo{.threads = 1,
-                        .context = 32,
-                        .max_batch_tokens = 16,
-                        .streaming = {.memory_budget = 1ull << 30, .plan_only = true}};
+  const ModelOptions mo{.engine = {.threads = 1, .context = 32, .max_batch_tokens = 16, .memory_budget = 1ull << 30},
+                        .plan_only = true};
   auto mw = Model::load(with, mo);
   auto mn = Model::load(without, mo);
 
@@ -91,8 +89,8 @@ TEST_CASE("bailingmoe3: the shape as read; the NextN block is skipped and the fi
   CHECK(pw.streamed_experts == 2u * 8u);  // 2 MoE layers of 8
 
   ModelOptions run;
-  run.context = 32;
-  run.max_batch_tokens = 16;
+  run.engine.context = 32;
+  run.engine.max_batch_tokens = 16;
   auto rw = Model::load(with, run);
   auto rn = Model::load(without, run);
   const std::vector<int32_t> toks = prompt(rw->n_vocab(), 10, 2);
@@ -106,7 +104,7 @@ TEST_CASE("bailingmoe3: a prompt in one pass equals it token by token, and two s
   for (const std::string extra : {"--type Q8_0", "--ling3-q-lora-rank 32 --type F32"}) {
     CAPTURE(extra);
     const std::string path = ling3(1, extra);
-    const ModelOptions mo{.context = 64, .max_batch_tokens = 32, .n_seq = 2};
+    const ModelOptions mo{.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 32}};
     auto m = Model::load(path, mo);
     const int64_t V = m->n_vocab();
     const std::vector<int32_t> a = prompt(V, 12, 0), b = prompt(V, 9, 1);

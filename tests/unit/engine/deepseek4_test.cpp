@@ -100,7 +100,7 @@ TEST_CASE("deepseek4: a prompt in one pass equals it token by token, and two seq
 
 TEST_CASE("deepseek4: the cache as the reference lays it out: a raw ring, compact blocks, compressor rings") {
   // Pooled (a prefix-cache spare): the blocks of sequences with ranges not aligned to a ratio must not collide.
-  auto m = Model::load(v4(), {.context = 256, .max_batch_tokens = 16, .n_seq = 2, .prefix_cache = 1});
+  auto m = Model::load(v4(), {.engine = {.context = 256, .max_sequences = 2, .max_batch_tokens = 16, .prefix_cache = 1}});
   const SequenceState& st = m->sequence_state();
   const uint64_t hd = 32, ihd = 64, all = 3;  // head, indexer key; two sequences and a spare
   CHECK(st.n_sliding_layers() == 3);          // every layer: the raw keys of the window
@@ -129,7 +129,7 @@ TEST_CASE("deepseek4: the cache as the reference lays it out: a raw ring, compac
     }
     return all;
   };
-  auto one = Model::load(v4(), {.context = 256, .max_batch_tokens = 16});
+  auto one = Model::load(v4(), {.engine = {.context = 256, .max_batch_tokens = 16}});
   const std::vector<float> la = feed(*one, 0, a, 0, a.size()), lb = feed(*one, 0, b, 0, b.size());
   REQUIRE(m->reserve_rows(2, 5));  // the spare first: the others' ranges start at 5 and 155
   REQUIRE(m->reserve_rows(0, 150));

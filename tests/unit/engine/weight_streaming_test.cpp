@@ -177,7 +177,7 @@ TEST_CASE("weight streaming: the K2-like i-quant mix's expert bytes, as the read
   const std::string path = test::k2_lowbit_model();
   constexpr uint64_t kExpert = 2 * 256 * 50 + 256 * 66;
   // The routed stacks and the resident rest, as the table's roles split them (mmap: nothing planned here).
-  const auto m = Model::load(path, ModelOptions{.context = 64, .streaming = {.io_mode = IoMode::mmap}});
+  const auto m = Model::load(path, ModelOptions{.engine = {.context = 64, .io_mode = IoMode::mmap}});
   int stacks = 0;
   for (const gguf::TensorInfo& t : m->routed_tensors()) {
     CAPTURE(t.name);
