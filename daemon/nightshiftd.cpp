@@ -119,6 +119,8 @@ void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, co
                config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
                ns::cpu_features_in_use(), config.cpu_features, ns::cpu_features_available(), drain ? ", drain mode" : "");
   if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
+  // An explicit budget above the cgroup's limit ends in OOM kills mid-batch (#30 G): said once, at start.
+  if (const std::string w = ns::memory_budget_warning(config.engine.memory_budget); !w.empty()) spdlog::warn("{}", w);
   for (const auto& [name, path] : config.models) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
@@ -196,6 +198,7 @@ class Supervisor {
       spdlog::info("config {} reloaded: {}{}", config_path_, applied.empty() ? "nothing changed" : "changed " + applied,
                    applied.empty() ? "" : " (applies from the next job)");
       if (!restart.empty()) spdlog::warn("config {}: {} changed but only take effect after a restart", config_path_, restart);
+      if (const std::string w = ns::memory_budget_warning(fresh.engine.memory_budget); !w.empty()) spdlog::warn("{}", w);
       if (log_level_override_.empty()) spdlog::set_level(ns::daemon::parse_log_level(fresh.log_level));
       if (ns::daemon::Heartbeat* hb = heartbeat_.load()) hb->set_timing(fresh.lease_ms, fresh.stall_timeout_ms);
       {
