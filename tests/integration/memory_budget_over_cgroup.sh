@@ -14,7 +14,10 @@ for base in /sys/fs/cgroup/memory /sys/fs/cgroup; do
     fi
   fi
 done
-[[ -n "$group" ]] || { echo "skipped: cannot create a memory cgroup here (needs root and a writable cgroup fs)"; exit 77; }
+[[ -n "$group" ]] || {
+  echo "skipped: cannot create a memory cgroup here (needs root and a writable cgroup fs)"
+  exit 77
+}
 CLEANUP_EXTRA="rmdir '$group'"
 limit=$((512 * 1024 * 1024))
 if [[ -f "$group/memory.limit_in_bytes" ]]; then

@@ -30,9 +30,8 @@ expect_exit 0 ns watch --db "$DB" --plain --until-done --interval 0.05
 expect_no_controls "$OUT" "watch"
 
 # submit: a JSONL line whose custom_id holds a NUL and an ESC is refused, its message escaped.
-printf '%s\n' '{"custom_id": "a\u0000b\u001b[31m", "method": "POST", "url": "/v1/completions", "body": {"model": "tiny", "prompt": "x"}}' \
-  '{"custom_id": "a\u0000b\u001b[31m", "method": "POST", "url": "/v1/completions", "body": {"model": "tiny", "prompt": "y"}}' \
-  > "$WORK/evil.jsonl"
+line='{"custom_id": "a\u0000b\u001b[31m", "method": "POST", "url": "/v1/completions", "body": {"model": "tiny", '
+printf '%s\n' "$line\"prompt\": \"x\"}}" "$line\"prompt\": \"y\"}}" > "$WORK/evil.jsonl"
 status=0
 OUT=$(ns submit --db "$DB" --jsonl "$WORK/evil.jsonl" 2>&1) || status=$?
 [[ "$status" != 0 ]] || fail "a JSONL file with a duplicated custom_id was queued: $OUT"
