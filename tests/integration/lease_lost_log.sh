@@ -16,7 +16,14 @@ a=$!
 EXTRA_PIDS+=("$a")
 runs_on() { [[ "$(sql "SELECT state || ':' || worker FROM jobs WHERE id = $job")" == "running:$1" ]]; }
 wait_for 30 "daemon-a to run job $job" runs_on daemon-a
-kill -STOP "$a"
+# Stopped between writes: a process stopped inside a SQLite write transaction holds its lock (others wait).
+stop_a_unlocked() {
+  kill -STOP "$a"
+  "$SQLITE3" -cmd ".timeout 300" "$DB" "BEGIN IMMEDIATE; COMMIT;" > /dev/null 2>&1 && return 0
+  kill -CONT "$a"
+  return 1
+}
+wait_for 30 "daemon-a to be stopped outside a write" stop_a_unlocked
 "$NIGHTSHIFTD" --config "$WORK/b.yaml" > "$WORK/daemon-b.log" 2>&1 &
 b=$!
 EXTRA_PIDS+=("$b")
