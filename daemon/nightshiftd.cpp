@@ -119,6 +119,8 @@ void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, co
                config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
                ns::cpu_features_in_use(), config.cpu_features, ns::cpu_features_available(), drain ? ", drain mode" : "");
   if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
+  // An explicit budget above the cgroup's limit ends in OOM kills mid-batch (#30 G): said once, at start.
+  if (const std::string w = ns::memory_budget_warning(config.engine.memory_budget); !w.empty()) spdlog::warn("{}", w);
   for (const auto& [name, path] : config.models) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
@@ -196,6 +198,8 @@ class Supervisor {
       spdlog::info("config {} reloaded: {}{}", config_path_, applied.empty() ? "nothing changed" : "changed " + applied,
                    applied.empty() ? "" : " (applies from the next job)");
       if (!restart.empty()) spdlog::warn("config {}: {} changed but only take effect after a restart", config_path_, restart);
+      if (const std::string w = ns::memory_budget_warning(fresh.engine.memory_budget); !w.empty())
+        spdlog::warn("{}", w);
       if (log_level_override_.empty()) spdlog::set_level(ns::daemon::parse_log_level(fresh.log_level));
       if (ns::daemon::Heartbeat* hb = heartbeat_.load()) hb->set_timing(fresh.lease_ms, fresh.stall_timeout_ms);
       {
@@ -329,6 +333,7 @@ int main(int argc, char** argv) {
   const ns::daemon::ServiceNotifier notifier;
   const std::string db = ns::daemon::resolve_database_path(db_path, &config);
   const ns::jobs::SqliteOptions db_options = ns::daemon::sqlite_options_from(&config);
+  const ns::jobs::PgOptions pg_options = ns::daemon::pg_options_from(&config);
   try {
     ns::daemon::WorkerOptions opts = ns::daemon::worker_options_from(config);
     log_startup(config, opts, db, drain);
@@ -337,7 +342,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<ns::jobs::Queue> queue;
     for (int32_t failures = 1; !g_stop.load(); ++failures) {
       try {
-        if (!queue) queue = ns::jobs::open_queue(db, db_options);
+        if (!queue) queue = ns::jobs::open_queue(db, db_options, pg_options);
         // Before taking its worker id's jobs back: is another live daemon using that id? Checked and
         // registered in one transaction, so two daemons started together cannot both pass.
         const ns::daemon::Self self{opts.worker_id, host_name(), config.source, getpid()};
@@ -403,7 +408,8 @@ int main(int argc, char** argv) {
     spdlog::info("ready: {} queued, {} running elsewhere", counts ? counts->queued : -1, counts ? counts->running : -1);
     ns::jobs::SqliteOptions heartbeat_db = db_options;
     heartbeat_db.integrity_check = ns::jobs::IntegrityCheck::off;  // checked once above
-    ns::daemon::Heartbeat heartbeat([&] { return ns::jobs::open_queue(db, heartbeat_db); }, status, notifier,
+    ns::daemon::Heartbeat heartbeat([&] { return ns::jobs::open_queue(db, heartbeat_db, pg_options); }, status,
+                                    notifier,
                                     {.lease_ms = config.lease_ms,
                                      .stall_timeout_ms = config.stall_timeout_ms,
                                      .status_interval_ms = 5000,

@@ -15,6 +15,7 @@
 #include "engine/gguf/map_guard.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
+#include "engine/stream/memory_limit.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ns {
@@ -195,6 +196,8 @@ const char* cpu_features_in_use() { return kernels::isa_name(kernels::active_isa
 std::string cpu_features_available() { return kernels::cpu_feature_summary(); }
 
 std::vector<std::string> damaged_model_files() { return gguf::faulted_files(); }
+
+std::string memory_budget_warning(uint64_t memory_budget) { return stream::budget_over_limit(memory_budget); }
 
 std::unique_ptr<Engine> Engine::load(const std::string& gguf_path, const EngineOptions& opts) {
   return std::make_unique<EngineImpl>(gguf_path, opts);

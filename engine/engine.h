@@ -147,4 +147,9 @@ std::string cpu_features_available();   // what the CPU offers, for messages: "a
 // dropped. Empty while every file is whole.
 std::vector<std::string> damaged_model_files();
 
+// A warning when an explicit memory_budget is more than the memory this
+// process may use (its cgroup's limit, else the machine's): names both figures
+// and the fix. "" when it fits (engine/stream/memory_limit.h).
+std::string memory_budget_warning(uint64_t memory_budget);
+
 }  // namespace ns

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "jobs/pg_queue.h"
 #include "jobs/sqlite_queue.h"
 
 namespace ns::jobs {
@@ -76,6 +77,7 @@ class ApiStore {
 
 // The store on `database` (a SQLite file or a postgresql:// URL, as
 // open_queue()), migrated to this binary's schema like the queue.
-std::unique_ptr<ApiStore> open_api_store(const std::string& database, const SqliteOptions& sqlite = {});
+std::unique_ptr<ApiStore> open_api_store(const std::string& database, const SqliteOptions& sqlite = {},
+                                         const PgOptions& pg = {});
 
 }  // namespace ns::jobs

@@ -9,8 +9,8 @@ bool is_postgres_url(const std::string& database) {
   return database.starts_with("postgresql://") || database.starts_with("postgres://");
 }
 
-std::unique_ptr<Queue> open_queue(const std::string& database, const SqliteOptions& sqlite) {
-  if (is_postgres_url(database)) return open_pg_queue(database);
+std::unique_ptr<Queue> open_queue(const std::string& database, const SqliteOptions& sqlite, const PgOptions& pg) {
+  if (is_postgres_url(database)) return open_pg_queue(database, pg);
   return open_sqlite_queue(database, sqlite);
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "jobs/pg_queue.h"
 #include "jobs/queue.h"
 #include "jobs/sqlite_queue.h"
 
@@ -16,7 +17,9 @@ namespace ns::jobs {
 bool is_postgres_url(const std::string& database);
 
 // `sqlite` applies to SQLite files; a server database has its own settings
-// in the URL. Throws DatabaseError as the backend's open does.
-std::unique_ptr<Queue> open_queue(const std::string& database, const SqliteOptions& sqlite = {});
+// in the URL, and `pg` (the password file). Throws DatabaseError as the
+// backend's open does.
+std::unique_ptr<Queue> open_queue(const std::string& database, const SqliteOptions& sqlite = {},
+                                  const PgOptions& pg = {});
 
 }  // namespace ns::jobs

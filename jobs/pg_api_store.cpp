@@ -64,7 +64,7 @@ void insert_file(Conn& db, const ApiFile& f) {
 
 class PgApiStore final : public ApiStore {
  public:
-  explicit PgApiStore(const std::string& url) : db_(url) { migrate(db_); }
+  PgApiStore(const std::string& url, const PgOptions& pg) : db_(url, pg) { migrate(db_); }
 
   void add_file(const ApiFile& file) override { insert_file(db_, file); }
 
@@ -134,7 +134,9 @@ class PgApiStore final : public ApiStore {
 
 }  // namespace
 
-std::unique_ptr<ApiStore> open_pg_api_store(const std::string& url) { return std::make_unique<PgApiStore>(url); }
+std::unique_ptr<ApiStore> open_pg_api_store(const std::string& url, const PgOptions& pg) {
+  return std::make_unique<PgApiStore>(url, pg);
+}
 
 }  // namespace pg
 }  // namespace ns::jobs

@@ -1,11 +1,16 @@
 #include "jobs/pg_conn.h"
 
+#include <fcntl.h>
 #include <libpq-fe.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "common/redact.h"
@@ -124,6 +129,33 @@ T parse_number(const char* s, int len) {
   return v;
 }
 
+
+// The password alone, from its file's first line (PgOptions::password_file). Anything a group or others may
+// access is refused, as libpq refuses such a PGPASSFILE: a secret others can read is no longer one.
+std::string read_password_file(const std::string& path, const std::string& db) {
+  const std::string where = "database " + db + ": password_file " + path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DatabaseError(false, where + ": cannot open it: " + std::strerror(errno));
+  struct stat st {};
+  std::string text;
+  const bool ok = ::fstat(fd, &st) == 0;
+  if (ok && S_ISREG(st.st_mode) && (st.st_mode & (S_IRWXG | S_IRWXO)) == 0) {
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < 65536) text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (!ok || !S_ISREG(st.st_mode)) throw DatabaseError(false, where + " is not a regular file");
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    throw DatabaseError(false, where + " may be read by its group or others (mode " + mode + "); make it the "
+                                         "daemon user's alone: chmod 600 " + path);
+  }
+  text = text.substr(0, text.find_first_of("\r\n"));
+  if (text.empty()) throw DatabaseError(false, where + " is empty; write the password on its first line");
+  return text;
+}
 }  // namespace
 
 bool transient_sqlstate(std::string_view sqlstate) { return transient_code(sqlstate); }
@@ -232,7 +264,10 @@ std::vector<int64_t> Result::int_array(int row, int col) const {
 
 // ---- Conn ---------------------------------------------------------------------
 
-Conn::Conn(std::string url) : url_(std::move(url)), name_(redact_secrets(url_)) { connect(); }
+Conn::Conn(std::string url, PgOptions options)
+    : url_(std::move(url)), options_(std::move(options)), name_(redact_secrets(url_)) {
+  connect();
+}
 
 Conn::~Conn() {
   if (conn_ != nullptr) PQfinish(conn_);
@@ -245,9 +280,12 @@ void Conn::connect() {
   }
   in_transaction_ = false;
   // Defaults first: settings in the URL come later and override them.
+  // The password file's secret comes last, so it wins over the URL's; it goes to libpq only, never to a message.
+  const std::string password = options_.password_file.empty() ? "" : read_password_file(options_.password_file, name_);
   const char* keys[] = {"connect_timeout", "application_name", "keepalives_idle", "keepalives_interval",
-                        "keepalives_count", "client_encoding", "dbname", nullptr};
-  const char* values[] = {"10", "nightshift", "30", "10", "3", "UTF8", url_.c_str(), nullptr};
+                        "keepalives_count", "client_encoding", "dbname",
+                        password.empty() ? nullptr : "password", nullptr};
+  const char* values[] = {"10", "nightshift", "30", "10", "3", "UTF8", url_.c_str(), password.c_str(), nullptr};
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) throw DatabaseError(true, "database " + name_ + ": out of memory while connecting");
   if (PQstatus(conn_) != CONNECTION_OK) {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "jobs/pg_queue.h"
 #include "jobs/queue.h"
 
 struct pg_conn;
@@ -101,7 +102,7 @@ class Conn {
  public:
   // Connects (throws DatabaseError: transient when the server cannot be
   // reached, not when the URL, the user or the database is wrong).
-  explicit Conn(std::string url);
+  explicit Conn(std::string url, PgOptions options = {});
   ~Conn();
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
@@ -125,6 +126,7 @@ class Conn {
   Result run(std::string_view sql, const Params& params, bool retry_if_reconnected);
 
   std::string url_;
+  PgOptions options_;
   std::string name_;
   pg_conn* conn_ = nullptr;
   bool in_transaction_ = false;

@@ -21,7 +21,7 @@
 namespace ns::jobs {
 namespace pg {
 
-PgQueue::PgQueue(const std::string& url) : db_(url) { migrate(db_); }
+PgQueue::PgQueue(const std::string& url, const PgOptions& options) : db_(url, options) { migrate(db_); }
 
 std::optional<Checkpoint> PgQueue::checkpoint(int64_t id) {
   Result r = db_.exec("SELECT attempt, tokens, saved_ms, choices, logprobs FROM checkpoints WHERE job_id = $1",
@@ -265,6 +265,8 @@ std::vector<Job> PgQueue::select_jobs(const std::string& where, const Params& p)
 
 }  // namespace pg
 
-std::unique_ptr<Queue> open_pg_queue(const std::string& url) { return std::make_unique<pg::PgQueue>(url); }
+std::unique_ptr<Queue> open_pg_queue(const std::string& url, const PgOptions& options) {
+  return std::make_unique<pg::PgQueue>(url, options);
+}
 
 }  // namespace ns::jobs

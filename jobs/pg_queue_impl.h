@@ -53,7 +53,7 @@ Checkpoint read_checkpoint(const Result& r, int row, int first, int64_t id, cons
 
 class PgQueue final : public TransitionQueue {
  public:
-  explicit PgQueue(const std::string& url);
+  PgQueue(const std::string& url, const PgOptions& options);
 
   // Queue's members, the state machine's primitives and the helpers both backends have:
 #include "jobs/queue_backend_members.inc"

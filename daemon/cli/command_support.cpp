@@ -54,7 +54,8 @@ std::unique_ptr<jobs::Queue> open_queue(const DatabaseArgs& args) {
   const std::optional<daemon::Config> config = config_of(args);
   jobs::SqliteOptions options = daemon::sqlite_options_from(config ? &*config : nullptr);
   options.integrity_check = jobs::IntegrityCheck::off;
-  return jobs::open_queue(daemon::resolve_database_path(args.db, config ? &*config : nullptr), options);
+  return jobs::open_queue(daemon::resolve_database_path(args.db, config ? &*config : nullptr), options,
+                          daemon::pg_options_from(config ? &*config : nullptr));
 }
 
 namespace {

@@ -294,6 +294,8 @@ void model_info_command(const ModelInfoArgs& a) {
                                         "  max_batch x context that fit: " + p.batch_x_context_text +
                                         "\n  (sequences of that full length; the daemon shares the KV cache by the "
                                         "jobs' actual lengths)\n"}};
+    // What the daemon warns at start: a budget above the cgroup's (or machine's) memory ends in OOM kills.
+    if (const std::string w = memory_budget_warning(p.memory_budget); !w.empty()) o["memory_plan"]["warning"] = w;
     if (m.disk_bound) {
       const DiskBoundReport& e = *m.disk_bound;
       std::string text;
@@ -335,7 +337,11 @@ void model_info_command(const ModelInfoArgs& a) {
                 << s.device_major << ":" << s.device_minor
                 << (std::filesystem::is_symlink(s.path) ? "  -> " + s.resolved_path : std::string()) << "\n";
   }
-  if (o.contains("memory_plan")) std::cout << "memory plan:\n" << o["memory_plan"]["summary"].get<std::string>() << "\n";
+  if (o.contains("memory_plan")) {
+    std::cout << "memory plan:\n" << o["memory_plan"]["summary"].get<std::string>() << "\n";
+    if (o["memory_plan"].contains("warning"))
+      std::cout << "warning: " << o["memory_plan"]["warning"].get<std::string>() << "\n\n";
+  }
   if (o.contains("disk_bound")) std::cout << "disk-bound speed:\n" << o["disk_bound"]["summary"].get<std::string>();
 }
 

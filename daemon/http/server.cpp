@@ -35,11 +35,12 @@ void set_reply(httplib::Response& res, const Reply& r) {
 
 struct HttpService::Impl {
   Impl(const daemon::Config& config, std::string db, const jobs::SqliteOptions& sqlite)
-      : state(config), database(std::move(db)), sqlite_options(sqlite) {}
+      : state(config), database(std::move(db)), sqlite_options(sqlite), pg_options{config.password_file} {}
 
   ServiceState state;
   const std::string database;
   jobs::SqliteOptions sqlite_options;
+  jobs::PgOptions pg_options;
   httplib::Server server;
   std::thread thread;
   int port = 0;
@@ -59,8 +60,8 @@ struct HttpService::Impl {
       }
     }
     auto c = std::make_unique<Connections>();
-    c->queue = jobs::open_queue(database, sqlite_options);
-    c->store = jobs::open_api_store(database, sqlite_options);
+    c->queue = jobs::open_queue(database, sqlite_options, pg_options);
+    c->store = jobs::open_api_store(database, sqlite_options, pg_options);
     return c;
   }
   void release(std::unique_ptr<Connections> c) {

@@ -248,6 +248,16 @@ const std::vector<Option>& option_table() {
          c.database = v.empty() || jobs::is_postgres_url(v) ? v : resolve_path(ctx, v);
        },
        same_member(&Config::database)},
+      {{"password_file", "string", "\"\"",
+        "PostgreSQL: a file holding the database password alone (mode 0600, the daemon user's; relative to this "
+        "file's directory), so the secret is in no URL, `ps` line or log. Empty: libpq's PGPASSFILE or ~/.pgpass "
+        "(docs/fleet.md)",
+        false},
+       [](Config& c, const YAML::Node& n, const Context& ctx) {
+         const std::string v = as_string(ctx, "password_file", n);
+         c.password_file = v.empty() ? v : resolve_path(ctx, v);
+       },
+       same_member(&Config::password_file)},
       {{"models", "map", "{}",
         "model name -> GGUF file (any shard of a split model), or -> {path: FILE, chat_template: FAMILY-OR-FILE} to "
         "render its chat jobs with a named family (chatml, llama3, ...) or a Jinja template file instead of the "

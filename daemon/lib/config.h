@@ -41,6 +41,7 @@ bool is_loopback_host(const std::string& host);
 struct Config {
   std::string source;                         // the file this came from ("" = defaults only)
   std::string database;                       // "" = not set (NIGHTSHIFT_DB, then ./nightshift.db)
+  std::string password_file;                  // PostgreSQL: the password's file (absolute); "" = libpq's ways
   std::map<std::string, std::string> models;  // name -> absolute GGUF path
   // name -> the override of its chat template (models.NAME.chat_template): a family name, or a template's text
   std::map<std::string, std::string> chat_templates;

@@ -27,4 +27,10 @@ jobs::SqliteOptions sqlite_options_from(const Config* config) {
   return o;
 }
 
+jobs::PgOptions pg_options_from(const Config* config) {
+  jobs::PgOptions o;
+  if (config != nullptr) o.password_file = config->password_file;
+  return o;
+}
+
 }  // namespace ns::daemon

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "daemon/lib/config.h"
+#include "jobs/pg_queue.h"
 #include "jobs/queue.h"
 #include "jobs/sqlite_queue.h"
 
@@ -20,5 +21,8 @@ std::string resolve_database_path(const std::string& cli_db, const Config* confi
 // How to open it: busy_timeout_ms, synchronous and integrity_check from the
 // config (the defaults without one).
 jobs::SqliteOptions sqlite_options_from(const Config* config);
+
+// A PostgreSQL database's password_file from the config (none without one).
+jobs::PgOptions pg_options_from(const Config* config);
 
 }  // namespace ns::daemon

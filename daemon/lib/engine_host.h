@@ -48,6 +48,7 @@ class EngineHost {
   std::string render_prompt(const jobs::Job& job) const;
 
   const std::string& model() const { return model_; }  // "" when none is loaded
+  const std::string& path() const { return path_; }    // its file, as the config names it
 
  private:
   void load(const std::string& model, const std::string& path, const WorkerOptions& options);

@@ -273,9 +273,9 @@ void Worker::step() {
   try {
     batch.step();
   } catch (const Error& e) {
-    // Named: a non-finite logit, say, is most often the model file's weights, not the job.
-    const Error named(e.kind(), "model " + host_.model() + ": " + e.what());
-    fail_all(failure_of(named), e.kind() == ErrorKind::io || e.kind() == ErrorKind::internal);
+    // Named with its file: a non-finite logit (bad_model) is most often the file's weights, not the job.
+    const Error named(e.kind(), "model " + host_.model() + " (" + host_.path() + "): " + e.what());
+    fail_all(failure_of(named), e.kind() != ErrorKind::invalid_input);
     return;
   } catch (const std::bad_alloc&) {
     // Memory may be free again later (another process), so this is worth a retry.

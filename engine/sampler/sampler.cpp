@@ -24,10 +24,11 @@ constexpr auto ranks_before = [](const TokenProb& a, const TokenProb& b) {
 };
 
 [[noreturn]] void throw_bad_logit(size_t id, float logit) {
-  throw Error(ErrorKind::internal, "logit of token " + std::to_string(id) + " is " +
-                                       (std::isnan(logit) ? "NaN" : "+inf") +
-                                       ": the forward pass produced a non-finite value (damaged weights in the model file, "
-                                       "or a fault in this build's kernels)");
+  // bad_model: finite weights give finite logits, so the file is the likely cause (#30 N); the daemon names it.
+  throw Error(ErrorKind::bad_model, "logit of token " + std::to_string(id) + " is " +
+                                        (std::isnan(logit) ? "NaN" : "+inf") +
+                                        ": the forward pass produced a non-finite value (damaged weights in the model "
+                                        "file, or a fault in this build's kernels)");
 }
 
 [[noreturn]] void throw_all_masked() {

@@ -15,8 +15,9 @@
 //  - Cost: a few linear passes over the row. Small top_k is a heap during the
 //    scan; top_p without top_k orders tokens only as far as its mass reaches.
 //  - Logits must be finite or -inf (-inf = masked, never chosen); NaN or +inf
-//    throws ns::Error(internal), as does a logits row of the wrong size or a
-//    history token outside the vocabulary.
+//    throws ns::Error(bad_model) (the weights are the likely cause); a logits
+//    row of the wrong size or a history token outside the vocabulary throws
+//    ns::Error(internal).
 //  - Not thread-safe: one Sampler per sequence.
 #pragma once
 

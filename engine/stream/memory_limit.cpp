@@ -119,6 +119,16 @@ DefaultBudget default_memory_budget(const fs::path& root) {
   return d;
 }
 
+std::string budget_over_limit(uint64_t budget, const fs::path& root) {
+  if (budget == 0) return "";
+  const DefaultBudget d = default_memory_budget(root);
+  if (d.limit == 0 || budget <= d.limit) return "";
+  return "memory_budget " + format_size(budget) + " is more than this process's " + d.source +
+         ": the kernel kills it (out of memory) before the plan is full; set memory_budget to at most " +
+         format_size(d.bytes) + " (or 0: the limit minus headroom)" +
+         (d.from_cgroup ? ", or raise the cgroup's limit (systemd MemoryMax=, the container's memory limit)" : "");
+}
+
 std::optional<AddressSpace> address_space_limit() {
   struct rlimit rl {};
   if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return std::nullopt;

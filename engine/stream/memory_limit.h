@@ -39,6 +39,12 @@ struct DefaultBudget {
 
 DefaultBudget default_memory_budget(const std::filesystem::path& root = "/");
 
+// An explicit memory_budget above the limit default_memory_budget(root) reads
+// (the cgroup's, else the machine's memory): the kernel kills the process
+// before the plan is full (#30 G). The warning names both figures and the
+// fix; "" when the budget is within the limit, 0, or no limit is readable.
+std::string budget_over_limit(uint64_t budget, const std::filesystem::path& root = "/");
+
 // The address space this process may still map: its RLIMIT_AS (`ulimit -v`,
 // LimitAS=) less what it maps now (/proc/self/statm), 0 when it maps more
 // already; nullopt when there is no such limit. Anonymous mappings count

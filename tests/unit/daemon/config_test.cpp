@@ -180,7 +180,7 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "models", "threads", "thread_spin_us", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "preload_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
+  CHECK(names == std::set<std::string>{"database", "password_file", "models", "threads", "thread_spin_us", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "preload_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
                                        "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
                                        "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
                                        "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check", "http"});

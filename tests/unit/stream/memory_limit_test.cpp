@@ -121,3 +121,20 @@ TEST_CASE("memory_limit: this machine resolves to something no larger than its m
   CHECK(d.bytes > 0);
   CHECK(d.bytes < d.limit);
 }
+
+TEST_CASE("memory_limit: an explicit budget above the cgroup's limit is warned about, naming both and the fix") {
+  FakeRoot r(32 * GiB, "0::/small\n");
+  r.limit("sys/fs/cgroup/small/memory.max", 150 * MiB);
+  const std::string w = budget_over_limit(1 * GiB, r.root);
+  CHECK(w.find("memory_budget 1.00 GiB") != std::string::npos);
+  CHECK(w.find("cgroup limit 150.00 MiB") != std::string::npos);
+  CHECK(w.find("set memory_budget to at most 75.00 MiB") != std::string::npos);
+  CHECK(w.find("MemoryMax=") != std::string::npos);
+  CHECK(budget_over_limit(150 * MiB, r.root).empty());  // within the limit (its headroom is the budget's business)
+  CHECK(budget_over_limit(0, r.root).empty());          // 0: resolved within the limit
+
+  FakeRoot machine(8 * GiB, "0::/\n");  // no cgroup limit: the machine's memory
+  const std::string m = budget_over_limit(9 * GiB, machine.root);
+  CHECK(m.find("machine memory 8.00 GiB") != std::string::npos);
+  CHECK(m.find("MemoryMax=") == std::string::npos);
+}
