@@ -36,6 +36,7 @@
 #include "engine/arch/kimi_hybrid.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/layers/residual.h"
+#include "engine/spec/metadata_keys.h"
 #include "common/error.h"
 
 namespace ns {
@@ -58,8 +59,8 @@ constexpr KimiForm kForm{.name = "bailingmoe3",
 
 // Its own keys: kda.safe_gate (the only form the reference runs) and the SwiGLU clamps.
 void read_bailingmoe3_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h) {
-  if (!f.get_bool_or(a + "kda.safe_gate", true))
-    bad_hparam(f, a + "kda.safe_gate", "is false: only the safe (lower-bound) KDA gate exists in bailingmoe3");
+  if (!f.get_bool_or(a + keys::kda_safe_gate, true))
+    bad_hparam(f, a + keys::kda_safe_gate, "is false: only the safe (lower-bound) KDA gate exists in bailingmoe3");
   read_swiglu_clamps(f, a, h);
 }
 

@@ -76,6 +76,7 @@
   X(ssm_inner_size, "ssm.inner_size")                                                \
   X(kda_head_dim, "kda.head_dim")                                                    \
   X(kda_gate_lower_bound, "kda.gate_lower_bound")                                    \
+  X(kda_safe_gate, "kda.safe_gate")                                                  \
   /* kimi-k3 */                                                                      \
   X(attn_res_block_size, "attn_res.block_size")                                      \
   X(activation_situ_beta, "activation.situ_beta")                                    \

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "engine/spec/metadata_keys.h"
 #include "tools/make_model/architecture.h"
 #include "tools/make_model/plan_builder.h"
 
@@ -102,34 +103,34 @@ class BailingMoe3Architecture : public Architecture {
     const std::string a = "bailingmoe3.";
     const uint32_t blocks = s.n_layer + f.n_nextn;
     add_trunk_metadata(w, name(), s, blocks, 1, BlockCountAt::first);
-    w.set(a + "expert_count", val::u32(s.n_expert));
-    w.set(a + "expert_used_count", val::u32(s.n_expert_used));
-    w.set(a + "expert_gating_func", val::u32(2));  // sigmoid (score_function)
+    w.set(a + keys::expert_count, val::u32(s.n_expert));
+    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+    w.set(a + keys::expert_gating_func, val::u32(2));  // sigmoid (score_function)
     std::vector<int32_t> kv;
     for (uint32_t il = 0; il < blocks; ++il) kv.push_back(f.is_mla(il, s.n_layer) ? 1 : 0);
-    w.set(a + "attention.head_count_kv", val::i32_array(kv));
-    w.set(a + "vocab_size", val::u32(s.n_vocab));
-    w.set(a + "ssm.conv_kernel", val::u32(f.d_conv));
-    w.set(a + "kda.head_dim", val::u32(f.kda_head_dim));
-    w.set(a + "kda.safe_gate", val::boolean(true));
-    w.set(a + "kda.gate_lower_bound", val::f32(f.lower_bound));
-    if (f.mla.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", val::u32(f.mla.q_lora_rank));
-    w.set(a + "attention.kv_lora_rank", val::u32(f.mla.kv_lora_rank));
-    w.set(a + "rope.dimension_count", val::u32(f.mla.qk_rope));
-    w.set(a + "attention.key_length", val::u32(f.mla.mqa_key_length()));
-    w.set(a + "attention.key_length_mla", val::u32(f.mla.head_key_length()));
-    w.set(a + "attention.value_length_mla", val::u32(f.mla.v_head));
-    w.set(a + "expert_feed_forward_length", val::u32(f.n_ff_expert));
-    w.set(a + "expert_shared_feed_forward_length", val::u32(f.n_ff_shexp));
-    w.set(a + "expert_shared_count", val::u32(f.n_shared));
-    w.set(a + "leading_dense_block_count", val::u32(f.n_dense_lead));
-    w.set(a + "expert_weights_scale", val::f32(f.weights_scale));
-    w.set(a + "expert_weights_norm", val::boolean(f.weights_norm));
+    w.set(a + keys::attention_head_count_kv, val::i32_array(kv));
+    w.set(a + keys::vocab_size, val::u32(s.n_vocab));
+    w.set(a + keys::ssm_conv_kernel, val::u32(f.d_conv));
+    w.set(a + keys::kda_head_dim, val::u32(f.kda_head_dim));
+    w.set(a + keys::kda_safe_gate, val::boolean(true));
+    w.set(a + keys::kda_gate_lower_bound, val::f32(f.lower_bound));
+    if (f.mla.q_lora_rank > 0) w.set(a + keys::attention_q_lora_rank, val::u32(f.mla.q_lora_rank));
+    w.set(a + keys::attention_kv_lora_rank, val::u32(f.mla.kv_lora_rank));
+    w.set(a + keys::rope_dimension_count, val::u32(f.mla.qk_rope));
+    w.set(a + keys::attention_key_length, val::u32(f.mla.mqa_key_length()));
+    w.set(a + keys::attention_key_length_mla, val::u32(f.mla.head_key_length()));
+    w.set(a + keys::attention_value_length_mla, val::u32(f.mla.v_head));
+    w.set(a + keys::expert_feed_forward_length, val::u32(f.n_ff_expert));
+    w.set(a + keys::expert_shared_feed_forward_length, val::u32(f.n_ff_shexp));
+    w.set(a + keys::expert_shared_count, val::u32(f.n_shared));
+    w.set(a + keys::leading_dense_block_count, val::u32(f.n_dense_lead));
+    w.set(a + keys::expert_weights_scale, val::f32(f.weights_scale));
+    w.set(a + keys::expert_weights_norm, val::boolean(f.weights_norm));
     if (f.swiglu_limit > 0) {
-      w.set(a + "swiglu_clamp_exp", val::f32_array(std::vector<float>(blocks, f.swiglu_limit)));
-      w.set(a + "swiglu_clamp_shexp", val::f32_array(std::vector<float>(blocks, f.swiglu_limit)));
+      w.set(a + keys::swiglu_clamp_exp, val::f32_array(std::vector<float>(blocks, f.swiglu_limit)));
+      w.set(a + keys::swiglu_clamp_shexp, val::f32_array(std::vector<float>(blocks, f.swiglu_limit)));
     }
-    if (f.n_nextn > 0) w.set(a + "nextn_predict_layers", val::u32(f.n_nextn));
+    if (f.n_nextn > 0) w.set(a + keys::nextn_predict_layers, val::u32(f.n_nextn));
   }
 
   // MLA's split attn_k_b/attn_v_b; the KDA decays, ssm_a positive (exp(A_log)).
