@@ -10,10 +10,10 @@ namespace ns {
 // What kind of failure: lets the daemon tell a bad job (fail it, carry on)
 // from a transient fault (retry later).
 enum class ErrorKind {
-  invalid_input,   // the user's input is wrong: fix it and resubmit
-  bad_model,       // the GGUF file is corrupt, truncated or unsupported
-  io,              // the disk or filesystem failed
-  database,        // SQLite failed
+  invalid_input,  // the user's input is wrong: fix it and resubmit
+  bad_model,      // the GGUF file is corrupt, truncated or unsupported
+  io,             // the disk or filesystem failed
+  database,       // SQLite failed
   internal,
 };
 

@@ -11,20 +11,20 @@ namespace ns {
 struct GenerationStats {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
-  double load_ms = 0;       // model load (0 when the model was already loaded)
+  double load_ms = 0;  // model load (0 when the model was already loaded)
   double prefill_ms = 0;
   double decode_ms = 0;
   double prefill_tok_s = 0;
   double decode_tok_s = 0;
-  uint64_t peak_rss_bytes = 0;  // VmHWM of the process
-  uint64_t bytes_read = 0;      // weight bytes read from disk for this generation
+  uint64_t peak_rss_bytes = 0;      // VmHWM of the process
+  uint64_t bytes_read = 0;          // weight bytes read from disk for this generation
   uint64_t kv_bytes_per_token = 0;  // KV cache bytes one token of context takes (all layers)
   // Weight streaming, for this generation (generate(); zeros where nothing was streamed):
-  double read_gib_s = 0;        // read rate while reads were in flight
-  double io_wait_ms = 0;        // compute blocked waiting for expert reads
-  double compute_ms = 0;        // prefill + decode time not spent waiting
-  double cache_hit_rate = 0;    // expert cache hits / lookups
-  double prefetch_accuracy = 0; // prefetched experts that were then used / prefetched
+  double read_gib_s = 0;         // read rate while reads were in flight
+  double io_wait_ms = 0;         // compute blocked waiting for expert reads
+  double compute_ms = 0;         // prefill + decode time not spent waiting
+  double cache_hit_rate = 0;     // expert cache hits / lookups
+  double prefetch_accuracy = 0;  // prefetched experts that were then used / prefetched
   // Batching (GenerationBatch): the forward passes this generation took part
   // in and the mean number of sequences in them (1 when it ran alone). In a
   // batch, bytes_read, io_wait_ms, compute_ms and the read time behind

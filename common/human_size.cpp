@@ -57,19 +57,28 @@ uint64_t parse_size(std::string_view text) {
     uint64_t factor;
   };
   static constexpr Unit kUnits[] = {
-      {"", 1},           {"b", 1},
-      {"k", 1ull << 10}, {"kib", 1ull << 10}, {"kb", 1000ull},
-      {"m", 1ull << 20}, {"mib", 1ull << 20}, {"mb", 1000ull * 1000},
-      {"g", 1ull << 30}, {"gib", 1ull << 30}, {"gb", 1000ull * 1000 * 1000},
-      {"t", 1ull << 40}, {"tib", 1ull << 40}, {"tb", 1000ull * 1000 * 1000 * 1000},
+      {"", 1},
+      {"b", 1},
+      {"k", 1ull << 10},
+      {"kib", 1ull << 10},
+      {"kb", 1000ull},
+      {"m", 1ull << 20},
+      {"mib", 1ull << 20},
+      {"mb", 1000ull * 1000},
+      {"g", 1ull << 30},
+      {"gib", 1ull << 30},
+      {"gb", 1000ull * 1000 * 1000},
+      {"t", 1ull << 40},
+      {"tib", 1ull << 40},
+      {"tb", 1000ull * 1000 * 1000 * 1000},
   };
   for (const Unit& u : kUnits) {
     if (!iequals(unit, u.name)) continue;
     if (whole > UINT64_MAX / u.factor) bad_size(text, "is too large");
     const uint64_t base = whole * u.factor;
     // frac / frac_scale of a unit, rounded down; long double keeps 64 bits of mantissa.
-    const auto extra = static_cast<uint64_t>(
-        std::floor(static_cast<long double>(frac) * static_cast<long double>(u.factor) / static_cast<long double>(frac_scale)));
+    const auto extra = static_cast<uint64_t>(std::floor(
+        static_cast<long double>(frac) * static_cast<long double>(u.factor) / static_cast<long double>(frac_scale)));
     if (base > UINT64_MAX - extra) bad_size(text, "is too large");
     return base + extra;
   }

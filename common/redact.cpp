@@ -126,7 +126,8 @@ std::string redact_conninfo(std::string_view s, std::vector<std::string>* found)
 std::string redact(std::string_view text, std::vector<std::string>* found) {
   // A URI anywhere in the text (a message quoting one) is redacted where it
   // stands: from its scheme to the next whitespace.
-  if (const size_t scheme = pg_scheme_length(text); scheme > 0) return redact_uri(text, scheme, found);  // the URL itself
+  if (const size_t scheme = pg_scheme_length(text); scheme > 0)
+    return redact_uri(text, scheme, found);  // the URL itself
   std::string out;
   size_t i = 0;
   bool any_uri = false;

@@ -34,18 +34,15 @@ std::string SamplingParams::validate() const {
     return bad("max_tokens", std::to_string(max_tokens), "must be in 1..1000000");
   // Comparisons written so that NaN fails them; infinities fall outside the bounds.
   if (!(std::isfinite(temperature) && temperature >= 0.0f && temperature <= kMaxTemperature))
-    return bad("temperature", format_float(temperature),
-               "must be a finite number in [0, 10] (0 means greedy)");
+    return bad("temperature", format_float(temperature), "must be a finite number in [0, 10] (0 means greedy)");
   if (top_k < 0) return bad("top_k", std::to_string(top_k), "must be >= 0 (0 disables)");
   if (!(std::isfinite(top_p) && top_p > 0.0f && top_p <= 1.0f))
     return bad("top_p", format_float(top_p), "must be a finite number in (0, 1] (1 disables)");
   if (!(std::isfinite(min_p) && min_p >= 0.0f && min_p < 1.0f))
     return bad("min_p", format_float(min_p), "must be a finite number in [0, 1) (0 disables)");
   if (!(std::isfinite(repeat_penalty) && repeat_penalty > 0.0f && repeat_penalty <= kMaxRepeatPenalty))
-    return bad("repeat_penalty", format_float(repeat_penalty),
-               "must be a finite number in (0, 10] (1 disables)");
-  if (repeat_last_n < 0)
-    return bad("repeat_last_n", std::to_string(repeat_last_n), "must be >= 0 (0 disables)");
+    return bad("repeat_penalty", format_float(repeat_penalty), "must be a finite number in (0, 10] (1 disables)");
+  if (repeat_last_n < 0) return bad("repeat_last_n", std::to_string(repeat_last_n), "must be >= 0 (0 disables)");
   if (stop.size() > kMaxStopStrings)
     return "stop has " + std::to_string(stop.size()) + " strings: at most 16 are allowed";
   for (size_t i = 0; i < stop.size(); ++i) {

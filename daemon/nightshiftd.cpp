@@ -112,22 +112,24 @@ std::string running_ids(const ns::daemon::RunStatus::Snapshot& s) {
 }
 
 void log_startup(const Config& config, const ns::daemon::WorkerOptions& opts, const std::string& db, bool drain) {
-  spdlog::info("nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}, "
-               "lease {} ms, checkpoint every {} tokens / {} ms, kernels {} (cpu_features {}; CPU has {}){}",
-               opts.worker_id, ns::redact_secrets(db), config.source, config.models.size(), config.engine.threads,
-               config.engine.context,
-               config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
-               ns::cpu_features_in_use(), config.cpu_features, ns::cpu_features_available(), drain ? ", drain mode" : "");
-  if (config.models.empty()) spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
+  spdlog::info(
+      "nightshiftd starting: worker {}, database {}, config {}, {} model(s), threads {}, context {}, "
+      "lease {} ms, checkpoint every {} tokens / {} ms, kernels {} (cpu_features {}; CPU has {}){}",
+      opts.worker_id, ns::redact_secrets(db), config.source, config.models.size(), config.engine.threads,
+      config.engine.context, config.lease_ms, config.checkpoint_tokens, config.checkpoint_interval_ms,
+      ns::cpu_features_in_use(), config.cpu_features, ns::cpu_features_available(), drain ? ", drain mode" : "");
+  if (config.models.empty())
+    spdlog::warn("no models configured: every job will fail; add models: to {}", config.source);
   // An explicit budget above the cgroup's limit ends in OOM kills mid-batch (#30 G): said once, at start.
   if (const std::string w = ns::memory_budget_warning(config.engine.memory_budget); !w.empty()) spdlog::warn("{}", w);
   for (const auto& [name, path] : config.models) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
       // Such jobs are held (left queued, the reason on them): none is failed or dead.
-      spdlog::warn("model {}: file {} not found; jobs naming it are held (left queued) until it is there: fix the "
-                   "path or mount its disk, then reload",
-                   name, path);
+      spdlog::warn(
+          "model {}: file {} not found; jobs naming it are held (left queued) until it is there: fix the "
+          "path or mount its disk, then reload",
+          name, path);
     }
   }
 }
@@ -181,8 +183,9 @@ class Supervisor {
       // with no models; taking it would leave every job unservable.
       if (fresh.models.empty()) {
         throw ns::Error(ns::ErrorKind::invalid_input,
-                        config_path_ + ": models: is empty or missing (a half-written file?); a daemon with no "
-                                       "models can serve nothing");
+                        config_path_ +
+                            ": models: is empty or missing (a half-written file?); a daemon with no "
+                            "models can serve nothing");
       }
       std::string applied, restart;
       Config running;
@@ -197,7 +200,8 @@ class Supervisor {
       // Logged before the new log level applies, so a quieter level still shows the reload.
       spdlog::info("config {} reloaded: {}{}", config_path_, applied.empty() ? "nothing changed" : "changed " + applied,
                    applied.empty() ? "" : " (applies from the next job)");
-      if (!restart.empty()) spdlog::warn("config {}: {} changed but only take effect after a restart", config_path_, restart);
+      if (!restart.empty())
+        spdlog::warn("config {}: {} changed but only take effect after a restart", config_path_, restart);
       if (const std::string w = ns::memory_budget_warning(fresh.engine.memory_budget); !w.empty())
         spdlog::warn("{}", w);
       if (log_level_override_.empty()) spdlog::set_level(ns::daemon::parse_log_level(fresh.log_level));
@@ -222,16 +226,19 @@ class Supervisor {
     const std::string what = database_->changed();
     if (what.empty()) return;
     const ns::daemon::RunStatus::Snapshot s = status_.snapshot();
-    spdlog::critical("the database file was {} while this daemon had it open: no more jobs are claimed{}; exiting "
-                     "(status 1) so that a restart opens the file now at that path. Results written since went to "
-                     "the old file; restore it, or run those jobs again",
-                     what, s.jobs.empty() ? "" : ", " + running_ids(s) + " stop(s) at the next token");
+    spdlog::critical(
+        "the database file was {} while this daemon had it open: no more jobs are claimed{}; exiting "
+        "(status 1) so that a restart opens the file now at that path. Results written since went to "
+        "the old file; restore it, or run those jobs again",
+        what, s.jobs.empty() ? "" : ", " + running_ids(s) + " stop(s) at the next token");
     g_database_lost.store(true);
     g_stop.store(true);
     const std::string moved = database_->set_aside_companions();
     if (!moved.empty()) {
-      spdlog::warn("the old file's write-ahead log and index were beside the new path, where the next program to "
-                   "open it would apply them to the new file; moved to {}", moved);
+      spdlog::warn(
+          "the old file's write-ahead log and index were beside the new path, where the next program to "
+          "open it would apply them to the new file; moved to {}",
+          moved);
     }
   }
 
@@ -243,8 +250,9 @@ class Supervisor {
       if (!g_database_lost.load()) {  // check_database() said it
         spdlog::info("{} received: {}", signal_name(),
                      s.jobs.empty() ? std::string("no job is running")
-                                    : running_ids(s) + " stop(s) at the next token, are checkpointed and go back to "
-                                                       "the queue");
+                                    : running_ids(s) +
+                                          " stop(s) at the next token, are checkpointed and go back to "
+                                          "the queue");
       }
       notifier_.stopping("draining after " + std::string(signal_name()));
       return;
@@ -272,7 +280,7 @@ class Supervisor {
   const std::string log_level_override_;
   const ns::daemon::ServiceNotifier& notifier_;
   ns::daemon::RunStatus& status_;
-  std::atomic<ns::daemon::Heartbeat*> heartbeat_{nullptr};  // set once the heartbeat runs
+  std::atomic<ns::daemon::Heartbeat*> heartbeat_{nullptr};          // set once the heartbeat runs
   std::optional<std::chrono::steady_clock::time_point> stop_seen_;  // heartbeat thread only
   const ns::daemon::DatabaseFileWatch* database_ = nullptr;
   std::chrono::steady_clock::time_point database_checked_{};  // heartbeat thread only
@@ -281,14 +289,17 @@ class Supervisor {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"nightshiftd: runs the LLM generation jobs queued with `nightshift submit`, up to "
-               "max_batch of one model together, and writes results and timing stats back to the queue's "
-               "database (SQLite, or PostgreSQL for a fleet).",
-               "nightshiftd"};
+  CLI::App app{
+      "nightshiftd: runs the LLM generation jobs queued with `nightshift submit`, up to "
+      "max_batch of one model together, and writes results and timing stats back to the queue's "
+      "database (SQLite, or PostgreSQL for a fleet).",
+      "nightshiftd"};
   std::string config_path, db_path, log_level;
   bool drain = false;
   app.set_version_flag("--version", std::string("nightshiftd ") + NS_VERSION);
-  app.add_option("--config", config_path, "YAML config (see examples/config.yaml)")->required()->check(CLI::ExistingFile);
+  app.add_option("--config", config_path, "YAML config (see examples/config.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
   app.add_option("--db", db_path,
                  "the queue (a SQLite file or a postgresql:// URL); overrides the config's database:, "
                  "$NIGHTSHIFT_DB and ./nightshift.db");
@@ -299,8 +310,8 @@ int main(int argc, char** argv) {
   app.add_flag_callback(
       "--bash-completion",
       [&app] {
-        std::fputs(ns::daemon::bash_completion(app, "nightshiftd").c_str(), stdout);
-        throw CLI::Success();
+    std::fputs(ns::daemon::bash_completion(app, "nightshiftd").c_str(), stdout);
+    throw CLI::Success();
       },
       "print the bash completion script for these options and exit");
   app.footer(

@@ -22,12 +22,12 @@ namespace ns {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // A special token's text ("" when the vocabulary has none): a chat template's bos_token / eos_token.
-std::string special_text(const Tokenizer& tok, int32_t id) { return id < 0 ? std::string() : tok.token_to_piece(id, true); }
+std::string special_text(const Tokenizer& tok, int32_t id) {
+  return id < 0 ? std::string() : tok.token_to_piece(id, true);
+}
 
 // Engine::Batch over the step loop.
 class BatchImpl final : public Engine::Batch {
@@ -132,8 +132,9 @@ class EngineImpl final : public Engine {
     // Sequence 0's rows of the KV pool, which the memory budget may have
     // sized smaller than the context (a model whose own length is huge).
     if (!model_->reserve_rows(0, static_cast<int64_t>(toks.size()) + greedy))
-      throw Error(ErrorKind::invalid_input, "prompt plus greedy tokens exceed the KV cache the memory budget holds; "
-                                            "give a smaller --context or fewer tokens");
+      throw Error(ErrorKind::invalid_input,
+                  "prompt plus greedy tokens exceed the KV cache the memory budget holds; "
+                  "give a smaller --context or fewer tokens");
     std::vector<float> logits;
     const size_t chunk = static_cast<size_t>(model_->max_batch_tokens());
     for (size_t p = 0; p < toks.size(); p += chunk) {

@@ -102,8 +102,7 @@ class Engine {
   // (checkpointed): they are replayed instead of sampled, and the sampler's
   // random stream is advanced past them, so the result equals an uninterrupted run.
   virtual GenerationResult generate(const std::string& prompt, const SamplingParams& params,
-                                    const ProgressFn& on_progress = {},
-                                    const std::vector<int32_t>& resume = {}) = 0;
+                                    const ProgressFn& on_progress = {}, const std::vector<int32_t>& resume = {}) = 0;
   // One batch at a time per Engine, and no generate() or logits() while it is open.
   virtual std::unique_ptr<Batch> open_batch() = 0;
   // The prompt's logits at every position (the top `top` of each) and a
@@ -123,7 +122,7 @@ class ModelFile {
   static std::unique_ptr<ModelFile> open(const std::string& gguf_path);
   virtual ~ModelFile() = default;
   virtual const std::optional<std::string>& chat_template() const = 0;  // none: a base model
-  virtual int64_t context_length() const = 0;                          // the model's own (n_ctx_train)
+  virtual int64_t context_length() const = 0;                           // the model's own (n_ctx_train)
   virtual int64_t count_tokens(const std::string& text) const = 0;      // as the engine tokenizes a prompt
   // The text of the vocabulary's BOS / EOS token ("" when it has none): a chat
   // template's bos_token and eos_token.
@@ -138,8 +137,8 @@ class ModelFile {
 // it, for every engine in the process (between generations).
 void check_cpu_features(const std::string& setting);
 void use_cpu_features(const std::string& setting);
-const char* cpu_features_in_use();       // "avx512", "avx2" or "scalar"
-std::string cpu_features_available();   // what the CPU offers, for messages: "avx2 fma f16c avx512f ..."
+const char* cpu_features_in_use();     // "avx512", "avx2" or "scalar"
+std::string cpu_features_available();  // what the CPU offers, for messages: "avx2 fma f16c avx512f ..."
 
 // Model files of loaded engines that were truncated or rewritten while in use
 // (engine/gguf/map_guard.h): their reads since returned zeros, so the work

@@ -122,11 +122,11 @@ ModelReport describe_model(const std::string& path, const ModelReportOptions& op
     r.memory_plan->prefix_cache = opts.engine.prefix_cache;
     r.memory_plan->memory_budget = opts.engine.memory_budget;  // as given (0: the machine's, which the plan names)
     const stream::DiskBoundEstimate e =
-        stream::estimate_disk_bound(plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()),
-                                    hp.n_expert, hp.n_expert_used, opts.disk_bytes_per_s);
+        stream::estimate_disk_bound(plan, static_cast<int64_t>(model->streaming().layout.n_moe_layers()), hp.n_expert,
+                                    hp.n_expert_used, opts.disk_bytes_per_s);
     if (e.bytes_per_expert > 0) {
-      r.disk_bound = DiskBoundReport{e.hit_rate,     e.bytes_per_token_batch1, e.tok_s_batch1,
-                                     e.full_batch,   e.bytes_per_token_full,   e.tok_s_full};
+      r.disk_bound = DiskBoundReport{e.hit_rate,   e.bytes_per_token_batch1, e.tok_s_batch1,
+                                     e.full_batch, e.bytes_per_token_full,   e.tok_s_full};
     }
   }
   return r;

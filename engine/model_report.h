@@ -56,8 +56,8 @@ struct DiskBoundReport {
 
 // One file of the model: the only one, or a shard of a split set (gguf_set.h).
 struct ShardReport {
-  std::string path;             // as the set names it (beside the path given)
-  std::string resolved_path;    // symlinks resolved
+  std::string path;           // as the set names it (beside the path given)
+  std::string resolved_path;  // symlinks resolved
   uint64_t bytes = 0;
   uint32_t device_major = 0, device_minor = 0;  // st_dev of the resolved file: which disk serves its reads
 };
@@ -65,18 +65,18 @@ struct ShardReport {
 struct ModelReport {
   std::string name, architecture, tokenizer, pre_tokenizer;
   uint32_t gguf_version = 0;
-  uint64_t file_bytes = 0;           // every shard's together
-  std::vector<ShardReport> shards;   // the model's files in order: one, or a split set's shards
+  uint64_t file_bytes = 0;          // every shard's together
+  std::vector<ShardReport> shards;  // the model's files in order: one, or a split set's shards
   uint64_t parameters = 0, active_parameters_per_token = 0;
   uint64_t tensors = 0, tensors_not_loaded = 0;  // loaded; in the file but skipped (NextN blocks)
   std::map<std::string, int64_t> tensor_types;   // type name -> tensors of that type
   int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, n_ff = 0, n_expert = 0, n_expert_used = 0;
-  int64_t context_length = 0;                    // the model's own (n_ctx_train)
-  uint64_t bytes_per_expert = 0;                 // one routed expert of the first MoE layer
-  uint64_t resident_bytes = 0;                   // every tensor but the routed-expert stacks
+  int64_t context_length = 0;     // the model's own (n_ctx_train)
+  uint64_t bytes_per_expert = 0;  // one routed expert of the first MoE layer
+  uint64_t resident_bytes = 0;    // every tensor but the routed-expert stacks
   uint64_t kv_bytes_per_token = 0, recurrent_bytes_per_sequence = 0;
-  std::optional<MemoryPlanReport> memory_plan;   // with a memory budget
-  std::optional<DiskBoundReport> disk_bound;     // with a memory plan of a MoE model
+  std::optional<MemoryPlanReport> memory_plan;  // with a memory budget
+  std::optional<DiskBoundReport> disk_bound;    // with a memory plan of a MoE model
 };
 
 ModelReport describe_model(const std::string& gguf_path, const ModelReportOptions& opts);

@@ -27,12 +27,12 @@
 namespace ns::jobs {
 
 struct ApiFile {
-  std::string id;        // "file-<hex>"
+  std::string id;  // "file-<hex>"
   std::string filename;
-  std::string purpose;   // "batch" (uploads) or "batch_output" (a batch's output and error files)
+  std::string purpose;  // "batch" (uploads) or "batch_output" (a batch's output and error files)
   int64_t bytes = 0;
   int64_t created_at = 0;
-  std::string content;   // filled only when asked for (file(id, true))
+  std::string content;  // filled only when asked for (file(id, true))
 };
 
 struct ApiBatch {
@@ -40,14 +40,14 @@ struct ApiBatch {
   std::string endpoint;  // "/v1/chat/completions" or "/v1/completions"
   std::string input_file_id;
   std::string completion_window;  // "24h"
-  std::string status;    // validating, in_progress, finalizing, completed, failed, cancelling, cancelled, expired
+  std::string status;  // validating, in_progress, finalizing, completed, failed, cancelling, cancelled, expired
   std::string output_file_id, error_file_id;  // "" = none yet
   // Lines refused at validation: a JSON array of {"code", "line", "message", "param", "custom_id"}; "" = none.
   std::string errors;
-  std::string model;     // the configured model its first request runs on ("" before validation)
-  std::string metadata;  // a JSON object, or "" (null)
-  int64_t total = 0;     // requests in the input file
-  int64_t rejected = 0;  // of which refused at validation (in `errors`)
+  std::string model;                  // the configured model its first request runs on ("" before validation)
+  std::string metadata;               // a JSON object, or "" (null)
+  int64_t total = 0;                  // requests in the input file
+  int64_t rejected = 0;               // of which refused at validation (in `errors`)
   int64_t completed = 0, failed = 0;  // the final counts, stored when the batch ends
   int64_t input_tokens = 0, output_tokens = 0, cached_tokens = 0;  // usage, stored when the batch ends
   int64_t created_at = 0, in_progress_at = 0, expires_at = 0, finalizing_at = 0, completed_at = 0, failed_at = 0,

@@ -17,9 +17,9 @@ std::optional<double> batch_eta_s(const BatchProgress& p, int64_t now_ms) {
       p.queued > 0 ? std::min(mean, static_cast<double>(p.queued_max_tokens) / static_cast<double>(p.queued)) : 0;
   const double running_each =
       p.running > 0 ? std::min(mean, static_cast<double>(p.running_max_tokens) / static_cast<double>(p.running)) : 0;
-  const double left = static_cast<double>(p.queued) * queued_each +
-                      std::max(static_cast<double>(p.running) * running_each - static_cast<double>(p.running_generated),
-                               0.0);
+  const double left =
+      static_cast<double>(p.queued) * queued_each +
+      std::max(static_cast<double>(p.running) * running_each - static_cast<double>(p.running_generated), 0.0);
   return left / rate;
 }
 

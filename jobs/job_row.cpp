@@ -18,15 +18,56 @@ namespace {
 // The job SELECT's columns, read by name (col()) rather than by position; the
 // result statistics (jobs/result_stats.h) follow them.
 constexpr std::string_view kJobColumns[] = {
-    "j.id", "j.model", "j.prompt", "j.max_tokens", "j.temperature", "j.top_k", "j.top_p", "j.min_p",
-    "j.repeat_penalty", "j.repeat_last_n", "j.seed", "j.stop", "j.ignore_eos", "j.priority",
-    "j.idempotency_key", "j.state", "j.created_ms", "j.started_ms", "j.finished_ms", "j.worker",
-    "j.attempts", "j.cancel_requested", "j.error_kind", "j.error",
-    "r.job_id", "r.text", "r.finish_reason", "r.prompt_tokens", "r.completion_tokens",
-    "j.attempt", "j.lease_expires_ms", "j.max_attempts", "j.not_before_ms",
-    "j.messages", "j.batch", "j.custom_id", "j.source_path", "j.source_line",
-    "j.progress_prompt_tokens", "j.progress_prefilled", "j.progress_generated", "j.progress_tok_s", "j.progress_ms",
-    "j.progress_eta_s", "j.run_alone", "j.grammar", "j.n", "j.top_logprobs", "r.choices", "r.logprobs",
+    "j.id",
+    "j.model",
+    "j.prompt",
+    "j.max_tokens",
+    "j.temperature",
+    "j.top_k",
+    "j.top_p",
+    "j.min_p",
+    "j.repeat_penalty",
+    "j.repeat_last_n",
+    "j.seed",
+    "j.stop",
+    "j.ignore_eos",
+    "j.priority",
+    "j.idempotency_key",
+    "j.state",
+    "j.created_ms",
+    "j.started_ms",
+    "j.finished_ms",
+    "j.worker",
+    "j.attempts",
+    "j.cancel_requested",
+    "j.error_kind",
+    "j.error",
+    "r.job_id",
+    "r.text",
+    "r.finish_reason",
+    "r.prompt_tokens",
+    "r.completion_tokens",
+    "j.attempt",
+    "j.lease_expires_ms",
+    "j.max_attempts",
+    "j.not_before_ms",
+    "j.messages",
+    "j.batch",
+    "j.custom_id",
+    "j.source_path",
+    "j.source_line",
+    "j.progress_prompt_tokens",
+    "j.progress_prefilled",
+    "j.progress_generated",
+    "j.progress_tok_s",
+    "j.progress_ms",
+    "j.progress_eta_s",
+    "j.run_alone",
+    "j.grammar",
+    "j.n",
+    "j.top_logprobs",
+    "r.choices",
+    "r.logprobs",
     "r.prompt_tokens_dropped",
 };
 constexpr int kFirstStat = static_cast<int>(std::size(kJobColumns));
@@ -115,7 +156,8 @@ std::vector<JobChoice> choices_from_json(const std::string& text, int64_t id, co
   } catch (const nlohmann::json::exception& e) {
     throw DatabaseError(false, "database " + db + ": job " + std::to_string(id) +
                                    " has a results.choices column that is not a JSON array of "
-                                   "{text, finish_reason, completion_tokens}: " + e.what());
+                                   "{text, finish_reason, completion_tokens}: " +
+                                   e.what());
   }
   return out;
 }
@@ -172,8 +214,10 @@ Job read_job(const Row& row, const std::string& db) {
     r.completion_tokens = i32(col("r.completion_tokens"));
     int c = kFirstStat;
     for (const ResultStat& st : kResultStats) {
-      if (st.real != nullptr) r.*st.real = row.real(c++);
-      else r.*st.bytes = static_cast<uint64_t>(row.int64(c++));
+      if (st.real != nullptr)
+        r.*st.real = row.real(c++);
+      else
+        r.*st.bytes = static_cast<uint64_t>(row.int64(c++));
     }
     r.more_choices = choices_from_json(row.text(col("r.choices")), job.id, db);
     r.logprobs = row.text(col("r.logprobs"));
@@ -220,8 +264,8 @@ std::string final_states_csv(const std::vector<JobState>& states) {
 
 WorkerInfo read_worker(const Row& row) {
   using W = WorkerInfo;
-  W w = read_columns<W>(row, 0, &W::id, &W::host, &W::pid, &W::model, &W::version, &W::started_ms,
-                        &W::heartbeat_ms, &W::stopped_ms);
+  W w = read_columns<W>(row, 0, &W::id, &W::host, &W::pid, &W::model, &W::version, &W::started_ms, &W::heartbeat_ms,
+                        &W::stopped_ms);
   w.problem = row.text(9);  // column 8, jobs, is read by the backend (JSON text or an array)
   return w;
 }

@@ -37,9 +37,9 @@ ApiBatch read_batch(const Result& r, int row) {
                          &b.error_file_id, &b.errors, &b.model, &b.metadata}) {
     *s = r.text(row, c++);
   }
-  for (int64_t* v : {&b.total, &b.rejected, &b.completed, &b.failed, &b.input_tokens, &b.output_tokens, &b.cached_tokens, &b.created_at, &b.in_progress_at, &b.expires_at,
-                     &b.finalizing_at, &b.completed_at, &b.failed_at, &b.expired_at, &b.cancelling_at,
-                     &b.cancelled_at}) {
+  for (int64_t* v : {&b.total, &b.rejected, &b.completed, &b.failed, &b.input_tokens, &b.output_tokens,
+                     &b.cached_tokens, &b.created_at, &b.in_progress_at, &b.expires_at, &b.finalizing_at,
+                     &b.completed_at, &b.failed_at, &b.expired_at, &b.cancelling_at, &b.cancelled_at}) {
     *v = r.int64(row, c++);
   }
   return b;
@@ -48,8 +48,11 @@ ApiBatch read_batch(const Result& r, int row) {
 Params batch_params(const ApiBatch& b) {
   Params p;
   for (const std::string* s : {&b.id, &b.endpoint, &b.input_file_id, &b.completion_window, &b.status}) p.add(*s);
-  for (const std::string* s : {&b.output_file_id, &b.error_file_id, &b.errors, &b.model, &b.metadata}) p.add_text_or_null(*s);
-  for (int64_t v : {b.total, b.rejected, b.completed, b.failed, b.input_tokens, b.output_tokens, b.cached_tokens, b.created_at}) p.add(v);
+  for (const std::string* s : {&b.output_file_id, &b.error_file_id, &b.errors, &b.model, &b.metadata})
+    p.add_text_or_null(*s);
+  for (int64_t v :
+       {b.total, b.rejected, b.completed, b.failed, b.input_tokens, b.output_tokens, b.cached_tokens, b.created_at})
+    p.add(v);
   for (int64_t v : {b.in_progress_at, b.expires_at, b.finalizing_at, b.completed_at, b.failed_at, b.expired_at,
                     b.cancelling_at, b.cancelled_at}) {
     p.add_or_null(v);
@@ -69,9 +72,9 @@ class PgApiStore final : public ApiStore {
   void add_file(const ApiFile& file) override { insert_file(db_, file); }
 
   std::optional<ApiFile> file(const std::string& id, bool with_content) override {
-    Result r = db_.exec(std::string("SELECT ") + kFileColumns + (with_content ? ", content" : "") +
-                            " FROM api_files WHERE id = $1",
-                        Params().add(id));
+    Result r = db_.exec(
+        std::string("SELECT ") + kFileColumns + (with_content ? ", content" : "") + " FROM api_files WHERE id = $1",
+        Params().add(id));
     if (r.rows() == 0) return std::nullopt;
     ApiFile f = read_file(r, 0);
     if (with_content) f.content = r.text(0, 5);
@@ -81,10 +84,11 @@ class PgApiStore final : public ApiStore {
   std::vector<ApiFile> files(const std::string& purpose, const std::string& after, int32_t limit,
                              bool ascending) override {
     const std::string cmp = ascending ? ">" : "<";
-    Result r = db_.exec(std::string("SELECT ") + kFileColumns + " FROM api_files WHERE ($1::text IS NULL OR purpose = $1)" +
-                            " AND ($2::text IS NULL OR seq " + cmp + " (SELECT seq FROM api_files WHERE id = $2))" +
-                            " ORDER BY seq " + (ascending ? "ASC" : "DESC") + " LIMIT $3::bigint",
-                        Params().add_text_or_null(purpose).add_text_or_null(after).add(int64_t{limit}));
+    Result r =
+        db_.exec(std::string("SELECT ") + kFileColumns + " FROM api_files WHERE ($1::text IS NULL OR purpose = $1)" +
+                     " AND ($2::text IS NULL OR seq " + cmp + " (SELECT seq FROM api_files WHERE id = $2))" +
+                     " ORDER BY seq " + (ascending ? "ASC" : "DESC") + " LIMIT $3::bigint",
+                 Params().add_text_or_null(purpose).add_text_or_null(after).add(int64_t{limit}));
     std::vector<ApiFile> out;
     for (int i = 0; i < r.rows(); ++i) out.push_back(read_file(r, i));
     return out;
@@ -95,7 +99,8 @@ class PgApiStore final : public ApiStore {
   }
 
   void add_batch(const ApiBatch& batch) override {
-    db_.exec(std::string("INSERT INTO api_batches (") + kBatchColumns + ") VALUES " + kBatchParams, batch_params(batch));
+    db_.exec(std::string("INSERT INTO api_batches (") + kBatchColumns + ") VALUES " + kBatchParams,
+             batch_params(batch));
   }
 
   std::optional<ApiBatch> batch(const std::string& id) override {
@@ -105,10 +110,11 @@ class PgApiStore final : public ApiStore {
   }
 
   std::vector<ApiBatch> batches(const std::string& after, int32_t limit) override {
-    Result r = db_.exec(std::string("SELECT ") + kBatchColumns +
-                            " FROM api_batches WHERE ($1::text IS NULL OR seq < (SELECT seq FROM api_batches WHERE id = $1))"
-                            " ORDER BY seq DESC LIMIT $2::bigint",
-                        Params().add_text_or_null(after).add(int64_t{limit}));
+    Result r =
+        db_.exec(std::string("SELECT ") + kBatchColumns +
+                     " FROM api_batches WHERE ($1::text IS NULL OR seq < (SELECT seq FROM api_batches WHERE id = $1))"
+                     " ORDER BY seq DESC LIMIT $2::bigint",
+                 Params().add_text_or_null(after).add(int64_t{limit}));
     std::vector<ApiBatch> out;
     for (int i = 0; i < r.rows(); ++i) out.push_back(read_batch(r, i));
     return out;

@@ -23,27 +23,34 @@ namespace {
 bool transient_code(std::string_view s) {
   if (s.size() != 5) return false;
   const std::string_view cls = s.substr(0, 2);
-  return cls == "08"          // connection exception
-         || cls == "53"       // insufficient resources: disk full, out of memory, too many connections
-         || cls == "58"       // system error (I/O)
-         || s == "40001"      // serialization_failure
-         || s == "40P01"      // deadlock_detected
-         || s == "55P03"      // lock_not_available (lock_timeout)
-         || s == "57P01"      // admin_shutdown (server stopping or restarting)
-         || s == "57P02"      // crash_shutdown
-         || s == "57P03"      // cannot_connect_now (starting up)
-         || s == "57014"      // query_canceled (statement_timeout)
-         || s == "25P03";     // idle_in_transaction_session_timeout
+  return cls == "08"       // connection exception
+         || cls == "53"    // insufficient resources: disk full, out of memory, too many connections
+         || cls == "58"    // system error (I/O)
+         || s == "40001"   // serialization_failure
+         || s == "40P01"   // deadlock_detected
+         || s == "55P03"   // lock_not_available (lock_timeout)
+         || s == "57P01"   // admin_shutdown (server stopping or restarting)
+         || s == "57P02"   // crash_shutdown
+         || s == "57P03"   // cannot_connect_now (starting up)
+         || s == "57014"   // query_canceled (statement_timeout)
+         || s == "25P03";  // idle_in_transaction_session_timeout
 }
 
 // A failed connection attempt is transient unless the settings themselves
 // are wrong (bad URL, unknown user or database, rejected password): those
 // do not fix themselves by waiting.
 bool transient_connect_failure(const std::string& message) {
-  static const char* kPermanent[] = {"authentication failed", "does not exist", "no password supplied",
-                                     "invalid connection option", "invalid URI", "invalid integer value",
-                                     "invalid sslmode", "missing \"=\"", "unterminated quoted string",
-                                     "no pg_hba.conf entry", "permission denied",
+  static const char* kPermanent[] = {"authentication failed",
+                                     "does not exist",
+                                     "no password supplied",
+                                     "invalid connection option",
+                                     "invalid URI",
+                                     "invalid integer value",
+                                     "invalid sslmode",
+                                     "missing \"=\"",
+                                     "unterminated quoted string",
+                                     "no pg_hba.conf entry",
+                                     "permission denied",
                                      "invalid percent-encoded token",  // a bad escape in the URL (the password?)
                                      "server does not support SSL, but SSL was required",
                                      "SSL is not supported by this build"};
@@ -129,7 +136,6 @@ T parse_number(const char* s, int len) {
   return v;
 }
 
-
 // The password alone, from its file's first line (PgOptions::password_file). Anything a group or others may
 // access is refused, as libpq refuses such a PGPASSFILE: a secret others can read is no longer one.
 std::string read_password_file(const std::string& path, const std::string& db) {
@@ -149,8 +155,10 @@ std::string read_password_file(const std::string& path, const std::string& db) {
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw DatabaseError(false, where + " may be read by its group or others (mode " + mode + "); make it the "
-                                         "daemon user's alone: chmod 600 " + path);
+    throw DatabaseError(false, where + " may be read by its group or others (mode " + mode +
+                                   "); make it the "
+                                   "daemon user's alone: chmod 600 " +
+                                   path);
   }
   text = text.substr(0, text.find_first_of("\r\n"));
   if (text.empty()) throw DatabaseError(false, where + " is empty; write the password on its first line");
@@ -282,9 +290,15 @@ void Conn::connect() {
   // Defaults first: settings in the URL come later and override them.
   // The password file's secret comes last, so it wins over the URL's; it goes to libpq only, never to a message.
   const std::string password = options_.password_file.empty() ? "" : read_password_file(options_.password_file, name_);
-  const char* keys[] = {"connect_timeout", "application_name", "keepalives_idle", "keepalives_interval",
-                        "keepalives_count", "client_encoding", "dbname",
-                        password.empty() ? nullptr : "password", nullptr};
+  const char* keys[] = {"connect_timeout",
+                        "application_name",
+                        "keepalives_idle",
+                        "keepalives_interval",
+                        "keepalives_count",
+                        "client_encoding",
+                        "dbname",
+                        password.empty() ? nullptr : "password",
+                        nullptr};
   const char* values[] = {"10", "nightshift", "30", "10", "3", "UTF8", url_.c_str(), password.c_str(), nullptr};
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) throw DatabaseError(true, "database " + name_ + ": out of memory while connecting");
@@ -319,7 +333,8 @@ void Conn::ensure_connected(std::string_view sql) {
   if (in_transaction_) {
     throw DatabaseError(true, "database " + name_ +
                                   ": the connection was lost in the middle of a transaction, which the server "
-                                  "rolled back (the next call reconnects) in: " + sql_excerpt(sql));
+                                  "rolled back (the next call reconnects) in: " +
+                                  sql_excerpt(sql));
   }
   connect();
 }

@@ -45,8 +45,8 @@ int migrate(Conn& conn) {
     try {
       conn.exec_script(m.sql);
     } catch (const DatabaseError& e) {
-      throw DatabaseError(e.transient(), "migration " + std::string(m.file_name) + " failed (nothing was changed): " +
-                                             e.what());
+      throw DatabaseError(e.transient(),
+                          "migration " + std::string(m.file_name) + " failed (nothing was changed): " + e.what());
     }
     conn.exec("INSERT INTO nightshift_schema_version (version, file_name) VALUES ($1, $2)",
               Params().add(int64_t{m.version}).add(m.file_name));

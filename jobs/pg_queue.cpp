@@ -42,8 +42,9 @@ std::optional<Job> PgQueue::get(int64_t id) {
 }
 
 std::vector<Job> PgQueue::list(const ListFilter& filter) {
-  std::string where = " WHERE ($1::text IS NULL OR j.state = $1) AND ($3::text IS NULL OR j.batch = $3)"
-                      " AND ($4::text IS NULL OR j.model = $4)";
+  std::string where =
+      " WHERE ($1::text IS NULL OR j.state = $1) AND ($3::text IS NULL OR j.batch = $3)"
+      " AND ($4::text IS NULL OR j.model = $4)";
   where += list_order_sql(filter.order);
   where += " LIMIT $2::bigint";  // NULL = no limit
   Params p;
@@ -141,9 +142,9 @@ std::vector<ModelTotals> PgQueue::model_totals() {
     add_count(by_model[states.text(i, 0)].jobs, state_from_column(states.text(i, 1), 0, db_.name()),
               states.int64(i, 2));
   }
-  Result sums = db_.exec(std::string("SELECT j.model, ") + kResultSums +
-                             " FROM results r JOIN jobs j ON j.id = r.job_id GROUP BY j.model",
-                         Params());
+  Result sums = db_.exec(
+      std::string("SELECT j.model, ") + kResultSums + " FROM results r JOIN jobs j ON j.id = r.job_id GROUP BY j.model",
+      Params());
   for (int i = 0; i < sums.rows(); ++i) {
     ModelTotals& m = by_model[sums.text(i, 0)];
     m.results = sums.int64(i, 1);
@@ -182,9 +183,10 @@ int64_t PgQueue::prune(int64_t older_than_ms, const std::vector<JobState>& state
   const std::string list = final_states_csv(states);
   if (list.empty()) return 0;
   if (dry_run) {
-    Result r = db_.exec("SELECT count(*) FROM jobs WHERE finished_ms < nightshift_now_ms() - $1 "
-                        "AND state = ANY (string_to_array($2, ','))",
-                        Params().add(older_than_ms).add(list));
+    Result r = db_.exec(
+        "SELECT count(*) FROM jobs WHERE finished_ms < nightshift_now_ms() - $1 "
+        "AND state = ANY (string_to_array($2, ','))",
+        Params().add(older_than_ms).add(list));
     return r.int64(0, 0);
   }
   Transaction tx(db_);

@@ -41,8 +41,9 @@ void PgQueue::set_grammar(int64_t id, const std::string& grammar) {
 
 // Idle daemons poll: one cheap read outside a transaction (every model).
 bool PgQueue::anything_claimable(const std::string&) {
-  return db_.exec("SELECT 1 FROM jobs WHERE state = 'queued' AND "
-                  "(not_before_ms IS NULL OR not_before_ms <= nightshift_now_ms()) LIMIT 1")
+  return db_.exec(
+                "SELECT 1 FROM jobs WHERE state = 'queued' AND "
+                "(not_before_ms IS NULL OR not_before_ms <= nightshift_now_ms()) LIMIT 1")
              .rows() > 0;
 }
 
@@ -83,8 +84,7 @@ std::vector<Job> PgQueue::claim_ids(const std::vector<int64_t>& ids, const std::
 }
 
 std::optional<Orphan> PgQueue::running_under(const Lease& lease) {
-  Result r = db_.exec(std::string("SELECT attempts, max_attempts, cancel_requested FROM jobs") + kFence +
-                          " FOR UPDATE",
+  Result r = db_.exec(std::string("SELECT attempts, max_attempts, cancel_requested FROM jobs") + kFence + " FOR UPDATE",
                       fence(lease));
   if (r.rows() == 0) return std::nullopt;
   Orphan o;
@@ -104,8 +104,10 @@ bool PgQueue::extend_lease(const Lease& lease, int64_t lease_ms, const JobProgre
     sql += R"(, progress_prompt_tokens = $5, progress_prefilled = $6, progress_generated = $7,
                 progress_tok_s = $8, progress_ms = nightshift_now_ms(), progress_eta_s = $9)";
     p.add(progress->prompt_tokens).add(progress->prefilled).add(progress->generated).add(progress->tok_s);
-    if (progress->eta_s >= 0) p.add(progress->eta_s);
-    else p.add_null();
+    if (progress->eta_s >= 0)
+      p.add(progress->eta_s);
+    else
+      p.add_null();
   }
   return db_.exec(sql + kFence, p).affected() == 1;
 }
@@ -125,8 +127,10 @@ void PgQueue::write_output_options(int64_t id, const SamplingParams& sp) {
   if (sp.n == 1 && !sp.logprobs) return;  // the columns' defaults
   Params p;
   p.add(id).add(sp.n);
-  if (sp.logprobs) p.add(sp.top_logprobs);
-  else p.add_null();
+  if (sp.logprobs)
+    p.add(sp.top_logprobs);
+  else
+    p.add_null();
   db_.exec("UPDATE jobs SET n = $2, top_logprobs = $3 WHERE id = $1", p);
 }
 
@@ -199,21 +203,22 @@ void PgQueue::write_result(int64_t id, const JobResult& r) {
            result_stat_columns() + ") VALUES (" + values +
            ") ON CONFLICT (job_id) DO UPDATE SET text = EXCLUDED.text, finish_reason = EXCLUDED.finish_reason, "
            "prompt_tokens = EXCLUDED.prompt_tokens, completion_tokens = EXCLUDED.completion_tokens, "
-           "prompt_tokens_dropped = EXCLUDED.prompt_tokens_dropped" + updates;
+           "prompt_tokens_dropped = EXCLUDED.prompt_tokens_dropped" +
+           updates;
   }();
   Params p = Params().add(id).add(r.text).add(r.finish_reason).add(r.prompt_tokens).add(r.completion_tokens);
   p.add(r.prompt_tokens_dropped);
   for (const ResultStat& st : kResultStats) {
-    if (st.real != nullptr) p.add(stat_real(st, r));
-    else p.add(stat_bytes(st, r));
+    if (st.real != nullptr)
+      p.add(stat_real(st, r));
+    else
+      p.add(stat_bytes(st, r));
   }
   db_.exec(sql, p);
   write_result_choices(id, r);
 }
 
-void PgQueue::drop_checkpoint(int64_t id) {
-  db_.exec("DELETE FROM checkpoints WHERE job_id = $1", Params().add(id));
-}
+void PgQueue::drop_checkpoint(int64_t id) { db_.exec("DELETE FROM checkpoints WHERE job_id = $1", Params().add(id)); }
 
 bool PgQueue::any_orphan(const OrphanScope& scope) {
   if (scope.expired()) {
@@ -230,13 +235,12 @@ bool PgQueue::any_orphan(const OrphanScope& scope) {
 std::vector<Orphan> PgQueue::orphans(const OrphanScope& scope) {
   Params p;
   if (!scope.expired()) p.add(scope.worker);
-  Result r = db_.exec(
-      std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
-                  "coalesce(lease_expires_ms, 0), run_alone, ") + kSharedCrash +
-          " FROM jobs WHERE state = 'running' AND " +
-          (scope.expired() ? untrusted_lease_sql("nightshift_now_ms()") : std::string("worker = $1")) +
-          " ORDER BY id FOR UPDATE SKIP LOCKED",
-      p);
+  Result r = db_.exec(std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
+                                  "coalesce(lease_expires_ms, 0), run_alone, ") +
+                          kSharedCrash + " FROM jobs WHERE state = 'running' AND " +
+                          (scope.expired() ? untrusted_lease_sql("nightshift_now_ms()") : std::string("worker = $1")) +
+                          " ORDER BY id FOR UPDATE SKIP LOCKED",
+                      p);
   std::vector<Orphan> out;
   for (int i = 0; i < r.rows(); ++i) out.push_back(read_orphan(ResultRow(r, i)));
   return out;

@@ -41,8 +41,8 @@ namespace ns::jobs {
 // `dead`: a transient failure or an expired lease with no attempts left.
 // failed | dead | cancelled -> queued again with retry().
 enum class JobState { queued, running, done, failed, cancelled, dead };
-inline constexpr JobState kAllJobStates[] = {JobState::queued,    JobState::running,   JobState::done,
-                                             JobState::failed,    JobState::cancelled, JobState::dead};
+inline constexpr JobState kAllJobStates[] = {JobState::queued, JobState::running,   JobState::done,
+                                             JobState::failed, JobState::cancelled, JobState::dead};
 const char* state_name(JobState s);
 std::optional<JobState> parse_state(const std::string& s);
 
@@ -64,7 +64,7 @@ inline constexpr int32_t kDefaultMaxAttempts = 3;
 inline constexpr int32_t kMaxMaxAttempts = 100;
 
 struct JobSpec {
-  std::string model;            // a model name from the daemon config's `models:` map
+  std::string model;  // a model name from the daemon config's `models:` map
   // The input: exactly one of the two. A completion job continues `prompt`
   // (valid UTF-8, 1..kMaxPromptBytes bytes); a chat job holds `messages`, a
   // JSON array of {"role": "...", "content": "..."} objects, which the daemon
@@ -72,17 +72,17 @@ struct JobSpec {
   std::string prompt;
   std::string messages;
   SamplingParams sampling;
-  int32_t priority = 0;         // higher runs first; ties run oldest first
-  std::string idempotency_key;  // empty = none; a second submit with the same key returns the first job
+  int32_t priority = 0;                        // higher runs first; ties run oldest first
+  std::string idempotency_key;                 // empty = none; a second submit with the same key returns the first job
   int32_t max_attempts = kDefaultMaxAttempts;  // 1..kMaxMaxAttempts claims that may end in a crash or transient failure
-  int64_t not_before_ms = 0;    // epoch ms; 0 = claimable at once
+  int64_t not_before_ms = 0;                   // epoch ms; 0 = claimable at once
   // Grouping and provenance (all optional): the named batch the job belongs
   // to (`submit --jsonl`, `submit --dir`), its custom_id (unique within the
   // batch), and where its input came from: a file, and the line for JSONL.
   std::string batch;
   std::string custom_id;
   std::string source_path;
-  int32_t source_line = 0;      // 1-based; 0 = not from a line of a file
+  int32_t source_line = 0;  // 1-based; 0 = not from a line of a file
 
   bool is_chat() const { return !messages.empty(); }
 };
@@ -118,10 +118,10 @@ struct JobChoice {
 };
 
 struct JobResult {
-  std::string text;            // choice 0
-  std::string finish_reason;   // "stop", "length", "cancelled" (choice 0)
+  std::string text;           // choice 0
+  std::string finish_reason;  // "stop", "length", "cancelled" (choice 0)
   int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;  // every choice's, summed (OpenAI's usage)
+  int32_t completion_tokens = 0;        // every choice's, summed (OpenAI's usage)
   std::vector<JobChoice> more_choices;  // choices 1..n-1
   // sampling.logprobs: every choice's records, encoded (engine/sampler/logprobs.h); "" = none.
   std::string logprobs;
@@ -133,7 +133,7 @@ struct JobResult {
   // reads and waits, in proportion to the job's tokens in it).
   double read_gib_s = 0, io_wait_ms = 0, compute_ms = 0;
   double cache_hit_rate = 0, prefetch_accuracy = 0;
-  double avg_batch_size = 0;   // mean number of jobs decoded together in the steps this job took
+  double avg_batch_size = 0;  // mean number of jobs decoded together in the steps this job took
   // Its share of the wall time of the steps that decoded its tokens (engine
   // GenerationStats::decode_share_ms): summed over a batch, the time the batch was decoding.
   double decode_share_ms = 0;
@@ -148,10 +148,10 @@ struct JobResult {
 // How far a running job has got, written with its heartbeats.
 struct JobProgress {
   int32_t prompt_tokens = 0;
-  int32_t prefilled = 0;       // prompt tokens processed so far
-  int32_t generated = 0;       // completion tokens so far
-  double tok_s = 0;            // recent decode rate
-  int64_t updated_ms = 0;      // when it was written (set by the backend)
+  int32_t prefilled = 0;   // prompt tokens processed so far
+  int32_t generated = 0;   // completion tokens so far
+  double tok_s = 0;        // recent decode rate
+  int64_t updated_ms = 0;  // when it was written (set by the backend)
   // The daemon's estimate, at updated_ms, of the seconds left until
   // max_tokens (from its batch's step rate); < 0 = unknown. Readers count it
   // down from updated_ms (remaining_eta_s()).
@@ -175,17 +175,17 @@ struct Job {
   JobState state = JobState::queued;
   int64_t created_ms = 0, started_ms = 0, finished_ms = 0;  // epoch ms; 0 = not yet
   // started_ms is the latest claim (a released job is claimed again later).
-  std::string worker;           // who claimed it last
-  int32_t attempts = 0;         // claims counted toward max_attempts (a graceful release gives one back)
-  int32_t attempt = 0;          // number of the latest claim: 1, 2, ... never reused
-  int64_t lease_expires_ms = 0; // running jobs only
+  std::string worker;            // who claimed it last
+  int32_t attempts = 0;          // claims counted toward max_attempts (a graceful release gives one back)
+  int32_t attempt = 0;           // number of the latest claim: 1, 2, ... never reused
+  int64_t lease_expires_ms = 0;  // running jobs only
   bool cancel_requested = false;
   // Its daemon died while it ran beside other jobs: claimed only alone from
   // now on, so a crash can be blamed on it (recover_expired()).
   bool run_alone = false;
   std::string error_kind, error;  // failed/dead jobs; queued jobs: the last attempt's transient error
   std::optional<JobResult> result;
-  JobProgress progress;         // running jobs (and the last value for ended ones)
+  JobProgress progress;  // running jobs (and the last value for ended ones)
 
   Lease lease() const { return {id, worker, attempt}; }
 };
@@ -201,8 +201,8 @@ inline bool is_held(const Job& job) { return job.state == JobState::queued && jo
 struct Checkpoint {
   std::vector<int32_t> tokens;                    // choice 0
   std::vector<std::vector<int32_t>> more_tokens;  // choices 1..n-1
-  std::string logprobs;  // every choice's records of those tokens, encoded; "" = none
-  int32_t attempt = 0;  // the attempt that saved it
+  std::string logprobs;                           // every choice's records of those tokens, encoded; "" = none
+  int32_t attempt = 0;                            // the attempt that saved it
   int64_t saved_ms = 0;
 };
 
@@ -230,9 +230,9 @@ struct ListFilter {
   std::string model;   // "" = every model
   int32_t limit = 50;  // <= 0 means no limit
   enum class Order {
-    newest_first,           // id descending (`nightshift list`)
-    oldest_first,           // id ascending: submission order (exports)
-    recently_finished,      // finished_ms descending; jobs not finished are left out
+    newest_first,       // id descending (`nightshift list`)
+    oldest_first,       // id ascending: submission order (exports)
+    recently_finished,  // finished_ms descending; jobs not finished are left out
   } order = Order::newest_first;
 };
 
@@ -263,10 +263,10 @@ enum class RetryOutcome { requeued, not_found, not_retryable };
 
 struct BatchSummary {
   std::string name;
-  int64_t created_ms = 0;     // first job's submission
-  int64_t finished_ms = 0;    // last job's end; 0 while any is queued or running
+  int64_t created_ms = 0;   // first job's submission
+  int64_t finished_ms = 0;  // last job's end; 0 while any is queued or running
   QueueCounts counts;
-  BatchProgress progress;     // what its ETA reads (jobs/batch_eta.h)
+  BatchProgress progress;  // what its ETA reads (jobs/batch_eta.h)
 };
 
 // What one model's jobs add up to (`nightshift status --prometheus`, the status page): its jobs by
@@ -275,8 +275,8 @@ struct BatchSummary {
 // of the batched steps it took part in, so they add up across a batch.
 struct ModelTotals {
   std::string model;
-  QueueCounts jobs;          // retry_waiting is not counted here
-  int64_t results = 0;       // jobs with a result
+  QueueCounts jobs;     // retry_waiting is not counted here
+  int64_t results = 0;  // jobs with a result
   int64_t prompt_tokens = 0, completion_tokens = 0;
   uint64_t bytes_read = 0;
   double queue_wait_ms = 0, decode_share_ms = 0, io_wait_ms = 0, compute_ms = 0;
@@ -294,7 +294,7 @@ struct TokenBucket {
 
 // A daemon process taking jobs from the queue (the fleet in `nightshift status`).
 struct WorkerInfo {
-  std::string id;             // worker_id from the daemon config (unique per process)
+  std::string id;  // worker_id from the daemon config (unique per process)
   std::string host, model, version;
   int64_t pid = 0;
   int64_t started_ms = 0;     // set by register_worker

@@ -12,8 +12,8 @@ namespace ns::jobs {
 
 Orphan read_orphan(const Row& row) {
   return read_columns<Orphan>(row, 0, &Orphan::id, &Orphan::attempt, &Orphan::attempts, &Orphan::max_attempts,
-                              &Orphan::cancel_requested, &Orphan::worker, &Orphan::lease_expires_ms,
-                              &Orphan::run_alone, &Orphan::shared);
+                              &Orphan::cancel_requested, &Orphan::worker, &Orphan::lease_expires_ms, &Orphan::run_alone,
+                              &Orphan::shared);
 }
 
 const char* const kSharedCrash = R"(EXISTS (
@@ -222,12 +222,11 @@ Recovery TransitionQueue::recover(const OrphanScope& scope, const char* outcome,
   for (const Orphan& o : orphans(scope)) {
     const std::string n = std::to_string(o.attempt);
     const std::string error =
-        kind == "abandoned"
-            ? "worker " + o.worker + " was restarted while it ran attempt " + n
-            : "worker " + o.worker + " stopped renewing its lease during attempt " + n +
-                  " (crashed, killed or hung); " +
-                  (o.lease_expires_ms > 0 ? "the lease expired at " + iso8601_utc(o.lease_expires_ms)
-                                          : std::string("it was claimed before the upgrade to leases"));
+        kind == "abandoned" ? "worker " + o.worker + " was restarted while it ran attempt " + n
+                            : "worker " + o.worker + " stopped renewing its lease during attempt " + n +
+                                  " (crashed, killed or hung); " +
+                                  (o.lease_expires_ms > 0 ? "the lease expired at " + iso8601_utc(o.lease_expires_ms)
+                                                          : std::string("it was claimed before the upgrade to leases"));
     if (kind != "abandoned" && o.lease_expires_ms > now_epoch_ms()) {
       // Taken for its worker's row, not an expired lease (untrusted_lease_sql): no fault of the job's.
       const std::string why = "worker " + o.worker + " cannot renew the lease of attempt " + n + " (it stopped, or " +
@@ -241,8 +240,9 @@ Recovery TransitionQueue::recover(const OrphanScope& scope, const char* outcome,
     if (o.shared && !o.run_alone && !o.cancel_requested) {
       // Which job of the batch (if any) brought the process down is unknown:
       // charge none of them; each runs alone next, where a crash is its own.
-      const std::string unblamed = error + "; other jobs ran beside it, so the attempt is not counted and it runs "
-                                           "alone next";
+      const std::string unblamed = error +
+                                   "; other jobs ran beside it, so the attempt is not counted and it runs "
+                                   "alone next";
       end_attempt(o.lease(), {outcome, &kind, &unblamed});
       release_fenced(o.lease(), true, nullptr);
       ++r.requeued;

@@ -120,8 +120,8 @@ class TransitionQueue : public Queue {
 
   bool complete(const Lease& lease, const JobResult& result) override;
   bool fail(const Lease& lease, const std::string& error_kind, const std::string& message) override;
-  std::optional<JobState> fail_transient(const Lease& lease, const std::string& error_kind,
-                                         const std::string& message, const Backoff& backoff) override;
+  std::optional<JobState> fail_transient(const Lease& lease, const std::string& error_kind, const std::string& message,
+                                         const Backoff& backoff) override;
   bool finish_cancelled(const Lease& lease, const JobResult& partial) override;
   bool release(const Lease& lease, const std::string& reason) override;
 
@@ -155,8 +155,7 @@ class TransitionQueue : public Queue {
   // In a write, after claimable_head(): claims these queued jobs for
   // `worker` (state, attempt, attempts, lease, an attempts row opened) and
   // returns them as they are now, in the order given.
-  virtual std::vector<Job> claim_ids(const std::vector<int64_t>& ids, const std::string& worker,
-                                     int64_t lease_ms) = 0;
+  virtual std::vector<Job> claim_ids(const std::vector<int64_t>& ids, const std::string& worker, int64_t lease_ms) = 0;
 
   // ---- fenced writes about a running job (false / nullopt: fence broken) ---------
   // In a write: the job (locked) while `lease` still holds it.

@@ -22,8 +22,8 @@ namespace ns::jobs {
 
 struct ResultStat {
   const char* name;
-  double JobResult::*real = nullptr;        // REAL / double precision
-  uint64_t JobResult::*bytes = nullptr;     // INTEGER / bigint, stored as signed 64-bit
+  double JobResult::*real = nullptr;     // REAL / double precision
+  uint64_t JobResult::*bytes = nullptr;  // INTEGER / bigint, stored as signed 64-bit
   double GenerationStats::*engine_real = nullptr;
   uint64_t GenerationStats::*engine_bytes = nullptr;
 };

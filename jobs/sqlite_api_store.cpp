@@ -35,9 +35,9 @@ ApiBatch read_batch(const Stmt& st) {
                          &b.error_file_id, &b.errors, &b.model, &b.metadata}) {
     *s = st.text(c++);
   }
-  for (int64_t* v : {&b.total, &b.rejected, &b.completed, &b.failed, &b.input_tokens, &b.output_tokens, &b.cached_tokens, &b.created_at, &b.in_progress_at, &b.expires_at,
-                     &b.finalizing_at, &b.completed_at, &b.failed_at, &b.expired_at, &b.cancelling_at,
-                     &b.cancelled_at}) {
+  for (int64_t* v : {&b.total, &b.rejected, &b.completed, &b.failed, &b.input_tokens, &b.output_tokens,
+                     &b.cached_tokens, &b.created_at, &b.in_progress_at, &b.expires_at, &b.finalizing_at,
+                     &b.completed_at, &b.failed_at, &b.expired_at, &b.cancelling_at, &b.cancelled_at}) {
     *v = st.int64(c++);
   }
   return b;
@@ -47,8 +47,11 @@ ApiBatch read_batch(const Stmt& st) {
 void bind_batch(Stmt& st, const ApiBatch& b) {
   int i = 1;
   for (const std::string* s : {&b.id, &b.endpoint, &b.input_file_id, &b.completion_window, &b.status}) st.bind(i++, *s);
-  for (const std::string* s : {&b.output_file_id, &b.error_file_id, &b.errors, &b.model, &b.metadata}) st.bind_text_or_null(i++, *s);
-  for (int64_t v : {b.total, b.rejected, b.completed, b.failed, b.input_tokens, b.output_tokens, b.cached_tokens, b.created_at}) st.bind(i++, v);
+  for (const std::string* s : {&b.output_file_id, &b.error_file_id, &b.errors, &b.model, &b.metadata})
+    st.bind_text_or_null(i++, *s);
+  for (int64_t v :
+       {b.total, b.rejected, b.completed, b.failed, b.input_tokens, b.output_tokens, b.cached_tokens, b.created_at})
+    st.bind(i++, v);
   for (int64_t v : {b.in_progress_at, b.expires_at, b.finalizing_at, b.completed_at, b.failed_at, b.expired_at,
                     b.cancelling_at, b.cancelled_at}) {
     if (v == 0) {
@@ -60,7 +63,8 @@ void bind_batch(Stmt& st, const ApiBatch& b) {
 }
 
 void insert_file(Db& db, const ApiFile& f) {
-  Stmt st(db, "INSERT INTO api_files (id, filename, purpose, bytes, created_at, content) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  Stmt st(db,
+          "INSERT INTO api_files (id, filename, purpose, bytes, created_at, content) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
   st.bind(1, f.id).bind(2, f.filename).bind(3, f.purpose).bind(4, f.bytes).bind(5, f.created_at).bind(6, f.content);
   st.run();
 }
@@ -76,7 +80,8 @@ class SqliteApiStore final : public ApiStore {
   }
 
   std::optional<ApiFile> file(const std::string& id, bool with_content) override {
-    Stmt st(db_, std::string("SELECT ") + kFileColumns + (with_content ? ", content" : "") + " FROM api_files WHERE id = ?1");
+    Stmt st(db_, std::string("SELECT ") + kFileColumns + (with_content ? ", content" : "") +
+                     " FROM api_files WHERE id = ?1");
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     ApiFile f = read_file(st);

@@ -23,21 +23,17 @@ std::string hint_for(int rc, int busy_timeout_ms) {
     case SQLITE_LOCKED:
       return "; another process held the database lock for longer than the busy timeout (" +
              std::to_string(busy_timeout_ms) + " ms): retry later, or find the process holding a transaction open";
-    case SQLITE_CANTOPEN:
-      return "; check that the directory exists and that this user may write to it";
+    case SQLITE_CANTOPEN: return "; check that the directory exists and that this user may write to it";
     case SQLITE_READONLY:
       return "; the file or its directory is read-only (WAL mode must create the -wal and -shm files "
              "next to the database)";
-    case SQLITE_NOTADB:
-      return "; the file is not a SQLite database (wrong --db path?)";
-    case SQLITE_CORRUPT:
-      return "; the database file is damaged: restore a backup or run `sqlite3 FILE .recover`";
+    case SQLITE_NOTADB: return "; the file is not a SQLite database (wrong --db path?)";
+    case SQLITE_CORRUPT: return "; the database file is damaged: restore a backup or run `sqlite3 FILE .recover`";
     case SQLITE_FULL:
       return "; the disk is full: free space on the filesystem holding the database (its -wal file grows too)";
     case SQLITE_IOERR:
       return "; the operating system reported an I/O error on the database file or its -wal/-shm files";
-    default:
-      return "";
+    default: return "";
   }
 }
 
@@ -47,10 +43,8 @@ bool is_transient(int rc) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
     case SQLITE_FULL:
-    case SQLITE_IOERR:
-      return true;
-    default:
-      return false;
+    case SQLITE_IOERR: return true;
+    default: return false;
   }
 }
 
@@ -80,8 +74,7 @@ void create_private(const std::string& path) {
 
 // ---- Db ---------------------------------------------------------------------
 
-Db::Db(const std::string& path, const SqliteOptions& options)
-    : path_(path), busy_timeout_ms_(options.busy_timeout_ms) {
+Db::Db(const std::string& path, const SqliteOptions& options) : path_(path), busy_timeout_ms_(options.busy_timeout_ms) {
   if (options.read_only) {
     open_read_only();
     return;
@@ -103,8 +96,8 @@ Db::Db(const std::string& path, const SqliteOptions& options)
       try {
         Stmt wal(*this, "PRAGMA journal_mode = WAL");
         if (!wal.step() || wal.text(0) != "wal") {
-          throw DatabaseError(false, "database " + path_ + ": cannot switch to WAL journal mode (got '" +
-                                         wal.text(0) + "'); WAL needs a local filesystem, not NFS");
+          throw DatabaseError(false, "database " + path_ + ": cannot switch to WAL journal mode (got '" + wal.text(0) +
+                                         "'); WAL needs a local filesystem, not NFS");
         }
         break;
       } catch (const DatabaseError& e) {
@@ -264,8 +257,8 @@ bool Stmt::step() {
 
 void Stmt::run() {
   if (step()) {
-    throw Error(ErrorKind::internal, "database " + db_.path() + ": `" + shorten(sql_) +
-                                         "` returned rows where none were expected");
+    throw Error(ErrorKind::internal,
+                "database " + db_.path() + ": `" + shorten(sql_) + "` returned rows where none were expected");
   }
 }
 

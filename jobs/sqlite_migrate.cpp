@@ -51,7 +51,7 @@ int migrate(Db& db) {
     ForeignKeysOff fk_off(db);
     WriteTransaction tx(db);
     const int64_t current = db.scalar_int("PRAGMA user_version");
-    if (current > latest) break;  // reported below
+    if (current > latest) break;         // reported below
     if (current >= m.version) continue;  // another process migrated meanwhile
     try {
       db.exec(m.sql);

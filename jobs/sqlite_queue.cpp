@@ -25,7 +25,9 @@ SqliteQueue::SqliteQueue(const std::string& path, const SqliteOptions& options)
     const char* check = options.integrity_check == IntegrityCheck::full ? "integrity_check" : "quick_check";
     throw DatabaseError(false, "database " + path + " failed PRAGMA " + check + ": " + problems +
                                    "; stop every nightshift process, keep a copy of the file, then rebuild it "
-                                   "with `sqlite3 " + path + " .recover | sqlite3 recovered.db` (see "
+                                   "with `sqlite3 " +
+                                   path +
+                                   " .recover | sqlite3 recovered.db` (see "
                                    "docs/operations.md)");
   }
   if (!options.read_only) {
@@ -204,7 +206,8 @@ int64_t SqliteQueue::prune(int64_t older_than_ms, const std::vector<JobState>& s
   WriteTransaction tx(db_);
   // The jobs' rows in the other tables go first (not left to ON DELETE CASCADE,
   // so a connection with foreign keys off cannot leave orphans).
-  const char* const kOld = "SELECT id FROM jobs WHERE finished_ms < ?1 AND instr(',' || ?2 || ',', ',' || state || ',') > 0";
+  const char* const kOld =
+      "SELECT id FROM jobs WHERE finished_ms < ?1 AND instr(',' || ?2 || ',', ',' || state || ',') > 0";
   for (const char* table : {"results", "attempts", "checkpoints"}) {
     Stmt del(db_, std::string("DELETE FROM ") + table + " WHERE job_id IN (" + kOld + ")");
     del.bind(1, cutoff).bind(2, list);

@@ -94,7 +94,7 @@ class SqliteQueue final : public TransitionQueue {
     bool told = false;                            // on_clock_disagreement was called for this attempt
   };
   Db db_;
-  int64_t claim_now_ = 0;  // the clock reading of the claim in progress
+  int64_t claim_now_ = 0;               // the clock reading of the claim in progress
   std::map<int64_t, Watched> watched_;  // job id -> its lease as last seen
   int64_t lease_watch_ms_ = 0;
   int64_t max_backoff_ms_ = 0;

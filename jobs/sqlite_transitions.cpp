@@ -60,8 +60,10 @@ void SqliteQueue::write_output_options(int64_t id, const SamplingParams& sp) {
   if (sp.n == 1 && !sp.logprobs) return;  // the columns' defaults
   auto up = db_.cached("UPDATE jobs SET n = ?2, top_logprobs = ?3 WHERE id = ?1");
   up->bind(1, id).bind(2, int64_t{sp.n});
-  if (sp.logprobs) up->bind(3, int64_t{sp.top_logprobs});
-  else up->bind_null(3);
+  if (sp.logprobs)
+    up->bind(3, int64_t{sp.top_logprobs});
+  else
+    up->bind_null(3);
   up->run();
 }
 
@@ -147,8 +149,10 @@ bool SqliteQueue::extend_lease(const Lease& lease, int64_t lease_ms, const JobPr
         .bind(3, int64_t{progress->prefilled})
         .bind(4, int64_t{progress->generated})
         .bind(5, progress->tok_s);
-    if (progress->eta_s >= 0) put->bind(8, progress->eta_s);
-    else put->bind_null(8);
+    if (progress->eta_s >= 0)
+      put->bind(8, progress->eta_s);
+    else
+      put->bind_null(8);
     bind_time(*put, 6, now_epoch_ms()).run();
   }
   return true;
@@ -235,8 +239,10 @@ void SqliteQueue::write_result(int64_t id, const JobResult& r) {
       .bind(6, int64_t{r.prompt_tokens_dropped});
   int c = 7;
   for (const ResultStat& st : kResultStats) {
-    if (st.real != nullptr) ins->bind(c++, stat_real(st, r));
-    else ins->bind(c++, stat_bytes(st, r));
+    if (st.real != nullptr)
+      ins->bind(c++, stat_real(st, r));
+    else
+      ins->bind(c++, stat_bytes(st, r));
   }
   ins->run();
   write_result_choices(id, r);
@@ -299,11 +305,10 @@ bool SqliteQueue::any_orphan(const OrphanScope& scope) {
 }
 
 std::vector<Orphan> SqliteQueue::orphans(const OrphanScope& scope) {
-  auto st = db_.cached(
-      std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
-                  "ifnull(lease_expires_ms, 0), run_alone, ") + kSharedCrash +
-      " FROM jobs WHERE state = 'running' AND " +
-      (scope.expired() ? untrusted_lease_sql("?1") : "worker = ?1") + " ORDER BY id");
+  auto st = db_.cached(std::string("SELECT id, attempt, attempts, max_attempts, cancel_requested, worker, "
+                                   "ifnull(lease_expires_ms, 0), run_alone, ") +
+                       kSharedCrash + " FROM jobs WHERE state = 'running' AND " +
+                       (scope.expired() ? untrusted_lease_sql("?1") : "worker = ?1") + " ORDER BY id");
   std::vector<int64_t> takeable;
   if (scope.expired()) {
     const int64_t now = now_epoch_ms();

@@ -6,6 +6,7 @@ packages=(
   libsqlite3-dev liburing-dev libyaml-cpp-dev libspdlog-dev doctest-dev
   libpcre2-dev nlohmann-json3-dev libcli11-dev libsystemd-dev
   clang libclang-rt-14-dev   # the GGUF parser fuzz test (libFuzzer)
+  clang-format-14            # the tree's style (tools/format.sh, the unit.format test)
   sqlite3                    # integration tests read the database with the sqlite3 shell
   python3                    # ... and check JSON output (exports, --json) with it
   python3-jsonschema         # constrained outputs are validated against their schemas with a real validator

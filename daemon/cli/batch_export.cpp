@@ -45,8 +45,7 @@ std::string batch_output_line(const jobs::Job& job, const ToolFormatOf& tool_for
   const std::string cancel_message =
       job.error.empty() ? "the job was cancelled (nightshift cancel) before it finished" : job.error;
   switch (job.state) {
-    case jobs::JobState::done:
-      return format_batch_success(success_of(job, custom_id, tool_format));
+    case jobs::JobState::done: return format_batch_success(success_of(job, custom_id, tool_format));
     case jobs::JobState::cancelled:
       // A job cancelled mid-output keeps what it wrote (#31: export dropped it): the partial response, marked
       // by finish_reason "cancelled" and by the error beside it, so a reader that checks `error` skips it.
@@ -72,13 +71,13 @@ std::string batch_output_line(const jobs::Job& job, const ToolFormatOf& tool_for
       } else {
         f.code = job.error_kind.empty() ? jobs::state_name(job.state) : job.error_kind;
         f.message = job.error.empty() ? std::string("the job is ") + jobs::state_name(job.state) : job.error;
-        if (job.state == jobs::JobState::dead) f.message += " (gave up after " + std::to_string(job.attempts) + " attempts)";
+        if (job.state == jobs::JobState::dead)
+          f.message += " (gave up after " + std::to_string(job.attempts) + " attempts)";
       }
       return format_batch_failure(f);
     }
     case jobs::JobState::queued:
-    case jobs::JobState::running:
-      break;
+    case jobs::JobState::running: break;
   }
   return "";
 }
@@ -94,9 +93,7 @@ ExportCounts export_batch_jsonl(jobs::Queue& queue, const std::string& batch, st
   // they were first submitted (a folder's documents have no line: by id).
   std::map<std::string, int64_t> first_id;
   for (const jobs::Job& job : jobs) first_id.emplace(job.spec.source_path, job.id);  // oldest first: the first wins
-  auto rank = [&](const jobs::Job& j) {
-    return std::tuple(first_id[j.spec.source_path], j.spec.source_line, j.id);
-  };
+  auto rank = [&](const jobs::Job& j) { return std::tuple(first_id[j.spec.source_path], j.spec.source_line, j.id); };
   std::sort(jobs.begin(), jobs.end(), [&](const jobs::Job& a, const jobs::Job& b) { return rank(a) < rank(b); });
   ExportCounts counts;
   for (const jobs::Job& job : jobs) {

@@ -67,8 +67,8 @@ void chat_render_command(const ChatRenderArgs& a) {
   if (!a.tools_file.empty()) tools = read_json(a.tools_file, "tools");
   // The messages as a job stores them (tool calls' arguments as objects, ...), rendered as the daemon renders.
   const auto conversation = chat::parse_chat_messages(nlohmann::json::parse(messages.dump()), "messages");
-  const chat::ChatPrompter prompter(a.model.empty() ? source : "", a.model.empty() ? std::nullopt : std::optional(source),
-                                    bos, eos);
+  const chat::ChatPrompter prompter(a.model.empty() ? source : "",
+                                    a.model.empty() ? std::nullopt : std::optional(source), bos, eos);
   // Tools as given (any array: a template may take other shapes than OpenAI's functions).
   if (!tools.is_null() && !tools.is_array()) throw Error(ErrorKind::invalid_input, "tools: expected a JSON array");
   std::cout << prompter.render(conversation, a.add_generation_prompt, tools.is_array() ? tools.dump() : "");

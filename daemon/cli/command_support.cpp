@@ -43,7 +43,8 @@ ModelCheck model_check_for(const DatabaseArgs& args, bool any_model) {
 }
 
 void add_database_options(CLI::App* cmd, DatabaseArgs& args) {
-  cmd->add_option("--db", args.db, "the queue: a SQLite file or a postgresql:// URL (else the config's database:, $NIGHTSHIFT_DB, "
+  cmd->add_option("--db", args.db,
+                  "the queue: a SQLite file or a postgresql:// URL (else the config's database:, $NIGHTSHIFT_DB, "
                   "./nightshift.db)");
   cmd->add_option("--config", args.config, "daemon config whose database: to use");
 }
@@ -151,8 +152,9 @@ void require_batch(jobs::Queue& queue, const std::string& batch) {
   if (c.queued + c.running + c.done + c.failed + c.cancelled + c.dead > 0) return;
   std::string known;
   for (const jobs::BatchSummary& b : queue.batches(10)) known += (known.empty() ? "" : ", ") + b.name;
-  throw CommandError{kNotFound, "no batch named " + batch + " in this database" +
-                                    (known.empty() ? std::string(" (it has no batches)") : "; recent batches: " + known)};
+  throw CommandError{kNotFound,
+                     "no batch named " + batch + " in this database" +
+                         (known.empty() ? std::string(" (it has no batches)") : "; recent batches: " + known)};
 }
 
 void require_file(const std::string& path, const char* what) {

@@ -13,8 +13,8 @@ namespace ns::cli {
 
 void add_completion_command(CLI::App& app, int& exit_code) {
   auto shell = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "completion", "Print the shell completion script for nightshift's commands, flags and choices");
+  CLI::App* cmd = app.add_subcommand("completion",
+                                     "Print the shell completion script for nightshift's commands, flags and choices");
   cmd->add_option("shell", *shell, "the shell (bash)")->required()->check(CLI::IsMember({"bash"}));
   cmd->footer(
       "Examples:\n"

@@ -52,9 +52,7 @@ DocumentExportReport export_documents(jobs::Queue& queue, const fs::path& out_di
   for (const auto& [name, job] : newest) {
     switch (job.state) {
       case jobs::JobState::queued:
-      case jobs::JobState::running:
-        ++report.pending;
-        continue;
+      case jobs::JobState::running: ++report.pending; continue;
       case jobs::JobState::failed:
       case jobs::JobState::dead:
       case jobs::JobState::cancelled: {
@@ -67,12 +65,12 @@ DocumentExportReport export_documents(jobs::Queue& queue, const fs::path& out_di
         report.problems.push_back({name, job.id, message});
         continue;
       }
-      case jobs::JobState::done:
-        break;
+      case jobs::JobState::done: break;
     }
     const std::string output = continued_name(name);
     if (escapes(fs::path(output))) {
-      report.problems.push_back({name, job.id, "its name would be written outside " + out_dir.string() + "; not written"});
+      report.problems.push_back(
+          {name, job.id, "its name would be written outside " + out_dir.string() + "; not written"});
       continue;
     }
     std::string text = job.result ? job.result->text : "";

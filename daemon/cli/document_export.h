@@ -31,21 +31,21 @@ namespace ns::cli {
 std::string continued_name(const std::string& relative_path);
 
 struct DocumentExportOptions {
-  std::string batch;          // "" = documents of every batch (newest job per name wins)
-  bool with_document = false; // write the document's text followed by the continuation
+  std::string batch;           // "" = documents of every batch (newest job per name wins)
+  bool with_document = false;  // write the document's text followed by the continuation
 };
 
 struct DocumentExportProblem {
-  std::string name;     // the document's relative path
+  std::string name;  // the document's relative path
   int64_t job_id = 0;
   std::string message;  // "failed: io: ..." etc.
 };
 
 struct DocumentExportReport {
-  std::vector<std::string> written;    // relative output paths
-  int64_t unchanged = 0;               // already held the same text
-  int64_t pending = 0;                 // newest version queued or running
-  int64_t superseded = 0;              // older versions of a document
+  std::vector<std::string> written;  // relative output paths
+  int64_t unchanged = 0;             // already held the same text
+  int64_t pending = 0;               // newest version queued or running
+  int64_t superseded = 0;            // older versions of a document
   std::vector<DocumentExportProblem> problems;
 };
 

@@ -74,14 +74,16 @@ int open_document(int folder_fd, const Document& doc, std::string& problem) {
     const bool last = slash == std::string::npos;
     const std::string part = doc.relative_path.substr(start, last ? std::string::npos : slash - start);
     // O_NONBLOCK: a FIFO swapped in is not waited on (fstat refuses it next).
-    const int flags = last ? (O_RDONLY | O_NONBLOCK | O_CLOEXEC | nofollow) : (O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
+    const int flags =
+        last ? (O_RDONLY | O_NONBLOCK | O_CLOEXEC | nofollow) : (O_RDONLY | O_DIRECTORY | O_CLOEXEC | nofollow);
     const int next = (part.empty() || part == "..") ? -1 : ::openat(fd, part.c_str(), flags);
     const int err = part.empty() || part == ".." ? EINVAL : errno;
     if (fd != folder_fd) ::close(fd);
     if (next < 0) {
       if (err == ELOOP || (err == ENOTDIR && !last)) {
-        problem = "it is (or is under) a symbolic link now, not the file the folder listed; not read "
-                  "(--follow-symlinks reads links)";
+        problem =
+            "it is (or is under) a symbolic link now, not the file the folder listed; not read "
+            "(--follow-symlinks reads links)";
       } else {
         problem = std::string("cannot read it: ") + std::strerror(err);
       }
@@ -127,8 +129,8 @@ std::string read_document(int folder_fd, const Document& doc, std::string& probl
 
 }  // namespace
 
-std::vector<Document> find_documents(const fs::path& dir, const std::vector<std::string>& globs,
-                                     bool follow_symlinks, std::vector<std::string>* skipped_symlinks) {
+std::vector<Document> find_documents(const fs::path& dir, const std::vector<std::string>& globs, bool follow_symlinks,
+                                     std::vector<std::string>* skipped_symlinks) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw Error(ErrorKind::invalid_input, dir.string() + " is not a folder: --dir takes the folder of documents");
@@ -206,7 +208,8 @@ DocumentSubmitReport submit_documents(jobs::Queue& queue, const std::vector<Docu
       spec.custom_id = document_custom_id(doc.relative_path, text);
       // "<batch>:<relative path>:<hash>", the key nightly-submit used before
       // `submit --dir` existed, so upgrading queues no document twice.
-      spec.idempotency_key = batch + ":" + doc.relative_path + ":" + spec.custom_id.substr(spec.custom_id.size() - kHashDigits);
+      spec.idempotency_key =
+          batch + ":" + doc.relative_path + ":" + spec.custom_id.substr(spec.custom_id.size() - kHashDigits);
       std::error_code ec;
       const fs::path absolute = fs::absolute(doc.path, ec);
       spec.source_path = (ec ? doc.path : absolute.lexically_normal()).string();

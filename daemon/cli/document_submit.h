@@ -61,10 +61,10 @@ std::string document_name(const std::string& custom_id);
 
 struct DocumentOutcome {
   std::string relative_path;
-  int64_t id = 0;         // 0 when not queued
-  bool created = false;   // false: queued by an earlier run (or not at all)
-  std::string problem;    // why it was not queued; "" when it was
-  bool empty = false;     // the problem is only that it has no text yet: a warning, not an error
+  int64_t id = 0;        // 0 when not queued
+  bool created = false;  // false: queued by an earlier run (or not at all)
+  std::string problem;   // why it was not queued; "" when it was
+  bool empty = false;    // the problem is only that it has no text yet: a warning, not an error
 };
 
 struct DocumentSubmitReport {

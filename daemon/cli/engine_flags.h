@@ -35,8 +35,8 @@ inline CLI::Option* add_engine_flag(CLI::App* cmd, EngineOptions& o, const std::
     for (char& c : flag) c = c == '_' ? '-' : c;
     if (!alias.empty()) flag += "," + alias;
     if constexpr (std::is_same_v<T, bool>) {  // on | off, as the commands always spelled it
-      opt = cmd->add_option_function<std::string>(flag, [&member](const std::string& v) { member = v == "on"; },
-                                                   info.doc)
+      opt = cmd->add_option_function<std::string>(
+                   flag, [&member](const std::string& v) { member = v == "on"; }, info.doc)
                 ->check(CLI::IsMember({"on", "off"}))
                 ->default_str(member ? "on" : "off");
     } else if constexpr (std::is_same_v<T, uint64_t>) {  // a size: 8GiB
@@ -45,22 +45,22 @@ inline CLI::Option* add_engine_flag(CLI::App* cmd, EngineOptions& o, const std::
                    flag, [&member, key](const std::string& v) { member = parse_option_bytes(key, v); }, info.doc)
                 ->check(CLI::Validator(
                     [key](std::string& v) {
-                      try {
-                        parse_option_bytes(key, v);
-                        return std::string();
-                      } catch (const Error& e) {
-                        return std::string(e.what());
-                      }
+        try {
+          parse_option_bytes(key, v);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
                     },
                     "SIZE"))
-                ->default_str(option_text(member));
+          ->default_str(option_text(member));
     } else if constexpr (std::is_integral_v<T>) {
       opt = cmd->add_option(flag, member, info.doc)->check(CLI::Range(info.min, info.max))->capture_default_str();
     } else if constexpr (std::is_same_v<T, std::string>) {
       opt = cmd->add_option(flag, member, info.doc)->capture_default_str();
     } else {  // a Choice: io_mode, cache_policy
-      opt = cmd->add_option_function<std::string>(flag, [&member](const std::string& v) { member = T::parse(v); },
-                                                   info.doc)
+      opt = cmd->add_option_function<std::string>(
+                   flag, [&member](const std::string& v) { member = T::parse(v); }, info.doc)
                 ->check(CLI::IsMember(std::vector<std::string>(T::kNames.begin(), T::kNames.end())))
                 ->default_str(member.name());
     }

@@ -60,16 +60,25 @@ std::string read_prompt(const std::string& text, const std::string& file) {
 }
 
 json stats_json(const GenerationStats& s) {
-  return {{"prompt_tokens", s.prompt_tokens},   {"completion_tokens", s.completion_tokens},
-          {"load_ms", s.load_ms},               {"prefill_ms", s.prefill_ms},
-          {"decode_ms", s.decode_ms},           {"prefill_tok_s", s.prefill_tok_s},
-          {"decode_tok_s", s.decode_tok_s},     {"peak_rss_bytes", s.peak_rss_bytes},
-          {"bytes_read", s.bytes_read},         {"read_gib_s", s.read_gib_s},
+  return {{"prompt_tokens", s.prompt_tokens},
+          {"completion_tokens", s.completion_tokens},
+          {"load_ms", s.load_ms},
+          {"prefill_ms", s.prefill_ms},
+          {"decode_ms", s.decode_ms},
+          {"prefill_tok_s", s.prefill_tok_s},
+          {"decode_tok_s", s.decode_tok_s},
+          {"peak_rss_bytes", s.peak_rss_bytes},
+          {"bytes_read", s.bytes_read},
+          {"read_gib_s", s.read_gib_s},
           {"kv_bytes_per_token", s.kv_bytes_per_token},
-          {"io_wait_ms", s.io_wait_ms},         {"compute_ms", s.compute_ms},
-          {"cache_hit_rate", s.cache_hit_rate}, {"prefetch_accuracy", s.prefetch_accuracy},
-          {"batch_steps", s.batch_steps},       {"avg_batch_size", s.avg_batch_size},
-          {"decode_share_ms", s.decode_share_ms},   {"prefix_tokens", s.prefix_tokens}};
+          {"io_wait_ms", s.io_wait_ms},
+          {"compute_ms", s.compute_ms},
+          {"cache_hit_rate", s.cache_hit_rate},
+          {"prefetch_accuracy", s.prefetch_accuracy},
+          {"batch_steps", s.batch_steps},
+          {"avg_batch_size", s.avg_batch_size},
+          {"decode_share_ms", s.decode_share_ms},
+          {"prefix_tokens", s.prefix_tokens}};
 }
 
 // --cpu-features: which compute kernels run (use_cpu_features, engine/engine.h).
@@ -135,10 +144,11 @@ void run_generation(const RunArgs& a) {
   }
   // The streamed pieces may include a stop string's first bytes; the result text is exact.
   std::printf("\n");
-  std::fprintf(stderr,
-               "[%s] prompt %d tok, prefill %.1f tok/s | completion %d tok, decode %.1f tok/s | load %.0f ms | peak RSS %.1f MiB\n",
-               r.finish_reason.c_str(), r.stats.prompt_tokens, r.stats.prefill_tok_s, r.stats.completion_tokens,
-               r.stats.decode_tok_s, r.stats.load_ms, r.stats.peak_rss_bytes / 1048576.0);
+  std::fprintf(
+      stderr,
+      "[%s] prompt %d tok, prefill %.1f tok/s | completion %d tok, decode %.1f tok/s | load %.0f ms | peak RSS %.1f MiB\n",
+      r.finish_reason.c_str(), r.stats.prompt_tokens, r.stats.prefill_tok_s, r.stats.completion_tokens,
+      r.stats.decode_tok_s, r.stats.load_ms, r.stats.peak_rss_bytes / 1048576.0);
   std::fprintf(stderr,
                "[io %s] read %.1f MiB at %.2f GiB/s | io wait %.0f ms, compute %.0f ms | expert cache hits %.1f%% | "
                "prefetch accuracy %.1f%%\n",
@@ -182,7 +192,7 @@ struct ModelInfoArgs {
   std::string path;
   std::string disk_rate;  // e.g. "2.3GiB" (per second): the disk-bound estimate's rate
   EngineOptions engine = [] {
-    EngineOptions e;  // one sequence unless --max-batch, as a bare engine
+    EngineOptions e;                                        // one sequence unless --max-batch, as a bare engine
     e.prefix_cache = daemon::Config{}.engine.prefix_cache;  // the daemon's default
     return e;
   }();
@@ -241,8 +251,8 @@ void model_info_command(const ModelInfoArgs& a) {
         sample[0].content = "You are a helpful assistant.";
         sample[1].role = "user";
         sample[1].content = "Hello!";
-        chat["sample"] = chat::ChatPrompter("", file->chat_template(), file->bos_text(), file->eos_text())
-                             .render(sample, true);
+        chat["sample"] =
+            chat::ChatPrompter("", file->chat_template(), file->bos_text(), file->eos_text()).render(sample, true);
       } catch (const Error& e) {
         chat["sample_error"] = e.what();
       }
@@ -272,28 +282,27 @@ void model_info_command(const ModelInfoArgs& a) {
                                         option_text(a.engine.memory_budget) + "; the daemon's plan holds";
     std::string steps;
     for (const std::string& step : p.fit_steps) steps += "  (" + step + ")\n";
-    o["memory_plan"] = {{"memory_budget", p.memory_budget},
-                        {"context", p.context},
-                        {"kv_tokens", p.kv_tokens},
-                        {"max_batch", p.max_batch},
-                        {"max_batch_asked", p.max_batch_asked},
-                        {"fit_steps", p.fit_steps},
-                        {"prefix_cache", p.prefix_cache},
-                        {"resident_bytes", p.resident_bytes},
-                        {"kv_cache_bytes", p.kv_cache_bytes},
-                        {"recurrent_bytes", p.recurrent_bytes},
-                        {"cache_experts", p.cache_experts},
-                        {"streamed_experts", p.streamed_experts},
-                        {"minimum_budget", p.minimum_budget},
-                        {"batch_x_context", pairs},
-                        {"summary", "  for " + std::to_string(p.max_batch) + " sequence(s) of up to " +
-                                        std::to_string(p.context) + " tokens sharing a KV cache of " +
-                                        std::to_string(p.kv_tokens) + " tokens" +
-                                        (fewer.empty() ? "" : " (" + fewer + " " + std::to_string(p.max_batch) + ")") +
-                                        "\n" + steps + p.description +
-                                        "  max_batch x context that fit: " + p.batch_x_context_text +
-                                        "\n  (sequences of that full length; the daemon shares the KV cache by the "
-                                        "jobs' actual lengths)\n"}};
+    o["memory_plan"] = {
+        {"memory_budget", p.memory_budget},
+        {"context", p.context},
+        {"kv_tokens", p.kv_tokens},
+        {"max_batch", p.max_batch},
+        {"max_batch_asked", p.max_batch_asked},
+        {"fit_steps", p.fit_steps},
+        {"prefix_cache", p.prefix_cache},
+        {"resident_bytes", p.resident_bytes},
+        {"kv_cache_bytes", p.kv_cache_bytes},
+        {"recurrent_bytes", p.recurrent_bytes},
+        {"cache_experts", p.cache_experts},
+        {"streamed_experts", p.streamed_experts},
+        {"minimum_budget", p.minimum_budget},
+        {"batch_x_context", pairs},
+        {"summary", "  for " + std::to_string(p.max_batch) + " sequence(s) of up to " + std::to_string(p.context) +
+                        " tokens sharing a KV cache of " + std::to_string(p.kv_tokens) + " tokens" +
+                        (fewer.empty() ? "" : " (" + fewer + " " + std::to_string(p.max_batch) + ")") + "\n" + steps +
+                        p.description + "  max_batch x context that fit: " + p.batch_x_context_text +
+                        "\n  (sequences of that full length; the daemon shares the KV cache by the "
+                        "jobs' actual lengths)\n"}};
     // What the daemon warns at start: a budget above the cgroup's (or machine's) memory ends in OOM kills.
     if (const std::string w = memory_budget_warning(p.memory_budget); !w.empty()) o["memory_plan"]["warning"] = w;
     if (m.disk_bound) {
@@ -307,7 +316,8 @@ void model_info_command(const ModelInfoArgs& a) {
                     100 * e.hit_rate, mib(e.bytes_per_token_batch1));
       text += line;
       if (rate > 0) text += (std::snprintf(line, sizeof line, ": at most %.2f tok/s", e.tok_s_batch1), line);
-      std::snprintf(line, sizeof line, "\n  %lld sequences          %.1f MiB read per token (each step touches 99 %% of the experts)",
+      std::snprintf(line, sizeof line,
+                    "\n  %lld sequences          %.1f MiB read per token (each step touches 99 %% of the experts)",
                     static_cast<long long>(e.full_batch), mib(e.bytes_per_token_full));
       text += line;
       if (rate > 0) text += (std::snprintf(line, sizeof line, ": at most %.2f tok/s", e.tok_s_full), line);
@@ -350,14 +360,15 @@ void model_info_command(const ModelInfoArgs& a) {
 void add_generation_commands(CLI::App& app, int& exit_code) {
   auto run_args = std::make_shared<RunArgs>();
   auto* run = app.add_subcommand("run", "Generate text for one prompt now, without the queue or the daemon")
-                  ->footer("Examples:\n"
-                           "  nightshift run --model model.gguf --temperature 0 -n 64 \"Once upon a time\"\n"
-                           "  nightshift run --model big-moe.gguf --memory-budget 3GiB -f chapter.md -n 400 > more.md\n"
-                           "  nightshift run --model model.gguf --json \"Hello\" | jq .stats.decode_tok_s\n"
-                           "On a terminal, stderr shows the prefill (and, when the text is not streamed there, the\n"
-                           "decode) progress with tok/s and ETA; the final line has llama.cpp-style timings.\n"
-                           "Exit status: 0 generated, 2 bad command line (no prompt), 3 no such model or prompt file,\n"
-                           "4 a bad model file, prompt or sampling value, 1 any other failure.\n");
+                  ->footer(
+                      "Examples:\n"
+                      "  nightshift run --model model.gguf --temperature 0 -n 64 \"Once upon a time\"\n"
+                      "  nightshift run --model big-moe.gguf --memory-budget 3GiB -f chapter.md -n 400 > more.md\n"
+                      "  nightshift run --model model.gguf --json \"Hello\" | jq .stats.decode_tok_s\n"
+                      "On a terminal, stderr shows the prefill (and, when the text is not streamed there, the\n"
+                      "decode) progress with tok/s and ETA; the final line has llama.cpp-style timings.\n"
+                      "Exit status: 0 generated, 2 bad command line (no prompt), 3 no such model or prompt file,\n"
+                      "4 a bad model file, prompt or sampling value, 1 any other failure.\n");
   run->add_option("--model,-m", run_args->model, "GGUF model file")->required();
   run->add_option("prompt", run_args->prompt, "Prompt text");
   run->add_option("--prompt-file,-f", run_args->prompt_file, "Read the prompt from a file ('-' = stdin)");
@@ -389,11 +400,14 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   });
 
   auto la = std::make_shared<LogitsArgs>();
-  auto* logits = app.add_subcommand("logits", "Print prompt token ids, top logits and a greedy continuation "
-                                              "(the schema of the reference goldens)")
-                     ->footer("Example:\n  nightshift logits --model m.gguf --prompt 'Once upon a time' --top 8 --greedy 16 --json\n"
-                              "Exit status: 0 printed, 2 bad command line, 3 no such model file, 4 a bad model file or\n"
-                              "prompt, 1 any other failure.\n");
+  auto* logits =
+      app.add_subcommand("logits",
+                         "Print prompt token ids, top logits and a greedy continuation "
+                         "(the schema of the reference goldens)")
+          ->footer(
+              "Example:\n  nightshift logits --model m.gguf --prompt 'Once upon a time' --top 8 --greedy 16 --json\n"
+              "Exit status: 0 printed, 2 bad command line, 3 no such model file, 4 a bad model file or\n"
+              "prompt, 1 any other failure.\n");
   logits->add_option("--model,-m", la->model, "GGUF model file")->required();
   logits->add_option("--prompt,-p", la->prompts, "Prompt (repeatable)")->required();
   logits->add_option("--top", la->top, "How many [id, logit] pairs per position")->capture_default_str();
@@ -401,9 +415,10 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
   add_engine_flag(logits, la->engine, "threads", "-t");
   add_engine_flag(logits, la->engine, "context", "-c");
   add_engine_flag(logits, la->engine, "io_mode");
-  logits->add_option("--mla-cache", la->mla_cache,
-                     "deepseek2 files with the fused attn_kv_b: latent (small) or expanded (the reference's way; "
-                     "its logits exactly)")
+  logits
+      ->add_option("--mla-cache", la->mla_cache,
+                   "deepseek2 files with the fused attn_kv_b: latent (small) or expanded (the reference's way; "
+                   "its logits exactly)")
       ->check(CLI::IsMember({"latent", "expanded"}))
       ->capture_default_str();
   add_cpu_features_option(logits, la->cpu_features);
@@ -415,11 +430,14 @@ void add_generation_commands(CLI::App& app, int& exit_code) {
                     ->require_subcommand(1)
                     ->footer("Example:\n  nightshift model info model.gguf --memory-budget 8GiB");
   auto ia = std::make_shared<ModelInfoArgs>();
-  auto* info = model->add_subcommand("info", "Architecture, parameters (total and active per token), quant mix, "
-                                             "bytes per expert, KV bytes per token, and the memory plan for a budget")
-                   ->footer("Example:\n  nightshift model info model.gguf --memory-budget 8GiB --json\n"
-                            "Exit status: 0 described, 2 bad command line, 3 no such file, 4 not a model file nightshift\n"
-                            "reads (corrupt, truncated, unsupported), 1 any other failure.\n");
+  auto* info = model
+                   ->add_subcommand("info",
+                                    "Architecture, parameters (total and active per token), quant mix, "
+                                    "bytes per expert, KV bytes per token, and the memory plan for a budget")
+                   ->footer(
+                       "Example:\n  nightshift model info model.gguf --memory-budget 8GiB --json\n"
+                       "Exit status: 0 described, 2 bad command line, 3 no such file, 4 not a model file nightshift\n"
+                       "reads (corrupt, truncated, unsupported), 1 any other failure.\n");
   info->add_option("path", ia->path, "GGUF model file")->required();
   // The daemon's options the plan weighs, as its config names them (with
   // --memory-budget: what it holds resident; fewer than --max-batch when it holds no more, as the daemon's plan).

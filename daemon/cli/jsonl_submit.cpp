@@ -22,7 +22,7 @@ struct Existing {
   std::string fingerprint;                // of its spec as it is now (a retry --model changes it)
   std::string fingerprint_without_model;  // the same with the model left out
   std::string model;
-  std::string state;                      // its state's name, or "held"
+  std::string state;  // its state's name, or "held"
 };
 
 // Length-prefixed fields, so no two different specs serialise alike.
@@ -89,7 +89,8 @@ jobs::JobSpec jsonl_job_spec(const BatchRequest& request, const JsonlSubmitOptio
   spec.source_line = static_cast<int32_t>(request.line);
   // The fingerprint's first 16 hex digits (64 bits) are plenty to tell
   // versions of one custom_id apart.
-  spec.idempotency_key = "jsonl:" + options.batch + ":" + request.custom_id + ":" + spec_fingerprint(spec).substr(0, 16);
+  spec.idempotency_key =
+      "jsonl:" + options.batch + ":" + request.custom_id + ":" + spec_fingerprint(spec).substr(0, 16);
   if (std::string problem = jobs::spec_problem(spec); !problem.empty()) throw Error(ErrorKind::invalid_input, problem);
   return spec;
 }
@@ -113,9 +114,9 @@ JsonlSubmitReport submit_jsonl(jobs::Queue& queue, std::string_view text, const 
     if (job.spec.custom_id.empty()) continue;
     jobs::JobSpec other_model = job.spec;
     other_model.model.clear();
-    existing[job.spec.custom_id] = {job.spec.idempotency_key, job.id, spec_fingerprint(job.spec),
-                                    spec_fingerprint(other_model), job.spec.model,
-                                    jobs::is_held(job) ? "held" : jobs::state_name(job.state)};
+    existing[job.spec.custom_id] = {
+        job.spec.idempotency_key,      job.id,         spec_fingerprint(job.spec),
+        spec_fingerprint(other_model), job.spec.model, jobs::is_held(job) ? "held" : jobs::state_name(job.state)};
   }
 
   std::vector<jobs::JobSpec> specs;
@@ -136,9 +137,10 @@ JsonlSubmitReport submit_jsonl(jobs::Queue& queue, std::string_view text, const 
           // The same words for every such line, so the report says them once.
           throw Error(ErrorKind::invalid_input,
                       "only the model differs from the batch's " + e.state + " job for this custom_id (model '" +
-                          e.model + "'): to run batch " + options.batch + "'s held, failed, dead and cancelled jobs "
-                          "on model '" + spec.model + "': nightshift retry --batch " + options.batch + " --model " +
-                          spec.model);
+                          e.model + "'): to run batch " + options.batch +
+                          "'s held, failed, dead and cancelled jobs "
+                          "on model '" +
+                          spec.model + "': nightshift retry --batch " + options.batch + " --model " + spec.model);
         }
         throw Error(ErrorKind::invalid_input,
                     "custom_id \"" + request.custom_id + "\" is already job " + std::to_string(e.id) + " (" + e.state +

@@ -13,9 +13,10 @@
 #include "common/error.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"nightshift: offline batch generation with large MoE models streamed from NVMe.\n"
-               "Submit jobs to the SQLite queue that nightshiftd works through, or run one directly.",
-               "nightshift"};
+  CLI::App app{
+      "nightshift: offline batch generation with large MoE models streamed from NVMe.\n"
+      "Submit jobs to the SQLite queue that nightshiftd works through, or run one directly.",
+      "nightshift"};
   app.require_subcommand(1);
   app.footer(
       "Workflows (each command has --help with examples):\n"
@@ -63,10 +64,8 @@ int main(int argc, char** argv) {
     std::cerr << "nightshift: error: " << e.what() << "\n";
     switch (e.kind()) {
       case ns::ErrorKind::invalid_input:
-      case ns::ErrorKind::bad_model:
-        return ns::cli::kInvalidInput;
-      default:
-        return ns::cli::kFailure;
+      case ns::ErrorKind::bad_model: return ns::cli::kInvalidInput;
+      default: return ns::cli::kFailure;
     }
   } catch (const std::exception& e) {
     std::cerr << "nightshift: error: " << e.what() << "\n";

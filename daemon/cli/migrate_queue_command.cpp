@@ -84,8 +84,9 @@ void refuse_live_leases(jobs::Queue& source, const std::string& from) {
     if (live++ == 0) example = "job " + std::to_string(j.id) + " on worker " + j.worker;
   }
   if (live == 0) return;
-  throw CommandError{kFailure, std::to_string(live) + " job(s) in " + shown(from) + " are running under a live lease (" +
-                                   example + "): a daemon is still working on this queue. Stop every nightshiftd "
+  throw CommandError{kFailure, std::to_string(live) + " job(s) in " + shown(from) +
+                                   " are running under a live lease (" + example +
+                                   "): a daemon is still working on this queue. Stop every nightshiftd "
                                    "that uses it first (systemctl stop nightshiftd), or pass --allow-running to "
                                    "copy them as running (they are recovered in the new queue once their lease "
                                    "expires)"};
@@ -136,27 +137,29 @@ struct Resume {
 
 Resume plan_resume(const MigrateArgs& a, const std::optional<jobs::Queue::MigrationMark>& mark, int64_t in_target) {
   if (mark && mark->finished_ms == 0) {
-    std::printf("resuming the copy of %s started %s, cut off after job %lld of the source (%lld job(s) copied); "
-                "copying the rest\n",
-                shown(a.from).c_str(), jobs::iso8601_utc(mark->started_ms).c_str(),
-                static_cast<long long>(mark->last_source_id), static_cast<long long>(mark->copied));
+    std::printf(
+        "resuming the copy of %s started %s, cut off after job %lld of the source (%lld job(s) copied); "
+        "copying the rest\n",
+        shown(a.from).c_str(), jobs::iso8601_utc(mark->started_ms).c_str(),
+        static_cast<long long>(mark->last_source_id), static_cast<long long>(mark->copied));
     return {mark->keep_ids, mark->last_source_id};
   }
   if (in_target > 0 && !a.append) {
-    const std::string before =
-        mark ? " (the copy of " + shown(a.from) + " finished " + jobs::iso8601_utc(mark->finished_ms) +
-                   ": --append copies only the jobs submitted there since)"
-             : "";
+    const std::string before = mark ? " (the copy of " + shown(a.from) + " finished " +
+                                          jobs::iso8601_utc(mark->finished_ms) +
+                                          ": --append copies only the jobs submitted there since)"
+                                    : "";
     throw CommandError{kFailure, shown(a.to) + " already holds " + std::to_string(in_target) + " job(s)" + before +
                                      "; migrate into an empty queue (the jobs keep their ids), or pass "
                                      "--append to add them under new ids (jobs whose idempotency key is already "
                                      "there are skipped)"};
   }
   if (!mark) return {!a.append, 0};
-  std::printf("%lld job(s) up to job %lld of %s were copied here by an earlier run (finished %s); copying only the "
-              "jobs after it\n",
-              static_cast<long long>(mark->copied), static_cast<long long>(mark->last_source_id),
-              shown(a.from).c_str(), jobs::iso8601_utc(mark->finished_ms).c_str());
+  std::printf(
+      "%lld job(s) up to job %lld of %s were copied here by an earlier run (finished %s); copying only the "
+      "jobs after it\n",
+      static_cast<long long>(mark->copied), static_cast<long long>(mark->last_source_id), shown(a.from).c_str(),
+      jobs::iso8601_utc(mark->finished_ms).c_str());
   return {!a.append, mark->last_source_id};
 }
 
@@ -200,15 +203,18 @@ void run(const MigrateArgs& a) {
       throw CommandError{kFailure, "job " + std::to_string(c.job.id) + " in " + shown(a.from) +
                                        " holds a NUL byte in its prompt (submitted before such prompts were refused); "
                                        "it cannot be copied unchanged. Cancel it there (nightshift cancel " +
-                                       std::to_string(c.job.id) + "; then prune it), resubmit its text without the "
-                                       "NUL, and run migrate-queue again" + cut_off(copied, page.front().job.id)};
+                                       std::to_string(c.job.id) +
+                                       "; then prune it), resubmit its text without the "
+                                       "NUL, and run migrate-queue again" +
+                                       cut_off(copied, page.front().job.id)};
     }
     std::vector<jobs::SubmitOutcome> out;
     try {
       out = target->import_jobs(page, keep_ids, source_id);
     } catch (const Error& e) {
-      throw CommandError{kFailure, std::string(e.what()) + " (while copying jobs " + std::to_string(page.front().job.id) +
-                                       ".." + std::to_string(after) + ")" + cut_off(copied, page.front().job.id)};
+      throw CommandError{kFailure, std::string(e.what()) + " (while copying jobs " +
+                                       std::to_string(page.front().job.id) + ".." + std::to_string(after) + ")" +
+                                       cut_off(copied, page.front().job.id)};
     }
     for (size_t i = 0; i < page.size(); ++i) {
       if (!out[i].created) {

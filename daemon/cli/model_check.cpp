@@ -68,15 +68,16 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   }
   // A job's n choices are decoded together, so the daemon refuses n above max_batch (generation_batch.cpp).
   if (spec.sampling.n > config_->engine.max_sequences) {
-    return "n = " + std::to_string(spec.sampling.n) + " choices, but the daemon decodes at most max_batch = " +
-           std::to_string(config_->engine.max_sequences) + " sequences together (" + config_->source +
-           "): lower n, or raise max_batch";
+    return "n = " + std::to_string(spec.sampling.n) +
+           " choices, but the daemon decodes at most max_batch = " + std::to_string(config_->engine.max_sequences) +
+           " sequences together (" + config_->source + "): lower n, or raise max_batch";
   }
   if (struct stat st;
       refuse_missing_files_ && ::stat(it->second.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
     const std::string reason = std::strerror(errno);
     return "model '" + spec.model + "': its file " + it->second + " (models." + spec.model + " in " + config_->source +
-           "): " + reason + ". Fix the path in the config, or mount its disk; --any-model queues it anyway (for a "
+           "): " + reason +
+           ". Fix the path in the config, or mount its disk; --any-model queues it anyway (for a "
            "daemon on another machine)";
   }
   const ModelFile* facts = facts_of(spec.model, it->second);
@@ -101,9 +102,9 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
       auto& prompter = prompters_[spec.model];  // parsed once per model, not once per line of a batch
       if (!prompter) {
         const auto over = config_->chat_templates.find(spec.model);
-        prompter = std::make_shared<const chat::ChatPrompter>(
-            over == config_->chat_templates.end() ? "" : over->second, facts->chat_template(), facts->bos_text(),
-            facts->eos_text());
+        prompter =
+            std::make_shared<const chat::ChatPrompter>(over == config_->chat_templates.end() ? "" : over->second,
+                                                       facts->chat_template(), facts->bos_text(), facts->eos_text());
       }
       prompt = prompter->render(c.messages, true, c.tools);
     } catch (const Error& e) {
@@ -118,8 +119,8 @@ std::string ModelCheck::problem(const jobs::JobSpec& spec) {
   }
   // As OpenAI and vLLM refuse it: the daemon would stop the reply at the context's end.
   if (n + max_tokens <= context) return "";
-  return "the prompt (" + std::to_string(n) + " tokens) and max_tokens (" + std::to_string(max_tokens) +
-         ") need " + std::to_string(n + max_tokens) + " tokens, but the context of model '" + spec.model + "' holds " +
+  return "the prompt (" + std::to_string(n) + " tokens) and max_tokens (" + std::to_string(max_tokens) + ") need " +
+         std::to_string(n + max_tokens) + " tokens, but the context of model '" + spec.model + "' holds " +
          std::to_string(context) + " (" + context_source(context, *facts) + "): lower max_tokens to at most " +
          std::to_string(context - n) + ", or shorten the prompt";
 }

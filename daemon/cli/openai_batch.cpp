@@ -45,7 +45,8 @@ std::string shown(const json& v) {
 int64_t read_integer(const json& v, const std::string& path) {
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail(path + " = " + shown(v) + " is out of range");
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(path + " = " + shown(v) + " is out of range");
     return static_cast<int64_t>(u);
   }
   if (v.is_number_integer()) return v.get<int64_t>();
@@ -85,23 +86,36 @@ std::vector<std::string> read_stop(const json& v) {
 // Sets one sampling field; false if `key` is not one.
 bool apply_sampling_field(const std::string& key, const json& v, SamplingParams& p) {
   const std::string path = "body." + key;
-  if (key == "max_tokens" || key == "max_completion_tokens") p.max_tokens = read_int32(v, path);
-  else if (key == "temperature") p.temperature = read_number(v, path);
-  else if (key == "top_p") p.top_p = read_number(v, path);
+  if (key == "max_tokens" || key == "max_completion_tokens")
+    p.max_tokens = read_int32(v, path);
+  else if (key == "temperature")
+    p.temperature = read_number(v, path);
+  else if (key == "top_p")
+    p.top_p = read_number(v, path);
   else if (key == "seed") {
     // Any 64-bit unsigned value: the sampler's seed is a uint64.
     // (nlohmann stores every non-negative integer as unsigned.)
-    if (v.is_number_unsigned()) p.seed = v.get<uint64_t>();
-    else if (v.is_number_integer()) fail(path + " = " + shown(v) + " is invalid: must be a non-negative integer");
-    else fail(path + " must be an integer, not " + (v.is_number() ? shown(v) : a_type(v)));
-  } else if (key == "stop") p.stop = read_stop(v);
+    if (v.is_number_unsigned())
+      p.seed = v.get<uint64_t>();
+    else if (v.is_number_integer())
+      fail(path + " = " + shown(v) + " is invalid: must be a non-negative integer");
+    else
+      fail(path + " must be an integer, not " + (v.is_number() ? shown(v) : a_type(v)));
+  } else if (key == "stop")
+    p.stop = read_stop(v);
   // Extensions with llama.cpp server's names, for samplers OpenAI does not have.
-  else if (key == "top_k") p.top_k = read_int32(v, path);
-  else if (key == "min_p") p.min_p = read_number(v, path);
-  else if (key == "repeat_penalty") p.repeat_penalty = read_number(v, path);
-  else if (key == "repeat_last_n") p.repeat_last_n = read_int32(v, path);
-  else if (key == "ignore_eos") p.ignore_eos = read_bool(v, path);
-  else return false;
+  else if (key == "top_k")
+    p.top_k = read_int32(v, path);
+  else if (key == "min_p")
+    p.min_p = read_number(v, path);
+  else if (key == "repeat_penalty")
+    p.repeat_penalty = read_number(v, path);
+  else if (key == "repeat_last_n")
+    p.repeat_last_n = read_int32(v, path);
+  else if (key == "ignore_eos")
+    p.ignore_eos = read_bool(v, path);
+  else
+    return false;
   return true;
 }
 
@@ -119,7 +133,8 @@ bool apply_output_field(const std::string& key, const json& v, bool chat, Sampli
       p.logprobs = true;
       p.top_logprobs = read_int32(v, path);
     } else {
-      fail(path + (chat ? " must be true or false, not " : " must be an integer (alternatives per token) or a boolean, not ") +
+      fail(path +
+           (chat ? " must be true or false, not " : " must be an integer (alternatives per token) or a boolean, not ") +
            (v.is_number() ? shown(v) : a_type(v)));
     }
   } else {
@@ -160,8 +175,7 @@ constexpr NeutralOnly kNeutralOnly[] = {
 
 // Fields that do not change the generated text: accepted and not stored.
 bool is_ignored_field(const std::string& key) {
-  return key == "user" || key == "metadata" || key == "store" || key == "service_tier" ||
-         key == "parallel_tool_calls";
+  return key == "user" || key == "metadata" || key == "store" || key == "service_tier" || key == "parallel_tool_calls";
 }
 
 void check_other_field(const std::string& key, const json& v) {
@@ -209,17 +223,18 @@ std::string response_format_grammar(const ordered_json& rf) {
   const std::string at = "body.response_format";
   if (!rf.is_object()) fail(at + " must be an object like {\"type\": \"json_schema\", ...}, not " + a_type(json(rf)));
   const auto type = rf.find("type");
-  if (type == rf.end() || !type->is_string())
-    fail(at + ".type must be \"text\", \"json_object\" or \"json_schema\"");
+  if (type == rf.end() || !type->is_string()) fail(at + ".type must be \"text\", \"json_object\" or \"json_schema\"");
   const std::string t = type->get<std::string>();
   for (const auto& [key, v] : rf.items())
     if (key != "type" && !(t == "json_schema" && key == "json_schema"))
       fail(at + "." + key + " is not a field of a \"" + t + "\" response_format");
   if (t == "text") return "";
   if (t == "json_object") return grammar::json_object_gbnf();
-  if (t != "json_schema") fail(at + ".type = " + shown(json(*type)) + ": use \"text\", \"json_object\" or \"json_schema\"");
+  if (t != "json_schema")
+    fail(at + ".type = " + shown(json(*type)) + ": use \"text\", \"json_object\" or \"json_schema\"");
   const auto js = rf.find("json_schema");
-  if (js == rf.end() || !js->is_object()) fail(at + ".json_schema must be an object {\"name\", \"schema\", \"strict\"}");
+  if (js == rf.end() || !js->is_object())
+    fail(at + ".json_schema must be an object {\"name\", \"schema\", \"strict\"}");
   for (const auto& [key, v] : js->items()) {
     if (key == "name" || key == "description") continue;
     if (key == "strict") {
@@ -227,14 +242,16 @@ std::string response_format_grammar(const ordered_json& rf) {
       if (!v.is_boolean()) fail(at + ".json_schema.strict must be true or false");
       continue;
     }
-    if (key != "schema") fail(at + ".json_schema." + key + " is not a field nightshift knows (name, description, schema, strict)");
+    if (key != "schema")
+      fail(at + ".json_schema." + key + " is not a field nightshift knows (name, description, schema, strict)");
   }
   const auto schema = js->find("schema");
   if (schema == js->end()) fail(at + ".json_schema has no \"schema\"");
   try {
     return grammar::json_schema_to_gbnf_cached(schema->dump());
   } catch (const Error& e) {
-    std::string what = e.what();  // "$.properties.x: ..." -> "body.response_format.json_schema.schema.properties.x: ..."
+    std::string what =
+        e.what();  // "$.properties.x: ..." -> "body.response_format.json_schema.schema.properties.x: ..."
     if (what.starts_with("$")) what = what.substr(1);
     fail(at + ".json_schema.schema" + what);
   }
@@ -263,7 +280,8 @@ bool offers_tools(const json& body, bool chat) {
   if (!chat && !is_none(*tc))
     fail("body.tool_choice = " + shown(*tc) + " is not supported by /v1/completions: tools are a chat feature");
   if (tc->is_string() && (*tc == "auto" || *tc == "none")) return *tc == "auto";
-  fail("body.tool_choice = " + shown(*tc) + " is not supported: give \"auto\" or \"none\" (nightshift does not "
+  fail("body.tool_choice = " + shown(*tc) +
+       " is not supported: give \"auto\" or \"none\" (nightshift does not "
        "force a tool call)");
 }
 
@@ -276,19 +294,20 @@ void read_body(const json& body, BatchRequest& r, const ordered_json* ordered_bo
   read_input(body, r);
   const auto max_tokens = body.find("max_tokens");
   const auto max_completion = body.find("max_completion_tokens");
-  if (max_tokens != body.end() && max_completion != body.end() && !max_tokens->is_null() &&
-      !max_completion->is_null())
+  if (max_tokens != body.end() && max_completion != body.end() && !max_tokens->is_null() && !max_completion->is_null())
     fail("body has both max_tokens and max_completion_tokens: give one");
   for (const auto& [key, v] : body.items()) {
     if (key == "model" || key == "prompt" || key == "messages" || key == "tool_choice") continue;
     if (v.is_null()) continue;  // null means "the default", as in OpenAI's API
     if (key == "tools") {
       if (is_empty_container(v)) continue;
-      if (!r.is_chat()) fail("body.tools = " + shown(v) + " is not supported by /v1/completions: offer tools on "
-                             "/v1/chat/completions, where the model's chat template renders them");
+      if (!r.is_chat())
+        fail("body.tools = " + shown(v) +
+             " is not supported by /v1/completions: offer tools on "
+             "/v1/chat/completions, where the model's chat template renders them");
       // Tool definitions keep their key order (a template prints them with tojson).
-      const std::string tools = chat::parse_tools(ordered_body ? (*ordered_body)["tools"] : ordered_json::parse(v.dump()),
-                                                  "body.tools");
+      const std::string tools =
+          chat::parse_tools(ordered_body ? (*ordered_body)["tools"] : ordered_json::parse(v.dump()), "body.tools");
       if (offers_tools(body, true)) r.tools = tools;
       continue;
     }
@@ -325,8 +344,7 @@ BatchRequest parse_object(const json& line, const SamplingParams& defaults, cons
   if (r.custom_id.empty()) fail("custom_id is empty: give each request a unique id");
   const auto method = line.find("method");
   if (method == line.end()) fail("the line has no \"method\": use \"POST\"");
-  if (read_string(*method, "method") != "POST")
-    fail("method is " + shown(*method) + ": batch requests are \"POST\"");
+  if (read_string(*method, "method") != "POST") fail("method is " + shown(*method) + ": batch requests are \"POST\"");
   r.endpoint = read_endpoint(line);
   const auto body = line.find("body");
   if (body == line.end()) fail("the line has no \"body\"");
@@ -365,9 +383,7 @@ bool is_blank(std::string_view s) {
 
 std::string ids_prefix(BatchEndpoint e) { return e == BatchEndpoint::chat_completions ? "chatcmpl-" : "cmpl-"; }
 
-std::string dump_line(const ordered_json& j) {
-  return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-}
+std::string dump_line(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -542,7 +558,8 @@ std::string format_batch_success(const BatchSuccess& s) {
     try {
       records = sampler::decode_logprobs(s.logprobs, &pieces);
     } catch (const std::invalid_argument& e) {
-      throw Error(ErrorKind::database, "job " + std::to_string(s.job_id) + ": its stored logprobs cannot be read: " + e.what());
+      throw Error(ErrorKind::database,
+                  "job " + std::to_string(s.job_id) + ": its stored logprobs cannot be read: " + e.what());
     }
   }
   ordered_json choices = ordered_json::array();
@@ -554,8 +571,8 @@ std::string format_batch_success(const BatchSuccess& s) {
     if (chat && s.tool_format) {
       const chat::ParsedReply reply = chat::parse_reply(*s.tool_format, text);
       ordered_json message = {{"role", "assistant"}};
-      message["content"] = reply.content.empty() && !reply.tool_calls.empty() ? ordered_json(nullptr)
-                                                                               : ordered_json(reply.content);
+      message["content"] =
+          reply.content.empty() && !reply.tool_calls.empty() ? ordered_json(nullptr) : ordered_json(reply.content);
       message["refusal"] = nullptr;  // OpenAI's types require it (nullable): a local model never refuses by API
       if (!reply.reasoning_content.empty()) message["reasoning_content"] = reply.reasoning_content;
       if (!reply.tool_calls.empty()) {
@@ -564,7 +581,8 @@ std::string format_batch_success(const BatchSuccess& s) {
           const chat::ToolCall& c = reply.tool_calls[i];
           // The format's own id where it has one, made unique across the batch's jobs.
           const std::string id = "call_" + std::to_string(s.job_id) + "_" + std::to_string(k) + "_" + std::to_string(i);
-          calls.push_back({{"id", id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+          calls.push_back(
+              {{"id", id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
         }
         message["tool_calls"] = std::move(calls);
         if (finish_reason == "stop") finish_reason = "tool_calls";
@@ -597,8 +615,10 @@ std::string format_batch_success(const BatchSuccess& s) {
   line["id"] = "batch_req_" + std::to_string(s.job_id);
   line["custom_id"] = s.custom_id;
   line["response"] = {{"status_code", 200}, {"request_id", "req_" + std::to_string(s.job_id)}, {"body", body}};
-  if (s.error_code.empty()) line["error"] = nullptr;
-  else line["error"] = {{"code", s.error_code}, {"message", s.error_message}};
+  if (s.error_code.empty())
+    line["error"] = nullptr;
+  else
+    line["error"] = {{"code", s.error_code}, {"message", s.error_message}};
   return dump_line(line);
 }
 

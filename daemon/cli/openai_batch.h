@@ -61,23 +61,23 @@ const char* endpoint_url(BatchEndpoint e);  // "/v1/completions", "/v1/chat/comp
 
 // One valid input line.
 struct BatchRequest {
-  int64_t line = 0;                          // 1-based line number in the input (0 for parse_batch_request)
-  std::string custom_id;                     // non-empty, unique within the input
+  int64_t line = 0;       // 1-based line number in the input (0 for parse_batch_request)
+  std::string custom_id;  // non-empty, unique within the input
   BatchEndpoint endpoint = BatchEndpoint::completions;
-  std::string model;                         // body.model; "" when absent (the submit command's --model applies)
-  std::string prompt;                        // /v1/completions: the prompt, non-empty
-  std::vector<chat::ChatMessage> messages;   // /v1/chat/completions: the conversation, non-empty
-  std::string tools;                         // the tools offered (JSON array text, key order kept); "" = none
-  SamplingParams sampling;                   // defaults overridden by the body; valid
+  std::string model;                        // body.model; "" when absent (the submit command's --model applies)
+  std::string prompt;                       // /v1/completions: the prompt, non-empty
+  std::vector<chat::ChatMessage> messages;  // /v1/chat/completions: the conversation, non-empty
+  std::string tools;                        // the tools offered (JSON array text, key order kept); "" = none
+  SamplingParams sampling;                  // defaults overridden by the body; valid
 
   bool is_chat() const { return endpoint == BatchEndpoint::chat_completions; }
 };
 
 // One invalid input line.
 struct BatchLineError {
-  int64_t line = 0;        // 1-based
-  std::string custom_id;   // as far as it could be read; "" otherwise
-  std::string message;     // the reason, e.g. "body.max_tokens = 0 is invalid: must be in 1..1000000"
+  int64_t line = 0;       // 1-based
+  std::string custom_id;  // as far as it could be read; "" otherwise
+  std::string message;    // the reason, e.g. "body.max_tokens = 0 is invalid: must be in 1..1000000"
 };
 
 struct BatchInput {
@@ -109,17 +109,17 @@ struct BatchChoice {
 
 // A finished job, as the export writes it.
 struct BatchSuccess {
-  int64_t job_id = 0;             // the queue's job id: ids in the line are derived from it
+  int64_t job_id = 0;  // the queue's job id: ids in the line are derived from it
   std::string custom_id;
   BatchEndpoint endpoint = BatchEndpoint::completions;
-  std::string model;              // the model that ran the job
-  int64_t created_unix_s = 0;     // when the job finished, seconds since the epoch
-  std::string text;               // the completion (stop strings already removed)
-  std::string finish_reason;      // "stop" or "length"
+  std::string model;           // the model that ran the job
+  int64_t created_unix_s = 0;  // when the job finished, seconds since the epoch
+  std::string text;            // the completion (stop strings already removed)
+  std::string finish_reason;   // "stop" or "length"
   int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;  // every choice's, summed
+  int32_t completion_tokens = 0;          // every choice's, summed
   std::vector<BatchChoice> more_choices;  // choices 1..n-1
-  std::string logprobs;           // the job's stored records (engine/sampler/logprobs.h); "" = "logprobs": null
+  std::string logprobs;                   // the job's stored records (engine/sampler/logprobs.h); "" = "logprobs": null
   // The request offered tools and the model writes calls in this markup: each choice's text is split into
   // content, reasoning_content and tool_calls (engine/chat/tool_calls.h); finish_reason "tool_calls" when it
   // called one.

@@ -164,7 +164,8 @@ class OutputFile::Buf : public std::streambuf {
 };
 
 OutputFile::OutputFile(const OutputFolder& folder, std::string name) : folder_(folder), name_(std::move(name)) {
-  if (!plain_component(name_)) throw Error(ErrorKind::io, "cannot write " + (folder_.path() / name_).string() + ": not a plain file name");
+  if (!plain_component(name_))
+    throw Error(ErrorKind::io, "cannot write " + (folder_.path() / name_).string() + ": not a plain file name");
   for (int attempt = 0; fd_ < 0; ++attempt) {
     tmp_ = "." + name_ + ".tmp-" + random_suffix();
     fd_ = ::openat(folder_.fd(), tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
@@ -196,8 +197,10 @@ void OutputFile::commit() {
   out_->flush();
   const fs::path shown = folder_.path() / name_;
   int err = buf_->error();
-  if (err == 0 && ::close(fd_) != 0) err = errno;
-  else if (err != 0) ::close(fd_);
+  if (err == 0 && ::close(fd_) != 0)
+    err = errno;
+  else if (err != 0)
+    ::close(fd_);
   fd_ = -1;
   if (err == 0 && ::renameat(folder_.fd(), tmp_.c_str(), folder_.fd(), name_.c_str()) != 0) err = errno;
   if (err != 0) {

@@ -45,7 +45,8 @@ std::string read_all(std::istream& in) {
 std::string read_prompt(const std::string& positional, const std::string& file) {
   if (!file.empty() && file != "-") {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw CommandError{missing_file_code(errno), "cannot read prompt file " + file + ": " + std::strerror(errno)};
+    if (!in)
+      throw CommandError{missing_file_code(errno), "cannot read prompt file " + file + ": " + std::strerror(errno)};
     return read_all(in);
   }
   if (file == "-" || positional == "-") return read_all(std::cin);
@@ -137,8 +138,9 @@ void print_found_hints(const std::string& batch, const std::map<std::string, int
 // submit --jsonl FILE: every valid line queued, every invalid one reported.
 void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
   if (!a.spec.idempotency_key.empty()) {
-    throw CommandError{kUsage, "--key does not go with --jsonl: each line's key is made from the batch, its custom_id "
-                               "and its content"};
+    throw CommandError{kUsage,
+                       "--key does not go with --jsonl: each line's key is made from the batch, its custom_id "
+                       "and its content"};
   }
   if (a.jsonl == "-" && a.batch.empty()) throw CommandError{kUsage, "reading the JSONL from stdin needs --batch NAME"};
   JsonlSubmitOptions options;
@@ -171,15 +173,20 @@ void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
   if (a.json) {
     nlohmann::json jobs = nlohmann::json::array(), errors = nlohmann::json::array();
     for (const JsonlSubmitted& s : report.submitted) {
-      jobs.push_back({{"line", s.line}, {"custom_id", s.custom_id}, {"id", s.id}, {"created", s.created},
-                      {"state", s.state}});
+      jobs.push_back(
+          {{"line", s.line}, {"custom_id", s.custom_id}, {"id", s.id}, {"created", s.created}, {"state", s.state}});
     }
     for (const BatchLineError& e : report.rejected) {
       errors.push_back({{"line", e.line}, {"custom_id", e.custom_id}, {"message", e.message}});
     }
-    std::cout << daemon::json_text({{"batch", options.batch}, {"lines", report.lines}, {"new_jobs", created},
-                                    {"already_queued", already}, {"already", found}, {"invalid", rejected},
-                                    {"jobs", jobs}, {"errors", errors}})
+    std::cout << daemon::json_text({{"batch", options.batch},
+                                    {"lines", report.lines},
+                                    {"new_jobs", created},
+                                    {"already_queued", already},
+                                    {"already", found},
+                                    {"invalid", rejected},
+                                    {"jobs", jobs},
+                                    {"errors", errors}})
               << "\n";
   } else {
     std::cout << "batch " << options.batch << ": " << report.lines << " lines, " << created << " new jobs, " << already
@@ -198,8 +205,9 @@ void submit_jsonl_file(const SubmitArgs& a, int& exit_code) {
 // submit --dir DOCS: one job per document, each queued once per content.
 void submit_document_dir(const SubmitArgs& a, int& exit_code) {
   if (!a.spec.idempotency_key.empty()) {
-    throw CommandError{kUsage, "--key does not go with --dir: each document's key is made from the batch, its path "
-                               "and its content"};
+    throw CommandError{kUsage,
+                       "--key does not go with --dir: each document's key is made from the batch, its path "
+                       "and its content"};
   }
   const std::vector<std::string>& globs = a.globs.empty() ? kDefaultDocumentGlobs : a.globs;
   std::vector<std::string> links;
@@ -216,9 +224,11 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
   for (const std::string& link : links) {
     std::error_code ec;
     const std::filesystem::path target = std::filesystem::read_symlink(std::filesystem::path(a.dir) / link, ec);
-    std::fprintf(stderr, "nightshift submit: warning: %s/%s is a symbolic link%s; skipped (--follow-symlinks queues "
+    std::fprintf(stderr,
+                 "nightshift submit: warning: %s/%s is a symbolic link%s; skipped (--follow-symlinks queues "
                  "what links point to)\n",
-                 printable(a.dir).c_str(), printable(link).c_str(), ec ? "" : printable(" to " + target.string()).c_str());
+                 printable(a.dir).c_str(), printable(link).c_str(),
+                 ec ? "" : printable(" to " + target.string()).c_str());
   }
   const std::string batch = a.batch.empty() ? batch_name_from_dir(a.dir) : a.batch;
   std::string glob_list;
@@ -261,15 +271,20 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
   if (a.json) {
     nlohmann::json jobs = nlohmann::json::array();
     for (const DocumentOutcome& d : report.documents) {
-      nlohmann::json o = {{"path", d.relative_path}, {"id", d.id == 0 ? nlohmann::json() : nlohmann::json(d.id)},
+      nlohmann::json o = {{"path", d.relative_path},
+                          {"id", d.id == 0 ? nlohmann::json() : nlohmann::json(d.id)},
                           {"created", d.created}};
       if (d.id != 0) o["state"] = d.created ? std::string("queued") : state_of[d.id];
       if (!d.problem.empty()) o["problem"] = d.problem;
       jobs.push_back(std::move(o));
     }
-    std::cout << daemon::json_text({{"batch", batch}, {"documents", report.documents.size()},
-                                    {"new_jobs", report.created()}, {"already_queued", report.already()},
-                                    {"already", found}, {"not_queued", report.rejected()}, {"jobs", jobs}})
+    std::cout << daemon::json_text({{"batch", batch},
+                                    {"documents", report.documents.size()},
+                                    {"new_jobs", report.created()},
+                                    {"already_queued", report.already()},
+                                    {"already", found},
+                                    {"not_queued", report.rejected()},
+                                    {"jobs", jobs}})
               << "\n";
   } else {
     for (const DocumentOutcome& d : report.documents) {
@@ -285,8 +300,9 @@ void submit_document_dir(const SubmitArgs& a, int& exit_code) {
 
 void add_submit(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<SubmitArgs>();
-  CLI::App* cmd = app.add_subcommand("submit", "Queue generation jobs: one prompt, a file of prompts, an OpenAI Batch "
-                                               "JSONL file, or a folder of documents");
+  CLI::App* cmd = app.add_subcommand("submit",
+                                     "Queue generation jobs: one prompt, a file of prompts, an OpenAI Batch "
+                                     "JSONL file, or a folder of documents");
   auto* positional = cmd->add_option("prompt", a->prompt, "prompt text, or - to read it from stdin");
   auto* file = cmd->add_option("--prompt-file", a->prompt_file, "read the prompt from a file (- = stdin)");
   auto* lines = cmd->add_option("--prompt-lines", a->prompt_lines,
@@ -376,7 +392,8 @@ void add_submit(CLI::App& app, int& exit_code) {
             conflicts.push_back("key '" + key + "' already names job " + std::to_string(out.id) + " (" +
                                 jobs::state_name(old->state) + ") with another " + diff +
                                 "; nothing was queued for it: give the changed request a new --key, or `nightshift "
-                                "show " + std::to_string(out.id) + "` to see what the key holds");
+                                "show " +
+                                std::to_string(out.id) + "` to see what the key holds");
             return;
           }
         }
@@ -405,10 +422,11 @@ void add_submit(CLI::App& app, int& exit_code) {
             first = "line " + std::to_string(line_numbers[k]) + ": " + problem;
         }
         if (bad > 0)
-          throw CommandError{kInvalidInput,
-                             first + (bad > 1 ? " (and " + std::to_string(bad - 1) + (bad == 2 ? " more line)" : " more lines)")
-                                              : "") +
-                                 "; nothing was queued"};
+          throw CommandError{
+              kInvalidInput,
+              first +
+                  (bad > 1 ? " (and " + std::to_string(bad - 1) + (bad == 2 ? " more line)" : " more lines)") : "") +
+                  "; nothing was queued"};
         auto queue = open_queue(a->db);
         constexpr size_t kChunk = 200;  // one commit per chunk: fast, and short write locks for the daemon
         for (size_t i = 0; i < specs.size(); i += kChunk) {
@@ -424,8 +442,9 @@ void add_submit(CLI::App& app, int& exit_code) {
         throw CommandError{kInvalidInput, "the prompt is empty; give the text to continue"};
       }
       if (a->prompt.empty() && a->prompt_file.empty()) {
-        throw CommandError{kUsage, "give the prompt as an argument, with --prompt-file FILE, --prompt-lines FILE, "
-                                   "--jsonl FILE, --dir FOLDER, or - for stdin"};
+        throw CommandError{kUsage,
+                           "give the prompt as an argument, with --prompt-file FILE, --prompt-lines FILE, "
+                           "--jsonl FILE, --dir FOLDER, or - for stdin"};
       }
       a->spec.prompt = read_prompt(a->prompt, a->prompt_file);
       check_model(*a);
@@ -668,7 +687,8 @@ void add_retry(CLI::App& app, int& exit_code) {
       // With --model, queued jobs too: those a daemon holds because it cannot serve their model.
       std::vector<jobs::JobState> states = {jobs::JobState::failed, jobs::JobState::dead, jobs::JobState::cancelled};
       if (!a->model.empty()) states.push_back(jobs::JobState::queued);
-      if (!a->from_model.empty() && a->sel.batch.empty()) throw CommandError{kUsage, "--from-model goes with --batch NAME"};
+      if (!a->from_model.empty() && a->sel.batch.empty())
+        throw CommandError{kUsage, "--from-model goes with --batch NAME"};
       // A batch's queued jobs waiting for a daemon that can serve them stay put: only the held ones move
       // (#31: re-pointing a whole night moved the jobs of its good models too), unless --state queued says so.
       const auto keep = [&](const jobs::Job& j) {
@@ -761,12 +781,12 @@ int64_t parse_age_ms(const std::string& text) {
     throw CommandError{kUsage, "--older-than " + text + " is ambiguous: minutes are " + std::to_string(n) +
                                    "min; a month is about 30d (" + kUnits + ")"};
   }
-  const int64_t per = unit == "w"   ? 7 * 86'400'000
-                      : unit == "d" ? 86'400'000
-                      : unit == "h" ? 3'600'000
+  const int64_t per = unit == "w"     ? 7 * 86'400'000
+                      : unit == "d"   ? 86'400'000
+                      : unit == "h"   ? 3'600'000
                       : unit == "min" ? 60'000
-                      : unit == "s" ? 1000
-                                    : 0;
+                      : unit == "s"   ? 1000
+                                      : 0;
   if (n < 0 || per == 0 || n > INT64_MAX / per) {
     throw CommandError{kUsage, "--older-than takes " + kUnits + ", got '" + text + "'"};
   }
@@ -788,8 +808,9 @@ void add_prune(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_flag("--dry-run", a->dry_run, "count what would be deleted, delete nothing");
   cmd->add_flag("--yes", a->yes,
-                "delete more than " + std::to_string(kPruneAsk) + " jobs without asking (needed when stdin is not a "
-                "terminal: a timer or a script)");
+                "delete more than " + std::to_string(kPruneAsk) +
+                    " jobs without asking (needed when stdin is not a "
+                    "terminal: a timer or a script)");
   cmd->add_option("--state", a->states,
                   "only jobs in this final state (repeatable; default: done, failed, cancelled and dead)")
       ->check(CLI::IsMember({"done", "failed", "cancelled", "dead"}))
@@ -798,13 +819,16 @@ void add_prune(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Queued and running jobs are never deleted. Everything goes in one transaction: a prune that fails\n"
       "deletes nothing. The file does not shrink (SQLite reuses the pages); see docs/operations.md.\n"
-      "More than " + std::to_string(kPruneAsk) + " jobs: asked on a terminal, refused elsewhere without --yes.\n"
+      "More than " +
+      std::to_string(kPruneAsk) +
+      " jobs: asked on a terminal, refused elsewhere without --yes.\n"
       "Examples:\n"
       "  nightshift prune --older-than 30d --state done --dry-run\n"
       "  nightshift prune --older-than 30d --state done\n"
       "  nightshift prune --older-than 12w --yes          # from a timer\n"
       "Exit status: 0 pruned, counted (--dry-run) or declined at the question, 2 bad command line or more\n"
-      "than " + std::to_string(kPruneAsk) + " jobs without --yes off a terminal, 1 database failure.\n");
+      "than " +
+      std::to_string(kPruneAsk) + " jobs without --yes off a terminal, 1 database failure.\n");
   cmd->callback([a, &exit_code] {
     run_command("prune", exit_code, [&] {
       const int64_t age_ms = parse_age_ms(a->older_than);

@@ -43,29 +43,29 @@
 namespace ns::cli {
 
 struct RunBatchOptions {
-  std::string input;    // -i: the OpenAI Batch input file
-  std::string output;   // -o: the output file
-  std::string model;    // --model: a name from --config's models:, or a GGUF path; "" = each line's body.model
-  std::string config;   // --config: the daemon config whose models and engine settings to use; "" = defaults
-  std::string db;       // --db: the queue; "" = <output stem>.run-batch.db beside the output
+  std::string input;   // -i: the OpenAI Batch input file
+  std::string output;  // -o: the output file
+  std::string model;   // --model: a name from --config's models:, or a GGUF path; "" = each line's body.model
+  std::string config;  // --config: the daemon config whose models and engine settings to use; "" = defaults
+  std::string db;      // --db: the queue; "" = <output stem>.run-batch.db beside the output
   // Engine options given as flags (--threads, --max-batch, --memory-budget:
   // rows of the option table, engine_flags.h); each named in engine_given
   // overrides the config's value.
   EngineOptions engine;
   std::vector<std::string> engine_given;
-  bool keep_db = false;     // keep the database after a complete run
-  bool progress = true;     // the progress line on stderr
+  bool keep_db = false;  // keep the database after a complete run
+  bool progress = true;  // the progress line on stderr
 };
 
 struct RunBatchReport {
   std::string batch, db, errors_path;
-  int64_t lines = 0;          // non-blank input lines
-  int64_t valid = 0;          // of them, the lines queued (not rejected)
-  int64_t resumed_done = 0;   // lines already finished in the database when this run began
-  int64_t written = 0;        // success lines in the output
-  int64_t errors = 0;         // lines in the errors file (rejected + failed)
-  bool interrupted = false;   // `stop` was set before every line ended
-  int64_t finished = 0;       // lines ended (done or failed) when the run returned
+  int64_t lines = 0;         // non-blank input lines
+  int64_t valid = 0;         // of them, the lines queued (not rejected)
+  int64_t resumed_done = 0;  // lines already finished in the database when this run began
+  int64_t written = 0;       // success lines in the output
+  int64_t errors = 0;        // lines in the errors file (rejected + failed)
+  bool interrupted = false;  // `stop` was set before every line ended
+  int64_t finished = 0;      // lines ended (done or failed) when the run returned
 };
 
 // <dir>/<stem>.errors<ext> ("results.jsonl" -> "results.errors.jsonl"; no extension: ".errors.jsonl").

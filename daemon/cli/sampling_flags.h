@@ -23,15 +23,15 @@ inline void add_sampling_flags(CLI::App* cmd, SamplingParams& p) {
   cmd->add_option("--temperature,--temp", p.temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--top-k", p.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
   cmd->add_option("--top-p", p.top_p, "Nucleus sampling threshold (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", p.min_p, "Drop tokens below min-p x the best one's probability (0 = off)")->capture_default_str();
+  cmd->add_option("--min-p", p.min_p, "Drop tokens below min-p x the best one's probability (0 = off)")
+      ->capture_default_str();
   cmd->add_option("--repeat-penalty", p.repeat_penalty, "Penalty for repeated tokens (1 = off)")->capture_default_str();
   cmd->add_option("--repeat-last-n", p.repeat_last_n, "How far back the penalty looks")->capture_default_str();
   cmd->add_option("--seed", p.seed, "Random seed: same seed, same text (0 .. 2^64-1)")
       // "-1" would wrap to 2^64-1 (JSONL refuses it too).
       ->check(CLI::Validator(
           [](std::string& v) {
-            return !v.empty() && v[0] == '-' ? "must be 0 or more (an unsigned 64-bit number), got " + v
-                                             : std::string();
+    return !v.empty() && v[0] == '-' ? "must be 0 or more (an unsigned 64-bit number), got " + v : std::string();
           },
           "UINT64"))
       ->capture_default_str();
@@ -50,9 +50,10 @@ struct GrammarFlags {
 };
 
 inline void add_grammar_flags(CLI::App* cmd, GrammarFlags& g) {
-  auto* schema = cmd->add_option("--json-schema", g.json_schema_file,
-                                 "Constrain the output to JSON valid under this JSON Schema file (docs/constrained-decoding.md "
-                                 "lists what is supported)");
+  auto* schema =
+      cmd->add_option("--json-schema", g.json_schema_file,
+                      "Constrain the output to JSON valid under this JSON Schema file (docs/constrained-decoding.md "
+                      "lists what is supported)");
   auto* grammar = cmd->add_option("--grammar", g.grammar_file, "Constrain the output to this GBNF grammar file");
   auto* object = cmd->add_flag("--json-object", g.json_object, "Constrain the output to one JSON object (JSON mode)");
   schema->excludes(grammar)->excludes(object);

@@ -177,8 +177,10 @@ DaemonBatch daemon_batch(const StatusSnapshot& s, const std::string& worker_id) 
     if (j.worker != worker_id) continue;
     ++b.jobs;
     b.tok_s += j.progress.tok_s;
-    if (auto eta = job_eta_s(j, s.now_ms)) last = std::max(last, *eta);
-    else all_known = false;
+    if (auto eta = job_eta_s(j, s.now_ms))
+      last = std::max(last, *eta);
+    else
+      all_known = false;
   }
   if (b.jobs > 0 && all_known) b.eta_s = last;
   return b;
@@ -251,7 +253,8 @@ struct Section {
 };
 
 std::string recent_line(const jobs::Job& j, int64_t now_ms, int text_chars) {
-  std::string line = "  job " + std::to_string(j.id) + "  " + jobs::state_name(j.state) + "  " + ago(now_ms, j.finished_ms);
+  std::string line =
+      "  job " + std::to_string(j.id) + "  " + jobs::state_name(j.state) + "  " + ago(now_ms, j.finished_ms);
   if (j.result) {
     line += "  " + std::to_string(j.result->completion_tokens) + " tok";
     if (j.result->decode_tok_s > 0) line += ", " + format_rate(j.result->decode_tok_s) + " tok/s";
@@ -298,11 +301,11 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
   for (const jobs::Job& j : s.running) {
     const std::string progress = job_progress_text(j, s.now_ms);
     const bool prefill = in_prefill(j);
-    const std::string bar =
-        !style.bars || j.progress.updated_ms == 0
-            ? ""
-            : (prefill ? progress_bar(j.progress.prefilled, j.progress.prompt_tokens, 10)
-                       : progress_bar(j.progress.generated, j.spec.sampling.max_tokens, 10)) + " ";
+    const std::string bar = !style.bars || j.progress.updated_ms == 0
+                                ? ""
+                                : (prefill ? progress_bar(j.progress.prefilled, j.progress.prompt_tokens, 10)
+                                           : progress_bar(j.progress.generated, j.spec.sampling.max_tokens, 10)) +
+                                      " ";
     const std::string head = "  " + std::to_string(j.id) + " ";
     const int label_room = width - static_cast<int>(head.size() + bar.size() + progress.size()) - 2;
     const std::string line = fit(
@@ -328,8 +331,8 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
     // enough of it shows, so a narrow terminal never cuts into the batch's ETA.
     std::vector<std::string> rest = {worker_state_text(w, s.now_ms)};
     if (w.stopped_ms == 0) rest.push_back(w.model.empty() ? std::string("(no model)") : w.model);
-    const std::string problem = w.stopped_ms == 0 && !w.problem.empty() ? "CANNOT SERVE: " + one_line(w.problem, 2000)
-                                                                          : "";
+    const std::string problem =
+        w.stopped_ms == 0 && !w.problem.empty() ? "CANNOT SERVE: " + one_line(w.problem, 2000) : "";
     Item it;
     // Whole: the fields that fit, then the reason wrapped on its own lines.
     std::string head = line;
@@ -394,7 +397,8 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
       room -= extra;
     }
   }
-  std::string out = fit((s.batch.empty() ? "queue: " : "batch " + s.batch + ": ") + counts_text(s.counts), width) + "\n";
+  std::string out =
+      fit((s.batch.empty() ? "queue: " : "batch " + s.batch + ": ") + counts_text(s.counts), width) + "\n";
   for (int i = 0; i < held.rows; ++i) out += held.items[static_cast<size_t>(i)].cut + "\n";
   for (Section* sec : {&running, &recent, &batches, &daemons}) {
     if (sec->rows <= 0) continue;
@@ -409,7 +413,8 @@ std::string format_screen(const StatusSnapshot& s, const StatusStyle& style) {
     out += "\n";
     for (size_t i = 0; i < shown; ++i) {
       const Item& it = sec->items[i];
-      if (!it.expanded) out += it.cut + "\n";
+      if (!it.expanded)
+        out += it.cut + "\n";
       else
         for (const std::string& l : it.whole) out += l + "\n";
     }
@@ -517,12 +522,13 @@ std::string format_status(const StatusSnapshot& raw, const StatusStyle& style) {
 
 std::string format_status_line(const StatusSnapshot& raw) {
   const StatusSnapshot s = for_terminal(raw);
-  std::string line = jobs::iso8601_utc(s.now_ms) + " " + (s.batch.empty() ? "" : "batch " + s.batch + ": ") +
-                     counts_text(s.counts);
+  std::string line =
+      jobs::iso8601_utc(s.now_ms) + " " + (s.batch.empty() ? "" : "batch " + s.batch + ": ") + counts_text(s.counts);
   if (s.counts.held > 0) line += " | held: " + s.counts.held_reason;
   for (const jobs::Job& j : s.running) line += " | job " + std::to_string(j.id) + " " + job_progress_text(j, s.now_ms);
   for (const jobs::WorkerInfo& w : s.workers) {
-    if (const DaemonBatch b = daemon_batch(s, w.id); b.jobs > 1) line += " | batch " + w.id + " " + daemon_batch_text(b);
+    if (const DaemonBatch b = daemon_batch(s, w.id); b.jobs > 1)
+      line += " | batch " + w.id + " " + daemon_batch_text(b);
   }
   // Each named batch still running, with its ETA (its queued jobs included).
   for (const jobs::BatchSummary& b : s.batches) {
@@ -539,9 +545,15 @@ std::string format_status_line(const StatusSnapshot& raw) {
 nlohmann::json status_to_json(const StatusSnapshot& s) {
   using nlohmann::json;
   auto counts = [](const jobs::QueueCounts& c) {
-    return json{{"queued", c.queued}, {"running", c.running}, {"done", c.done},           {"failed", c.failed},
-                {"cancelled", c.cancelled}, {"dead", c.dead}, {"retry_waiting", c.retry_waiting},
-                {"held", c.held}, {"held_reason", c.held == 0 ? json() : json(c.held_reason)}};
+    return json{{"queued", c.queued},
+                {"running", c.running},
+                {"done", c.done},
+                {"failed", c.failed},
+                {"cancelled", c.cancelled},
+                {"dead", c.dead},
+                {"retry_waiting", c.retry_waiting},
+                {"held", c.held},
+                {"held_reason", c.held == 0 ? json() : json(c.held_reason)}};
   };
   json running = json::array();
   for (const jobs::Job& j : s.running) {
@@ -597,12 +609,9 @@ nlohmann::json status_to_json(const StatusSnapshot& s) {
                        {"batch_eta_s", batch.eta_s ? json(*batch.eta_s) : json()},
                        {"jobs", w.jobs}});
   }
-  return {{"now_ms", s.now_ms},
-          {"batch", s.batch.empty() ? json() : json(s.batch)},
-          {"counts", counts(s.counts)},
-          {"running", running},
-          {"recent", recent},
-          {"batches", batches},
+  return {{"now_ms", s.now_ms},         {"batch", s.batch.empty() ? json() : json(s.batch)},
+          {"counts", counts(s.counts)}, {"running", running},
+          {"recent", recent},           {"batches", batches},
           {"workers", workers}};
 }
 

@@ -93,23 +93,26 @@ void export_dir(const ExportArgs& a) {
   if (r.written.empty() && r.unchanged == 0 && r.problems.empty() && r.pending == 0) {
     // A named batch of prompts or JSONL lines is the wrong command, not an empty morning.
     if (!a.batch.empty()) {
-      throw CommandError{kInvalidInput, "batch " + a.batch + " has no document jobs (they are queued by `nightshift "
-                                        "submit --dir`): export its results with --jsonl OUT"};
+      throw CommandError{kInvalidInput, "batch " + a.batch +
+                                            " has no document jobs (they are queued by `nightshift "
+                                            "submit --dir`): export its results with --jsonl OUT"};
     }
     std::cout << "no documents found: they are queued by `nightshift submit --dir`\n";
   }
   if (!r.problems.empty()) {
     std::cout << "see why with `nightshift show ID`; queue them again with `nightshift retry ID`\n";
     // The others are written; a script (the morning export unit) must still see that some are missing.
-    throw CommandError{kFailure, std::to_string(r.problems.size()) + " document(s) failed and have no continuation "
-                                                                      "(listed above)"};
+    throw CommandError{kFailure, std::to_string(r.problems.size()) +
+                                     " document(s) failed and have no continuation "
+                                     "(listed above)"};
   }
 }
 
 void add_export(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "Write finished results out: a batch as OpenAI Batch output JSONL, or documents' continuations as files");
+      "export",
+      "Write finished results out: a batch as OpenAI Batch output JSONL, or documents' continuations as files");
   auto* jsonl = cmd->add_option("--jsonl", a->jsonl,
                                 "write the batch's finished jobs to this file (- = stdout), one OpenAI Batch output "
                                 "line each, in input order; failures as error lines");
@@ -118,7 +121,8 @@ void add_export(CLI::App& app, int& exit_code) {
                               "OUT/path/name.continued.md (may be the documents' folder itself)");
   jsonl->excludes(dir);
   dir->excludes(jsonl);
-  cmd->add_option("--batch", a->batch, "the batch (required with --jsonl; with --dir, default: every batch of documents)");
+  cmd->add_option("--batch", a->batch,
+                  "the batch (required with --jsonl; with --dir, default: every batch of documents)");
   cmd->add_flag("--with-document", a->with_document, "with --dir: write the document followed by its continuation");
   add_database_options(cmd, a->db);
   cmd->footer(
@@ -132,7 +136,8 @@ void add_export(CLI::App& app, int& exit_code) {
       "jobs, 1 database or file failure, or (--dir) a document whose job failed (the others are written).\n");
   cmd->callback([a, &exit_code] {
     run_command("export", exit_code, [&] {
-      if (a->jsonl.empty() && a->dir.empty()) throw CommandError{kUsage, "give --jsonl FILE (with --batch) or --dir FOLDER"};
+      if (a->jsonl.empty() && a->dir.empty())
+        throw CommandError{kUsage, "give --jsonl FILE (with --batch) or --dir FOLDER"};
       if (!a->jsonl.empty()) return export_jsonl(*a);
       if (a->with_document && a->dir.empty()) throw CommandError{kUsage, "--with-document goes with --dir"};
       export_dir(*a);
@@ -166,15 +171,20 @@ int terminal_width() { return terminal_size(false, 100); }
 
 void add_status_options(CLI::App* cmd, StatusArgs& a) {
   cmd->add_option("--batch", a.batch, "only this batch's jobs");
-  cmd->add_option("--recent", a.recent, "how many finished jobs to show")->capture_default_str()->check(CLI::Range(0, 1000));
-  cmd->add_option("--batches", a.batches, "how many batches to show")->capture_default_str()->check(CLI::Range(0, 1000));
+  cmd->add_option("--recent", a.recent, "how many finished jobs to show")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--batches", a.batches, "how many batches to show")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   add_database_options(cmd, a.db);
 }
 
 void add_status(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<StatusArgs>();
-  CLI::App* cmd = app.add_subcommand("status", "The queue at a glance: counts by state, running jobs with tokens done/max, "
-                                               "tok/s and ETA, the last finished jobs, batches, daemons");
+  CLI::App* cmd = app.add_subcommand("status",
+                                     "The queue at a glance: counts by state, running jobs with tokens done/max, "
+                                     "tok/s and ETA, the last finished jobs, batches, daemons");
   add_status_options(cmd, *a);
   auto* json = cmd->add_flag("--json", a->json, "print one JSON object (counts, running, recent, batches, workers)");
   auto* prometheus = cmd->add_flag("--prometheus", a->prometheus,
@@ -228,10 +238,13 @@ extern "C" void on_interrupt(int) { g_interrupted = true; }
 
 void add_watch(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<StatusArgs>();
-  CLI::App* cmd = app.add_subcommand("watch", "`status`, refreshed: progress bars on a terminal, one line per refresh "
-                                              "otherwise; Ctrl-C stops");
+  CLI::App* cmd = app.add_subcommand("watch",
+                                     "`status`, refreshed: progress bars on a terminal, one line per refresh "
+                                     "otherwise; Ctrl-C stops");
   add_status_options(cmd, *a);
-  cmd->add_option("--interval", a->interval, "seconds between refreshes")->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+  cmd->add_option("--interval", a->interval, "seconds between refreshes")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
   cmd->add_flag("--until-done", a->until_done,
                 "exit (status 0) once nothing is queued or running (in the batch, with --batch)");
   cmd->add_flag("--plain", a->plain, "one line per refresh even on a terminal (for logs)");
@@ -257,7 +270,8 @@ void add_watch(CLI::App& app, int& exit_code) {
           if (screen) {
             // Home and clear, then the frame, fitted to the terminal (the
             // footer ends without a newline: the last row must not scroll).
-            std::cout << "\x1b[H\x1b[2J" << format_status(s, StatusStyle{true, terminal_width(), terminal_size(true, 24)})
+            std::cout << "\x1b[H\x1b[2J"
+                      << format_status(s, StatusStyle{true, terminal_width(), terminal_size(true, 24)})
                       << "(refreshing every " << a->interval << " s; Ctrl-C to stop)";
           } else {
             std::cout << format_status_line(s) << "\n";

@@ -36,8 +36,9 @@ std::vector<std::string> load_api_keys(const std::string& path) {
     keys.emplace_back(key);
   }
   if (keys.empty()) {
-    throw Error(ErrorKind::invalid_input, "http.keys_file " + path + " holds no key: add one a line (e.g. from "
-                                                                     "`openssl rand -hex 24`)");
+    throw Error(ErrorKind::invalid_input, "http.keys_file " + path +
+                                              " holds no key: add one a line (e.g. from "
+                                              "`openssl rand -hex 24`)");
   }
   return keys;
 }

@@ -63,7 +63,10 @@ ordered_json batch_json(const jobs::ApiBatch& b, const jobs::QueueCounts& jobs) 
   } else {
     ordered_json data = ordered_json::array();
     for (const RejectedLine& r : rejected_from_json(b.errors)) {
-      data.push_back({{"code", r.code}, {"line", r.line == 0 ? ordered_json(nullptr) : ordered_json(r.line)}, {"message", r.message}, {"param", text_or_null(r.param)}});
+      data.push_back({{"code", r.code},
+                      {"line", r.line == 0 ? ordered_json(nullptr) : ordered_json(r.line)},
+                      {"message", r.message},
+                      {"param", text_or_null(r.param)}});
     }
     j["errors"] = {{"object", "list"}, {"data", std::move(data)}};
   }
@@ -108,8 +111,8 @@ ordered_json file_json(const jobs::ApiFile& f) {
 
 int64_t completion_window_seconds(const std::string& window) {
   const auto bad = [&] {
-    return Error(ErrorKind::invalid_input, "completion_window '" + window +
-                                               "' is not a number of hours from 1h to 720h (OpenAI's is \"24h\")");
+    return Error(ErrorKind::invalid_input,
+                 "completion_window '" + window + "' is not a number of hours from 1h to 720h (OpenAI's is \"24h\")");
   };
   if (window.size() < 2 || window.size() > 4 || window.back() != 'h') throw bad();
   const std::string hours = window.substr(0, window.size() - 1);
@@ -135,7 +138,8 @@ std::string rejected_to_json(const std::vector<RejectedLine>& lines) {
   if (lines.empty()) return "";
   nlohmann::json a = nlohmann::json::array();
   for (const RejectedLine& r : lines) {
-    a.push_back({{"line", r.line}, {"custom_id", r.custom_id}, {"code", r.code}, {"message", r.message}, {"param", r.param}});
+    a.push_back(
+        {{"line", r.line}, {"custom_id", r.custom_id}, {"code", r.code}, {"message", r.message}, {"param", r.param}});
   }
   return a.dump();
 }

@@ -66,7 +66,7 @@ std::string metadata_problem(const nlohmann::json& metadata);
 
 // A request refused at validation, as stored in ApiBatch::errors.
 struct RejectedLine {
-  int64_t line = 0;  // 0: not about one line (the input file is gone)
+  int64_t line = 0;                             // 0: not about one line (the input file is gone)
   std::string custom_id, code, message, param;  // param "" = null
 };
 std::string rejected_to_json(const std::vector<RejectedLine>& lines);

@@ -29,8 +29,8 @@ std::string map_model(const daemon::Config& config, const std::string& name) {
   if (auto it = config.http.models.find(name); it != config.http.models.end()) return it->second;
   if (config.models.count(name) != 0) return name;
   throw Error(ErrorKind::invalid_input, std::string(kUnknownModel) + name + "': name a model of this daemon's " +
-                                            "models: (" + names_of(config.models) + ") or an alias under http.models: (" +
-                                            names_of(config.http.models) + ")");
+                                            "models: (" + names_of(config.models) +
+                                            ") or an alias under http.models: (" + names_of(config.http.models) + ")");
 }
 
 jobs::ApiBatch stored(Session& s, const std::string& id) {
@@ -52,8 +52,8 @@ void fail_validation(Session& s, jobs::ApiBatch& b, const std::vector<RejectedLi
     if (r.line != 0) content += rejected_output_line(b.id, r) + "\n";
   }
   if (!content.empty()) {
-    files.push_back({new_object_id("file-"), b.id + "_error.jsonl", "batch_output", static_cast<int64_t>(content.size()),
-                     now, content});
+    files.push_back({new_object_id("file-"), b.id + "_error.jsonl", "batch_output",
+                     static_cast<int64_t>(content.size()), now, content});
     b.error_file_id = files.back().id;
   }
   set_status(b, "failed", now);
@@ -64,8 +64,12 @@ void fail_validation(Session& s, jobs::ApiBatch& b, const std::vector<RejectedLi
 void validate_and_queue(Session& s, jobs::ApiBatch b) {
   std::optional<jobs::ApiFile> input = s.store.file(b.input_file_id, true);
   if (!input) {
-    fail_validation(s, b, {{0, "", "file_not_found", "the input file " + b.input_file_id + " was deleted before the batch "
-                                                     "was queued", "input_file_id"}});
+    fail_validation(s, b,
+                    {{0, "", "file_not_found",
+                      "the input file " + b.input_file_id +
+                          " was deleted before the batch "
+                          "was queued",
+                      "input_file_id"}});
     return;
   }
   const daemon::Config& config = s.state.config;
@@ -168,8 +172,8 @@ void finish_batch(Session& s, jobs::ApiBatch b, const std::string& final_status)
   const int64_t now = now_unix_s();
   std::vector<jobs::ApiFile> files;
   if (!output.empty()) {
-    files.push_back({new_object_id("file-"), b.id + "_output.jsonl", "batch_output", static_cast<int64_t>(output.size()),
-                     now, std::move(output)});
+    files.push_back({new_object_id("file-"), b.id + "_output.jsonl", "batch_output",
+                     static_cast<int64_t>(output.size()), now, std::move(output)});
     b.output_file_id = files.back().id;
   }
   if (!error_text.empty()) {
@@ -198,14 +202,9 @@ jobs::ApiBatch refresh_batch(Session& s, jobs::ApiBatch b) {
   }
   const BatchPlan plan = plan_batch(b, s.queue.counts(b.id), now);
   switch (plan.step) {
-    case BatchStep::none:
-      return b;
-    case BatchStep::cancel_jobs:
-      cancel_unfinished(s, b.id);
-      break;
-    case BatchStep::finish:
-      finish_batch(s, b, plan.final_status);
-      break;
+    case BatchStep::none: return b;
+    case BatchStep::cancel_jobs: cancel_unfinished(s, b.id); break;
+    case BatchStep::finish: finish_batch(s, b, plan.final_status); break;
   }
   return stored(s, b.id);
 }
@@ -225,7 +224,8 @@ Reply create_batch(Session& s, const httplib::Request& req) {
     }
   }
   const auto text = [&](const char* key) {
-    if (!body.contains(key) || !body[key].is_string()) throw ApiError(400, std::string(key) + " (a string) is required", key);
+    if (!body.contains(key) || !body[key].is_string())
+      throw ApiError(400, std::string(key) + " (a string) is required", key);
     return body[key].get<std::string>();
   };
   jobs::ApiBatch b;
@@ -233,8 +233,11 @@ Reply create_batch(Session& s, const httplib::Request& req) {
   b.endpoint = text("endpoint");
   b.completion_window = text("completion_window");
   if (b.endpoint != "/v1/chat/completions" && b.endpoint != "/v1/completions") {
-    throw ApiError(400, "endpoint '" + b.endpoint + "' is not served: nightshift runs /v1/chat/completions and "
-                        "/v1/completions batches", "endpoint");
+    throw ApiError(400,
+                   "endpoint '" + b.endpoint +
+                       "' is not served: nightshift runs /v1/chat/completions and "
+                       "/v1/completions batches",
+                   "endpoint");
   }
   int64_t window = 0;
   try {
@@ -243,13 +246,15 @@ Reply create_batch(Session& s, const httplib::Request& req) {
     throw ApiError(400, e.what(), "completion_window");
   }
   const nlohmann::json metadata = body.value("metadata", nlohmann::json());
-  if (const std::string problem = metadata_problem(metadata); !problem.empty()) throw ApiError(400, problem, "metadata");
+  if (const std::string problem = metadata_problem(metadata); !problem.empty())
+    throw ApiError(400, problem, "metadata");
   if (!metadata.is_null()) b.metadata = metadata.dump();
   const std::optional<jobs::ApiFile> input = s.store.file(b.input_file_id, false);
   if (!input) throw ApiError(404, "no file with id '" + b.input_file_id + "'", "input_file_id", "file_not_found");
   if (input->purpose != "batch") {
-    throw ApiError(400, "file " + b.input_file_id + " has purpose " + input->purpose +
-                            ", not batch: upload the requests with purpose=batch",
+    throw ApiError(400,
+                   "file " + b.input_file_id + " has purpose " + input->purpose +
+                       ", not batch: upload the requests with purpose=batch",
                    "input_file_id");
   }
   b.id = new_object_id("batch_");
@@ -291,7 +296,8 @@ Reply cancel_batch(Session& s, const httplib::Request& req) {
   if (b.status != "cancelling" && b.status != "cancelled") {
     const std::string from = b.status;
     set_status(b, "cancelling", now_unix_s());
-    if (!s.store.update_batch(b, std::array<std::string, 1>{from})) return cancel_batch(s, req);  // it moved: look again
+    if (!s.store.update_batch(b, std::array<std::string, 1>{from}))
+      return cancel_batch(s, req);  // it moved: look again
   }
   if (b.status == "cancelling") cancel_unfinished(s, b.id);
   return json_reply(batch_reply_json(s, refresh_batch(s, stored(s, b.id))));

@@ -30,7 +30,7 @@
 namespace ns::http {
 
 Reply create_batch(Session& s, const httplib::Request& req);
-Reply get_batch(Session& s, const httplib::Request& req);     // matches[1]: the id
+Reply get_batch(Session& s, const httplib::Request& req);  // matches[1]: the id
 Reply list_batches(Session& s, const httplib::Request& req);
 Reply cancel_batch(Session& s, const httplib::Request& req);  // matches[1]: the id
 

@@ -39,28 +39,33 @@ Reply upload_file(Session& s, const httplib::Request& req) {
   if (!req.has_file("purpose")) throw ApiError(400, "missing purpose: give purpose=batch", "purpose");
   const std::string purpose = req.get_file_value("purpose").content;
   if (purpose != "batch") {
-    throw ApiError(400, "purpose '" + purpose + "' is not served here: nightshift takes batch input files (purpose=batch)",
+    throw ApiError(400,
+                   "purpose '" + purpose + "' is not served here: nightshift takes batch input files (purpose=batch)",
                    "purpose");
   }
-  if (!req.has_file("file")) throw ApiError(400, "missing file: upload the JSONL batch input as the field file", "file");
+  if (!req.has_file("file"))
+    throw ApiError(400, "missing file: upload the JSONL batch input as the field file", "file");
   const httplib::MultipartFormData file = req.get_file_value("file");
   const daemon::HttpConfig& cfg = s.state.config.http;
   if (file.content.size() > cfg.max_file_bytes) {
-    throw ApiError(413, "the file has " + std::to_string(file.content.size()) + " bytes; http.max_file_bytes allows " +
-                            std::to_string(cfg.max_file_bytes) + " (split it into several batches)",
+    throw ApiError(413,
+                   "the file has " + std::to_string(file.content.size()) + " bytes; http.max_file_bytes allows " +
+                       std::to_string(cfg.max_file_bytes) + " (split it into several batches)",
                    "file");
   }
   cli::BatchInput input = cli::parse_batch_jsonl(file.content, SamplingParams{});
   for (const cli::BatchRequest& r : input.requests) {
     if (r.model.empty()) {
-      input.errors.push_back({r.line, r.custom_id, "no body.model: name a model of the daemon's config (models: or "
-                                                   "http.models:)"});
+      input.errors.push_back({r.line, r.custom_id,
+                              "no body.model: name a model of the daemon's config (models: or "
+                              "http.models:)"});
     }
   }
   if (input.lines == 0) throw ApiError(400, "the file holds no request (one JSON request a line)", "file");
   if (input.lines > cfg.max_lines) {
-    throw ApiError(400, "the file has " + std::to_string(input.lines) + " requests; http.max_lines allows " +
-                            std::to_string(cfg.max_lines) + " (split it into several batches)",
+    throw ApiError(400,
+                   "the file has " + std::to_string(input.lines) + " requests; http.max_lines allows " +
+                       std::to_string(cfg.max_lines) + " (split it into several batches)",
                    "file");
   }
   if (!input.errors.empty()) {
@@ -70,7 +75,8 @@ Reply upload_file(Session& s, const httplib::Request& req) {
     for (size_t i = 0; i < input.errors.size() && i < kLinesNamed; ++i) {
       msg += (i == 0 ? "" : "; ") + cli::describe(input.errors[i]);
     }
-    if (input.errors.size() > kLinesNamed) msg += "; and " + std::to_string(input.errors.size() - kLinesNamed) + " more";
+    if (input.errors.size() > kLinesNamed)
+      msg += "; and " + std::to_string(input.errors.size() - kLinesNamed) + " more";
     throw ApiError(400, msg, "file", "invalid_file");
   }
   jobs::ApiFile f;
@@ -112,7 +118,9 @@ jobs::ApiFile find_file(Session& s, const std::string& id, bool with_content) {
 }
 }  // namespace
 
-Reply get_file(Session& s, const httplib::Request& req) { return json_reply(file_json(find_file(s, req.matches[1], false))); }
+Reply get_file(Session& s, const httplib::Request& req) {
+  return json_reply(file_json(find_file(s, req.matches[1], false)));
+}
 
 Reply get_file_content(Session& s, const httplib::Request& req) {
   jobs::ApiFile f = find_file(s, req.matches[1], true);

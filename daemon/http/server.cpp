@@ -17,7 +17,7 @@
 namespace ns::http {
 namespace {
 
-constexpr size_t kThreads = 4;             // requests served at once (each holds its own connections)
+constexpr size_t kThreads = 4;               // requests served at once (each holds its own connections)
 constexpr size_t kMultipartSlack = 1 << 20;  // an upload's framing on top of http.max_file_bytes
 
 // One thread's connections to the database: a queue and a store.
@@ -89,8 +89,10 @@ struct HttpService::Impl {
     } catch (const jobs::DatabaseError& e) {
       // The connections are dropped: the next request opens fresh ones.
       spdlog::warn("http: {} {}: {}", req.method, req.path, e.what());
-      set_reply(res, e.transient() ? error_reply(503, std::string("the queue's database is busy or unreachable; try again: ") + e.what())
-                                   : error_reply(500, std::string("the queue's database failed: ") + e.what()));
+      set_reply(res, e.transient()
+                         ? error_reply(
+                               503, std::string("the queue's database is busy or unreachable; try again: ") + e.what())
+                         : error_reply(500, std::string("the queue's database failed: ") + e.what()));
     } catch (const Error& e) {
       if (c) release(std::move(c));
       if (e.kind() == ErrorKind::invalid_input) {
@@ -133,8 +135,10 @@ HttpService::HttpService(const daemon::Config& config, const std::string& databa
       return httplib::Server::HandlerResponse::Handled;
     }
     if (route->access == Access::key && !impl->state.keys.accepts(req.get_header_value("Authorization"))) {
-      set_reply(res, error_reply(401, "missing or incorrect API key: send Authorization: Bearer KEY with a key of the "
-                                      "daemon's http.keys_file", "", "invalid_api_key"));
+      set_reply(res, error_reply(401,
+                                 "missing or incorrect API key: send Authorization: Bearer KEY with a key of the "
+                                 "daemon's http.keys_file",
+                                 "", "invalid_api_key"));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -174,7 +178,8 @@ int HttpService::port() const { return impl_->port; }
 void HttpService::stop() {
   if (!impl_->thread.joinable()) return;
   // stop() before the thread has begun listening would be lost: wait for either.
-  while (!impl_->server.is_running() && !impl_->listening_ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!impl_->server.is_running() && !impl_->listening_ended)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   impl_->server.stop();
   impl_->thread.join();
 }

@@ -10,9 +10,7 @@ Reply json_reply(const nlohmann::ordered_json& body, int status) {
 }
 
 Reply error_reply(int status, const std::string& message, const std::string& param, const std::string& code) {
-  const char* type = status == 401 ? "authentication_error"
-                     : status >= 500 ? "server_error"
-                                     : "invalid_request_error";
+  const char* type = status == 401 ? "authentication_error" : status >= 500 ? "server_error" : "invalid_request_error";
   nlohmann::ordered_json e;
   e["message"] = message;
   e["type"] = type;

@@ -32,8 +32,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Context {
-  std::string path;      // the config file, as given
-  fs::path directory;    // where relative paths resolve
+  std::string path;    // the config file, as given
+  fs::path directory;  // where relative paths resolve
 };
 
 std::string where(const Context& ctx, const YAML::Node& node) {
@@ -69,8 +69,9 @@ long long as_int(const Context& ctx, const std::string& key, const YAML::Node& n
     reject(ctx, node, key + " must be an integer, got '" + node.Scalar() + "'");
   }
   if (v < min || v > max) {
-    reject(ctx, node, key + " = " + std::to_string(v) + " is out of range: allowed " + std::to_string(min) +
-                          ".." + std::to_string(max));
+    reject(ctx, node,
+           key + " = " + std::to_string(v) + " is out of range: allowed " + std::to_string(min) + ".." +
+               std::to_string(max));
   }
   return v;
 }
@@ -78,7 +79,8 @@ long long as_int(const Context& ctx, const std::string& key, const YAML::Node& n
 bool as_bool(const Context& ctx, const std::string& key, const YAML::Node& node) {
   bool v = false;
   if (!node.IsScalar() || !YAML::convert<bool>::decode(node, v))
-    reject(ctx, node, key + " must be true or false, got " + (node.IsScalar() ? "'" + node.Scalar() + "'" : node_kind(node)));
+    reject(ctx, node,
+           key + " must be true or false, got " + (node.IsScalar() ? "'" + node.Scalar() + "'" : node_kind(node)));
   return v;
 }
 
@@ -115,7 +117,7 @@ Option int_option(const char* name, const char* default_value, long long min, lo
                   const char* doc, int Config::*member) {
   return {{name, "integer", default_value, doc, reloadable},
           [=](Config& c, const YAML::Node& n, const Context& ctx) {
-            c.*member = static_cast<int>(as_int(ctx, name, n, min, max));
+    c.*member = static_cast<int>(as_int(ctx, name, n, min, max));
           },
           same_member(member)};
 }
@@ -156,7 +158,8 @@ HttpConfig parse_http(const Context& ctx, const YAML::Node& n) {
     } else if (key == "max_lines") {
       h.max_lines = static_cast<int>(as_int(ctx, "http.max_lines", v, 1, 10'000'000));
     } else if (key == "models") {
-      if (!v.IsMap()) reject(ctx, v, std::string("http.models must be a mapping of API-NAME: MODEL, got ") + node_kind(v));
+      if (!v.IsMap())
+        reject(ctx, v, std::string("http.models must be a mapping of API-NAME: MODEL, got ") + node_kind(v));
       for (const auto& m : v) {
         const std::string from = as_string(ctx, "a name under http.models", m.first);
         const std::string to = as_string(ctx, "http.models." + from, m.second);
@@ -164,13 +167,16 @@ HttpConfig parse_http(const Context& ctx, const YAML::Node& n) {
         h.models[from] = to;
       }
     } else {
-      reject(ctx, kv.first, "http." + key + " is not a field: give listen, keys_file, max_file_bytes, max_lines, models");
+      reject(ctx, kv.first,
+             "http." + key + " is not a field: give listen, keys_file, max_file_bytes, max_lines, models");
     }
   }
   if (!h.listen.empty() && h.keys_file.empty() && !is_loopback_host(parse_listen_address(h.listen).host)) {
-    reject(ctx, n, "http.listen " + h.listen + " is not a loopback address and no http.keys_file is set: anyone "
-                   "who can reach it could queue jobs; give keys_file: FILE (one key a line), or listen on "
-                   "127.0.0.1:PORT");
+    reject(ctx, n,
+           "http.listen " + h.listen +
+               " is not a loopback address and no http.keys_file is set: anyone "
+               "who can reach it could queue jobs; give keys_file: FILE (one key a line), or listen on "
+               "127.0.0.1:PORT");
   }
   return h;
 }
@@ -201,9 +207,12 @@ void read_engine_value(T& member, const OptionInfo& info, const YAML::Node& n, c
 
 template <class T>
 const char* yaml_type(const T&) {
-  if constexpr (std::is_same_v<T, bool>) return "boolean";
-  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint64_t>) return "integer";
-  else return "string";
+  if constexpr (std::is_same_v<T, bool>)
+    return "boolean";
+  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint64_t>)
+    return "integer";
+  else
+    return "string";
 }
 
 // The engine's config keys: the rows of its table (EngineOptions::for_each)
@@ -223,13 +232,13 @@ std::vector<Option> engine_rows() {
     const char* doc = texts.back().c_str();
     rows.push_back({{info.name, yaml_type(value), default_text, doc, true},
                     [name](Config& c, const YAML::Node& n, const Context& ctx) {
-                      EngineOptions::for_each(c.engine, [&](auto& member, const OptionInfo& i) {
-                        if (name == i.name) read_engine_value(member, i, n, ctx);
-                      });
+      EngineOptions::for_each(c.engine, [&](auto& member, const OptionInfo& i) {
+        if (name == i.name) read_engine_value(member, i, n, ctx);
+      });
                     },
                     [name](const Config& a, const Config& b) {
-                      return engine_option_text(a.engine, name) == engine_option_text(b.engine, name);
-                    }});
+      return engine_option_text(a.engine, name) == engine_option_text(b.engine, name);
+    }});
   });
   return rows;
 }
@@ -238,127 +247,136 @@ std::vector<Option> engine_rows() {
 // unit test keeps the two in step).
 const std::vector<Option>& option_table() {
   static const std::vector<Option> kOptions = [] {
-    std::vector<Option> rows = {
-      {{"database", "string", "\"\"",
-        "the queue: a SQLite file (relative to this file's directory) or a postgresql:// URL shared by a fleet "
-        "(docs/fleet.md). Empty: $NIGHTSHIFT_DB, else ./nightshift.db",
-        false},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         const std::string v = as_string(ctx, "database", n);
-         c.database = v.empty() || jobs::is_postgres_url(v) ? v : resolve_path(ctx, v);
-       },
-       same_member(&Config::database)},
-      {{"password_file", "string", "\"\"",
-        "PostgreSQL: a file holding the database password alone (mode 0600, the daemon user's; relative to this "
-        "file's directory), so the secret is in no URL, `ps` line or log. Empty: libpq's PGPASSFILE or ~/.pgpass "
-        "(docs/fleet.md)",
-        false},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         const std::string v = as_string(ctx, "password_file", n);
-         c.password_file = v.empty() ? v : resolve_path(ctx, v);
-       },
-       same_member(&Config::password_file)},
-      {{"models", "map", "{}",
-        "model name -> GGUF file (any shard of a split model), or -> {path: FILE, chat_template: FAMILY-OR-FILE} to "
-        "render its chat jobs with a named family (chatml, llama3, ...) or a Jinja template file instead of the "
-        "GGUF's own template; jobs name a model; relative paths resolve against this file's directory",
-        true},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         if (!n.IsMap()) reject(ctx, n, std::string("models must be a mapping of name: path, got ") + node_kind(n));
-         for (const auto& kv : n) {
-           const std::string name = as_string(ctx, "a model name", kv.first);
-           if (name.empty()) reject(ctx, kv.first, "a model name is empty");
-           if (c.models.count(name) != 0) reject(ctx, kv.first, "model '" + name + "' is listed twice");
-           // (A YAML::Node is a reference: assigning one writes into the node it refers to, so `path` is bound once.)
-           const YAML::Node path = kv.second.IsMap() ? kv.second["path"] : kv.second;
-           if (kv.second.IsMap()) {
-             for (const auto& field : kv.second) {
-               const std::string key = as_string(ctx, "a key of models." + name, field.first);
-               if (key != "path" && key != "chat_template")
-                 reject(ctx, field.first, "models." + name + "." + key + " is not a field: give path and chat_template");
-             }
-             if (!path) reject(ctx, kv.second, "models." + name + " has no path");
-             if (const YAML::Node t = kv.second["chat_template"]) {
-               const std::string v = as_string(ctx, "models." + name + ".chat_template", t);
-               if (v.empty()) reject(ctx, t, "models." + name + ".chat_template is empty");
-               if (chat::template_from_name(v)) {
-                 c.chat_templates[name] = v;
-               } else {
-                 std::ifstream in(resolve_path(ctx, v), std::ios::binary);
-                 if (!in)
-                   reject(ctx, t, "models." + name + ".chat_template '" + v + "' is neither a family (" +
-                                      chat::supported_template_names() + ") nor a readable template file");
-                 c.chat_templates[name] = std::string(std::istreambuf_iterator<char>(in), {});
-               }
-             }
-           }
-           const std::string file = as_string(ctx, "models." + name, path);
-           if (file.empty()) reject(ctx, path, "models." + name + " has an empty path");
-           c.models[name] = resolve_path(ctx, file);
-         }
-       },
-       [](const Config& a, const Config& b) { return a.models == b.models && a.chat_templates == b.chat_templates; }},
-      {{"cpu_features", "string", "auto",
-        "which compute kernels run: auto (the best this CPU has), avx512 (AVX-512 with VNNI), avx2 or scalar "
-        "(the reference); a path the CPU lacks is an error naming what it has. For comparisons and tests",
-        true},
-       [](Config& c, const YAML::Node& n, const Context& ctx) {
-         c.cpu_features = one_of(ctx, n, "cpu_features", {"auto", "avx512", "avx2", "scalar"});
-         try {
-           check_cpu_features(c.cpu_features);
-         } catch (const Error& e) {
-           reject(ctx, n, e.what());
-         }
-       },
-       same_member(&Config::cpu_features)},
-      choice_option("claim_models", "any", {"any", "configured"}, true,
-                    "which jobs this daemon claims: any (a job naming a model not under models: goes back to the "
-                    "queue, and the daemon says so) or "
-                    "configured (only jobs for its own models; for fleets whose machines hold different models)",
-                    &Config::claim_models),
-      choice_option("log_level", "info", log_level_names(), true, "trace, debug, info, warn, error, critical or off",
-                    &Config::log_level),
-      int_option("poll_interval_ms", "1000", 10, 3'600'000, true,
-                    "how long an idle daemon waits before looking for new jobs", &Config::poll_interval_ms),
-      {{"worker_id", "string", "\"\"", "name written to jobs.worker; empty = hostname:pid", false},
-       [](Config& c, const YAML::Node& n, const Context& ctx) { c.worker_id = as_string(ctx, "worker_id", n); },
-       same_member(&Config::worker_id)},
-      int_option("lease_ms", "60000", 300, 86'400'000, true,
-                    "a claimed job is this daemon's for this long unless renewed (every lease_ms / 3); "
-                    "after that another daemon may take it over", &Config::lease_ms),
-      int_option("checkpoint_tokens", "32", 0, 1'000'000, true,
-                    "save the generated tokens every N tokens so a crash resumes there; 0 = not by count", &Config::checkpoint_tokens),
-      int_option("checkpoint_interval_ms", "10000", 0, 86'400'000, true,
-                    "... and at least every S ms while tokens come; 0 = not by time", &Config::checkpoint_interval_ms),
-      int_option("retry_backoff_ms", "5000", 0, 86'400'000, true,
-                    "delay before the first retry of a job after a transient failure or a crash; doubles per "
-                    "attempt, with jitter", &Config::retry_backoff_ms),
-      int_option("retry_backoff_max_ms", "600000", 0, 86'400'000, true, "the longest delay between retries", &Config::retry_backoff_max_ms),
-      int_option("drain_timeout_ms", "30000", 100, 86'400'000, true,
-                    "on SIGTERM, exit after this long even if the current token is still computing (the job "
-                    "then resumes from its last checkpoint)", &Config::drain_timeout_ms),
-      int_option("stall_timeout_ms", "600000", 1000, 86'400'000, true,
-                 "a job that shows no progress (no token, no prefill chunk) for this long is considered hung: "
-                 "its lease is no longer renewed, so another daemon takes it over, and the systemd watchdog "
-                 "restarts this one",
-                 &Config::stall_timeout_ms),
-      int_option("busy_timeout_ms", "5000", 0, 3'600'000, false,
-                    "how long a database write waits for another process's lock before it is retried later", &Config::busy_timeout_ms),
-      choice_option("synchronous", "full", {"full", "normal"}, false,
-                    "full: every commit is on disk when it returns; normal: faster, a power cut may undo the last "
-                    "commits",
-                    &Config::synchronous),
-      choice_option("integrity_check", "quick", {"quick", "full", "off"}, false,
-                    "database check at start-up: quick (pages and rows), full (also indexes; slower) or off",
-                    &Config::integrity_check),
-      {{"http", "map", "{}",
-        "the OpenAI-compatible Files and Batches API (docs/operations.md): {listen: HOST:PORT, keys_file: FILE, "
-        "max_file_bytes: 100MiB, max_lines: 50000, models: {API-NAME: MODEL}}; off unless listen is set; without "
-        "keys_file it listens on loopback only (restart to apply)",
-        false},
-       [](Config& c, const YAML::Node& n, const Context& ctx) { c.http = parse_http(ctx, n); },
-       same_member(&Config::http)},
-    };
+    std::vector<Option>
+        rows =
+            {
+                {{"database", "string", "\"\"",
+                  "the queue: a SQLite file (relative to this file's directory) or a postgresql:// URL shared by a fleet "
+                  "(docs/fleet.md). Empty: $NIGHTSHIFT_DB, else ./nightshift.db",
+                  false},
+                 [](Config& c, const YAML::Node& n, const Context& ctx) {
+      const std::string v = as_string(ctx, "database", n);
+      c.database = v.empty() || jobs::is_postgres_url(v) ? v : resolve_path(ctx, v);
+                 },
+                 same_member(&Config::database)},
+                {{"password_file", "string", "\"\"",
+                  "PostgreSQL: a file holding the database password alone (mode 0600, the daemon user's; relative to this "
+                  "file's directory), so the secret is in no URL, `ps` line or log. Empty: libpq's PGPASSFILE or ~/.pgpass "
+                  "(docs/fleet.md)",
+                  false},
+                 [](Config& c, const YAML::Node& n, const Context& ctx) {
+      const std::string v = as_string(ctx, "password_file", n);
+      c.password_file = v.empty() ? v : resolve_path(ctx, v);
+                 },
+                 same_member(&Config::password_file)},
+        {{"models", "map", "{}",
+          "model name -> GGUF file (any shard of a split model), or -> {path: FILE, chat_template: FAMILY-OR-FILE} to "
+          "render its chat jobs with a named family (chatml, llama3, ...) or a Jinja template file instead of the "
+          "GGUF's own template; jobs name a model; relative paths resolve against this file's directory",
+          true},
+         [](Config& c, const YAML::Node& n, const Context& ctx) {
+      if (!n.IsMap()) reject(ctx, n, std::string("models must be a mapping of name: path, got ") + node_kind(n));
+      for (const auto& kv : n) {
+        const std::string name = as_string(ctx, "a model name", kv.first);
+        if (name.empty()) reject(ctx, kv.first, "a model name is empty");
+        if (c.models.count(name) != 0) reject(ctx, kv.first, "model '" + name + "' is listed twice");
+        // (A YAML::Node is a reference: assigning one writes into the node it refers to, so `path` is bound once.)
+        const YAML::Node path = kv.second.IsMap() ? kv.second["path"] : kv.second;
+        if (kv.second.IsMap()) {
+          for (const auto& field : kv.second) {
+            const std::string key = as_string(ctx, "a key of models." + name, field.first);
+            if (key != "path" && key != "chat_template")
+              reject(ctx, field.first, "models." + name + "." + key + " is not a field: give path and chat_template");
+          }
+          if (!path) reject(ctx, kv.second, "models." + name + " has no path");
+          if (const YAML::Node t = kv.second["chat_template"]) {
+            const std::string v = as_string(ctx, "models." + name + ".chat_template", t);
+            if (v.empty()) reject(ctx, t, "models." + name + ".chat_template is empty");
+            if (chat::template_from_name(v)) {
+              c.chat_templates[name] = v;
+            } else {
+              std::ifstream in(resolve_path(ctx, v), std::ios::binary);
+              if (!in)
+                reject(ctx, t,
+                       "models." + name + ".chat_template '" + v + "' is neither a family (" +
+                           chat::supported_template_names() + ") nor a readable template file");
+              c.chat_templates[name] = std::string(std::istreambuf_iterator<char>(in), {});
+            }
+          }
+        }
+        const std::string file = as_string(ctx, "models." + name, path);
+        if (file.empty()) reject(ctx, path, "models." + name + " has an empty path");
+        c.models[name] = resolve_path(ctx, file);
+      }
+         },
+         [](const Config& a, const Config& b) { return a.models == b.models && a.chat_templates == b.chat_templates; }},
+        {{"cpu_features", "string", "auto",
+          "which compute kernels run: auto (the best this CPU has), avx512 (AVX-512 with VNNI), avx2 or scalar "
+          "(the reference); a path the CPU lacks is an error naming what it has. For comparisons and tests",
+          true},
+         [](Config& c, const YAML::Node& n, const Context& ctx) {
+      c.cpu_features = one_of(ctx, n, "cpu_features", {"auto", "avx512", "avx2", "scalar"});
+      try {
+        check_cpu_features(c.cpu_features);
+      } catch (const Error& e) {
+        reject(ctx, n, e.what());
+      }
+         },
+         same_member(&Config::cpu_features)},
+        choice_option("claim_models", "any", {"any", "configured"}, true,
+                      "which jobs this daemon claims: any (a job naming a model not under models: goes back to the "
+                      "queue, and the daemon says so) or "
+                      "configured (only jobs for its own models; for fleets whose machines hold different models)",
+                      &Config::claim_models),
+        choice_option("log_level", "info", log_level_names(), true, "trace, debug, info, warn, error, critical or off",
+                      &Config::log_level),
+        int_option("poll_interval_ms", "1000", 10, 3'600'000, true,
+                   "how long an idle daemon waits before looking for new jobs", &Config::poll_interval_ms),
+        {{"worker_id", "string", "\"\"", "name written to jobs.worker; empty = hostname:pid", false},
+         [](Config& c, const YAML::Node& n, const Context& ctx) { c.worker_id = as_string(ctx, "worker_id", n); },
+         same_member(&Config::worker_id)},
+        int_option("lease_ms", "60000", 300, 86'400'000, true,
+                   "a claimed job is this daemon's for this long unless renewed (every lease_ms / 3); "
+                   "after that another daemon may take it over",
+                   &Config::lease_ms),
+        int_option("checkpoint_tokens", "32", 0, 1'000'000, true,
+                   "save the generated tokens every N tokens so a crash resumes there; 0 = not by count",
+                   &Config::checkpoint_tokens),
+        int_option("checkpoint_interval_ms", "10000", 0, 86'400'000, true,
+                   "... and at least every S ms while tokens come; 0 = not by time", &Config::checkpoint_interval_ms),
+        int_option("retry_backoff_ms", "5000", 0, 86'400'000, true,
+                   "delay before the first retry of a job after a transient failure or a crash; doubles per "
+                   "attempt, with jitter",
+                   &Config::retry_backoff_ms),
+        int_option("retry_backoff_max_ms", "600000", 0, 86'400'000, true, "the longest delay between retries",
+                   &Config::retry_backoff_max_ms),
+        int_option("drain_timeout_ms", "30000", 100, 86'400'000, true,
+                   "on SIGTERM, exit after this long even if the current token is still computing (the job "
+                   "then resumes from its last checkpoint)",
+                   &Config::drain_timeout_ms),
+        int_option("stall_timeout_ms", "600000", 1000, 86'400'000, true,
+                   "a job that shows no progress (no token, no prefill chunk) for this long is considered hung: "
+                   "its lease is no longer renewed, so another daemon takes it over, and the systemd watchdog "
+                   "restarts this one",
+                   &Config::stall_timeout_ms),
+        int_option("busy_timeout_ms", "5000", 0, 3'600'000, false,
+                   "how long a database write waits for another process's lock before it is retried later",
+                   &Config::busy_timeout_ms),
+        choice_option("synchronous", "full", {"full", "normal"}, false,
+                      "full: every commit is on disk when it returns; normal: faster, a power cut may undo the last "
+                      "commits",
+                      &Config::synchronous),
+        choice_option("integrity_check", "quick", {"quick", "full", "off"}, false,
+                      "database check at start-up: quick (pages and rows), full (also indexes; slower) or off",
+                      &Config::integrity_check),
+        {{"http", "map", "{}",
+          "the OpenAI-compatible Files and Batches API (docs/operations.md): {listen: HOST:PORT, keys_file: FILE, "
+          "max_file_bytes: 100MiB, max_lines: 50000, models: {API-NAME: MODEL}}; off unless listen is set; without "
+          "keys_file it listens on loopback only (restart to apply)",
+          false},
+         [](Config& c, const YAML::Node& n, const Context& ctx) { c.http = parse_http(ctx, n); },
+         same_member(&Config::http)},
+        };
     // The engine's keys after models:, as the examples list them.
     const std::vector<Option> engine = engine_rows();
     rows.insert(rows.begin() + 2, engine.begin(), engine.end());
@@ -393,7 +411,8 @@ Config default_config() { return Config{}; }
 
 ListenAddress parse_listen_address(const std::string& listen) {
   const auto bad = [&](const std::string& why) -> Error {
-    return Error(ErrorKind::invalid_input, "http.listen '" + listen + "': " + why + " (give HOST:PORT, e.g. 127.0.0.1:8080)");
+    return Error(ErrorKind::invalid_input,
+                 "http.listen '" + listen + "': " + why + " (give HOST:PORT, e.g. 127.0.0.1:8080)");
   };
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) throw bad("no host and port");
@@ -401,7 +420,8 @@ ListenAddress parse_listen_address(const std::string& listen) {
   a.host = listen.substr(0, colon);
   if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
   const std::string port = listen.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) throw bad("bad port");
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+    throw bad("bad port");
   a.port = std::stoi(port);
   if (a.port > 65535) throw bad("port above 65535");
   if (a.host.empty()) throw bad("no host");
@@ -445,8 +465,9 @@ Config parse_config(const std::string& yaml_text, const std::string& path) {
       for (const Option& o : table) {
         if (edit_distance(key, o.info.name) <= 2) close += (close.empty() ? "'" : "', '") + std::string(o.info.name);
       }
-      reject(ctx, kv.first, "unknown key '" + key + "'" + (close.empty() ? "" : "; did you mean " + close + "'?") +
-                                "; valid keys: " + valid_keys());
+      reject(ctx, kv.first,
+             "unknown key '" + key + "'" + (close.empty() ? "" : "; did you mean " + close + "'?") +
+                 "; valid keys: " + valid_keys());
     }
     if (kv.second.IsNull()) continue;  // `key:` with no value keeps the default
     opt->apply(config, kv.second, ctx);

@@ -21,10 +21,10 @@ namespace ns::daemon {
 // The OpenAI-compatible Files and Batches API the daemon serves (daemon/http/;
 // `http:` in the config, docs/operations.md "The HTTP API").
 struct HttpConfig {
-  std::string listen;       // "HOST:PORT" (port 0: any free port); "" = the service is off
-  std::string keys_file;    // absolute; "" = no keys (then listen must be a loopback address)
-  uint64_t max_file_bytes = 100ull << 20;  // the largest upload
-  int max_lines = 50'000;   // requests in one uploaded file
+  std::string listen;                         // "HOST:PORT" (port 0: any free port); "" = the service is off
+  std::string keys_file;                      // absolute; "" = no keys (then listen must be a loopback address)
+  uint64_t max_file_bytes = 100ull << 20;     // the largest upload
+  int max_lines = 50'000;                     // requests in one uploaded file
   std::map<std::string, std::string> models;  // a request's body.model -> a name under models:
   bool operator==(const HttpConfig&) const = default;
 };
@@ -49,25 +49,25 @@ struct Config {
   // the daemon loads every model (the table: engine/api/engine_options.h). The daemon's defaults differ from a
   // bare engine's in two: 8 jobs decoded together, and 2 prompt-prefix snapshots.
   EngineOptions engine{.max_sequences = 8, .prefix_cache = 2};
-  std::string cpu_features = "auto";          // auto | avx512 | avx2 | scalar: the kernels' ISA path
-  std::string claim_models = "any";           // any | configured: which jobs this daemon claims
+  std::string cpu_features = "auto";  // auto | avx512 | avx2 | scalar: the kernels' ISA path
+  std::string claim_models = "any";   // any | configured: which jobs this daemon claims
   std::string log_level = "info";
-  int poll_interval_ms = 1000;                // idle wait between claims
-  std::string worker_id;                      // "" = host:pid (see effective_worker_id)
+  int poll_interval_ms = 1000;  // idle wait between claims
+  std::string worker_id;        // "" = host:pid (see effective_worker_id)
 
   // Reliability (docs/operations.md).
-  int lease_ms = 60'000;                // a claim lapses unless renewed; renewed every lease_ms / 3
-  int checkpoint_tokens = 32;           // save generated tokens every N tokens (0: never by count)
-  int checkpoint_interval_ms = 10'000;  // ... or every S ms (0: never by time)
-  int retry_backoff_ms = 5'000;         // first delay after a transient failure or a crash
-  int retry_backoff_max_ms = 600'000;   // cap of the doubling delays
-  int drain_timeout_ms = 30'000;        // SIGTERM: exit after this even if a token is still computing
-  int stall_timeout_ms = 600'000;       // no progress this long: stop renewing the lease and the watchdog
-  int busy_timeout_ms = 5'000;          // wait for another writer's lock before a transient error
-  std::string synchronous = "full";     // full | normal (PRAGMA synchronous)
+  int lease_ms = 60'000;                  // a claim lapses unless renewed; renewed every lease_ms / 3
+  int checkpoint_tokens = 32;             // save generated tokens every N tokens (0: never by count)
+  int checkpoint_interval_ms = 10'000;    // ... or every S ms (0: never by time)
+  int retry_backoff_ms = 5'000;           // first delay after a transient failure or a crash
+  int retry_backoff_max_ms = 600'000;     // cap of the doubling delays
+  int drain_timeout_ms = 30'000;          // SIGTERM: exit after this even if a token is still computing
+  int stall_timeout_ms = 600'000;         // no progress this long: stop renewing the lease and the watchdog
+  int busy_timeout_ms = 5'000;            // wait for another writer's lock before a transient error
+  std::string synchronous = "full";       // full | normal (PRAGMA synchronous)
   std::string integrity_check = "quick";  // quick | full | off, at start-up
 
-  HttpConfig http;                      // off unless http.listen is set
+  HttpConfig http;  // off unless http.listen is set
 };
 
 // One row of the option table.
@@ -76,7 +76,7 @@ struct ConfigOption {
   const char* type;           // as shown to users: "string", "integer", "boolean", "map"
   const char* default_value;  // as written in YAML
   const char* doc;
-  bool reloadable;            // SIGHUP applies it to a running daemon (else: restart)
+  bool reloadable;  // SIGHUP applies it to a running daemon (else: restart)
 };
 
 const std::vector<ConfigOption>& config_options();

@@ -40,8 +40,9 @@ std::string known_models(const std::map<std::string, std::string>& models) {
 // "does not exist" would send the user looking for a missing file.
 void require_reachable(const std::string& model, const std::string& path) {
   const std::string who = " (the daemon runs as uid " + std::to_string(geteuid()) + ")";
-  const std::string after = "; fix the permissions and reload the daemon (systemctl reload nightshiftd): its jobs "
-                            "stay queued meanwhile";
+  const std::string after =
+      "; fix the permissions and reload the daemon (systemctl reload nightshiftd): its jobs "
+      "stay queued meanwhile";
   std::filesystem::path dir;
   for (const auto& part : std::filesystem::path(path).parent_path()) {
     dir /= part;
@@ -57,8 +58,8 @@ void require_reachable(const std::string& model, const std::string& path) {
   }
   const int err = errno;
   if (err == EACCES || err == EPERM) {
-    throw DaemonConfigError(ErrorKind::io, "model '" + model + "': cannot read " + path + ": " + std::strerror(err) +
-                                               who + after);
+    throw DaemonConfigError(ErrorKind::io,
+                            "model '" + model + "': cannot read " + path + ": " + std::strerror(err) + who + after);
   }
 }
 
@@ -67,12 +68,13 @@ void require_reachable(const std::string& model, const std::string& path) {
 Engine::Batch& EngineHost::open(const std::string& model, const WorkerOptions& options) {
   auto it = options.models.find(model);
   if (it == options.models.end()) {
-    throw DaemonConfigError(ErrorKind::invalid_input,
-                            "model '" + model + "' is not in the daemon's config (" + known_models(options.models) +
-                                "); add it under models: in " +
-                                (options.config_source.empty() ? std::string("the config") : options.config_source) +
-                                " and reload (SIGHUP); if the name is wrong, `nightshift retry --batch B --model RIGHT` "
-                                "moves them (docs/operations.md, \"A bad night\")");
+    throw DaemonConfigError(
+        ErrorKind::invalid_input,
+        "model '" + model + "' is not in the daemon's config (" + known_models(options.models) +
+            "); add it under models: in " +
+            (options.config_source.empty() ? std::string("the config") : options.config_source) +
+            " and reload (SIGHUP); if the name is wrong, `nightshift retry --batch B --model RIGHT` "
+            "moves them (docs/operations.md, \"A bad night\")");
   }
   const std::string& path = it->second;
   if (!engine_ || model_ != model || path_ != path) {
@@ -110,7 +112,9 @@ void EngineHost::load(const std::string& model, const std::string& path, const W
     // they stay queued, as for a name typo, and the model is tried again after the block.
     throw DaemonConfigError(ErrorKind::io, "model '" + model + "': file " + path +
                                                " does not exist or is not a regular file; its jobs stay queued: fix "
-                                               "models." + model + " in the config and reload the daemon, or mount "
+                                               "models." +
+                                               model +
+                                               " in the config and reload the daemon, or mount "
                                                "the disk");
   }
 
@@ -135,7 +139,8 @@ void EngineHost::load(const std::string& model, const std::string& path, const W
       // them still is this configuration against this machine.
       throw Error(ErrorKind::invalid_input, "out of memory while loading it with a context of " +
                                                 std::to_string(eo.context) + " (0: the model's own length) and " +
-                                                std::to_string(eo.max_sequences) + " sequence(s); lower `context` "
+                                                std::to_string(eo.max_sequences) +
+                                                " sequence(s); lower `context` "
                                                 "or `max_batch`, or give the daemon more memory");
     }
   } catch (const Error& e) {
@@ -180,11 +185,13 @@ bool EngineHost::stale(const WorkerOptions& options, const WorkerOptions& loaded
 std::string EngineHost::render_prompt(const jobs::Job& job) const {
   if (!job.spec.is_chat()) return job.spec.prompt;
   if (!chat_) {
-    if (!chat_problem_.empty()) throw Error(ErrorKind::invalid_input, "model '" + job.spec.model + "': " + chat_problem_);
+    if (!chat_problem_.empty())
+      throw Error(ErrorKind::invalid_input, "model '" + job.spec.model + "': " + chat_problem_);
     throw Error(ErrorKind::invalid_input,
-                "model '" + job.spec.model + "' has no chat template (tokenizer.chat_template is not in its GGUF): "
-                "it is a base model or a conversion without one; submit the job as a plain prompt "
-                "(/v1/completions) or use an instruct model");
+                "model '" + job.spec.model +
+                    "' has no chat template (tokenizer.chat_template is not in its GGUF): "
+                    "it is a base model or a conversion without one; submit the job as a plain prompt "
+                    "(/v1/completions) or use an instruct model");
   }
   const chat::Conversation c = chat::conversation_from_json(job.spec.messages);
   return chat_->render(c.messages, /*add_generation_prompt=*/true, c.tools);

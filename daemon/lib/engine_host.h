@@ -61,7 +61,7 @@ class EngineHost {
   std::shared_ptr<const chat::ChatPrompter> chat_;
   std::string chat_override_;  // the override chat_ was built from ("" = none)
   std::string chat_problem_;   // why chat_ is null, when the model has a template or an override
-  double unpaid_load_ms_ = 0;             // a model load no job has been charged with yet (RunningJob::load_ms)
+  double unpaid_load_ms_ = 0;  // a model load no job has been charged with yet (RunningJob::load_ms)
 };
 
 }  // namespace ns::daemon

@@ -6,12 +6,10 @@ bool is_transient_failure(const Error& e) {
   if (dynamic_cast<const PermanentError*>(&e) != nullptr) return false;
   switch (e.kind()) {
     case ErrorKind::io:
-    case ErrorKind::database:
-      return true;
+    case ErrorKind::database: return true;
     case ErrorKind::invalid_input:
     case ErrorKind::bad_model:
-    case ErrorKind::internal:
-      return false;
+    case ErrorKind::internal: return false;
   }
   return false;
 }

@@ -85,20 +85,20 @@ void Heartbeat::tick(jobs::Queue* queue) {
   if (stalled && !stall_reported_) {
     std::string ids;
     for (int64_t id : job_ids) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-    spdlog::error("the worker has shown no progress for {} s (stall_timeout_ms {}): {}; not renewing leases "
-                  "or pinging the watchdog any more",
-                  quiet / 1000, stall_timeout_ms_.load(),
-                  ids.empty() ? std::string("no job is running")
-                              : "job(s) " + ids + " will be taken over once their leases expire");
+    spdlog::error(
+        "the worker has shown no progress for {} s (stall_timeout_ms {}): {}; not renewing leases "
+        "or pinging the watchdog any more",
+        quiet / 1000, stall_timeout_ms_.load(),
+        ids.empty() ? std::string("no job is running")
+                    : "job(s) " + ids + " will be taken over once their leases expire");
     notifier_.status("stalled: no progress for " + std::to_string(quiet / 1000) + " s");
   }
   stall_reported_ = stalled;
 
   // Forget jobs that ended; a job seen for the first time was just claimed,
   // which set its lease.
-  std::erase_if(renewed_, [&](const auto& kv) {
-    return std::find(job_ids.begin(), job_ids.end(), kv.first) == job_ids.end();
-  });
+  std::erase_if(renewed_,
+                [&](const auto& kv) { return std::find(job_ids.begin(), job_ids.end(), kv.first) == job_ids.end(); });
   if (queue != nullptr && !stalled) {
     const int64_t every = std::min<int64_t>(lease_ms_.load() / 3, progress_interval_ms_);
     for (const RunStatus::JobView& j : snap.jobs) {
@@ -119,8 +119,8 @@ void Heartbeat::tick(jobs::Queue* queue) {
   }
 
   // Periodically, and at once when a job starts or ends.
-  if (!stalled && (now - last_status_ms_ >= status_interval_ms_ || job_ids != status_jobs_ ||
-                   snap.problem != status_problem_)) {
+  if (!stalled &&
+      (now - last_status_ms_ >= status_interval_ms_ || job_ids != status_jobs_ || snap.problem != status_problem_)) {
     last_status_ms_ = now;
     status_jobs_ = job_ids;
     status_problem_ = snap.problem;
@@ -171,9 +171,10 @@ void Heartbeat::renew(jobs::Queue& queue, const RunStatus::JobView& job) {
     // then too, and that is no take-over (seen 2 times in ~2,100 jobs).
     if (!ended_by_recovery(queue.attempts(lease.job_id), lease)) return;
     if (status_.mark_lease_lost(lease)) {
-      spdlog::error("job {}: the lease of attempt {} was taken over (it expired and another worker recovered the "
-                    "job); dropping this attempt",
-                    lease.job_id, lease.attempt);
+      spdlog::error(
+          "job {}: the lease of attempt {} was taken over (it expired and another worker recovered the "
+          "job); dropping this attempt",
+          lease.job_id, lease.attempt);
     }
   } catch (const jobs::DatabaseError& e) {
     spdlog::warn("job {}: cannot renew the lease ({}); trying again in {} ms", lease.job_id, e.what(),

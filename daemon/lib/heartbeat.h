@@ -88,8 +88,8 @@ class Heartbeat {
   };
   std::map<int64_t, Renewal> renewed_;  // by job id
   int64_t last_watchdog_ms_ = 0, last_status_ms_ = 0;
-  std::vector<int64_t> status_jobs_;    // the jobs the last STATUS= was about
-  std::string status_problem_;          // and the configuration problem it reported
+  std::vector<int64_t> status_jobs_;  // the jobs the last STATUS= was about
+  std::string status_problem_;        // and the configuration problem it reported
   bool stall_reported_ = false;
 
   std::mutex mu_;

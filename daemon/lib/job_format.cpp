@@ -62,9 +62,8 @@ std::string local_time(int64_t ms) {
 }
 
 size_t display_width(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 // What a job continues: its prompt, or a chat job's last message.
@@ -185,16 +184,26 @@ std::string format_job_csv(const std::vector<jobs::Job>& jobs) {
     return out + "\"";
   };
   const auto time = [](int64_t ms) { return ms > 0 ? jobs::iso8601_utc(ms) : std::string(); };
-  std::string out = "id,state,model,batch,custom_id,priority,created,finished,prompt_tokens,completion_tokens,"
-                    "decode_tok_s,finish_reason,error_kind,error,text\r\n";
+  std::string out =
+      "id,state,model,batch,custom_id,priority,created,finished,prompt_tokens,completion_tokens,"
+      "decode_tok_s,finish_reason,error_kind,error,text\r\n";
   for (const jobs::Job& j : jobs) {
     const jobs::JobResult* r = j.result ? &*j.result : nullptr;
-    const std::vector<std::string> row = {
-        std::to_string(j.id), jobs::state_name(j.state), j.spec.model, j.spec.batch, j.spec.custom_id,
-        std::to_string(j.spec.priority), time(j.created_ms), time(j.finished_ms),
-        r ? std::to_string(r->prompt_tokens) : "", r ? std::to_string(r->completion_tokens) : "",
-        r ? fmt::format("{:.2f}", r->decode_tok_s) : "", r ? r->finish_reason : "", j.error_kind, j.error,
-        r ? r->text : ""};
+    const std::vector<std::string> row = {std::to_string(j.id),
+                                          jobs::state_name(j.state),
+                                          j.spec.model,
+                                          j.spec.batch,
+                                          j.spec.custom_id,
+                                          std::to_string(j.spec.priority),
+                                          time(j.created_ms),
+                                          time(j.finished_ms),
+                                          r ? std::to_string(r->prompt_tokens) : "",
+                                          r ? std::to_string(r->completion_tokens) : "",
+                                          r ? fmt::format("{:.2f}", r->decode_tok_s) : "",
+                                          r ? r->finish_reason : "",
+                                          j.error_kind,
+                                          j.error,
+                                          r ? r->text : ""};
     for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + field(row[i]);
     out += "\r\n";
   }
@@ -228,8 +237,8 @@ std::string format_job_table(const std::vector<jobs::Job>& jobs) {
     if (j.cancel_requested && j.state == jobs::JobState::running) state += "*";  // cancel pending
     std::string batch = j.spec.batch.empty() ? "-" : j.spec.batch;
     if (!j.spec.custom_id.empty()) batch += "/" + j.spec.custom_id;
-    rows.push_back({std::to_string(j.id), state, preview(j.spec.model, 40), preview(batch, 32), std::to_string(j.spec.priority),
-                    local_time(j.created_ms), tokens, tok_s, snippet});
+    rows.push_back({std::to_string(j.id), state, preview(j.spec.model, 40), preview(batch, 32),
+                    std::to_string(j.spec.priority), local_time(j.created_ms), tokens, tok_s, snippet});
   }
   std::array<size_t, kColumns> width{};
   for (const Row& r : rows) {
@@ -291,8 +300,8 @@ std::string format_job_details(const jobs::Job& job, bool escape, bool cut) {
   field("started", jobs::iso8601_utc(job.started_ms));
   field("finished", jobs::iso8601_utc(job.finished_ms));
   field("worker", job.worker);
-  field("attempts", fmt::format("{} of at most {} (latest claim #{})", job.attempts, job.spec.max_attempts,
-                                job.attempt));
+  field("attempts",
+        fmt::format("{} of at most {} (latest claim #{})", job.attempts, job.spec.max_attempts, job.attempt));
   if (job.state == jobs::JobState::running) {
     field("lease_expires", jobs::iso8601_utc(job.lease_expires_ms));
     if (job.progress.updated_ms != 0) {
@@ -325,8 +334,8 @@ std::string format_job_details(const jobs::Job& job, bool escape, bool cut) {
                                           "its tail was continued",
                                           r.prompt_tokens_dropped));
     if (r.prefix_tokens > 0)
-      field("prefix_shared", fmt::format("{} prompt tokens copied from a prefix another job prefilled",
-                                         r.prefix_tokens));
+      field("prefix_shared",
+            fmt::format("{} prompt tokens copied from a prefix another job prefilled", r.prefix_tokens));
     field("queue_wait", fmt::format("{:.0f} ms", r.queue_wait_ms));
     field("load", fmt::format("{:.1f} ms", r.load_ms));
     field("prefill", fmt::format("{:.1f} ms ({:.2f} tok/s)", r.prefill_ms, r.prefill_tok_s));
@@ -334,8 +343,8 @@ std::string format_job_details(const jobs::Job& job, bool escape, bool cut) {
     field("peak_rss", mib(r.peak_rss_bytes));
     field("bytes_read", fmt::format("{} ({:.2f} GiB/s while reading)", mib(r.bytes_read), r.read_gib_s));
     field("time", fmt::format("{:.0f} ms waiting for reads, {:.0f} ms computing", r.io_wait_ms, r.compute_ms));
-    field("expert_cache", fmt::format("{:.1f}% hits, prefetch accuracy {:.1f}%", 100 * r.cache_hit_rate,
-                                      100 * r.prefetch_accuracy));
+    field("expert_cache",
+          fmt::format("{:.1f}% hits, prefetch accuracy {:.1f}%", 100 * r.cache_hit_rate, 100 * r.prefetch_accuracy));
     field("batch_size", fmt::format("{:.1f} jobs decoded together on average", r.avg_batch_size));
     if (r.decode_share_ms > 0 && r.avg_batch_size > 1) {  // the batch's rate, as this job saw it
       field("batch_rate", fmt::format("{:.2f} tok/s over its share of the batch's decoding time ({:.1f} ms)",

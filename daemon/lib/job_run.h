@@ -25,17 +25,17 @@ struct Config;
 
 struct WorkerOptions {
   std::string worker_id;
-  std::map<std::string, std::string> models;  // name -> GGUF path
+  std::map<std::string, std::string> models;          // name -> GGUF path
   std::map<std::string, std::string> chat_templates;  // name -> its chat template override (Config::chat_templates)
-  std::string config_source;                  // named in "unknown model" messages
-  bool claim_configured_only = false;         // claim only jobs for `models` (config claim_models: configured)
-  EngineOptions engine;       // engine.max_sequences: the batch size (config max_batch; 1 = sequential)
+  std::string config_source;                          // named in "unknown model" messages
+  bool claim_configured_only = false;                 // claim only jobs for `models` (config claim_models: configured)
+  EngineOptions engine;               // engine.max_sequences: the batch size (config max_batch; 1 = sequential)
   std::string cpu_features = "auto";  // the kernels' ISA path (config cpu_features), set by the worker
   int poll_interval_ms = 1000;
   int cancel_poll_ms = 200;  // how often a running job re-reads cancel_requested
   int64_t lease_ms = 60'000;
-  int checkpoint_tokens = 32;          // 0: not by count
-  int checkpoint_interval_ms = 10'000;  // 0: not by time
+  int checkpoint_tokens = 32;                 // 0: not by count
+  int checkpoint_interval_ms = 10'000;        // 0: not by time
   jobs::Backoff retry_backoff;                // a job after a transient failure or a crash
   jobs::Backoff database_backoff{100, 5000};  // a queue write that met a locked database or a full disk
 };
@@ -43,11 +43,11 @@ struct WorkerOptions {
 WorkerOptions worker_options_from(const Config& config);
 
 enum class JobOutcome {
-  none_queued,           // nothing claimable
+  none_queued,  // nothing claimable
   done,
-  failed,                // permanent failure
-  retrying,              // transient failure: queued again after a backoff
-  dead,                  // transient failure with no attempts left
+  failed,    // permanent failure
+  retrying,  // transient failure: queued again after a backoff
+  dead,      // transient failure with no attempts left
   cancelled,
   released,              // stopped mid-job: queued again, resumes from the checkpoint
   lease_lost,            // another worker took the job over; nothing written
@@ -60,9 +60,9 @@ const char* outcome_name(JobOutcome o);
 struct RunningJob {
   using Clock = std::chrono::steady_clock;
   jobs::Job job;
-  int handle = -1;             // its Engine::Batch handle
-  int32_t resumed = 0;         // checkpointed tokens it started from
-  int32_t checkpointed = 0;    // tokens in the saved checkpoint
+  int handle = -1;           // its Engine::Batch handle
+  int32_t resumed = 0;       // checkpointed tokens it started from
+  int32_t checkpointed = 0;  // tokens in the saved checkpoint
   // The model load it paid for: the first job to join the batch after a load
   // carries it whole, the others 0 (so a batch's sum is the loads it waited for).
   double load_ms = 0;

@@ -39,10 +39,9 @@ class SyslogPriorityFlag final : public spdlog::custom_flag_formatter {
 }  // namespace
 
 spdlog::level::level_enum parse_log_level(const std::string& name) {
-  static const spdlog::level::level_enum kLevels[] = {spdlog::level::trace, spdlog::level::debug,
-                                                      spdlog::level::info,  spdlog::level::warn,
-                                                      spdlog::level::err,   spdlog::level::critical,
-                                                      spdlog::level::off};
+  static const spdlog::level::level_enum kLevels[] = {
+      spdlog::level::trace, spdlog::level::debug,    spdlog::level::info, spdlog::level::warn,
+      spdlog::level::err,   spdlog::level::critical, spdlog::level::off};
   const auto& names = log_level_names();
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == name) return kLevels[i];

@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace ns::daemon {
 namespace {
 
@@ -122,22 +121,22 @@ std::string metrics_text(const StatusSnapshot& s) {
   }
   per_model("nightshift_batch_size_mean", "gauge", "Jobs decoded together, mean weighted by completion tokens.",
             [&](const jobs::ModelTotals& m) {
-              return ratio(m.batch_size_x_tokens, static_cast<double>(m.completion_tokens));
-            });
+    return ratio(m.batch_size_x_tokens, static_cast<double>(m.completion_tokens));
+  });
 
   per_model("nightshift_read_bytes_total", "counter", "Weight bytes read from disk for the results in the queue.",
             [](const jobs::ModelTotals& m) { return Opt(static_cast<double>(m.bytes_read)); });
   per_model("nightshift_read_bytes_per_second", "gauge",
             "Weight bytes read over the engine time (I/O wait plus compute) of the same steps.",
             [&](const jobs::ModelTotals& m) {
-              return ratio(static_cast<double>(m.bytes_read), (m.io_wait_ms + m.compute_ms) / 1000);
-            });
+    return ratio(static_cast<double>(m.bytes_read), (m.io_wait_ms + m.compute_ms) / 1000);
+  });
   per_model("nightshift_io_wait_ratio", "gauge", "Share of the engine time spent waiting for weight reads.",
             [&](const jobs::ModelTotals& m) { return ratio(m.io_wait_ms, m.io_wait_ms + m.compute_ms); });
   per_model("nightshift_expert_cache_hit_ratio", "gauge", "Expert-cache hit rate, mean weighted by completion tokens.",
             [&](const jobs::ModelTotals& m) {
-              return ratio(m.cache_hit_rate_x_tokens, static_cast<double>(m.completion_tokens));
-            });
+    return ratio(m.cache_hit_rate_x_tokens, static_cast<double>(m.completion_tokens));
+  });
 
   w.family("nightshift_queue_wait_seconds", "summary", "Time from submit to the claim that produced the result.");
   for (const jobs::ModelTotals& m : s.models) {

@@ -100,8 +100,8 @@ JobOutcome OutcomeWriter::write(const jobs::Job& job, const Execution& ex) {
         outcome = JobOutcome::cancelled;
         spdlog::info("job {} cancelled (its attempt failed: {})", job.id, ex.error);
       } else if (held) {
-        spdlog::warn("job {} attempt {} failed ({}), retrying after a backoff: {}", job.id, job.attempt,
-                     ex.error_kind, ex.error);
+        spdlog::warn("job {} attempt {} failed ({}), retrying after a backoff: {}", job.id, job.attempt, ex.error_kind,
+                     ex.error);
       }
       break;
     }
@@ -121,18 +121,16 @@ JobOutcome OutcomeWriter::write(const jobs::Job& job, const Execution& ex) {
                      std::max(checkpoint_tokens(ex.checkpoint), ex.checkpointed));
       }
       break;
-    case JobOutcome::lease_lost:
-      held = false;
-      break;
+    case JobOutcome::lease_lost: held = false; break;
     case JobOutcome::none_queued:
     case JobOutcome::dead:
-    case JobOutcome::database_unavailable:
-      break;
+    case JobOutcome::database_unavailable: break;
   }
   if (!held) {
-    spdlog::error("job {}: attempt {} no longer holds its lease (it expired and another worker took the job "
-                  "over, or the row was changed by hand); its outcome ({}) is dropped",
-                  job.id, job.attempt, outcome_name(ex.outcome));
+    spdlog::error(
+        "job {}: attempt {} no longer holds its lease (it expired and another worker took the job "
+        "over, or the row was changed by hand); its outcome ({}) is dropped",
+        job.id, job.attempt, outcome_name(ex.outcome));
     return JobOutcome::lease_lost;
   }
   if (outcome == JobOutcome::done || outcome == JobOutcome::cancelled) {

@@ -15,8 +15,10 @@ jobs::Checkpoint checkpoint_of(std::span<const GenerationChoice* const> choices,
   jobs::Checkpoint cp;
   std::vector<sampler::ChoiceLogprobs> records;
   for (size_t k = 0; k < choices.size(); ++k) {
-    if (k == 0) cp.tokens = choices[k]->tokens;
-    else cp.more_tokens.push_back(choices[k]->tokens);
+    if (k == 0)
+      cp.tokens = choices[k]->tokens;
+    else
+      cp.more_tokens.push_back(choices[k]->tokens);
     if (logprobs) records.push_back(choices[k]->logprobs);
   }
   cp.logprobs = sampler::encode_logprobs(records);

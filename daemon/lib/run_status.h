@@ -20,12 +20,12 @@ class RunStatus {
   struct JobView {
     jobs::Lease lease;
     int32_t prompt_tokens = 0;
-    int32_t prefilled = 0;   // prompt tokens processed so far
-    int32_t generated = 0;   // completion tokens so far (resumed ones included)
+    int32_t prefilled = 0;  // prompt tokens processed so far
+    int32_t generated = 0;  // completion tokens so far (resumed ones included)
     int32_t max_tokens = 0;
-    int32_t resumed = 0;     // tokens taken from the checkpoint
-    double tok_s = 0;        // this job's decode speed now (its batch's step rate, daemon/lib/step_rate.h)
-    double eta_s = -1;       // seconds left until max_tokens, estimated at `sampled`; < 0 = unknown
+    int32_t resumed = 0;  // tokens taken from the checkpoint
+    double tok_s = 0;     // this job's decode speed now (its batch's step rate, daemon/lib/step_rate.h)
+    double eta_s = -1;    // seconds left until max_tokens, estimated at `sampled`; < 0 = unknown
     std::chrono::steady_clock::time_point sampled{};  // when estimate() last wrote it
   };
   struct Snapshot {
@@ -33,7 +33,7 @@ class RunStatus {
     std::string model;          // the model they run on
     std::string loaded_model;   // the model whose engine is loaded ("" = none), running or not
     int64_t jobs_finished = 0;
-    std::string problem;        // what the daemon's own configuration keeps it from serving ("" = nothing)
+    std::string problem;  // what the daemon's own configuration keeps it from serving ("" = nothing)
   };
 
   void start_job(const jobs::Lease& lease, const std::string& model, int32_t max_tokens, int32_t resumed);
@@ -70,7 +70,7 @@ class RunStatus {
   void update(int64_t job_id, F&& change);
   mutable std::mutex mu_;
   Snapshot s_;
-  std::vector<int64_t> lost_;            // jobs whose lease was taken over
+  std::vector<int64_t> lost_;  // jobs whose lease was taken over
   std::atomic<int> lost_count_{0};
   std::atomic<int64_t> last_touch_ms_{now_ms()};
 };

@@ -15,7 +15,7 @@ namespace ns::daemon {
 
 struct StatusSnapshot {
   int64_t now_ms = 0;
-  std::string batch;                        // "" = the whole queue
+  std::string batch;  // "" = the whole queue
   jobs::QueueCounts counts;
   std::vector<jobs::Job> running;           // oldest first
   std::vector<jobs::Job> recent;            // last finished, newest first
@@ -31,12 +31,12 @@ struct StatusSnapshot {
 };
 
 struct StatusRequest {
-  std::string batch;      // "" = the whole queue; else only that batch's jobs and summary
-  int recent_limit = 5;   // finished jobs to read (0: none)
-  int batch_limit = 10;   // batches to read (0: none)
-  bool totals = false;    // read StatusSnapshot::models
+  std::string batch;                      // "" = the whole queue; else only that batch's jobs and summary
+  int recent_limit = 5;                   // finished jobs to read (0: none)
+  int batch_limit = 10;                   // batches to read (0: none)
+  bool totals = false;                    // read StatusSnapshot::models
   int64_t history_ms = 0, bucket_ms = 0;  // > 0: read StatusSnapshot::history
-  int failures = 0;       // failed or dead jobs to read
+  int failures = 0;                       // failed or dead jobs to read
 };
 
 // A daemon heartbeats every few seconds while it runs; one quiet for this

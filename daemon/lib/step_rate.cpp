@@ -152,7 +152,8 @@ std::vector<StepRate::Estimate> StepRate::estimate(std::span<const Job> jobs, in
     const int n = std::max(j.sequences, 1);
     // Steps done..L-1: step k costs a * tokens + b * (context + tokens * (k + 1)).
     const double m = double(steps_left[i] - done), L = double(steps_left[i]), k0 = double(done);
-    elapsed += (per_step_ + per_token_ * tokens) * m + per_key_ * (context * m + tokens * (L * (L + 1) - k0 * (k0 + 1)) / 2);
+    elapsed +=
+        (per_step_ + per_token_ * tokens) * m + per_key_ * (context * m + tokens * (L * (L + 1) - k0 * (k0 + 1)) / 2);
     done = steps_left[i];
     double eta = elapsed;
     if (j.prompt_left > 0) {  // its prompt first: tokens at positions context..context+left-1

@@ -41,8 +41,8 @@ class StepRate {
     int sequences = 1;        // its choices decoding together (tokens it gains per step)
   };
   struct Estimate {
-    double tok_s = 0;              // its tokens per second at the next step (0: unknown)
-    std::optional<double> eta_s;   // nullopt: nothing measured yet
+    double tok_s = 0;             // its tokens per second at the next step (0: unknown)
+    std::optional<double> eta_s;  // nullopt: nothing measured yet
   };
   // Every job's figures, in the order given; all of them make up the batch.
   // `refills`: sequences of queued jobs that will take the places of those
@@ -68,13 +68,13 @@ class StepRate {
   static constexpr std::chrono::seconds min_segment_{2};
   static constexpr double kKeysGrown = 1.5;
   static constexpr std::chrono::duration<double> kRecent{1.0};  // the price of a key now: the last second
-  static constexpr size_t kMaxSegment = 4096;  // its latest steps, enough to show the trend
+  static constexpr size_t kMaxSegment = 4096;                   // its latest steps, enough to show the trend
   bool least_squares(size_t first, double (&best)[3]) const;
   void fit();
   std::chrono::milliseconds window_;
   size_t min_steps_;
   std::deque<Sample> steps_;
-  size_t segment_ = 0;  // the last steps_ with the batch as it is now
+  size_t segment_ = 0;                                 // the last steps_ with the batch as it is now
   double per_step_ = 0, per_token_ = 0, per_key_ = 0;  // the fit: seconds per step, per token, per key
 };
 

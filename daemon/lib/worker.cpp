@@ -21,9 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
@@ -54,20 +52,15 @@ int Worker::run(bool drain) {
           if (!blocked_.empty()) {
             left_held_ = true;
             held_reason_ = status_.snapshot().problem;
-            spdlog::error("drained what this daemon can serve; jobs it cannot serve are left queued: {}",
-                          held_reason_);
+            spdlog::error("drained what this daemon can serve; jobs it cannot serve are left queued: {}", held_reason_);
           }
           return claimed;
         }
         sleep_unless_stopped(options_.poll_interval_ms);
         break;
-      case JobOutcome::database_unavailable:
-        break;  // run_next waited already
-      case JobOutcome::unservable:
-        break;  // not an end: the job is still queued
-      default:
-        ++claimed;
-        break;
+      case JobOutcome::database_unavailable: break;  // run_next waited already
+      case JobOutcome::unservable: break;            // not an end: the job is still queued
+      default: ++claimed; break;
     }
   }
   return claimed;
@@ -112,10 +105,10 @@ Worker::Admitted Worker::admit() {
   last_admit_ = Clock::now();
   if (free_slots <= 0 || stop_.load()) return Admitted::none;
   // A job suspected of a crash runs by itself (Queue::claim_batch, crash blame).
-  if (std::any_of(active_.begin(), active_.end(), [](const auto& r) { return r->job.run_alone; })) return Admitted::none;
-  if (wanted_slots_ > 0 && free_slots < wanted_slots_ && !active_.empty()) return Admitted::none;
-  if (wanted_rows_ > 0 && batch && batch->largest_free_rows() < wanted_rows_ && !active_.empty())
+  if (std::any_of(active_.begin(), active_.end(), [](const auto& r) { return r->job.run_alone; }))
     return Admitted::none;
+  if (wanted_slots_ > 0 && free_slots < wanted_slots_ && !active_.empty()) return Admitted::none;
+  if (wanted_rows_ > 0 && batch && batch->largest_free_rows() < wanted_rows_ && !active_.empty()) return Admitted::none;
   wanted_slots_ = 0;
   wanted_rows_ = 0;
   std::vector<jobs::Job> claimed;
@@ -124,8 +117,8 @@ Worker::Admitted Worker::admit() {
     // Backing off from a model its config cannot serve: claim only the
     // configured models not blocked (a model not configured is never one).
     const auto now = Clock::now();
-    const bool backing_off = std::any_of(blocked_.begin(), blocked_.end(),
-                                         [&](const auto& kv) { return kv.second.until > now; });
+    const bool backing_off =
+        std::any_of(blocked_.begin(), blocked_.end(), [&](const auto& kv) { return kv.second.until > now; });
     if (options_.claim_configured_only || backing_off) {
       for (const auto& [name, path] : options_.models) {
         const auto b = blocked_.find(name);
@@ -193,8 +186,8 @@ void Worker::start(const jobs::Job& job) {
   GenerationRequest request;
   int32_t resumed = 0;
   try {
-    resumed = resume_from(job, writer_.persist("read the checkpoint", job.id, [&] { return queue_.checkpoint(job.id); }),
-                          request);
+    resumed = resume_from(
+        job, writer_.persist("read the checkpoint", job.id, [&] { return queue_.checkpoint(job.id); }), request);
   } catch (const jobs::DatabaseError& e) {  // a damaged checkpoint row costs the saved work, not the daemon
     spdlog::error("job {}: its checkpoint cannot be read, starting over: {}", job.id, e.what());
   }
@@ -242,8 +235,8 @@ void Worker::start(const jobs::Job& job) {
       // The KV pool lacks its rows while the others run: back to the queue
       // (attempt given back), claimed again once they are free.
       wanted_rows_ = std::max(wanted_rows_, batch.refused_rows());
-      spdlog::info("job {}: needs {} tokens of KV cache, {} free beside {} running job(s); it waits for them",
-                   job.id, batch.refused_rows(), batch.largest_free_rows(), active_.size());
+      spdlog::info("job {}: needs {} tokens of KV cache, {} free beside {} running job(s); it waits for them", job.id,
+                   batch.refused_rows(), batch.largest_free_rows(), active_.size());
       Execution ex = ending(JobOutcome::released, resumed);
       ex.error = "it waits for KV cache rows";  // for the log: a release, not a failure
       end(job, ex);
@@ -253,8 +246,9 @@ void Worker::start(const jobs::Job& job) {
     end(job, failure_of(e));
     return;
   } catch (const std::bad_alloc&) {  // its sequence's buffers: memory may be free again later
-    Execution ex = ending(JobOutcome::retrying, resumed,
-                          "out of memory while starting the job; lower `context` or `max_batch`, or use a smaller model");
+    Execution ex =
+        ending(JobOutcome::retrying, resumed,
+               "out of memory while starting the job; lower `context` or `max_batch`, or use a smaller model");
     ex.error_kind = error_kind_name(ErrorKind::internal);
     end(job, ex);
     return;
@@ -279,8 +273,9 @@ void Worker::step() {
     return;
   } catch (const std::bad_alloc&) {
     // Memory may be free again later (another process), so this is worth a retry.
-    Execution ex = ending(JobOutcome::retrying, 0,
-                          "out of memory while running the job; lower `context` or `max_batch`, or use a smaller model");
+    Execution ex =
+        ending(JobOutcome::retrying, 0,
+               "out of memory while running the job; lower `context` or `max_batch`, or use a smaller model");
     ex.error_kind = error_kind_name(ErrorKind::internal);
     fail_all(ex, true);
     return;
@@ -294,7 +289,8 @@ void Worker::step() {
     // The file changed under the pass (#30 F): its results are zeros' work. No job's fault: they go back
     // queued (from their last checkpoint) and the model is loaded afresh after the block.
     const std::string model = host_.model();
-    const std::string reason = "its file " + damaged.front() + " was truncated or rewritten while in use (copied "
+    const std::string reason = "its file " + damaged.front() +
+                               " was truncated or rewritten while in use (copied "
                                "over?); loaded again once the file is whole";
     std::vector<jobs::Job> released;
     for (const auto& run : active_) released.push_back(run->job);
@@ -306,10 +302,11 @@ void Worker::step() {
   ++totals_.steps;
   const BatchStepStats& st = batch.last_step();
   rate_.add(t0, Clock::now(), st);
-  spdlog::debug("step {}: {} job(s), {} tokens ({} prefill, {} keys, {} prompt tokens copied from prefixes), {} experts "
-                "({} read, {} cached), {:.1f} MiB read, {:.1f} ms ({:.1f} ms waiting for reads)",
-                totals_.steps, size, st.tokens, st.prefill_tokens, st.keys, st.prefix_tokens, st.experts_used, st.experts_read,
-                st.experts_cached, mib(st.bytes_read), ms_since(t0), 1e3 * st.io_wait_s);
+  spdlog::debug(
+      "step {}: {} job(s), {} tokens ({} prefill, {} keys, {} prompt tokens copied from prefixes), {} experts "
+      "({} read, {} cached), {:.1f} MiB read, {:.1f} ms ({:.1f} ms waiting for reads)",
+      totals_.steps, size, st.tokens, st.prefill_tokens, st.keys, st.prefix_tokens, st.experts_used, st.experts_read,
+      st.experts_cached, mib(st.bytes_read), ms_since(t0), 1e3 * st.io_wait_s);
   for (auto& [handle, gen] : batch.take_finished()) {
     auto it = std::find_if(active_.begin(), active_.end(), [&](const auto& r) { return r->handle == handle; });
     if (it == active_.end()) continue;  // not ours (cannot happen: every request is a job)
@@ -383,14 +380,14 @@ void Worker::log_run_summary() {
   Engine::Batch& batch = *host_.batch();
   const double secs = std::chrono::duration<double>(Clock::now() - totals_.started).count();
   const BatchRunStats& run = batch.totals();
-  spdlog::info("batch run: {} job(s) (at most {} together) in {} steps, {} tokens in {:.1f} s = {:.2f} tok/s "
-               "aggregate, {:.1f} MiB read ({:.2f} MiB per token, {:.2f} GiB/s while reading), {:.0f}% of the "
-               "time waiting for reads, expert cache hits {:.0f}%; {} prompt tokens prefilled, {} copied from shared "
-               "prefixes",
-               totals_.jobs, totals_.max_size, totals_.steps, totals_.tokens, secs,
-               secs > 0 ? totals_.tokens / secs : 0, mib(run.bytes_read),
-               totals_.tokens > 0 ? mib(run.bytes_read) / static_cast<double>(totals_.tokens) : 0, run.read_gib_s(),
-               100 * run.io_share(), 100 * run.cache_hit_rate(), run.prefill_tokens, run.prefix_tokens);
+  spdlog::info(
+      "batch run: {} job(s) (at most {} together) in {} steps, {} tokens in {:.1f} s = {:.2f} tok/s "
+      "aggregate, {:.1f} MiB read ({:.2f} MiB per token, {:.2f} GiB/s while reading), {:.0f}% of the "
+      "time waiting for reads, expert cache hits {:.0f}%; {} prompt tokens prefilled, {} copied from shared "
+      "prefixes",
+      totals_.jobs, totals_.max_size, totals_.steps, totals_.tokens, secs, secs > 0 ? totals_.tokens / secs : 0,
+      mib(run.bytes_read), totals_.tokens > 0 ? mib(run.bytes_read) / static_cast<double>(totals_.tokens) : 0,
+      run.read_gib_s(), 100 * run.io_share(), 100 * run.cache_hit_rate(), run.prefill_tokens, run.prefix_tokens);
   batch.reset_totals();
   totals_ = RunTotals{};
   rate_.reset();
@@ -416,9 +413,10 @@ bool Worker::work_left() {
     // or a dead one's under an unexpired lease. Those are taken over once
     // the lease expires (recover_orphans), so the drain waits for them.
     if (c.running > 0 && !waiting_for_others_) {
-      spdlog::info("drain: {} job(s) running under another worker; waiting until they end or their leases expire "
-                   "(then they are taken over here)",
-                   c.running);
+      spdlog::info(
+          "drain: {} job(s) running under another worker; waiting until they end or their leases expire "
+          "(then they are taken over here)",
+          c.running);
     }
     waiting_for_others_ = c.running > 0;
     return c.retry_waiting > 0 || c.running > 0;
@@ -451,10 +449,11 @@ void Worker::block(const std::string& model, const std::string& reason, const st
   const int64_t delay = std::max<int64_t>(jobs::backoff_delay_ms(options_.retry_backoff, b.failures),
                                           std::max(1000, options_.poll_interval_ms));
   b.until = Clock::now() + std::chrono::milliseconds(delay);
-  spdlog::error("THIS DAEMON CANNOT SERVE MODEL {}: {}. Job(s) {} left queued, attempts not counted ({} job(s) "
-                "so far); its jobs are not claimed for {} ms. Fix the config and reload it (SIGHUP) to try again at "
-                "once.",
-                model, reason, ids, b.jobs.size(), delay);
+  spdlog::error(
+      "THIS DAEMON CANNOT SERVE MODEL {}: {}. Job(s) {} left queued, attempts not counted ({} job(s) "
+      "so far); its jobs are not claimed for {} ms. Fix the config and reload it (SIGHUP) to try again at "
+      "once.",
+      model, reason, ids, b.jobs.size(), delay);
   publish_problem();
 }
 

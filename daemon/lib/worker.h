@@ -149,8 +149,9 @@ class Worker {
   ProgressPolicy progress_;
   OutcomeWriter writer_;
   std::function<void()> between_jobs_;
-  std::vector<std::unique_ptr<RunningJob>> active_;  // the jobs in the host's batch (stable addresses: progress callbacks)
-  std::deque<JobOutcome> outcomes_;                  // ends not yet returned by run_next()
+  std::vector<std::unique_ptr<RunningJob>>
+      active_;                       // the jobs in the host's batch (stable addresses: progress callbacks)
+  std::deque<JobOutcome> outcomes_;  // ends not yet returned by run_next()
   Clock::time_point last_admit_{};
   // A job of n choices found fewer than n free slots and went back to the
   // queue: no claims until that many are free (it is at the head again then),
@@ -159,23 +160,23 @@ class Worker {
   // KV rows a job sent back for lack of them wanted (kBatchNoRoom):
   // no job is claimed until that many lie free, so a long job is not starved by short ones.
   int64_t wanted_rows_ = 0;
-  bool waiting_for_others_ = false;              // work_left() said so once
+  bool waiting_for_others_ = false;  // work_left() said so once
   struct Blocked {
-    std::string reason;        // the first line of the error
+    std::string reason;         // the first line of the error
     Clock::time_point until{};  // no claims for the model before this
-    int32_t failures = 0;      // for the backoff
-    std::set<int64_t> jobs;    // the jobs released for it so far
+    int32_t failures = 0;       // for the backoff
+    std::set<int64_t> jobs;     // the jobs released for it so far
   };
-  std::map<std::string, Blocked> blocked_;        // by model name
+  std::map<std::string, Blocked> blocked_;  // by model name
   struct PreloadError {
     std::string model;
     std::exception_ptr error;  // null: the last preload succeeded
   } preload_error_;
   bool left_held_ = false;
   std::string held_reason_;
-  bool slot_freed_ = false;                      // a job left the batch since the last claim
-  bool queue_more_ = false;                      // the last claim filled every free slot: more may be queued
-  StepRate rate_;                                // the batch's step model: jobs' tok/s and ETAs
+  bool slot_freed_ = false;  // a job left the batch since the last claim
+  bool queue_more_ = false;  // the last claim filled every free slot: more may be queued
+  StepRate rate_;            // the batch's step model: jobs' tok/s and ETAs
   // The batch run in progress (from the first job joining an empty batch to
   // the last one leaving), for its summary line.
   struct RunTotals {

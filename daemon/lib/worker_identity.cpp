@@ -17,10 +17,11 @@ std::string worker_id_conflict(const std::vector<jobs::WorkerInfo>& workers, con
                       std::to_string(w.pid) + " on host " + w.host + ", last heartbeat " + std::to_string(age) +
                       " ms ago): two daemons under one worker_id would take each other's jobs. Give this daemon a "
                       "worker_id of its own in " +
-                      self.config_path + " (or remove the line: the default, hostname:pid, is unique), or stop the other one";
+                      self.config_path +
+                      " (or remove the line: the default, hostname:pid, is unique), or stop the other one";
     if (w.host != self.host)
-      msg += "; if it is dead, its heartbeat is older than lease_ms (" + std::to_string(lease_ms) +
-             " ms) in at most " + std::to_string(lease_ms - age) + " ms, then this daemon may start";
+      msg += "; if it is dead, its heartbeat is older than lease_ms (" + std::to_string(lease_ms) + " ms) in at most " +
+             std::to_string(lease_ms - age) + " ms, then this daemon may start";
     return msg;
   }
   return "";

@@ -24,36 +24,36 @@
 namespace ns {
 
 struct BatchStepStats {
-  int32_t sequences = 0;       // sequences with at least one token in the forward pass
-  int32_t tokens = 0;          // tokens in the forward pass
-  int32_t decode_tokens = 0;   // of which next tokens of decoding sequences
-  int32_t prefill_tokens = 0;  // of which prompt (or replayed checkpoint) tokens
-  int32_t prefix_tokens = 0;   // prompt tokens copied from prefix snapshots, not computed (prefix_cache.h)
-  int32_t generated = 0;       // completion tokens sampled by this step
-  int64_t keys = 0;            // keys the step's tokens attend to in all: sum of (position + 1)
-  uint32_t experts_used = 0;   // distinct (layer, expert) pairs routed to, over all MoE layers
-  uint32_t experts_cached = 0; // of which found in the expert cache
-  uint32_t experts_read = 0;   // of which read from disk
+  int32_t sequences = 0;        // sequences with at least one token in the forward pass
+  int32_t tokens = 0;           // tokens in the forward pass
+  int32_t decode_tokens = 0;    // of which next tokens of decoding sequences
+  int32_t prefill_tokens = 0;   // of which prompt (or replayed checkpoint) tokens
+  int32_t prefix_tokens = 0;    // prompt tokens copied from prefix snapshots, not computed (prefix_cache.h)
+  int32_t generated = 0;        // completion tokens sampled by this step
+  int64_t keys = 0;             // keys the step's tokens attend to in all: sum of (position + 1)
+  uint32_t experts_used = 0;    // distinct (layer, expert) pairs routed to, over all MoE layers
+  uint32_t experts_cached = 0;  // of which found in the expert cache
+  uint32_t experts_read = 0;    // of which read from disk
   uint64_t bytes_read = 0;
   uint64_t prefetch_reads = 0, prefetch_used = 0;  // expert-cache prefetches issued / used
-  double seconds = 0;          // wall time of step()
+  double seconds = 0;                              // wall time of step()
   double io_wait_s = 0;
-  double compute_s = 0;        // seconds - io_wait_s
+  double compute_s = 0;  // seconds - io_wait_s
   double read_busy_s = 0;
 };
 
 struct BatchRunStats {
   int64_t steps = 0;
-  int64_t tokens = 0;           // tokens through the forward pass
+  int64_t tokens = 0;  // tokens through the forward pass
   int64_t decode_tokens = 0, prefill_tokens = 0;
-  int64_t prefix_tokens = 0;    // prompt tokens copied from prefix snapshots instead of prefilled
-  int64_t generated = 0;        // completion tokens sampled
-  int64_t sequence_steps = 0;   // sum over steps of BatchStepStats::sequences
+  int64_t prefix_tokens = 0;   // prompt tokens copied from prefix snapshots instead of prefilled
+  int64_t generated = 0;       // completion tokens sampled
+  int64_t sequence_steps = 0;  // sum over steps of BatchStepStats::sequences
   uint64_t experts_used = 0, experts_cached = 0, experts_read = 0;
   uint64_t bytes_read = 0;
   uint64_t prefetch_reads = 0, prefetch_used = 0;
   double seconds = 0, io_wait_s = 0, compute_s = 0, read_busy_s = 0;
-  double decode_seconds = 0;    // wall time of the steps that decoded at least one token
+  double decode_seconds = 0;  // wall time of the steps that decoded at least one token
 
   void add(const BatchStepStats& s);
 

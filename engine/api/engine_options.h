@@ -159,9 +159,8 @@ struct EngineOptions {
                                   "pool memory_budget holds",
                                   0, int64_t{1} << 40, false});
     visit(o.cache_policy, OptionInfo{"cache_policy", "which expert the cache evicts: lru or lfu", 0, 0, false});
-    visit(o.io_queue_depth, OptionInfo{"io_queue_depth",
-                                       "expert reads in flight per device the model's files sit on",
-                                       1, 4096, false});
+    visit(o.io_queue_depth,
+          OptionInfo{"io_queue_depth", "expert reads in flight per device the model's files sit on", 1, 4096, false});
     visit(o.mla_expanded_cache,
           OptionInfo{"mla_expanded_cache",
                      "deepseek2 files with the fused attn_kv_b: cache expanded keys and values as the reference "
@@ -179,7 +178,9 @@ inline std::string option_text(int v) { return option_text(static_cast<long long
 inline std::string option_text(int64_t v) { return option_text(static_cast<long long>(v)); }
 inline std::string option_text(const std::string& v) { return v.empty() ? "\"\"" : v; }  // as YAML writes ""
 template <class Names>
-std::string option_text(const Choice<Names>& v) { return v.name(); }
+std::string option_text(const Choice<Names>& v) {
+  return v.name();
+}
 
 // The text of the option `name` of `o` (option_text); "" when no row has that name.
 std::string engine_option_text(const EngineOptions& o, std::string_view name);

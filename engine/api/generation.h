@@ -20,9 +20,9 @@ namespace ns {
 // of the n choices of SamplingParams::n.
 struct GenerationChoice {
   std::string text;
-  std::string finish_reason;     // "stop" (EOS, stop string, grammar complete), "length", "cancelled", "error"
-  std::string error;             // finish_reason "error": why (GenerationBatch only; generate() throws instead)
-  std::vector<int32_t> tokens;   // completion token ids
+  std::string finish_reason;         // "stop" (EOS, stop string, grammar complete), "length", "cancelled", "error"
+  std::string error;                 // finish_reason "error": why (GenerationBatch only; generate() throws instead)
+  std::vector<int32_t> tokens;       // completion token ids
   sampler::ChoiceLogprobs logprobs;  // params.logprobs: one record per token (engine/sampler/logprobs.h)
 };
 
@@ -36,14 +36,14 @@ struct GenerationResult : GenerationChoice {
   // the context (stats.prompt_tokens counts those kept); 0 otherwise.
   int32_t prompt_tokens_dropped = 0;
   std::vector<GenerationChoice> more_choices;  // choices 1..n-1
-  sampler::TokenPieces pieces;  // params.logprobs: the text of every token id the records name
+  sampler::TokenPieces pieces;                 // params.logprobs: the text of every token id the records name
 };
 
 struct GenerationProgress {
   int32_t prompt_tokens = 0;
-  int32_t prefilled = 0;       // prompt tokens processed so far
-  int32_t generated = 0;       // completion tokens so far (resumed ones included)
-  std::string piece;           // text of the newest token (may be a partial UTF-8 sequence)
+  int32_t prefilled = 0;                         // prompt tokens processed so far
+  int32_t generated = 0;                         // completion tokens so far (resumed ones included)
+  std::string piece;                             // text of the newest token (may be a partial UTF-8 sequence)
   const std::vector<int32_t>* tokens = nullptr;  // all completion tokens so far (for checkpoints)
   // Every choice so far (tokens and logprobs), in choice order, for
   // checkpoints. With n > 1, `generated` sums the choices' tokens and
@@ -59,8 +59,8 @@ using ProgressFn = std::function<bool(const GenerationProgress&)>;
 struct GenerationRequest {
   std::string prompt;
   SamplingParams params;
-  ProgressFn on_progress;        // optional; false cancels this request only
-  std::vector<int32_t> resume;   // checkpointed completion tokens to replay (choice 0)
+  ProgressFn on_progress;                     // optional; false cancels this request only
+  std::vector<int32_t> resume;                // checkpointed completion tokens to replay (choice 0)
   sampler::ChoiceLogprobs resume_logprobs;    // their records (params.logprobs); replay stops where these end
   std::vector<GenerationChoice> resume_more;  // n > 1: choices 1..n-1 checkpointed (tokens, logprobs)
   // A prompt too long for the context (or the KV pool) keeps its tail instead

@@ -66,11 +66,13 @@ void read_bailingmoe3_keys(const gguf::GgufFile& f, const std::string& a, Hparam
 
 const Hparams& checked(const Hparams& hp) {
   if (!std::isfinite(hp.kda_gate_lower_bound))
-    throw Error(ErrorKind::bad_model, "bailingmoe3: metadata key 'bailingmoe3.kda.gate_lower_bound' is missing (its "
-                                      "KDA decay gate is lower_bound * sigmoid(...), as the converter writes it)");
+    throw Error(ErrorKind::bad_model,
+                "bailingmoe3: metadata key 'bailingmoe3.kda.gate_lower_bound' is missing (its "
+                "KDA decay gate is lower_bound * sigmoid(...), as the converter writes it)");
   if (!hp.is_moe())
-    throw Error(ErrorKind::bad_model, "bailingmoe3: expert_count is missing (layers after "
-                                      "leading_dense_block_count are MoE)");
+    throw Error(ErrorKind::bad_model,
+                "bailingmoe3: expert_count is missing (layers after "
+                "leading_dense_block_count are MoE)");
   return hp;
 }
 

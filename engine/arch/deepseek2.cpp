@@ -55,12 +55,14 @@ class Deepseek2 final : public LayerStack<Deepseek2Layer> {
     sh_.expanded_cache = fused && o.mla_expanded_cache;
     sh_.expand_prefill = o.mla_expand_prefill;
     if (fused)
-      spdlog::info("deepseek2: fused attn_kv_b layout, {} KV cache ({} values per token and layer; "
-                   "--mla-cache {} to change)",
-                   sh_.expanded_cache ? "expanded (the reference's multi-head path)" : "latent",
-                   sh_.cache_k_width() + sh_.cache_v_width(), sh_.expanded_cache ? "latent" : "expanded");
+      spdlog::info(
+          "deepseek2: fused attn_kv_b layout, {} KV cache ({} values per token and layer; "
+          "--mla-cache {} to change)",
+          sh_.expanded_cache ? "expanded (the reference's multi-head path)" : "latent",
+          sh_.cache_k_width() + sh_.cache_v_width(), sh_.expanded_cache ? "latent" : "expanded");
     load_layers(describe, hp, t, layers_);
-    for (int64_t il = 0; il < hp.n_layer; ++il) finish_mla(layers_[static_cast<size_t>(il)].attn, sh_, block_prefix(il));
+    for (int64_t il = 0; il < hp.n_layer; ++il)
+      finish_mla(layers_[static_cast<size_t>(il)].attn, sh_, block_prefix(il));
   }
 
   BufferSizes buffer_sizes() const override { return mla_buffer_sizes(sh_, deepseek_ffn_width(hp_)); }

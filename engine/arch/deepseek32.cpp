@@ -41,7 +41,8 @@ struct DsaLayer {
 
 // NextN blocks (il >= n_layer) list theirs too (described, skipped).
 bool full_indexer(const Hparams& hp, int64_t il) {
-  return il >= static_cast<int64_t>(hp.indexer_full_layers.size()) || hp.indexer_full_layers[static_cast<size_t>(il)] != 0;
+  return il >= static_cast<int64_t>(hp.indexer_full_layers.size()) ||
+         hp.indexer_full_layers[static_cast<size_t>(il)] != 0;
 }
 
 void describe(const Hparams& hp, TensorTable& t, std::vector<DsaLayer>& layers) {
@@ -76,7 +77,8 @@ class Deepseek32 final : public LayerStack<DsaLayer> {
     sh_.indexer_width = ds_.head_dim;
     if (!full_indexer(hp, 0)) bad(hp, "layer 0's indexer is shared (attention.indexer.types): no full layer before it");
     load_layers(describe, hp, t, layers_);
-    for (int64_t il = 0; il < hp.n_layer; ++il) finish_mla(layers_[static_cast<size_t>(il)].attn, sh_, block_prefix(il));
+    for (int64_t il = 0; il < hp.n_layer; ++il)
+      finish_mla(layers_[static_cast<size_t>(il)].attn, sh_, block_prefix(il));
   }
 
   // deepseek2's buffers; the cache row also holds the indexer's key (sh_.indexer_width).
@@ -137,8 +139,9 @@ void read_glm_dsa_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h
   h.indexer_full_layers.clear();
   if (v != nullptr && v->type == gguf::ValueType::ARRAY) {
     if (static_cast<int64_t>(v->arr.size()) < h.n_layer)
-      bad_hparam(f, key, "has " + std::to_string(v->arr.size()) + " entries, expected one per layer (" +
-                             std::to_string(h.n_layer) + ")");
+      bad_hparam(f, key,
+                 "has " + std::to_string(v->arr.size()) + " entries, expected one per layer (" +
+                     std::to_string(h.n_layer) + ")");
     for (int64_t il = 0; il < h.n_layer; ++il) {
       const gguf::Value& e = v->arr[static_cast<size_t>(il)];
       if (e.type != gguf::ValueType::BOOL && !e.is_integer()) bad_hparam(f, key, "should be an array of booleans");
@@ -164,8 +167,7 @@ void deepseek32_tensors(const Hparams& hp, TensorTable& t) { describe_unbound(de
 // Both read rope.scaling.yarn_log_multiplier as deepseek2 (glm-dsa's is zeroed by its reader).
 const ArchTraits deepseek32_traits = {.yarn_mscale = YarnMscale::mscale_all_dim, .read_keys = read_deepseek32_keys};
 // glm-dsa without expert_gating_func routes by sigmoid, as GLM-4.5.
-const ArchTraits glm_dsa_traits = {.yarn_mscale = YarnMscale::mscale_all_dim,
-                                   .default_gating = ExpertGating::sigmoid,
-                                   .read_keys = read_glm_dsa_keys};
+const ArchTraits glm_dsa_traits = {
+    .yarn_mscale = YarnMscale::mscale_all_dim, .default_gating = ExpertGating::sigmoid, .read_keys = read_glm_dsa_keys};
 
 }  // namespace ns

@@ -67,7 +67,7 @@
 namespace ns {
 namespace {
 
-constexpr int64_t kCsa = 4;    // the reference's two compression ratios (fixed in its graph)
+constexpr int64_t kCsa = 4;  // the reference's two compression ratios (fixed in its graph)
 constexpr int64_t kHca = 128;
 
 struct HcWeights {
@@ -224,8 +224,8 @@ class Deepseek4 final : public Architecture {
     load_layers(describe, hp_, t, w_);
     for (const Dsv4Layer& L : w_.layers)
       for (int32_t e : L.moe.hash_experts)
-        if (e < 0 || e >= hp.n_expert) bad("ffn_gate_tid2eid names expert " + std::to_string(e) + " of " +
-                                            std::to_string(hp.n_expert));
+        if (e < 0 || e >= hp.n_expert)
+          bad("ffn_gate_tid2eid names expert " + std::to_string(e) + " of " + std::to_string(hp.n_expert));
     rope_plain_ = RopeParams{};
     rope_plain_.n_dims = hp.rope_dim;
     rope_plain_.type = RopeType::norm;
@@ -385,15 +385,15 @@ class Deepseek4 final : public Architecture {
     int64_t floats() const { return size * row(); }
   };
   // The attention's compressor (2 x head_dim wide overlapping at ratio 4) and the indexer's (after it).
-  Ring comp_ring(int64_t r) const {
-    return r == kCsa ? Ring{2 * kCsa, 2 * hp_.head_dim, 0} : Ring{r, hp_.head_dim, 0};
-  }
+  Ring comp_ring(int64_t r) const { return r == kCsa ? Ring{2 * kCsa, 2 * hp_.head_dim, 0} : Ring{r, hp_.head_dim, 0}; }
   Ring idx_ring() const { return Ring{2 * kCsa, 2 * hp_.dsv4.indexer_head_dim, comp_ring(kCsa).floats()}; }
 
   // This pass's token of (seq, pos) (by_pos_ is sorted), or -1.
   int64_t token_at(int64_t seq, int64_t pos) const {
-    const auto it = std::lower_bound(by_pos_.begin(), by_pos_.end(), std::pair{seq, pos},
-                                     [](const auto& a, const auto& b) { return std::pair{a[0], a[1]} < b; });
+    const auto it =
+        std::lower_bound(by_pos_.begin(), by_pos_.end(), std::pair{seq, pos}, [](const auto& a, const auto& b) {
+          return std::pair{a[0], a[1]} < b;
+        });
     return it != by_pos_.end() && (*it)[0] == seq && (*it)[1] == pos ? (*it)[2] : -1;
   }
 

@@ -87,8 +87,10 @@ class GptOss final : public LayerStack<GptOssLayer> {
     const std::string& a = hp.arch;
     if (!hp.is_moe()) throw Error(ErrorKind::bad_model, a + ": expert_count is missing (every layer is MoE)");
     if (hp.rope_dim != hp.head_dim || hp.head_dim_v != hp.head_dim)
-      throw Error(ErrorKind::bad_model, a + ": rope.dimension_count and attention.value_length must equal the key "
-                                            "length " + std::to_string(hp.head_dim) + " (the reference sizes heads by it)");
+      throw Error(ErrorKind::bad_model, a +
+                                            ": rope.dimension_count and attention.value_length must equal the key "
+                                            "length " +
+                                            std::to_string(hp.head_dim) + " (the reference sizes heads by it)");
     rope_full_ = rope_params(hp_);
     Hparams swa = hp_;
     swa.rope_base = hp.rope_base_swa;

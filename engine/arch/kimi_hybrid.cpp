@@ -31,8 +31,9 @@ void clamp_swiglu(const Hparams& hp, int64_t il, DeepseekFfn& f) {
 void describe_kimi(const KimiForm& form, const Hparams& hp, TensorTable& t, KimiWeights& w) {
   const std::string name = form.name;
   if (hp.n_head_kv_layers.empty())
-    throw Error(ErrorKind::bad_model, name + ": attention.head_count_kv must list each layer (0 for the KDA "
-                                             "layers); the file gives one number for all");
+    throw Error(ErrorKind::bad_model, name +
+                                          ": attention.head_count_kv must list each layer (0 for the KDA "
+                                          "layers); the file gives one number for all");
   if (hp.n_layer_dense_lead < hp.n_layer && !hp.is_moe())
     throw Error(ErrorKind::bad_model, name + ": expert_count is missing but layers " +
                                           std::to_string(hp.n_layer_dense_lead) + ".. are MoE layers");
@@ -73,10 +74,7 @@ void kimi_hybrid_tensors(const KimiForm& form, const Hparams& hp, TensorTable& t
 }
 
 KimiHybrid::KimiHybrid(const KimiForm& form, const Hparams& hp, TensorLoader& t, const ArchOptions& o)
-    : hp_(hp),
-      kda_(kda_shape(hp)),
-      mla_(mla_shape(hp)),
-      shared_width_(form.shared_width ? form.shared_width(hp) : -1) {
+    : hp_(hp), kda_(kda_shape(hp)), mla_(mla_shape(hp)), shared_width_(form.shared_width ? form.shared_width(hp) : -1) {
   TensorTable table;
   describe_kimi(form, hp_, table, w_);
   table.load(t);

@@ -18,13 +18,13 @@ namespace ns {
 
 // How an architecture's files hold the shared stack.
 struct KimiForm {
-  const char* name;           // general.architecture, for messages
+  const char* name;  // general.architecture, for messages
   KdaForm kda;
-  Presence mla_gate;          // MLA's attn_gate (kimi-k3's output gate)
-  bool residual_scores;       // kimi-k3: output_res_score and each block's attn_res_score/ffn_res_score
-                              // when attn_res.block_size > 0
-  bool mla_rotary = false;    // MLA rotates its rope part (bailingmoe3); the kimis never do
-  bool mla_head_gate = false; // attn_gate is one sigmoid per head (bailingmoe3: MlaShape::per_head_gate)
+  Presence mla_gate;           // MLA's attn_gate (kimi-k3's output gate)
+  bool residual_scores;        // kimi-k3: output_res_score and each block's attn_res_score/ffn_res_score
+                               // when attn_res.block_size > 0
+  bool mla_rotary = false;     // MLA rotates its rope part (bailingmoe3); the kimis never do
+  bool mla_head_gate = false;  // attn_gate is one sigmoid per head (bailingmoe3: MlaShape::per_head_gate)
   // The MLA key/value expansion the files carry: either (the kimis' converters
   // wrote both over time), or split attn_k_b/attn_v_b only (bailingmoe3's).
   MlaLayout mla_layout = MlaLayout::either;

@@ -54,8 +54,9 @@ void read_kimi_k3_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h
 
 const Hparams& checked(const Hparams& hp) {
   if (hp.situ_beta <= 0)
-    throw Error(ErrorKind::bad_model, "kimi-k3: metadata key 'kimi-k3.activation.situ_beta' is missing (every "
-                                      "kimi-k3 FFN uses the situ activation)");
+    throw Error(ErrorKind::bad_model,
+                "kimi-k3: metadata key 'kimi-k3.activation.situ_beta' is missing (every "
+                "kimi-k3 FFN uses the situ activation)");
   return hp;
 }
 

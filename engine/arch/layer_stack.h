@@ -29,16 +29,16 @@ class LayerStack : public Architecture {
     attention_ffn_layer(
         s, L.attn_norm, L.ffn_norm, d, hp_.rms_eps,
         [&] {
-          trace(s, "attn_norm", il, s.xn.data(), d);
-          attention(L, il, s);
-          trace(s, "attn_out", il, s.out.data(), d);
+      trace(s, "attn_norm", il, s.xn.data(), d);
+      attention(L, il, s);
+      trace(s, "attn_out", il, s.out.data(), d);
         },
         [&] {
-          trace(s, "ffn_inp", il, s.x.data(), d);
-          trace(s, "ffn_norm", il, s.xn.data(), d);
-          ffn(L, s);
-          trace(s, "ffn_out", il, s.out.data(), d);
-        });
+      trace(s, "ffn_inp", il, s.x.data(), d);
+      trace(s, "ffn_norm", il, s.xn.data(), d);
+      ffn(L, s);
+      trace(s, "ffn_out", il, s.out.data(), d);
+    });
   }
 
  protected:

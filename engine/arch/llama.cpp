@@ -18,8 +18,8 @@ namespace {
 struct LlamaLayer {
   std::vector<float> attn_norm, ffn_norm;
   GqaWeights attn;
-  FfnWeights ffn;   // dense layers
-  MoeWeights moe;   // MoE layers
+  FfnWeights ffn;  // dense layers
+  MoeWeights moe;  // MoE layers
   bool is_moe = false;
 };
 
@@ -63,8 +63,9 @@ class Llama final : public LayerStack<LlamaLayer> {
 std::unique_ptr<Architecture> make_llama(const Hparams& hp, TensorLoader& loader) {
   // The layer rotates with ops::rope, which takes no YaRN parameters.
   if (hp.rope_scaling == RopeScaling::yarn)
-    throw Error(ErrorKind::bad_model, "llama: YaRN rope scaling (llama.rope.scaling.type = yarn) is not supported "
-                                      "for this architecture yet (supported: none, linear)");
+    throw Error(ErrorKind::bad_model,
+                "llama: YaRN rope scaling (llama.rope.scaling.type = yarn) is not supported "
+                "for this architecture yet (supported: none, linear)");
   return std::make_unique<Llama>(hp, loader);
 }
 

@@ -30,7 +30,8 @@ void describe(const Hparams& hp, TensorTable& t, std::vector<QwenLayer>& layers)
   const bool qwen3 = hp.arch == "qwen3moe";
   if (!hp.is_moe()) throw Error(ErrorKind::bad_model, hp.arch + ": expert_count is missing (every layer is MoE)");
   if (!qwen3 && qwen_shexp_width(hp) <= 0)
-    throw Error(ErrorKind::bad_model, "qwen2moe: expert_shared_feed_forward_length and feed_forward_length are missing");
+    throw Error(ErrorKind::bad_model,
+                "qwen2moe: expert_shared_feed_forward_length and feed_forward_length are missing");
   const int64_t d = hp.n_embd, hd = hp.head_dim;
   // qwen2moe files carry Q/K/V biases; the loader takes them from any file that has them.
   const Presence biases = qwen3 ? Presence::tolerated : Presence::optional;

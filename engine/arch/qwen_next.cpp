@@ -64,8 +64,9 @@ void read_hybrid_keys(const gguf::GgufFile& f, const std::string& a, Hparams& h)
     const std::vector<int32_t> flags = f.get_i32_array(key);
     // The converter appends entries for the NextN layers, which are never run.
     if (static_cast<int64_t>(flags.size()) < h.n_layer)
-      bad_hparam(f, key, "has " + std::to_string(flags.size()) + " entries, expected one per layer (" +
-                             std::to_string(h.n_layer) + ")");
+      bad_hparam(f, key,
+                 "has " + std::to_string(flags.size()) + " entries, expected one per layer (" +
+                     std::to_string(h.n_layer) + ")");
     for (int64_t il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back(flags[static_cast<size_t>(il)] != 0);
   } else {
     const uint64_t interval = f.get_u64_or(a + keys::full_attention_interval, 4);
@@ -183,7 +184,8 @@ class QwenNext final : public LayerStack<Layer> {
     for (int64_t t = 0; t < n; ++t) {
       float* q = &s.q[t * 2 * q_dim];
       float* k = &s.k[t * kv_dim];
-      for (int64_t h = 0; h < n_head; ++h) ops::rms_norm(q + h * 2 * hd, w.q_norm.data(), hd, hp_.rms_eps, q + h * 2 * hd);
+      for (int64_t h = 0; h < n_head; ++h)
+        ops::rms_norm(q + h * 2 * hd, w.q_norm.data(), hd, hp_.rms_eps, q + h * 2 * hd);
       for (int64_t h = 0; h < n_kv; ++h) ops::rms_norm(k + h * hd, w.k_norm.data(), hd, hp_.rms_eps, k + h * hd);
       const int64_t pos = s.pos[t], seq = s.seq[t];
       apply_rope(q, n_head, 2 * hd, pos, rope_);

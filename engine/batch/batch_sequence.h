@@ -37,8 +37,8 @@ namespace ns {
 // The choices of a request with n > 1: one result when all have finished.
 struct ChoiceGroup {
   int handle = 0;
-  int remaining = 0;                             // choices still running
-  bool shared = false;                           // the prompt's state is in every choice's slot
+  int remaining = 0;    // choices still running
+  bool shared = false;  // the prompt's state is in every choice's slot
   bool cancelled = false;
   std::vector<GenerationResult> results;         // [choice], filled as each finishes
   std::vector<const GenerationChoice*> choices;  // [choice]: the live result, then results[k]
@@ -65,29 +65,29 @@ struct BatchSequence {
   bool report();
 
   Phase phase = Phase::prefilling;
-  bool announced = false;         // its first report (prefilled 0) is made
+  bool announced = false;  // its first report (prefilled 0) is made
   int handle = 0;
   std::shared_ptr<ChoiceGroup> group;  // n > 1; else null
   int choice = 0;
-  int32_t seq = 0;                // its KV-cache sequence (= its slot)
+  int32_t seq = 0;  // its KV-cache sequence (= its slot)
   GenerationRequest req;
-  std::vector<int32_t> history;   // prompt + completion (+ replayed checkpoint)
+  std::vector<int32_t> history;  // prompt + completion (+ replayed checkpoint)
   int64_t n_prompt = 0;
-  int64_t fed = 0;                // tokens of history already in the KV cache
-  int64_t n_fill = 0;             // history length before decoding starts (prompt + replay)
-  int64_t rows = 0;               // KV rows it reserved: prompt + max_tokens, at most n_ctx
+  int64_t fed = 0;     // tokens of history already in the KV cache
+  int64_t n_fill = 0;  // history length before decoding starts (prompt + replay)
+  int64_t rows = 0;    // KV rows it reserved: prompt + max_tokens, at most n_ctx
   size_t n_resume = 0;
-  int use_prefix = -1;            // waiting_prefix: the snapshot it copies
-  int make_prefix = -1;           // a snapshot its prefill stops at and fills, or -1
+  int use_prefix = -1;   // waiting_prefix: the snapshot it copies
+  int make_prefix = -1;  // a snapshot its prefill stops at and fills, or -1
   std::optional<sampler::Sampler> sampler;
   std::optional<sampler::StopMatcher> stops;
-  std::optional<sampler::LogprobRecorder> recorder;  // params.logprobs
+  std::optional<sampler::LogprobRecorder> recorder;       // params.logprobs
   std::shared_ptr<grammar::GrammarCache::Entry> grammar;  // constrained decoding, else null
   std::optional<grammar::Matcher> matcher;
   GenerationResult result;
   GenerationProgress progress;
   const GenerationChoice* self = nullptr;  // &result, for progress.choices (n = 1)
-  RequestShare share;             // its share of the steps and its clock
+  RequestShare share;                      // its share of the steps and its clock
 };
 
 // Adds the texts of the token ids r's logprob records name (its choices' too) to r.pieces.

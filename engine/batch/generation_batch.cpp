@@ -189,8 +189,10 @@ void GenerationBatch::finish(Sequence& s, const char* reason) {
   const int handle = s.handle;
   const std::shared_ptr<ChoiceGroup> group = s.group;
   GenerationResult out;
-  if (!group) out = std::move(r);
-  else if (group->add(s.choice, std::move(r), s.share.read_busy_s)) out = group->take_result();
+  if (!group)
+    out = std::move(r);
+  else if (group->add(s.choice, std::move(r), s.share.read_busy_s))
+    out = group->take_result();
   slots_[static_cast<size_t>(s.seq)].reset();
   if (group && group->remaining > 0) return;
   add_pieces(out, model_.tokenizer());
@@ -348,7 +350,7 @@ std::vector<std::pair<int, GenerationResult>> GenerationBatch::take_finished() {
 }
 
 std::vector<GenerationResult> GenerationBatch::run_all(Model& model, std::vector<GenerationRequest> requests,
-                                                      bool prefix_sharing, BatchRunStats* totals) {
+                                                       bool prefix_sharing, BatchRunStats* totals) {
   GenerationBatch batch(model);
   batch.set_prefix_sharing(prefix_sharing);
   std::vector<GenerationResult> results(requests.size());

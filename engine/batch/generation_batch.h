@@ -79,8 +79,8 @@ class GenerationBatch {
   using Sequence = BatchSequence;
   bool fits_rows(int64_t need, int n) const;
   void plan_prefix(Sequence& s);
-  void drop_prefix(int e);   // and its waiters prefill on their own
-  void copy_prefixes();      // waiting requests whose snapshot is ready copy it
+  void drop_prefix(int e);  // and its waiters prefill on their own
+  void copy_prefixes();     // waiting requests whose snapshot is ready copy it
   void take_row(Sequence& s, float* logits, BatchStepStats& st);
   void share_prompt(Sequence& leader, const float* logits, BatchStepStats& st);
   void finish(Sequence& s, const char* reason);
@@ -90,17 +90,17 @@ class GenerationBatch {
   PrefixCache prefixes_;
   grammar::GrammarCache grammars_;
   bool sharing_ = true;
-  int64_t prefix_copied_ = 0;                     // tokens copied since the last step's figures
+  int64_t prefix_copied_ = 0;  // tokens copied since the last step's figures
   int64_t refused_rows_ = 0;
   std::vector<BatchToken> batch_;
-  std::vector<Sequence*> batch_owner_;            // which sequence asked for each logits row
+  std::vector<Sequence*> batch_owner_;  // which sequence asked for each logits row
   std::vector<float> logits_;
-  std::vector<float> row_copy_;                   // a logits row for a choice sharing its leader's
+  std::vector<float> row_copy_;  // a logits row for a choice sharing its leader's
   std::vector<std::pair<int, GenerationResult>> finished_;
   std::vector<std::pair<Sequence*, const char*>> finishing_;  // finished by this step, stats pending
-  std::vector<int32_t> step_tokens_;              // [slot] tokens of each sequence in this step's forward pass
-  std::vector<int32_t> step_decoded_;             // [slot] of which decode tokens (0 or 1)
-  std::vector<RequestShare*> step_shares_;        // [slot] whose share of the step it takes
+  std::vector<int32_t> step_tokens_;        // [slot] tokens of each sequence in this step's forward pass
+  std::vector<int32_t> step_decoded_;       // [slot] of which decode tokens (0 or 1)
+  std::vector<RequestShare*> step_shares_;  // [slot] whose share of the step it takes
   int next_handle_ = 0;
   BatchStepStats last_step_;
   BatchRunStats totals_;

@@ -55,7 +55,7 @@ class PrefixCache {
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   bool available() const { return !entries_.empty(); }  // the model has spare sequences
-  int entries() const;                                   // entries kept now (filling or ready)
+  int entries() const;                                  // entries kept now (filling or ready)
   int64_t len(int e) const { return at(e).len(); }
   bool ready(int e) const { return at(e).ready(); }
 

@@ -15,8 +15,10 @@ double ms_between(RequestShare::Clock::time_point a, RequestShare::Clock::time_p
 
 StepMeter::StepMeter(const Model& model) : model_(model), t_(std::chrono::steady_clock::now()) {
   experts_routed_ = model.experts_routed();
-  if (model.streaming().reader) stream_ = model.stream_stats();
-  else disk_bytes_ = process_read_bytes();
+  if (model.streaming().reader)
+    stream_ = model.stream_stats();
+  else
+    disk_bytes_ = process_read_bytes();
 }
 
 void StepMeter::measure(BatchStepStats& st) const {
@@ -68,9 +70,9 @@ void attribute(const BatchStepStats& st, std::span<RequestShare* const> shares, 
     if (tokens[i] == 0 || !shares[i]) continue;
     RequestShare& s = *shares[i];
     const double share = double(tokens[i]) / double(st.tokens);
-    const uint64_t bytes = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(st.bytes_read) * static_cast<uint64_t>(tokens[i])) /
-        static_cast<uint64_t>(st.tokens));
+    const uint64_t bytes =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(st.bytes_read) * static_cast<uint64_t>(tokens[i])) /
+                              static_cast<uint64_t>(st.tokens));
     s.bytes += bytes;
     given += bytes;
     s.io_wait_s += share * st.io_wait_s;

@@ -18,14 +18,16 @@ namespace {
 
 // Every name llama.cpp accepts for --chat-template, rendered here or not.
 constexpr std::array<std::string_view, 48> kLlamaCppNames = {
-    "chatml",     "llama2",      "llama2-sys",    "llama2-sys-bos", "llama2-sys-strip", "mistral-v1",
-    "mistral-v3", "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken", "phi3",      "phi4",
-    "falcon3",    "zephyr",      "monarch",       "gemma",          "orion",            "openchat",
-    "vicuna",     "vicuna-orca", "deepseek",      "deepseek2",      "deepseek3",        "command-r",
-    "llama3",     "chatglm3",    "chatglm4",      "glmedge",        "minicpm",          "exaone3",
-    "exaone4",    "rwkv-world",  "granite",       "gigachat",       "megrez",           "yandex",
-    "bailing",    "bailing-think", "bailing2",    "llama4",         "smolvlm",          "hunyuan-moe",
-    "gpt-oss",    "hunyuan-dense", "kimi-k2",     "seed_oss",       "grok-2",           "pangu-embedded",
+    "chatml",     "llama2",      "llama2-sys",        "llama2-sys-bos", "llama2-sys-strip",
+    "mistral-v1", "mistral-v3",  "mistral-v3-tekken", "mistral-v7",     "mistral-v7-tekken",
+    "phi3",       "phi4",        "falcon3",           "zephyr",         "monarch",
+    "gemma",      "orion",       "openchat",          "vicuna",         "vicuna-orca",
+    "deepseek",   "deepseek2",   "deepseek3",         "command-r",      "llama3",
+    "chatglm3",   "chatglm4",    "glmedge",           "minicpm",        "exaone3",
+    "exaone4",    "rwkv-world",  "granite",           "gigachat",       "megrez",
+    "yandex",     "bailing",     "bailing-think",     "bailing2",       "llama4",
+    "smolvlm",    "hunyuan-moe", "gpt-oss",           "hunyuan-dense",  "kimi-k2",
+    "seed_oss",   "grok-2",      "pangu-embedded",
 };
 
 class Markers {
@@ -72,7 +74,8 @@ std::string detect_family_name(const std::string& text) {
     // Qwen 3.5 (its template in the reference's models/templates/Qwen3.5-4B.jinja): llama.cpp's built-in
     // chain takes it for chatml, but its server renders the Jinja (the default), which opens a think
     // section at the generation prompt; the one departure from the chain, so that prompt is the model's.
-    if (m.has_all({"<tool_response>", "<function=", "'<think>\\n'", "last_query_index"})) return template_name(ChatTemplate::qwen35);
+    if (m.has_all({"<tool_response>", "<function=", "'<think>\\n'", "last_query_index"}))
+      return template_name(ChatTemplate::qwen35);
     if (m.has("<|im_sep|>")) return "phi4";
     if (m.has("<end_of_utterance>")) return "smolvlm";
     return "chatml";
@@ -99,8 +102,7 @@ std::string detect_family_name(const std::string& text) {
   if (m.has("<用户>")) return "minicpm";
   if (m.has("'Assistant: ' + message['content'] + eos_token")) return "deepseek2";
   if (m.has_all({"<｜Assistant｜>", "<｜User｜>", "<｜end▁of▁sentence｜>"})) return "deepseek3";
-  if (m.has_all({"[|system|]", "[|assistant|]", "[|endofturn|]"}))
-    return m.has("[|tool|]") ? "exaone4" : "exaone3";
+  if (m.has_all({"[|system|]", "[|assistant|]", "[|endofturn|]"})) return m.has("[|tool|]") ? "exaone4" : "exaone3";
   if (m.has("rwkv-world") || m.has("{{- 'User: ' + message['content']|trim + '\\n\\n' -}}")) return "rwkv-world";
   if (m.has("<|start_of_role|>")) return "granite";
   if (m.has("message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]"))
@@ -143,11 +145,16 @@ std::string template_excerpt(const std::string& text) {
   std::string out;
   for (size_t i = 0; i < end; ++i) {
     const char c = text[i];
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20) out += '?';
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += '?';
+    else
+      out += c;
   }
   if (end < text.size()) out += "...";
   return out;
@@ -167,7 +174,8 @@ ChatTemplate require_template(const std::string& template_text_or_name) {
   if (family.empty())
     throw Error(ErrorKind::invalid_input, "unknown chat template " + quoted +
                                               " (first 80 bytes): it matches none of the families llama.cpp "
-                                              "recognises. " + supported);
+                                              "recognises. " +
+                                              supported);
   throw Error(ErrorKind::invalid_input, "chat template " + quoted + " is llama.cpp's \"" + family +
                                             "\" family, which nightshift does not render yet. " + supported);
 }

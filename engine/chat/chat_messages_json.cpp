@@ -43,8 +43,7 @@ std::string parse_content(const json& message, const std::string& where, bool ma
   if (it->is_string()) return it->get<std::string>();
   if (it->is_null() && may_be_empty) return "";
   if (it->is_null()) fail(path, "is null: a message without tool_calls needs text");
-  if (!it->is_array())
-    fail(path, "is " + a_type(*it) + ": give a string or an array of text parts");
+  if (!it->is_array()) fail(path, "is " + a_type(*it) + ": give a string or an array of text parts");
   std::string text;
   for (size_t i = 0; i < it->size(); ++i) {
     const json& part = (*it)[i];
@@ -120,8 +119,9 @@ void check_other_fields(const json& message, const std::string& where) {
       continue;
     if (key == "function_call" && value.is_null()) continue;
     if (key == "function_call") fail(where + ".function_call", "is OpenAI's old form: give tool_calls instead");
-    fail(where, "has an unknown field \"" + key + "\": a message has role, content and optionally name, "
-                "tool_calls, tool_call_id, reasoning_content");
+    fail(where, "has an unknown field \"" + key +
+                    "\": a message has role, content and optionally name, "
+                    "tool_calls, tool_call_id, reasoning_content");
   }
 }
 
@@ -138,7 +138,8 @@ std::vector<ChatMessage> parse_chat_messages(const json& messages, const std::st
     if (!m.is_object()) fail(path, "is " + a_type(m) + ", not an object");
     ChatMessage msg;
     msg.role = parse_role(m, path);
-    if (msg.role == "assistant") msg.tool_calls = parse_tool_calls(m, path);
+    if (msg.role == "assistant")
+      msg.tool_calls = parse_tool_calls(m, path);
     else if (m.contains("tool_calls") && !m["tool_calls"].is_null())
       fail(path + ".tool_calls", "belongs to an assistant message");
     msg.content = parse_content(m, path, !msg.tool_calls.empty());
@@ -191,7 +192,9 @@ std::string conversation_to_json(const std::vector<ChatMessage>& messages, const
   }
 }
 
-std::string chat_messages_to_json(const std::vector<ChatMessage>& messages) { return conversation_to_json(messages, ""); }
+std::string chat_messages_to_json(const std::vector<ChatMessage>& messages) {
+  return conversation_to_json(messages, "");
+}
 
 Conversation conversation_from_json(std::string_view json_text) {
   json parsed;

@@ -43,10 +43,10 @@ void check_messages(ChatTemplate t, const Messages& messages) {
     if (role == "system" || role == "user" || role == "assistant") continue;
     if (role == "tool" && renders_tool_role(t)) continue;
     const std::string shown = role.size() > 40 ? role.substr(0, 40) + "..." : role;
-    throw Error(ErrorKind::invalid_input,
-                "messages[" + std::to_string(i) + "] has role \"" + shown + "\", which the " + template_name(t) +
-                    " chat template cannot render: use system, user or assistant" +
-                    (renders_tool_role(t) ? " (or tool)" : ""));
+    throw Error(ErrorKind::invalid_input, "messages[" + std::to_string(i) + "] has role \"" + shown + "\", which the " +
+                                              template_name(t) +
+                                              " chat template cannot render: use system, user or assistant" +
+                                              (renders_tool_role(t) ? " (or tool)" : ""));
   }
 }
 
@@ -62,9 +62,12 @@ std::string render_mistral_v7(const Messages& messages, bool tekken) {
   const std::string space = tekken ? "" : " ";
   std::string out;
   for (const auto& m : messages) {
-    if (m.role == "system") out += "[SYSTEM_PROMPT]" + space + m.content + "[/SYSTEM_PROMPT]";
-    else if (m.role == "user") out += "[INST]" + space + m.content + "[/INST]";
-    else out += space + m.content + "</s>";
+    if (m.role == "system")
+      out += "[SYSTEM_PROMPT]" + space + m.content + "[/SYSTEM_PROMPT]";
+    else if (m.role == "user")
+      out += "[INST]" + space + m.content + "[/INST]";
+    else
+      out += space + m.content + "</s>";
   }
   return out;
 }
@@ -147,9 +150,12 @@ constexpr DeepseekMarkers kDeepseek3{"<｜User｜>", "", "<｜Assistant｜>", "<
 std::string render_deepseek(const Messages& messages, bool add_assistant, const DeepseekMarkers& k) {
   std::string out;
   for (const auto& m : messages) {
-    if (m.role == "system") out += m.content + "\n\n";
-    else if (m.role == "user") out += k.user + m.content + k.user_end;
-    else out += k.assistant + m.content + "<｜end▁of▁sentence｜>";
+    if (m.role == "system")
+      out += m.content + "\n\n";
+    else if (m.role == "user")
+      out += k.user + m.content + k.user_end;
+    else
+      out += k.assistant + m.content + "<｜end▁of▁sentence｜>";
   }
   if (add_assistant) out += k.generation_prompt;
   return out;
@@ -158,10 +164,14 @@ std::string render_deepseek(const Messages& messages, bool add_assistant, const 
 std::string render_kimi_k2(const Messages& messages, bool add_assistant) {
   std::string out;
   for (const auto& m : messages) {
-    if (m.role == "system") out += "<|im_system|>system<|im_middle|>";
-    else if (m.role == "user") out += "<|im_user|>user<|im_middle|>";
-    else if (m.role == "assistant") out += "<|im_assistant|>assistant<|im_middle|>";
-    else out += "<|im_system|>tool<|im_middle|>";
+    if (m.role == "system")
+      out += "<|im_system|>system<|im_middle|>";
+    else if (m.role == "user")
+      out += "<|im_user|>user<|im_middle|>";
+    else if (m.role == "assistant")
+      out += "<|im_assistant|>assistant<|im_middle|>";
+    else
+      out += "<|im_system|>tool<|im_middle|>";
     out += m.content + "<|im_end|>";
   }
   if (add_assistant) out += "<|im_assistant|>assistant<|im_middle|>";
@@ -194,7 +204,7 @@ std::string render_kimi_k3(const Messages& messages, bool add_assistant) {
   for (const auto& m : messages) {
     if (m.role == "assistant")
       out += kimi_k3_message("role=\"assistant\"", "<|open|>think<|sep|><|close|>think<|sep|><|open|>response<|sep|>" +
-                                                      m.content + "<|close|>response<|sep|>");
+                                                       m.content + "<|close|>response<|sep|>");
     else
       out += kimi_k3_message("role=\"" + m.role + "\"", m.content);  // system or user
   }
@@ -274,10 +284,10 @@ size_t py_space_at(std::string_view s, size_t i) {
   const auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
   if (is_c_space(s[i]) || (b(0) >= 0x1c && b(0) <= 0x1f)) return 1;
   if (b(0) == 0xc2 && (b(1) == 0x85 || b(1) == 0xa0)) return 2;
-  if (b(0) == 0xe1 && b(1) == 0x9a && b(2) == 0x80) return 3;                  // U+1680
+  if (b(0) == 0xe1 && b(1) == 0x9a && b(2) == 0x80) return 3;  // U+1680
   if (b(0) == 0xe2 && b(1) == 0x80 && (b(2) <= 0x8a || b(2) == 0xa8 || b(2) == 0xa9 || b(2) == 0xaf)) return 3;
-  if (b(0) == 0xe2 && b(1) == 0x81 && b(2) == 0x9f) return 3;                  // U+205F
-  if (b(0) == 0xe3 && b(1) == 0x80 && b(2) == 0x80) return 3;                  // U+3000
+  if (b(0) == 0xe2 && b(1) == 0x81 && b(2) == 0x9f) return 3;  // U+205F
+  if (b(0) == 0xe3 && b(1) == 0x80 && b(2) == 0x80) return 3;  // U+3000
   return 0;
 }
 
@@ -380,7 +390,9 @@ std::string utc_date() {
 std::string render_gpt_oss(const Messages& messages, bool add_assistant) {
   std::string out =
       "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: "
-      "2024-06\nCurrent date: " + utc_date() + "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, "
+      "2024-06\nCurrent date: " +
+      utc_date() +
+      "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, "
       "final. Channel must be included for every message.<|end|>";
   size_t first = 0;
   if (messages[0].role == "system") {

@@ -30,14 +30,14 @@
 namespace ns::chat {
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant" (and "tool" where the family has it)
+  std::string role;  // "system", "user", "assistant" (and "tool" where the family has it)
   std::string content;
   // What OpenAI's messages carry besides text, for the model's own Jinja
   // template (the family renderers refuse a turn that has any of them):
-  std::string tool_calls;         // an assistant turn's calls: a JSON array [{id, type, function: {name,
-                                  // arguments (an object)}}] ("" = none)
+  std::string tool_calls;          // an assistant turn's calls: a JSON array [{id, type, function: {name,
+                                   // arguments (an object)}}] ("" = none)
   std::string tool_call_id, name;  // a tool result: the call it answers, the function's name
-  std::string reasoning_content;  // an assistant turn's reasoning (templates that render it)
+  std::string reasoning_content;   // an assistant turn's reasoning (templates that render it)
   bool has_tool_parts() const {
     return !tool_calls.empty() || !tool_call_id.empty() || !name.empty() || !reasoning_content.empty();
   }

@@ -62,9 +62,11 @@ ChatPrompter::ChatPrompter(const std::string& override_name_or_text, const std::
     jinja_ = std::make_unique<Jinja>(Jinja{jinja::Template(source)});
   } catch (const Error& e) {
     throw Error(ErrorKind::invalid_input,
-                std::string(from_gguf_ ? "the GGUF's chat template" : "the chat template given") +
-                    " does not parse (" + e.what() + "); check it with `nightshift chat render`, or set the "
-                    "model's chat_template: to a family (" + supported_template_names() + ")");
+                std::string(from_gguf_ ? "the GGUF's chat template" : "the chat template given") + " does not parse (" +
+                    e.what() +
+                    "); check it with `nightshift chat render`, or set the "
+                    "model's chat_template: to a family (" +
+                    supported_template_names() + ")");
   }
 }
 
@@ -75,12 +77,12 @@ ChatPrompter& ChatPrompter::operator=(ChatPrompter&&) noexcept = default;
 std::string ChatPrompter::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                  const std::string& tools) const {
   if (family_) {
-    const bool tool_turns = std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) {
-      return m.has_tool_parts();
-    });
+    const bool tool_turns =
+        std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return m.has_tool_parts(); });
     if (!tools.empty() || tool_turns)
-      throw Error(ErrorKind::invalid_input, source() + " renders text turns only: tools, tool calls and reasoning "
-                                                       "need the model's own Jinja template (drop the override)");
+      throw Error(ErrorKind::invalid_input, source() +
+                                                " renders text turns only: tools, tool calls and reasoning "
+                                                "need the model's own Jinja template (drop the override)");
     return render_chat(*family_, messages, add_generation_prompt);
   }
   if (messages.empty()) throw Error(ErrorKind::invalid_input, "the conversation has no messages");

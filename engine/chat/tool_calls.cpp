@@ -514,8 +514,8 @@ void parse_kimi_k3(string_view text, Builder& b) {
   scan_blocks(
       t, {{"<|open|>tools<|sep|>", "<|close|>tools<|sep|>"}},
       [](string_view body, std::vector<Call>& out) {
-        return parse_items(body, "<|open|>call", "<|close|>call<|sep|>",
-                           [&](string_view item) { return kimi_k3_call(item, out); });
+    return parse_items(body, "<|open|>call", "<|close|>call<|sep|>",
+                       [&](string_view item) { return kimi_k3_call(item, out); });
       },
       b);
 }
@@ -594,24 +594,15 @@ void parse_harmony(string_view text, Builder& b) {
 
 std::string_view tool_call_format_name(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::kimi_k2:
-      return "kimi-k2";
-    case ToolCallFormat::kimi_k3:
-      return "kimi-k3";
-    case ToolCallFormat::deepseek_v3:
-      return "deepseek-v3";
-    case ToolCallFormat::deepseek_dsml:
-      return "deepseek-dsml";
-    case ToolCallFormat::hermes_json:
-      return "hermes-json";
-    case ToolCallFormat::qwen35_xml:
-      return "qwen3.5-xml";
-    case ToolCallFormat::glm45:
-      return "glm-4.5";
-    case ToolCallFormat::harmony:
-      return "harmony";
-    case ToolCallFormat::minimax_m2:
-      return "minimax-m2";
+    case ToolCallFormat::kimi_k2: return "kimi-k2";
+    case ToolCallFormat::kimi_k3: return "kimi-k3";
+    case ToolCallFormat::deepseek_v3: return "deepseek-v3";
+    case ToolCallFormat::deepseek_dsml: return "deepseek-dsml";
+    case ToolCallFormat::hermes_json: return "hermes-json";
+    case ToolCallFormat::qwen35_xml: return "qwen3.5-xml";
+    case ToolCallFormat::glm45: return "glm-4.5";
+    case ToolCallFormat::harmony: return "harmony";
+    case ToolCallFormat::minimax_m2: return "minimax-m2";
   }
   return "unknown";
 }
@@ -638,33 +629,15 @@ ParsedReply parse_reply(ToolCallFormat f, const std::string& generated_text) {
   Builder b;
   try {
     switch (f) {
-      case ToolCallFormat::kimi_k2:
-        parse_kimi_k2(generated_text, b);
-        break;
-      case ToolCallFormat::kimi_k3:
-        parse_kimi_k3(generated_text, b);
-        break;
-      case ToolCallFormat::deepseek_v3:
-        parse_deepseek_v3(generated_text, b);
-        break;
-      case ToolCallFormat::deepseek_dsml:
-        parse_deepseek_dsml(generated_text, b);
-        break;
-      case ToolCallFormat::hermes_json:
-        parse_hermes(generated_text, b);
-        break;
-      case ToolCallFormat::qwen35_xml:
-        parse_qwen35(generated_text, b);
-        break;
-      case ToolCallFormat::glm45:
-        parse_glm45(generated_text, b);
-        break;
-      case ToolCallFormat::harmony:
-        parse_harmony(generated_text, b);
-        break;
-      case ToolCallFormat::minimax_m2:
-        parse_minimax_m2(generated_text, b);
-        break;
+      case ToolCallFormat::kimi_k2: parse_kimi_k2(generated_text, b); break;
+      case ToolCallFormat::kimi_k3: parse_kimi_k3(generated_text, b); break;
+      case ToolCallFormat::deepseek_v3: parse_deepseek_v3(generated_text, b); break;
+      case ToolCallFormat::deepseek_dsml: parse_deepseek_dsml(generated_text, b); break;
+      case ToolCallFormat::hermes_json: parse_hermes(generated_text, b); break;
+      case ToolCallFormat::qwen35_xml: parse_qwen35(generated_text, b); break;
+      case ToolCallFormat::glm45: parse_glm45(generated_text, b); break;
+      case ToolCallFormat::harmony: parse_harmony(generated_text, b); break;
+      case ToolCallFormat::minimax_m2: parse_minimax_m2(generated_text, b); break;
     }
   } catch (...) {
     // Only allocation can fail above; the reply is then all content.

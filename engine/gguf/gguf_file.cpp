@@ -23,8 +23,7 @@ constexpr uint32_t kMaxDims = 4;
 constexpr int kMaxArrayDepth = 8;
 
 [[noreturn]] void fail(const std::string& source, uint64_t offset, const std::string& what) {
-  throw Error(ErrorKind::bad_model,
-              source + ": invalid GGUF at byte offset " + std::to_string(offset) + ": " + what);
+  throw Error(ErrorKind::bad_model, source + ": invalid GGUF at byte offset " + std::to_string(offset) + ": " + what);
 }
 // The file ends before what its own header describes: cut off, or still being written.
 [[noreturn]] void fail_short(const std::string& source, uint64_t offset, const std::string& what) {
@@ -86,7 +85,8 @@ class Parser {
         fail(src_, at, "tensor '" + t.name + "' has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
       for (uint32_t d = 0; d < n_dims; ++d) {
         const uint64_t dim = read_u64("dimension of tensor '" + t.name + "'");
-        if (dim == 0 || dim > (1ull << 40)) fail(src_, pos_ - 8, "tensor '" + t.name + "' has dimension " + std::to_string(dim));
+        if (dim == 0 || dim > (1ull << 40))
+          fail(src_, pos_ - 8, "tensor '" + t.name + "' has dimension " + std::to_string(dim));
         t.dims.push_back(dim);
       }
       const uint32_t type_id = read_u32_ctx("type of tensor '" + t.name + "'");
@@ -98,8 +98,9 @@ class Parser {
       for (uint64_t d : t.dims)
         if (mul_overflows(n, d, &n)) fail(src_, at, "tensor '" + t.name + "' element count overflows");
       if (t.dims[0] % tt->block_elems != 0)
-        fail(src_, at, "tensor '" + t.name + "' row length " + std::to_string(t.dims[0]) + " is not a multiple of the " +
-                           std::string(tt->name) + " block size " + std::to_string(tt->block_elems));
+        fail(src_, at,
+             "tensor '" + t.name + "' row length " + std::to_string(t.dims[0]) + " is not a multiple of the " +
+                 std::string(tt->name) + " block size " + std::to_string(tt->block_elems));
       if (mul_overflows(n / tt->block_elems, tt->block_bytes, &t.nbytes))
         fail(src_, at, "tensor '" + t.name + "' byte size overflows");
       if (!f.tensor_index_.emplace(t.name, f.tensors_.size()).second)
@@ -111,11 +112,13 @@ class Parser {
     const uint64_t align = f.alignment_;
     f.data_offset_ = (pos_ + align - 1) / align * align;
     if (f.data_offset_ > b_.size() && !f.tensors_.empty())
-      fail(src_, pos_, "file ends before the tensor data section (expected it at byte " + std::to_string(f.data_offset_) + ")");
+      fail(src_, pos_,
+           "file ends before the tensor data section (expected it at byte " + std::to_string(f.data_offset_) + ")");
     for (auto& t : f.tensors_) {
       if (t.offset % align != 0)
-        fail(src_, f.data_offset_ + t.offset, "tensor '" + t.name + "' data offset " + std::to_string(t.offset) +
-                                                  " is not a multiple of the alignment " + std::to_string(align));
+        fail(src_, f.data_offset_ + t.offset,
+             "tensor '" + t.name + "' data offset " + std::to_string(t.offset) +
+                 " is not a multiple of the alignment " + std::to_string(align));
       // A corrupt offset can wrap the 64-bit sum: say so, rather than report
       // the wrapped (small, false) position as where the tensor would be.
       uint64_t abs, end;
@@ -126,9 +129,9 @@ class Parser {
                  ") overflows 64 bits: the tensor table is corrupt (a damaged or wrongly written file)");
       if (end > b_.size())
         fail_short(src_, abs,
-             "tensor '" + t.name + "' " + t.shape_string() + " " + std::string(type_name(t.type)) + " needs " +
-                 std::to_string(t.nbytes) + " bytes at offset " + std::to_string(abs) +
-                 " but the file has " + std::to_string(b_.size()) + " bytes (truncated download?)");
+                   "tensor '" + t.name + "' " + t.shape_string() + " " + std::string(type_name(t.type)) + " needs " +
+                       std::to_string(t.nbytes) + " bytes at offset " + std::to_string(abs) + " but the file has " +
+                       std::to_string(b_.size()) + " bytes (truncated download?)");
       t.offset = abs;
     }
     return f;
@@ -148,8 +151,9 @@ class Parser {
   // built on failure: the parser reads millions of array elements.
   void need(uint64_t n, const char* what, const std::string* key = nullptr) {
     if (n > remaining())
-      fail_short(src_, pos_, std::string("unexpected end of file reading ") + what + (key ? " '" + *key + "'" : "") +
-                           " (needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) + " left)");
+      fail_short(src_, pos_,
+                 std::string("unexpected end of file reading ") + what + (key ? " '" + *key + "'" : "") + " (needs " +
+                     std::to_string(n) + " bytes, " + std::to_string(remaining()) + " left)");
   }
   template <typename T>
   T read_raw(const char* what, const std::string* key = nullptr) {
@@ -185,14 +189,38 @@ class Parser {
     const char* what = "the value of key";
     const std::string* k = &key;
     switch (v.type) {
-      case ValueType::UINT8: v.u = read_raw<uint8_t>(what, k); v.i = static_cast<int64_t>(v.u); break;
-      case ValueType::INT8: v.i = read_raw<int8_t>(what, k); v.u = static_cast<uint64_t>(v.i); break;
-      case ValueType::UINT16: v.u = read_raw<uint16_t>(what, k); v.i = static_cast<int64_t>(v.u); break;
-      case ValueType::INT16: v.i = read_raw<int16_t>(what, k); v.u = static_cast<uint64_t>(v.i); break;
-      case ValueType::UINT32: v.u = read_raw<uint32_t>(what, k); v.i = static_cast<int64_t>(v.u); break;
-      case ValueType::INT32: v.i = read_raw<int32_t>(what, k); v.u = static_cast<uint64_t>(v.i); break;
-      case ValueType::UINT64: v.u = read_raw<uint64_t>(what, k); v.i = static_cast<int64_t>(v.u); break;
-      case ValueType::INT64: v.i = read_raw<int64_t>(what, k); v.u = static_cast<uint64_t>(v.i); break;
+      case ValueType::UINT8:
+        v.u = read_raw<uint8_t>(what, k);
+        v.i = static_cast<int64_t>(v.u);
+        break;
+      case ValueType::INT8:
+        v.i = read_raw<int8_t>(what, k);
+        v.u = static_cast<uint64_t>(v.i);
+        break;
+      case ValueType::UINT16:
+        v.u = read_raw<uint16_t>(what, k);
+        v.i = static_cast<int64_t>(v.u);
+        break;
+      case ValueType::INT16:
+        v.i = read_raw<int16_t>(what, k);
+        v.u = static_cast<uint64_t>(v.i);
+        break;
+      case ValueType::UINT32:
+        v.u = read_raw<uint32_t>(what, k);
+        v.i = static_cast<int64_t>(v.u);
+        break;
+      case ValueType::INT32:
+        v.i = read_raw<int32_t>(what, k);
+        v.u = static_cast<uint64_t>(v.i);
+        break;
+      case ValueType::UINT64:
+        v.u = read_raw<uint64_t>(what, k);
+        v.i = static_cast<int64_t>(v.u);
+        break;
+      case ValueType::INT64:
+        v.i = read_raw<int64_t>(what, k);
+        v.u = static_cast<uint64_t>(v.i);
+        break;
       case ValueType::FLOAT32: v.f = read_raw<float>(what, k); break;
       case ValueType::FLOAT64: v.f = read_raw<double>(what, k); break;
       case ValueType::BOOL: {
@@ -204,7 +232,8 @@ class Parser {
       }
       case ValueType::STRING: v.s = read_string(what, k); break;
       case ValueType::ARRAY: {
-        if (depth >= kMaxArrayDepth) fail(src_, at, "key '" + key + "' nests arrays deeper than " + std::to_string(kMaxArrayDepth));
+        if (depth >= kMaxArrayDepth)
+          fail(src_, at, "key '" + key + "' nests arrays deeper than " + std::to_string(kMaxArrayDepth));
         const uint32_t et = read_raw<uint32_t>("the element type of key", k);
         if (et > static_cast<uint32_t>(ValueType::FLOAT64))
           fail(src_, at, "key '" + key + "' is an array of unknown type " + std::to_string(et));
@@ -212,7 +241,9 @@ class Parser {
         const uint64_t n = read_raw<uint64_t>("the element count of key", k);
         // Every element takes at least one byte (a nested array at least 12), so
         // a larger count is corrupt; checking it first bounds the allocation.
-        const uint64_t min_elem = et == static_cast<uint32_t>(ValueType::ARRAY) ? 12 : et == static_cast<uint32_t>(ValueType::STRING) ? 8 : 1;
+        const uint64_t min_elem = et == static_cast<uint32_t>(ValueType::ARRAY)    ? 12
+                                  : et == static_cast<uint32_t>(ValueType::STRING) ? 8
+                                                                                   : 1;
         if (n > remaining() / min_elem)
           short_or_corrupt(n <= kPlausibleCount, at,
                            "key '" + key + "' claims " + std::to_string(n) + " elements, more than the file can hold");
@@ -230,20 +261,24 @@ class Parser {
 };
 
 const char* value_type_name(ValueType t) {
-  static const char* names[] = {"uint8", "int8",  "uint16", "int16", "uint32", "int32", "float32",
-                                "bool",  "string", "array", "uint64", "int64", "float64"};
+  static const char* names[] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+                                "bool",  "string", "array",  "uint64", "int64",  "float64"};
   const auto i = static_cast<uint32_t>(t);
   return i < 13 ? names[i] : "unknown";
 }
 
 bool Value::is_integer() const {
   switch (type) {
-    case ValueType::UINT8: case ValueType::INT8: case ValueType::UINT16: case ValueType::INT16:
-    case ValueType::UINT32: case ValueType::INT32: case ValueType::UINT64: case ValueType::INT64:
-    case ValueType::BOOL:
-      return true;
-    default:
-      return false;
+    case ValueType::UINT8:
+    case ValueType::INT8:
+    case ValueType::UINT16:
+    case ValueType::INT16:
+    case ValueType::UINT32:
+    case ValueType::INT32:
+    case ValueType::UINT64:
+    case ValueType::INT64:
+    case ValueType::BOOL: return true;
+    default: return false;
   }
 }
 
@@ -366,7 +401,8 @@ namespace {
 std::string GgufFile::get_string(const std::string& key) const {
   const Value* v = find(key);
   if (!v) key_error(path_, key, "is missing");
-  if (v->type != ValueType::STRING) key_error(path_, key, std::string("should be a string but is ") + value_type_name(v->type));
+  if (v->type != ValueType::STRING)
+    key_error(path_, key, std::string("should be a string but is ") + value_type_name(v->type));
   return v->s;
 }
 
@@ -414,7 +450,8 @@ namespace {
 const Value& array_of(const GgufFile& f, const std::string& key) {
   const Value* v = f.find(key);
   if (!v) key_error(f.path(), key, "is missing");
-  if (v->type != ValueType::ARRAY) key_error(f.path(), key, std::string("should be an array but is ") + value_type_name(v->type));
+  if (v->type != ValueType::ARRAY)
+    key_error(f.path(), key, std::string("should be an array but is ") + value_type_name(v->type));
   return *v;
 }
 
@@ -448,7 +485,8 @@ std::vector<float> GgufFile::get_f32_array(const std::string& key) const {
 std::vector<int32_t> GgufFile::get_i32_array(const std::string& key) const {
   const Value& v = array_of(*this, key);
   return array_elements<int32_t>(v, [&](const Value& e) {
-    if (!e.is_integer()) key_error(path_, key, std::string("should be an integer array but holds ") + value_type_name(v.elem_type));
+    if (!e.is_integer())
+      key_error(path_, key, std::string("should be an integer array but holds ") + value_type_name(v.elem_type));
     if (e.i < std::numeric_limits<int32_t>::min() || e.i > std::numeric_limits<int32_t>::max())
       key_error(path_, key, "holds " + std::to_string(e.i) + ", outside the int32 range");
     return static_cast<int32_t>(e.i);

@@ -23,8 +23,19 @@ namespace ns::gguf {
 
 // Metadata value types, ids fixed by the GGUF format.
 enum class ValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 const char* value_type_name(ValueType t);
 
@@ -32,12 +43,12 @@ const char* value_type_name(ValueType t);
 // readable as int64/uint64 and floats as double through the accessors.
 struct Value {
   ValueType type = ValueType::UINT8;
-  uint64_t u = 0;     // unsigned integers and bool
-  int64_t i = 0;      // signed integers
-  double f = 0;       // FLOAT32 / FLOAT64
-  std::string s;      // STRING
+  uint64_t u = 0;                          // unsigned integers and bool
+  int64_t i = 0;                           // signed integers
+  double f = 0;                            // FLOAT32 / FLOAT64
+  std::string s;                           // STRING
   ValueType elem_type = ValueType::UINT8;  // ARRAY: element type
-  std::vector<Value> arr;                   // ARRAY: elements (arrays may nest)
+  std::vector<Value> arr;                  // ARRAY: elements (arrays may nest)
 
   bool is_integer() const;
   bool is_float() const { return type == ValueType::FLOAT32 || type == ValueType::FLOAT64; }
@@ -47,9 +58,9 @@ struct TensorInfo {
   std::string name;
   std::vector<uint64_t> dims;  // ggml order: dims[0] is the contiguous (row) dimension
   GgmlType type;
-  uint64_t offset = 0;         // absolute byte offset in the file
+  uint64_t offset = 0;  // absolute byte offset in the file
   uint64_t nbytes = 0;
-  uint32_t file = 0;           // which file of the model holds it: its shard in a GgufSet (gguf_set.h); 0 here
+  uint32_t file = 0;  // which file of the model holds it: its shard in a GgufSet (gguf_set.h); 0 here
   uint64_t n_elements() const;
   uint64_t rows() const { return dims.empty() ? 0 : n_elements() / dims[0]; }
   std::string shape_string() const;  // e.g. "[128, 32000]"
@@ -88,7 +99,7 @@ class GgufFile {
   uint64_t get_u64(const std::string& key) const;  // any non-negative integer type
   uint64_t get_u64_or(const std::string& key, uint64_t def) const;
   int64_t get_i64_or(const std::string& key, int64_t def) const;
-  double get_f64(const std::string& key) const;     // any float or integer type
+  double get_f64(const std::string& key) const;  // any float or integer type
   double get_f64_or(const std::string& key, double def) const;
   bool get_bool_or(const std::string& key, bool def) const;
   std::vector<std::string> get_string_array(const std::string& key) const;

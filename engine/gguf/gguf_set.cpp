@@ -27,7 +27,8 @@ bool all_digits(const std::string& s) {
 std::optional<int64_t> split_key(const GgufFile& f, const char* key) {
   const Value* v = f.find(key);
   if (!v) return std::nullopt;
-  if (!v->is_integer()) bad(f.path() + ": metadata key '" + key + "' should be an integer but is " + value_type_name(v->type));
+  if (!v->is_integer())
+    bad(f.path() + ": metadata key '" + key + "' should be an integer but is " + value_type_name(v->type));
   return v->i;
 }
 
@@ -93,7 +94,8 @@ std::shared_ptr<GgufSet> GgufSet::open(const std::string& path) {
     }
   }
   if (n_missing > 0)
-    throw IncompleteFileError(path + ": the model is split into " + std::to_string(n) + " shards and " + std::to_string(n_missing) +
+    throw IncompleteFileError(
+        path + ": the model is split into " + std::to_string(n) + " shards and " + std::to_string(n_missing) +
         (n_missing == 1 ? " is" : " are") + " missing: " + missing +
         ": download the missing shards into the same folder, with the names they were published with");
   std::vector<std::shared_ptr<GgufFile>> shards;

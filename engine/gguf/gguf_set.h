@@ -43,9 +43,9 @@ inline constexpr const char* kSplitTensorsCount = "split.tensors.count";
 // A shard's path split at gguf-split's naming: PREFIX-NNNNN-of-MMMMM.gguf,
 // NNNNN 1-based.
 struct SplitName {
-  std::string prefix;   // the path before "-NNNNN-of-MMMMM.gguf"
-  uint32_t no = 0;      // 0-based (NNNNN - 1)
-  uint32_t count = 0;   // MMMMM
+  std::string prefix;  // the path before "-NNNNN-of-MMMMM.gguf"
+  uint32_t no = 0;     // 0-based (NNNNN - 1)
+  uint32_t count = 0;  // MMMMM
 };
 // nullopt when `path` does not follow the naming (or its numbers are 0 or NNNNN > MMMMM).
 std::optional<SplitName> parse_split_name(const std::string& path);

@@ -22,7 +22,8 @@ std::vector<std::string> write_split(const GgufSet& source, const std::string& p
   if (n > 65535)
     throw Error(ErrorKind::invalid_input, "write_split: " + std::to_string(n) +
                                               " shards, more than split.count (u16) can say: raise max_tensors");
-  if (tensors.size() > 0x7fffffff) throw Error(ErrorKind::invalid_input, "write_split: too many tensors for split.tensors.count");
+  if (tensors.size() > 0x7fffffff)
+    throw Error(ErrorKind::invalid_input, "write_split: too many tensors for split.tensors.count");
   const GgufFile& meta = source.metadata();
   std::vector<std::string> paths;
   for (size_t i = 0; i < n; ++i) {

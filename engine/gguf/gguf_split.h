@@ -20,8 +20,8 @@
 namespace ns::gguf {
 
 struct SplitOptions {
-  size_t max_tensors = 0;             // tensors a shard holds at most (gguf-split --split-max-tensors)
-  bool metadata_only_first = false;   // the first shard holds no tensors (gguf-split --no-tensor-first-split)
+  size_t max_tensors = 0;            // tensors a shard holds at most (gguf-split --split-max-tensors)
+  bool metadata_only_first = false;  // the first shard holds no tensors (gguf-split --no-tensor-first-split)
 };
 
 // Writes the tensors and metadata of `source` (a file or a set: its split.*

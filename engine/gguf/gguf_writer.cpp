@@ -100,8 +100,7 @@ void check_value(const std::string& key, const Value& v) {
     throw Error(ErrorKind::invalid_input, "GGUF metadata '" + key + "': " + why);
   };
   auto unsigned_max = [&](uint64_t max) {
-    if (v.u > max)
-      bad(std::string(value_type_name(v.type)) + " value " + std::to_string(v.u) + " is out of range");
+    if (v.u > max) bad(std::string(value_type_name(v.type)) + " value " + std::to_string(v.u) + " is out of range");
   };
   auto signed_range = [&](int64_t lo, int64_t hi) {
     if (v.i < lo || v.i > hi)
@@ -125,8 +124,8 @@ void check_value(const std::string& key, const Value& v) {
         bad("array element type id " + std::to_string(static_cast<uint32_t>(v.elem_type)) + " is unknown");
       for (size_t k = 0; k < v.arr.size(); ++k) {
         if (v.arr[k].type != v.elem_type)
-          bad("array element " + std::to_string(k) + " is " + value_type_name(v.arr[k].type) +
-              ", the array holds " + value_type_name(v.elem_type));
+          bad("array element " + std::to_string(k) + " is " + value_type_name(v.arr[k].type) + ", the array holds " +
+              value_type_name(v.elem_type));
         check_value(key + "[" + std::to_string(k) + "]", v.arr[k]);
       }
       break;
@@ -343,8 +342,9 @@ void GgufWriter::write_tensor(const std::string& name, std::span<const uint8_t> 
     throw Error(ErrorKind::invalid_input, "GGUF tensor '" + name + "': every declared tensor is already written");
   const Declared& t = tensors_[cur_];
   if (t.name != name || cur_written_ != 0)
-    throw Error(ErrorKind::invalid_input, "GGUF tensor '" + name + "' written out of order: the next data belongs to '" +
-                                              t.name + "' (tensors are written in declaration order)");
+    throw Error(ErrorKind::invalid_input, "GGUF tensor '" + name +
+                                              "' written out of order: the next data belongs to '" + t.name +
+                                              "' (tensors are written in declaration order)");
   if (bytes.size() != t.nbytes)
     throw Error(ErrorKind::invalid_input, "GGUF tensor '" + name + "' " + dims_string(t.dims) + " " +
                                               std::string(type_name(t.type)) + " holds " + std::to_string(t.nbytes) +
@@ -389,7 +389,8 @@ void GgufWriter::close_without_data() {
   if (cur_ != 0 || cur_written_ != 0)
     throw Error(ErrorKind::internal, "GgufWriter: close_without_data() after tensor data was written");
   flush_buffer();
-  if (!regular_file_) throw Error(ErrorKind::invalid_input, "'" + path_ + "' is not a regular file: it cannot be sparse");
+  if (!regular_file_)
+    throw Error(ErrorKind::invalid_input, "'" + path_ + "' is not a regular file: it cannot be sparse");
   if (::ftruncate(fd_, static_cast<off_t>(file_size())) != 0) fail_io("extending", errno);
   file_pos_ = file_size();
   cur_ = tensors_.size();

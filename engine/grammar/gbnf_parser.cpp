@@ -269,10 +269,14 @@ class Parser {
     for (int i = 0; i < n; ++i) {
       const char c = peek();
       int d;
-      if (c >= '0' && c <= '9') d = c - '0';
-      else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-      else fail("expected " + std::to_string(n) + " hex digits");
+      if (c >= '0' && c <= '9')
+        d = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        d = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        d = c - 'A' + 10;
+      else
+        fail("expected " + std::to_string(n) + " hex digits");
       v = v * 16 + static_cast<uint32_t>(d);
       ++pos_;
     }
@@ -291,7 +295,14 @@ class Parser {
         case 'n': return '\n';
         case 'r': return '\r';
         case 't': return '\t';
-        case '\\': case '"': case '\'': case '[': case ']': case '-': case '/': case '^': return static_cast<uint8_t>(e);
+        case '\\':
+        case '"':
+        case '\'':
+        case '[':
+        case ']':
+        case '-':
+        case '/':
+        case '^': return static_cast<uint8_t>(e);
         case 'x': return static_cast<uint32_t>(hex_digits(2));
         case 'u': return checked_codepoint(static_cast<uint32_t>(hex_digits(4)));
         case 'U': return checked_codepoint(static_cast<uint32_t>(hex_digits(8)));

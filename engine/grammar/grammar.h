@@ -50,10 +50,10 @@ struct Grammar {
     Kind kind;
     uint32_t arg;
   };
-  std::vector<Elem> elems;                    // every alternative, each closed by an `end`
-  std::vector<ByteSet> sets;                  // distinct byte sets
-  std::vector<std::vector<uint32_t>> rules;   // rule id -> start positions of its alternatives in elems
-  std::vector<std::string> rule_names;        // helper rules are named after their parent (parent_3)
+  std::vector<Elem> elems;                   // every alternative, each closed by an `end`
+  std::vector<ByteSet> sets;                 // distinct byte sets
+  std::vector<std::vector<uint32_t>> rules;  // rule id -> start positions of its alternatives in elems
+  std::vector<std::string> rule_names;       // helper rules are named after their parent (parent_3)
   uint32_t root = 0;
 
   // The GBNF text the grammar came from, and a 64-bit hash of it (the cache key).

@@ -35,19 +35,36 @@ const std::pair<const char*, const char*> kPrimitives[] = {
 };
 // What each shared rule refers to.
 const std::map<std::string, std::vector<std::string>> kPrimitiveDeps = {
-    {"string", {"char"}}, {"number", {"integer"}},
+    {"string", {"char"}},
+    {"number", {"integer"}},
     {"value", {"object", "array", "string", "number", "boolean", "null"}},
-    {"object", {"ws", "string", "value"}}, {"array", {"ws", "value"}},
+    {"object", {"ws", "string", "value"}},
+    {"array", {"ws", "value"}},
 };
 
-const std::set<std::string> kAnnotations = {"title",   "description", "$schema", "$id",      "$comment",
-                                             "default", "examples",    "deprecated", "readOnly", "writeOnly",
-                                             "$defs",   "definitions"};
-const std::set<std::string> kKnown = {"type",       "enum",     "const",    "anyOf",     "oneOf",
-                                       "$ref",       "properties", "required", "additionalProperties",
-                                       "items",      "minItems", "maxItems", "minLength", "maxLength",
-                                       "pattern",    "format",   "minimum",  "maximum",   "exclusiveMinimum",
-                                       "exclusiveMaximum"};
+const std::set<std::string> kAnnotations = {"title",    "description", "$schema",  "$id",
+                                            "$comment", "default",     "examples", "deprecated",
+                                            "readOnly", "writeOnly",   "$defs",    "definitions"};
+const std::set<std::string> kKnown = {"type",
+                                      "enum",
+                                      "const",
+                                      "anyOf",
+                                      "oneOf",
+                                      "$ref",
+                                      "properties",
+                                      "required",
+                                      "additionalProperties",
+                                      "items",
+                                      "minItems",
+                                      "maxItems",
+                                      "minLength",
+                                      "maxLength",
+                                      "pattern",
+                                      "format",
+                                      "minimum",
+                                      "maximum",
+                                      "exclusiveMinimum",
+                                      "exclusiveMaximum"};
 const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
 std::string hint_for(const std::string& key) {
@@ -66,11 +83,16 @@ std::string gbnf_literal(std::string_view s) {
   std::string out = "\"";
   for (const char c : s) {
     const auto b = static_cast<unsigned char>(c);
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
     else if (b < 0x20 || b == 0x7F) {
       out += "\\x";
       out += kHex[b >> 4];
@@ -82,7 +104,9 @@ std::string gbnf_literal(std::string_view s) {
   return out + "\"";
 }
 
-std::string json_literal(const ojson& v) { return gbnf_literal(v.dump(-1, ' ', false, ojson::error_handler_t::replace)); }
+std::string json_literal(const ojson& v) {
+  return gbnf_literal(v.dump(-1, ' ', false, ojson::error_handler_t::replace));
+}
 
 // The JSON types a value of `v` can have ("integer" counted as "number").
 std::string json_type_of(const ojson& v) {
@@ -191,15 +215,16 @@ class Compiler {
     for (const char* key : {"anyOf", "oneOf"}) {
       const auto it = n.find(key);
       if (it == n.end()) continue;
-      if (!it->is_array() || it->empty()) fail(path + "." + key, std::string("\"") + key + "\" must be a non-empty array");
+      if (!it->is_array() || it->empty())
+        fail(path + "." + key, std::string("\"") + key + "\" must be a non-empty array");
       for (const auto& [k, v] : n.items())
         if (k != key && !kAnnotations.count(k))
           fail(path + "." + k, "\"" + k + "\" beside \"" + key + "\" is not supported; move it into each alternative");
       if (std::string(key) == "oneOf") check_disjoint(*it, path + ".oneOf");
       std::string alts;
       for (size_t i = 0; i < it->size(); ++i)
-        alts += (i ? " | " : "") + visit((*it)[i], path + "." + key + "[" + std::to_string(i) + "]",
-                                          hint + "-" + std::to_string(i));
+        alts += (i ? " | " : "") +
+                visit((*it)[i], path + "." + key + "[" + std::to_string(i) + "]", hint + "-" + std::to_string(i));
       return rule(alts, hint);
     }
     std::vector<std::string> types;
@@ -234,7 +259,8 @@ class Compiler {
     const auto t = s.find("type");
     if (t == s.end()) return;
     std::vector<std::string> types;
-    if (t->is_string()) types.push_back(t->get<std::string>());
+    if (t->is_string())
+      types.push_back(t->get<std::string>());
     else if (t->is_array())
       for (const auto& x : *t)
         if (x.is_string()) types.push_back(x.get<std::string>());
@@ -260,7 +286,8 @@ class Compiler {
     }
     if (const auto t = s.find("type"); t != s.end()) {
       auto add = [&](const std::string& ty) { out.insert(ty == "integer" ? "number" : ty); };
-      if (t->is_string()) add(t->get<std::string>());
+      if (t->is_string())
+        add(t->get<std::string>());
       else if (t->is_array())
         for (const auto& x : *t)
           if (x.is_string()) add(x.get<std::string>());
@@ -309,8 +336,9 @@ class Compiler {
     if (const auto it = ref_rules_.find(r); it != ref_rules_.end()) return it->second;
     const ojson* target = resolve(r);
     if (!target)
-      fail(path + ".$ref", "\"" + r + "\" is not supported or not found; use \"#/$defs/NAME\" with NAME under "
-                           "\"$defs\" (or \"definitions\") at the top of the schema, or \"#\"");
+      fail(path + ".$ref", "\"" + r +
+                               "\" is not supported or not found; use \"#/$defs/NAME\" with NAME under "
+                               "\"$defs\" (or \"definitions\") at the top of the schema, or \"#\"");
     // Named before it is compiled, so a recursive reference finds the name.
     std::string name = "ref-" + (r == "#" ? std::string("root") : r.substr(r.rfind('/') + 1));
     for (char& c : name)
@@ -341,8 +369,9 @@ class Compiler {
     if (type == "number")
       for (const char* k : kBounds)
         if (s.contains(k))
-          fail(path + "." + k, std::string("\"") + k + "\" is supported for \"type\": \"integer\" only; use an "
-                               "integer type, or remove it and check the range after generation");
+          fail(path + "." + k, std::string("\"") + k +
+                                   "\" is supported for \"type\": \"integer\" only; use an "
+                                   "integer type, or remove it and check the range after generation");
     if (type == "number" || type == "boolean" || type == "null") return use(type);
     if (type == "array") return array(s, path, hint);
     if (type == "object") return object(s, path, hint);
@@ -356,24 +385,26 @@ class Compiler {
       fail(path + ".format", "\"format\" beside \"pattern\" is not supported; keep one of them");
     for (const char* len : {"minLength", "maxLength"})
       if (s.contains(len))
-        fail(path + "." + len, std::string("\"") + len + "\" beside \"" + key + "\" is not supported; " +
-                                   (std::string(key) == "pattern" ? "put the length into the pattern, e.g. [a-z]{2,8}"
-                                                                  : "remove it"));
+        fail(path + "." + len,
+             std::string("\"") + len + "\" beside \"" + key + "\" is not supported; " +
+                 (std::string(key) == "pattern" ? "put the length into the pattern, e.g. [a-z]{2,8}" : "remove it"));
     const ojson& v = s.at(key);
     if (!v.is_string()) fail(path + "." + key, std::string("\"") + key + "\" must be a string");
     const std::string text = v.get<std::string>();
     if (std::string(key) == "format") {
       const std::string g = format_gbnf(text);
       if (g.empty())
-        fail(path + ".format", "format \"" + text + "\" is not supported (date, time, date-time, email and uuid "
-                               "are); remove it (the value is then any string) or give a \"pattern\"");
+        fail(path + ".format", "format \"" + text +
+                                   "\" is not supported (date, time, date-time, email and uuid "
+                                   "are); remove it (the value is then any string) or give a \"pattern\"");
       return rule(g, hint);
     }
     try {
       return rule(pattern_gbnf(text), hint);
     } catch (const PatternError& e) {
-      fail(path + ".pattern", std::string("the pattern has ") + e.what() + ", which is not supported; rewrite it "
-                              "with literals, classes, groups, | and quantifiers (^ and $ only at the ends)");
+      fail(path + ".pattern", std::string("the pattern has ") + e.what() +
+                                  ", which is not supported; rewrite it "
+                                  "with literals, classes, groups, | and quantifiers (^ and $ only at the ends)");
     }
   }
 
@@ -385,14 +416,19 @@ class Compiler {
       const auto it = s.find(k);
       if (it == s.end()) continue;
       if (!it->is_number())
-        fail(path + "." + k, std::string("\"") + k + "\" must be a number (a boolean is draft 4's form: give "
-                             "the bound itself)");
+        fail(path + "." + k, std::string("\"") + k +
+                                 "\" must be a number (a boolean is draft 4's form: give "
+                                 "the bound itself)");
       const double v = it->get<double>();
       const std::string key = k;
-      if (key == "minimum") lo = std::max(lo, std::ceil(v));
-      else if (key == "exclusiveMinimum") lo = std::max(lo, std::floor(v) + 1);
-      else if (key == "maximum") hi = std::min(hi, std::floor(v));
-      else hi = std::min(hi, std::ceil(v) - 1);
+      if (key == "minimum")
+        lo = std::max(lo, std::ceil(v));
+      else if (key == "exclusiveMinimum")
+        lo = std::max(lo, std::floor(v) + 1);
+      else if (key == "maximum")
+        hi = std::min(hi, std::floor(v));
+      else
+        hi = std::min(hi, std::ceil(v) - 1);
       bounded = true;
     }
     if (!bounded) return use("integer");
@@ -418,8 +454,10 @@ class Compiler {
     if (max == 0) return rule("\"[\" ws \"]\"", hint);
     const std::string more = "(ws \",\" ws " + item + ")";
     std::string body;
-    if (min == 0) body = "\"[\" ws (" + item + " " + repeat(more, 0, max < 0 ? -1 : max - 1) + " ws)? \"]\"";
-    else body = "\"[\" ws " + item + " " + repeat(more, min - 1, max < 0 ? -1 : max - 1) + " ws \"]\"";
+    if (min == 0)
+      body = "\"[\" ws (" + item + " " + repeat(more, 0, max < 0 ? -1 : max - 1) + " ws)? \"]\"";
+    else
+      body = "\"[\" ws " + item + " " + repeat(more, min - 1, max < 0 ? -1 : max - 1) + " ws \"]\"";
     return rule(body, hint);
   }
 
@@ -430,8 +468,10 @@ class Compiler {
     const auto extra = s.find("additionalProperties");
     bool closed = false;
     if (extra != s.end()) {
-      if (extra->is_boolean()) closed = !extra->get<bool>();
-      else if (extra->is_object() && extra->empty()) closed = false;
+      if (extra->is_boolean())
+        closed = !extra->get<bool>();
+      else if (extra->is_object() && extra->empty())
+        closed = false;
       else
         fail(path + ".additionalProperties",
              "a schema for additional properties is not supported; list the properties under \"properties\" and "
@@ -477,9 +517,12 @@ class Compiler {
       const std::string tag = hint + "-" + std::to_string(i);
       const std::string comma_kv = "ws \",\" ws " + kvs[i];
       const std::string first = then(kvs[i], after);
-      if (req[i]) from = rule(first, tag + "-first");
-      else if (from.empty()) from = rule("(" + first + ")?", tag + "-first");
-      else from = rule(first + " | " + from, tag + "-first");
+      if (req[i])
+        from = rule(first, tag + "-first");
+      else if (from.empty())
+        from = rule("(" + first + ")?", tag + "-first");
+      else
+        from = rule(first + " | " + from, tag + "-first");
       after = rule(then(req[i] ? comma_kv : "(" + comma_kv + ")?", after), tag + "-next");
     }
     return rule("\"{\" ws " + then(from, "ws \"}\""), hint);

@@ -15,8 +15,10 @@ TokenTrie::TokenTrie(std::vector<std::string> pieces, std::vector<TokenKind> kin
   kinds_.resize(pieces_.size(), TokenKind::excluded);
   for (size_t i = 0; i < pieces_.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
-    if (kinds_[i] == TokenKind::end_of_generation) eog_.push_back(id);
-    else if (kinds_[i] == TokenKind::normal && pieces_[i].empty()) kinds_[i] = TokenKind::excluded;
+    if (kinds_[i] == TokenKind::end_of_generation)
+      eog_.push_back(id);
+    else if (kinds_[i] == TokenKind::normal && pieces_[i].empty())
+      kinds_[i] = TokenKind::excluded;
     if (kinds_[i] == TokenKind::normal) sorted_.push_back(id);
   }
   std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {
@@ -45,8 +47,10 @@ TokenTrie::TokenTrie(std::vector<std::string> pieces, std::vector<TokenKind> kin
       n.byte = static_cast<uint8_t>(p[d]);
       nodes_.push_back(n);
       last_child.push_back(kNone);
-      if (last_child[parent] == kNone) nodes_[parent].first_child = id;
-      else nodes_[last_child[parent]].next_sibling = id;
+      if (last_child[parent] == kNone)
+        nodes_[parent].first_child = id;
+      else
+        nodes_[last_child[parent]].next_sibling = id;
       last_child[parent] = id;
       path.push_back(id);
     }
@@ -79,17 +83,22 @@ std::shared_ptr<const TokenTrie> TokenTrie::from_tokenizer(const Tokenizer& tok)
   std::vector<std::string> pieces(static_cast<size_t>(n));
   std::vector<TokenKind> kinds(static_cast<size_t>(n), TokenKind::normal);
   for (int32_t id = 0; id < n; ++id) {
-    if (tok.is_end_of_generation(id)) kinds[static_cast<size_t>(id)] = TokenKind::end_of_generation;
-    else if (tok.is_control(id)) kinds[static_cast<size_t>(id)] = TokenKind::excluded;
-    else pieces[static_cast<size_t>(id)] = tok.token_to_piece(id);
+    if (tok.is_end_of_generation(id))
+      kinds[static_cast<size_t>(id)] = TokenKind::end_of_generation;
+    else if (tok.is_control(id))
+      kinds[static_cast<size_t>(id)] = TokenKind::excluded;
+    else
+      pieces[static_cast<size_t>(id)] = tok.token_to_piece(id);
   }
   return std::make_shared<const TokenTrie>(std::move(pieces), std::move(kinds));
 }
 
 Matcher::Matcher(const Grammar& grammar) : g_(&grammar) {
   for (const uint32_t alt : g_->rules[g_->root]) {
-    if (g_->elems[alt].kind == Kind::end) stacks_.emplace_back();
-    else expand({alt}, stacks_);
+    if (g_->elems[alt].kind == Kind::end)
+      stacks_.emplace_back();
+    else
+      expand({alt}, stacks_);
   }
   std::sort(stacks_.begin(), stacks_.end());
   stacks_.erase(std::unique(stacks_.begin(), stacks_.end()), stacks_.end());
@@ -168,8 +177,10 @@ void Matcher::expand_persistent(MaskScratch& sc, int32_t s, std::vector<int32_t>
   int32_t rest = sc.arena[static_cast<size_t>(s)].parent;
   if (g_->elems[pos + 1].kind != Kind::end) rest = push(sc, pos + 1, rest);
   for (const uint32_t alt : g_->rules[g_->elems[pos].arg]) {
-    if (g_->elems[alt].kind == Kind::end) expand_persistent(sc, rest, out);
-    else expand_persistent(sc, push(sc, alt, rest), out);
+    if (g_->elems[alt].kind == Kind::end)
+      expand_persistent(sc, rest, out);
+    else
+      expand_persistent(sc, push(sc, alt, rest), out);
   }
 }
 

@@ -107,7 +107,7 @@ struct MaskScratch {
   std::vector<std::vector<int32_t>> lists;
   std::map<std::vector<int32_t>, int32_t> list_ids;
   std::vector<std::array<int32_t, 256>> next;  // -1 = not computed yet
-  std::vector<ByteSet> loops;                   // per list: bytes that lead back to it (once known)
+  std::vector<ByteSet> loops;                  // per list: bytes that lead back to it (once known)
   std::vector<uint8_t> loops_known;
 };
 

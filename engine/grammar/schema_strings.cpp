@@ -22,8 +22,10 @@ Ranges normalized(Ranges r) {
   std::sort(r.begin(), r.end());
   Ranges out;
   for (const auto& x : r) {
-    if (!out.empty() && x.first <= out.back().second + 1) out.back().second = std::max(out.back().second, x.second);
-    else out.push_back(x);
+    if (!out.empty() && x.first <= out.back().second + 1)
+      out.back().second = std::max(out.back().second, x.second);
+    else
+      out.push_back(x);
   }
   return out;
 }
@@ -39,7 +41,8 @@ Ranges complement(const Ranges& r) {
   if (next <= kMaxCodepoint) out.emplace_back(next, kMaxCodepoint);
   Ranges no_surrogates;
   for (const auto& [lo, hi] : out) {
-    if (hi < 0xD800 || lo > 0xDFFF) no_surrogates.emplace_back(lo, hi);
+    if (hi < 0xD800 || lo > 0xDFFF)
+      no_surrogates.emplace_back(lo, hi);
     else {
       if (lo < 0xD800) no_surrogates.emplace_back(lo, 0xD7FF);
       if (hi > 0xDFFF) no_surrogates.emplace_back(0xE000, hi);
@@ -67,8 +70,15 @@ bool contains(const Ranges& r, uint32_t c) {
 
 const Ranges kDigit = {{'0', '9'}};
 const Ranges kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-const Ranges kSpace = normalized({{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
-                                  {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000},
+const Ranges kSpace = normalized({{'\t', '\r'},
+                                  {' ', ' '},
+                                  {0xA0, 0xA0},
+                                  {0x1680, 0x1680},
+                                  {0x2000, 0x200A},
+                                  {0x2028, 0x2029},
+                                  {0x202F, 0x202F},
+                                  {0x205F, 0x205F},
+                                  {0x3000, 0x3000},
                                   {0xFEFF, 0xFEFF}});
 const Ranges kDot = complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}});
 // Characters JSON writes escaped inside a string.
@@ -86,9 +96,12 @@ std::string literal(std::string_view s) {
   std::string out = "\"";
   for (const char c : s) {
     const auto b = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') out += std::string("\\") + c;
-    else if (b < 0x20 || b == 0x7F) out += "\\x" + hex(b, 2);
-    else out += c;
+    if (c == '"' || c == '\\')
+      out += std::string("\\") + c;
+    else if (b < 0x20 || b == 0x7F)
+      out += "\\x" + hex(b, 2);
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -236,9 +249,12 @@ class PatternCompiler {
       case '\\': return escape_outside();
       case '^': fail("\"^\" is supported only at the start of the pattern");
       case '$': fail("\"$\" is supported only at the end of the pattern");
-      case '*': case '+': case '?': fail("a quantifier with nothing before it to repeat");
+      case '*':
+      case '+':
+      case '?': fail("a quantifier with nothing before it to repeat");
       case '{': fail("a \"{\" with nothing before it to repeat (write \\{ for the character)");
-      case ']': case '}': ++i_; return set_gbnf({{c, c}});
+      case ']':
+      case '}': ++i_; return set_gbnf({{c, c}});
       default: ++i_; return set_gbnf({{c, c}});
     }
   }
@@ -304,7 +320,8 @@ class PatternCompiler {
         fail("a word boundary \\b");
       case 'B': --i_; fail("a word boundary \\B");
       case 'k': --i_; fail("a backreference \\k<name>");
-      case 'p': case 'P': --i_; fail("a Unicode property escape \\" + std::string(1, char(e)));
+      case 'p':
+      case 'P': --i_; fail("a Unicode property escape \\" + std::string(1, char(e)));
       case 'c': --i_; fail("a control escape \\c");
       default:
         if (e >= '1' && e <= '9') {
@@ -324,8 +341,10 @@ class PatternCompiler {
     for (int k = 0; k < n; ++k) {
       if (!more()) fail("a short hex escape");
       const uint32_t h = peek();
-      const int d = h >= '0' && h <= '9' ? int(h - '0') : h >= 'a' && h <= 'f' ? int(h - 'a' + 10)
-                  : h >= 'A' && h <= 'F' ? int(h - 'A' + 10) : -1;
+      const int d = h >= '0' && h <= '9'   ? int(h - '0')
+                    : h >= 'a' && h <= 'f' ? int(h - 'a' + 10)
+                    : h >= 'A' && h <= 'F' ? int(h - 'A' + 10)
+                                           : -1;
       if (d < 0) fail("a bad hex digit in an escape");
       v = v * 16 + static_cast<uint32_t>(d);
       ++i_;
@@ -447,8 +466,10 @@ std::string same_length(const std::string& x, const std::string& y) {
   const bool y_high = y.find_first_not_of('9', 1) == std::string::npos;
   std::vector<std::string> alts;
   char mid_lo = static_cast<char>(x[0] + 1), mid_hi = static_cast<char>(y[0] - 1);
-  if (x_low) mid_lo = x[0];
-  else alts.push_back(cat(digit(x[0], x[0]), same_length(x.substr(1), std::string(n, '9'))));
+  if (x_low)
+    mid_lo = x[0];
+  else
+    alts.push_back(cat(digit(x[0], x[0]), same_length(x.substr(1), std::string(n, '9'))));
   if (y_high) mid_hi = y[0];
   if (mid_lo <= mid_hi) alts.push_back(cat(digit(mid_lo, mid_hi), any));
   if (!y_high) alts.push_back(cat(digit(y[0], y[0]), same_length(std::string(n, '0'), y.substr(1))));
@@ -481,19 +502,22 @@ std::string pattern_gbnf(std::string_view pattern) { return PatternCompiler(patt
 
 std::string format_gbnf(std::string_view format) {
   const std::string date = R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))";
-  const std::string time =
-      R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{3})? )"
-      R"(("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))";
+  const std::string time = R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{3})? )"
+                           R"(("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))";
   std::string body;
-  if (format == "date") body = date;
-  else if (format == "time") body = time;
-  else if (format == "date-time") body = date + " \"T\" " + time;
+  if (format == "date")
+    body = date;
+  else if (format == "time")
+    body = time;
+  else if (format == "date-time")
+    body = date + " \"T\" " + time;
   else if (format == "uuid")
     body = R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})";
   else if (format == "email")
     body = R"([A-Za-z0-9_%+-]+ ("." [A-Za-z0-9_%+-]+)* "@" )"
            R"(([A-Za-z0-9] ([A-Za-z0-9-]* [A-Za-z0-9])? ".")+ [A-Za-z]{2,63})";
-  else return "";
+  else
+    return "";
   return "\"\\\"\" " + body + " \"\\\"\"";
 }
 

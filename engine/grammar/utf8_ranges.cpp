@@ -8,8 +8,10 @@ std::vector<CodepointRange> normalize(std::vector<CodepointRange> ranges) {
   std::sort(ranges.begin(), ranges.end(), [](auto a, auto b) { return a.lo < b.lo; });
   std::vector<CodepointRange> out;
   for (const CodepointRange& r : ranges) {
-    if (!out.empty() && r.lo <= out.back().hi + 1) out.back().hi = std::max(out.back().hi, r.hi);
-    else out.push_back(r);
+    if (!out.empty() && r.lo <= out.back().hi + 1)
+      out.back().hi = std::max(out.back().hi, r.hi);
+    else
+      out.push_back(r);
   }
   return out;
 }

@@ -112,8 +112,7 @@ struct Block32Micro {
   }
 
   // The mins' share of block b: lane r of mins[t] += m_w(row r) * s_x(token t).
-  static inline void add_mins(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t b,
-                              __m128 (&mins)[T]) {
+  static inline void add_mins(const uint8_t* w, size_t ws, const uint8_t* x, size_t xs, int64_t b, __m128 (&mins)[T]) {
     const uint8_t* wb = w + b * F::kBlockBytes;
     const auto min_of = [&](int r) { return r < R ? load_fp16(wb + r * ws + 2) : 0.0f; };
     const __m128 m = _mm_setr_ps(min_of(0), min_of(1), min_of(2), min_of(3));

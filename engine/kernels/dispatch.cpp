@@ -24,13 +24,13 @@ constexpr FormatKernels kFormats[] = {
     {GgmlType::BF16, GgmlType::BF16, bf16::dequantize, bf16::quantize, bf16::vec_dot,  //
      bf16_avx2::quantize, bf16_avx2::vec_dot, bf16_avx2::tile},
     {GgmlType::Q8_0, GgmlType::Q8_0, q8_0::dequantize, q8_0::quantize, q8_0::vec_dot,  //
-     q8_0_avx2::quantize, q8_0_avx2::vec_dot, q8_0_avx2::tile,  //
+     q8_0_avx2::quantize, q8_0_avx2::vec_dot, q8_0_avx2::tile,                         //
      q8_0_avx512::vec_dot, q8_0_avx512::tile},
     {GgmlType::Q4_0, GgmlType::Q8_0, q4_0::dequantize, q4_0::quantize, q4_0::vec_dot,  //
-     nullptr, q4_0_avx2::vec_dot, q4_0_avx2::tile,  //
+     nullptr, q4_0_avx2::vec_dot, q4_0_avx2::tile,                                     //
      q4_0_avx512::vec_dot, q4_0_avx512::tile},
     {GgmlType::Q4_0_R16, GgmlType::Q8_0, q4_0_r16::dequantize, nullptr, q4_0_r16::vec_dot,  //
-     nullptr, q4_0_r16::vec_dot, q4_0_r16_avx2::tile,  //
+     nullptr, q4_0_r16::vec_dot, q4_0_r16_avx2::tile,                                       //
      q4_0_r16::vec_dot, q4_0_r16_avx512::tile, q4_0_r16::tile, q4_0_r16::kRows},
     {GgmlType::Q8_1, GgmlType::Q8_1, q8_1::dequantize, q8_1::quantize, nullptr,  //
      q8_1_avx2::quantize, nullptr, nullptr},
@@ -41,10 +41,10 @@ constexpr FormatKernels kFormats[] = {
     {GgmlType::Q5_1, GgmlType::Q8_1, q5_1::dequantize, q5_1::quantize, q5_1::vec_dot,  //
      nullptr, q5_1_avx2::vec_dot, q5_1_avx2::tile},
     {GgmlType::IQ4_NL, GgmlType::Q8_0, iq4_nl::dequantize, iq4_nl::quantize, iq4_nl::vec_dot,  //
-     nullptr, iq4_nl_avx2::vec_dot, iq4_nl_avx2::tile,  //
+     nullptr, iq4_nl_avx2::vec_dot, iq4_nl_avx2::tile,                                         //
      iq4_nl_avx512::vec_dot, iq4_nl_avx512::tile},
     {GgmlType::MXFP4, GgmlType::Q8_0, mxfp4::dequantize, mxfp4::quantize, mxfp4::vec_dot,  //
-     nullptr, mxfp4_avx2::vec_dot, mxfp4_avx2::tile,  //
+     nullptr, mxfp4_avx2::vec_dot, mxfp4_avx2::tile,                                       //
      mxfp4_avx512::vec_dot, mxfp4_avx512::tile},
     {GgmlType::NVFP4, GgmlType::Q8_0, nvfp4::dequantize, nvfp4::quantize, nvfp4::vec_dot,  //
      nullptr, nvfp4_avx2::vec_dot, nvfp4_avx2::tile},
@@ -55,19 +55,19 @@ constexpr FormatKernels kFormats[] = {
     {GgmlType::Q8_K, GgmlType::Q8_K, q8_k::dequantize, q8_k::quantize, nullptr,  //
      q8_k_avx2::quantize, nullptr, nullptr},
     {GgmlType::Q2_K, GgmlType::Q8_K, q2_k::dequantize, q2_k::quantize, q2_k::vec_dot,  //
-     nullptr, q2_k_avx2::vec_dot, q2_k_avx2::tile,  //
+     nullptr, q2_k_avx2::vec_dot, q2_k_avx2::tile,                                     //
      q2_k_avx512::vec_dot, q2_k_avx512::tile},
     {GgmlType::Q3_K, GgmlType::Q8_K, q3_k::dequantize, q3_k::quantize, q3_k::vec_dot,  //
-     nullptr, q3_k_avx2::vec_dot, q3_k_avx2::tile,  //
+     nullptr, q3_k_avx2::vec_dot, q3_k_avx2::tile,                                     //
      q3_k_avx512::vec_dot, q3_k_avx512::tile},
     {GgmlType::Q4_K, GgmlType::Q8_K, q4_k::dequantize, q4_k::quantize, q4_k::vec_dot,  //
-     nullptr, q4_k_avx2::vec_dot, q4_k_avx2::tile,  //
+     nullptr, q4_k_avx2::vec_dot, q4_k_avx2::tile,                                     //
      q4_k_avx512::vec_dot, q4_k_avx512::tile},
     {GgmlType::Q5_K, GgmlType::Q8_K, q5_k::dequantize, q5_k::quantize, q5_k::vec_dot,  //
-     nullptr, q5_k_avx2::vec_dot, q5_k_avx2::tile,  //
+     nullptr, q5_k_avx2::vec_dot, q5_k_avx2::tile,                                     //
      q5_k_avx512::vec_dot, q5_k_avx512::tile},
     {GgmlType::Q6_K, GgmlType::Q8_K, q6_k::dequantize, q6_k::quantize, q6_k::vec_dot,  //
-     nullptr, q6_k_avx2::vec_dot, q6_k_avx2::tile,  //
+     nullptr, q6_k_avx2::vec_dot, q6_k_avx2::tile,                                     //
      q6_k_avx512::vec_dot, q6_k_avx512::tile},
     {GgmlType::IQ2_XXS, GgmlType::Q8_K, iq2_xxs::dequantize, nullptr, iq2_xxs::vec_dot,  //
      nullptr, iq2_xxs_avx2::vec_dot, iq2_xxs_avx2::tile},
@@ -232,14 +232,14 @@ std::optional<Isa> parse_cpu_features(std::string_view cpu_features) {
                                                      "avx512dq avx512vnni) and AVX2/FMA/F16C"
                                                    : "AVX2, FMA and F16C (avx2 fma f16c)";
       throw Error(ErrorKind::invalid_input, "cpu_features: " + std::string(cpu_features) + " needs " + needs +
-                                                "; this CPU has: " + cpu_feature_summary() + " (best path: " +
-                                                isa_name(detected_isa()) + "); use auto or " +
+                                                "; this CPU has: " + cpu_feature_summary() +
+                                                " (best path: " + isa_name(detected_isa()) + "); use auto or " +
                                                 isa_name(detected_isa()));
     }
     return isa;
   }
-  throw Error(ErrorKind::invalid_input, "cpu_features: '" + std::string(cpu_features) +
-                                            "' is not one of: auto, avx512, avx2, scalar");
+  throw Error(ErrorKind::invalid_input,
+              "cpu_features: '" + std::string(cpu_features) + "' is not one of: auto, avx512, avx2, scalar");
 }
 
 void set_isa_override(std::string_view cpu_features) {
@@ -249,12 +249,9 @@ void set_isa_override(std::string_view cpu_features) {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::scalar:
-      return "scalar";
-    case Isa::avx2:
-      return "avx2";
-    case Isa::avx512:
-      return "avx512";
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
   }
   return "unknown";
 }

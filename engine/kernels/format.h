@@ -40,13 +40,13 @@ using TileFn = void (*)(const Tile& tile);
 struct FormatKernels {
   GgmlType type;
   GgmlType vec_dot_type;
-  RowToFloatFn dequantize;       // reference
-  RowFromFloatFn quantize;       // reference; also the scalar activation converter; null: a
-                                 // read-only weight format (quantize_row refuses it)
-  VecDotFn vec_dot;              // reference; null for activation-only formats
-  RowFromFloatFn quantize_avx2;  // activation converter under AVX2; null: the reference
-  VecDotFn vec_dot_avx2;         // null: no AVX2 version yet
-  TileFn tile_avx2;              // null: matmul loops over vec_dot_avx2
+  RowToFloatFn dequantize;            // reference
+  RowFromFloatFn quantize;            // reference; also the scalar activation converter; null: a
+                                      // read-only weight format (quantize_row refuses it)
+  VecDotFn vec_dot;                   // reference; null for activation-only formats
+  RowFromFloatFn quantize_avx2;       // activation converter under AVX2; null: the reference
+  VecDotFn vec_dot_avx2;              // null: no AVX2 version yet
+  TileFn tile_avx2;                   // null: matmul loops over vec_dot_avx2
   VecDotFn vec_dot_avx512 = nullptr;  // AVX-512 + VNNI; null: the AVX2 kernels
   TileFn tile_avx512 = nullptr;       // null (with vec_dot_avx512 null): tile_avx2
   TileFn tile_scalar = nullptr;       // the reference as a tile; null: matmul loops over vec_dot

@@ -44,6 +44,7 @@ namespace ns::kernels {
 
 // Block formats: namespace, elements per block, bytes per block (the layouts
 // above, kquant.h and iquant.h).
+// clang-format off
 #define NS_KERNELS_BLOCK_SIZES(X)       \
   X(q8_0, 32, 2 + 32)                   \
   X(q4_0, 32, 2 + 16)                   \
@@ -94,22 +95,23 @@ namespace ns::kernels {
   X(q5_k_avx2) X(q5_k_avx512) X(q6_k_avx2) X(q6_k_avx512) X(iq2_xxs_avx2) X(iq1_s_avx2) X(iq1_m_avx2)           \
   X(iq4_xs_avx2) X(iq3_xxs_avx2) X(iq2_xs_avx2) X(tq2_0_avx2) X(tq1_0_avx2) X(iq2_s_avx2) X(iq3_s_avx2)
 #define NS_KERNELS_SIMD_QUANTIZERS(X) X(f16_avx2) X(bf16_avx2) X(q8_0_avx2) X(q8_1_avx2) X(q8_k_avx2)
+// clang-format on
 
 #define NS_KERNELS_DECLARE_BLOCK(ns, elems, bytes) \
   namespace ns {                                   \
   inline constexpr int64_t kBlockElems = elems;    \
   inline constexpr size_t kBlockBytes = bytes;     \
   }
-#define NS_KERNELS_DECLARE_DEQUANTIZE(ns) \
-  namespace ns {                          \
+#define NS_KERNELS_DECLARE_DEQUANTIZE(ns)                  \
+  namespace ns {                                           \
   void dequantize(const void* src, float* dst, int64_t n); \
   }
-#define NS_KERNELS_DECLARE_QUANTIZE(ns) \
-  namespace ns {                        \
+#define NS_KERNELS_DECLARE_QUANTIZE(ns)                  \
+  namespace ns {                                         \
   void quantize(const float* src, void* dst, int64_t n); \
   }
-#define NS_KERNELS_DECLARE_VEC_DOT(ns) \
-  namespace ns {                       \
+#define NS_KERNELS_DECLARE_VEC_DOT(ns)                    \
+  namespace ns {                                          \
   float vec_dot(const void* w, const void* x, int64_t n); \
   }
 #define NS_KERNELS_DECLARE_TILE(ns) \
@@ -138,7 +140,6 @@ NS_KERNELS_SIMD_QUANTIZERS(NS_KERNELS_DECLARE_QUANTIZE)
 #undef NS_KERNELS_DECLARE_QUANTIZE
 #undef NS_KERNELS_DECLARE_DEQUANTIZE
 #undef NS_KERNELS_DECLARE_BLOCK
-
 
 // What a format's kernels share beyond the table.
 namespace iq4_nl {

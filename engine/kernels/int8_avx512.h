@@ -63,9 +63,7 @@ namespace ns::kernels::avx512 {
 static inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 
 // a in float lanes 0-7, b in lanes 8-15.
-static inline __m512 halves(float a, float b) {
-  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
-}
+static inline __m512 halves(float a, float b) { return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1); }
 
 template <class F, int R, int T>
 struct Int8Micro {
@@ -171,8 +169,8 @@ struct Int8Micro {
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t)
-          y[t * ys + r] = avx2::hsum(
-              _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm512_extractf32x8_ps(acc[r][t], 1)));
+          y[t * ys + r] =
+              avx2::hsum(_mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm512_extractf32x8_ps(acc[r][t], 1)));
       if (b < nb) {
         one_block(w, ws, x, xs, b,
                   [y, ys](int r, int t, __m256i p, __m256 d) { avx2::add_block_total(y[t * ys + r], p, d); });

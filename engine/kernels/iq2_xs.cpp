@@ -16,7 +16,9 @@ namespace {
 // Scales: iq::Iq2HalfScales. Group l's 16-bit field: low 9 bits the grid
 // index, top 7 the sign bits.
 struct Grid : iq::Iq2HalfScales<iq::Iq2xs> {
-  static uint64_t magnitudes(const uint8_t* blk, int v, int l) { return iq::kIq2xsGrid[iq::iq2xs_field(blk, v, l) & 511]; }
+  static uint64_t magnitudes(const uint8_t* blk, int v, int l) {
+    return iq::kIq2xsGrid[iq::iq2xs_field(blk, v, l) & 511];
+  }
   static uint8_t signs(const uint8_t* blk, int v, int l) { return iq::kSigns[iq::iq2xs_field(blk, v, l) >> 9]; }
 };
 static_assert(Grid::L::bytes == kBlockBytes);

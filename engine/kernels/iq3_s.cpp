@@ -20,7 +20,8 @@ struct Grid {
   static float dl(float d, const uint8_t* blk, int v, int) { return d * static_cast<float>(iq::iq3s_scale(blk, v)); }
   static int32_t ls(const uint8_t* blk, int v, int) { return iq::iq3s_scale(blk, v); }
   static uint64_t magnitudes(const uint8_t* blk, int v, int l) {
-    return iq::grid_pair(iq::kIq3sGrid[iq::iq3s_index(blk, v, 2 * l)], iq::kIq3sGrid[iq::iq3s_index(blk, v, 2 * l + 1)]);
+    return iq::grid_pair(iq::kIq3sGrid[iq::iq3s_index(blk, v, 2 * l)],
+                         iq::kIq3sGrid[iq::iq3s_index(blk, v, 2 * l + 1)]);
   }
   static uint8_t signs(const uint8_t* blk, int v, int l) { return iq::iq3s_signs(blk, v, l); }
 };

@@ -334,8 +334,7 @@ static void iq1_dequantize(const void* src, float* dst, int64_t n) {
         const float dl = d * static_cast<float>(G::scale(blk, v, l / 2));
         const float delta = G::negative_delta(blk, v, l) ? -kIq1Delta : kIq1Delta;
         const uint64_t grid = kIq1sGrid[G::index(blk, v, l)];
-        for (int j = 0; j < 8; ++j)
-          *dst++ = dl * (static_cast<float>(static_cast<int8_t>(grid_byte(grid, j))) + delta);
+        for (int j = 0; j < 8; ++j) *dst++ = dl * (static_cast<float>(static_cast<int8_t>(grid_byte(grid, j))) + delta);
       }
     }
   }

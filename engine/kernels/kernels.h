@@ -48,7 +48,7 @@ struct MatrixView {
   size_t row_stride = 0;
 };
 
-bool is_supported(GgmlType t);         // this build can compute with t
+bool is_supported(GgmlType t);  // this build can compute with t
 GgmlType vec_dot_type(GgmlType weight_type);
 
 // Reference conversions (scalar, exact definitions of the formats). n must be a
@@ -69,9 +69,9 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 // paths see the same activation bytes. Code with only an AVX2 version tests
 // isa >= Isa::avx2.
 enum class Isa { scalar, avx2, avx512 };
-Isa detected_isa();      // best the CPU supports
-Isa active_isa();        // what matmul uses now
-void set_isa(Isa isa);   // tests and benchmarks: force a path (clamped to detected)
+Isa detected_isa();     // best the CPU supports
+Isa active_isa();       // what matmul uses now
+void set_isa(Isa isa);  // tests and benchmarks: force a path (clamped to detected)
 const char* isa_name(Isa isa);
 // The cpu_features setting (config key, --cpu-features): "auto" selects the
 // detected ISA (nullopt here); "scalar", "avx2" or "avx512" force that path.
@@ -114,8 +114,8 @@ struct MatmulScratch {
 // (bad_model) for a type without kernels or a shape the type cannot hold.
 // per_token: sum each token's dot products as a single-token call would (the
 // order the reference uses for expert matmuls, mul_mat_id), not in batch tiles.
-void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch, bool per_token = false);
+void matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch,
+            bool per_token = false);
 
 // One product of a matmul_group: y = w x, as matmul(w, x, n_tokens, y).
 struct MatmulTask {

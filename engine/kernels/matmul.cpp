@@ -131,11 +131,10 @@ bool plan_task(const MatmulTask& t, Isa isa, int64_t threads, bool per_token, Pr
   const bool stream = t.n_tokens == 1;
   const size_t chunk_bytes = stream ? kStreamChunkBytes : kChunkBytes;
   const int64_t per_thread = stream ? kStreamChunksPerThread : kChunksPerThread;
-  int64_t chunk_rows =
-      std::max<int64_t>(quantum, static_cast<int64_t>(chunk_bytes / row_bytes) / quantum * quantum);
-  chunk_rows = std::min(chunk_rows, std::max<int64_t>(quantum, round_up((w.rows + per_thread * threads - 1) /
-                                                                             (per_thread * threads),
-                                                                         quantum)));
+  int64_t chunk_rows = std::max<int64_t>(quantum, static_cast<int64_t>(chunk_bytes / row_bytes) / quantum * quantum);
+  chunk_rows = std::min(
+      chunk_rows,
+      std::max<int64_t>(quantum, round_up((w.rows + per_thread * threads - 1) / (per_thread * threads), quantum)));
   // F16 follows llama.cpp's summation order (see f16_avx2.cpp): its batched
   // path (llamafile tinyBLAS) declines rows % 4 or cols % 8, and ggml then
   // runs ggml_vec_dot_f16 per token, which is our one-token kernel.
@@ -159,7 +158,7 @@ bool plan_task(const MatmulTask& t, Isa isa, int64_t threads, bool per_token, Pr
 void run_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, MatmulScratch& scratch, bool per_token) {
   const Isa isa = active_isa();
   std::array<ProductJob, kMaxGroupTasks> jobs;
-  std::array<ConvertJob, kMaxGroupTasks> convs;  // convs[j]: the conversion jobs[j] reads
+  std::array<ConvertJob, kMaxGroupTasks> convs;   // convs[j]: the conversion jobs[j] reads
   std::array<int64_t, kMaxGroupTasks> chunk_end;  // chunks of jobs [0, j] together
   std::array<bool, kMaxGroupTasks> shared{};      // jobs[j] reads jobs[j - 1]'s conversion
   size_t n = 0, need = 0, work = 0;
@@ -195,10 +194,10 @@ void run_group(const MatmulTask* tasks, size_t n_tasks, ThreadPool& pool, Matmul
   pool.parallel_chunks(
       n_chunks,
       [&jobs, &chunk_end, n](int, int64_t c) {
-        const size_t j =
-            static_cast<size_t>(std::upper_bound(chunk_end.begin(), chunk_end.begin() + n, c) - chunk_end.begin());
-        const int64_t first = j == 0 ? 0 : chunk_end[j - 1];
-        jobs[j].run(c - first, c - first + 1);
+    const size_t j =
+        static_cast<size_t>(std::upper_bound(chunk_end.begin(), chunk_end.begin() + n, c) - chunk_end.begin());
+    const int64_t first = j == 0 ? 0 : chunk_end[j - 1];
+    jobs[j].run(c - first, c - first + 1);
       },
       work >= kParallelWorkBytes);
 }

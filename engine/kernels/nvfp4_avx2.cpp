@@ -47,10 +47,10 @@ struct Format : avx2::StepFormat<nvfp4::kBlockElems, nvfp4::kBlockBytes, 2 * q8_
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         // |w| * (x with w's sign) = w * x; pairs sum to at most 2 * 12 * 127 in int16.
-        const __m256i p01 = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(_mm256_abs_epi8(q01[r]), _mm256_sign_epi8(x01, q01[r])), ones);
-        const __m256i p23 = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(_mm256_abs_epi8(q23[r]), _mm256_sign_epi8(x23, q23[r])), ones);
+        const __m256i p01 =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q01[r]), _mm256_sign_epi8(x01, q01[r])), ones);
+        const __m256i p23 =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q23[r]), _mm256_sign_epi8(x23, q23[r])), ones);
         acc[r][t] = _mm256_fmadd_ps(lane_scales(wb + r * ws, dx0), _mm256_cvtepi32_ps(p01), acc[r][t]);
         acc[r][t] = _mm256_fmadd_ps(lane_scales(wb + r * ws + 2, dx1), _mm256_cvtepi32_ps(p23), acc[r][t]);
       }

@@ -83,15 +83,16 @@ static void tile_loop(const Tile& t, TileFn plain_tile) {
     const int tn = static_cast<int>(t.n_tokens - t0 < TM ? t.n_tokens - t0 : TM);
     const uint8_t* x = t.x + t0 * t.x_stride;
     for (int k = 0; k < tn; ++k)
-      for (int64_t b = 0; b < nb; ++b) lane_starts(x + k * t.x_stride + b * q8_0::kBlockBytes, starts + (k * nb + b) * 8);
+      for (int64_t b = 0; b < nb; ++b)
+        lane_starts(x + k * t.x_stride + b * q8_0::kBlockBytes, starts + (k * nb + b) * 8);
     for (int64_t g = 0; g < t.n_rows / kRows; ++g)
       run_token_group<M>(tn, t.w + g * kRows * t.w_stride, x, t.x_stride, starts, nb, t.y + t0 * t.y_stride + g * kRows,
                          t.y_stride, std::make_integer_sequence<int, TM>{});
   }
   const int64_t full = t.n_rows / kRows * kRows;
   if (full < t.n_rows)
-    plain_tile(Tile{t.w + full * t.w_stride, t.w_stride, t.n_rows - full, t.x, t.x_stride, t.n_tokens, t.n,
-                    t.y + full, t.y_stride});
+    plain_tile(Tile{t.w + full * t.w_stride, t.w_stride, t.n_rows - full, t.x, t.x_stride, t.n_tokens, t.n, t.y + full,
+                    t.y_stride});
 }
 
 }  // namespace ns::kernels::q4_0_r16

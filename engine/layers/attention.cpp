@@ -108,9 +108,8 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 load_half8(const uint16_t
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-__attribute__((target("avx2,fma,f16c"))) void scores_avx2(const uint16_t* k_base, int64_t k_stride,
-                                                           const float* query, int64_t dim, int64_t n, float scale,
-                                                           float* scores) {
+__attribute__((target("avx2,fma,f16c"))) void scores_avx2(const uint16_t* k_base, int64_t k_stride, const float* query,
+                                                          int64_t dim, int64_t n, float scale, float* scores) {
   int64_t j = 0;
   for (; j + kKeysAtOnce <= n; j += kKeysAtOnce) {
     const uint16_t* k0 = k_base + j * k_stride;
@@ -139,8 +138,8 @@ __attribute__((target("avx2,fma,f16c"))) void scores_avx2(const uint16_t* k_base
 // 16 lanes (dim a multiple of 16): lanes 0-7 and 8-15 in two accumulators,
 // added lane by lane before the 8-lane hsum, as _mm512_reduce_add_ps pairs them.
 __attribute__((target("avx2,fma,f16c"))) void scores16_avx2(const uint16_t* k_base, int64_t k_stride,
-                                                             const float* query, int64_t dim, int64_t n, float scale,
-                                                             float* scores) {
+                                                            const float* query, int64_t dim, int64_t n, float scale,
+                                                            float* scores) {
   int64_t j = 0;
   for (; j + 2 <= n; j += 2) {
     const uint16_t* k0 = k_base + j * k_stride;
@@ -168,8 +167,8 @@ __attribute__((target("avx2,fma,f16c"))) void scores16_avx2(const uint16_t* k_ba
 }
 
 __attribute__((target("avx2,fma,f16c"))) void values_avx2(const uint16_t* v_base, int64_t v_stride,
-                                                           const uint16_t* probs, int64_t dim, int64_t n,
-                                                           int64_t lane0, float* lanes, int width) {
+                                                          const uint16_t* probs, int64_t dim, int64_t n, int64_t lane0,
+                                                          float* lanes, int width) {
   for (int64_t j = 0; j < n; ++j) {
     const __m256 p = _mm256_set1_ps(kernels::fp16_to_fp32(probs[j]));
     const uint16_t* v = v_base + j * v_stride;
@@ -359,8 +358,8 @@ void attend_gqa(const kernels::MatrixView& wo, const Hparams& hp, int64_t il, Fo
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / n_head, h = i % n_head, kh = h / group;
       kernels::quantize_row(gguf::GgmlType::F16, &s.q[t * q_dim + h * hd], q16, hd);
-      attend_one_head(q16, kv.k(il, s.seq[t], 0) + kh * hd, kv_dim, kv.v(il, s.seq[t], 0) + kh * hd, kv_dim, hd, hd, s.pos[t], scale,
-                      &s.att[t * q_dim + h * hd]);
+      attend_one_head(q16, kv.k(il, s.seq[t], 0) + kh * hd, kv_dim, kv.v(il, s.seq[t], 0) + kh * hd, kv_dim, hd, hd,
+                      s.pos[t], scale, &s.att[t * q_dim + h * hd]);
     }
   });
   kernels::matmul(wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);

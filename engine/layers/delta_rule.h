@@ -51,15 +51,13 @@ struct DeltaRuleIo {
   bool tiled_key_heads = false;
   const float* q = nullptr;
   const float* k = nullptr;
-  int64_t qk_stride = 0;     // floats between tokens' q (and k) rows
-  float* v = nullptr;        // in: values; out: o
+  int64_t qk_stride = 0;  // floats between tokens' q (and k) rows
+  float* v = nullptr;     // in: values; out: o
   int64_t v_stride = 0;
   const float* g = nullptr;  // log-decay (<= 0)
   bool per_channel_decay = false;
   const float* beta = nullptr;
-  int64_t key_head(int64_t h) const {
-    return tiled_key_heads ? h % n_k_head : h / (n_head / n_k_head);
-  }
+  int64_t key_head(int64_t h) const { return tiled_key_heads ? h % n_k_head : h / (n_head / n_k_head); }
 };
 
 // Per-thread scratch delta_rule needs in s.q16, in uint16s (two rows of head_dim floats).

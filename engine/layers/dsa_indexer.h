@@ -37,8 +37,8 @@ struct DsaShape {
   int64_t hadamard_block = 0;  // the largest power of two >= 64 dividing head_dim (the reference's rotation size)
   int64_t cache_offset = 0;    // where the key starts in a cache row (the MLA latent's width)
   float norm_eps = 1e-6f;
-  float weight_scale = 0;      // 1 / sqrt(head_dim * n_head)
-  RopeParams rope;             // rope_dim dims of each head, the indexer's rope type
+  float weight_scale = 0;  // 1 / sqrt(head_dim * n_head)
+  RopeParams rope;         // rope_dim dims of each head, the indexer's rope type
 };
 
 // From hp's indexer keys; the key cached at cache_offset. Throws
@@ -60,8 +60,8 @@ void dsa_tensors(TensorTable& t, const std::string& p, const DsaShape& sh, int64
 // Each batch token's choice: keep(t) is null (all positions 0..pos) or a mask
 // over positions 0..pos.
 struct DsaSelection {
-  std::vector<uint8_t> masks;          // [t][stride]
-  std::vector<const uint8_t*> keep;    // [t]
+  std::vector<uint8_t> masks;        // [t][stride]
+  std::vector<const uint8_t*> keep;  // [t]
   int64_t stride = 0;
 };
 

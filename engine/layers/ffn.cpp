@@ -69,7 +69,6 @@ void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float*
   add_row_bias(out, w.down_b, m, w.down.rows);
 }
 
-
 void ffn_tensors(TensorTable& t, const std::string& p, const std::string& suffix, int64_t n_ff, int64_t n_embd,
                  FfnWeights& w) {
   t.matrix(p + "ffn_gate" + suffix + ".weight", n_ff, n_embd, TensorRole::input, &w.gate);
@@ -358,7 +357,8 @@ void prefetch_next_layer(const MoeWeights& w, ForwardState& s) {
   int64_t n_pred = 0;
   for (int64_t e = 0; e < n_expert; ++e)
     if (s.predicted[e] != 0) s.active[n_pred++] = static_cast<int32_t>(e);
-  s.experts->prefetch(static_cast<uint32_t>(next), std::span<const int32_t>(s.active.data(), static_cast<size_t>(n_pred)));
+  s.experts->prefetch(static_cast<uint32_t>(next),
+                      std::span<const int32_t>(s.active.data(), static_cast<size_t>(n_pred)));
 }
 
 }  // namespace
@@ -373,7 +373,8 @@ void moe_ffn(const MoeWeights& w, ForwardState& s) {
   kernels::MatmulTask first[3] = {{w.router, s.xn.data(), n, s.router.data()}};
   size_t n_first = 1;
   if (latent) first[n_first++] = {w.routed_down, s.xn.data(), n, s.moe_latent.data()};
-  if (const kernels::MatrixView* next = next_router(w, s)) first[n_first++] = {*next, s.xn.data(), n, s.predict_logits.data()};
+  if (const kernels::MatrixView* next = next_router(w, s))
+    first[n_first++] = {*next, s.xn.data(), n, s.predict_logits.data()};
   kernels::matmul_group(first, n_first, *s.pool, s.mm);
   if (!w.router_bias.empty())
     for (int64_t t = 0; t < n; ++t) ops::add(&s.router[t * n_expert], w.router_bias.data(), n_expert);

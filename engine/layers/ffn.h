@@ -63,25 +63,25 @@ void gated_ffn(const FfnWeights& w, const float* in, int64_t m, float* a, float*
 //   out    = routed_up(rms_norm(sum of weight * expert) * routed_norm) + shared experts(x)
 // (the norm only with routed_norm).
 struct MoeWeights {
-  int64_t layer = -1;                  // block index: the expert cache's key (moe_tensors sets it from the table)
-  kernels::MatrixView router;          // [n_expert rows][n_embd]
-  std::vector<float> router_bias;      // ffn_gate_inp.bias [n_expert], or empty (gpt-oss)
+  int64_t layer = -1;              // block index: the expert cache's key (moe_tensors sets it from the table)
+  kernels::MatrixView router;      // [n_expert rows][n_embd]
+  std::vector<float> router_bias;  // ffn_gate_inp.bias [n_expert], or empty (gpt-oss)
   // Per-expert biases of the routed experts (gpt-oss's ffn_*_exps.bias), or
   // empty: [n_expert][n_ff_expert] for gate and up, [n_expert][width] for down.
   std::vector<float> gate_bias, up_bias, down_bias;
-  ExpertsView gate, up, down;          // [n_ff_expert][width], [width][n_ff_expert]: width = n_embd or the latent width
-  FfnActivation act;                   // the routed experts' activation
-  kernels::MatrixView routed_down;     // [latent][n_embd]; rows == 0: no latent projection
-  kernels::MatrixView routed_up;       // [n_embd][latent]
-  std::vector<float> routed_norm;      // [latent], or empty
-  float rms_eps = 1e-6f;               // for routed_norm
+  ExpertsView gate, up, down;       // [n_ff_expert][width], [width][n_ff_expert]: width = n_embd or the latent width
+  FfnActivation act;                // the routed experts' activation
+  kernels::MatrixView routed_down;  // [latent][n_embd]; rows == 0: no latent projection
+  kernels::MatrixView routed_up;    // [n_embd][latent]
+  std::vector<float> routed_norm;   // [latent], or empty
+  float rms_eps = 1e-6f;            // for routed_norm
   int64_t n_used = 0;
-  bool normalize_weights = true;       // renormalize the chosen experts' weights to sum to 1
+  bool normalize_weights = true;  // renormalize the chosen experts' weights to sum to 1
   ExpertGating gating = ExpertGating::softmax;
-  std::vector<float> selection_bias;   // exp_probs_b [n_expert], or empty
-  float weights_scale = 0.0f;          // expert_weights_scale; 0 and 1 leave the weights as they are
-  int64_t n_groups = 0;                // expert_group_count (<= 1: no group limit)
-  int64_t n_groups_used = 0;           // expert_group_used_count
+  std::vector<float> selection_bias;  // exp_probs_b [n_expert], or empty
+  float weights_scale = 0.0f;         // expert_weights_scale; 0 and 1 leave the weights as they are
+  int64_t n_groups = 0;               // expert_group_count (<= 1: no group limit)
+  int64_t n_groups_used = 0;          // expert_group_used_count
   // Hash routing (deepseek4's first layers): [n_vocab][n_used] expert ids per
   // token id (ffn_gate_tid2eid) instead of the top scores; the router still
   // weighs them. Empty: routed by score.
@@ -99,8 +99,8 @@ struct MoeWeights {
 // The router's optional tensors an architecture has, with their presence
 // (none: not the architecture's; the loader leaves such a tensor unused).
 struct MoeBiases {
-  std::optional<Presence> router;                         // ffn_gate_inp.bias (gpt-oss)
-  std::optional<Presence> selection = Presence::tolerated;  // exp_probs_b.bias
+  std::optional<Presence> router;                                   // ffn_gate_inp.bias (gpt-oss)
+  std::optional<Presence> selection = Presence::tolerated;          // exp_probs_b.bias
   static MoeBiases none() { return {std::nullopt, std::nullopt}; }  // the router alone (llama, qwen*)
 };
 // The table entries of layer prefix p's ("blk.N.") router and its biases,

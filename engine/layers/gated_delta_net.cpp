@@ -43,8 +43,9 @@ GdnShape gdn_shape(const Hparams& hp) {
 
 void check_gdn_layout(const TensorLoader& t, const std::string& p) {
   if (!t.has(p + "attn_qkv.weight") && t.has(p + "ssm_in.weight"))
-    bad_shape(p + "ssm_in.weight is the legacy interleaved q/k/v/z projection; re-convert the model with a current "
-                  "convert_hf_to_gguf.py (it writes attn_qkv and attn_gate)");
+    bad_shape(p +
+              "ssm_in.weight is the legacy interleaved q/k/v/z projection; re-convert the model with a current "
+              "convert_hf_to_gguf.py (it writes attn_qkv and attn_gate)");
 }
 
 void gdn_tensors(TensorTable& t, const std::string& p, const GdnShape& sh, int64_t n_embd, GdnWeights& w) {

@@ -37,8 +37,8 @@ namespace ns {
 struct GdnShape {
   int64_t n_v_head = 0, n_k_head = 0, head_dim = 0, d_conv = 0;
   float rms_eps = 1e-6f;
-  bool tiled_key_heads = false;  // qwen35moe's h % n_k; qwen3next's h / (n_v / n_k)
-  bool split_beta_alpha = false; // ssm_beta + ssm_alpha (qwen35moe) or one ssm_ba (qwen3next)
+  bool tiled_key_heads = false;   // qwen35moe's h % n_k; qwen3next's h / (n_v / n_k)
+  bool split_beta_alpha = false;  // ssm_beta + ssm_alpha (qwen35moe) or one ssm_ba (qwen3next)
 
   int64_t key_dim() const { return n_k_head * head_dim; }
   int64_t value_dim() const { return n_v_head * head_dim; }
@@ -47,10 +47,10 @@ struct GdnShape {
   int64_t conv_floats() const { return (d_conv - 1) * conv_dim(); }
   int64_t state_floats() const { return n_v_head * head_dim * head_dim; }
   // Per-token widths of the ForwardState buffers gdn_attention uses.
-  int64_t q_width() const { return conv_dim(); }         // s.q: q | k | v, o over v
-  int64_t k_width() const { return value_dim(); }        // s.k: z
-  int64_t v_width() const { return value_dim(); }        // s.v: the gated output
-  int64_t att_width() const { return 2 * n_v_head; }     // s.att: b | a rows, then beta | g
+  int64_t q_width() const { return conv_dim(); }      // s.q: q | k | v, o over v
+  int64_t k_width() const { return value_dim(); }     // s.k: z
+  int64_t v_width() const { return value_dim(); }     // s.v: the gated output
+  int64_t att_width() const { return 2 * n_v_head; }  // s.att: b | a rows, then beta | g
 };
 
 // From the ssm.* keys; throws ns::Error(bad_model) naming the key at fault.
@@ -59,15 +59,15 @@ struct GdnShape {
 GdnShape gdn_shape(const Hparams& hp);
 
 struct GdnWeights {
-  kernels::MatrixView qkv;        // [conv_dim][n_embd]
-  kernels::MatrixView z;          // [value_dim][n_embd]
-  std::vector<float> conv;        // [conv_dim][d_conv], oldest tap first
-  kernels::MatrixView ba;         // [2 n_v][n_embd] (qwen3next)
+  kernels::MatrixView qkv;          // [conv_dim][n_embd]
+  kernels::MatrixView z;            // [value_dim][n_embd]
+  std::vector<float> conv;          // [conv_dim][d_conv], oldest tap first
+  kernels::MatrixView ba;           // [2 n_v][n_embd] (qwen3next)
   kernels::MatrixView beta, alpha;  // [n_v][n_embd] each (qwen35moe)
-  std::vector<float> a;           // [n_v]: -exp(A_log)
-  std::vector<float> dt_bias;     // [n_v]
-  std::vector<float> norm;        // [S]
-  kernels::MatrixView out;        // [n_embd][value_dim]
+  std::vector<float> a;             // [n_v]: -exp(A_log)
+  std::vector<float> dt_bias;       // [n_v]
+  std::vector<float> norm;          // [S]
+  kernels::MatrixView out;          // [n_embd][value_dim]
 };
 
 // The table entries (spec/tensor_table.h) of layer prefix p ("blk.N."), in

@@ -37,8 +37,8 @@ namespace ns {
 
 struct KdaShape {
   int64_t n_head = 0, head_dim = 0, d_conv = 0;
-  float rms_eps = 1e-6f;                // the l2 norms and the output norm
-  bool lower_bound_gate = false;        // the sigmoid decay-gate form (kda.gate_lower_bound)
+  float rms_eps = 1e-6f;          // the l2 norms and the output norm
+  bool lower_bound_gate = false;  // the sigmoid decay-gate form (kda.gate_lower_bound)
   float gate_lower_bound = 0.0f;
 
   int64_t d_inner() const { return n_head * head_dim; }
@@ -46,7 +46,7 @@ struct KdaShape {
   int64_t conv_floats() const { return 3 * (d_conv - 1) * d_inner(); }
   int64_t state_floats() const { return n_head * head_dim * head_dim; }
   // Per-token widths of the ForwardState buffers kda_attention uses.
-  int64_t q_width() const { return d_inner(); }  // s.q, s.k, s.v each
+  int64_t q_width() const { return d_inner(); }                            // s.q, s.k, s.v each
   int64_t att_width() const { return 2 * d_inner() + head_dim + n_head; }  // s.att: g | g2 | low rank | beta
 };
 
@@ -58,17 +58,17 @@ inline int64_t kda_scratch_u16(const KdaShape& sh) { return delta_rule_scratch_u
 KdaShape kda_shape(const Hparams& hp);
 
 struct KdaWeights {
-  kernels::MatrixView wq, wk, wv;          // [d_inner][n_embd]
+  kernels::MatrixView wq, wk, wv;             // [d_inner][n_embd]
   std::vector<float> conv_q, conv_k, conv_v;  // [d_inner][d_conv], oldest tap first
-  kernels::MatrixView f_a, f_b;            // [S][n_embd], [d_inner][S]: the decay gate's low-rank projection,
-                                           // or f_a [d_inner][n_embd] alone (full rank; f_b.rows == 0)
-  kernels::MatrixView beta;                // [n_head][n_embd]
-  std::vector<float> a;                    // [n_head]: -exp(A_log)
-  std::vector<float> dt_bias;              // [d_inner]
-  kernels::MatrixView g_a, g_b;            // [S][n_embd], [d_inner][S]: output gate, low rank (kimi-linear)
-  kernels::MatrixView g;                   // [d_inner][n_embd]: output gate, full rank; rows == 0 if absent
-  std::vector<float> o_norm;               // [S]
-  kernels::MatrixView wo;                  // [n_embd][d_inner]
+  kernels::MatrixView f_a, f_b;               // [S][n_embd], [d_inner][S]: the decay gate's low-rank projection,
+                                              // or f_a [d_inner][n_embd] alone (full rank; f_b.rows == 0)
+  kernels::MatrixView beta;                   // [n_head][n_embd]
+  std::vector<float> a;                       // [n_head]: -exp(A_log)
+  std::vector<float> dt_bias;                 // [d_inner]
+  kernels::MatrixView g_a, g_b;               // [S][n_embd], [d_inner][S]: output gate, low rank (kimi-linear)
+  kernels::MatrixView g;                      // [d_inner][n_embd]: output gate, full rank; rows == 0 if absent
+  std::vector<float> o_norm;                  // [S]
+  kernels::MatrixView wo;                     // [n_embd][d_inner]
 };
 
 // How an architecture's converter writes the KDA tensors.

@@ -16,8 +16,8 @@ namespace ns {
 // "<layer>: metadata key '<arch>.<key>' is missing or 0" unless it is positive.
 inline int64_t required_key(const Hparams& hp, int64_t value, std::string_view key, std::string_view layer) {
   if (value <= 0)
-    throw Error(ErrorKind::bad_model, std::string(layer) + ": metadata key '" + hp.arch + "." + std::string(key) +
-                                          "' is missing or 0");
+    throw Error(ErrorKind::bad_model,
+                std::string(layer) + ": metadata key '" + hp.arch + "." + std::string(key) + "' is missing or 0");
   return value;
 }
 

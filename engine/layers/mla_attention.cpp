@@ -52,9 +52,7 @@ bool is_block_type(gguf::GgmlType t) {
 
 // Each thread's share of s.q16, in uint16s, a multiple of 64 bytes so the
 // block formats' float scales stay aligned.
-size_t thread_slot(const ForwardState& s) {
-  return (s.q16.size() / static_cast<size_t>(s.pool->size())) & ~size_t{31};
-}
+size_t thread_slot(const ForwardState& s) { return (s.q16.size() / static_cast<size_t>(s.pool->size())) & ~size_t{31}; }
 
 // y[t*y_ts + h*y_hs + r] = W_h[r] . x[t*x_ts + h*x_hs ..] for every head h
 // and each token t of `tokens`: each head's small matrix applied to its slice
@@ -122,7 +120,8 @@ void transpose_k_b(const kernels::MatrixView& kv_b, const MlaShape& sh, MlaWeigh
   const size_t head_bytes = static_cast<size_t>(kv_lora * nope) * elem;
   w.k_b_owned = std::make_unique<uint8_t[]>(head_bytes * static_cast<size_t>(sh.n_head));
   for (int64_t h = 0; h < sh.n_head; ++h)
-    transpose_rows(kv_b.type, static_cast<const uint8_t*>(kv_b.data) + static_cast<size_t>(h * per_head) * kv_b.row_stride,
+    transpose_rows(kv_b.type,
+                   static_cast<const uint8_t*>(kv_b.data) + static_cast<size_t>(h * per_head) * kv_b.row_stride,
                    kv_b.row_stride, nope, kv_lora, w.k_b_owned.get() + static_cast<size_t>(h) * head_bytes);
   w.k_b.type = type;
   w.k_b.data = w.k_b_owned.get();
@@ -148,11 +147,11 @@ MlaShape mla_shape(const Hparams& hp) {
   sh.qk_nope = k_head - sh.qk_rope;
   if (sh.kv_lora_rank <= 0) bad_shape("attention.kv_lora_rank is missing or 0");
   if (sh.qk_nope <= 0)
-    bad_shape("the key head size " + std::to_string(k_head) + " leaves no room beside " +
-              std::to_string(sh.qk_rope) + " rope dims (rope.dimension_count, attention.key_length[_mla])");
+    bad_shape("the key head size " + std::to_string(k_head) + " leaves no room beside " + std::to_string(sh.qk_rope) +
+              " rope dims (rope.dimension_count, attention.key_length[_mla])");
   if (hp.is_mla() && hp.head_dim != sh.kv_lora_rank + sh.qk_rope)
-    bad_shape("attention.key_length " + std::to_string(hp.head_dim) + " should be kv_lora_rank + rope dims = " +
-              std::to_string(sh.kv_lora_rank + sh.qk_rope));
+    bad_shape("attention.key_length " + std::to_string(hp.head_dim) +
+              " should be kv_lora_rank + rope dims = " + std::to_string(sh.kv_lora_rank + sh.qk_rope));
   sh.rms_eps = hp.rms_eps;
   sh.rope = rope_params(hp);
   // deepseek2 (YarnMscale::mscale_all_dim, its traits), as the reference: undo
@@ -314,13 +313,15 @@ constexpr int64_t kExpandMinBlock = 256;
 int64_t expand_group(const MlaShape& sh, const MlaWeights& w, int64_t keys, const ForwardState& s) {
   const int64_t kb = std::min(keys, kExpandMinBlock), kh = sh.k_head(), vh = sh.v_head;
   const bool split = w.kv_b.rows == 0;
-  const size_t k_b_t = split ? static_cast<size_t>(sh.n_head * sh.qk_nope * sh.kv_lora_rank) *
-                                   element_bytes(transposed_type(w.k_b.type))
-                             : 0;
+  const size_t k_b_t =
+      split ? static_cast<size_t>(sh.n_head * sh.qk_nope * sh.kv_lora_rank) * element_bytes(transposed_type(w.k_b.type))
+            : 0;
   if (s.xp_latents.size() < static_cast<size_t>(kb * sh.kv_lora_rank) || s.xp_k_b_t.size() < k_b_t ||
       s.xp_tasks.size() < static_cast<size_t>(2 * sh.n_head))
     return 0;
-  const auto fit = [](size_t have, int64_t per_head) { return static_cast<int64_t>(have / static_cast<size_t>(per_head)); };
+  const auto fit = [](size_t have, int64_t per_head) {
+    return static_cast<int64_t>(have / static_cast<size_t>(per_head));
+  };
   return std::min({sh.n_head, fit(s.xp_k16.size(), keys * kh), fit(s.xp_v16.size(), keys * vh),
                    fit(s.xp_kf.size(), kb * sh.qk_nope), fit(s.xp_vf.size(), kb * vh)});
 }
@@ -364,8 +365,9 @@ void expand_run(const MlaWeights& w, const MlaShape& sh, int64_t il, int64_t t0,
   const size_t kt_head = static_cast<size_t>(nope * kv_lora) * element_bytes(kt_type);
   const auto k_view = [&](int64_t h) -> kernels::MatrixView {
     if (fused)
-      return {w.kv_b.type, static_cast<const uint8_t*>(w.kv_b.data) + static_cast<size_t>(h * (nope + vh)) * w.kv_b.row_stride,
-              nope, kv_lora, w.kv_b.row_stride};
+      return {w.kv_b.type,
+              static_cast<const uint8_t*>(w.kv_b.data) + static_cast<size_t>(h * (nope + vh)) * w.kv_b.row_stride, nope,
+              kv_lora, w.kv_b.row_stride};
     return {kt_type, &s.xp_k_b_t[static_cast<size_t>(h) * kt_head], nope, kv_lora, kt_head / static_cast<size_t>(nope)};
   };
   float* c = s.xp_latents.data();
@@ -462,8 +464,8 @@ void attend_latent(const MlaWeights& w, const MlaShape& sh, int64_t il, ForwardS
       AttendSpan span;
       if (keep) span.keep = keep[t];
       const int64_t row = kv.k_dim();  // the latent, then the indexer's key when there is one
-      attend_one_head(q16, kv.k(il, s.seq[t], 0), row, kv.k(il, s.seq[t], 0), row, lw, kv_lora, s.pos[t],
-                      sh.kq_scale, &latent_out[qi * kv_lora], span);
+      attend_one_head(q16, kv.k(il, s.seq[t], 0), row, kv.k(il, s.seq[t], 0), row, lw, kv_lora, s.pos[t], sh.kq_scale,
+                      &latent_out[qi * kv_lora], span);
     });
     if (static_cast<int64_t>(absorbed.size()) == n) trace(s, "kqv", il, latent_out, n_head * kv_lora);
     per_head_product(w.v_b, latent_out, n_head * kv_lora, kv_lora, s.att.data(), v_width, sh.v_head, absorbed, s);
@@ -481,7 +483,7 @@ void attend_expanded(const MlaWeights& w, const MlaShape& sh, int64_t il, Forwar
   const int64_t n = s.n, n_head = sh.n_head, kv_lora = sh.kv_lora_rank, lw = sh.latent_width();
   const int64_t kh = sh.k_head(), vh = sh.v_head, kd = n_head * kh, vd = n_head * vh, per_head = sh.qk_nope + vh;
   SequenceState& kv = *s.seqs;
-  float* expanded = s.v.data();  // [t][n_head * (nope + v)]
+  float* expanded = s.v.data();    // [t][n_head * (nope + v)]
   for (int64_t t = 0; t < n; ++t)  // the latents, contiguous for the matmul
     std::memcpy(&s.q[t * kv_lora], &s.k[t * lw], sizeof(float) * static_cast<size_t>(kv_lora));
   kernels::matmul(w.kv_b, s.q.data(), n, expanded, *s.pool, s.mm);
@@ -503,8 +505,7 @@ void attend_expanded(const MlaWeights& w, const MlaShape& sh, int64_t il, Forwar
       const int64_t t = i / n_head, h = i % n_head;
       kernels::quantize_row(gguf::GgmlType::F16, &s.att[t * kd + h * kh], q16, kh);
       attend_one_head(q16, kv.k(il, s.seq[t], 0) + h * kh, kd, kv.v(il, s.seq[t], 0) + h * vh, vd, kh, vh, s.pos[t],
-                      sh.kq_scale,
-                      &att_out[t * vd + h * vh]);
+                      sh.kq_scale, &att_out[t * vd + h * vh]);
     }
   });
   apply_output_gate(w, sh, att_out, s.v.data(), s);

@@ -44,11 +44,11 @@ namespace ns {
 
 struct MlaShape {
   int64_t n_head = 0;
-  int64_t q_lora_rank = 0;   // 0: the query is one projection (wq)
+  int64_t q_lora_rank = 0;  // 0: the query is one projection (wq)
   int64_t kv_lora_rank = 0;
   int64_t qk_nope = 0, qk_rope = 0, v_head = 0;
-  float kq_scale = 0;        // softmax scale, YaRN's mscale^2 included
-  float rms_eps = 1e-6f;     // for the q_a and kv_a norms
+  float kq_scale = 0;     // softmax scale, YaRN's mscale^2 included
+  float rms_eps = 1e-6f;  // for the q_a and kv_a norms
   RopeParams rope;
   bool expanded_cache = false;  // fused attn_kv_b run as the reference does (see above)
   bool expand_prefill = false;  // long chunks may expand (mla_expand_run; ArchOptions::mla_expand_prefill)
@@ -64,31 +64,33 @@ struct MlaShape {
   // (engine/layers/dsa_indexer.h). 0: none.
   int64_t indexer_width = 0;
 
-  int64_t k_head() const { return qk_nope + qk_rope; }            // query/key head size before absorption
+  int64_t k_head() const { return qk_nope + qk_rope; }             // query/key head size before absorption
   int64_t latent_width() const { return kv_lora_rank + qk_rope; }  // one cached latent row
   // Per-token, per-layer KV cache widths.
   int64_t cache_k_width() const { return expanded_cache ? n_head * k_head() : latent_width() + indexer_width; }
-  int64_t cache_v_width() const { return expanded_cache ? n_head * v_head : 0; }  // latent: V is the K row's latent part
+  int64_t cache_v_width() const {
+    return expanded_cache ? n_head * v_head : 0;
+  }  // latent: V is the K row's latent part
 };
 
 // The shape and scales of a deepseek2 model, from its metadata.
 MlaShape mla_shape(const Hparams& hp);
 
 struct MlaWeights {
-  kernels::MatrixView wq;                  // [n_head * k_head][n_embd] (q_lora_rank == 0)
-  kernels::MatrixView wq_a, wq_b;          // [q_lora][n_embd], [n_head * k_head][q_lora]
-  std::vector<float> q_a_norm;             // [q_lora]
-  kernels::MatrixView wkv_a;               // [kv_lora + rope][n_embd]
-  std::vector<float> kv_a_norm;            // [kv_lora]
-  ExpertsView k_b;                         // per head [kv_lora rows][qk_nope cols] (latent path)
-  ExpertsView v_b;                         // per head [v_head rows][kv_lora cols]
-  kernels::MatrixView kv_b;                // fused files: [n_head * (qk_nope + v_head)][kv_lora]
-  kernels::MatrixView wo;                  // [n_embd][n_head * v_head]
+  kernels::MatrixView wq;          // [n_head * k_head][n_embd] (q_lora_rank == 0)
+  kernels::MatrixView wq_a, wq_b;  // [q_lora][n_embd], [n_head * k_head][q_lora]
+  std::vector<float> q_a_norm;     // [q_lora]
+  kernels::MatrixView wkv_a;       // [kv_lora + rope][n_embd]
+  std::vector<float> kv_a_norm;    // [kv_lora]
+  ExpertsView k_b;                 // per head [kv_lora rows][qk_nope cols] (latent path)
+  ExpertsView v_b;                 // per head [v_head rows][kv_lora cols]
+  kernels::MatrixView kv_b;        // fused files: [n_head * (qk_nope + v_head)][kv_lora]
+  kernels::MatrixView wo;          // [n_embd][n_head * v_head]
   // The output gate (attn_gate: kimi-k3, bailingmoe3): the attention output is
   // multiplied by sigmoid(gate · x), x the normed layer input, before wo.
   // rows == 0: none.
-  kernels::MatrixView gate;                // [n_head * v_head][n_embd], or [n_head][n_embd] (per_head_gate)
-  std::unique_ptr<uint8_t[]> k_b_owned;    // k_b transposed out of a fused attn_kv_b (k_b points here; move-only)
+  kernels::MatrixView gate;              // [n_head * v_head][n_embd], or [n_head][n_embd] (per_head_gate)
+  std::unique_ptr<uint8_t[]> k_b_owned;  // k_b transposed out of a fused attn_kv_b (k_b points here; move-only)
 };
 
 // Which key/value expansion a file carries: the split attn_k_b + attn_v_b

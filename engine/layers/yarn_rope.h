@@ -20,7 +20,7 @@
 namespace ns {
 
 struct RopeParams {
-  int64_t n_dims = 0;        // rotated dims per head (rope.dimension_count)
+  int64_t n_dims = 0;  // rotated dims per head (rope.dimension_count)
   RopeType type = RopeType::norm;
   float base = 10000.0f;
   float freq_scale = 1.0f;

@@ -39,8 +39,9 @@ std::string kv_pool_note(const SequenceState& st) {
            " sequences of at most " + std::to_string(st.n_ctx());
   if (st.n_sliding_layers() > 0)
     note += (note.empty() ? "" : "; ") + std::to_string(st.n_sliding_layers()) + " of " +
-            std::to_string(st.n_attention_layers()) + " layers sliding-window: " +
-            std::to_string(st.sliding_bytes_per_sequence() >> 10) + " KiB a sequence whatever the context";
+            std::to_string(st.n_attention_layers()) +
+            " layers sliding-window: " + std::to_string(st.sliding_bytes_per_sequence() >> 10) +
+            " KiB a sequence whatever the context";
   if (st.n_spare() > 0)
     note += (note.empty() ? "" : "; ") + std::to_string(st.n_spare()) + " prefix-cache snapshots (rows from the pool)";
   return note;
@@ -82,12 +83,12 @@ Candidate weigh(const FitInputs& in, const ModelOptions& opts, int64_t n_seq, in
   if (c.refusal.empty() && in.address_space) {
     const uint64_t kv = st.attention_bytes() + st.recurrent_bytes(), buffers = activation + c.scratch;
     if (kv + buffers > in.address_space->left()) {
-      c.refusal = does_not_fit(in.path, n_ctx, n_seq, tokens,
-                               "its KV cache (" + format_size(kv) + ", " + std::to_string(st.pool_rows()) +
-                                   " tokens) and buffers (" + format_size(buffers) + ") need " +
-                                   format_size(kv + buffers) + " of address space, and this process may map " +
-                                   format_size(in.address_space->left()) + " more (ulimit -v " +
-                                   format_size(in.address_space->limit) + ")");
+      c.refusal =
+          does_not_fit(in.path, n_ctx, n_seq, tokens,
+                       "its KV cache (" + format_size(kv) + ", " + std::to_string(st.pool_rows()) +
+                           " tokens) and buffers (" + format_size(buffers) + ") need " + format_size(kv + buffers) +
+                           " of address space, and this process may map " + format_size(in.address_space->left()) +
+                           " more (ulimit -v " + format_size(in.address_space->limit) + ")");
     }
   }
   return c;
@@ -102,8 +103,8 @@ int64_t prefill_chunk_tokens(uint64_t memory_budget, uint64_t bytes_per_token) {
 
 std::string does_not_fit(const std::string& path, int64_t n_ctx, int64_t n_seq, int64_t tokens,
                          const std::string& what) {
-  return path + ": a context of " + std::to_string(n_ctx) + " tokens for " + std::to_string(n_seq) +
-         " sequence(s), " + std::to_string(tokens) + " tokens a forward pass, does not fit in memory: " + what +
+  return path + ": a context of " + std::to_string(n_ctx) + " tokens for " + std::to_string(n_seq) + " sequence(s), " +
+         std::to_string(tokens) + " tokens a forward pass, does not fit in memory: " + what +
          ". Set a smaller `context` (--context; 0 is the model's own length) or `max_batch`, or give the process "
          "more memory (ulimit -v / LimitAS=, MemoryMax=) and a `memory_budget` that plans within it";
 }
@@ -154,8 +155,10 @@ FitPlan plan_fit(const FitInputs& in, const ModelOptions& opts) {
       pool = next;
     }
     if (!eo.fewer_sequences || n_seq <= 1) return p;
-    p.why.push_back("a batch of " + std::to_string(n_seq) + " sequences does not fit even with the smallest KV pool; "
-                    "trying " + std::to_string(n_seq / 2));
+    p.why.push_back("a batch of " + std::to_string(n_seq) +
+                    " sequences does not fit even with the smallest KV pool; "
+                    "trying " +
+                    std::to_string(n_seq / 2));
   }
 }
 

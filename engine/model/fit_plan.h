@@ -38,31 +38,31 @@ struct ModelOptions;
 // What plan_fit weighs: the file's header (hparams, tensors), what the
 // architecture asks per token and per context, and the process around it.
 struct FitInputs {
-  std::string path;                          // for messages
+  std::string path;  // for messages
   const Hparams* hp = nullptr;
-  BufferSizes buffers;                       // Architecture::buffer_sizes()
+  BufferSizes buffers;  // Architecture::buffer_sizes()
   // ForwardState's buffers and the batch list for forward passes of `tokens` (Model::load's list of them).
   std::function<uint64_t(int64_t tokens)> activation_bytes;
   // Architecture::context_scratch(keys, queries, nullptr): scratch bytes that grow with the context.
   std::function<uint64_t(int64_t keys, int64_t queries)> context_scratch;
-  std::span<const gguf::TensorInfo> resident;  // the ones the model reads, less the routed stacks
-  stream::ExpertLayout layout;                 // the routed stacks (Model::routed_tensors())
-  uint64_t overhead_bytes = 0;                // the process before its buffers (RSS less repacked copies)
-  uint64_t repacked_bytes = 0;                // resident matrices held repacked (stream::BudgetInputs)
-  uint64_t memory_budget = 0;                 // resolved: ModelOptions' or the machine's (never 0 here)
-  std::string budget_source;                  // where a default budget came from; empty: set explicitly
+  std::span<const gguf::TensorInfo> resident;         // the ones the model reads, less the routed stacks
+  stream::ExpertLayout layout;                        // the routed stacks (Model::routed_tensors())
+  uint64_t overhead_bytes = 0;                        // the process before its buffers (RSS less repacked copies)
+  uint64_t repacked_bytes = 0;                        // resident matrices held repacked (stream::BudgetInputs)
+  uint64_t memory_budget = 0;                         // resolved: ModelOptions' or the machine's (never 0 here)
+  std::string budget_source;                          // where a default budget came from; empty: set explicitly
   std::optional<stream::AddressSpace> address_space;  // RLIMIT_AS, when there is one and buffers will be mapped
 };
 
 struct FitPlan {
   bool fits = false;
-  int64_t context = 0;          // the longest sequence (EngineOptions::context resolved)
-  int64_t sequences = 0;        // decoded together: at most sequences_asked
-  int64_t sequences_asked = 0;  // EngineOptions::max_sequences
-  int64_t kv_tokens = 0;        // the KV pool's rows all sequences share: at most sequences x context
-  int64_t prefill_chunk = 0;    // tokens per forward pass (ForwardState::max_batch): at least sequences
-  uint64_t activation_bytes = 0;     // ForwardState's buffers and the batch list, for prefill_chunk tokens
-  uint64_t context_scratch_bytes = 0;  // the scratch for the longest sequence this pool admits
+  int64_t context = 0;                       // the longest sequence (EngineOptions::context resolved)
+  int64_t sequences = 0;                     // decoded together: at most sequences_asked
+  int64_t sequences_asked = 0;               // EngineOptions::max_sequences
+  int64_t kv_tokens = 0;                     // the KV pool's rows all sequences share: at most sequences x context
+  int64_t prefill_chunk = 0;                 // tokens per forward pass (ForwardState::max_batch): at least sequences
+  uint64_t activation_bytes = 0;             // ForwardState's buffers and the batch list, for prefill_chunk tokens
+  uint64_t context_scratch_bytes = 0;        // the scratch for the longest sequence this pool admits
   std::optional<stream::BudgetPlan> budget;  // the breakdown; none in io_mode mmap (nothing is planned)
   // Why the choice is smaller than asked, one line a step ("a KV pool of N tokens does not fit the memory
   // budget; trying M", "a batch of N sequences does not fit ..."); empty when the first candidate fit.

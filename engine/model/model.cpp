@@ -68,9 +68,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
   head_tensors(head, hp, tied_output, &m->token_embd_, &m->output_norm_, &m->output_);
   head.load(t);
   if (tied_output) m->output_ = m->token_embd_;
-  m->arch_ = make_architecture(hp, t,
-                               {.mla_expanded_cache = opts.engine.mla_expanded_cache,
-                                .mla_expand_prefill = opts.tuning.mla_expand_prefill});
+  m->arch_ = make_architecture(
+      hp, t,
+      {.mla_expanded_cache = opts.engine.mla_expanded_cache, .mla_expand_prefill = opts.tuning.mla_expand_prefill});
   // The multi-token-prediction blocks after the last layer (nextn_predict_layers)
   // serve speculative decoding, which nightshift does not do: like the
   // reference's graph, the forward pass never reaches them, so they are neither
@@ -79,7 +79,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     const size_t n = t.skip("blk." + std::to_string(il) + ".");
     spdlog::info("{}: block {} is a NextN (multi-token prediction) block: its {} tensors are not loaded", path, il, n);
   }
-  for (const auto& name : t.unused()) spdlog::warn("{}: tensor '{}' is not used by the {} architecture", path, name, hp.arch);
+  for (const auto& name : t.unused())
+    spdlog::warn("{}: tensor '{}' is not used by the {} architecture", path, name, hp.arch);
   m->tensors_ = t.used_tensors();
   m->routed_ = t.routed_tensors();  // the table's routed roles: streamed; the rest resident
   m->resident_ = t.resident_tensors();
@@ -93,8 +94,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
 
   const EngineOptions& eo = opts.engine;
   if (eo.context > hp.n_ctx_train)
-    spdlog::warn("{}: context {} is longer than the model was trained for ({}): positions past it are "
-                 "extrapolation", path, eo.context, hp.n_ctx_train);
+    spdlog::warn(
+        "{}: context {} is longer than the model was trained for ({}): positions past it are "
+        "extrapolation",
+        path, eo.context, hp.n_ctx_train);
   const BufferSizes bs = m->arch_->buffer_sizes();
   // The memory plan's "overhead": RSS less the repacked copies, which the
   // plan counts as resident weights (their mapped pages were dropped).
@@ -141,8 +144,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     n_ctx = fit.context;
     n_seq = fit.sequences;
     B = fit.prefill_chunk;
-    if (eo.max_batch_tokens <= 0)
-      spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
+    if (eo.max_batch_tokens <= 0) spdlog::info("prefill chunk: {} tokens per forward pass (from the memory budget)", B);
 
     ForwardState& s = m->state_;
     size_forward_state({&hp, bs, B, threads, predict}, &s);
@@ -152,8 +154,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
     s.routing_observer = &m->routing_observer_;
     s.trace_observer = &m->trace_observer_;
     // The KV pool (sequence_state.h); a job needing more rows than the pool is refused at add.
-    m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false,
-                                               fit.kv_tokens, std::max<int64_t>(0, eo.prefix_cache));
+    m->seqs_ = std::make_unique<SequenceState>(hp.n_layer, n_seq, n_ctx, bs.cache, B, /*allocate=*/false, fit.kv_tokens,
+                                               std::max<int64_t>(0, eo.prefix_cache));
     m->streaming_ = setup_streaming(f, m->routed_, eo, opts.plan_only, opts.tuning, fit.budget);
     if (m->seqs_->pool_rows() < n_seq * n_ctx)
       spdlog::info("KV pool: {} tokens shared by {} sequence(s) of at most {} (the memory budget holds no more)",
@@ -175,7 +177,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& 
 void Model::forward(std::span<const int32_t> tokens, int64_t pos0, bool all_logits, std::vector<float>& logits) {
   single_.clear();
   for (size_t t = 0; t < tokens.size(); ++t)
-    single_.push_back({tokens[t], 0, static_cast<int32_t>(pos0 + static_cast<int64_t>(t)), all_logits || t + 1 == tokens.size()});
+    single_.push_back(
+        {tokens[t], 0, static_cast<int32_t>(pos0 + static_cast<int64_t>(t)), all_logits || t + 1 == tokens.size()});
   forward_batch(single_, logits);
 }
 
@@ -183,8 +186,8 @@ void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>&
   ForwardState& s = state_;
   const int64_t n = static_cast<int64_t>(batch.size()), d = hp_.n_embd;
   if (n <= 0 || n > s.max_batch)
-    throw Error(ErrorKind::internal, "forward: a batch of " + std::to_string(n) + " tokens (at most " +
-                                         std::to_string(s.max_batch) + ")");
+    throw Error(ErrorKind::internal,
+                "forward: a batch of " + std::to_string(n) + " tokens (at most " + std::to_string(s.max_batch) + ")");
   s.n = n;
   const size_t embd_row = token_embd_.row_stride;
   int64_t rows = 0;
@@ -195,9 +198,9 @@ void Model::forward_batch(std::span<const BatchToken> batch, std::vector<float>&
                                                 std::to_string(hp_.n_vocab - 1) + ")");
     if (b.seq < 0 || b.seq >= n_seq() || b.pos < 0 || b.pos >= seqs_->seq_rows(b.seq))
       throw Error(ErrorKind::internal, "forward: sequence " + std::to_string(b.seq) + " position " +
-                                           std::to_string(b.pos) + " is outside the KV cache (" + std::to_string(n_seq()) +
-                                           " sequences of " + std::to_string(n_ctx()) + ", this one holds " +
-                                           std::to_string(seqs_->seq_rows(b.seq)) + " rows)");
+                                           std::to_string(b.pos) + " is outside the KV cache (" +
+                                           std::to_string(n_seq()) + " sequences of " + std::to_string(n_ctx()) +
+                                           ", this one holds " + std::to_string(seqs_->seq_rows(b.seq)) + " rows)");
     s.seq[static_cast<size_t>(t)] = b.seq;
     s.pos[static_cast<size_t>(t)] = b.pos;
     s.tok[static_cast<size_t>(t)] = b.token;

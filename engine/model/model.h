@@ -140,7 +140,7 @@ class Model {
   FitPlan fit_;
   std::unique_ptr<ThreadPool> pool_;
   ForwardState state_;
-  std::vector<BatchToken> single_;  // forward()'s batch, reused
+  std::vector<BatchToken> single_;    // forward()'s batch, reused
   RoutingObserver routing_observer_;  // state_.routing_observer points here
   TraceObserver trace_observer_;      // state_.trace_observer points here
   uint64_t n_params_ = 0;

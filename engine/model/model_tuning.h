@@ -16,7 +16,7 @@ struct ModelTuning {
   // and the first two guesses are right most often (docs/performance.md,
   // "Expert prefetch width").
   uint32_t prefetch_per_token = 2;
-  uint32_t max_cache_experts = 0;  // 0: as many as the plan allows; else at most this many
+  uint32_t max_cache_experts = 0;   // 0: as many as the plan allows; else at most this many
   bool mla_expand_prefill = false;  // ArchOptions::mla_expand_prefill (engine/arch/architecture.h)
 };
 

@@ -48,16 +48,14 @@ stream::StreamStats WeightStreaming::stats() const {
 }
 
 std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> routed,
-                                                 const EngineOptions& opts, bool plan_only,
-                                                 const ModelTuning& tuning,
+                                                 const EngineOptions& opts, bool plan_only, const ModelTuning& tuning,
                                                  const std::optional<stream::BudgetPlan>& plan) {
   const stream::CachePolicy policy =
       opts.cache_policy == CachePolicy::lru ? stream::CachePolicy::lru : stream::CachePolicy::lfu;
   auto ws = std::make_unique<WeightStreaming>();
   ws->layout = stream::ExpertLayout::from_tensors(routed, f.path());
   if (opts.io_mode == IoMode::mmap) {
-    spdlog::info("{}: io_mode mmap: weights are read through the page cache; memory_budget is not enforced",
-                 f.path());
+    spdlog::info("{}: io_mode mmap: weights are read through the page cache; memory_budget is not enforced", f.path());
     return ws;
   }
 

@@ -70,8 +70,7 @@ struct WeightStreaming {
 // carries but the model skips (NextN blocks) are neither streamed nor counted.
 // `plan`: FitPlan::budget (none in io_mode mmap).
 std::unique_ptr<WeightStreaming> setup_streaming(const gguf::GgufSet& f, std::span<const gguf::TensorInfo> routed,
-                                                 const EngineOptions& opts, bool plan_only,
-                                                 const ModelTuning& tuning,
+                                                 const EngineOptions& opts, bool plan_only, const ModelTuning& tuning,
                                                  const std::optional<stream::BudgetPlan>& plan);
 
 // Points s at the cache and, for prediction, at `routers`: one per block, the

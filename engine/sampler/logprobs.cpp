@@ -143,8 +143,10 @@ std::vector<ChoiceLogprobs> decode_logprobs(const std::string& text, TokenPieces
   size_t at = 0;
   const uint32_t k = get_u32(bytes, at);
   const uint32_t n = get_u32(bytes, at);
-  if (k > static_cast<uint32_t>(kMaxTopLogprobs)) throw std::invalid_argument("logprobs record with top_logprobs " + std::to_string(k));
-  if (n > (bytes.size() - at) / 4) throw std::invalid_argument("logprobs record claims " + std::to_string(n) + " choices");
+  if (k > static_cast<uint32_t>(kMaxTopLogprobs))
+    throw std::invalid_argument("logprobs record with top_logprobs " + std::to_string(k));
+  if (n > (bytes.size() - at) / 4)
+    throw std::invalid_argument("logprobs record claims " + std::to_string(n) + " choices");
   out.resize(n);
   for (ChoiceLogprobs& c : out) {
     c.k = static_cast<int32_t>(k);
@@ -168,7 +170,8 @@ std::vector<ChoiceLogprobs> decode_logprobs(const std::string& text, TokenPieces
       at += len;
     }
   }
-  if (at != bytes.size()) throw std::invalid_argument("logprobs record has " + std::to_string(bytes.size() - at) + " bytes left over");
+  if (at != bytes.size())
+    throw std::invalid_argument("logprobs record has " + std::to_string(bytes.size() - at) + " bytes left over");
   return out;
 }
 

@@ -77,8 +77,8 @@ Sampler::Sampler(const SamplingParams& params, int32_t vocab_size)
   if (const std::string problem = params.validate(); !problem.empty())
     throw Error(ErrorKind::invalid_input, "sampling parameters: " + problem);
   if (vocab_size < 1)
-    throw Error(ErrorKind::bad_model, "vocabulary size " + std::to_string(vocab_size) +
-                                          ": a sampler needs at least one token");
+    throw Error(ErrorKind::bad_model,
+                "vocabulary size " + std::to_string(vocab_size) + ": a sampler needs at least one token");
   candidates_.resize(static_cast<size_t>(vocab_size));
   penalised_.assign(static_cast<size_t>(vocab_size), 0);
 }
@@ -103,8 +103,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   return kept[0].id;
 }
 
-std::span<const TokenProb> Sampler::distribution(std::span<float> logits,
-                                                 std::span<const int32_t> history) {
+std::span<const TokenProb> Sampler::distribution(std::span<float> logits, std::span<const int32_t> history) {
   if (logits.size() != static_cast<size_t>(vocab_size_))
     throw Error(ErrorKind::internal, "logits row has " + std::to_string(logits.size()) +
                                          " entries for a vocabulary of " + std::to_string(vocab_size_));
@@ -136,8 +135,8 @@ void Sampler::apply_repeat_penalty(std::span<float> logits, std::span<const int3
   const auto window = history.last(std::min(history.size(), static_cast<size_t>(repeat_last_n_)));
   for (const int32_t t : window)
     if (t < 0 || t >= vocab_size_)
-      throw Error(ErrorKind::internal, "history token " + std::to_string(t) +
-                                           " is outside the vocabulary of " + std::to_string(vocab_size_));
+      throw Error(ErrorKind::internal, "history token " + std::to_string(t) + " is outside the vocabulary of " +
+                                           std::to_string(vocab_size_));
   for (const int32_t t : window) {
     if (penalised_[t]) continue;
     penalised_[t] = 1;
@@ -153,7 +152,7 @@ size_t Sampler::keep_argmax(std::span<const float> logits) {
   for (size_t i = 0; i < logits.size(); ++i) {
     const float l = logits[i];
     if (!(l < kInf)) throw_bad_logit(i, l);  // NaN or +inf
-    if (l > best_logit) {  // strict: the first (lowest id) of equal maxima stays
+    if (l > best_logit) {                    // strict: the first (lowest id) of equal maxima stays
       best = i;
       best_logit = l;
     }

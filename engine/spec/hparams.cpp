@@ -37,7 +37,9 @@ void read_swiglu_clamps(const gguf::GgufFile& f, const std::string& a, Hparams& 
 
 namespace {
 
-[[noreturn]] void bad(const gguf::GgufFile& f, const std::string& key, const std::string& why) { bad_hparam(f, key, why); }
+[[noreturn]] void bad(const gguf::GgufFile& f, const std::string& key, const std::string& why) {
+  bad_hparam(f, key, why);
+}
 
 int64_t positive(const gguf::GgufFile& f, const std::string& key, uint64_t max = 1ull << 31) {
   const uint64_t v = f.get_u64(key);
@@ -69,20 +71,22 @@ void read_moe_routing(const gguf::GgufFile& f, const std::string& a, const ArchT
   }
   h.expert_weights_norm = f.get_bool_or(a + keys::expert_weights_norm, false);
   h.expert_weights_scale = static_cast<float>(f.get_f64_or(a + keys::expert_weights_scale, 0.0));
-  if (!(h.expert_weights_scale >= 0 && h.expert_weights_scale < 1e6)) bad(f, a + keys::expert_weights_scale, "must be in [0, 1e6)");
+  if (!(h.expert_weights_scale >= 0 && h.expert_weights_scale < 1e6))
+    bad(f, a + keys::expert_weights_scale, "must be in [0, 1e6)");
   h.n_expert_groups = optional_count(f, a + keys::expert_group_count, static_cast<uint64_t>(h.n_expert));
   h.n_group_used = optional_count(f, a + keys::expert_group_used_count, static_cast<uint64_t>(h.n_expert));
   if (h.n_expert_groups > 1) {
     const std::string g = a + keys::expert_group_count;
     if (h.n_expert % h.n_expert_groups != 0)
-      bad(f, g, "(" + std::to_string(h.n_expert_groups) + ") must divide expert_count (" + std::to_string(h.n_expert) + ")");
+      bad(f, g,
+          "(" + std::to_string(h.n_expert_groups) + ") must divide expert_count (" + std::to_string(h.n_expert) + ")");
     if (h.n_expert_groups > 1024) bad(f, g, "is " + std::to_string(h.n_expert_groups) + ", at most 1024 supported");
     if (h.n_group_used < 1 || h.n_group_used > h.n_expert_groups)
-      bad(f, a + keys::expert_group_used_count, "must be between 1 and expert_group_count (" +
-                                                std::to_string(h.n_expert_groups) + ")");
+      bad(f, a + keys::expert_group_used_count,
+          "must be between 1 and expert_group_count (" + std::to_string(h.n_expert_groups) + ")");
     if (h.n_group_used * (h.n_expert / h.n_expert_groups) < h.n_expert_used)
-      bad(f, a + keys::expert_group_used_count, "leaves fewer experts to choose from than expert_used_count (" +
-                                                std::to_string(h.n_expert_used) + ")");
+      bad(f, a + keys::expert_group_used_count,
+          "leaves fewer experts to choose from than expert_used_count (" + std::to_string(h.n_expert_used) + ")");
   }
 }
 
@@ -99,8 +103,8 @@ void read_rope_scaling(const gguf::GgufFile& f, const std::string& a, Hparams& h
   } else {
     bad(f, a + keys::rope_scaling_type, "'" + scaling + "' is not supported (supported: none, linear, yarn)");
   }
-  h.rope_n_ctx_orig = static_cast<int64_t>(f.get_u64_or(a + keys::rope_scaling_original_context_length,
-                                                        static_cast<uint64_t>(h.n_ctx_train)));
+  h.rope_n_ctx_orig = static_cast<int64_t>(
+      f.get_u64_or(a + keys::rope_scaling_original_context_length, static_cast<uint64_t>(h.n_ctx_train)));
   h.rope_attn_factor = static_cast<float>(f.get_f64_or(a + keys::rope_scaling_attn_factor, 1.0));
   h.yarn_ext_factor = static_cast<float>(
       f.get_f64_or(a + keys::rope_scaling_yarn_ext_factor, h.rope_scaling == RopeScaling::yarn ? 1.0 : 0.0));
@@ -109,7 +113,8 @@ void read_rope_scaling(const gguf::GgufFile& f, const std::string& a, Hparams& h
   h.yarn_log_mul = static_cast<float>(f.get_f64_or(a + keys::rope_scaling_yarn_log_multiplier, 0.0));
   if (h.rope_scaling == RopeScaling::yarn && h.rope_n_ctx_orig <= 0)
     bad(f, a + keys::rope_scaling_original_context_length, "must be positive for YaRN");
-  if (!(h.yarn_ext_factor >= 0 && h.yarn_ext_factor <= 1)) bad(f, a + keys::rope_scaling_yarn_ext_factor, "must be in [0, 1]");
+  if (!(h.yarn_ext_factor >= 0 && h.yarn_ext_factor <= 1))
+    bad(f, a + keys::rope_scaling_yarn_ext_factor, "must be in [0, 1]");
 }
 
 // Multi-head latent attention ranks and head sizes (deepseek2).
@@ -137,13 +142,15 @@ void read_head_count_kv(const gguf::GgufFile& f, const std::string& a, Hparams& 
     const std::vector<int32_t> per_layer = f.get_i32_array(key);
     const int64_t blocks = h.n_layer + h.n_layer_nextn;
     if (static_cast<int64_t>(per_layer.size()) != blocks)
-      bad(f, key, "has " + std::to_string(per_layer.size()) + " entries, expected one per block (" +
-                      std::to_string(blocks) + ")");
+      bad(f, key,
+          "has " + std::to_string(per_layer.size()) + " entries, expected one per block (" + std::to_string(blocks) +
+              ")");
     for (size_t il = 0; il < per_layer.size(); ++il) {
       const int32_t n = per_layer[il];
       if (n < 0 || n > 4096 || (n > 0 && h.n_head % n != 0))
-        bad(f, key, "entry " + std::to_string(il) + " is " + std::to_string(n) +
-                        ", expected 0 (a recurrent layer) or a divisor of head_count (" + std::to_string(h.n_head) + ")");
+        bad(f, key,
+            "entry " + std::to_string(il) + " is " + std::to_string(n) +
+                ", expected 0 (a recurrent layer) or a divisor of head_count (" + std::to_string(h.n_head) + ")");
       h.n_head_kv_layers.push_back(n);
       h.n_head_kv = std::max<int64_t>(h.n_head_kv, n);
     }
@@ -184,8 +191,9 @@ void read_sliding_window(const gguf::GgufFile& f, const std::string& a, const Ar
   const gguf::Value* v = f.find(key);
   if (v != nullptr && v->type == gguf::ValueType::ARRAY) {
     if (static_cast<int64_t>(v->arr.size()) != h.n_layer)
-      bad(f, key, "has " + std::to_string(v->arr.size()) + " entries, expected one per layer (" +
-                      std::to_string(h.n_layer) + ")");
+      bad(f, key,
+          "has " + std::to_string(v->arr.size()) + " entries, expected one per layer (" + std::to_string(h.n_layer) +
+              ")");
     for (const gguf::Value& e : v->arr) {
       if (e.type != gguf::ValueType::BOOL && !e.is_integer()) bad(f, key, "should be an array of booleans");
       h.swa_layers.push_back(e.u != 0 || e.i != 0);
@@ -197,8 +205,7 @@ void read_sliding_window(const gguf::GgufFile& f, const std::string& a, const Ar
   if (v == nullptr && traits.default_swa_period == 0) return;
   const uint64_t n = v != nullptr ? f.get_u64(key) : static_cast<uint64_t>(traits.default_swa_period);
   if (n > static_cast<uint64_t>(h.n_layer)) bad(f, key, "is " + std::to_string(n) + ", more than block_count");
-  for (int64_t il = 0; il < h.n_layer; ++il)
-    h.swa_layers.push_back(n == 0 || static_cast<uint64_t>(il) % n < n - 1);
+  for (int64_t il = 0; il < h.n_layer; ++il) h.swa_layers.push_back(n == 0 || static_cast<uint64_t>(il) % n < n - 1);
 }
 
 }  // namespace
@@ -214,7 +221,8 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   h.n_layer -= h.n_layer_nextn;
   h.n_head = positive(f, a + keys::attention_head_count, 4096);
   read_head_count_kv(f, a, h);
-  h.head_dim = f.has(a + keys::attention_key_length) ? positive(f, a + keys::attention_key_length, 1 << 16) : h.n_embd / h.n_head;
+  h.head_dim = f.has(a + keys::attention_key_length) ? positive(f, a + keys::attention_key_length, 1 << 16)
+                                                     : h.n_embd / h.n_head;
   if (h.head_dim == 0) bad(f, a + keys::attention_head_count, "is larger than embedding_length");
   h.head_dim_v =
       f.has(a + keys::attention_value_length) ? positive(f, a + keys::attention_value_length, 1 << 16) : h.head_dim;
@@ -222,16 +230,18 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   const uint64_t context_length = f.get_u64_or(a + keys::context_length, 2048);
   // Larger is no model's length, and would wrap the KV cache's arithmetic
   // (a length up to this one is sized, and refused by the memory plan).
-  if (context_length > (uint64_t{1} << 40)) bad(f, a + keys::context_length, "is " + std::to_string(context_length) + "; at most 2^40 supported");
+  if (context_length > (uint64_t{1} << 40))
+    bad(f, a + keys::context_length, "is " + std::to_string(context_length) + "; at most 2^40 supported");
   h.n_ctx_train = static_cast<int64_t>(context_length);
   h.n_expert = static_cast<int64_t>(f.get_u64_or(a + keys::expert_count, 0));
   if (h.n_expert > 0) {
-    if (h.n_expert > (1 << 16)) bad(f, a + keys::expert_count, "is " + std::to_string(h.n_expert) + ", at most 65536 supported");
+    if (h.n_expert > (1 << 16))
+      bad(f, a + keys::expert_count, "is " + std::to_string(h.n_expert) + ", at most 65536 supported");
     h.n_expert_used = positive(f, a + keys::expert_used_count, static_cast<uint64_t>(h.n_expert));
     const std::string ff_expert = a + keys::expert_feed_forward_length;
-    h.n_ff_expert = f.has(ff_expert)       ? positive(f, ff_expert, 1 << 24)
-                    : traits.split_n_ff    ? h.n_ff / h.n_expert_used
-                                           : h.n_ff;
+    h.n_ff_expert = f.has(ff_expert)    ? positive(f, ff_expert, 1 << 24)
+                    : traits.split_n_ff ? h.n_ff / h.n_expert_used
+                                        : h.n_ff;
     if (h.n_ff_expert <= 0)
       bad(f, a + keys::expert_feed_forward_length, "is missing and feed_forward_length does not give an expert size");
     read_moe_routing(f, a, traits, h);
@@ -240,8 +250,9 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   if (!(h.rms_eps > 0 && h.rms_eps < 1)) bad(f, a + keys::attention_layer_norm_rms_epsilon, "must be in (0, 1)");
   h.rope_dim = static_cast<int64_t>(f.get_u64_or(a + keys::rope_dimension_count, static_cast<uint64_t>(h.head_dim)));
   if (h.rope_dim <= 0 || h.rope_dim > h.head_dim || h.rope_dim % 2)
-    bad(f, a + keys::rope_dimension_count, "is " + std::to_string(h.rope_dim) + ", expected an even number up to the head size " +
-                                           std::to_string(h.head_dim));
+    bad(f, a + keys::rope_dimension_count,
+        "is " + std::to_string(h.rope_dim) + ", expected an even number up to the head size " +
+            std::to_string(h.head_dim));
   h.rope_base = static_cast<float>(f.get_f64_or(a + keys::rope_freq_base, 10000.0));
   if (!(h.rope_base > 1)) bad(f, a + keys::rope_freq_base, "must be greater than 1");
   read_rope_scaling(f, a, h);
@@ -252,8 +263,9 @@ Hparams Hparams::from_gguf(const gguf::GgufFile& f, const ArchTraits& traits) {
   if (h.rope_type != RopeType::imrope && f.has(a + keys::rope_dimension_sections)) {
     const std::vector<int32_t> sec = f.get_i32_array(a + keys::rope_dimension_sections);
     if (sec.size() >= 2 && sec[0] > 0 && sec[1] > 0)
-      bad(f, a + keys::rope_dimension_sections, "asks for multimodal RoPE (M-RoPE), which is not supported; "
-                                            "use a text-only conversion of the model");
+      bad(f, a + keys::rope_dimension_sections,
+          "asks for multimodal RoPE (M-RoPE), which is not supported; "
+          "use a text-only conversion of the model");
   }
   read_mla(f, a, h);
   read_kda(f, a, h);

@@ -54,18 +54,18 @@ struct ArchTraits {
 };
 
 struct Hparams {
-  std::string arch;             // general.architecture
-  std::string name;             // general.name
+  std::string arch;  // general.architecture
+  std::string name;  // general.name
   int64_t n_vocab = 0;
-  int64_t n_ctx_train = 0;      // context_length
-  int64_t n_embd = 0;           // embedding_length
+  int64_t n_ctx_train = 0;  // context_length
+  int64_t n_embd = 0;       // embedding_length
   // The layers that run: block_count minus the trailing multi-token-prediction
   // blocks (nextn_predict_layers: glm4moe, qwen3next, qwen35moe), which the
   // reference's graph also leaves out.
   int64_t n_layer = 0;
-  int64_t n_layer_nextn = 0;    // nextn_predict_layers: blocks n_layer.. are NextN (MTP) blocks, never loaded
-  int64_t n_head = 0;           // attention.head_count
-  int64_t n_head_kv = 0;        // attention.head_count_kv (the largest, when the file gives one per layer)
+  int64_t n_layer_nextn = 0;  // nextn_predict_layers: blocks n_layer.. are NextN (MTP) blocks, never loaded
+  int64_t n_head = 0;         // attention.head_count
+  int64_t n_head_kv = 0;      // attention.head_count_kv (the largest, when the file gives one per layer)
   // attention.head_count_kv as a per-layer array (hybrid models: 0 marks a
   // recurrent layer, e.g. kimi-linear's KDA layers; one per block, NextN blocks
   // included); empty when it is one number.
@@ -73,40 +73,40 @@ struct Hparams {
   int64_t head_count_kv(int64_t il) const {
     return n_head_kv_layers.empty() ? n_head_kv : n_head_kv_layers[static_cast<size_t>(il)];
   }
-  int64_t head_dim = 0;         // attention.key_length or n_embd / n_head
-  int64_t head_dim_v = 0;       // attention.value_length or head_dim
-  int64_t n_ff = 0;             // feed_forward_length (dense layers)
-  int64_t n_expert = 0;         // expert_count (0 = dense)
-  int64_t n_expert_used = 0;    // expert_used_count
-  int64_t n_ff_expert = 0;      // expert_feed_forward_length (or n_ff; qwen*moe: n_ff / n_expert_used)
-  float rms_eps = 1e-5f;        // attention.layer_norm_rms_epsilon
-  int64_t rope_dim = 0;         // rope.dimension_count
-  float rope_base = 10000.0f;   // rope.freq_base
-  float rope_freq_scale = 1.0f; // 1 / rope.scaling.factor (linear and yarn)
+  int64_t head_dim = 0;                 // attention.key_length or n_embd / n_head
+  int64_t head_dim_v = 0;               // attention.value_length or head_dim
+  int64_t n_ff = 0;                     // feed_forward_length (dense layers)
+  int64_t n_expert = 0;                 // expert_count (0 = dense)
+  int64_t n_expert_used = 0;            // expert_used_count
+  int64_t n_ff_expert = 0;              // expert_feed_forward_length (or n_ff; qwen*moe: n_ff / n_expert_used)
+  float rms_eps = 1e-5f;                // attention.layer_norm_rms_epsilon
+  int64_t rope_dim = 0;                 // rope.dimension_count
+  float rope_base = 10000.0f;           // rope.freq_base
+  float rope_freq_scale = 1.0f;         // 1 / rope.scaling.factor (linear and yarn)
   RopeType rope_type = RopeType::norm;  // the architecture's (ArchTraits)
 
   // MoE routing details (deepseek2, qwen*moe).
-  int64_t n_expert_shared = 0;    // expert_shared_count: shared experts, always applied
-  int64_t n_ff_shexp = 0;         // expert_shared_feed_forward_length (qwen2moe; 0 = absent)
-  int64_t n_layer_dense_lead = 0; // leading_dense_block_count: the first layers are dense
+  int64_t n_expert_shared = 0;                         // expert_shared_count: shared experts, always applied
+  int64_t n_ff_shexp = 0;                              // expert_shared_feed_forward_length (qwen2moe; 0 = absent)
+  int64_t n_layer_dense_lead = 0;                      // leading_dense_block_count: the first layers are dense
   ExpertGating expert_gating = ExpertGating::softmax;  // expert_gating_func
-  bool expert_weights_norm = false;  // expert_weights_norm: chosen weights renormalized to sum 1
-  float expert_weights_scale = 0;    // expert_weights_scale: 0 (absent) and 1 mean no scaling
-  int64_t n_expert_groups = 0;       // expert_group_count (0/1: no group-limited selection)
-  int64_t n_group_used = 0;          // expert_group_used_count
+  bool expert_weights_norm = false;                    // expert_weights_norm: chosen weights renormalized to sum 1
+  float expert_weights_scale = 0;                      // expert_weights_scale: 0 (absent) and 1 mean no scaling
+  int64_t n_expert_groups = 0;                         // expert_group_count (0/1: no group-limited selection)
+  int64_t n_group_used = 0;                            // expert_group_used_count
 
   // Multi-head latent attention (deepseek2).
-  int64_t q_lora_rank = 0;      // attention.q_lora_rank (0: the query is one projection, attn_q)
-  int64_t kv_lora_rank = 0;     // attention.kv_lora_rank: width of the cached latent
-  int64_t head_dim_k_mla = 0;   // attention.key_length_mla (0: legacy file, key_length is the MHA key size)
-  int64_t head_dim_v_mla = 0;   // attention.value_length_mla
+  int64_t q_lora_rank = 0;     // attention.q_lora_rank (0: the query is one projection, attn_q)
+  int64_t kv_lora_rank = 0;    // attention.kv_lora_rank: width of the cached latent
+  int64_t head_dim_k_mla = 0;  // attention.key_length_mla (0: legacy file, key_length is the MHA key size)
+  int64_t head_dim_v_mla = 0;  // attention.value_length_mla
   bool is_mla() const { return head_dim_k_mla > 0 && head_dim_v_mla > 0; }
 
   // DeepSeek sparse attention's lightning indexer (deepseek32, glm-dsa: their
   // file reads these, engine/arch/deepseek32.cpp). indexer_n_head 0: none.
-  int64_t indexer_n_head = 0;     // attention.indexer.head_count
-  int64_t indexer_head_dim = 0;   // attention.indexer.key_length
-  int64_t indexer_top_k = 0;      // attention.indexer.top_k: past positions each query attends to
+  int64_t indexer_n_head = 0;    // attention.indexer.head_count
+  int64_t indexer_head_dim = 0;  // attention.indexer.key_length
+  int64_t indexer_top_k = 0;     // attention.indexer.top_k: past positions each query attends to
   // [n_layer] 1: the layer runs its indexer ("full"); 0: it reuses the last full
   // layer's selection ("shared", glm-dsa's attention.indexer.types).
   std::vector<uint8_t> indexer_full_layers;
@@ -114,8 +114,8 @@ struct Hparams {
   float indexer_norm_eps = 1e-6f;               // its key LayerNorm's epsilon
 
   // Linear-attention (recurrent) layers: Kimi Delta Attention (kimi-linear, kimi-k3).
-  int64_t ssm_d_conv = 0;       // ssm.conv_kernel: taps of the causal depthwise short convolution
-  int64_t kda_head_dim = 0;     // kda.head_dim: the key/value head size of the KDA layers
+  int64_t ssm_d_conv = 0;    // ssm.conv_kernel: taps of the causal depthwise short convolution
+  int64_t kda_head_dim = 0;  // kda.head_dim: the key/value head size of the KDA layers
   // kda.gate_lower_bound: when set (> -inf), the decay gate is lower_bound *
   // sigmoid(...) instead of A * softplus(...) (kimi-k3).
   float kda_gate_lower_bound = -std::numeric_limits<float>::infinity();
@@ -143,13 +143,13 @@ struct Hparams {
   float situ_linear_beta = 0.0f;
   // deepseek4 (DeepSeek V4; engine/arch/deepseek4.cpp reads these: ArchTraits::read_keys).
   struct Deepseek4 {
-    int64_t hc = 0;                    // hyper_connection.count: residual streams per token
-    int64_t hc_sinkhorn_iters = 0;     // hyper_connection.sinkhorn_iterations
-    float hc_eps = 0.0f;               // hyper_connection.epsilon
-    int64_t hash_layers = 0;           // hash_layer_count: the first layers route by token id
-    int64_t o_groups = 0;              // attention.output_group_count
-    int64_t o_lora_rank = 0;           // attention.output_lora_rank
-    float compress_rope_base = 0.0f;   // attention.compress_rope_freq_base
+    int64_t hc = 0;                        // hyper_connection.count: residual streams per token
+    int64_t hc_sinkhorn_iters = 0;         // hyper_connection.sinkhorn_iterations
+    float hc_eps = 0.0f;                   // hyper_connection.epsilon
+    int64_t hash_layers = 0;               // hash_layer_count: the first layers route by token id
+    int64_t o_groups = 0;                  // attention.output_group_count
+    int64_t o_lora_rank = 0;               // attention.output_lora_rank
+    float compress_rope_base = 0.0f;       // attention.compress_rope_freq_base
     std::vector<int64_t> compress_ratios;  // attention.compress_ratios [n_layer]: 0, 4 or 128
     int64_t indexer_heads = 0, indexer_head_dim = 0, indexer_top_k = 0;  // attention.indexer.*
   } dsv4;
@@ -165,12 +165,12 @@ struct Hparams {
   // ext_factor mixes extrapolated and interpolated angles between the
   // correction dims given by beta_fast/beta_slow over n_ctx_orig.
   RopeScaling rope_scaling = RopeScaling::none;
-  int64_t rope_n_ctx_orig = 0;     // rope.scaling.original_context_length (or context_length)
-  float rope_attn_factor = 1.0f;   // rope.scaling.attn_factor
-  float yarn_ext_factor = 0.0f;    // rope.scaling.yarn_ext_factor (default 1 for yarn, else 0)
-  float yarn_beta_fast = 32.0f;    // rope.scaling.yarn_beta_fast
-  float yarn_beta_slow = 1.0f;     // rope.scaling.yarn_beta_slow
-  float yarn_log_mul = 0.0f;       // rope.scaling.yarn_log_multiplier as stored (0.1 * mscale_all_dim)
+  int64_t rope_n_ctx_orig = 0;                 // rope.scaling.original_context_length (or context_length)
+  float rope_attn_factor = 1.0f;               // rope.scaling.attn_factor
+  float yarn_ext_factor = 0.0f;                // rope.scaling.yarn_ext_factor (default 1 for yarn, else 0)
+  float yarn_beta_fast = 32.0f;                // rope.scaling.yarn_beta_fast
+  float yarn_beta_slow = 1.0f;                 // rope.scaling.yarn_beta_slow
+  float yarn_log_mul = 0.0f;                   // rope.scaling.yarn_log_multiplier as stored (0.1 * mscale_all_dim)
   YarnMscale yarn_mscale = YarnMscale::plain;  // how yarn_log_mul is read (ArchTraits)
 
   // Sliding-window attention (gpt-oss). A sliding layer's query at position p
@@ -178,9 +178,9 @@ struct Hparams {
   // window). Which layers slide: attention.sliding_window_pattern, a per-layer
   // bool array or a period n (layer il slides when il % n < n - 1; the
   // architecture's default period when absent: gpt-oss 2, even layers slide).
-  int64_t n_swa = 0;                 // attention.sliding_window (0: no sliding layers)
-  std::vector<uint8_t> swa_layers;   // [n_layer] 1 = sliding; empty: none
-  float rope_base_swa = 0.0f;        // rope.freq_base_swa: sliding layers' RoPE base (default rope_base)
+  int64_t n_swa = 0;                // attention.sliding_window (0: no sliding layers)
+  std::vector<uint8_t> swa_layers;  // [n_layer] 1 = sliding; empty: none
+  float rope_base_swa = 0.0f;       // rope.freq_base_swa: sliding layers' RoPE base (default rope_base)
   bool is_swa(int64_t il) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(il)] != 0; }
 
   bool is_moe() const { return n_expert > 0; }

@@ -22,8 +22,10 @@ float RoutingEvent::margin(int64_t t) const {
       float top1 = -INFINITY, top2 = -INFINITY;
       for (int64_t e = g * group_size; e < (g + 1) * group_size; ++e) {
         const float v = score(e);
-        if (v > top1) top2 = top1, top1 = v;
-        else if (v > top2) top2 = v;
+        if (v > top1)
+          top2 = top1, top1 = v;
+        else if (v > top2)
+          top2 = v;
       }
       gs[g] = group_size > 1 ? top1 + top2 : top1;
       allowed[g] = 0;

@@ -13,13 +13,13 @@
 namespace ns {
 
 struct RoutingEvent {
-  int64_t layer = 0;        // block index
-  int64_t n_tokens = 0;     // tokens in the forward pass
-  int64_t n_used = 0;       // experts per token
-  int64_t n_expert = 0;     // experts in the layer
-  const int32_t* chosen = nullptr;   // [n_tokens][n_used] expert ids
-  const float* weights = nullptr;    // [n_tokens][n_used] their weights
-  int64_t distinct = 0;     // distinct experts among chosen
+  int64_t layer = 0;                // block index
+  int64_t n_tokens = 0;             // tokens in the forward pass
+  int64_t n_used = 0;               // experts per token
+  int64_t n_expert = 0;             // experts in the layer
+  const int32_t* chosen = nullptr;  // [n_tokens][n_used] expert ids
+  const float* weights = nullptr;   // [n_tokens][n_used] their weights
+  int64_t distinct = 0;             // distinct experts among chosen
   // [n_tokens][n_expert] the gated router output the choice compared, plus
   // selection_bias[e] where the layer has one (null otherwise).
   const float* scores = nullptr;

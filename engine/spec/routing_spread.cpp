@@ -66,8 +66,9 @@ std::string RoutingSpread::describe(const LayerSpread& s) {
                 "%s: %lld tokens, %lld of %lld experts touched, busiest expert %.1f%% of choices (uniform %.1f%%), "
                 "entropy %.2f of %.2f bits",
                 s.layer < 0 ? "mean over layers" : ("layer " + std::to_string(s.layer)).c_str(),
-                static_cast<long long>(s.tokens), static_cast<long long>(s.distinct), static_cast<long long>(s.n_expert),
-                100.0 * s.busiest_share, s.n_expert > 0 ? 100.0 / double(s.n_expert) : 0.0, s.entropy_bits,
+                static_cast<long long>(s.tokens), static_cast<long long>(s.distinct),
+                static_cast<long long>(s.n_expert), 100.0 * s.busiest_share,
+                s.n_expert > 0 ? 100.0 / double(s.n_expert) : 0.0, s.entropy_bits,
                 s.n_expert > 0 ? std::log2(double(s.n_expert)) : 0.0);
   return buf;
 }

@@ -19,12 +19,12 @@ namespace ns {
 
 struct LayerSpread {
   int64_t layer = 0;
-  int64_t tokens = 0;          // tokens observed
-  int64_t choices = 0;         // (token, slot) choices = tokens * n_used
+  int64_t tokens = 0;   // tokens observed
+  int64_t choices = 0;  // (token, slot) choices = tokens * n_used
   int64_t n_expert = 0;
-  int64_t distinct = 0;        // experts chosen at least once
-  double busiest_share = 0;    // the most chosen expert's share of the choices (uniform: 1 / n_expert)
-  double entropy_bits = 0;     // of the choice distribution over experts (uniform: log2 n_expert)
+  int64_t distinct = 0;      // experts chosen at least once
+  double busiest_share = 0;  // the most chosen expert's share of the choices (uniform: 1 / n_expert)
+  double entropy_bits = 0;   // of the choice distribution over experts (uniform: log2 n_expert)
 };
 
 class RoutingSpread {

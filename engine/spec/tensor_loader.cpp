@@ -27,7 +27,8 @@ const gguf::TensorInfo& TensorLoader::require(const std::string& name, const std
                                           ", the file has " + t->shape_string());
   if (!kernels::is_supported(t->type))
     throw Error(ErrorKind::bad_model, f_.path() + ": tensor '" + name + "' has type " +
-                                          std::string(gguf::type_name(t->type)) + ", which this build cannot compute with");
+                                          std::string(gguf::type_name(t->type)) +
+                                          ", which this build cannot compute with");
   used_.insert(name);
   return *t;
 }
@@ -57,7 +58,8 @@ kernels::MatrixView TensorLoader::mapped(const gguf::TensorInfo& t, int64_t rows
 }
 
 ExpertsView TensorLoader::experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols) {
-  const auto& t = require(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n_expert)});
+  const auto& t =
+      require(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n_expert)});
   ExpertsView v;
   v.type = t.type;
   v.data = f_.tensor_data(t);
@@ -98,11 +100,11 @@ std::vector<float> TensorLoader::values(const std::string& name, std::vector<uin
 std::vector<int32_t> TensorLoader::ids(const std::string& name, const std::vector<uint64_t>& dims) {
   const gguf::TensorInfo* t = f_.find_tensor(name);
   if (t == nullptr || t->dims != dims || t->type != gguf::GgmlType::I32)
-    throw Error(ErrorKind::bad_model, f_.path() + ": tensor '" + name + "' " + dims_string(dims) + " of type I32 " +
-                                          (t ? "has shape " + t->shape_string() + " and type " +
-                                                   std::string(gguf::type_name(t->type))
-                                             : std::string("is missing")) +
-                                          " (convert the model again)");
+    throw Error(ErrorKind::bad_model,
+                f_.path() + ": tensor '" + name + "' " + dims_string(dims) + " of type I32 " +
+                    (t ? "has shape " + t->shape_string() + " and type " + std::string(gguf::type_name(t->type))
+                       : std::string("is missing")) +
+                    " (convert the model again)");
   used_.insert(name);
   std::vector<int32_t> out(static_cast<size_t>(t->n_elements()));
   std::memcpy(out.data(), f_.tensor_data(*t), out.size() * sizeof(int32_t));

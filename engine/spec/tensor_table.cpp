@@ -65,14 +65,18 @@ void TensorTable::experts(std::string name, int64_t n_expert, int64_t rows, int6
   if (!is_routed(role))
     throw Error(ErrorKind::internal, "tensor table: '" + name + "' is an experts' stack with role " + role_name(role));
   add({std::move(name),
-                    {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n_expert)},
-                    role, Presence::required, bind(into)});
+       {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n_expert)},
+       role,
+       Presence::required,
+       bind(into)});
 }
 
-void TensorTable::heads(std::string name, int64_t n, int64_t rows, int64_t cols, ExpertsView* into,
-                        Presence presence) {
-  add({std::move(name), {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n)},
-       TensorRole::input, presence, bind(into)});
+void TensorTable::heads(std::string name, int64_t n, int64_t rows, int64_t cols, ExpertsView* into, Presence presence) {
+  add({std::move(name),
+       {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n)},
+       TensorRole::input,
+       presence,
+       bind(into)});
 }
 
 void TensorTable::load(TensorLoader& t) const {

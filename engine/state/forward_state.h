@@ -31,45 +31,45 @@ class ExpertCache;
 // What an architecture asks of a pass's buffers (Architecture::buffer_sizes).
 struct BufferSizes {
   int64_t q = 0, k = 0, v = 0, att = 0;  // per-token widths of the attention buffers
-  int64_t ff = 0;                       // widest FFN hidden layer (dense or expert)
-  SequenceLayout cache;                 // what each layer keeps per sequence (attention rows, recurrent state)
-  int64_t res_checkpoints = 0;          // n_embd vectors banked per token within a forward pass (s.res_ckpt)
+  int64_t ff = 0;                        // widest FFN hidden layer (dense or expert)
+  SequenceLayout cache;                  // what each layer keeps per sequence (attention rows, recurrent state)
+  int64_t res_checkpoints = 0;           // n_embd vectors banked per token within a forward pass (s.res_ckpt)
 };
 
 // What sizes every buffer of ForwardState: the model's widths and the pass.
 struct BufferShape {
   const Hparams* hp = nullptr;  // null: no model (every buffer 0 elements)
   BufferSizes widths;
-  int64_t tokens = 0;           // the longest forward pass (ForwardState::max_batch)
-  int threads = 1;              // the compute threads (per-thread scratch)
-  bool predict = false;         // the expert cache predicts the next layer's experts (routers, predict_*)
+  int64_t tokens = 0;    // the longest forward pass (ForwardState::max_batch)
+  int threads = 1;       // the compute threads (per-thread scratch)
+  bool predict = false;  // the expert cache predicts the next layer's experts (routers, predict_*)
 };
 
 struct ForwardState {
-  int64_t n = 0;            // tokens in this batch
+  int64_t n = 0;  // tokens in this batch
   int64_t max_batch = 0;
-  std::vector<int32_t> seq; // [B] KV cache sequence of each token
-  std::vector<int32_t> pos; // [B] its position in that sequence
-  std::vector<int32_t> tok; // [B] its token id (deepseek4's hash-routed layers)
+  std::vector<int32_t> seq;  // [B] KV cache sequence of each token
+  std::vector<int32_t> pos;  // [B] its position in that sequence
+  std::vector<int32_t> tok;  // [B] its token id (deepseek4's hash-routed layers)
 
-  std::vector<float> x;     // [B][n_embd] residual stream
-  std::vector<float> xn;    // [B][n_embd] normed input of the current block
-  std::vector<float> out;   // [B][n_embd] output of the current block
+  std::vector<float> x;             // [B][n_embd] residual stream
+  std::vector<float> xn;            // [B][n_embd] normed input of the current block
+  std::vector<float> out;           // [B][n_embd] output of the current block
   std::vector<float> q, k, v, att;  // attention: [B][n_head*head_dim], [B][kv dims], [B][n_head*v_head_dim]
   std::vector<float> ff_a, ff_b;    // [B][n_ff] FFN hidden (gate, up)
   std::vector<uint16_t> q16;        // [threads][head_dim] one query head in F16
 
   // MoE routing and expert-major gather buffers.
-  std::vector<float> router;        // [B][n_expert]
-  std::vector<int32_t> chosen;      // [B][n_used] expert ids
-  std::vector<float> chosen_w;      // [B][n_used] their weights
+  std::vector<float> router;                                     // [B][n_expert]
+  std::vector<int32_t> chosen;                                   // [B][n_used] expert ids
+  std::vector<float> chosen_w;                                   // [B][n_used] their weights
   std::vector<int32_t> expert_count, expert_first, expert_rows;  // counting sort of (token, slot) by expert
   std::vector<float> ex_in, ex_a, ex_b, ex_out;                  // [B][...] one expert's tokens
-  std::vector<float> slot_out;      // [B][n_used][n_embd] each (token, slot) expert output, reduced in slot order
-  std::vector<int32_t> active;      // [2][n_expert] the distinct experts this layer routed to (+ a copy)
-  std::vector<float> moe_latent;    // [B][latent] latent experts' input, then their weighted sum (kimi-k3)
-  uint64_t experts_routed = 0;      // distinct (layer, expert) pairs routed to, summed over forward passes
-  uint64_t mla_expanded = 0;        // (layer, token) pairs that attended over expanded keys (mla_attention.cpp)
+  std::vector<float> slot_out;    // [B][n_used][n_embd] each (token, slot) expert output, reduced in slot order
+  std::vector<int32_t> active;    // [2][n_expert] the distinct experts this layer routed to (+ a copy)
+  std::vector<float> moe_latent;  // [B][latent] latent experts' input, then their weighted sum (kimi-k3)
+  uint64_t experts_routed = 0;    // distinct (layer, expert) pairs routed to, summed over forward passes
+  uint64_t mla_expanded = 0;      // (layer, token) pairs that attended over expanded keys (mla_attention.cpp)
   const RoutingObserver* routing_observer = nullptr;  // called once per MoE layer (routing.h)
   // Named intermediates (trace.h); its std::function type spelled out here so this header needs no other.
   const std::function<void(const char*, int64_t, const float*, int64_t, int64_t)>* trace_observer = nullptr;
@@ -80,7 +80,7 @@ struct ForwardState {
   // prefetches the experts it picks; predict_logits/predicted are its scratch.
   stream::ExpertCache* experts = nullptr;
   bool predict_next = false;
-  int64_t predict_width = 0;        // experts prefetched per token; 0 = n_used
+  int64_t predict_width = 0;  // experts prefetched per token; 0 = n_used
   std::vector<kernels::MatrixView> routers;
   std::vector<float> predict_logits;  // [B][n_expert]
   std::vector<int32_t> predicted;     // [n_expert]
@@ -94,10 +94,10 @@ struct ForwardState {
   // chunk the memory plan admits (its formula: mla_attention.h), counted in
   // the plan's activations, never grown: a run splits its heads into as many
   // groups as these hold at its length. Empty: no chunk expands.
-  std::vector<float> xp_latents;         // [key block][kv_lora] cached latents as F32
-  std::vector<uint8_t> xp_k_b_t;         // [n_head][nope][kv_lora] k_b transposed (split files)
-  std::vector<float> xp_kf, xp_vf;       // [heads][key block][nope], [..][v_head] expanded, before F16
-  std::vector<uint16_t> xp_k16, xp_v16;  // [heads][keys][k_head], [..][v_head] as attention reads them
+  std::vector<float> xp_latents;              // [key block][kv_lora] cached latents as F32
+  std::vector<uint8_t> xp_k_b_t;              // [n_head][nope][kv_lora] k_b transposed (split files)
+  std::vector<float> xp_kf, xp_vf;            // [heads][key block][nope], [..][v_head] expanded, before F16
+  std::vector<uint16_t> xp_k16, xp_v16;       // [heads][keys][k_head], [..][v_head] as attention reads them
   std::vector<kernels::MatmulTask> xp_tasks;  // [2 n_head]
 
   ThreadPool* pool = nullptr;

@@ -47,7 +47,7 @@ void situ_mul(float* g, const float* u, int64_t n, float beta, float linear_beta
 // y = clamp(u, -limit, limit), x / (1 + exp(-alpha x)) * (y + 1), as the
 // reference's swiglu_oai kernel computes it (libm expf, its operation order).
 void swiglu_oai_mul(float* g, const float* u, int64_t n, float alpha, float limit);
-void add(float* x, const float* y, int64_t n);              // x += y
+void add(float* x, const float* y, int64_t n);                  // x += y
 void add_scaled(float* x, const float* y, float s, int64_t n);  // x += s * y
 
 }  // namespace ns::ops

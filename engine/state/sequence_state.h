@@ -78,9 +78,9 @@ namespace ns {
 
 // Which per-sequence state each layer keeps (from the architecture).
 struct SequenceLayout {
-  int64_t k_dim = 0, v_dim = 0;       // attention cache widths per token and attention layer
-  int64_t conv_floats = 0;            // per recurrent layer and sequence
-  int64_t state_floats = 0;           // per recurrent layer and sequence
+  int64_t k_dim = 0, v_dim = 0;  // attention cache widths per token and attention layer
+  int64_t conv_floats = 0;       // per recurrent layer and sequence
+  int64_t state_floats = 0;      // per recurrent layer and sequence
   // [n_layer]: 1 where the layer attends (cache rows), 0 where it is recurrent.
   // Empty: every layer attends.
   std::vector<uint8_t> attends;
@@ -137,17 +137,15 @@ class SequenceState {
   // Rows layer il keeps per sequence: n_ctx, or a sliding layer's ring (positions wrap mod rows).
   int64_t rows(int64_t il) const { return rows_[static_cast<size_t>(il)]; }
   // The sliding window of layer il, 0 for a layer that sees every position.
-  int64_t window(int64_t il) const {
-    return layout_.window.empty() ? 0 : layout_.window[static_cast<size_t>(il)];
-  }
+  int64_t window(int64_t il) const { return layout_.window.empty() ? 0 : layout_.window[static_cast<size_t>(il)]; }
   int64_t n_sliding_layers() const { return n_swa_; }
   // Compressed block b (positions [b x ratio, (b + 1) x ratio)) of layer il for sequence seq: block_width[il]
   // uint16. Valid once the sequence holds position (b + 1) x ratio - 1.
   uint16_t* block(int64_t il, int64_t seq, int64_t b) {
     const size_t l = static_cast<size_t>(il);
     const int64_t r = layout_.block_ratio[l];
-    return bp_ + block_off_[l] + static_cast<uint64_t>((start_[static_cast<size_t>(seq)] + (b + 1) * r - 1) / r *
-                                                       layout_.block_width[l]);
+    return bp_ + block_off_[l] +
+           static_cast<uint64_t>((start_[static_cast<size_t>(seq)] + (b + 1) * r - 1) / r * layout_.block_width[l]);
   }
   // The ring_floats[il] floats layer il keeps for sequence seq.
   float* ring(int64_t il, int64_t seq) {
@@ -199,23 +197,23 @@ class SequenceState {
   }
   int64_t rec(int64_t il, int64_t seq) const { return index_[static_cast<size_t>(il)] * n_all_ + seq; }
 
-  struct Buffer;  // anonymous mapping, zero until written
+  struct Buffer;                                   // anonymous mapping, zero until written
   int64_t n_seq_, n_all_, n_ctx_, pool_rows_ = 0;  // n_all_: n_seq_ + the spares
   bool pooled_ = false;
   SequenceLayout layout_;
-  int64_t total_rows_ = 0;         // rows of every layer together
-  std::vector<int64_t> start_, len_;  // [seq]: its range of the pool
+  int64_t total_rows_ = 0;                         // rows of every layer together
+  std::vector<int64_t> start_, len_;               // [seq]: its range of the pool
   std::vector<std::pair<int64_t, int64_t>> free_;  // free ranges of the pool (start, length), sorted, merged
   int64_t n_attn_ = 0, n_rec_ = 0, n_swa_ = 0;
-  int64_t swa_rows_ = 0;           // rows of all sliding layers, per sequence
-  std::vector<int64_t> index_;     // [n_layer]: the layer's index among the attention or the recurrent layers
-  std::vector<int64_t> rows_;      // [n_layer]: cache rows per sequence (0: recurrent layer)
-  std::vector<int64_t> first_row_; // [n_layer]: the layer's first cache row
-  std::vector<uint8_t> in_pool_;   // [n_layer]: 1 for a full layer (its rows are the pool)
+  int64_t swa_rows_ = 0;             // rows of all sliding layers, per sequence
+  std::vector<int64_t> index_;       // [n_layer]: the layer's index among the attention or the recurrent layers
+  std::vector<int64_t> rows_;        // [n_layer]: cache rows per sequence (0: recurrent layer)
+  std::vector<int64_t> first_row_;   // [n_layer]: the layer's first cache row
+  std::vector<uint8_t> in_pool_;     // [n_layer]: 1 for a full layer (its rows are the pool)
   std::vector<uint64_t> block_off_;  // [n_layer]: the layer's first block row, in uint16
   std::vector<uint64_t> ring_off_;   // [n_layer]: the layer's first ring float
   uint64_t block_elems_ = 0, block_bytes_ = 0, block_bytes_per_token_ = 0;
-  int64_t ring_floats_ = 0;          // ring floats of every layer, per sequence
+  int64_t ring_floats_ = 0;  // ring floats of every layer, per sequence
   std::unique_ptr<Buffer> kbuf_, vbuf_, bbuf_, rbuf_;
   uint16_t* kp_ = nullptr;
   uint16_t* vp_ = nullptr;

@@ -16,8 +16,7 @@
 
 namespace ns {
 
-using TraceObserver =
-    std::function<void(const char* name, int64_t layer, const float* rows, int64_t n, int64_t width)>;
+using TraceObserver = std::function<void(const char* name, int64_t layer, const float* rows, int64_t n, int64_t width)>;
 
 inline void trace(const ForwardState& s, const char* name, int64_t layer, const float* rows, int64_t width) {
   if (s.trace_observer != nullptr && *s.trace_observer) (*s.trace_observer)(name, layer, rows, s.n, width);

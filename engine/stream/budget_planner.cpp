@@ -41,8 +41,9 @@ std::string BudgetPlan::describe() const {
   } else {
     s += line("expert cache", cache_bytes,
               std::to_string(cache_experts) + " of " + std::to_string(streamed_experts) + " experts at " +
-                  format_size(slot_bytes) + " a slot; " + percent(std::min<uint64_t>(cache_experts, streamed_experts), streamed_experts) +
-                  " of " + format_size(streamed_bytes) + " streamed" + (all_experts_fit() ? ", all fit" : ""));
+                  format_size(slot_bytes) + " a slot; " +
+                  percent(std::min<uint64_t>(cache_experts, streamed_experts), streamed_experts) + " of " +
+                  format_size(streamed_bytes) + " streamed" + (all_experts_fit() ? ", all fit" : ""));
   }
   const uint64_t planned = planned_bytes();
   s += line("unused", memory_budget > planned ? memory_budget - planned : 0);
@@ -72,7 +73,8 @@ BudgetPlan fit_budget(std::span<const gguf::TensorInfo> resident, const ExpertLa
   p.slot_bytes = layout.slot_bytes();
 
   const uint64_t fixed = p.fixed_bytes();
-  const uint64_t min_slots = p.streamed_experts ? std::min<uint64_t>(std::max<uint32_t>(in.min_cache_experts, 1), p.streamed_experts) : 0;
+  const uint64_t min_slots =
+      p.streamed_experts ? std::min<uint64_t>(std::max<uint32_t>(in.min_cache_experts, 1), p.streamed_experts) : 0;
   p.minimum_budget = fixed + min_slots * p.slot_bytes;
   if (in.memory_budget < p.minimum_budget) {
     BudgetPlan shown = p;
@@ -104,9 +106,8 @@ BudgetPlan plan_budget(std::span<const gguf::TensorInfo> resident, const ExpertL
 std::vector<KvTradeoff> kv_tradeoff(const BudgetPlan& plan, uint64_t kv_bytes_per_token, uint64_t per_sequence_bytes,
                                     const std::vector<int64_t>& contexts, uint32_t min_cache_experts) {
   const uint64_t others = plan.fixed_bytes() - plan.kv_cache_bytes - plan.recurrent_bytes;
-  const uint64_t min_slots = plan.streamed_experts ? std::min<uint64_t>(std::max<uint32_t>(min_cache_experts, 1),
-                                                                         plan.streamed_experts)
-                                                   : 0;
+  const uint64_t min_slots =
+      plan.streamed_experts ? std::min<uint64_t>(std::max<uint32_t>(min_cache_experts, 1), plan.streamed_experts) : 0;
   const uint64_t taken = others + min_slots * plan.slot_bytes;
   const uint64_t room = plan.memory_budget > taken ? plan.memory_budget - taken : 0;
   std::vector<KvTradeoff> out;

@@ -26,13 +26,13 @@ namespace ns::stream {
 
 struct BudgetInputs {
   uint64_t memory_budget = 0;
-  std::string budget_source;       // where a default budget came from (memory_limit.h); empty: set explicitly
-  uint64_t kv_cache_bytes = 0;     // context × batch × per-token bytes, computed by the engine
-  uint64_t recurrent_bytes = 0;    // batch × per-sequence state of linear-attention (KDA) layers
-  std::string kv_cache_note;       // what bounds the KV cache beyond context × batch (sliding-window layers), or empty
-  uint64_t activation_bytes = 0;   // forward-pass buffers for the largest batch
-  uint64_t io_buffer_bytes = 0;    // read staging outside the cache (experts read straight into slots)
-  uint64_t overhead_bytes = 0;     // the process itself: code, libraries, tokenizer, heap
+  std::string budget_source;      // where a default budget came from (memory_limit.h); empty: set explicitly
+  uint64_t kv_cache_bytes = 0;    // context × batch × per-token bytes, computed by the engine
+  uint64_t recurrent_bytes = 0;   // batch × per-sequence state of linear-attention (KDA) layers
+  std::string kv_cache_note;      // what bounds the KV cache beyond context × batch (sliding-window layers), or empty
+  uint64_t activation_bytes = 0;  // forward-pass buffers for the largest batch
+  uint64_t io_buffer_bytes = 0;   // read staging outside the cache (experts read straight into slots)
+  uint64_t overhead_bytes = 0;    // the process itself: code, libraries, tokenizer, heap
   // Of the resident weights, those held in owned repacked copies instead of
   // the mapping's pages (TensorLoader::set_repack): counted in resident_bytes
   // like the rest (a copy takes no more than the pages it replaces), named.
@@ -51,11 +51,11 @@ struct BudgetPlan {
   uint32_t streamed_tensors = 0;
   uint64_t streamed_experts = 0;  // (layer, expert) pairs in the model
   uint64_t kv_cache_bytes = 0, recurrent_bytes = 0, activation_bytes = 0, io_buffer_bytes = 0, overhead_bytes = 0;
-  std::string kv_cache_note;      // BudgetInputs::kv_cache_note
-  uint64_t slot_bytes = 0;        // one cache slot (an expert with O_DIRECT slack)
-  uint32_t cache_experts = 0;     // the expert cache's capacity
-  uint64_t cache_bytes = 0;       // cache_experts × slot_bytes
-  uint64_t minimum_budget = 0;    // fixed parts + min_cache_experts slots
+  std::string kv_cache_note;    // BudgetInputs::kv_cache_note
+  uint64_t slot_bytes = 0;      // one cache slot (an expert with O_DIRECT slack)
+  uint32_t cache_experts = 0;   // the expert cache's capacity
+  uint64_t cache_bytes = 0;     // cache_experts × slot_bytes
+  uint64_t minimum_budget = 0;  // fixed parts + min_cache_experts slots
   // Empty when memory_budget holds minimum_budget; else why not: the breakdown with the fewest slots and the
   // budget to set (whole MiB).
   std::string refusal;
@@ -76,8 +76,8 @@ struct BudgetPlan {
 // routed experts' bytes: compute, and the resident weights already in memory,
 // are not in it, so these are upper bounds on tokens per second.
 struct DiskBoundEstimate {
-  double hit_rate = 0;             // cache_experts / streamed_experts
-  double bytes_per_expert = 0;     // streamed bytes / streamed experts
+  double hit_rate = 0;          // cache_experts / streamed_experts
+  double bytes_per_expert = 0;  // streamed bytes / streamed experts
   // One sequence: n_moe_layers x n_used experts a token, the misses read.
   double bytes_per_token_batch1 = 0;
   double tok_s_batch1 = 0;
@@ -100,8 +100,8 @@ DiskBoundEstimate estimate_disk_bound(const BudgetPlan& plan, int64_t n_moe_laye
 // rings, recurrent state). Activations are the plan's, as sized for its batch.
 struct KvTradeoff {
   int64_t context = 0;
-  int64_t max_batch = 0;   // 0: not even one such sequence fits
-  int64_t kv_tokens = 0;   // max_batch x context
+  int64_t max_batch = 0;  // 0: not even one such sequence fits
+  int64_t kv_tokens = 0;  // max_batch x context
 };
 std::vector<KvTradeoff> kv_tradeoff(const BudgetPlan& plan, uint64_t kv_bytes_per_token, uint64_t per_sequence_bytes,
                                     const std::vector<int64_t>& contexts, uint32_t min_cache_experts = 2);

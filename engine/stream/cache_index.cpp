@@ -87,7 +87,8 @@ int32_t CacheIndex::insert(uint32_t key, bool access, int32_t* evicted) {
 
 void CacheIndex::erase(int32_t slot) {
   const auto s = static_cast<size_t>(slot);
-  if (slot_key_[s] == kNone || pins_[s] != 0) throw Error(ErrorKind::internal, "CacheIndex::erase of a free or pinned slot");
+  if (slot_key_[s] == kNone || pins_[s] != 0)
+    throw Error(ErrorKind::internal, "CacheIndex::erase of a free or pinned slot");
   key_slot_[static_cast<size_t>(slot_key_[s])] = kNone;
   slot_key_[s] = kNone;
   free_.push_back(slot);

@@ -69,7 +69,7 @@ class CacheIndex {
 
   CachePolicy policy_;
   uint64_t aging_period_;
-  uint64_t clock_ = 0;           // advances on every use
+  uint64_t clock_ = 0;  // advances on every use
   uint64_t since_aging_ = 0;
   std::vector<int32_t> key_slot_;   // [n_keys] slot or kNone
   std::vector<uint32_t> freq_;      // [n_keys] aged use counts

@@ -11,7 +11,8 @@ namespace {
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 }  // namespace
@@ -45,11 +46,13 @@ ExpertCache::ExpertCache(Reader& reader, const ExpertLayout& layout, const Exper
 ExpertCache::~ExpertCache() {
   // Reads land in the pool: none may outlive it.
   for (int32_t s : loading_)
-    for (uint8_t k = 0; k < slots_[static_cast<size_t>(s)].n_ops; ++k) reader_.wait_finished(slots_[static_cast<size_t>(s)].ops[k]);
+    for (uint8_t k = 0; k < slots_[static_cast<size_t>(s)].n_ops; ++k)
+      reader_.wait_finished(slots_[static_cast<size_t>(s)].ops[k]);
 }
 
 bool ExpertCache::resident(uint32_t layer, int32_t expert) const {
-  if (!layout_.is_moe_layer(layer) || expert < 0 || static_cast<uint32_t>(expert) >= layout_.layer(layer).n_expert) return false;
+  if (!layout_.is_moe_layer(layer) || expert < 0 || static_cast<uint32_t>(expert) >= layout_.layer(layer).n_expert)
+    return false;
   const int32_t s = index_.find(key(layer, expert));
   return s != CacheIndex::kNone && slots_[static_cast<size_t>(s)].state != Slot::State::failed;
 }
@@ -108,7 +111,8 @@ void ExpertCache::finish_load(int32_t slot) {
     for (size_t p = 0; p < kProjections; ++p) {
       const ProjectionLayout& pl = le.proj[p];
       // The slot is the pool's memory, written by the reader and now ours.
-      opts_.land(pl.type, const_cast<uint8_t*>(w.proj[p]), static_cast<int64_t>(pl.rows), static_cast<int64_t>(pl.cols));
+      opts_.land(pl.type, const_cast<uint8_t*>(w.proj[p]), static_cast<int64_t>(pl.rows),
+                 static_cast<int64_t>(pl.cols));
     }
     stats_.land_ns += now_ns() - t0;
   }
@@ -206,8 +210,9 @@ void ExpertCache::issue_deferred() {
 
 void ExpertCache::wait_for_room() {
   if (loading_.empty())
-    throw Error(ErrorKind::internal, "ExpertCache: all " + std::to_string(capacity()) +
-                                         " slots are pinned; release experts before waiting for more (or raise the capacity)");
+    throw Error(ErrorKind::internal,
+                "ExpertCache: all " + std::to_string(capacity()) +
+                    " slots are pinned; release experts before waiting for more (or raise the capacity)");
   const Slot& s = slots_[static_cast<size_t>(loading_.front())];
   const uint64_t t0 = now_ns();
   for (uint8_t k = 0; k < s.n_ops; ++k) reader_.wait_finished(s.ops[k]);
@@ -313,7 +318,8 @@ size_t ExpertCache::wait_next(ExpertWeights* weights) {
 }
 
 void ExpertCache::release(size_t i) {
-  if (i >= n_wants_ || wants_[i].released) throw Error(ErrorKind::internal, "ExpertCache::release: no such expert held");
+  if (i >= n_wants_ || wants_[i].released)
+    throw Error(ErrorKind::internal, "ExpertCache::release: no such expert held");
   Want& w = wants_[i];
   if (w.slot != CacheIndex::kNone) index_.unpin(w.slot);
   w.released = true;

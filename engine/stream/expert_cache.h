@@ -152,7 +152,9 @@ class ExpertCache {
     bool released = false;
   };
 
-  uint32_t key(uint32_t layer, int32_t expert) const { return layer * layout_.n_experts() + static_cast<uint32_t>(expert); }
+  uint32_t key(uint32_t layer, int32_t expert) const {
+    return layer * layout_.n_experts() + static_cast<uint32_t>(expert);
+  }
   // Claims a slot for (layer, expert) and starts its reads; kNone if no room.
   int32_t start_read(uint32_t layer, int32_t expert, bool prefetch);
   void issue_reads(int32_t slot, uint32_t layer, int32_t expert);
@@ -172,14 +174,14 @@ class ExpertCache {
   CacheIndex index_;
   uint32_t moe_experts_ = 0;  // routed experts of every MoE layer together
   std::unique_ptr<Slot[]> slots_;
-  std::vector<int32_t> loading_;    // slots with reads in flight (each holds an io pin)
-  std::vector<Want> wants_;         // the current acquire (capacity: n_experts)
+  std::vector<int32_t> loading_;  // slots with reads in flight (each holds an io pin)
+  std::vector<Want> wants_;       // the current acquire (capacity: n_experts)
   size_t n_wants_ = 0;
-  size_t first_deferred_ = 0;       // no want before this one lacks a slot
+  size_t first_deferred_ = 0;  // no want before this one lacks a slot
   uint32_t layer_ = 0;
-  std::vector<uint32_t> stamp_;     // duplicate check: stamp_[expert] == generation_
+  std::vector<uint32_t> stamp_;  // duplicate check: stamp_[expert] == generation_
   uint32_t generation_ = 0;
-  std::vector<ReadOp*> waiting_;    // scratch for wait_next (capacity: 3 × slots)
+  std::vector<ReadOp*> waiting_;  // scratch for wait_next (capacity: 3 × slots)
   CacheStats stats_;
 };
 

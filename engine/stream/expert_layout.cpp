@@ -73,16 +73,19 @@ ExpertLayout ExpertLayout::from_tensors(std::span<const gguf::TensorInfo> routed
     if (!f[0] && !f[1] && !f[2]) continue;
     LayerExperts& le = L.layers_[l];
     for (int p = 0; p < kProjections; ++p) {
-      const std::string name = "blk." + std::to_string(l) + "." + std::string(kStackNames[static_cast<size_t>(p)]) + ".weight";
+      const std::string name =
+          "blk." + std::to_string(l) + "." + std::string(kStackNames[static_cast<size_t>(p)]) + ".weight";
       const gguf::TensorInfo* t = f[static_cast<size_t>(p)];
-      if (!t) throw Error(ErrorKind::bad_model, source + ": layer " + std::to_string(l) + " has routed experts but no '" + name + "'");
+      if (!t)
+        throw Error(ErrorKind::bad_model,
+                    source + ": layer " + std::to_string(l) + " has routed experts but no '" + name + "'");
       if (t->dims.size() != 3 || t->dims[2] == 0 || t->nbytes % t->dims[2] != 0)
         throw Error(ErrorKind::bad_model, source + ": tensor '" + name + "' " + t->shape_string() +
                                               " is not a stack of equal expert matrices [cols, rows, n_expert]");
       const auto n = static_cast<uint32_t>(t->dims[2]);
       if (p > 0 && n != le.n_expert)
-        throw Error(ErrorKind::bad_model, source + ": tensor '" + name + "' has " + std::to_string(n) + " experts but '" +
-                                              f[0]->name + "' has " + std::to_string(le.n_expert));
+        throw Error(ErrorKind::bad_model, source + ": tensor '" + name + "' has " + std::to_string(n) +
+                                              " experts but '" + f[0]->name + "' has " + std::to_string(le.n_expert));
       le.n_expert = n;
       ProjectionLayout& pl = le.proj[static_cast<size_t>(p)];
       pl.file = t->file;

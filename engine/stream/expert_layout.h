@@ -33,7 +33,7 @@ struct ProjectionLayout {
   uint64_t expert_bytes = 0;  // one expert's matrix (= the stride between experts)
   gguf::GgmlType type = gguf::GgmlType::F32;
   uint64_t rows = 0, cols = 0;
-  uint32_t file = 0;          // the model file (shard, gguf_set.h) holding the stack: the reader's file index
+  uint32_t file = 0;  // the model file (shard, gguf_set.h) holding the stack: the reader's file index
   uint64_t offset_of(uint32_t expert) const { return offset + expert * expert_bytes; }
 };
 
@@ -60,7 +60,7 @@ class ExpertLayout {
   static void parse_streamed_name(std::string_view name, uint32_t* layer, Projection* proj);
 
   uint32_t n_layers() const { return static_cast<uint32_t>(layers_.size()); }  // last MoE layer + 1
-  uint32_t n_experts() const { return n_experts_; }                           // most of any layer
+  uint32_t n_experts() const { return n_experts_; }                            // most of any layer
   uint32_t n_moe_layers() const { return n_moe_layers_; }
   bool is_moe_layer(uint32_t l) const { return l < layers_.size() && layers_[l].n_expert > 0; }
   const LayerExperts& layer(uint32_t l) const { return layers_.at(l); }
@@ -70,9 +70,9 @@ class ExpertLayout {
   uint64_t slot_offset(Projection p) const { return slot_offset_[static_cast<int>(p)]; }
   uint64_t slot_capacity(Projection p) const { return slot_capacity_[static_cast<int>(p)]; }
 
-  uint64_t total_experts() const { return total_experts_; }  // sum of n_expert over layers
+  uint64_t total_experts() const { return total_experts_; }           // sum of n_expert over layers
   uint32_t n_stacks() const { return n_moe_layers_ * kProjections; }  // the routed tensors laid out
-  uint64_t total_bytes() const { return total_bytes_; }      // all streamed bytes
+  uint64_t total_bytes() const { return total_bytes_; }               // all streamed bytes
   uint64_t largest_expert_bytes() const { return largest_expert_bytes_; }
 
  private:

@@ -29,10 +29,10 @@
 namespace ns::stream {
 
 struct DefaultBudget {
-  uint64_t bytes = 0;      // the budget after headroom
-  uint64_t limit = 0;      // the limit it came from
+  uint64_t bytes = 0;  // the budget after headroom
+  uint64_t limit = 0;  // the limit it came from
   bool from_cgroup = false;
-  std::string source;      // "cgroup limit 9.00 GiB" or "machine memory 23.54 GiB"
+  std::string source;  // "cgroup limit 9.00 GiB" or "machine memory 23.54 GiB"
   // "8.10 GiB: cgroup limit 9.00 GiB minus 922 MiB headroom" (for the plan and the log).
   std::string describe() const;
 };

@@ -80,7 +80,7 @@ class ReadOp {
   bool failed_ = false;
   int err_ = 0;
   uint64_t err_offset_ = 0;
-  ReadOp* next_ = nullptr;    // intrusive pending-queue link: queuing never allocates
+  ReadOp* next_ = nullptr;  // intrusive pending-queue link: queuing never allocates
 
   std::atomic<State> state_{State::idle};
 };

@@ -21,7 +21,8 @@ namespace {
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 // A chunk that keeps getting -EAGAIN is not going to succeed.
@@ -43,13 +44,14 @@ UringProbe probe_uring() {
   const int r = io_uring_queue_init(4, &ring, 0);
   if (r < 0) {
     p.reason = std::string("io_uring_setup failed: ") + std::strerror(-r) +
-               (r == -ENOSYS ? " (kernel without io_uring, or a seccomp filter blocks it)"
+               (r == -ENOSYS  ? " (kernel without io_uring, or a seccomp filter blocks it)"
                 : r == -EPERM ? " (sysctl kernel.io_uring_disabled, or a sandbox forbids it)"
                               : "");
     return p;
   }
   if (io_uring_probe* probe = io_uring_get_probe_ring(&ring)) {
-    const bool ok = io_uring_opcode_supported(probe, IORING_OP_READ) && io_uring_opcode_supported(probe, IORING_OP_READ_FIXED);
+    const bool ok =
+        io_uring_opcode_supported(probe, IORING_OP_READ) && io_uring_opcode_supported(probe, IORING_OP_READ_FIXED);
     io_uring_free_probe(probe);
     if (!ok) p.reason = "this kernel's io_uring lacks IORING_OP_READ (needs Linux 5.6 or later)";
   } else {
@@ -76,15 +78,19 @@ UringProbe probe_uring() {
 
 void Reader::OpQueue::push(ReadOp* op) {
   op->next_ = nullptr;
-  if (tail) tail->next_ = op;
-  else head = op;
+  if (tail)
+    tail->next_ = op;
+  else
+    head = op;
   tail = op;
 }
 
 void Reader::OpQueue::append(OpQueue& other) {
   if (other.empty()) return;
-  if (tail) tail->next_ = other.head;
-  else head = other.head;
+  if (tail)
+    tail->next_ = other.head;
+  else
+    head = other.head;
   tail = other.tail;
   other.head = other.tail = nullptr;
 }
@@ -120,7 +126,7 @@ Reader::Reader(const std::vector<std::string>& paths, IoMode mode, const ReaderO
       }
       throw Error(ErrorKind::io, path + ": cannot open for reading: " + std::strerror(e));
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(f.buffered_fd, &st) == 0 && S_ISREG(st.st_mode)) {
       f.size = static_cast<uint64_t>(st.st_size);
       f.size_known = true;
@@ -128,9 +134,10 @@ Reader::Reader(const std::vector<std::string>& paths, IoMode mode, const ReaderO
     if (opts_.direct) {
       f.direct_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
       if (f.direct_fd < 0)
-        spdlog::warn("{}: O_DIRECT refused ({}); reading through the page cache, which the memory budget does not "
-                     "cover. Put the model on a filesystem that supports direct I/O (ext4, xfs, btrfs; not tmpfs).",
-                     path, std::strerror(errno));
+        spdlog::warn(
+            "{}: O_DIRECT refused ({}); reading through the page cache, which the memory budget does not "
+            "cover. Put the model on a filesystem that supports direct I/O (ext4, xfs, btrfs; not tmpfs).",
+            path, std::strerror(errno));
     }
     files_.push_back(std::move(f));
   }
@@ -151,8 +158,11 @@ bool Reader::register_buffers(std::span<const iovec> buffers) {
     if (v.iov_len > (1ull << 30) || v.iov_len == 0) why = "a buffer is empty or over io_uring's 1 GiB limit";
   if (!why.empty() || !register_with_engine(buffers, &why)) {
     registered_.clear();
-    if (!why.empty()) spdlog::warn("io_uring could not register the read buffers ({}); reading without them costs some "
-                                   "CPU per read. Raise RLIMIT_MEMLOCK (LimitMEMLOCK= in the unit) to allow it.", why);
+    if (!why.empty())
+      spdlog::warn(
+          "io_uring could not register the read buffers ({}); reading without them costs some "
+          "CPU per read. Raise RLIMIT_MEMLOCK (LimitMEMLOCK= in the unit) to allow it.",
+          why);
     return false;
   }
   registered_.assign(buffers.begin(), buffers.end());
@@ -167,7 +177,8 @@ bool Reader::fixed_buffer_ok(const ReadOp& op) const {
   const iovec& v = registered_[static_cast<size_t>(op.buffer_index_)];
   const auto* lo = static_cast<const uint8_t*>(v.iov_base);
   if (op.buffer_ < lo || op.buffer_ + op.span_ > lo + v.iov_len)
-    throw Error(ErrorKind::internal, "ReadOp buffer lies outside registered buffer " + std::to_string(op.buffer_index_));
+    throw Error(ErrorKind::internal,
+                "ReadOp buffer lies outside registered buffer " + std::to_string(op.buffer_index_));
   return true;
 }
 
@@ -182,7 +193,8 @@ void Reader::submit(std::span<ReadOp* const> ops) {
     if (op->state_.load(std::memory_order_acquire) == ReadOp::State::queued)
       throw Error(ErrorKind::internal, "ReadOp submitted while already queued");
     if (op->file_ >= files_.size())
-      throw Error(ErrorKind::internal, "ReadOp names file " + std::to_string(op->file_) + " of " + std::to_string(files_.size()));
+      throw Error(ErrorKind::internal,
+                  "ReadOp names file " + std::to_string(op->file_) + " of " + std::to_string(files_.size()));
     if (!is_aligned(reinterpret_cast<uintptr_t>(op->buffer_)) || op->capacity_ < op->span_)
       throw Error(ErrorKind::internal, "ReadOp buffer must be 4096-aligned and hold " + std::to_string(op->span_) +
                                            " bytes (has " + std::to_string(op->capacity_) + ")");
@@ -239,8 +251,8 @@ size_t Reader::wait_any(std::span<ReadOp* const> ops) const {
 
 Error Reader::error_of(const ReadOp& op) const {
   const OpenFile& f = files_.at(op.file_);
-  const std::string what = f.path + ": read of " + std::to_string(op.length_) + " bytes at offset " +
-                           std::to_string(op.offset_) + " failed";
+  const std::string what =
+      f.path + ": read of " + std::to_string(op.length_) + " bytes at offset " + std::to_string(op.offset_) + " failed";
   if (op.err_ == 0)
     return Error(ErrorKind::io, what + ": the file ends at byte " + std::to_string(op.err_offset_) +
                                     " (truncated, or changed since it was loaded); restore the complete file");
@@ -302,7 +314,8 @@ Reader::Target Reader::target_of(const Chunk& c, const OpenFile& f) {
   t.len = static_cast<uint32_t>(c.len - c.got);
   // A short count that is not a block multiple leaves the rest unaligned: the
   // buffered descriptor reads that tail.
-  t.direct = f.direct_fd >= 0 && is_aligned(t.offset) && is_aligned(reinterpret_cast<uintptr_t>(t.dst)) && is_aligned(t.len);
+  t.direct =
+      f.direct_fd >= 0 && is_aligned(t.offset) && is_aligned(reinterpret_cast<uintptr_t>(t.dst)) && is_aligned(t.len);
   t.fixed_index = op.fixed_index_;
   return t;
 }
@@ -377,9 +390,10 @@ void Reader::set_io_thread_priority() const {
   if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), opts_.io_nice) != 0) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
-      spdlog::info("the I/O thread runs at normal priority (nice {} refused: {}); under heavy CPU load reads may "
-                   "wait behind compute. Allow it with CAP_SYS_NICE (systemd: LimitNICE=).",
-                   opts_.io_nice, std::strerror(errno));
+      spdlog::info(
+          "the I/O thread runs at normal priority (nice {} refused: {}); under heavy CPU load reads may "
+          "wait behind compute. Allow it with CAP_SYS_NICE (systemd: LimitNICE=).",
+          opts_.io_nice, std::strerror(errno));
   }
 }
 
@@ -390,10 +404,11 @@ std::unique_ptr<Reader> make_reader(const std::vector<std::string>& paths, const
     if (probe.available) {
       if (auto r = UringReader::try_open(paths, opts, &why)) return r;
     }
-    spdlog::warn("io_uring is unavailable ({}); reading with pread on {} threads instead, which is slower. "
-                 "Use Linux 5.6+ with io_uring allowed (sysctl kernel.io_uring_disabled=0; containers: the seccomp "
-                 "profile), or set io_mode: pread to silence this.",
-                 why, PreadReader::threads_for(opts));
+    spdlog::warn(
+        "io_uring is unavailable ({}); reading with pread on {} threads instead, which is slower. "
+        "Use Linux 5.6+ with io_uring allowed (sysctl kernel.io_uring_disabled=0; containers: the seccomp "
+        "profile), or set io_mode: pread to silence this.",
+        why, PreadReader::threads_for(opts));
   }
   return std::make_unique<PreadReader>(paths, opts);
 }

@@ -60,12 +60,12 @@ struct ReaderOptions {
 // Counters since construction. Busy time is wall time with at least one chunk
 // in flight, so bytes_read / busy is the rate while reading.
 struct ReaderStats {
-  uint64_t bytes_read = 0;    // bytes that arrived (aligned supersets included)
-  uint64_t reads = 0;         // ops finished (done or failed)
-  uint64_t chunks = 0;        // chunk reads issued
-  uint64_t short_reads = 0;   // continued after a short count
-  uint64_t retries = 0;       // -EAGAIN / -EINTR resubmissions
-  uint64_t failed = 0;        // ops that failed
+  uint64_t bytes_read = 0;   // bytes that arrived (aligned supersets included)
+  uint64_t reads = 0;        // ops finished (done or failed)
+  uint64_t chunks = 0;       // chunk reads issued
+  uint64_t short_reads = 0;  // continued after a short count
+  uint64_t retries = 0;      // -EAGAIN / -EINTR resubmissions
+  uint64_t failed = 0;       // ops that failed
   uint64_t busy_ns = 0;
   double read_gib_per_s() const { return busy_ns ? bytes_read / (busy_ns * 1e-9) / double(1ull << 30) : 0.0; }
 };
@@ -178,19 +178,19 @@ class Reader {
   std::vector<OpenFile> files_;
   IoMode mode_;
   ReaderOptions opts_;
-  std::mutex mu_;     // guards pending_
-  OpQueue pending_;   // submitted, not yet taken by the I/O side
+  std::mutex mu_;    // guards pending_
+  OpQueue pending_;  // submitted, not yet taken by the I/O side
   std::vector<iovec> registered_;
 
  private:
   void finish(ReadOp& op);
   bool fixed_buffer_ok(const ReadOp& op) const;
 
-  uint32_t in_flight_chunks_ = 0;  // I/O side only
+  uint32_t in_flight_chunks_ = 0;         // I/O side only
   std::atomic<uint32_t> outstanding_{0};  // ops submitted and not finished
   uint64_t busy_since_ns_ = 0;
   std::atomic<uint64_t> bytes_read_{0}, reads_{0}, chunks_{0}, short_reads_{0}, retries_{0}, failed_{0}, busy_ns_{0};
-  std::atomic<uint64_t> busy_start_{0};  // non-zero while busy: when it began (for live stats)
+  std::atomic<uint64_t> busy_start_{0};     // non-zero while busy: when it began (for live stats)
   mutable std::atomic<uint32_t> epoch_{0};  // bumped on every finished op, for wait_any
 };
 

@@ -11,14 +11,16 @@ std::string StreamStats::summary() const {
   std::snprintf(buf, sizeof buf,
                 "read %s in %.0f ms (%.2f GiB/s while reading, %llu reads), waited %.0f ms; cache hits %.1f%% "
                 "(%llu hits, %llu misses, %llu evictions)",
-                format_size(bytes_read()).c_str(), read_ms(), read_gib_s(), static_cast<unsigned long long>(reader.reads),
-                io_wait_ms(), 100.0 * cache_hit_rate(), static_cast<unsigned long long>(cache.hits),
-                static_cast<unsigned long long>(cache.misses), static_cast<unsigned long long>(cache.evictions));
+                format_size(bytes_read()).c_str(), read_ms(), read_gib_s(),
+                static_cast<unsigned long long>(reader.reads), io_wait_ms(), 100.0 * cache_hit_rate(),
+                static_cast<unsigned long long>(cache.hits), static_cast<unsigned long long>(cache.misses),
+                static_cast<unsigned long long>(cache.evictions));
   std::string s = buf;
   if (cache.prefetch_requested) {
     std::snprintf(buf, sizeof buf, "; prefetch %.1f%% used (%llu read, %llu used, %llu evicted unused)",
                   100.0 * prefetch_accuracy(), static_cast<unsigned long long>(cache.prefetch_reads),
-                  static_cast<unsigned long long>(cache.prefetch_used), static_cast<unsigned long long>(cache.prefetch_wasted));
+                  static_cast<unsigned long long>(cache.prefetch_used),
+                  static_cast<unsigned long long>(cache.prefetch_wasted));
     s += buf;
   }
   if (reader.failed) s += "; " + std::to_string(reader.failed) + " reads failed";

@@ -40,18 +40,18 @@ class UringReader final : public Reader {
   void wake() override;
   bool register_with_engine(std::span<const iovec> buffers, std::string* why_not) override;
 
-  void run();                  // the I/O thread
-  void arm_wakeup();           // a read of the eventfd, completed by wake()
-  void prepare(Chunk* c);      // an SQE for the chunk's next bytes
+  void run();              // the I/O thread
+  void arm_wakeup();       // a read of the eventfd, completed by wake()
+  void prepare(Chunk* c);  // an SQE for the chunk's next bytes
 
   io_uring ring_{};
   bool ring_ready_ = false;
   int event_fd_ = -1;
   uint64_t event_buf_ = 0;
   bool files_registered_ = false;
-  std::vector<Chunk> chunks_;        // queue_depth completion objects; user_data points here
+  std::vector<Chunk> chunks_;  // queue_depth completion objects; user_data points here
   std::vector<Chunk*> free_chunks_;
-  bool stop_ = false;                // guarded by mu_
+  bool stop_ = false;  // guarded by mu_
   std::thread thread_;
 };
 

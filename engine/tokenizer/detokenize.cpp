@@ -21,7 +21,7 @@ void clean_up_spaces(std::string& s) {
   for (size_t i = 1; i < total2; ++i) {
     const char x = text[i];
     if (x == '\'' && i + 1 < total2 && text[i - 1] == ' ' && text[i + 1] == ' ') {
-      --total;          // the space before
+      --total;           // the space before
       text[++i] = '\0';  // and skip the space after
     }
     text[total++] = x;

@@ -118,9 +118,12 @@ bool is_other(const CharClass& f) { return !(f.whitespace || f.letter || f.numbe
 //   \s+;
 //   else (no alternative matched) a piece of one character.
 void split_spaces(Window& w, size_t& pos, size_t n_ws) {
-  if (n_ws > 1 && w.cpt(pos + n_ws) != kOutOfRange) pos += n_ws - 1;
-  else if (n_ws > 0) pos += n_ws;
-  else ++pos;
+  if (n_ws > 1 && w.cpt(pos + n_ws) != kOutOfRange)
+    pos += n_ws - 1;
+  else if (n_ws > 0)
+    pos += n_ws;
+  else
+    ++pos;
   w.cut(pos);
 }
 

@@ -33,8 +33,8 @@ std::vector<MergeSymbol> merge_symbols(std::string_view text, CharLen char_len) 
   for (size_t off = 0; off < text.size();) {
     const size_t len = char_len(text, off);
     const int index = static_cast<int>(symbols.size());
-    symbols.push_back({index - 1, off + len == text.size() ? -1 : index + 1, static_cast<uint32_t>(off),
-                       static_cast<uint32_t>(len)});
+    symbols.push_back(
+        {index - 1, off + len == text.size() ? -1 : index + 1, static_cast<uint32_t>(off), static_cast<uint32_t>(len)});
     off += len;
   }
   return symbols;

@@ -39,7 +39,8 @@ struct ThreadMatchState {
 
 ThreadMatchState& thread_state() {
   thread_local ThreadMatchState state;
-  if (!state.data || !state.context) throw Error(ErrorKind::internal, "PCRE2 could not allocate match data (out of memory)");
+  if (!state.data || !state.context)
+    throw Error(ErrorKind::internal, "PCRE2 could not allocate match data (out of memory)");
   return state;
 }
 
@@ -49,8 +50,8 @@ Regex::Regex(std::string pattern) : pattern_(std::move(pattern)) {
   int err = 0;
   PCRE2_SIZE err_off = 0;
   const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(), options, &err,
-                                   &err_off, nullptr);
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(), options, &err, &err_off, nullptr);
   if (!code) {
     throw Error(ErrorKind::internal, "pre-tokenizer regex '" + pattern_ + "' does not compile at offset " +
                                          std::to_string(err_off) + ": " + pcre_message(err));

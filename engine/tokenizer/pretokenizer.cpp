@@ -93,8 +93,7 @@ PreTokenizerInfo resolve_pre_tokenizer(const std::string& name) {
       return info;
     }
   }
-  throw Error(ErrorKind::bad_model, "tokenizer.ggml.pre '" + name +
-                                        "' is not a supported pre-tokenizer; supported: " +
+  throw Error(ErrorKind::bad_model, "tokenizer.ggml.pre '" + name + "' is not a supported pre-tokenizer; supported: " +
                                         supported_pre_tokenizer_names());
 }
 
@@ -137,10 +136,8 @@ std::vector<std::string> pre_tokenizer_patterns(PreType type) {
       };
     case PreType::deepseek_coder:
       return {
-          R"re([\r\n])re",
-          R"re(\s?\p{L}+)re",
-          R"re(\s?\p{P}+)re",
-          R"re([\x{4E00}-\x{9FA5}\x{0800}-\x{4E00}\x{AC00}-\x{D7FF}]+)re",
+          R"re([\r\n])re",    R"re(\s?\p{L}+)re",
+          R"re(\s?\p{P}+)re", R"re([\x{4E00}-\x{9FA5}\x{0800}-\x{4E00}\x{AC00}-\x{D7FF}]+)re",
           R"re(\p{N})re",
       };
     case PreType::deepseek3_llm:
@@ -152,12 +149,9 @@ std::vector<std::string> pre_tokenizer_patterns(PreType type) {
           R"re([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)re",
           R"re([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|(?:[^\r\n\p{L}\p{P}\p{S}]|~)?[\p{L}\p{M}]+| ?(?:(?!~)[\p{P}\p{S}])+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re",
       };
-    case PreType::falcon:
-      return {R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2Pattern, R"re([0-9][0-9][0-9])re"};
-    case PreType::starcoder:
-      return {R"re(\p{N})re", kGpt2Pattern};
-    case PreType::gpt2:
-      return {kGpt2Pattern};
+    case PreType::falcon: return {R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2Pattern, R"re([0-9][0-9][0-9])re"};
+    case PreType::starcoder: return {R"re(\p{N})re", kGpt2Pattern};
+    case PreType::gpt2: return {kGpt2Pattern};
     case PreType::qwen2:
       return {
           R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
@@ -165,8 +159,7 @@ std::vector<std::string> pre_tokenizer_patterns(PreType type) {
       // As qwen2, with combining marks (\p{M}) inside letter runs and out of punctuation runs.
       return {
           R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
-    case PreType::kimi_k2:
-      return {kimi_k2_pattern()};
+    case PreType::kimi_k2: return {kimi_k2_pattern()};
     case PreType::gpt4o:
       // The form llama.cpp runs (gpt-oss, GPT-4o): tokenizer.json's case
       // classes \p{Lu}... written as letters that are not a-z / not A-Z.
@@ -174,8 +167,7 @@ std::vector<std::string> pre_tokenizer_patterns(PreType type) {
           R"re([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)re"
           R"re(|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)re"
           R"re(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
-    case PreType::default_:
-      break;
+    case PreType::default_: break;
   }
   return {R"re([\p{P}\$\+<=>\^~\|]+)re", kGpt2Pattern, R"re(\p{N}+)re", R"re([0-9][0-9][0-9])re"};
 }
@@ -239,15 +231,9 @@ void PreTokenizer::split(std::string_view text, std::vector<WordSpan>& words) co
     for (uint32_t len : pieces) {
       const size_t end = start + len;
       switch (step.kind) {
-        case StepKind::gpt2:
-          split_gpt2_fast(cpts, start, end, next);
-          break;
-        case StepKind::llama3:
-          split_llama3_fast(cpts, start, end, next);
-          break;
-        case StepKind::kimi_k2:
-          split_kimi_k2_fast(cpts, start, end, next);
-          break;
+        case StepKind::gpt2: split_gpt2_fast(cpts, start, end, next); break;
+        case StepKind::llama3: split_llama3_fast(cpts, start, end, next); break;
+        case StepKind::kimi_k2: split_kimi_k2_fast(cpts, start, end, next); break;
         case StepKind::regex: {
           if (!subject) subject = std::make_unique<RegexSubject>(cpts);
           const size_t b0 = subject->byte_at[start];

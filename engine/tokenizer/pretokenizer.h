@@ -26,7 +26,18 @@ namespace ns::tok {
 class Regex;
 
 enum class PreType {
-  default_, llama3, dbrx, deepseek_llm, deepseek_coder, deepseek3_llm, falcon, starcoder, gpt2, qwen2, qwen35, kimi_k2,
+  default_,
+  llama3,
+  dbrx,
+  deepseek_llm,
+  deepseek_coder,
+  deepseek3_llm,
+  falcon,
+  starcoder,
+  gpt2,
+  qwen2,
+  qwen35,
+  kimi_k2,
   chatglm4,  // GLM-4 / GLM-4.5: Llama 3's regex, without its ignore_merges, no default BOS
   gpt4o
 };
@@ -34,10 +45,10 @@ enum class PreType {
 // What a tokenizer.ggml.pre name implies, as llama.cpp's vocabulary loader sets it.
 struct PreTokenizerInfo {
   PreType type = PreType::default_;
-  bool ignore_merges = false;        // a word that is already a token skips the merges (Llama 3)
-  bool clean_spaces = true;          // decode() removes spaces before punctuation (HF clean_up_tokenization_spaces)
-  std::optional<bool> add_bos;       // a default for when tokenizer.ggml.add_bos_token is absent
-  bool default_bos = true;           // false: no BOS id unless tokenizer.ggml.bos_token_id names one (chatglm4)
+  bool ignore_merges = false;   // a word that is already a token skips the merges (Llama 3)
+  bool clean_spaces = true;     // decode() removes spaces before punctuation (HF clean_up_tokenization_spaces)
+  std::optional<bool> add_bos;  // a default for when tokenizer.ggml.add_bos_token is absent
+  bool default_bos = true;      // false: no BOS id unless tokenizer.ggml.bos_token_id names one (chatglm4)
 };
 
 // Throws ns::Error(bad_model) naming the unknown value and the supported ones.

@@ -20,28 +20,74 @@ bool one_of(const std::string& s, std::initializer_list<const char*> list) {
 // Token texts llama.cpp recognises as end-of-turn / end-of-generation markers
 // when the metadata does not name them (its workaround for converters that
 // do not write tokenizer.ggml.eot_token_id and friends).
-const std::initializer_list<const char*> kEotTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
-    "<end_of_utterance>"};
-const std::initializer_list<const char*> kEogTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~["};
+const std::initializer_list<const char*> kEotTexts = {"<|eot_id|>",
+                                                      "<|im_end|>",
+                                                      "<|end|>",
+                                                      "<end_of_turn>",
+                                                      "<|endoftext|>",
+                                                      "<|end_of_text|>",
+                                                      "<EOT>",
+                                                      "_<EOT>",
+                                                      "[EOT]",
+                                                      "<\xEF\xBD\x9C"
+                                                      "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                                                      "<end_of_utterance>"};
+const std::initializer_list<const char*> kEogTexts = {"<|eot_id|>",
+                                                      "<|im_end|>",
+                                                      "<|end|>",
+                                                      "<|return|>",
+                                                      "<|call|>",
+                                                      "<|flush|>",
+                                                      "<|calls|>",
+                                                      "<end_of_turn>",
+                                                      "<|endoftext|>",
+                                                      "</s>",
+                                                      "<|eom_id|>",
+                                                      "<EOT>",
+                                                      "_<EOT>",
+                                                      "[EOT]",
+                                                      "[EOS]",
+                                                      "<|end_of_text|>",
+                                                      "<end_of_utterance>",
+                                                      "<eos>",
+                                                      "<turn|>",
+                                                      "<|tool_response>",
+                                                      "<\xEF\xBD\x9C"
+                                                      "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                                                      "[e~["};
 const std::initializer_list<const char*> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 const std::initializer_list<const char*> kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
                                                          "<reponame>"};
 const std::initializer_list<const char*> kFimSepTexts = {"<|file_sep|>"};
-const std::initializer_list<const char*> kFimPreTexts = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>",
-    "<PRE>", "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"};
-const std::initializer_list<const char*> kFimSufTexts = {
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
-    "<SUF>", "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"};
-const std::initializer_list<const char*> kFimMidTexts = {
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>",
-    "<MID>", "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"};
+const std::initializer_list<const char*> kFimPreTexts = {"<|fim_prefix|>",
+                                                         "<fim-prefix>",
+                                                         "<fim_prefix>",
+                                                         "<\xEF\xBD\x9C"
+                                                         "fim\xE2\x96\x81"
+                                                         "begin\xEF\xBD\x9C>",
+                                                         "<PRE>",
+                                                         "\xE2\x96\x81<PRE>",
+                                                         "<|code_prefix|>",
+                                                         "<|prefix|>"};
+const std::initializer_list<const char*> kFimSufTexts = {"<|fim_suffix|>",
+                                                         "<fim-suffix>",
+                                                         "<fim_suffix>",
+                                                         "<\xEF\xBD\x9C"
+                                                         "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+                                                         "<SUF>",
+                                                         "\xE2\x96\x81<SUF>",
+                                                         "<|code_suffix|>",
+                                                         "<|suffix|>"};
+const std::initializer_list<const char*> kFimMidTexts = {"<|fim_middle|>",
+                                                         "<fim-middle>",
+                                                         "<fim_middle>",
+                                                         "<\xEF\xBD\x9C"
+                                                         "fim\xE2\x96\x81"
+                                                         "end\xEF\xBD\x9C>",
+                                                         "<MID>",
+                                                         "\xE2\x96\x81<MID>",
+                                                         "<|code_middle|>",
+                                                         "<|middle|>"};
 
 std::string lower_ascii(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -93,12 +139,18 @@ void Vocab::detect_special_tokens(Vocab& v) {
     int32_t s_id = -1;
     for (int32_t id : eog) {
       const std::string& t = v.text[id];
-      if (t == "<|return|>") has_return = true;
-      else if (t == "<|call|>" || t == "<|calls|>") has_call = true;
-      else if (t == "<|flush|>") has_flush = true;
-      else if (t == "<|end|>") end_id = id;
-      else if (t == "<|tool_response>") has_tool_response = true;
-      else if (t == "</s>") s_id = id;
+      if (t == "<|return|>")
+        has_return = true;
+      else if (t == "<|call|>" || t == "<|calls|>")
+        has_call = true;
+      else if (t == "<|flush|>")
+        has_flush = true;
+      else if (t == "<|end|>")
+        end_id = id;
+      else if (t == "<|tool_response>")
+        has_tool_response = true;
+      else if (t == "</s>")
+        s_id = id;
     }
     if (end_id >= 0 && ((has_return && has_call) || (has_call && has_flush))) {
       eog.erase(std::find(eog.begin(), eog.end(), end_id));
@@ -116,7 +168,6 @@ void Vocab::detect_special_tokens(Vocab& v) {
     const int32_t id = v.find(t);
     if (id >= 0) v.attr[id] = kAttrUserDefined;
   }
-
 }
 
 void Vocab::apply_strip_rules(Vocab& v, const VocabSpec& spec) {

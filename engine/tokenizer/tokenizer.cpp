@@ -23,8 +23,10 @@ void escape_spaces(std::string& s) {
   std::string out;
   out.reserve(s.size() + s.size() / 2);
   for (char c : s) {
-    if (c == ' ') out += kEscapedSpace;
-    else out.push_back(c);
+    if (c == ' ')
+      out += kEscapedSpace;
+    else
+      out.push_back(c);
   }
   s.swap(out);
 }
@@ -65,8 +67,10 @@ std::string byte_decode(const std::string& text) {
   for (size_t pos = 0; pos < text.size();) {
     const tok::DecodedChar c = tok::utf8_decode_at(text, pos);
     const int b = tok::unicode_to_byte(c.cpt);
-    if (b >= 0) out.push_back(static_cast<char>(b));
-    else out.append(text, pos, c.len);
+    if (b >= 0)
+      out.push_back(static_cast<char>(b));
+    else
+      out.append(text, pos, c.len);
     pos += c.len;
   }
   return out;
@@ -84,14 +88,16 @@ class VocabTokenizer final : public Tokenizer {
       // llama.cpp lets a Kimi K2 vocabulary leave its merges out; BPE then
       // merges nothing: each byte of a word stays its own token.
       if (spec.merges.empty() && pre.type != tok::PreType::kimi_k2)
-        throw Error(ErrorKind::bad_model, "tokenizer.ggml.merges is missing or empty: a gpt2 (BPE) vocabulary needs its merges");
+        throw Error(ErrorKind::bad_model,
+                    "tokenizer.ggml.merges is missing or empty: a gpt2 (BPE) vocabulary needs its merges");
       // llama.cpp's BPE defaults: BOS = EOS = 11 (when inside the vocabulary), no BOS added.
       vocab_ = Vocab::build(spec, tok::ModelKind::bpe, pre.default_bos ? 11 : -1, 11, -1, pre.add_bos.value_or(false),
                             /*add_space_prefix=*/false, pre.clean_spaces);
       bpe_ = std::make_unique<tok::BpeEncoder>(vocab_, spec.merges, pre.type, pre.ignore_merges);
     } else {
-      throw Error(ErrorKind::bad_model, "tokenizer.ggml.model '" + spec.model +
-                                            "' is not supported; supported: llama (SentencePiece), gpt2 (byte-level BPE)");
+      throw Error(ErrorKind::bad_model,
+                  "tokenizer.ggml.model '" + spec.model +
+                      "' is not supported; supported: llama (SentencePiece), gpt2 (byte-level BPE)");
     }
     pieces_.reserve(vocab_.text.size());
     for (int32_t id = 0; id < vocab_.n(); ++id) pieces_.push_back(make_piece(id));
@@ -99,7 +105,8 @@ class VocabTokenizer final : public Tokenizer {
 
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override {
     if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-      throw Error(ErrorKind::invalid_input, "text of " + std::to_string(text.size()) + " bytes is too long to tokenize (limit 2 GiB)");
+      throw Error(ErrorKind::invalid_input,
+                  "text of " + std::to_string(text.size()) + " bytes is too long to tokenize (limit 2 GiB)");
     std::vector<int32_t> out;
     const std::vector<tok::Fragment> frags = vocab_.partition(text, parse_special);
     if (add_special && vocab_.add_bos) out.push_back(vocab_.bos);
@@ -123,8 +130,10 @@ class VocabTokenizer final : public Tokenizer {
       }
     } else {
       for (const tok::Fragment& f : frags) {
-        if (f.token >= 0) out.push_back(f.token);
-        else bpe_->encode(text.substr(f.offset, f.length), out);
+        if (f.token >= 0)
+          out.push_back(f.token);
+        else
+          bpe_->encode(text.substr(f.offset, f.length), out);
       }
     }
     if (add_special && vocab_.add_eos) out.push_back(vocab_.eos);
@@ -205,7 +214,9 @@ class VocabTokenizer final : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> Tokenizer::from_spec(const VocabSpec& spec) { return std::make_unique<VocabTokenizer>(spec); }
+std::unique_ptr<Tokenizer> Tokenizer::from_spec(const VocabSpec& spec) {
+  return std::make_unique<VocabTokenizer>(spec);
+}
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& file) {
   return from_spec(VocabSpec::from_gguf(file));

@@ -42,30 +42,38 @@ class GgufFile;
 namespace ns {
 
 // Token kinds as GGUF's tokenizer.ggml.token_type stores them.
-enum class TokenType : int32_t { undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
+enum class TokenType : int32_t {
+  undefined = 0,
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6
+};
 
 // Everything a tokenizer is built from, as plain data: the tokenizer.* keys of
 // a GGUF file (from_gguf fills it; tests build small vocabularies by hand).
 // Absent optionals take the defaults llama.cpp uses for the model type.
 struct VocabSpec {
-  std::string model;                  // tokenizer.ggml.model: "llama" or "gpt2"
-  std::string pre;                    // tokenizer.ggml.pre; "" = "default"
-  std::vector<std::string> tokens;    // tokenizer.ggml.tokens
-  std::vector<float> scores;          // tokenizer.ggml.scores; empty = all 0
-  std::vector<int32_t> token_types;   // tokenizer.ggml.token_type; empty = all normal
-  std::vector<std::string> merges;    // tokenizer.ggml.merges ("left right", rank = index)
+  std::string model;                 // tokenizer.ggml.model: "llama" or "gpt2"
+  std::string pre;                   // tokenizer.ggml.pre; "" = "default"
+  std::vector<std::string> tokens;   // tokenizer.ggml.tokens
+  std::vector<float> scores;         // tokenizer.ggml.scores; empty = all 0
+  std::vector<int32_t> token_types;  // tokenizer.ggml.token_type; empty = all normal
+  std::vector<std::string> merges;   // tokenizer.ggml.merges ("left right", rank = index)
   std::optional<int64_t> bos_id, eos_id, eot_id, eom_id, unk_id, sep_id, pad_id, mask_id;
   std::optional<int64_t> fim_pre_id, fim_suf_id, fim_mid_id, fim_pad_id, fim_rep_id, fim_sep_id;
   std::optional<bool> add_bos, add_eos, add_space_prefix;
-  std::string model_name;             // general.name (llama.cpp keys a Phi-3 quirk on it)
+  std::string model_name;  // general.name (llama.cpp keys a Phi-3 quirk on it)
 
   static VocabSpec from_gguf(const gguf::GgufFile& file);
 };
 
 struct DecodeOptions {
-  bool render_special = false;       // control/unknown tokens give their text instead of ""
-  bool strip_leading_space = true;   // as the vocabulary's add_space_prefix says (see above)
-  bool clean_spaces = true;          // as the vocabulary's pre-tokenizer says (see above)
+  bool render_special = false;      // control/unknown tokens give their text instead of ""
+  bool strip_leading_space = true;  // as the vocabulary's add_space_prefix says (see above)
+  bool clean_spaces = true;         // as the vocabulary's pre-tokenizer says (see above)
 };
 
 class Tokenizer {
@@ -89,16 +97,16 @@ class Tokenizer {
   virtual std::string decode_with(std::span<const int32_t> ids, const DecodeOptions& options) const = 0;
 
   virtual int32_t n_vocab() const = 0;
-  virtual int32_t bos() const = 0;   // -1 if none
-  virtual int32_t eos() const = 0;   // -1 if none
-  virtual int32_t eot() const = 0;   // -1 if none (end of turn: <|eot_id|>, <|im_end|>, ...)
-  virtual int32_t unk() const = 0;   // -1 if none
-  virtual int32_t pad() const = 0;   // -1 if none
+  virtual int32_t bos() const = 0;  // -1 if none
+  virtual int32_t eos() const = 0;  // -1 if none
+  virtual int32_t eot() const = 0;  // -1 if none (end of turn: <|eot_id|>, <|im_end|>, ...)
+  virtual int32_t unk() const = 0;  // -1 if none
+  virtual int32_t pad() const = 0;  // -1 if none
   virtual bool add_bos() const = 0;
   virtual bool add_eos() const = 0;
-  virtual bool is_end_of_generation(int32_t id) const = 0;  // EOS, EOT and similar
+  virtual bool is_end_of_generation(int32_t id) const = 0;         // EOS, EOT and similar
   virtual std::vector<int32_t> end_of_generation_ids() const = 0;  // sorted
-  virtual bool is_control(int32_t id) const = 0;  // control or unknown: hidden unless render_special
+  virtual bool is_control(int32_t id) const = 0;                   // control or unknown: hidden unless render_special
   virtual TokenType token_type(int32_t id) const = 0;
   virtual const std::string& token_text(int32_t id) const = 0;  // raw vocabulary entry
   virtual int32_t find_token(std::string_view text) const = 0;  // exact vocabulary entry, -1 if none

@@ -19,8 +19,7 @@ DecodedChar utf8_decode_at(std::string_view text, size_t pos) {
   }
   if (!(b0 & 0x08)) {
     if (!cont(1) || !cont(2) || !cont(3)) return {kReplacementChar, 1};
-    return {(uint32_t(b0 & 0x07) << 18) | (uint32_t(b(1) & 0x3F) << 12) | (uint32_t(b(2) & 0x3F) << 6) |
-                (b(3) & 0x3F),
+    return {(uint32_t(b0 & 0x07) << 18) | (uint32_t(b(1) & 0x3F) << 12) | (uint32_t(b(2) & 0x3F) << 6) | (b(3) & 0x3F),
             4};
   }
   return {kReplacementChar, 1};

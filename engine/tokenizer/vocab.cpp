@@ -25,13 +25,14 @@ bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 }  // namespace
 
-Vocab Vocab::build(const VocabSpec& spec, ModelKind kind, int32_t default_bos, int32_t default_eos,
-                   int32_t default_unk, bool default_add_bos, bool default_add_space_prefix, bool clean_spaces) {
+Vocab Vocab::build(const VocabSpec& spec, ModelKind kind, int32_t default_bos, int32_t default_eos, int32_t default_unk,
+                   bool default_add_bos, bool default_add_space_prefix, bool clean_spaces) {
   Vocab v;
   v.kind = kind;
   const size_t n = spec.tokens.size();
   if (n == 0) throw Error(ErrorKind::bad_model, "tokenizer.ggml.tokens is empty: the file has no vocabulary");
-  if (n > static_cast<size_t>(INT32_MAX)) throw Error(ErrorKind::bad_model, "tokenizer.ggml.tokens has too many entries");
+  if (n > static_cast<size_t>(INT32_MAX))
+    throw Error(ErrorKind::bad_model, "tokenizer.ggml.tokens has too many entries");
   if (!spec.scores.empty() && spec.scores.size() < n)
     throw Error(ErrorKind::bad_model, "tokenizer.ggml.scores has " + std::to_string(spec.scores.size()) +
                                           " entries for " + std::to_string(n) + " tokens");
@@ -88,14 +89,17 @@ Vocab Vocab::build(const VocabSpec& spec, ModelKind kind, int32_t default_bos, i
   v.add_space_prefix = spec.add_space_prefix.value_or(default_add_space_prefix);
   v.clean_spaces = clean_spaces;
   if (v.add_bos && v.bos < 0)
-    throw Error(ErrorKind::bad_model, "tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set");
+    throw Error(ErrorKind::bad_model,
+                "tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set");
   if (v.add_eos && v.eos < 0)
-    throw Error(ErrorKind::bad_model, "tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set");
+    throw Error(ErrorKind::bad_model,
+                "tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set");
 
   detect_special_tokens(v);
 
   for (size_t i = 0; i < n; ++i)
-    if (v.attr[i] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) v.special_by_length.push_back(static_cast<int32_t>(i));
+    if (v.attr[i] & (kAttrControl | kAttrUserDefined | kAttrUnknown))
+      v.special_by_length.push_back(static_cast<int32_t>(i));
   std::stable_sort(v.special_by_length.begin(), v.special_by_length.end(),
                    [&](int32_t a, int32_t b) { return v.text[a].size() > v.text[b].size(); });
 

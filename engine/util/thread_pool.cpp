@@ -13,7 +13,7 @@ namespace ns {
 namespace {
 
 constexpr int kPausesPerClockRead = 32;  // ~0.5-2 us of pause between clock reads
-constexpr uint64_t kOpen = 1ull << 31;  // gate_: the chunk job still takes workers
+constexpr uint64_t kOpen = 1ull << 31;   // gate_: the chunk job still takes workers
 constexpr uint64_t kInside = kOpen - 1;  // gate_: the count of workers inside
 
 // This thread's involuntary context switches (0 where the OS cannot tell).

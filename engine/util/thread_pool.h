@@ -109,11 +109,11 @@ class ThreadPool {
   bool spin_until(const Ready& ready, AdaptiveSpin& s) const;
 
   void worker(int index);
-  void run_chunks(int index);  // the dynamic job's loop
+  void run_chunks(int index);   // the dynamic job's loop
   void publish(uint64_t word);  // makes gen_word_ = word visible and wakes blocked workers
   template <class Done>
-  void wait_done(const Done& done);  // the caller's wait for the workers
-  void worker_finished();              // after a worker made the caller's wait end
+  void wait_done(const Done& done);             // the caller's wait for the workers
+  void worker_finished();                       // after a worker made the caller's wait end
   void rethrow_first(std::exception_ptr mine);  // after the workers are done
 
   int n_threads_;

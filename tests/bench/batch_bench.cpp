@@ -97,9 +97,9 @@ struct Args {
   int repack = -1;          // EngineOptions::repack_experts; -1: the engine's default
   int preload = -1;         // EngineOptions::preload_experts; -1: the engine's default
   bool mla_expand = false;  // ModelTuning::mla_expand_prefill
-  std::string out;        // docs: the file written
-  int count = 64;         // docs: how many documents
-  int prefix_tokens = 0;  // docs: the shared instruction's tokens
+  std::string out;          // docs: the file written
+  int count = 64;           // docs: how many documents
+  int prefix_tokens = 0;    // docs: the shared instruction's tokens
 };
 
 std::vector<int> parse_list(const std::string& v) {
@@ -151,7 +151,7 @@ double rss_mib() { return double(ns::peak_rss_bytes()) / double(1 << 20); }
 struct Phase {  // sums over a set of steps
   ns::BatchRunStats s;
   uint64_t max_step_bytes = 0;
-  double disk_seconds = 0;  // sum of bytes / disk rate per step
+  double disk_seconds = 0;     // sum of bytes / disk rate per step
   ns::ThreadPool::Stats pool;  // the thread pool's counters over these steps
   double per_step(uint64_t v) const { return s.steps ? double(v) / double(s.steps) : 0.0; }
 };
@@ -206,11 +206,12 @@ void load_opts(const Args& a, int n_seq, ns::ModelOptions& mo) {
 void print_plan(const ns::Model& m) {
   const ns::WeightStreaming& ws = m.streaming();
   if (!ws.planned) return;
-  std::printf("plan: budget %s = resident %s + KV %s + activations %s + overhead %s + expert cache %s (%u of %llu experts)\n",
-              format_size(ws.plan.memory_budget).c_str(), format_size(ws.plan.resident_bytes).c_str(),
-              format_size(ws.plan.kv_cache_bytes).c_str(), format_size(ws.plan.activation_bytes).c_str(),
-              format_size(ws.plan.overhead_bytes).c_str(), format_size(ws.plan.cache_bytes).c_str(), ws.plan.cache_experts,
-              static_cast<unsigned long long>(ws.plan.streamed_experts));
+  std::printf(
+      "plan: budget %s = resident %s + KV %s + activations %s + overhead %s + expert cache %s (%u of %llu experts)\n",
+      format_size(ws.plan.memory_budget).c_str(), format_size(ws.plan.resident_bytes).c_str(),
+      format_size(ws.plan.kv_cache_bytes).c_str(), format_size(ws.plan.activation_bytes).c_str(),
+      format_size(ws.plan.overhead_bytes).c_str(), format_size(ws.plan.cache_bytes).c_str(), ws.plan.cache_experts,
+      static_cast<unsigned long long>(ws.plan.streamed_experts));
 }
 
 void warm(ns::Model& m, const Args& a) {
@@ -240,7 +241,8 @@ int cmd_decode(const Args& a) {
   std::map<int, std::vector<int32_t>> alone_tokens;  // prompt index -> its tokens when run alone
   for (const int n : a.batches) {
     std::vector<std::string> prompts;
-    for (int i = 0; i < n; ++i) prompts.push_back(random_prompt(m->tokenizer(), a.prompt_tokens, a.seed + static_cast<uint64_t>(i)));
+    for (int i = 0; i < n; ++i)
+      prompts.push_back(random_prompt(m->tokenizer(), a.prompt_tokens, a.seed + static_cast<uint64_t>(i)));
     Phase dec, pre;
     std::vector<ns::GenerationResult> res;
     for (int r = 0; r < a.repeat; ++r) {
@@ -290,12 +292,13 @@ int cmd_decode(const Args& a) {
         "prefill_tokens=%lld prefill_tok_s=%.4f peak_rss_mib=%.0f seq_bytes_sum=%.0f avg_batch=%.2f verify=%s "
         "hash0=%016llx threads=%d spin_us=%d pool_calls_per_step=%.1f inline_calls_per_step=%.1f wakes_per_step=%.2f "
         "caller_blocks_per_step=%.2f worker_blocks_per_step=%.2f\n",
-        a.io_mode.c_str(), n, d.tok_s(), static_cast<long long>(d.steps), static_cast<long long>(d.generated), d.seconds,
-        d.bytes_per_step(), static_cast<unsigned long long>(dec.max_step_bytes), experts_per_layer, d.cache_hit_rate(),
-        d.io_share(), d.read_gib_s(), disk_ceiling, static_cast<long long>(pre.s.tokens), pre.s.forward_tok_s(), rss_mib(),
-        seq_bytes, seq_avg_batch, verdict.c_str(), static_cast<unsigned long long>(hash_tokens(res[0].tokens)),
-        m->pool().size(), m->pool().spin_us(), dec.per_step(dec.pool.jobs), dec.per_step(dec.pool.inline_jobs),
-        dec.per_step(dec.pool.wakes), dec.per_step(dec.pool.caller_blocks), dec.per_step(dec.pool.worker_blocks));
+        a.io_mode.c_str(), n, d.tok_s(), static_cast<long long>(d.steps), static_cast<long long>(d.generated),
+        d.seconds, d.bytes_per_step(), static_cast<unsigned long long>(dec.max_step_bytes), experts_per_layer,
+        d.cache_hit_rate(), d.io_share(), d.read_gib_s(), disk_ceiling, static_cast<long long>(pre.s.tokens),
+        pre.s.forward_tok_s(), rss_mib(), seq_bytes, seq_avg_batch, verdict.c_str(),
+        static_cast<unsigned long long>(hash_tokens(res[0].tokens)), m->pool().size(), m->pool().spin_us(),
+        dec.per_step(dec.pool.jobs), dec.per_step(dec.pool.inline_jobs), dec.per_step(dec.pool.wakes),
+        dec.per_step(dec.pool.caller_blocks), dec.per_step(dec.pool.worker_blocks));
     std::fflush(stdout);
   }
   return 0;
@@ -320,15 +323,17 @@ int cmd_prefill(const Args& a) {
     res = run_batch(*m, {prompt}, 1, 0, &dec, &pre);
   }
   const ns::BatchRunStats& p = pre.s;
-  std::printf("prefill %lld tokens: %.2f tok/s (%lld forward passes, %.1f s), read %s, io wait %.1f%%, read %.2f GiB/s "
-              "while reading, hits %.1f%%, peak RSS %.0f MiB\n",
-              static_cast<long long>(p.tokens), p.forward_tok_s(), static_cast<long long>(p.steps), p.seconds,
-              format_size(p.bytes_read).c_str(), 100 * p.io_share(), p.read_gib_s(), 100 * p.cache_hit_rate(), rss_mib());
-  std::printf("RESULT kind=prefill io_mode=%s tokens=%lld tok_s=%.4f steps=%lld seconds=%.4f bytes=%llu io_share=%.4f "
-              "read_gib_s=%.4f hit_rate=%.4f peak_rss_mib=%.0f\n",
-              a.io_mode.c_str(), static_cast<long long>(p.tokens), p.forward_tok_s(), static_cast<long long>(p.steps),
-              p.seconds, static_cast<unsigned long long>(p.bytes_read), p.io_share(), p.read_gib_s(), p.cache_hit_rate(),
-              rss_mib());
+  std::printf(
+      "prefill %lld tokens: %.2f tok/s (%lld forward passes, %.1f s), read %s, io wait %.1f%%, read %.2f GiB/s "
+      "while reading, hits %.1f%%, peak RSS %.0f MiB\n",
+      static_cast<long long>(p.tokens), p.forward_tok_s(), static_cast<long long>(p.steps), p.seconds,
+      format_size(p.bytes_read).c_str(), 100 * p.io_share(), p.read_gib_s(), 100 * p.cache_hit_rate(), rss_mib());
+  std::printf(
+      "RESULT kind=prefill io_mode=%s tokens=%lld tok_s=%.4f steps=%lld seconds=%.4f bytes=%llu io_share=%.4f "
+      "read_gib_s=%.4f hit_rate=%.4f peak_rss_mib=%.0f\n",
+      a.io_mode.c_str(), static_cast<long long>(p.tokens), p.forward_tok_s(), static_cast<long long>(p.steps),
+      p.seconds, static_cast<unsigned long long>(p.bytes_read), p.io_share(), p.read_gib_s(), p.cache_hit_rate(),
+      rss_mib());
   return 0;
 }
 
@@ -356,10 +361,11 @@ int cmd_spread(const Args& a) {
   }
   std::printf("routing spread over %d random tokens: %s (fewest %lld, most %lld)\n", a.tokens,
               ns::RoutingSpread::describe(mean).c_str(), static_cast<long long>(lo), static_cast<long long>(hi));
-  std::printf("RESULT kind=spread tokens=%d layers=%zu distinct_mean=%lld distinct_min=%lld distinct_max=%lld n_expert=%lld "
-              "busiest_share=%.4f entropy_bits=%.3f\n",
-              a.tokens, layers.size(), static_cast<long long>(mean.distinct), static_cast<long long>(lo),
-              static_cast<long long>(hi), static_cast<long long>(mean.n_expert), mean.busiest_share, mean.entropy_bits);
+  std::printf(
+      "RESULT kind=spread tokens=%d layers=%zu distinct_mean=%lld distinct_min=%lld distinct_max=%lld n_expert=%lld "
+      "busiest_share=%.4f entropy_bits=%.3f\n",
+      a.tokens, layers.size(), static_cast<long long>(mean.distinct), static_cast<long long>(lo),
+      static_cast<long long>(hi), static_cast<long long>(mean.n_expert), mean.busiest_share, mean.entropy_bits);
   return 0;
 }
 
@@ -388,8 +394,13 @@ int cmd_prefix(const Args& a) {
   const std::string prefix = random_prompt(m->tokenizer(), a.prefix_tokens, a.seed + 7000) + " ";
   std::vector<ns::GenerationRequest> reqs;
   for (int i = 0; i < a.count; ++i)
-    reqs.push_back({prefix + random_prompt(m->tokenizer(), a.prompt_tokens - a.prefix_tokens, a.seed + 8000 + static_cast<uint64_t>(i)),
-                    greedy(a.tokens), {}, {}, {}, {}});
+    reqs.push_back({prefix + random_prompt(m->tokenizer(), a.prompt_tokens - a.prefix_tokens,
+                                           a.seed + 8000 + static_cast<uint64_t>(i)),
+                    greedy(a.tokens),
+                    {},
+                    {},
+                    {},
+                    {}});
   struct Side {
     ns::BatchRunStats s;
     double seconds = 0;
@@ -405,22 +416,26 @@ int cmd_prefix(const Args& a) {
   for (size_t i = 0; i < reqs.size(); ++i) same &= side[0].out[i].tokens == side[1].out[i].tokens;
   for (int on = 0; on < 2; ++on) {
     const Side& x = side[on];
-    std::printf("sharing %-3s: %lld prompt tokens computed, %lld copied, %.2f s wall, %.2f s in steps that decoded nothing, "
-                "%lld forward passes, read %s\n",
-                on ? "on" : "off", static_cast<long long>(x.s.prefill_tokens), static_cast<long long>(x.s.prefix_tokens),
-                x.seconds, x.s.seconds - x.s.decode_seconds, static_cast<long long>(x.s.steps),
-                format_size(x.s.bytes_read).c_str());
+    std::printf(
+        "sharing %-3s: %lld prompt tokens computed, %lld copied, %.2f s wall, %.2f s in steps that decoded nothing, "
+        "%lld forward passes, read %s\n",
+        on ? "on" : "off", static_cast<long long>(x.s.prefill_tokens), static_cast<long long>(x.s.prefix_tokens),
+        x.seconds, x.s.seconds - x.s.decode_seconds, static_cast<long long>(x.s.steps),
+        format_size(x.s.bytes_read).c_str());
   }
-  const double tok_ratio = side[1].s.prefill_tokens > 0 ? double(side[0].s.prefill_tokens) / double(side[1].s.prefill_tokens) : 0;
+  const double tok_ratio =
+      side[1].s.prefill_tokens > 0 ? double(side[0].s.prefill_tokens) / double(side[1].s.prefill_tokens) : 0;
   const double wall_ratio = side[1].seconds > 0 ? side[0].seconds / side[1].seconds : 0;
-  std::printf("%d jobs, %d-token prompts sharing %d tokens: %.2fx fewer prompt tokens computed, %.2fx faster wall; "
-              "outputs %s; load average %.2f\n",
-              a.count, a.prompt_tokens, a.prefix_tokens, tok_ratio, wall_ratio, same ? "identical" : "DIFFER", load_average());
-  std::printf("RESULT kind=prefix count=%d prompt_tokens=%d prefix_tokens=%d computed_off=%lld computed_on=%lld copied=%lld "
-              "seconds_off=%.4f seconds_on=%.4f token_ratio=%.4f wall_ratio=%.4f same=%d load=%.2f\n",
-              a.count, a.prompt_tokens, a.prefix_tokens, static_cast<long long>(side[0].s.prefill_tokens),
-              static_cast<long long>(side[1].s.prefill_tokens), static_cast<long long>(side[1].s.prefix_tokens),
-              side[0].seconds, side[1].seconds, tok_ratio, wall_ratio, same ? 1 : 0, load_average());
+  std::printf(
+      "%d jobs, %d-token prompts sharing %d tokens: %.2fx fewer prompt tokens computed, %.2fx faster wall; "
+      "outputs %s; load average %.2f\n",
+      a.count, a.prompt_tokens, a.prefix_tokens, tok_ratio, wall_ratio, same ? "identical" : "DIFFER", load_average());
+  std::printf(
+      "RESULT kind=prefix count=%d prompt_tokens=%d prefix_tokens=%d computed_off=%lld computed_on=%lld copied=%lld "
+      "seconds_off=%.4f seconds_on=%.4f token_ratio=%.4f wall_ratio=%.4f same=%d load=%.2f\n",
+      a.count, a.prompt_tokens, a.prefix_tokens, static_cast<long long>(side[0].s.prefill_tokens),
+      static_cast<long long>(side[1].s.prefill_tokens), static_cast<long long>(side[1].s.prefix_tokens),
+      side[0].seconds, side[1].seconds, tok_ratio, wall_ratio, same ? 1 : 0, load_average());
   return same ? 0 : 1;
 }
 
@@ -437,7 +452,8 @@ int cmd_docs(const Args& a) {
   for (int i = 0; i < a.count; ++i) {
     // The body alone has the remaining tokens; joined to the prefix a word may
     // merge across the space, so the whole is counted again.
-    const std::string doc = prefix + random_prompt(*tok, a.prompt_tokens - a.prefix_tokens, a.seed + 8000 + static_cast<uint64_t>(i));
+    const std::string doc =
+        prefix + random_prompt(*tok, a.prompt_tokens - a.prefix_tokens, a.seed + 8000 + static_cast<uint64_t>(i));
     const auto n = static_cast<int64_t>(tok->encode(doc, true, false).size());
     total += n;
     lo = std::min(lo, n);
@@ -446,7 +462,8 @@ int cmd_docs(const Args& a) {
   }
   if (std::fclose(f) != 0) throw ns::Error(ns::ErrorKind::io, "cannot write " + a.out + ": " + std::strerror(errno));
   std::printf("docs: %d documents in %s, %.1f tokens on average (%lld-%lld), a shared %d-token prefix\n", a.count,
-              a.out.c_str(), double(total) / a.count, static_cast<long long>(lo), static_cast<long long>(hi), a.prefix_tokens);
+              a.out.c_str(), double(total) / a.count, static_cast<long long>(lo), static_cast<long long>(hi),
+              a.prefix_tokens);
   std::printf("RESULT kind=docs count=%d mean_tokens=%.1f min_tokens=%lld max_tokens=%lld prefix_tokens=%d\n", a.count,
               double(total) / a.count, static_cast<long long>(lo), static_cast<long long>(hi), a.prefix_tokens);
   return 0;
@@ -458,41 +475,66 @@ int main(int argc, char** argv) {
   return ns::bench::guarded_main("ns_bench_batch", [&] {
     spdlog::set_level(spdlog::level::warn);  // the plan is printed as one line (print_plan)
     Args a;
-    ns::bench::parse_command_line(
-        argc, argv, "usage: ns_bench_batch decode|prefill|spread|docs|prefix MODEL [options]", a.cmd, a.model,
-        [&](const std::string& k, const std::string& v) {
-          if (k == "--batch") a.batches = parse_list(v);
-          else if (k == "--tokens") a.tokens = std::stoi(v);
-          else if (k == "--prompt-tokens") a.prompt_tokens = std::stoi(v);
-          else if (k == "--verify") a.verify = std::stoi(v);
-          else if (k == "--io-mode") a.io_mode = v;
-          else if (k == "--cpu-features") a.cpu_features = v;
-          else if (k == "--budget") a.budget = v == "0" ? 0 : ns::parse_size(v);
-          else if (k == "--context") a.context = std::stoi(v);
-          else if (k == "--max-sequences") a.max_sequences = std::stoi(v);
-          else if (k == "--threads") a.threads = std::stoi(v);
-          else if (k == "--spin-us") a.spin_us = std::max(0, std::stoi(v));
-          else if (k == "--seed") a.seed = std::stoull(v);
-          else if (k == "--warm-tokens") a.warm_tokens = std::stoi(v);
-          else if (k == "--repeat") a.repeat = std::max(1, std::stoi(v));
-          else if (k == "--disk-gib-s") a.disk_gib_s = std::stod(v);
-          else if (k == "--prefetch-width") a.prefetch_width = std::stoi(v);
-          else if (k == "--repack") a.repack = std::stoi(v) != 0 ? 1 : 0;
-          else if (k == "--preload") a.preload = std::stoi(v) != 0 ? 1 : 0;
-          else if (k == "--mla-expand") a.mla_expand = std::stoi(v) != 0;
-          else if (k == "--out") a.out = v;
-          else if (k == "--count") a.count = std::max(1, std::stoi(v));
-          else if (k == "--prefix-tokens") a.prefix_tokens = std::max(0, std::stoi(v));
-          else return false;
-          return true;
-        });
+    ns::bench::parse_command_line(argc, argv, "usage: ns_bench_batch decode|prefill|spread|docs|prefix MODEL [options]",
+                                  a.cmd, a.model, [&](const std::string& k, const std::string& v) {
+                                    if (k == "--batch")
+                                      a.batches = parse_list(v);
+                                    else if (k == "--tokens")
+                                      a.tokens = std::stoi(v);
+                                    else if (k == "--prompt-tokens")
+                                      a.prompt_tokens = std::stoi(v);
+                                    else if (k == "--verify")
+                                      a.verify = std::stoi(v);
+                                    else if (k == "--io-mode")
+                                      a.io_mode = v;
+                                    else if (k == "--cpu-features")
+                                      a.cpu_features = v;
+                                    else if (k == "--budget")
+                                      a.budget = v == "0" ? 0 : ns::parse_size(v);
+                                    else if (k == "--context")
+                                      a.context = std::stoi(v);
+                                    else if (k == "--max-sequences")
+                                      a.max_sequences = std::stoi(v);
+                                    else if (k == "--threads")
+                                      a.threads = std::stoi(v);
+                                    else if (k == "--spin-us")
+                                      a.spin_us = std::max(0, std::stoi(v));
+                                    else if (k == "--seed")
+                                      a.seed = std::stoull(v);
+                                    else if (k == "--warm-tokens")
+                                      a.warm_tokens = std::stoi(v);
+                                    else if (k == "--repeat")
+                                      a.repeat = std::max(1, std::stoi(v));
+                                    else if (k == "--disk-gib-s")
+                                      a.disk_gib_s = std::stod(v);
+                                    else if (k == "--prefetch-width")
+                                      a.prefetch_width = std::stoi(v);
+                                    else if (k == "--repack")
+                                      a.repack = std::stoi(v) != 0 ? 1 : 0;
+                                    else if (k == "--preload")
+                                      a.preload = std::stoi(v) != 0 ? 1 : 0;
+                                    else if (k == "--mla-expand")
+                                      a.mla_expand = std::stoi(v) != 0;
+                                    else if (k == "--out")
+                                      a.out = v;
+                                    else if (k == "--count")
+                                      a.count = std::max(1, std::stoi(v));
+                                    else if (k == "--prefix-tokens")
+                                      a.prefix_tokens = std::max(0, std::stoi(v));
+                                    else
+                                      return false;
+                                    return true;
+                                  });
     if (a.batches.empty()) throw ns::Error(ns::ErrorKind::invalid_input, "--batch needs at least one size");
     ns::kernels::set_isa_override(a.cpu_features);
     std::printf("kernels %s (CPU has %s)\n", ns::kernels::isa_name(ns::kernels::active_isa()),
                 ns::kernels::cpu_feature_summary().c_str());
-    return ns::bench::run_named<Args>(
-        a.cmd,
-        {{"decode", cmd_decode}, {"prefill", cmd_prefill}, {"spread", cmd_spread}, {"docs", cmd_docs}, {"prefix", cmd_prefix}},
-        a);
+    return ns::bench::run_named<Args>(a.cmd,
+                                      {{"decode", cmd_decode},
+                                       {"prefill", cmd_prefill},
+                                       {"spread", cmd_spread},
+                                       {"docs", cmd_docs},
+                                       {"prefix", cmd_prefix}},
+                                      a);
   });
 }

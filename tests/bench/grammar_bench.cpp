@@ -65,8 +65,10 @@ double decode_steps(ns::Engine& engine, int batch, int steps, const std::string&
     p.max_tokens = steps + 1;
     p.seed = static_cast<uint64_t>(i);
     p.temperature = 0.8f;  // the same sampler both ways: only the grammar differs
-    if (grammar.empty()) p.ignore_eos = true;
-    else p.grammar = grammar;
+    if (grammar.empty())
+      p.ignore_eos = true;
+    else
+      p.grammar = grammar;
     b->add({"Extract the bibliographic record of paper " + std::to_string(i) + " as JSON:", p, {}, {}, {}, {}});
   }
   double total = 0, grammar_s = 0;
@@ -100,9 +102,12 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int v = std::atoi(argv[i + 1]);
-    if (k == "--batch") batch = v;
-    else if (k == "--steps") steps = v;
-    else if (k == "--threads") threads = v;
+    if (k == "--batch")
+      batch = v;
+    else if (k == "--steps")
+      steps = v;
+    else if (k == "--threads")
+      threads = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -166,9 +171,10 @@ int main(int argc, char** argv) {
       for (double x : cold) s += x;
       return s / static_cast<double>(cold.size());
     }();
-    std::printf("mask from scratch (trie walk) over %zu states: mean %.3f ms, median %.3f ms, max %.3f ms; "
-                "scalar reference %.1f ms (agrees)\n",
-                cold.size(), cold_mean, median(cold), *std::max_element(cold.begin(), cold.end()), ref_ms / ref_n);
+    std::printf(
+        "mask from scratch (trie walk) over %zu states: mean %.3f ms, median %.3f ms, max %.3f ms; "
+        "scalar reference %.1f ms (agrees)\n",
+        cold.size(), cold_mean, median(cold), *std::max_element(cold.begin(), cold.end()), ref_ms / ref_n);
     std::printf("mask with the walk's memory kept from state to state: mean %.3f ms, median %.3f ms, max %.3f ms\n",
                 warm_mean, median(warm), *std::max_element(warm.begin(), warm.end()));
 
@@ -187,13 +193,15 @@ int main(int argc, char** argv) {
                 step_ms, constrained_step_ms, early);
     const double cold_share = 100.0 * batch * cold_mean / step_ms;
     const double cached_share = 100.0 * grammar_ms / step_ms;
-    std::printf("masking per step at batch %d: %.3f ms measured in the constrained run (mask cache) = %.2f %% of a "
-                "decode step; every mask from scratch would be %.2f ms = %.1f %%\n",
-                batch, grammar_ms, cached_share, batch * cold_mean, cold_share);
-    std::printf("RESULT vocab=%d trie_ms=%.1f mask_cold_ms=%.4f mask_cold_max_ms=%.4f mask_warm_ms=%.4f reference_ms=%.1f batch=%d "
-                "step_ms=%.3f constrained_step_ms=%.3f mask_ms_per_step=%.4f overhead_pct=%.3f cold_pct=%.2f\n",
-                tok->n_vocab(), trie_ms, cold_mean, *std::max_element(cold.begin(), cold.end()), warm_mean, ref_ms / ref_n, batch,
-                step_ms, constrained_step_ms, grammar_ms, cached_share, cold_share);
+    std::printf(
+        "masking per step at batch %d: %.3f ms measured in the constrained run (mask cache) = %.2f %% of a "
+        "decode step; every mask from scratch would be %.2f ms = %.1f %%\n",
+        batch, grammar_ms, cached_share, batch * cold_mean, cold_share);
+    std::printf(
+        "RESULT vocab=%d trie_ms=%.1f mask_cold_ms=%.4f mask_cold_max_ms=%.4f mask_warm_ms=%.4f reference_ms=%.1f batch=%d "
+        "step_ms=%.3f constrained_step_ms=%.3f mask_ms_per_step=%.4f overhead_pct=%.3f cold_pct=%.2f\n",
+        tok->n_vocab(), trie_ms, cold_mean, *std::max_element(cold.begin(), cold.end()), warm_mean, ref_ms / ref_n,
+        batch, step_ms, constrained_step_ms, grammar_ms, cached_share, cold_share);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ns_bench_grammar: %s\n", e.what());
     return 1;

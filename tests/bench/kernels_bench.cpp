@@ -101,11 +101,10 @@ Options parse(int argc, char** argv) {
         p = *end == ',' ? end + 1 : end;
       }
     } else {
-      std::fprintf(
-          stderr,
-          "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 256)] [--type NAME, e.g. Q4_K] "
-          "[--tokens N,N,.. (default 1,16,64)] [--paths scalar,avx2,avx512,deq+dot,deq+simd] [--hash]\n",
-          argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 256)] [--type NAME, e.g. Q4_K] "
+                   "[--tokens N,N,.. (default 1,16,64)] [--paths scalar,avx2,avx512,deq+dot,deq+simd] [--hash]\n",
+                   argv[0]);
       std::exit(a == "--help" ? 0 : 2);
     }
   }
@@ -179,13 +178,12 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return den > 0 ? num / den : num;
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::F32,   GgmlType::F16,   GgmlType::BF16,   GgmlType::Q8_0,    GgmlType::Q4_0,
-                               GgmlType::Q4_1,  GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::IQ4_NL,  GgmlType::MXFP4,
-                               GgmlType::Q2_K,  GgmlType::Q3_K,  GgmlType::Q4_K,   GgmlType::Q5_K,    GgmlType::Q6_K,
-                               GgmlType::IQ2_XXS,
-                               GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ2_XS,
-                               GgmlType::TQ2_0, GgmlType::TQ1_0, GgmlType::IQ2_S,  GgmlType::IQ3_S,
-                               GgmlType::Q1_0,  GgmlType::Q2_0,  GgmlType::NVFP4};
+constexpr GgmlType kTypes[] = {GgmlType::F32,     GgmlType::F16,   GgmlType::BF16,  GgmlType::Q8_0,   GgmlType::Q4_0,
+                               GgmlType::Q4_1,    GgmlType::Q5_0,  GgmlType::Q5_1,  GgmlType::IQ4_NL, GgmlType::MXFP4,
+                               GgmlType::Q2_K,    GgmlType::Q3_K,  GgmlType::Q4_K,  GgmlType::Q5_K,   GgmlType::Q6_K,
+                               GgmlType::IQ2_XXS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ4_XS, GgmlType::IQ3_XXS,
+                               GgmlType::IQ2_XS,  GgmlType::TQ2_0, GgmlType::TQ1_0, GgmlType::IQ2_S,  GgmlType::IQ3_S,
+                               GgmlType::Q1_0,    GgmlType::Q2_0,  GgmlType::NVFP4};
 
 // rows x cols weights of `type` from the floats wf (rows x cols): quantized
 // where the type has a quantizer. Read-only formats (the i-quants) have none:
@@ -230,9 +228,10 @@ int print_hashes(const Options& opt) {
   std::vector<int64_t> token_counts;
   for (int64_t t = 1; t <= 17; ++t) token_counts.push_back(t);
   token_counts.push_back(64);
-  std::printf("kernels hash: detected ISA %s; per type and path, all outputs of %lld rows x 2 widths x tokens 1..17, "
-              "64\n",
-              ns::kernels::isa_name(ns::kernels::detected_isa()), static_cast<long long>(rows));
+  std::printf(
+      "kernels hash: detected ISA %s; per type and path, all outputs of %lld rows x 2 widths x tokens 1..17, "
+      "64\n",
+      ns::kernels::isa_name(ns::kernels::detected_isa()), static_cast<long long>(rows));
   for (const GgmlType type : kTypes) {
     const auto& tt = ns::gguf::traits(type);
     if (!opt.only.empty() && opt.only != tt.name) continue;
@@ -311,8 +310,8 @@ int main(int argc, char** argv) {
   const bool have_avx512 = ns::kernels::detected_isa() >= Isa::avx512;
   if (!have_avx2) std::printf("no AVX2 on this CPU: the avx2 and deq+simd paths are skipped\n");
   if (!have_avx512) std::printf("no AVX-512 F/BW/VL/DQ + VNNI on this CPU: the avx512 path is skipped\n");
-  std::printf("\n%-6s %6s  %-8s %9s %9s %8s %10s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s", "GB/s",
-              "vs scalar", "vs deq+dot", "vs deq+simd", "vs avx2");
+  std::printf("\n%-6s %6s  %-8s %9s %9s %8s %10s %10s %10s %10s\n", "type", "tokens", "path", "ms/call", "GFLOP/s",
+              "GB/s", "vs scalar", "vs deq+dot", "vs deq+simd", "vs avx2");
 
   const auto wanted = [&opt](const char* path) {
     return opt.paths.empty() || std::find(opt.paths.begin(), opt.paths.end(), path) != opt.paths.end();
@@ -324,7 +323,7 @@ int main(int argc, char** argv) {
     const std::vector<uint8_t> wq = make_weights(type, n, n, wf, rng);
     const ns::kernels::MatrixView w{type, wq.data(), n, n, ns::gguf::row_bytes(tt, static_cast<uint64_t>(n))};
     // The interleaved layout the weights land in (kernels.h, repack_rows), where the type has one.
-    std::vector<uint8_t> wr = wq;  // repacked once, after the timed round trips
+    std::vector<uint8_t> wr = wq;                       // repacked once, after the timed round trips
     if (ns::kernels::repacked_type(type, n) != type) {  // what landing an expert costs per byte (warm cache)
       double best = 1e9;
       for (int i = 0; i < 5; ++i) {

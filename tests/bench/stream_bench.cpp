@@ -88,12 +88,14 @@ void spin_for(double ms) {
 
 void print_result(const char* what, const Args& a, uint64_t bytes, double secs, const std::string& extra) {
   std::printf("RESULT kind=%s mode=%s qd=%u chunk=%llu outstanding=%u bytes=%llu seconds=%.4f gib_s=%.4f%s\n", what,
-              a.cmd == "mmap" ? "mmap" : io_mode_name(a.mode), a.qd, static_cast<unsigned long long>(a.chunk), a.outstanding,
-              static_cast<unsigned long long>(bytes), secs, bytes / secs / double(1ull << 30), extra.c_str());
+              a.cmd == "mmap" ? "mmap" : io_mode_name(a.mode), a.qd, static_cast<unsigned long long>(a.chunk),
+              a.outstanding, static_cast<unsigned long long>(bytes), secs, bytes / secs / double(1ull << 30),
+              extra.c_str());
 }
 
 // Reads the ranges keeping `outstanding` submitted; spins compute_ms per completed range.
-double run_reader(Reader& r, BufferPool& pool, const std::vector<Range>& ranges, double compute_ms, uint64_t* checksum) {
+double run_reader(Reader& r, BufferPool& pool, const std::vector<Range>& ranges, double compute_ms,
+                  uint64_t* checksum) {
   const uint32_t n = pool.n_slots();
   std::vector<ReadOp> ops(n);
   std::vector<ReadOp*> active;
@@ -190,7 +192,8 @@ int cmd_mmap(const Args& a) {
   ::munmap(map, static_cast<size_t>(size));
   ::close(fd);
   char extra[128];
-  std::snprintf(extra, sizeof extra, " reads=%zu checksum=%llu", ranges.size(), static_cast<unsigned long long>(checksum));
+  std::snprintf(extra, sizeof extra, " reads=%zu checksum=%llu", ranges.size(),
+                static_cast<unsigned long long>(checksum));
   print_result("read", a, requested, secs, extra);
   return 0;
 }
@@ -213,8 +216,8 @@ int cmd_cache(const Args& a) {
       tensors.push_back(t);
     }
   if (at > r->file_size(0))
-    throw ns::Error(ns::ErrorKind::invalid_input, "the layout needs " + format_size(at) + " but the file has " +
-                                                      format_size(r->file_size(0)));
+    throw ns::Error(ns::ErrorKind::invalid_input,
+                    "the layout needs " + format_size(at) + " but the file has " + format_size(r->file_size(0)));
   const ExpertLayout layout = ExpertLayout::from_tensors(tensors, a.file);
   ExpertCacheOptions co;
   co.capacity = static_cast<uint32_t>(std::max<uint64_t>(2, a.capacity / layout.slot_bytes()));
@@ -276,30 +279,48 @@ int cmd_cache(const Args& a) {
 int main(int argc, char** argv) {
   return ns::bench::guarded_main("ns_bench_stream", [&] {
     Args a;
-    ns::bench::parse_command_line(
-        argc, argv, "usage: ns_bench_stream read|mmap|cache FILE [options]", a.cmd, a.file,
-        [&](const std::string& k, const std::string& v) {
-          if (k == "--mode") a.mode = parse_io_mode(v);
-          else if (k == "--qd") a.qd = static_cast<uint32_t>(std::stoul(v));
-          else if (k == "--outstanding") a.outstanding = static_cast<uint32_t>(std::stoul(v));
-          else if (k == "--chunk") a.chunk = parse_size(v);
-          else if (k == "--min") a.min = parse_size(v);
-          else if (k == "--max") a.max = parse_size(v);
-          else if (k == "--bytes") a.bytes = parse_size(v);
-          else if (k == "--seed") a.seed = std::stoull(v);
-          else if (k == "--compute-ms") a.compute_ms = std::stod(v);
-          else if (k == "--io-nice") a.io_nice = std::stoi(v);
-          else if (k == "--layers") a.layers = static_cast<uint32_t>(std::stoul(v));
-          else if (k == "--experts") a.experts = static_cast<uint32_t>(std::stoul(v));
-          else if (k == "--used") a.used = static_cast<uint32_t>(std::stoul(v));
-          else if (k == "--batch") a.batch = static_cast<uint32_t>(std::stoul(v));
-          else if (k == "--tokens") a.tokens = static_cast<uint32_t>(std::stoul(v));
-          else if (k == "--proj") a.proj = parse_size(v);
-          else if (k == "--capacity") a.capacity = parse_size(v);
-          else if (k == "--policy") a.policy = parse_cache_policy(v);
-          else return false;
-          return true;
-        });
+    ns::bench::parse_command_line(argc, argv, "usage: ns_bench_stream read|mmap|cache FILE [options]", a.cmd, a.file,
+                                  [&](const std::string& k, const std::string& v) {
+      if (k == "--mode")
+        a.mode = parse_io_mode(v);
+      else if (k == "--qd")
+        a.qd = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "--outstanding")
+        a.outstanding = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "--chunk")
+        a.chunk = parse_size(v);
+      else if (k == "--min")
+        a.min = parse_size(v);
+      else if (k == "--max")
+        a.max = parse_size(v);
+      else if (k == "--bytes")
+        a.bytes = parse_size(v);
+      else if (k == "--seed")
+        a.seed = std::stoull(v);
+      else if (k == "--compute-ms")
+        a.compute_ms = std::stod(v);
+      else if (k == "--io-nice")
+        a.io_nice = std::stoi(v);
+      else if (k == "--layers")
+        a.layers = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "--experts")
+        a.experts = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "--used")
+        a.used = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "--batch")
+        a.batch = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "--tokens")
+        a.tokens = static_cast<uint32_t>(std::stoul(v));
+      else if (k == "--proj")
+        a.proj = parse_size(v);
+      else if (k == "--capacity")
+        a.capacity = parse_size(v);
+      else if (k == "--policy")
+        a.policy = parse_cache_policy(v);
+      else
+        return false;
+      return true;
+    });
     return ns::bench::run_named<Args>(a.cmd, {{"read", cmd_read}, {"mmap", cmd_mmap}, {"cache", cmd_cache}}, a);
   });
 }

@@ -209,10 +209,10 @@ void check_goldens(const std::string& name, ns::Model& model_ref, const json& go
   }
   model->set_routing_observer({});
   MESSAGE(name << ": " << tally.positions << " positions, max |dlogit| " << tally.max_diff << ", mean "
-               << tally.sum_diff / std::max(1L, tally.n_diff) << " (tolerance " << tol
-               << "), " << tally.greedy_checked << " greedy choices checked, " << tally.over << " logits over it; "
-               << tally.tie_positions << " positions at an expert near-tie (margin < " << kTieMargin
-               << ", not compared; max |dlogit| there " << tally.tie_max_diff << ")");
+               << tally.sum_diff / std::max(1L, tally.n_diff) << " (tolerance " << tol << "), " << tally.greedy_checked
+               << " greedy choices checked, " << tally.over << " logits over it; " << tally.tie_positions
+               << " positions at an expert near-tie (margin < " << kTieMargin << ", not compared; max |dlogit| there "
+               << tally.tie_max_diff << ")");
   CHECK_MESSAGE(tally.tie_positions <= kMaxTieShare * tally.positions,
                 name << ": " << tally.tie_positions << " of " << tally.positions
                      << " positions had an expert near-tie; too few were compared");
@@ -244,7 +244,8 @@ namespace {
 void check_deepseek2(const std::string& name) { check_model(NS_SHARED_DIR, name, /*mla_expanded_cache=*/true); }
 }  // namespace
 
-TEST_CASE("logits agree with the reference: deepseek2 with q_lora, sigmoid routing + selection bias, shared expert, Q8_0") {
+TEST_CASE(
+    "logits agree with the reference: deepseek2 with q_lora, sigmoid routing + selection bias, shared expert, Q8_0") {
   check_deepseek2("tiny-ds2-q8_0");
 }
 
@@ -309,15 +310,16 @@ int for_each_generated_golden(const fs::path& dir, Check&& check) {
 
 TEST_CASE("logits agree with the reference: generated models with goldens in the repository") {
   const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens";
-  const int files = for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
-    ns::ModelOptions mo;
-    mo.engine.context = 512;
-    auto model = ns::Model::load(path, mo);
-    const double tol = doc["tolerance"].get<double>();
-    const double outliers = doc.value("outliers", 0.0);
-    check_goldens(name, *model, doc["cases"], tol, 0, outliers);
-    check_goldens(name + " (prefill in chunks of 7)", *model, doc["cases"], tol, 7, outliers);
-  });
+  const int files =
+      for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
+        ns::ModelOptions mo;
+        mo.engine.context = 512;
+        auto model = ns::Model::load(path, mo);
+        const double tol = doc["tolerance"].get<double>();
+        const double outliers = doc.value("outliers", 0.0);
+        check_goldens(name, *model, doc["cases"], tol, 0, outliers);
+        check_goldens(name + " (prefill in chunks of 7)", *model, doc["cases"], tol, 7, outliers);
+      });
   CHECK(files > 0);
 }
 
@@ -340,40 +342,43 @@ int32_t synthetic_token(uint64_t seed, uint64_t i, int64_t n_vocab) {  // splitm
 
 TEST_CASE("logits agree with the reference at the end of long prompts (32K tokens, YaRN past its original context)") {
   const fs::path dir = fs::path(NS_SOURCE_DIR) / "tests/conformance/goldens/long";
-  const int files = for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
-    const int64_t n = doc["n_tokens"].get<int64_t>();
-    const json& last_top = doc["last_top_logits"];
-    const int64_t last = static_cast<int64_t>(last_top.size());
-    ns::ModelOptions mo;
-    mo.engine.context = static_cast<int>(n + static_cast<int64_t>(doc["greedy"].size()) + 1);
-    mo.engine.max_batch_tokens = 1024;  // big prefill chunks
-    auto model = ns::Model::load(path, mo);
-    std::vector<int32_t> toks(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      toks[static_cast<size_t>(i)] = synthetic_token(doc["seed"].get<uint64_t>(), static_cast<uint64_t>(i), model->n_vocab());
-    toks[0] = doc["first_token"].get<int32_t>();  // the vocabulary's BOS, as the reference put it
-    std::vector<float> logits;
-    const std::span<const int32_t> all(toks);
-    for (int64_t at = 0; at < n - last; at += model->max_batch_tokens()) {
-      const int64_t len = std::min(n - last - at, model->max_batch_tokens());
-      model->forward(all.subspan(static_cast<size_t>(at), static_cast<size_t>(len)), at, false, logits);
-    }
-    TieWatch ties;
-    ties.watch(*model);
-    ties.reset(0);
-    model->forward(all.subspan(static_cast<size_t>(n - last)), n - last, true, logits);
-    Tally tally;
-    const double tol = doc["tolerance"].get<double>();
-    const int64_t n_vocab = model->n_vocab();
-    for (int64_t t = 0; t < last; ++t)
-      compare_row(&logits[static_cast<size_t>(t * n_vocab)], n_vocab, last_top[t], tol, tally,
-                  name + " prompt position " + std::to_string(n - last + t), ties.near_tie(t));
-    check_greedy(name, *model, doc, &logits[static_cast<size_t>((last - 1) * n_vocab)], last_top[last - 1], n, tol,
-                 tally, ties);
-    model->set_routing_observer({});
-    CHECK(tally.tie_positions <= kMaxTieShare * tally.positions + 1);
-    MESSAGE(name << ": " << n << " prompt tokens, " << tally.positions << " positions compared, max |dlogit| "
-                 << tally.max_diff << " (tolerance " << tol << "), " << tally.greedy_checked << " greedy choices checked");
-  });
+  const int files =
+      for_each_generated_golden(dir, [](const std::string& name, const json& doc, const std::string& path) {
+        const int64_t n = doc["n_tokens"].get<int64_t>();
+        const json& last_top = doc["last_top_logits"];
+        const int64_t last = static_cast<int64_t>(last_top.size());
+        ns::ModelOptions mo;
+        mo.engine.context = static_cast<int>(n + static_cast<int64_t>(doc["greedy"].size()) + 1);
+        mo.engine.max_batch_tokens = 1024;  // big prefill chunks
+        auto model = ns::Model::load(path, mo);
+        std::vector<int32_t> toks(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i)
+          toks[static_cast<size_t>(i)] =
+              synthetic_token(doc["seed"].get<uint64_t>(), static_cast<uint64_t>(i), model->n_vocab());
+        toks[0] = doc["first_token"].get<int32_t>();  // the vocabulary's BOS, as the reference put it
+        std::vector<float> logits;
+        const std::span<const int32_t> all(toks);
+        for (int64_t at = 0; at < n - last; at += model->max_batch_tokens()) {
+          const int64_t len = std::min(n - last - at, model->max_batch_tokens());
+          model->forward(all.subspan(static_cast<size_t>(at), static_cast<size_t>(len)), at, false, logits);
+        }
+        TieWatch ties;
+        ties.watch(*model);
+        ties.reset(0);
+        model->forward(all.subspan(static_cast<size_t>(n - last)), n - last, true, logits);
+        Tally tally;
+        const double tol = doc["tolerance"].get<double>();
+        const int64_t n_vocab = model->n_vocab();
+        for (int64_t t = 0; t < last; ++t)
+          compare_row(&logits[static_cast<size_t>(t * n_vocab)], n_vocab, last_top[t], tol, tally,
+                      name + " prompt position " + std::to_string(n - last + t), ties.near_tie(t));
+        check_greedy(name, *model, doc, &logits[static_cast<size_t>((last - 1) * n_vocab)], last_top[last - 1], n, tol,
+                     tally, ties);
+        model->set_routing_observer({});
+        CHECK(tally.tie_positions <= kMaxTieShare * tally.positions + 1);
+        MESSAGE(name << ": " << n << " prompt tokens, " << tally.positions << " positions compared, max |dlogit| "
+                     << tally.max_diff << " (tolerance " << tol << "), " << tally.greedy_checked
+                     << " greedy choices checked");
+      });
   CHECK(files > 0);
 }

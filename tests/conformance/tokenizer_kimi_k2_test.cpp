@@ -66,7 +66,8 @@ ns::VocabSpec generated_kimi_vocabulary() {
   const std::string model = (dir / "kimi.gguf").string();
   const std::string cmd = tool +
                           " --arch llama --n-embd 32 --n-layer 1 --n-head 2 --n-head-kv 1 --n-ff 32 --type F32"
-                          " --vocab-pre kimi-k2 --out " + model + " > " + (dir / "log").string() + " 2>&1";
+                          " --vocab-pre kimi-k2 --out " +
+                          model + " > " + (dir / "log").string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   REQUIRE_MESSAGE(status == 0, cmd);
   ns::VocabSpec spec = ns::VocabSpec::from_gguf(*ns::gguf::GgufFile::open(model));

@@ -104,8 +104,8 @@ TEST_CASE("every vocabulary's test strings tokenize to llama.cpp's ids and decod
     const auto tok = ns::Tokenizer::from_gguf(*file);
     const auto inputs = read_inputs(inp);
     const auto expected = read_outputs(outp);
-    REQUIRE_MESSAGE(inputs.size() == expected.size(), name << ": .inp has " << inputs.size() << " strings, .out "
-                                                           << expected.size() << " lines");
+    REQUIRE_MESSAGE(inputs.size() == expected.size(),
+                    name << ": .inp has " << inputs.size() << " strings, .out " << expected.size() << " lines");
     CHECK(inputs.size() > 10);
 
     const bool cleans = tok->decode(std::vector<int32_t>{tok->encode("a ,", false, false)}) == "a,";

@@ -41,13 +41,13 @@ struct Deepseek2Flags {
   bool weights_norm = true;
   std::string layout = "split";
   uint32_t n_groups = 0, n_groups_used = 0;
-  float yarn_factor = 0.0f;    // 0: no rope scaling
+  float yarn_factor = 0.0f;  // 0: no rope scaling
   uint32_t yarn_orig_ctx = 4096;
-  float yarn_log_mul = 0.1f;   // stored as the converter does: 0.1 * mscale_all_dim
+  float yarn_log_mul = 0.1f;  // stored as the converter does: 0.1 * mscale_all_dim
   // DeepSeek sparse attention (deepseek32, glm-dsa).
   uint32_t dsa_heads = 8, dsa_head_dim = 64, dsa_top_k = 16;
-  std::string dsa_types;       // glm-dsa: "1,0,0,..." per layer (1 full, 0 shared); empty: not written
-  uint32_t dsa_nextn = 0;      // NextN blocks after the last layer (block_count counts them)
+  std::string dsa_types;   // glm-dsa: "1,0,0,..." per layer (1 full, 0 shared); empty: not written
+  uint32_t dsa_nextn = 0;  // NextN blocks after the last layer (block_count counts them)
 };
 
 // One flag set for the three variants.
@@ -73,37 +73,55 @@ class Deepseek2Architecture : public Architecture {
     if (arch_ != "deepseek2") return;
     const std::string g = "deepseek2";
     app.add_option("--q-lora-rank", f.mla.q_lora_rank, "deepseek2: query low-rank width (0: one attn_q projection)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--kv-lora-rank", f.mla.kv_lora_rank, "deepseek2: cached latent width")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--qk-rope-dim", f.mla.qk_rope, "deepseek2: rotary dims per head")->capture_default_str()->group(g);
     app.add_option("--qk-nope-dim", f.mla.qk_nope, "deepseek2: non-rotary key dims per head")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--v-head-dim", f.mla.v_head, "deepseek2: value dims per head")->capture_default_str()->group(g);
     app.add_option("--n-ff-expert", f.n_ff_expert, "deepseek2: hidden width of each routed (and shared) expert")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--n-shared-expert", f.n_shared, "deepseek2: shared experts (always applied)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--n-dense-lead", f.n_dense_lead, "deepseek2: leading dense layers (FFN width --n-ff)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--gating", f.gating, "deepseek2: router function, softmax or sigmoid")
-        ->capture_default_str()->check(CLI::IsMember({"softmax", "sigmoid"}))->group(g);
+        ->capture_default_str()
+        ->check(CLI::IsMember({"softmax", "sigmoid"}))
+        ->group(g);
     app.add_option("--expert-weights-scale", f.weights_scale, "deepseek2: routed weights multiplier")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--expert-weights-norm", f.weights_norm, "deepseek2: renormalize the chosen weights (true/false)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--mla-layout", f.layout, "deepseek2: kv_b (fused attn_kv_b) or split (attn_k_b + attn_v_b)")
-        ->capture_default_str()->check(CLI::IsMember({"kv_b", "split"}))->group(g);
+        ->capture_default_str()
+        ->check(CLI::IsMember({"kv_b", "split"}))
+        ->group(g);
     app.add_option("--n-expert-group", f.n_groups, "deepseek2: expert groups (0: no group-limited routing)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--n-expert-group-used", f.n_groups_used, "deepseek2: groups each token may use")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--yarn-factor", f.yarn_factor, "deepseek2: YaRN context factor (0: no rope scaling)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--yarn-orig-ctx", f.yarn_orig_ctx, "deepseek2: YaRN original context length")
-        ->capture_default_str()->group(g);
-    app.add_option("--yarn-log-mul", f.yarn_log_mul, "deepseek2: rope.scaling.yarn_log_multiplier (0.1 * mscale_all_dim)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
+    app.add_option("--yarn-log-mul", f.yarn_log_mul,
+                   "deepseek2: rope.scaling.yarn_log_multiplier (0.1 * mscale_all_dim)")
+        ->capture_default_str()
+        ->group(g);
   }
 
   void validate(const Shape& s) const override {
@@ -116,7 +134,8 @@ class Deepseek2Architecture : public Architecture {
       if (f.dsa_head_dim == 0 || f.dsa_head_dim % 64 || f.dsa_head_dim < f.mla.qk_rope)
         bad("--dsa-head-dim must be a positive multiple of 64, at least --qk-rope-dim");
       // The reference also rotates a cache whose key length equals the indexer's.
-      if (f.mla.mqa_key_length() == f.dsa_head_dim) bad("--kv-lora-rank + --qk-rope-dim must differ from --dsa-head-dim");
+      if (f.mla.mqa_key_length() == f.dsa_head_dim)
+        bad("--kv-lora-rank + --qk-rope-dim must differ from --dsa-head-dim");
       if (!f.dsa_types.empty() && arch_ != "glm-dsa") bad("--dsa-types is glm-dsa's");
       if (!f.dsa_types.empty() && types(s).size() != s.n_layer)
         bad("--dsa-types needs one 0/1 per layer (" + std::to_string(s.n_layer) + ")");
@@ -139,7 +158,8 @@ class Deepseek2Architecture : public Architecture {
     }
     if (f.n_groups > 1) {
       if (s.n_expert % f.n_groups) bad("--n-expert-group must divide --n-expert");
-      if (f.n_groups_used == 0 || f.n_groups_used > f.n_groups) bad("--n-expert-group-used must be 1..--n-expert-group");
+      if (f.n_groups_used == 0 || f.n_groups_used > f.n_groups)
+        bad("--n-expert-group-used must be 1..--n-expert-group");
       if (f.n_groups_used * (s.n_expert / f.n_groups) < s.n_expert_used)
         bad("--n-expert-group-used groups hold fewer experts than --n-expert-used");
     }

@@ -21,8 +21,8 @@ namespace ns::make_model {
 namespace {
 
 struct Glm4MoeFlags {
-  uint32_t head_dim = 0;      // 0: n_embd / n_head
-  uint32_t rope_dim = 0;      // 0: half the head (partial_rotary_factor 0.5)
+  uint32_t head_dim = 0;  // 0: n_embd / n_head
+  uint32_t rope_dim = 0;  // 0: half the head (partial_rotary_factor 0.5)
   uint32_t n_ff_expert = 64;
   uint32_t n_shared = 1;
   uint32_t n_dense_lead = 1;
@@ -40,20 +40,33 @@ class Glm4MoeArchitecture : public Architecture {
     Glm4MoeFlags& f = f_;
     const std::string g = "glm4moe";
     app.add_option("--glm-head-dim", f.head_dim, "glm4moe: attention head size (0: n_embd / n_head)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--glm-rope-dim", f.rope_dim, "glm4moe: rotated dims per head (0: half the head)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--glm-n-ff-expert", f.n_ff_expert, "glm4moe: hidden width of each routed (and shared) expert")
-        ->capture_default_str()->group(g);
-    app.add_option("--glm-n-shared", f.n_shared, "glm4moe: shared experts (always applied)")->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
+    app.add_option("--glm-n-shared", f.n_shared, "glm4moe: shared experts (always applied)")
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--glm-n-dense-lead", f.n_dense_lead, "glm4moe: leading dense layers (FFN width --n-ff)")
-        ->capture_default_str()->group(g);
-    app.add_option("--glm-nextn-layers", f.n_nextn, "glm4moe: NextN (multi-token prediction) blocks after the last layer")
-        ->capture_default_str()->group(g);
-    app.add_option("--glm-qk-norm", f.qk_norm, "glm4moe: per-head Q/K RMS norms (true/false)")->capture_default_str()->group(g);
-    app.add_option("--glm-weights-scale", f.weights_scale, "glm4moe: routed_scaling_factor")->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
+    app.add_option("--glm-nextn-layers", f.n_nextn,
+                   "glm4moe: NextN (multi-token prediction) blocks after the last layer")
+        ->capture_default_str()
+        ->group(g);
+    app.add_option("--glm-qk-norm", f.qk_norm, "glm4moe: per-head Q/K RMS norms (true/false)")
+        ->capture_default_str()
+        ->group(g);
+    app.add_option("--glm-weights-scale", f.weights_scale, "glm4moe: routed_scaling_factor")
+        ->capture_default_str()
+        ->group(g);
     app.add_option("--glm-weights-norm", f.weights_norm, "glm4moe: renormalize the chosen weights (true/false)")
-        ->capture_default_str()->group(g);
+        ->capture_default_str()
+        ->group(g);
   }
 
   void validate(const Shape& s) const override {

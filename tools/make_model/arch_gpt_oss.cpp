@@ -19,12 +19,12 @@ namespace ns::make_model {
 namespace {
 
 struct GptOssFlags {
-  uint32_t head_dim = 64;          // attention.key_length (gpt-oss: 64, not n_embd / n_head)
-  uint32_t sliding_window = 128;   // attention.sliding_window
-  uint32_t swa_period = 0;         // attention.sliding_window_pattern (0: not written, the reference's 2)
-  float yarn_factor = 32.0f;       // rope.scaling.factor (0: no rope scaling)
-  uint32_t yarn_orig_ctx = 4096;   // rope.scaling.original_context_length
-  bool expert_bias = true;         // ffn_{gate,up,down}_exps.bias
+  uint32_t head_dim = 64;         // attention.key_length (gpt-oss: 64, not n_embd / n_head)
+  uint32_t sliding_window = 128;  // attention.sliding_window
+  uint32_t swa_period = 0;        // attention.sliding_window_pattern (0: not written, the reference's 2)
+  float yarn_factor = 32.0f;      // rope.scaling.factor (0: no rope scaling)
+  uint32_t yarn_orig_ctx = 4096;  // rope.scaling.original_context_length
+  bool expert_bias = true;        // ffn_{gate,up,down}_exps.bias
 };
 
 GptOssFlags& flags() { return shared_flags<GptOssFlags>(); }

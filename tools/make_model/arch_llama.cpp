@@ -25,8 +25,7 @@ class LlamaArchitecture : public Architecture {
       bad("the head size --n-embd / --n-head = " + std::to_string(s.n_embd / s.n_head) +
           " must be even (RoPE rotates pairs)");
     if (s.n_head % s.n_head_kv != 0)
-      bad("--n-head " + std::to_string(s.n_head) + " is not a multiple of --n-head-kv " +
-          std::to_string(s.n_head_kv));
+      bad("--n-head " + std::to_string(s.n_head) + " is not a multiple of --n-head-kv " + std::to_string(s.n_head_kv));
     if (s.n_expert == 0 && s.n_expert_used != 0) bad("--n-expert-used needs --n-expert");
     if (s.n_expert > 0 && (s.n_expert_used == 0 || s.n_expert_used > s.n_expert))
       bad("--n-expert " + std::to_string(s.n_expert) + " needs --n-expert-used between 1 and " +

@@ -32,9 +32,11 @@ class MinimaxM2Architecture : public Architecture {
 
   void validate(const Shape& s) const override {
     validate_moe_shape(s, name());
-    if (head_dim(s) == 0) throw Error(ErrorKind::invalid_input, "minimax-m2: the head size must be positive (--mm-head-dim)");
+    if (head_dim(s) == 0)
+      throw Error(ErrorKind::invalid_input, "minimax-m2: the head size must be positive (--mm-head-dim)");
     if (rope_dim(s) == 0 || rope_dim(s) % 2 || rope_dim(s) > head_dim(s))
-      throw Error(ErrorKind::invalid_input, "minimax-m2: --mm-rope-dim must be a positive even number up to the head size");
+      throw Error(ErrorKind::invalid_input,
+                  "minimax-m2: --mm-rope-dim must be a positive even number up to the head size");
   }
 
   // TextModel's keys in its order (block_count first; feed_forward_length is

@@ -36,8 +36,8 @@ struct QwenNextFlags {
   uint32_t d_conv = 4;
   uint32_t n_ff_shexp = 128;
   std::vector<int32_t> rope_sections = {3, 3, 2, 0};  // qwen35moe (Qwen3.5: 11, 11, 10, 0 of 32 pairs)
-  uint32_t nextn = 0;          // NextN (multi-token prediction) blocks appended after the trunk
-  bool layer_types = false;    // write attention.recurrent_layers (as for a config with layer_types)
+  uint32_t nextn = 0;                                 // NextN (multi-token prediction) blocks appended after the trunk
+  bool layer_types = false;  // write attention.recurrent_layers (as for a config with layer_types)
 
   bool is_attention(uint32_t il) const { return (il + 1) % full_attn_every == 0; }
 };
@@ -64,8 +64,8 @@ class QwenNextArchitecture : public Architecture {
                     "qwen3next/35moe: Gated DeltaNet value heads (a multiple of the key heads)");
     add_arch_option(app, g, "--gdn-conv-kernel", f.d_conv, "qwen3next/35moe: short convolution taps");
     add_arch_option(app, g, "--qn-n-ff-shexp", f.n_ff_shexp, "qwen3next/35moe: shared expert width");
-    add_arch_option(app, g, "--qn-rope-sections", f.rope_sections,
-                    "qwen35moe: rope.dimension_sections (4 numbers)")->delimiter(',');
+    add_arch_option(app, g, "--qn-rope-sections", f.rope_sections, "qwen35moe: rope.dimension_sections (4 numbers)")
+        ->delimiter(',');
     add_arch_option(app, g, "--qn-nextn-layers", f.nextn,
                     "qwen3next/35moe: NextN (MTP) blocks after --n-layer (never run)");
     add_arch_option(app, g, "--qn-layer-types", f.layer_types,
@@ -112,7 +112,8 @@ class QwenNextArchitecture : public Architecture {
     w.set(a + keys::ssm_inner_size, val::u32(f.gdn_head_dim * f.gdn_v_heads));
     if (f.layer_types) {  // the NextN blocks are attention blocks: false
       std::vector<Value> flags;
-      for (uint32_t il = 0; il < s.n_layer + f.nextn; ++il) flags.push_back(val::boolean(il < s.n_layer && !f.is_attention(il)));
+      for (uint32_t il = 0; il < s.n_layer + f.nextn; ++il)
+        flags.push_back(val::boolean(il < s.n_layer && !f.is_attention(il)));
       w.set(a + keys::attention_recurrent_layers, val::array(ValueType::BOOL, std::move(flags)));
     }
     w.set(a + keys::full_attention_interval, val::u32(f.full_attn_every));

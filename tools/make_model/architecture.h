@@ -29,14 +29,14 @@ struct Shape {
   uint32_t n_layer = 3;
   uint32_t n_head = 4;
   uint32_t n_head_kv = 2;
-  uint32_t n_ff = 256;          // per expert in MoE layers
-  uint32_t n_expert = 0;        // 0: dense
-  uint32_t n_expert_used = 0;   // experts per token
-  uint32_t n_ctx = 2048;        // context_length written to the metadata
+  uint32_t n_ff = 256;         // per expert in MoE layers
+  uint32_t n_expert = 0;       // 0: dense
+  uint32_t n_expert_used = 0;  // experts per token
+  uint32_t n_ctx = 2048;       // context_length written to the metadata
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
-  uint32_t n_vocab = 0;         // set from the vocabulary
-  bool tied_output = false;     // no output.weight: the head reuses token_embd
+  uint32_t n_vocab = 0;      // set from the vocabulary
+  bool tied_output = false;  // no output.weight: the head reuses token_embd
 };
 
 // One tensor to generate.
@@ -44,9 +44,9 @@ struct TensorPlan {
   std::string name;
   std::vector<uint64_t> dims;  // ggml order: dims[0] is the row (input features)
   Init init;
-  bool always_f32 = false;     // norms and routers keep full precision
-  bool expert = false;         // last dim indexes experts (only n_expert_used of them are active per token)
-  bool i32 = false;            // an integer table (role ids): written as I32, the values rounded
+  bool always_f32 = false;  // norms and routers keep full precision
+  bool expert = false;      // last dim indexes experts (only n_expert_used of them are active per token)
+  bool i32 = false;         // an integer table (role ids): written as I32, the values rounded
   // When set, row `row` comes from fill(seed, row, out, n) instead of `init`:
   // for tensors whose values are derived from another tensor's (deepseek2's
   // attn_k_b/attn_v_b are a re-layout of attn_kv_b). Must be thread-safe.

@@ -13,8 +13,8 @@ ImportanceMatrix load_importance(const std::string& path, const std::vector<std:
   try {
     f = gguf::GgufFile::open(path);
   } catch (const Error& e) {
-    throw Error(ErrorKind::invalid_input, "--imatrix " + path + ": " + e.what() +
-                                              " (give the GGUF file llama-imatrix writes)");
+    throw Error(ErrorKind::invalid_input,
+                "--imatrix " + path + ": " + e.what() + " (give the GGUF file llama-imatrix writes)");
   }
   const auto bad = [&](const std::string& what) {
     return Error(ErrorKind::invalid_input, "--imatrix " + path + ": " + what);

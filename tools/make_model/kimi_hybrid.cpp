@@ -16,23 +16,32 @@ void add_kimi_hybrid_flags(CLI::App& app) {
   if (app.get_option_no_throw("--mla-every") != nullptr) return;
   KimiHybridFlags& f = kimi_hybrid_flags();
   const std::string g = "kimi-linear, kimi-k3";
-  app.add_option("--mla-every", f.mla_every, "kimi: every Nth layer is MLA, the others KDA")->capture_default_str()->group(g);
-  app.add_option("--kda-head-dim", f.kda_head_dim, "kimi: KDA head size (key = value)")->capture_default_str()->group(g);
+  app.add_option("--mla-every", f.mla_every, "kimi: every Nth layer is MLA, the others KDA")
+      ->capture_default_str()
+      ->group(g);
+  app.add_option("--kda-head-dim", f.kda_head_dim, "kimi: KDA head size (key = value)")
+      ->capture_default_str()
+      ->group(g);
   app.add_option("--conv-kernel", f.d_conv, "kimi: KDA short convolution taps")->capture_default_str()->group(g);
   app.add_option("--kl-kv-lora-rank", f.mla.kv_lora_rank, "kimi: MLA latent width")->capture_default_str()->group(g);
   app.add_option("--kl-qk-rope-dim", f.mla.qk_rope, "kimi: MLA rope-part dims per head (never rotated)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   app.add_option("--kl-qk-nope-dim", f.mla.qk_nope, "kimi: MLA nope dims per head")->capture_default_str()->group(g);
   app.add_option("--kl-v-head-dim", f.mla.v_head, "kimi: MLA value dims per head")->capture_default_str()->group(g);
   app.add_option("--kl-q-lora-rank", f.mla.q_lora_rank, "kimi: MLA query low-rank width (0: attn_q)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   app.add_option("--kl-n-ff-expert", f.n_ff_expert, "kimi: hidden width of each routed (and shared) expert")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   app.add_option("--kl-n-shared-expert", f.n_shared, "kimi: shared experts")->capture_default_str()->group(g);
   app.add_option("--kl-n-dense-lead", f.n_dense_lead, "kimi: leading dense layers (FFN width --n-ff)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   app.add_option("--kl-expert-weights-scale", f.weights_scale, "kimi: routed weights multiplier")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
 }
 
 void validate_kimi_hybrid(const std::string& arch, const Shape& s) {

@@ -14,10 +14,10 @@
 namespace ns::make_model {
 
 struct KimiHybridFlags {
-  uint32_t mla_every = 4;      // layer il is MLA when (il + 1) % mla_every == 0 (Kimi Linear: 3 KDA : 1 MLA)
+  uint32_t mla_every = 4;  // layer il is MLA when (il + 1) % mla_every == 0 (Kimi Linear: 3 KDA : 1 MLA)
   uint32_t kda_head_dim = 32;
   uint32_t d_conv = 4;
-  MlaSizes mla;                // Kimi Linear has no q_lora
+  MlaSizes mla;  // Kimi Linear has no q_lora
   uint32_t n_ff_expert = 64;
   uint32_t n_shared = 1;
   uint32_t n_dense_lead = 1;

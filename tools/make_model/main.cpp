@@ -43,10 +43,14 @@ std::string human_bytes(uint64_t b) {
 
 std::string human_count(uint64_t n) {
   char buf[32];
-  if (n >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2fB", static_cast<double>(n) / 1e9);
-  else if (n >= 1000000ull) std::snprintf(buf, sizeof buf, "%.2fM", static_cast<double>(n) / 1e6);
-  else if (n >= 1000ull) std::snprintf(buf, sizeof buf, "%.1fK", static_cast<double>(n) / 1e3);
-  else std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+  if (n >= 1000000000ull)
+    std::snprintf(buf, sizeof buf, "%.2fB", static_cast<double>(n) / 1e9);
+  else if (n >= 1000000ull)
+    std::snprintf(buf, sizeof buf, "%.2fM", static_cast<double>(n) / 1e6);
+  else if (n >= 1000ull)
+    std::snprintf(buf, sizeof buf, "%.1fK", static_cast<double>(n) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
   return buf;
 }
 
@@ -196,8 +200,7 @@ int run(int argc, char** argv) {
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return e.kind() == ErrorKind::invalid_input || e.kind() == ErrorKind::bad_model ? kExitInvalidInput
-                                                                                     : kExitFailure;
+    return e.kind() == ErrorKind::invalid_input || e.kind() == ErrorKind::bad_model ? kExitInvalidInput : kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return kExitFailure;

@@ -41,14 +41,16 @@ const std::vector<float>* importance_for(const TensorPlan& t, GgmlType type, con
     throw Error(ErrorKind::invalid_input,
                 "tensor '" + t.name + "' is " + tname + " and --imatrix " + path +
                     " has an entry for it: llama-quantize would quantize it with the importance weights, which "
-                    "nightshift's " + tname + " quantizer does not take, so the bytes would differ. Leave it out "
+                    "nightshift's " +
+                    tname +
+                    " quantizer does not take, so the bytes would differ. Leave it out "
                     "(--imatrix-include, as llama-quantize --include-weights) or give the tensor another type");
   const uint64_t experts = t.dims.size() > 2 ? t.dims[2] : 1;
   if (it->second.size() != t.dims[0] * experts)
     throw Error(ErrorKind::invalid_input, "--imatrix " + path + ": the entry for '" + t.name + "' has " +
                                               std::to_string(it->second.size()) + " weights, the tensor needs " +
-                                              std::to_string(t.dims[0] * experts) + " (" +
-                                              std::to_string(t.dims[0]) + " columns x " + std::to_string(experts) +
+                                              std::to_string(t.dims[0] * experts) + " (" + std::to_string(t.dims[0]) +
+                                              " columns x " + std::to_string(experts) +
                                               " experts): it was made on another model");
   return &it->second;
 }
@@ -64,8 +66,9 @@ std::unique_ptr<PlannedModel> plan_model(const GeneratorOptions& opt) {
   const uint32_t file_type = file_type_of(opt.type);
 
   if (!opt.vocab_path.empty() && opt.vocab_pre != kBuiltinPre)
-    throw Error(ErrorKind::invalid_input, "--vocab-pre applies to the built-in vocabulary only; a --vocab file keeps "
-                                          "its own tokenizer.ggml.pre (drop one of the two)");
+    throw Error(ErrorKind::invalid_input,
+                "--vocab-pre applies to the built-in vocabulary only; a --vocab file keeps "
+                "its own tokenizer.ggml.pre (drop one of the two)");
   if (opt.vocab_pre.empty())
     throw Error(ErrorKind::invalid_input, "--vocab-pre is empty: name a pre-tokenizer such as gpt-2 or kimi-k2");
   const Vocabulary vocab =
@@ -147,8 +150,7 @@ void write_model(PlannedModel& model, const std::string& path, uint64_t seed, Th
           const uint64_t global_row = first + static_cast<uint64_t>(r);
           const float* importance =
               weights ? weights->data() + global_row / rows_per_expert * static_cast<uint64_t>(n) : nullptr;
-          kernels::quantize_row_weighted(type, row, chunk.data() + static_cast<uint64_t>(r) * row_bytes, n,
-                                         importance);
+          kernels::quantize_row_weighted(type, row, chunk.data() + static_cast<uint64_t>(r) * row_bytes, n, importance);
         }
       });
       w.write_data(chunk);

@@ -39,10 +39,10 @@ struct GeneratorOptions {
   Shape shape;
   gguf::GgmlType type = gguf::GgmlType::Q8_0;
   std::vector<TypeOverride> overrides;
-  std::string vocab_path;  // empty: the built-in vocabulary
+  std::string vocab_path;               // empty: the built-in vocabulary
   std::string vocab_pre = kBuiltinPre;  // the built-in vocabulary's tokenizer.ggml.pre
-  std::string name;        // general.name; empty: "random-<arch>"
-  std::string chat_template;  // tokenizer.chat_template (Jinja text); empty: none, or the --vocab file's
+  std::string name;                     // general.name; empty: "random-<arch>"
+  std::string chat_template;            // tokenizer.chat_template (Jinja text); empty: none, or the --vocab file's
   uint64_t seed = 0;
   std::string imatrix_path;  // empty: none; else llama-imatrix's GGUF (importance.h)
   // Non-empty: only the entries whose tensor name contains one of these (llama-quantize --include-weights).
@@ -51,13 +51,13 @@ struct GeneratorOptions {
 };
 
 struct PlannedModel {
-  gguf::GgufWriter writer;           // metadata and tensors declared, nothing written
-  std::vector<TensorPlan> tensors;   // in file order, parallel to writer's tensors
+  gguf::GgufWriter writer;          // metadata and tensors declared, nothing written
+  std::vector<TensorPlan> tensors;  // in file order, parallel to writer's tensors
   std::vector<gguf::GgmlType> types;
   std::string vocab_source;
   uint64_t n_params = 0;
-  uint64_t n_active_params = 0;      // per token: experts count n_expert_used / n_expert
-  ImportanceMatrix importance;       // --imatrix
+  uint64_t n_active_params = 0;  // per token: experts count n_expert_used / n_expert
+  ImportanceMatrix importance;   // --imatrix
   // Per tensor: its importance weights (n_expert rows of dims[0]) when its type
   // quantizes with them (kernels::importance_use), else null.
   std::vector<const std::vector<float>*> tensor_importance;

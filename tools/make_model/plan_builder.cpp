@@ -68,7 +68,8 @@ bool refine_split_kv_b(const TensorSpec& spec, TensorPlan& plan, const MlaSizes&
     if (block.seed != seed || block.key != kv_b_key || block.head != h) {
       block.values.resize(nope * kv_lora);
       for (uint64_t i = 0; i < nope; ++i)
-        fill_row(seed, kv_b_key, h * per_head + i, kv_b_init, &block.values[i * kv_lora], static_cast<int64_t>(kv_lora));
+        fill_row(seed, kv_b_key, h * per_head + i, kv_b_init, &block.values[i * kv_lora],
+                 static_cast<int64_t>(kv_lora));
       block.seed = seed;
       block.key = kv_b_key;
       block.head = h;

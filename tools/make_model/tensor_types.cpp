@@ -28,12 +28,11 @@ const std::vector<GgmlType>& encodable_types() {
   // quantize_row_weighted for the i-quants with --imatrix), so
   // mixed-quant files like the K-quant GGUFs people download can be generated.
   static const std::vector<GgmlType> types = {
-      GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
-      GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
-      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-      GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::NVFP4,
-      GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ3_XXS, GgmlType::IQ4_XS,
-      GgmlType::TQ1_0, GgmlType::TQ2_0};
+      GgmlType::F32,     GgmlType::F16,    GgmlType::BF16,   GgmlType::Q8_0,  GgmlType::Q4_0,    GgmlType::Q4_1,
+      GgmlType::Q5_0,    GgmlType::Q5_1,   GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K,    GgmlType::Q3_K,
+      GgmlType::Q4_K,    GgmlType::Q5_K,   GgmlType::Q6_K,   GgmlType::Q1_0,  GgmlType::Q2_0,    GgmlType::NVFP4,
+      GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S,  GgmlType::IQ1_M, GgmlType::IQ3_XXS, GgmlType::IQ4_XS,
+      GgmlType::TQ1_0,   GgmlType::TQ2_0};
   return types;
 }
 
@@ -53,24 +52,24 @@ GgmlType parse_type(const std::string& name) {
 
 uint32_t file_type_of(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return 0;   // LLAMA_FTYPE_ALL_F32
-    case GgmlType::F16: return 1;   // LLAMA_FTYPE_MOSTLY_F16
-    case GgmlType::Q4_0: return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
-    case GgmlType::Q8_0: return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
-    case GgmlType::BF16: return 32; // LLAMA_FTYPE_MOSTLY_BF16
-    case GgmlType::Q4_1: return 3;  // LLAMA_FTYPE_MOSTLY_Q4_1
-    case GgmlType::Q5_0: return 8;  // LLAMA_FTYPE_MOSTLY_Q5_0
-    case GgmlType::Q5_1: return 9;  // LLAMA_FTYPE_MOSTLY_Q5_1
-    case GgmlType::Q2_K: return 10; // LLAMA_FTYPE_MOSTLY_Q2_K
-    case GgmlType::Q3_K: return 12; // LLAMA_FTYPE_MOSTLY_Q3_K_M
-    case GgmlType::Q4_K: return 15; // LLAMA_FTYPE_MOSTLY_Q4_K_M
-    case GgmlType::Q5_K: return 17; // LLAMA_FTYPE_MOSTLY_Q5_K_M
-    case GgmlType::Q6_K: return 18; // LLAMA_FTYPE_MOSTLY_Q6_K
-    case GgmlType::IQ4_NL: return 25; // LLAMA_FTYPE_MOSTLY_IQ4_NL
-    case GgmlType::MXFP4: return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
-    case GgmlType::NVFP4: return 39;  // LLAMA_FTYPE_MOSTLY_NVFP4
-    case GgmlType::Q1_0: return 40;   // LLAMA_FTYPE_MOSTLY_Q1_0
-    case GgmlType::Q2_0: return 41;   // LLAMA_FTYPE_MOSTLY_Q2_0
+    case GgmlType::F32: return 0;       // LLAMA_FTYPE_ALL_F32
+    case GgmlType::F16: return 1;       // LLAMA_FTYPE_MOSTLY_F16
+    case GgmlType::Q4_0: return 2;      // LLAMA_FTYPE_MOSTLY_Q4_0
+    case GgmlType::Q8_0: return 7;      // LLAMA_FTYPE_MOSTLY_Q8_0
+    case GgmlType::BF16: return 32;     // LLAMA_FTYPE_MOSTLY_BF16
+    case GgmlType::Q4_1: return 3;      // LLAMA_FTYPE_MOSTLY_Q4_1
+    case GgmlType::Q5_0: return 8;      // LLAMA_FTYPE_MOSTLY_Q5_0
+    case GgmlType::Q5_1: return 9;      // LLAMA_FTYPE_MOSTLY_Q5_1
+    case GgmlType::Q2_K: return 10;     // LLAMA_FTYPE_MOSTLY_Q2_K
+    case GgmlType::Q3_K: return 12;     // LLAMA_FTYPE_MOSTLY_Q3_K_M
+    case GgmlType::Q4_K: return 15;     // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    case GgmlType::Q5_K: return 17;     // LLAMA_FTYPE_MOSTLY_Q5_K_M
+    case GgmlType::Q6_K: return 18;     // LLAMA_FTYPE_MOSTLY_Q6_K
+    case GgmlType::IQ4_NL: return 25;   // LLAMA_FTYPE_MOSTLY_IQ4_NL
+    case GgmlType::MXFP4: return 38;    // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+    case GgmlType::NVFP4: return 39;    // LLAMA_FTYPE_MOSTLY_NVFP4
+    case GgmlType::Q1_0: return 40;     // LLAMA_FTYPE_MOSTLY_Q1_0
+    case GgmlType::Q2_0: return 41;     // LLAMA_FTYPE_MOSTLY_Q2_0
     case GgmlType::IQ2_XXS: return 19;  // LLAMA_FTYPE_MOSTLY_IQ2_XXS
     case GgmlType::IQ2_XS: return 20;   // LLAMA_FTYPE_MOSTLY_IQ2_XS
     case GgmlType::IQ1_S: return 24;    // LLAMA_FTYPE_MOSTLY_IQ1_S
@@ -114,8 +113,7 @@ GgmlType choose_type(const TensorPlan& t, GgmlType default_type, const std::vect
     throw Error(ErrorKind::invalid_input,
                 "tensor '" + t.name + "' has rows of " + std::to_string(t.dims[0]) + " elements, not a multiple of " +
                     std::string(tt.name) + "'s block of " + std::to_string(tt.block_elems) +
-                    ": change the shape or give it another type (--tensor-type " +
-                    short_name(t.name) + "=F16)");
+                    ": change the shape or give it another type (--tensor-type " + short_name(t.name) + "=F16)");
   return type;
 }
 

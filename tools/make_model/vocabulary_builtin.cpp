@@ -58,8 +58,8 @@ morning than making bread for people she will see at seven.
 // GPT-2's byte order: printable Latin-1 bytes first (they stand for themselves),
 // then the others, which are mapped to U+0100 onwards.
 struct ByteOrder {
-  std::array<uint8_t, 256> byte_of_id{};   // token id -> byte
-  std::array<uint32_t, 256> codepoint{};   // byte -> code point of its text
+  std::array<uint8_t, 256> byte_of_id{};  // token id -> byte
+  std::array<uint32_t, 256> codepoint{};  // byte -> code point of its text
   ByteOrder() {
     std::array<bool, 256> printable{};
     for (int b = '!'; b <= '~'; ++b) printable[b] = true;
@@ -179,7 +179,8 @@ Vocabulary builtin_vocabulary(const std::string& pre) {
     token_id[tokens.back()] = new_id;
     for (auto& [ids, count] : words) {
       bool has_pair = false;
-      for (size_t k = 0; k + 1 < ids.size() && !has_pair; ++k) has_pair = ids[k] == best.first && ids[k + 1] == best.second;
+      for (size_t k = 0; k + 1 < ids.size() && !has_pair; ++k)
+        has_pair = ids[k] == best.first && ids[k + 1] == best.second;
       if (!has_pair) continue;
       count_pairs(ids, -count);
       std::vector<int32_t> merged;

@@ -14,17 +14,18 @@ Vocabulary vocabulary_from_gguf(const std::string& path) {
   const gguf::Value* tokens = file->find("tokenizer.ggml.tokens");
   if (!tokens || tokens->type != gguf::ValueType::ARRAY || tokens->elem_type != gguf::ValueType::STRING ||
       tokens->arr.empty())
-    throw Error(ErrorKind::bad_model, "'" + path + "' has no tokenizer.ggml.tokens string array: pass a vocabulary "
-                                          "GGUF such as ggml-vocab-llama-spm.gguf, or omit --vocab for the built-in one");
-  if (tokens->arr.size() > UINT32_MAX)
-    throw Error(ErrorKind::bad_model, "'" + path + "' has too many tokens");
+    throw Error(ErrorKind::bad_model,
+                "'" + path +
+                    "' has no tokenizer.ggml.tokens string array: pass a vocabulary "
+                    "GGUF such as ggml-vocab-llama-spm.gguf, or omit --vocab for the built-in one");
+  if (tokens->arr.size() > UINT32_MAX) throw Error(ErrorKind::bad_model, "'" + path + "' has too many tokens");
 
   // The reader's map is sorted by key; write them in the order llama.cpp's
   // converter does: the token lists, then the special token ids, then the
   // add_* flags, then anything else (chat template, ...).
-  static const std::vector<std::string> kLeading = {
-      "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
-      "tokenizer.ggml.token_type", "tokenizer.ggml.merges"};
+  static const std::vector<std::string> kLeading = {"tokenizer.ggml.model",      "tokenizer.ggml.pre",
+                                                    "tokenizer.ggml.tokens",     "tokenizer.ggml.scores",
+                                                    "tokenizer.ggml.token_type", "tokenizer.ggml.merges"};
   auto rank = [&](const std::string& key) {
     const auto lead = std::find(kLeading.begin(), kLeading.end(), key);
     if (lead != kLeading.end()) return static_cast<int>(lead - kLeading.begin());
@@ -39,8 +40,8 @@ Vocabulary vocabulary_from_gguf(const std::string& path) {
   Vocabulary v;
   for (const auto& key : keys) v.metadata.emplace_back(key, *file->find(key));
   v.n_vocab = static_cast<uint32_t>(tokens->arr.size());
-  v.source = path + " (" + std::to_string(v.n_vocab) + " tokens, " + file->get_string_or("tokenizer.ggml.model", "?") +
-             ")";
+  v.source =
+      path + " (" + std::to_string(v.n_vocab) + " tokens, " + file->get_string_or("tokenizer.ggml.model", "?") + ")";
   return v;
 }
 

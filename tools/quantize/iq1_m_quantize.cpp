@@ -41,7 +41,7 @@ void block_weights(const float* qw, const float* xb, float sigma2, float* weight
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq1s);
   iq::for_each_super_block(src, dst, n, importance, iq::Iq1m::bytes, 2.0f,
-                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
+                           [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint8_t* qs = blk + iq::Iq1m::qs;
     uint8_t* qh = blk + iq::Iq1m::qh;
     float scales[16];

@@ -20,7 +20,7 @@
 namespace ns::kernels::iq1_s {
 namespace {
 
-constexpr int kBlock = 32;           // ggml's IQ1S_BLOCK_SIZE
+constexpr int kBlock = 32;              // ggml's IQ1S_BLOCK_SIZE
 constexpr float kGroupMaxEps = 1e-12f;  // ggml's GROUP_MAX_EPS_IQ1_S
 
 }  // namespace
@@ -29,7 +29,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
   iq::require_importance(importance, "IQ1_S");
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq1s);
   iq::for_each_super_block(src, dst, n, importance, iq::Iq1s::bytes, 2.0f,
-                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
+                           [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     float scales[8];
     int shifts[8];
     float max_scale = 0;
@@ -57,8 +57,8 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
         for (int i2 = i1; i2 <= kBlock; ++i2) {
           for (int shift : {1, -1}) {
             const float* v = shift == 1 ? iq::kIq1Plus : iq::kIq1Minus;
-            const float sumqx = (sumx[i1] - sumx[0]) * v[0] + (sumx[i2] - sumx[i1]) * v[1] +
-                                (sumx[kBlock] - sumx[i2]) * v[2];
+            const float sumqx =
+                (sumx[i1] - sumx[0]) * v[0] + (sumx[i2] - sumx[i1]) * v[1] + (sumx[kBlock] - sumx[i2]) * v[2];
             const float sumq2 = (sumw[i1] - sumw[0]) * v[0] * v[0] + (sumw[i2] - sumw[i1]) * v[1] * v[1] +
                                 (sumw[kBlock] - sumw[i2]) * v[2] * v[2];
             if (sumq2 > 0 && sumqx * sumqx > best_score * sumq2) {

@@ -29,7 +29,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
   iq::require_importance(importance, "IQ2_XS");
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq2xs);
   iq::for_each_super_block(src, dst, n, importance, iq::Iq2xs::bytes, 1.0f,
-                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
+                           [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint16_t q2[32] = {};
     float scales[16];
     const float max_scale = iq::fit_sub_blocks(s, kSearch, xbl, qwb, sigma2, "IQ2_XS", scales,

@@ -32,7 +32,7 @@ void quantize_weighted(const float* src, void* dst, int64_t n, const float* impo
   iq::require_importance(importance, "IQ2_XXS");
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq2xxs);
   iq::for_each_super_block(src, dst, n, importance, iq::Iq2xxs::bytes, 1.0f,
-                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
+                           [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint32_t q2[16] = {};
     float scales[8];
     const float max_scale = iq::fit_sub_blocks(s, kSearch, xbl, qwb, sigma2, "IQ2_XXS", scales,

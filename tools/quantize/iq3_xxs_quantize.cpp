@@ -44,7 +44,7 @@ constexpr iq::ScaleSearch kSearch{32, 4, kMaxQ, 15, 0.2f, true, kGroupMaxEps, fa
 void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance) {
   const iq::GridSearch& s = iq::grid_search(iq::SearchGrid::iq3xxs);
   iq::for_each_super_block(src, dst, n, importance, iq::Iq3xxs::bytes, 2.0f,
-                            [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
+                           [&](uint8_t* blk, const float* xbl, const float* qwb, float sigma2) {
     uint32_t sas[8] = {};
     float scales[8];
     const float max_scale = iq::fit_sub_blocks(s, kSearch, xbl, qwb, sigma2, "IQ3_XXS", scales,

@@ -19,8 +19,8 @@ namespace {
 // The level a byte of a dequantization grid stands for.
 int level_of(SearchGrid g, uint8_t b) {
   if (g == SearchGrid::iq1s) return static_cast<int8_t>(b) + 1;  // -1, 0, 1
-  if (g == SearchGrid::iq3xxs) return b / 8;                      // 0x04 + 8l, 0x3e for 7
-  return b == 0x08 ? 0 : b == 0x19 ? 1 : 2;                         // 0x08, 0x19, 0x2b
+  if (g == SearchGrid::iq3xxs) return b / 8;                     // 0x04 + 8l, 0x3e for 7
+  return b == 0x08 ? 0 : b == 0x19 ? 1 : 2;                      // 0x08, 0x19, 0x2b
 }
 
 GridSearch build(SearchGrid g) {
@@ -35,7 +35,9 @@ GridSearch build(SearchGrid g) {
   const int map_size = iq3 ? 4096 : 43692;
   const auto entry = [&](int e) {
     return iq3 ? static_cast<uint64_t>(kIq3xxsGrid[e])
-               : (g == SearchGrid::iq2xxs ? kIq2xxsGrid : g == SearchGrid::iq2xs ? kIq2xsGrid : kIq1sGrid)[e];
+               : (g == SearchGrid::iq2xxs  ? kIq2xxsGrid
+                  : g == SearchGrid::iq2xs ? kIq2xsGrid
+                                           : kIq1sGrid)[e];
   };
   s.level.resize(static_cast<size_t>(size));
   s.map.assign(static_cast<size_t>(map_size), -1);
@@ -196,7 +198,7 @@ void sorted_order(const float* x, int n, int* order) {
 }
 
 int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const float* weight, float scale,
-                       const float* xg, int8_t* L) {
+                   const float* xg, int8_t* L) {
   const uint16_t* nb = s.neighbours(u);
   float best = FLT_MAX;
   int index = -1;
@@ -243,8 +245,8 @@ uint8_t fold_signs(const float* xb, const float* weight, float* xval) {
   return sg & 127;
 }
 
-float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux,
-                 float* xval, uint8_t* signs) {
+float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux, float* xval,
+                 uint8_t* signs) {
   if (importance)
     importance_weights(n, importance, xb, sigma2, weight);
   else

@@ -41,7 +41,7 @@ enum class SearchGrid { iq2xxs, iq2xs, iq1s, iq3xxs };
 struct GridSearch {
   int group = 8, bits = 2;
   std::vector<uint64_t> level;
-  std::vector<int32_t> map;  // u -> entry (>= 0) or -1 - offset into `lists`
+  std::vector<int32_t> map;     // u -> entry (>= 0) or -1 - offset into `lists`
   std::vector<uint16_t> lists;  // at an offset: the count, then the entries
   int on_grid(uint16_t u) const { return map[u] >= 0 ? map[u] : -1; }
   // The neighbour list of an off-grid key: count, then entries.
@@ -107,7 +107,7 @@ void sorted_order(const float* x, int n, int* order);
 // xval under the weights (the first on ties); writes its levels to L. xg:
 // 1, 3, 5 for the IQ2 grids, the shifted -1, 0, 1 for IQ1_S / IQ1_M.
 int best_neighbour(const GridSearch& s, uint16_t u, const float* xval, const float* weight, float scale,
-                       const float* xg, int8_t* L);
+                   const float* xg, int8_t* L);
 
 // IQ2_XXS / IQ2_XS (magnitudes 2l + 1 with l in 0..2, signs apart):
 // fold_signs: the magnitudes of a group of 8 into xval and its sign bits; an
@@ -117,8 +117,8 @@ uint8_t fold_signs(const float* xb, const float* weight, float* xval);
 // fold_block: a block of n (a multiple of 8) elements: its weights from the
 // importance (x^2 where it is null), their square roots waux (the neighbour search's weights), the
 // folded magnitudes and each group's sign bits; returns the largest magnitude.
-float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux,
-                 float* xval, uint8_t* signs);
+float fold_block(int n, const float* xb, const float* importance, float sigma2, float* weight, float* waux, float* xval,
+                 uint8_t* signs);
 // odd_level: the nearest 2l + 1 to id * x, l clamped to 0..nmax (ggml's
 // rounding of levels and of 4-bit sub-block scales against d / 2).
 // odd_levels: odd_level for a group of 8, l clamped to 0..2.

@@ -11,13 +11,25 @@
 namespace ns::kernels {
 
 // importance required (as in ggml):
-namespace iq2_xxs { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
-namespace iq2_xs { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
-namespace iq1_s { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
+namespace iq2_xxs {
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}
+namespace iq2_xs {
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}
+namespace iq1_s {
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}
 // importance may be null: the weights are then x^2 (as in ggml; for IQ4_XS
 // ggml's quantize_row_iq4_xs_ref):
-namespace iq1_m { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
-namespace iq3_xxs { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
-namespace iq4_xs { void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance); }
+namespace iq1_m {
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}
+namespace iq3_xxs {
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}
+namespace iq4_xs {
+void quantize_weighted(const float* src, void* dst, int64_t n, const float* importance);
+}
 
 }  // namespace ns::kernels

@@ -40,9 +40,7 @@ Importance importance_use(GgmlType t) {
   }
 }
 
-bool needs_importance(GgmlType t) {
-  return t == GgmlType::IQ2_XXS || t == GgmlType::IQ2_XS || t == GgmlType::IQ1_S;
-}
+bool needs_importance(GgmlType t) { return t == GgmlType::IQ2_XXS || t == GgmlType::IQ2_XS || t == GgmlType::IQ1_S; }
 
 void quantize_row_weighted(GgmlType t, const float* src, void* dst, int64_t n, const float* importance) {
   if (WeightedFn f = weighted(t)) {

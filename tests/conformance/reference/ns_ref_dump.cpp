@@ -130,9 +130,8 @@ std::string json_escape(const std::string& s) {
 std::string top_json(const float* logits, int n_vocab, int k) {
   std::vector<int> ids(static_cast<size_t>(n_vocab));
   std::iota(ids.begin(), ids.end(), 0);
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int a, int b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   std::string o = "[";
   for (int i = 0; i < k; ++i) {
     char buf[64];
@@ -268,10 +267,11 @@ int dump_synthetic(llama_model* model, int argc, char** argv) {
   std::vector<llama_token> greedy;
   std::string greedy_top;
   if (!greedy_steps(ctx, llama_get_logits_ith(ctx, n - 1), n, n_vocab, n_greedy, top, &greedy, &greedy_top)) return 1;
-  std::printf("{\"n_tokens\": %d, \"seed\": %llu, \"first_token\": %d,\n \"last_top_logits\": %s,\n"
-              " \"greedy\": %s,\n \"greedy_top_logits\": %s}\n",
-              n, static_cast<unsigned long long>(seed), toks[0], last_top.c_str(), ids_json(greedy).c_str(),
-              greedy_top.c_str());
+  std::printf(
+      "{\"n_tokens\": %d, \"seed\": %llu, \"first_token\": %d,\n \"last_top_logits\": %s,\n"
+      " \"greedy\": %s,\n \"greedy_top_logits\": %s}\n",
+      n, static_cast<unsigned long long>(seed), toks[0], last_top.c_str(), ids_json(greedy).c_str(),
+      greedy_top.c_str());
   llama_free(ctx);
   return 0;
 }
@@ -362,10 +362,11 @@ int main(int argc, char** argv) {
     std::vector<llama_token> greedy;
     std::string greedy_top;
     if (!greedy_steps(ctx, llama_get_logits_ith(ctx, n - 1), n, n_vocab, n_greedy, top, &greedy, &greedy_top)) return 1;
-    std::printf("  {\"model\": \"%s\", \"prompt\": \"%s\", \"prompt_tokens\": %s,\n   \"prompt_top_logits\": %s,\n"
-                "   \"greedy\": %s,\n   \"greedy_top_logits\": %s}%s\n",
-                json_escape(name).c_str(), json_escape(prompt).c_str(), ids_json(toks).c_str(), prompt_top.c_str(),
-                ids_json(greedy).c_str(), greedy_top.c_str(), pi + 1 < prompts.size() ? "," : "");
+    std::printf(
+        "  {\"model\": \"%s\", \"prompt\": \"%s\", \"prompt_tokens\": %s,\n   \"prompt_top_logits\": %s,\n"
+        "   \"greedy\": %s,\n   \"greedy_top_logits\": %s}%s\n",
+        json_escape(name).c_str(), json_escape(prompt).c_str(), ids_json(toks).c_str(), prompt_top.c_str(),
+        ids_json(greedy).c_str(), greedy_top.c_str(), pi + 1 < prompts.size() ? "," : "");
     llama_free(ctx);
   }
   std::printf("]\n");

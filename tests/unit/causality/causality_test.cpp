@@ -25,8 +25,7 @@ using namespace ns;
 
 namespace {
 
-constexpr const char* kText =
-    "写一段关于夜班的故事：工人们在深夜里工作。The night shift starts at 23:00, 还有 42 份。";
+constexpr const char* kText = "写一段关于夜班的故事：工人们在深夜里工作。The night shift starts at 23:00, 还有 42 份。";
 
 struct Finding {
   double first_chunk = 0;  // max |dlogit| over cuts inside the first prefill chunk
@@ -85,22 +84,27 @@ void check_causal(const std::string& path, double tolerance = 0.0) {
   CHECK(f.later <= tolerance);
 }
 
-std::string model(const std::string& name, const std::string& flags) { return test::make_model("causal-" + name, flags); }
+std::string model(const std::string& name, const std::string& flags) {
+  return test::make_model("causal-" + name, flags);
+}
 
 const std::string kMla = " --kv-lora-rank 32 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 64";
 
 }  // namespace
 
 TEST_CASE("causal: llama dense and MoE") {
-  check_causal(model("llama-f32", "--arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 128 --type F32 "
-                                  "--seed 3"));
+  check_causal(model("llama-f32",
+                     "--arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 128 --type F32 "
+                     "--seed 3"));
   check_causal(test::moe_model());
   check_causal(test::mxfp4_moe_model());
 }
 
 TEST_CASE("causal: deepseek2 (MLA), split and fused attn_kv_b, F32 and Q8_0") {
-  const std::string ds = "--arch deepseek2 --n-embd 128 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 "
-                         "--n-expert-used 2 --q-lora-rank 64" + kMla;
+  const std::string ds =
+      "--arch deepseek2 --n-embd 128 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 "
+      "--n-expert-used 2 --q-lora-rank 64" +
+      kMla;
   check_causal(model("ds2-f32", ds + " --type F32 --seed 5"));
   check_causal(model("ds2-kvb-f32", ds + " --mla-layout kv_b --type F32 --seed 5"));
   check_causal(model("ds2-q8", ds + " --gating softmax --type Q8_0 --seed 6"));
@@ -121,7 +125,7 @@ TEST_CASE("causal: kimi-linear and kimi-k3 (KDA + MLA)") {
   CHECK(std::max(expanded.first_chunk, expanded.later) > 0.0);
   check_causal(test::kimi_linear_model());
   check_causal(model("kimi-k3-f32", test::kimi_stack("kimi-k3") + " --attn-res-block 2 --expert-latent 32 --type F32 "
-                                                                    "--seed 31"));
+                                                                  "--seed 31"));
   check_causal(test::kimi_k3_model());
 }
 
@@ -134,47 +138,54 @@ TEST_CASE("causal: qwen2moe, qwen3moe, qwen3next, qwen35moe") {
 }
 
 TEST_CASE("causal: glm4moe and gpt-oss (sliding window shorter than the prompt)") {
-  check_causal(model("glm4moe", "--arch glm4moe --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --glm-head-dim 32 "
-                                "--n-ff 128 --n-expert 8 --n-expert-used 2 --glm-n-ff-expert 64 --type F32 --seed 9"));
+  check_causal(model("glm4moe",
+                     "--arch glm4moe --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --glm-head-dim 32 "
+                     "--n-ff 128 --n-expert 8 --n-expert-used 2 --glm-n-ff-expert 64 --type F32 --seed 9"));
   check_causal(test::gpt_oss_model());
 }
 
 TEST_CASE("causal: minimax-m2 (full-width Q/K norms), F32 and Q8_0") {
-  const std::string mm = "--arch minimax-m2 --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --mm-head-dim 32 "
-                         "--n-ff 64 --n-expert 8 --n-expert-used 2";
+  const std::string mm =
+      "--arch minimax-m2 --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --mm-head-dim 32 "
+      "--n-ff 64 --n-expert 8 --n-expert-used 2";
   check_causal(model("minimax-m2-f32", mm + " --type F32 --seed 12"));
   check_causal(model("minimax-m2-q8", mm + " --type Q8_0 --seed 13"));
 }
 
 TEST_CASE("causal: deepseek4 (hyper-connections, compressed blocks of 4 with the indexer's top-k, hash routing)") {
-  const std::string v4 = "--arch deepseek4 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 32 --n-expert 8 --n-expert-used 2 "
-                         "--dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 --dsv4-o-lora-rank 16 "
-                         "--dsv4-ratios 0,4,128 --dsv4-hash-layers 1 --dsv4-window 8 --dsv4-top-k 4";
+  const std::string v4 =
+      "--arch deepseek4 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 32 --n-expert 8 --n-expert-used 2 "
+      "--dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 --dsv4-o-lora-rank 16 "
+      "--dsv4-ratios 0,4,128 --dsv4-hash-layers 1 --dsv4-window 8 --dsv4-top-k 4";
   check_causal(model("deepseek4-f32", v4 + " --type F32 --seed 16"));
   check_causal(model("deepseek4-q8", v4 + " --type Q8_0 --seed 17"));
 }
 
 TEST_CASE("causal: bailingmoe2 (fused QKV, group-limited routing, shared expert, a NextN block), F32 and Q8_0") {
-  const std::string ling = "--arch bailingmoe2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --n-ff 128 "
-                           "--n-expert 8 --n-expert-used 2 --ling-n-ff-expert 32 --ling-n-expert-group 4 "
-                           "--ling-n-expert-group-used 2";
+  const std::string ling =
+      "--arch bailingmoe2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --n-ff 128 "
+      "--n-expert 8 --n-expert-used 2 --ling-n-ff-expert 32 --ling-n-expert-group 4 "
+      "--ling-n-expert-group-used 2";
   check_causal(model("bailingmoe2-f32", ling + " --type F32 --seed 14"));
   check_causal(model("bailingmoe2-q8", ling + " --type Q8_0 --seed 15"));
 }
 
 TEST_CASE("causal: bailingmoe3 (KDA + rotated MLA with a per-head gate, shared expert, a NextN block), F32 and Q8_0") {
-  const std::string ling3 = "--arch bailingmoe3 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 "
-                            "--n-expert-used 2 --ling3-group 3 --ling3-kda-head-dim 16 --ling3-n-ff-expert 32 "
-                            "--ling3-n-ff-shexp 64 --ling3-kv-lora-rank 32 --ling3-qk-rope-dim 8 "
-                            "--ling3-qk-nope-dim 32 --ling3-v-head-dim 32 --ling3-swiglu-limit 1";
+  const std::string ling3 =
+      "--arch bailingmoe3 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 "
+      "--n-expert-used 2 --ling3-group 3 --ling3-kda-head-dim 16 --ling3-n-ff-expert 32 "
+      "--ling3-n-ff-shexp 64 --ling3-kv-lora-rank 32 --ling3-qk-rope-dim 8 "
+      "--ling3-qk-nope-dim 32 --ling3-v-head-dim 32 --ling3-swiglu-limit 1";
   check_causal(model("bailingmoe3-f32", ling3 + " --type F32 --seed 18"));
   check_causal(model("bailingmoe3-q8", ling3 + " --ling3-q-lora-rank 32 --type Q8_0 --seed 19"));
 }
 
 TEST_CASE("causal: deepseek32 and glm-dsa (MLA with the lightning indexer's top-k), F32 and Q8_0") {
   // top-8 positions: the prompt's later positions attend sparsely, the first ones densely.
-  const std::string dsa = " --n-embd 128 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 --n-expert-used 2 "
-                          "--q-lora-rank 64 --dsa-heads 4 --dsa-head-dim 64 --dsa-top-k 8" + kMla;
+  const std::string dsa =
+      " --n-embd 128 --n-layer 3 --n-head 4 --n-ff 128 --n-expert 8 --n-expert-used 2 "
+      "--q-lora-rank 64 --dsa-heads 4 --dsa-head-dim 64 --dsa-top-k 8" +
+      kMla;
   check_causal(model("deepseek32-f32", "--arch deepseek32" + dsa + " --type F32 --seed 16"));
   check_causal(model("deepseek32-q8", "--arch deepseek32" + dsa + " --type Q8_0 --seed 17"));
   check_causal(model("glm-dsa-f32", "--arch glm-dsa" + dsa + " --dsa-types 1,0,1 --type F32 --seed 18"));
@@ -183,14 +194,16 @@ TEST_CASE("causal: deepseek32 and glm-dsa (MLA with the lightning indexer's top-
 
 // Every weight type, on a small MoE whose every matrix (experts included) has it.
 TEST_CASE("causal: every weight type the generator writes") {
-  for (const char* type : {"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4", "NVFP4", "Q1_0",
-                           "Q2_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ1_M", "IQ3_XXS", "IQ4_XS", "TQ1_0",
-                           "TQ2_0"}) {
+  for (const char* type :
+       {"F16",  "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",  "IQ4_NL",  "MXFP4",  "NVFP4", "Q1_0",
+        "Q2_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ1_M", "IQ3_XXS", "IQ4_XS", "TQ1_0", "TQ2_0"}) {
     CAPTURE(type);
-    check_causal(model(std::string("moe-") + type, std::string("--arch llama --n-embd 256 --n-layer 2 --n-head 4 "
-                                                               "--n-head-kv 2 --n-ff 256 --n-expert 4 --n-expert-used 2 "
-                                                               "--type ") + type + " --seed 11"),
-                 std::string(type) == "F16" ? 1e-4 : 0.0);
+    check_causal(
+        model(std::string("moe-") + type, std::string("--arch llama --n-embd 256 --n-layer 2 --n-head 4 "
+                                                      "--n-head-kv 2 --n-ff 256 --n-expert 4 --n-expert-used 2 "
+                                                      "--type ") +
+                                              type + " --seed 11"),
+        std::string(type) == "F16" ? 1e-4 : 0.0);
   }
   // IQ2_XXS, IQ2_XS and IQ1_S quantize only with an importance matrix: the K2 low-bit mix has them.
   check_causal(test::k2_lowbit_model());

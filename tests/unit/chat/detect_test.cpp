@@ -44,7 +44,8 @@ const Excerpt kExcerpts[] = {
      "[gMASK]<sop>\n{%- if m.role == 'user' -%}<|user|>\n{{ visible_text(m.content) }}{%- else -%}{{ "
      "'\\n<think></think>' }}{%- endif -%}{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}",
      ChatTemplate::glm45},
-    {"DeepSeek-V3", "{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>' + message['content'] + '<｜end▁of▁sentence｜>'}}",
+    {"DeepSeek-V3",
+     "{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>' + message['content'] + '<｜end▁of▁sentence｜>'}}",
      ChatTemplate::deepseek3},
     {"DeepSeek-V2-Chat",
      "{% if message['role'] == 'user' %}{{ 'User: ' + message['content'] + '\\n\\n' }}{% elif message['role'] == "
@@ -106,7 +107,7 @@ TEST_CASE("every supported family is also accepted by its llama.cpp name") {
     CHECK(ns::chat::supported_template_names().find(name) != std::string::npos);
   }
   CHECK(ns::chat::supported_templates().size() == 18);
-  CHECK_FALSE(ns::chat::template_from_name("qwen").has_value());  // not a llama.cpp name
+  CHECK_FALSE(ns::chat::template_from_name("qwen").has_value());    // not a llama.cpp name
   CHECK_FALSE(ns::chat::template_from_name("ChatML").has_value());  // names are exact
 }
 

@@ -23,15 +23,19 @@ TEST_CASE("glm-4.5 renders every conversation exactly as GLM-4.6's Jinja templat
 
 TEST_CASE("glm-4.5: replies are stripped as Python strips, Unicode spaces included") {
   // U+3000 and U+00A0 around the reply, U+2003 inside it.
-  const std::vector<ChatMessage> m = {{"user", "q"}, {"assistant", "\xe3\x80\x80 a\xe2\x80\x83" "b \xc2\xa0"}};
+  const std::vector<ChatMessage> m = {{"user", "q"},
+                                      {"assistant",
+                                       "\xe3\x80\x80 a\xe2\x80\x83"
+                                       "b \xc2\xa0"}};
   CHECK(render_chat(ChatTemplate::glm45, m, false) ==
-        "[gMASK]<sop><|user|>\nq<|assistant|>\n<think></think>\na\xe2\x80\x83" "b");
+        "[gMASK]<sop><|user|>\nq<|assistant|>\n<think></think>\na\xe2\x80\x83"
+        "b");
   const std::vector<ChatMessage> blank = {{"assistant", "\xe2\x80\xa8\t"}};
   CHECK(render_chat(ChatTemplate::glm45, blank, true) == "[gMASK]<sop><|assistant|>\n<think></think><|assistant|>");
 }
 
 TEST_CASE("glm-4.5 rejects roles it has no turn for") {
-  CHECK_THROWS_WITH_AS(render_chat(ChatTemplate::glm45, {{"user", "Hi"}, {"critic", "no"}}, true),
-                       doctest::Contains("messages[1] has role \"critic\", which the glm-4.5 chat template cannot render"),
-                       ns::Error);
+  CHECK_THROWS_WITH_AS(
+      render_chat(ChatTemplate::glm45, {{"user", "Hi"}, {"critic", "no"}}, true),
+      doctest::Contains("messages[1] has role \"critic\", which the glm-4.5 chat template cannot render"), ns::Error);
 }

@@ -17,7 +17,6 @@ using ns::chat::ChatMessage;
 using ns::chat::ChatTemplate;
 using ns::chat::render_chat;
 
-
 TEST_CASE("kimi-k3 renders every conversation exactly as Kimi K3's Jinja template does") {
   ns::test::check_jinja_vectors("kimi_k3_vectors.json", ChatTemplate::kimi_k3, "kimi-k3", 10);
 }

@@ -132,14 +132,17 @@ TEST_CASE("tool calls, tool results, reasoning and tools are kept for the templa
   CHECK(messages[1].content.empty());
   CHECK(messages[1].reasoning_content == "Call the tool.");
   // arguments' text becomes the object it encodes, in its own key order (location before unit)
-  CHECK(messages[1].tool_calls ==
-        R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"location":"Paris","unit":"celsius"}}}])");
+  CHECK(
+      messages[1].tool_calls ==
+      R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"location":"Paris","unit":"celsius"}}}])");
   CHECK(messages[2].tool_call_id == "call_1");
   CHECK(messages[2].name == "get_weather");
-  const std::string tools = ns::chat::parse_tools(nlohmann::ordered_json::parse(
-      R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}, "description": "d"}}])"),
+  const std::string tools = ns::chat::parse_tools(
+      nlohmann::ordered_json::parse(
+          R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}, "description": "d"}}])"),
       "body.tools");
-  CHECK(tools == R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
+  CHECK(tools ==
+        R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
   const std::string stored = ns::chat::conversation_to_json(messages, tools);
   const ns::chat::Conversation back = ns::chat::conversation_from_json(stored);
   CHECK(back.tools == tools);

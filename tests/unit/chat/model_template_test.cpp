@@ -12,9 +12,9 @@
 #include "common/error.h"
 #include "tests/unit/error_message.h"
 
+using ns::chat::ChatPrompter;
 using ns::chat::ChatTemplate;
 using ns::chat::read_chat_template;
-using ns::chat::ChatPrompter;
 
 namespace {
 
@@ -33,30 +33,33 @@ const std::string kSharedVocab = std::string(NS_SHARED_DIR) + "/vocab";
 }  // namespace
 
 TEST_CASE("a template stored in GGUF metadata is read and rendered by the Jinja engine") {
-  const std::string kimi = "{% for m in messages %}<|im_{{ m.role }}|>{{ m.role }}<|im_middle|>{{ m.content }}<|im_end|>"
-                           "{% endfor %}{% if add_generation_prompt %}<|im_assistant|>assistant<|im_middle|>{% endif %}";
+  const std::string kimi =
+      "{% for m in messages %}<|im_{{ m.role }}|>{{ m.role }}<|im_middle|>{{ m.content }}<|im_end|>"
+      "{% endfor %}{% if add_generation_prompt %}<|im_assistant|>assistant<|im_middle|>{% endif %}";
   const auto file = gguf_with("tokenizer.chat_template", ns::gguf::val::str(kimi));
   const auto text = read_chat_template(file);
   REQUIRE(text.has_value());
   CHECK(*text == kimi);
   const ChatPrompter p("", text, "<s>", "</s>");
   CHECK(p.source() == "the GGUF's Jinja template");
-  CHECK(p.render({{"user", "Hi"}}, true) == "<|im_user|>user<|im_middle|>Hi<|im_end|><|im_assistant|>assistant<|im_middle|>");
+  CHECK(p.render({{"user", "Hi"}}, true) ==
+        "<|im_user|>user<|im_middle|>Hi<|im_end|><|im_assistant|>assistant<|im_middle|>");
   CHECK(p.render({{"user", "Hi"}}, false) == "<|im_user|>user<|im_middle|>Hi<|im_end|>");
 }
 
 TEST_CASE("a file without the key has no template; a non-string value is a bad model") {
   CHECK_FALSE(read_chat_template(gguf_with("general.name", ns::gguf::val::str("base"))).has_value());
   const auto bad = gguf_with("tokenizer.chat_template", ns::gguf::val::u32(7));
-  const std::string what =
-      ns::test::expect_error(ns::ErrorKind::bad_model, [&] { read_chat_template(bad); }, "expected an error");
+  const std::string what = ns::test::expect_error(
+      ns::ErrorKind::bad_model, [&] { read_chat_template(bad); }, "expected an error");
   CHECK(ns::test::contains(what, "test.gguf"));
   CHECK(ns::test::contains(what, "tokenizer.chat_template"));
   CHECK(ns::test::contains(what, "not a string"));
 }
 
 TEST_CASE("the override wins over the GGUF's template: a family by name, or a template's text") {
-  const std::optional<std::string> gguf = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}";
+  const std::optional<std::string> gguf =
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}";
   CHECK(ChatPrompter("", gguf, "<s>", "</s>").render({{"user", "x"}}, false) == "<s>[user]x");
   const ChatPrompter family("chatml", gguf, "<s>", "</s>");
   CHECK(family.source() == "family chatml");
@@ -73,7 +76,11 @@ TEST_CASE("a template that raises or does not parse gives its own message") {
       "{% endif %}{{ messages[0].content }}";
   const ChatPrompter p("", strict, "", "");
   const std::string what = ns::test::expect_error(
-      ns::ErrorKind::invalid_input, [&] { p.render({{"assistant", "x"}}, true); }, "expected an error");
+      ns::ErrorKind::invalid_input,
+      [&] {
+    p.render({{"assistant", "x"}}, true);
+      },
+      "expected an error");
   CHECK(ns::test::contains(what, "Conversations must start with a user turn"));
   const std::string syntax = ns::test::expect_error(
       ns::ErrorKind::invalid_input, [&] { ChatPrompter("", std::string("{% if %}"), "", ""); }, "expected an error");

@@ -30,12 +30,14 @@ TEST_CASE("qwen3.5: the template's own errors, with what to do") {
 
 TEST_CASE("qwen3.5 is detected from Qwen 3.5's template; Qwen 3's stays chatml") {
   // The markers the detection reads, as they appear in the two templates' sources.
-  const std::string qwen35 = "{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}"
-                             "<|im_start|>... '<tool_call>\\n<function=' ... '\\n<tool_response>\\n' ..."
-                             "{{- '<|im_start|>assistant\\n' }}{{- '<think>\\n' }}";
+  const std::string qwen35 =
+      "{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}"
+      "<|im_start|>... '<tool_call>\\n<function=' ... '\\n<tool_response>\\n' ..."
+      "{{- '<|im_start|>assistant\\n' }}{{- '<think>\\n' }}";
   CHECK(ns::chat::detect_family_name(qwen35) == "qwen3.5");
-  const std::string qwen3 = "{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}"
-                            "<|im_start|>... <tool_call> ... '\\n<tool_response>\\n' ..."
-                            "{{- '<think>\\n\\n</think>\\n\\n' }}";
+  const std::string qwen3 =
+      "{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}"
+      "<|im_start|>... <tool_call> ... '\\n<tool_response>\\n' ..."
+      "{{- '<think>\\n\\n</think>\\n\\n' }}";
   CHECK(ns::chat::detect_family_name(qwen3) == "chatml");
 }

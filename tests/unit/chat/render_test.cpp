@@ -163,8 +163,9 @@ TEST_CASE("one more user turn appends exactly what llama.cpp's common_chat_forma
       {"mistral-v7", "[INST] How are you[/INST]"},
       {"llama2", "[INST] How are you [/INST]"},
       {"mistral", "[INST] How are you [/INST]"},
-      {"llama3", "<|start_header_id|>user<|end_header_id|>\n\nHow are you<|eot_id|>"
-                 "<|start_header_id|>assistant<|end_header_id|>\n\n"},
+      {"llama3",
+       "<|start_header_id|>user<|end_header_id|>\n\nHow are you<|eot_id|>"
+       "<|start_header_id|>assistant<|end_header_id|>\n\n"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -197,8 +198,7 @@ TEST_CASE("a conversation without a system message, and a single prompt") {
         "<|im_start|>user\nContinue: once upon a time<|im_end|>\n<|im_start|>assistant\n");
   CHECK(render_chat(ChatTemplate::kimi_k2, user_only, true) ==
         "<|im_user|>user<|im_middle|>Continue: once upon a time<|im_end|><|im_assistant|>assistant<|im_middle|>");
-  CHECK(render_chat(ChatTemplate::deepseek3, user_only, true) ==
-        "<｜User｜>Continue: once upon a time<｜Assistant｜>");
+  CHECK(render_chat(ChatTemplate::deepseek3, user_only, true) == "<｜User｜>Continue: once upon a time<｜Assistant｜>");
   CHECK(render_chat(ChatTemplate::llama2, user_only, true) == "[INST] Continue: once upon a time [/INST]");
   CHECK(render_chat(ChatTemplate::mistral_v7, user_only, true) == "[INST] Continue: once upon a time[/INST]");
 }
@@ -227,8 +227,8 @@ TEST_CASE("roles a family cannot render are rejected, naming the message and the
   }
   for (ChatTemplate t : ns::chat::supported_templates()) {
     CAPTURE(ns::chat::template_name(t));
-    CHECK_THROWS_WITH_AS(render_chat(t, {{"user", "a"}, {"narrator", "b"}}, true),
-                         doctest::Contains("\"narrator\""), ns::Error);
+    CHECK_THROWS_WITH_AS(render_chat(t, {{"user", "a"}, {"narrator", "b"}}, true), doctest::Contains("\"narrator\""),
+                         ns::Error);
     CHECK_THROWS_WITH_AS(render_chat(t, {{"", "b"}}, true), doctest::Contains("messages[0]"), ns::Error);
   }
 }

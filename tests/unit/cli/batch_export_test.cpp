@@ -92,8 +92,9 @@ TEST_CASE("lines come out in the file's order even when jobs were queued out of 
   ns::test::CliQueue db;
   const JsonlSubmitOptions o = options("b", "/in.jsonl");
   // Line 2 is invalid at first; fixed and resubmitted, its job comes last in id order.
-  std::string file = request("l1", false) + "\n" + R"({"custom_id":"l2","method":"POST","url":"/v1/completions","body":{"prompt":""}})" +
-                     "\n" + request("l3", false) + "\n";
+  std::string file = request("l1", false) + "\n" +
+                     R"({"custom_id":"l2","method":"POST","url":"/v1/completions","body":{"prompt":""}})" + "\n" +
+                     request("l3", false) + "\n";
   submit_jsonl(*db.queue, file, o);
   file = request("l1", false) + "\n" + request("l2", false) + "\n" + request("l3", false) + "\n";
   CHECK(submit_jsonl(*db.queue, file, o).created() == 1);
@@ -124,13 +125,13 @@ TEST_CASE("cancelled jobs are error lines with code cancelled") {
 // #31: a job cancelled mid-output kept its partial text in the database, and export dropped it.
 TEST_CASE("a job cancelled mid-output is exported with its partial response, marked cancelled") {
   ns::test::CliQueue db;
-  const JsonlSubmitReport r = submit_jsonl(*db.queue, request("p", true) + "\n" + request("q", false) + "\n",
-                                           options("b", ""));
+  const JsonlSubmitReport r =
+      submit_jsonl(*db.queue, request("p", true) + "\n" + request("q", false) + "\n", options("b", ""));
   auto job = db.queue->claim("test-worker", 60'000);
   REQUIRE(job);
   db.queue->cancel(job->id);
-  const ns::jobs::JobResult partial{.text = "Hello the", .finish_reason = "cancelled", .prompt_tokens = 5,
-                                    .completion_tokens = 2};
+  const ns::jobs::JobResult partial{
+      .text = "Hello the", .finish_reason = "cancelled", .prompt_tokens = 5, .completion_tokens = 2};
   REQUIRE(db.queue->finish_cancelled(job->lease(), partial));
   db.queue->cancel(r.submitted[1].id);  // queued: cancelled before any output
   std::ostringstream out;

@@ -15,15 +15,18 @@ namespace ns::test {
 
 struct CliQueue {
   TempDir dir;
-  std::unique_ptr<jobs::Queue> queue =
-      jobs::open_queue(dir.file("q.db"), jobs::SqliteOptions{.busy_timeout_ms = 5000, .synchronous = jobs::Synchronous::normal});
+  std::unique_ptr<jobs::Queue> queue = jobs::open_queue(
+      dir.file("q.db"), jobs::SqliteOptions{.busy_timeout_ms = 5000, .synchronous = jobs::Synchronous::normal});
 
   // Claims the next job and finishes it as done with `text`; returns its id (0 when none was queued).
   int64_t finish_next(const std::string& text, int32_t completion_tokens = 3) {
     auto job = queue->claim("test-worker", 60'000);
     if (!job) return 0;
-    const jobs::JobResult r{.text = text, .finish_reason = "length", .prompt_tokens = 5,
-                            .completion_tokens = completion_tokens, .decode_ms = 1000,
+    const jobs::JobResult r{.text = text,
+                            .finish_reason = "length",
+                            .prompt_tokens = 5,
+                            .completion_tokens = completion_tokens,
+                            .decode_ms = 1000,
                             .decode_tok_s = static_cast<double>(completion_tokens)};  // over one second
     queue->complete(job->lease(), r);
     return job->id;

@@ -40,8 +40,8 @@ TEST_CASE("each finished document's continuation is written under OUT with its r
   const fs::path docs = db.dir.path() / "docs", out = db.dir.path() / "out";
   ns::test::write_files(docs, {{"one.md", "One."}, {"sub/two.txt", "Two."}, {"three.md", "Three."}});
   submit_folder(*db.queue, docs);
-  db.finish_next(" The end.");       // one.md
-  db.fail_next("io", "disk gone");   // sub/two.txt (jobs are claimed in relative-path order)
+  db.finish_next(" The end.");      // one.md
+  db.fail_next("io", "disk gone");  // sub/two.txt (jobs are claimed in relative-path order)
   // three.md stays queued
 
   DocumentExportReport r = export_documents(*db.queue, out, {});
@@ -170,8 +170,8 @@ TEST_CASE("a document cancelled mid-output: reported with its partial continuati
   auto job = db.queue->claim("test-worker", 60'000);
   REQUIRE(job);
   db.queue->cancel(job->id);
-  REQUIRE(db.queue->finish_cancelled(job->lease(), {.text = " The e", .finish_reason = "cancelled",
-                                                    .prompt_tokens = 2, .completion_tokens = 3}));
+  REQUIRE(db.queue->finish_cancelled(
+      job->lease(), {.text = " The e", .finish_reason = "cancelled", .prompt_tokens = 2, .completion_tokens = 3}));
   const DocumentExportReport r = export_documents(*db.queue, out, {});
   CHECK(r.written.empty());
   REQUIRE(r.problems.size() == 1);

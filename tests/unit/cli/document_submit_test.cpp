@@ -46,11 +46,12 @@ TEST_CASE("documents: matching files at any depth, not hidden ones, not export o
                                {"to.be.continued.later.md", "a document whose name merely contains the word"}});
   CHECK(names(find_documents(docs, kDefaultDocumentGlobs)) ==
         std::vector<std::string>{"a.txt", "b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
-  CHECK(names(find_documents(docs, {"*.md"})) == std::vector<std::string>{"b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
+  CHECK(names(find_documents(docs, {"*.md"})) ==
+        std::vector<std::string>{"b.md", "sub/deeper/c.md", "to.be.continued.later.md"});
   CHECK(names(find_documents(docs, {"sub/*/*.md"})) == std::vector<std::string>{"sub/deeper/c.md"});
   CHECK(names(find_documents(docs, {"*.rst"})).empty());
-  CHECK_THROWS_WITH_AS(find_documents(t.path() / "missing", kDefaultDocumentGlobs), doctest::Contains("is not a folder"),
-                       ns::Error);
+  CHECK_THROWS_WITH_AS(find_documents(t.path() / "missing", kDefaultDocumentGlobs),
+                       doctest::Contains("is not a folder"), ns::Error);
 }
 
 TEST_CASE("custom ids name the document and its version") {
@@ -67,11 +68,11 @@ TEST_CASE("custom ids name the document and its version") {
 TEST_CASE("one job per document; a rerun queues nothing; an edited document gets one new job") {
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs";
-  ns::test::write_files(docs, {{"one.md", "Chapter one. The rain"},
-                               {"two.txt", "Notes: the meeting"},
-                               {"sub/three.md", "Third"}});
+  ns::test::write_files(
+      docs, {{"one.md", "Chapter one. The rain"}, {"two.txt", "Notes: the meeting"}, {"sub/three.md", "Third"}});
 
-  const DocumentSubmitReport first = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
+  const DocumentSubmitReport first =
+      submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(first.created() == 3);
   CHECK(first.already() == 0);
   const auto job = db.queue->get(first.documents[0].id);
@@ -85,13 +86,15 @@ TEST_CASE("one job per document; a rerun queues nothing; an edited document gets
   CHECK(job->spec.sampling.max_tokens == 9);
   CHECK(db.queue->get(first.documents[1].id)->spec.custom_id.starts_with("sub/three.md@"));
 
-  const DocumentSubmitReport again = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
+  const DocumentSubmitReport again =
+      submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(again.created() == 0);
   CHECK(again.already() == 3);
   for (size_t i = 0; i < 3; ++i) CHECK(again.documents[i].id == first.documents[i].id);
 
   ns::test::write_file(docs / "two.txt", "Notes: the meeting ran late");
-  const DocumentSubmitReport edited = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
+  const DocumentSubmitReport edited =
+      submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(edited.created() == 1);
   CHECK(edited.documents[2].relative_path == "two.txt");
   CHECK(edited.documents[2].created);
@@ -102,7 +105,8 @@ TEST_CASE("a document that cannot be queued is reported; the others are queued")
   ns::test::CliQueue db;
   const fs::path docs = db.dir.path() / "docs";
   ns::test::write_files(docs, {{"empty.md", ""}, {"latin1.txt", "caf\xe9"}, {"good.md", "fine"}});
-  const DocumentSubmitReport r = submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
+  const DocumentSubmitReport r =
+      submit_documents(*db.queue, find_documents(docs, kDefaultDocumentGlobs), base(), "docs");
   CHECK(r.created() == 1);
   CHECK(r.rejected() == 2);
   CHECK(r.documents[0].relative_path == "empty.md");

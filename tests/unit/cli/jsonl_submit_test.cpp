@@ -152,13 +152,12 @@ TEST_CASE("fingerprints and batch names") {
 // is the model points at `retry --model`; after that command the file matches.
 TEST_CASE("a resubmission reports the state of what it found; a model-only change names retry --model") {
   ns::test::CliQueue db;
-  const std::string two =
-      R"({"custom_id": "x", "method": "POST", "url": "/v1/completions", )"
-      R"("body": {"model": "chta", "prompt": "one", "max_tokens": 4}})"
-      "\n"
-      R"({"custom_id": "y", "method": "POST", "url": "/v1/completions", )"
-      R"("body": {"model": "chta", "prompt": "two", "max_tokens": 4}})"
-      "\n";
+  const std::string two = R"({"custom_id": "x", "method": "POST", "url": "/v1/completions", )"
+                          R"("body": {"model": "chta", "prompt": "one", "max_tokens": 4}})"
+                          "\n"
+                          R"({"custom_id": "y", "method": "POST", "url": "/v1/completions", )"
+                          R"("body": {"model": "chta", "prompt": "two", "max_tokens": 4}})"
+                          "\n";
   const JsonlSubmitReport first = submit_jsonl(*db.queue, two, options(""));
   REQUIRE(first.created() == 2);
   db.finish_next("done text");

@@ -22,8 +22,16 @@ namespace {
 // Defaults that differ from every value the lines below set, so a field that
 // is not read shows up as a default.
 SamplingParams distinctive_defaults() {
-  return {.max_tokens = 77, .temperature = 0.3f, .top_k = 11, .top_p = 0.71f, .min_p = 0.02f, .repeat_penalty = 1.05f,
-          .repeat_last_n = 33, .seed = 5, .stop = {"<default stop>"}, .ignore_eos = false};
+  return {.max_tokens = 77,
+          .temperature = 0.3f,
+          .top_k = 11,
+          .top_p = 0.71f,
+          .min_p = 0.02f,
+          .repeat_penalty = 1.05f,
+          .repeat_last_n = 33,
+          .seed = 5,
+          .stop = {"<default stop>"},
+          .ignore_eos = false};
 }
 
 std::string completion(const std::string& body_fields) {
@@ -132,7 +140,8 @@ TEST_CASE("fields that change nothing are accepted at their neutral value, and h
 }
 
 TEST_CASE("response_format and grammar become the request's grammar; a schema keeps its key order") {
-  const BatchRequest mode = parse_batch_request(completion(R"("response_format": {"type": "json_object"})"), distinctive_defaults());
+  const BatchRequest mode =
+      parse_batch_request(completion(R"("response_format": {"type": "json_object"})"), distinctive_defaults());
   CHECK(mode.sampling.grammar.find("root ::= object") == 0);
   const BatchRequest schema = parse_batch_request(
       completion(R"("response_format": {"type": "json_schema", "json_schema": {"name": "p", "strict": true,
@@ -144,10 +153,11 @@ TEST_CASE("response_format and grammar become the request's grammar; a schema ke
   CHECK(in_order.accept_bytes(R"({"zeta": 1, "alpha": "a"})"));  // the schema's order, not the sorted one
   CHECK(in_order.complete());
   CHECK_FALSE(sorted.accept_bytes(R"({"alpha": "a", "zeta": 1})"));
-  const BatchRequest gbnf = parse_batch_request(completion(R"("grammar": "root ::= \"yes\" | \"no\"")"),
-                                                distinctive_defaults());
+  const BatchRequest gbnf =
+      parse_batch_request(completion(R"("grammar": "root ::= \"yes\" | \"no\"")"), distinctive_defaults());
   CHECK(gbnf.sampling.grammar == "root ::= \"yes\" | \"no\"");
-  CHECK(parse_batch_request(completion(R"("response_format": {"type": "text"})"), distinctive_defaults()).sampling.grammar == "");
+  CHECK(parse_batch_request(completion(R"("response_format": {"type": "text"})"), distinctive_defaults())
+            .sampling.grammar == "");
 }
 
 TEST_CASE("n, logprobs and top_logprobs are read on both endpoints") {
@@ -261,13 +271,15 @@ TEST_CASE("every malformed line is rejected with its reason") {
       {completion(R"("best_of": 3)"), "body.best_of = 3 is not supported"},
       {completion(R"("logit_bias": {"50256": -100})"), "body.logit_bias = {\"50256\":-100} is not supported"},
       {completion(R"("suffix": "end")"), "body.suffix = \"end\" is not supported"},
-      {completion(R"("tools": [{"type": "function"}])"), "body.tools = [{\"type\":\"function\"}] is not supported by /v1/completions"},
+      {completion(R"("tools": [{"type": "function"}])"),
+       "body.tools = [{\"type\":\"function\"}] is not supported by /v1/completions"},
       {completion(R"("functions": [{"name": "f"}])"), "body.functions"},
       {completion(R"("tool_choice": "auto")"), "body.tool_choice = \"auto\" is not supported by /v1/completions"},
       {completion(R"("function_call": "auto")"), "body.function_call = \"auto\" is not supported"},
       {completion(R"("response_format": {"type": "xml"})"), "body.response_format.type = \"xml\": use"},
       {completion(R"("response_format": "json")"), "body.response_format must be an object"},
-      {completion(R"("response_format": {"type": "json_schema"})"), "body.response_format.json_schema must be an object"},
+      {completion(R"("response_format": {"type": "json_schema"})"),
+       "body.response_format.json_schema must be an object"},
       {completion(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x"}})"),
        "body.response_format.json_schema has no \"schema\""},
       {completion(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}, "extra": 1}})"),
@@ -277,7 +289,8 @@ TEST_CASE("every malformed line is rejected with its reason") {
       {completion(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object",
           "properties": {"date": {"type": "string", "format": "week"}}}}})"),
        "body.response_format.json_schema.schema.properties.date.format: format \"week\" is not supported"},
-      {completion(R"("grammar": "root ::= nothing")"), "body.grammar: grammar line 1, column 10: rule 'nothing' is used"},
+      {completion(R"("grammar": "root ::= nothing")"),
+       "body.grammar: grammar line 1, column 10: rule 'nothing' is used"},
       {completion(R"("grammar": 3)"), "body.grammar must be a string"},
       {completion(R"("grammar": "root ::= \"a\"", "response_format": {"type": "json_object"})"),
        "body has both grammar and response_format"},
@@ -359,9 +372,10 @@ TEST_CASE("empty input and blank-only input have no lines") {
 TEST_CASE("10,000 lines parse quickly") {
   std::string text;
   for (int i = 0; i < 10000; ++i)
-    text += R"({"custom_id": "req-)" + std::to_string(i) +
-            R"(", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "m", "messages": [{"role": "user", "content": "Summarise document )" +
-            std::to_string(i) + R"("}], "max_tokens": 300, "temperature": 0.7, "stop": ["\n\n"]}})" + "\n";
+    text +=
+        R"({"custom_id": "req-)" + std::to_string(i) +
+        R"(", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "m", "messages": [{"role": "user", "content": "Summarise document )" +
+        std::to_string(i) + R"("}], "max_tokens": 300, "temperature": 0.7, "stop": ["\n\n"]}})" + "\n";
   const auto start = std::chrono::steady_clock::now();
   const auto in = parse_batch_jsonl(text, {});
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -372,7 +386,8 @@ TEST_CASE("10,000 lines parse quickly") {
   MESSAGE("parsed 10,000 chat lines (" << text.size() / 1024 << " KiB) in " << ms << " ms");
 }
 
-TEST_CASE("a chat line with tools, tool calls and tool results is kept for the template; tool_choice none drops tools") {
+TEST_CASE(
+    "a chat line with tools, tool calls and tool results is kept for the template; tool_choice none drops tools") {
   const std::string line = R"({"custom_id": "t1", "method": "POST", "url": "/v1/chat/completions", "body": {
     "messages": [{"role": "user", "content": "Weather?"},
                  {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
@@ -381,7 +396,8 @@ TEST_CASE("a chat line with tools, tool calls and tool results is kept for the t
     "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}, "description": "d"}}],
     "tool_choice": "auto"}})";
   const BatchRequest r = parse_batch_request(line, {});
-  CHECK(r.tools == R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
+  CHECK(r.tools ==
+        R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
   REQUIRE(r.messages.size() == 3);
   CHECK(r.messages[1].tool_calls.find("get_weather") != std::string::npos);
   CHECK(r.messages[2].tool_call_id == "c1");

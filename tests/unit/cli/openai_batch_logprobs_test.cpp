@@ -24,8 +24,8 @@ namespace {
 ChoiceLogprobs choice0() {
   ChoiceLogprobs c;
   c.k = 2;
-  c.entries = {{7, -0.25f}, {7, -0.25f}, {3, -1.5f},   //
-               {9, -2.0f},  {5, -0.5f},  {9, -2.0f},   //
+  c.entries = {{7, -0.25f}, {7, -0.25f}, {3, -1.5f},  //
+               {9, -2.0f},  {5, -0.5f},  {9, -2.0f},  //
                {4, -0.75f}, {4, -0.75f}, {3, -1.25f}};
   return c;
 }
@@ -38,8 +38,14 @@ ChoiceLogprobs choice1() {
 TokenPieces pieces() { return {{3, "!"}, {4, "\xE2"}, {5, " the"}, {7, "Hi"}, {9, " \xC3\xA9"}}; }
 
 BatchSuccess with_logprobs(BatchEndpoint endpoint) {
-  BatchSuccess s{.job_id = 5, .custom_id = "x", .endpoint = endpoint, .model = "m", .created_unix_s = 1,
-                 .text = "Hi \xC3\xA9\xE2", .finish_reason = "length", .prompt_tokens = 4};
+  BatchSuccess s{.job_id = 5,
+                 .custom_id = "x",
+                 .endpoint = endpoint,
+                 .model = "m",
+                 .created_unix_s = 1,
+                 .text = "Hi \xC3\xA9\xE2",
+                 .finish_reason = "length",
+                 .prompt_tokens = 4};
   s.completion_tokens = 4;  // 3 + 1: every choice's tokens
   s.more_choices = {{" \xC3\xA9", "stop"}};
   const std::vector<ChoiceLogprobs> records = {choice0(), choice1()};

@@ -15,9 +15,15 @@ using ns::cli::BatchSuccess;
 namespace {
 
 BatchSuccess success(BatchEndpoint endpoint) {
-  return {.job_id = 314, .custom_id = "doc-7", .endpoint = endpoint, .model = "kimi-k2-q4",
-          .created_unix_s = 1767225600, .text = "It was a dark \"and\" stormy\nnight.", .finish_reason = "length",
-          .prompt_tokens = 12, .completion_tokens = 30};
+  return {.job_id = 314,
+          .custom_id = "doc-7",
+          .endpoint = endpoint,
+          .model = "kimi-k2-q4",
+          .created_unix_s = 1767225600,
+          .text = "It was a dark \"and\" stormy\nnight.",
+          .finish_reason = "length",
+          .prompt_tokens = 12,
+          .completion_tokens = 30};
 }
 
 }  // namespace
@@ -51,9 +57,8 @@ TEST_CASE("a chat completion line carries an assistant message") {
   CHECK(choice["index"] == 0);
   CHECK_FALSE(choice.contains("text"));
   // refusal: null, as the OpenAI clients' types require (#31).
-  CHECK(choice["message"] == json{{"role", "assistant"},
-                                  {"content", "It was a dark \"and\" stormy\nnight."},
-                                  {"refusal", nullptr}});
+  CHECK(choice["message"] ==
+        json{{"role", "assistant"}, {"content", "It was a dark \"and\" stormy\nnight."}, {"refusal", nullptr}});
   CHECK(choice["logprobs"].is_null());
   CHECK(choice["finish_reason"] == "length");
   CHECK(body["usage"] == json{{"prompt_tokens", 12}, {"completion_tokens", 30}, {"total_tokens", 42}});
@@ -96,8 +101,9 @@ TEST_CASE("a reply to a request that offered tools: its calls become tool_calls,
   BatchSuccess s = success(BatchEndpoint::chat_completions);
   s.tool_format = ns::chat::ToolCallFormat::hermes_json;
   s.finish_reason = "stop";
-  s.text = "<think>Paris needs a lookup.</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-           "{\"location\": \"Paris\"}}\n</tool_call>";
+  s.text =
+      "<think>Paris needs a lookup.</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+      "{\"location\": \"Paris\"}}\n</tool_call>";
   const json j = json::parse(ns::cli::format_batch_success(s));
   const json& choice = j["response"]["body"]["choices"][0];
   CHECK(choice["finish_reason"] == "tool_calls");

@@ -48,7 +48,11 @@ TEST_CASE("a job's progress: waiting, prefill, decode with tok/s and ETA") {
 TEST_CASE("the ETA counts down between heartbeats from the daemon's estimate, not below 0") {
   ns::jobs::Job job;
   job.spec.sampling.max_tokens = 200;
-  job.progress = {.prompt_tokens = 10, .prefilled = 10, .generated = 100, .tok_s = 2.0, .updated_ms = 10'000,
+  job.progress = {.prompt_tokens = 10,
+                  .prefilled = 10,
+                  .generated = 100,
+                  .tok_s = 2.0,
+                  .updated_ms = 10'000,
                   .eta_s = 40};  // the batch's step rate says 40 s, not 100 / 2.0 = 50 s
   CHECK(job_progress_text(job, 10'000) == "100/200 tok, 2.00 tok/s, ETA 40s");
   CHECK(job_progress_text(job, 14'000) == "100/200 tok, 2.00 tok/s, ETA 36s");
@@ -73,8 +77,12 @@ StatusSnapshot crowded(int n) {
     j.spec.custom_id = "request-number-" + std::to_string(i) + "-with-a-long-custom-id";
     j.spec.sampling.max_tokens = 2000;
     j.started_ms = 900'000;
-    j.progress = {.prompt_tokens = 1500, .prefilled = 1500, .generated = 150 * (i + 1), .tok_s = 11.5,
-                  .updated_ms = 998'000, .eta_s = 100.0 + 10 * i};
+    j.progress = {.prompt_tokens = 1500,
+                  .prefilled = 1500,
+                  .generated = 150 * (i + 1),
+                  .tok_s = 11.5,
+                  .updated_ms = 998'000,
+                  .eta_s = 100.0 + 10 * i};
     s.running.push_back(j);
   }
   for (int i = 0; i < 20; ++i) {
@@ -107,7 +115,8 @@ StatusSnapshot crowded(int n) {
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
-  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) out.push_back(text.substr(start, nl - start));
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    out.push_back(text.substr(start, nl - start));
   if (start < text.size()) out.push_back(text.substr(start));
   return out;
 }
@@ -240,7 +249,9 @@ TEST_CASE("text from jobs cannot drive the terminal: control characters and bad 
 // them) went to the terminal raw: ESC sequences in a model or batch name, the
 // C1 control CSI (U+009B, bytes C2 9B) in prompts and outputs.
 TEST_CASE("status and watch print no terminal control from the queue's names and texts") {
-  const std::string esc = "\x1b[2J", csi = "\xc2\x9b" "31m";
+  const std::string esc = "\x1b[2J", csi =
+                                         "\xc2\x9b"
+                                         "31m";
   StatusSnapshot s;
   s.now_ms = 100'000;
   s.batch = "b" + esc;
@@ -260,7 +271,8 @@ TEST_CASE("status and watch print no terminal control from the queue's names and
   done.state = ns::jobs::JobState::done;
   done.spec.model = "m" + csi;
   done.finished_ms = 95'000;
-  done.result = ns::jobs::JobResult{.text = "out " + csi + " " + esc, .finish_reason = "length", .completion_tokens = 3};
+  done.result =
+      ns::jobs::JobResult{.text = "out " + csi + " " + esc, .finish_reason = "length", .completion_tokens = 3};
   s.running = {run};
   s.recent = {done};
   ns::jobs::BatchSummary b;
@@ -286,7 +298,8 @@ TEST_CASE("status and watch print no terminal control from the queue's names and
 
 TEST_CASE("CLI messages are printable: controls escaped, passwords redacted") {
   CHECK(printable(std::string("custom_id \"a\0b\x1b[2J\"", 19)) == "custom_id \"a\\x00b\\x1b[2J\"");
-  CHECK(printable("bad\xc2\x9b" "31m\nsecond line") == "bad\\x9b31m\nsecond line");
+  CHECK(printable("bad\xc2\x9b"
+                  "31m\nsecond line") == "bad\\x9b31m\nsecond line");
   CHECK(printable("postgresql://u:S3cr?t@db/q") == "postgresql://u:***@db/q");
 }
 
@@ -306,7 +319,8 @@ TEST_CASE("held jobs: status, watch at 80x24, the line, JSON and list show why, 
   const std::string plain = format_status(s, StatusStyle{false, 100});
   CHECK(has(plain, "queue: 3 queued (3 held), 0 running"));
   CHECK(has(plain, "nightly  0/2 finished  (0 done, 0 failed, 0 cancelled, 0 dead, 2 queued (2 held), 0 running)"));
-  CHECK(has(plain, "    held: 2 job(s) of batch nightly left queued by a daemon that cannot serve their model: " + why));
+  CHECK(
+      has(plain, "    held: 2 job(s) of batch nightly left queued by a daemon that cannot serve their model: " + why));
   CHECK(has(plain, "re-point them: nightshift retry --batch nightly --model NAME"));
   // One held job has no batch: the whole queue's line says so.
   CHECK(has(plain, "held: 3 job(s) left queued by a daemon that cannot serve their model: " + why));
@@ -367,12 +381,17 @@ TEST_CASE("watch at 80x24 uses its rows: whole batch lines and reasons, stopped 
     b.name = "reviews-2026-12-04-" + std::to_string(i) + "-a-long-batch-name";
     b.created_ms = 9'000'000;
     b.counts = {.queued = 15, .running = i == 0 ? 1 : 0, .done = 6};
-    b.progress = {.first_started_ms = 9'400'000, .done = 6, .done_tokens = 600, .result_tokens = 600,
-                  .queued = 15, .queued_max_tokens = 3000};
+    b.progress = {.first_started_ms = 9'400'000,
+                  .done = 6,
+                  .done_tokens = 600,
+                  .result_tokens = 600,
+                  .queued = 15,
+                  .queued_max_tokens = 3000};
     s.batches.push_back(b);
   }
-  const std::string why = "model 'chat-large' does not fit: it needs 41.2 GiB with its KV cache and the daemon's "
-                          "memory_budget is 32 GiB; lower max_batch or context, or raise memory_budget";
+  const std::string why =
+      "model 'chat-large' does not fit: it needs 41.2 GiB with its KV cache and the daemon's "
+      "memory_budget is 32 GiB; lower max_batch or context, or raise memory_budget";
   ns::jobs::WorkerInfo up;
   up.id = "box:1";
   up.model = "tiny";

@@ -68,8 +68,8 @@ TEST_CASE("bad input: each broken job fails at once with its own error; the othe
   for (char& c : random_bytes) c = static_cast<char>(rng());
   const std::map<std::string, std::string> files = {
       {"random", random_bytes},
-      {"header", good.substr(0, 20)},                        // cut inside the header
-      {"past_eof", good.substr(0, good.size() - 5000)},      // the last tensor runs past the end
+      {"header", good.substr(0, 20)},                    // cut inside the header
+      {"past_eof", good.substr(0, good.size() - 5000)},  // the last tensor runs past the end
       {"bad_type", with_tensor_type(good, "output_norm.weight", 99)},
       {"text", "this is a README, not a model\n"},
   };

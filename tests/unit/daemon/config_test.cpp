@@ -39,9 +39,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-std::filesystem::path repo_root() {
-  return std::filesystem::path(NS_SOURCE_DIR);
-}
+std::filesystem::path repo_root() { return std::filesystem::path(NS_SOURCE_DIR); }
 
 }  // namespace
 
@@ -180,10 +178,34 @@ TEST_CASE("the option table has one row per key with a doc and a default") {
     CHECK(std::string(o.doc).size() > 10);
     CHECK(std::string(o.default_value).size() > 0);
   }
-  CHECK(names == std::set<std::string>{"database", "password_file", "models", "threads", "thread_spin_us", "context", "memory_budget", "io_mode", "cpu_features", "repack_experts", "preload_experts", "max_batch", "prefix_cache", "claim_models", "log_level", "poll_interval_ms",
-                                       "worker_id", "lease_ms", "checkpoint_tokens", "checkpoint_interval_ms",
-                                       "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms",
-                                       "stall_timeout_ms", "busy_timeout_ms", "synchronous", "integrity_check", "http"});
+  CHECK(names == std::set<std::string>{"database",
+                                       "password_file",
+                                       "models",
+                                       "threads",
+                                       "thread_spin_us",
+                                       "context",
+                                       "memory_budget",
+                                       "io_mode",
+                                       "cpu_features",
+                                       "repack_experts",
+                                       "preload_experts",
+                                       "max_batch",
+                                       "prefix_cache",
+                                       "claim_models",
+                                       "log_level",
+                                       "poll_interval_ms",
+                                       "worker_id",
+                                       "lease_ms",
+                                       "checkpoint_tokens",
+                                       "checkpoint_interval_ms",
+                                       "retry_backoff_ms",
+                                       "retry_backoff_max_ms",
+                                       "drain_timeout_ms",
+                                       "stall_timeout_ms",
+                                       "busy_timeout_ms",
+                                       "synchronous",
+                                       "integrity_check",
+                                       "http"});
 }
 
 TEST_CASE("http: off by default; its fields, aliases and the loopback rule") {
@@ -192,9 +214,10 @@ TEST_CASE("http: off by default; its fields, aliases and the loopback rule") {
   CHECK(d.http.max_file_bytes == 100ull << 20);
   CHECK(d.http.max_lines == 50000);
 
-  Config c = parse_config("models:\n  tiny: tiny.gguf\nhttp:\n  listen: 127.0.0.1:8080\n  keys_file: keys\n"
-                          "  max_file_bytes: 2MiB\n  max_lines: 10\n  models:\n    gpt-4o-mini: tiny\n",
-                          "/etc/nightshift/config.yaml");
+  Config c = parse_config(
+      "models:\n  tiny: tiny.gguf\nhttp:\n  listen: 127.0.0.1:8080\n  keys_file: keys\n"
+      "  max_file_bytes: 2MiB\n  max_lines: 10\n  models:\n    gpt-4o-mini: tiny\n",
+      "/etc/nightshift/config.yaml");
   CHECK(c.http.listen == "127.0.0.1:8080");
   CHECK(c.http.keys_file == "/etc/nightshift/keys");
   CHECK(c.http.max_file_bytes == 2u << 20);
@@ -277,13 +300,13 @@ integrity_check: full
 
 TEST_CASE("changed_keys names what a reload changes; the table says what applies at run time") {
   Config a = parse_config("models:\n  tiny: t.gguf\nlog_level: info\n", "/x/c.yaml");
-  Config b = parse_config("models:\n  tiny: t2.gguf\nlog_level: debug\ndatabase: other.db\nlease_ms: 9000\n",
-                          "/x/c.yaml");
+  Config b =
+      parse_config("models:\n  tiny: t2.gguf\nlog_level: debug\ndatabase: other.db\nlease_ms: 9000\n", "/x/c.yaml");
   CHECK(changed_keys(a, a).empty());
   CHECK(changed_keys(a, b) == std::vector<std::string>{"database", "models", "log_level", "lease_ms"});
-  for (const std::string key : {"models", "threads", "context", "log_level", "poll_interval_ms", "lease_ms",
-                                "checkpoint_tokens", "checkpoint_interval_ms", "retry_backoff_ms",
-                                "retry_backoff_max_ms", "drain_timeout_ms", "stall_timeout_ms"}) {
+  for (const std::string key :
+       {"models", "threads", "context", "log_level", "poll_interval_ms", "lease_ms", "checkpoint_tokens",
+        "checkpoint_interval_ms", "retry_backoff_ms", "retry_backoff_max_ms", "drain_timeout_ms", "stall_timeout_ms"}) {
     CHECK_MESSAGE(is_reloadable(key), key);
   }
   for (const std::string key : {"database", "worker_id", "busy_timeout_ms", "synchronous", "integrity_check"}) {
@@ -389,11 +412,10 @@ TEST_CASE("preload_experts: true by default, a boolean, applied at the next mode
 }
 
 TEST_CASE("a model entry may override its chat template: a family by name or a template file") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ns-config-chat-" + std::to_string(getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ns-config-chat-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  {
-    std::ofstream(dir / "chat.jinja") << "{{ messages[0].content }}";
-  }
+  { std::ofstream(dir / "chat.jinja") << "{{ messages[0].content }}"; }
   Config c = parse_config(R"(
 models:
   plain: plain.gguf
@@ -408,8 +430,9 @@ models:
   CHECK(c.chat_templates.count("plain") == 0);
   CHECK(c.chat_templates.at("named") == "chatml");
   CHECK(c.chat_templates.at("filed") == "{{ messages[0].content }}");
-  CHECK_THROWS_WITH(parse_config("models:\n  m: {path: m.gguf, chat_template: no-such.jinja}\n", (dir / "c.yaml").string()),
-                    doctest::Contains("neither a family"));
+  CHECK_THROWS_WITH(
+      parse_config("models:\n  m: {path: m.gguf, chat_template: no-such.jinja}\n", (dir / "c.yaml").string()),
+      doctest::Contains("neither a family"));
   CHECK_THROWS_WITH(parse_config("models:\n  m: {path: m.gguf, template: chatml}\n", (dir / "c.yaml").string()),
                     doctest::Contains("models.m.template is not a field"));
   CHECK_THROWS_WITH(parse_config("models:\n  m: {chat_template: chatml}\n", (dir / "c.yaml").string()),

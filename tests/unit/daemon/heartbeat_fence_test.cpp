@@ -23,8 +23,12 @@ namespace {
 bool refused(const std::string& db, daemon::RunStatus& status, int64_t n) {
   const daemon::ServiceNotifier notifier;
   daemon::Heartbeat heartbeat([&] { return jobs::open_sqlite_queue(db, test::kFastCommits); }, status, notifier,
-                              {.lease_ms = 30, .stall_timeout_ms = 60'000, .status_interval_ms = 1000,
-                               .progress_interval_ms = 5000, .tick_ms = 5, .worker_id = ""});
+                              {.lease_ms = 30,
+                               .stall_timeout_ms = 60'000,
+                               .status_interval_ms = 1000,
+                               .progress_interval_ms = 5000,
+                               .tick_ms = 5,
+                               .worker_id = ""});
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (heartbeat.refusals() < n && std::chrono::steady_clock::now() < until) {
     status.touch();

@@ -30,8 +30,13 @@ jobs::Job done_job() {
   j.worker = "host:1";
   j.attempts = 1;
   jobs::JobResult r{.text = "there was a kingdom\nby the sea, and in it lived a queen who could count to a million",
-                    .finish_reason = "length", .prompt_tokens = 5, .completion_tokens = 20, .queue_wait_ms = 877,
-                    .decode_tok_s = 12.345, .peak_rss_bytes = 1 << 20, .bytes_read = 3 << 20};
+                    .finish_reason = "length",
+                    .prompt_tokens = 5,
+                    .completion_tokens = 20,
+                    .queue_wait_ms = 877,
+                    .decode_tok_s = 12.345,
+                    .peak_rss_bytes = 1 << 20,
+                    .bytes_read = 3 << 20};
   j.result = r;
   return j;
 }
@@ -103,7 +108,10 @@ TEST_CASE("the job table shows one aligned line per job") {
   tzset();
   const std::string table = daemon::format_job_table({running, failed, done_job()});
   const std::string csv = daemon::format_job_csv({failed});
-  if (tz) setenv("TZ", saved_tz.c_str(), 1); else unsetenv("TZ");
+  if (tz)
+    setenv("TZ", saved_tz.c_str(), 1);
+  else
+    unsetenv("TZ");
   tzset();
   // header + 3 rows
   CHECK(std::count(table.begin(), table.end(), '\n') == 4);
@@ -116,7 +124,7 @@ TEST_CASE("the job table shows one aligned line per job") {
   CHECK(table.find("2025-01-31 23:05:09") != std::string::npos);
   CHECK(table.find("22:05:09") == std::string::npos);
   CHECK(csv.find("2025-01-31T22:05:09.123Z") != std::string::npos);
-  CHECK(table.find("12.35") != std::string::npos);  // tok/s
+  CHECK(table.find("12.35") != std::string::npos);                           // tok/s
   CHECK(table.find("there was a kingdom by the sea") != std::string::npos);  // newline flattened
   CHECK(table.find("> Ünïcode prompt that is rather long, lo...") != std::string::npos);
   // The STATE column starts at the same offset on every line.
@@ -189,8 +197,9 @@ TEST_CASE("the attempt history: one JSON object and one line per attempt") {
   CHECK(json[1]["resumed_tokens"] == 96);
   const std::string lines = daemon::format_attempts({crashed, resumed});
   CHECK(lines.find("--- attempts ---\n") == 0);
-  CHECK(lines.find("#1 host:1 2025-01-31 22:05:09 -> 2025-01-31 22:06:09 lease_expired: lease_expired: worker host:1") !=
-        std::string::npos);
+  CHECK(
+      lines.find("#1 host:1 2025-01-31 22:05:09 -> 2025-01-31 22:06:09 lease_expired: lease_expired: worker host:1") !=
+      std::string::npos);
   CHECK(lines.find("#2 host:2 2025-01-31 22:06:10 -> - running (resumed at token 96)") != std::string::npos);
   CHECK(daemon::format_attempts({}).empty());
 }
@@ -199,7 +208,9 @@ TEST_CASE("list and show escape terminal control sequences from prompts and outp
   CHECK(daemon::escape_controls("a\x1b[2Jb\x07", false) == "a\\x1b[2Jb\\x07");
   CHECK(daemon::escape_controls("line\n\tindent\r", true) == "line\n\tindent\\x0d");
   CHECK(daemon::escape_controls("line\n", false) == "line\\x0a");
-  CHECK(daemon::escape_controls("csi \xc2\x9b" "31m, del \x7f, caf\xc3\xa9", false) == "csi \\x9b31m, del \\x7f, caf\xc3\xa9");
+  CHECK(daemon::escape_controls("csi \xc2\x9b"
+                                "31m, del \x7f, caf\xc3\xa9",
+                                false) == "csi \\x9b31m, del \\x7f, caf\xc3\xa9");
 
   jobs::Job j = done_job();
   j.spec.prompt = "clear \x1b[2J the screen";
@@ -230,20 +241,26 @@ TEST_CASE("format_job_csv: a header, every field quoted, quotes doubled, the ful
   j.spec.batch = "nightly";
   j.spec.custom_id = "notes/a.md@1f";
   j.created_ms = 1764547200000;  // 2025-12-01T00:00:00Z
-  ns::jobs::JobResult r{.text = "He said \"no\",\nthen left.", .finish_reason = "stop", .prompt_tokens = 5,
-                        .completion_tokens = 9, .decode_tok_s = 12.345};
+  ns::jobs::JobResult r{.text = "He said \"no\",\nthen left.",
+                        .finish_reason = "stop",
+                        .prompt_tokens = 5,
+                        .completion_tokens = 9,
+                        .decode_tok_s = 12.345};
   j.result = r;
   const std::string csv = ns::daemon::format_job_csv({j});
-  CHECK(csv == "id,state,model,batch,custom_id,priority,created,finished,prompt_tokens,completion_tokens,"
-               "decode_tok_s,finish_reason,error_kind,error,text\r\n"
-               "\"7\",\"done\",\"kimi\",\"nightly\",\"notes/a.md@1f\",\"0\",\"2025-12-01T00:00:00.000Z\",\"\",\"5\","
-               "\"9\",\"12.35\",\"stop\",\"\",\"\",\"He said \"\"no\"\",\nthen left.\"\r\n");
+  CHECK(csv ==
+        "id,state,model,batch,custom_id,priority,created,finished,prompt_tokens,completion_tokens,"
+        "decode_tok_s,finish_reason,error_kind,error,text\r\n"
+        "\"7\",\"done\",\"kimi\",\"nightly\",\"notes/a.md@1f\",\"0\",\"2025-12-01T00:00:00.000Z\",\"\",\"5\","
+        "\"9\",\"12.35\",\"stop\",\"\",\"\",\"He said \"\"no\"\",\nthen left.\"\r\n");
 }
 
 // Issue #30 M: the model column was printed as it was stored.
 TEST_CASE("list escapes terminal controls in the model column") {
   jobs::Job j = done_job();
-  j.spec.model = "tiny\x1b[2J\xc2\x9b" "31m";
+  j.spec.model =
+      "tiny\x1b[2J\xc2\x9b"
+      "31m";
   const std::string table = daemon::format_job_table({j});
   CHECK(table.find('\x1b') == std::string::npos);
   CHECK(table.find("\xc2\x9b") == std::string::npos);
@@ -259,9 +276,10 @@ TEST_CASE("show cuts a long prompt and output around a note, whole with --full")
   j.result->text = std::string(20000, 'o') + "END";
   const std::string cut = daemon::format_job_details(j, false, true);
   CHECK(cut.size() < 16 * 1024);
-  CHECK(cut.find(prompt.substr(0, 200)) != std::string::npos);           // the head
+  CHECK(cut.find(prompt.substr(0, 200)) != std::string::npos);               // the head
   CHECK(cut.find(prompt.substr(prompt.size() - 200)) != std::string::npos);  // the tail
-  CHECK(cut.find("of the prompt's " + std::to_string(prompt.size()) + " bytes not shown; all of it: nightshift show 42 "
+  CHECK(cut.find("of the prompt's " + std::to_string(prompt.size()) +
+                 " bytes not shown; all of it: nightshift show 42 "
                  "--full") != std::string::npos);
   CHECK(cut.find("of the output's 20003 bytes not shown") != std::string::npos);
   CHECK(cut.find("ooEND") != std::string::npos);

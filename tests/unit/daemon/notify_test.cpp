@@ -27,7 +27,8 @@ namespace {
 // (and optionally the watchdog variables) pointing at it while it lives.
 class NotifySocket {
  public:
-  explicit NotifySocket(const std::string& path, const char* watchdog_usec = nullptr, const char* watchdog_pid = nullptr)
+  explicit NotifySocket(const std::string& path, const char* watchdog_usec = nullptr,
+                        const char* watchdog_pid = nullptr)
       : path_(path) {
     fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     REQUIRE(fd_ >= 0);
@@ -129,7 +130,12 @@ TEST_CASE("the heartbeat feeds the watchdog and reports the queue in STATUS=") {
   std::vector<std::string> got;
   {
     daemon::Heartbeat heartbeat([&] { return jobs::open_sqlite_queue(db, test::kFastCommits); }, status, notifier,
-                                {.lease_ms = 60'000, .stall_timeout_ms = 60'000, .status_interval_ms = 100, .progress_interval_ms = 5000, .tick_ms = 10, .worker_id = ""});
+                                {.lease_ms = 60'000,
+                                 .stall_timeout_ms = 60'000,
+                                 .status_interval_ms = 100,
+                                 .progress_interval_ms = 5000,
+                                 .tick_ms = 10,
+                                 .worker_id = ""});
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
     while (std::chrono::steady_clock::now() < until) {
       status.touch();  // the worker is alive
@@ -150,7 +156,12 @@ TEST_CASE("a stalled worker stops feeding the watchdog") {
   const daemon::ServiceNotifier notifier;
   daemon::RunStatus status;
   daemon::Heartbeat heartbeat([&] { return jobs::open_sqlite_queue(db, test::kFastCommits); }, status, notifier,
-                              {.lease_ms = 60'000, .stall_timeout_ms = 100, .status_interval_ms = 1000, .progress_interval_ms = 5000, .tick_ms = 10, .worker_id = ""});
+                              {.lease_ms = 60'000,
+                               .stall_timeout_ms = 100,
+                               .status_interval_ms = 1000,
+                               .progress_interval_ms = 5000,
+                               .tick_ms = 10,
+                               .worker_id = ""});
   std::vector<std::string> got = sock.receive(150);  // no touch(): quiet for longer than 100 ms
   got = sock.receive(300);
   CHECK(count_with(got, "WATCHDOG=1") == 0);
@@ -165,7 +176,8 @@ TEST_CASE("status_line says what runs, how fast, and what waits") {
   jobs::QueueCounts counts;
   counts.queued = 17;
   counts.running = 2;
-  CHECK(daemon::status_line(status.snapshot(), &counts) == "idle; 17 queued, 2 running elsewhere; 0 finished since start");
+  CHECK(daemon::status_line(status.snapshot(), &counts) ==
+        "idle; 17 queued, 2 running elsewhere; 0 finished since start");
   status.start_job({42, "w", 3}, "tiny", 400, 96);
   status.progress(42, 10, 10, 120, 35.25);
   CHECK(daemon::status_line(status.snapshot(), &counts) ==

@@ -148,12 +148,12 @@ TEST_CASE("the status page: escaped names, the batch's progress element, the cha
   const std::string name = "&lt;b&gt;night&lt;/b&gt; &amp; &#39;day&#39;";
   CHECK(page.find("<progress class=\"batch-progress\" data-batch=\"" + name +
                   "\" data-finished=\"3\" data-total=\"10\" value=\"3\" max=\"10\">") != std::string::npos);
-  CHECK(page.find("5.00 tok/s") != std::string::npos);             // the batch's two running jobs
+  CHECK(page.find("5.00 tok/s") != std::string::npos);  // the batch's two running jobs
   CHECK(page.find("ETA") != std::string::npos);
   CHECK(page.find("<td>-</td>") != std::string::npos);  // no job started: no rate, no batch ETA yet
   CHECK(page.find("<svg id=\"throughput-chart\"") != std::string::npos);
   CHECK(count_of(page, "<rect class=\"bar\"") == 2);
-  CHECK(page.find("data-tok-s=\"2.000\"") != std::string::npos);   // 1200 tokens in 10 minutes
+  CHECK(page.find("data-tok-s=\"2.000\"") != std::string::npos);  // 1200 tokens in 10 minutes
   CHECK(page.find("data-worker=\"host:7\"") != std::string::npos);
   CHECK(page.find("invalid_input: prompt &lt;too&gt; long") != std::string::npos);
   CHECK(page.find("<meta http-equiv=\"refresh\" content=\"10\">") != std::string::npos);
@@ -166,8 +166,15 @@ TEST_CASE("the status page: escaped names, the batch's progress element, the cha
 TEST_CASE("a batch's ETA is the batch's, its queued jobs included") {
   StatusSnapshot s = snapshot();
   jobs::BatchProgress& p = s.batches[0].progress;
-  p = {.first_started_ms = kNow - 600'000, .done = 3, .done_tokens = 300, .result_tokens = 300, .running = 2,
-       .running_generated = 80, .running_max_tokens = 200, .queued = 5, .queued_max_tokens = 500};
+  p = {.first_started_ms = kNow - 600'000,
+       .done = 3,
+       .done_tokens = 300,
+       .result_tokens = 300,
+       .running = 2,
+       .running_generated = 80,
+       .running_max_tokens = 200,
+       .queued = 5,
+       .queued_max_tokens = 500};
   const std::string page = status_page_html(s);
   // 5 x 100 queued + 2 x 100 - 80 running, at 380 tokens in 600 s.
   CHECK(page.find("<td>" + format_duration(620 / (380 / 600.0)) + "</td>") != std::string::npos);

@@ -24,8 +24,8 @@ namespace {
 
 // Steps of `sequences` decoding sequences whose contexts start at `context`,
 // each taking c + a * tokens + b * keys seconds, back to back from `t`.
-Clock::time_point decode(StepRate& r, Clock::time_point t, int steps, int sequences, int64_t context, double c, double a,
-                         double b) {
+Clock::time_point decode(StepRate& r, Clock::time_point t, int steps, int sequences, int64_t context, double c,
+                         double a, double b) {
   for (int i = 0; i < steps; ++i) {
     BatchStepStats st;
     st.tokens = st.decode_tokens = st.sequences = sequences;
@@ -121,8 +121,8 @@ TEST_CASE("step model: a batch that grew is priced at its new size, and shrinks 
                                            {.context = 270, .tokens_left = 100},
                                            {.context = 270, .tokens_left = 100}};
   const auto est = r.estimate(jobs);
-  CHECK(est[1].tok_s == doctest::Approx(1 / 0.05));        // not the faster average of the run so far
-  CHECK(*est[0].eta_s == doctest::Approx(10 * 0.05));      // 10 steps of 4
+  CHECK(est[1].tok_s == doctest::Approx(1 / 0.05));                // not the faster average of the run so far
+  CHECK(*est[0].eta_s == doctest::Approx(10 * 0.05));              // 10 steps of 4
   CHECK(*est[1].eta_s == doctest::Approx(10 * 0.05 + 90 * 0.04));  // then 90 of 3
 }
 
@@ -159,11 +159,11 @@ struct BatchSim {
   };
   std::vector<Job> jobs;
   Clock::time_point t{};
-  double slow = 1;           // the machine's speed (1 = as measured)
-  double key_scale = 1;      // a key's price at no keys, against per_key()
-  double rise = 0;           // and its growth, a share per 10,000 keys of the step (the caches)
-  int64_t queued = 0;        // jobs waiting to take the place of one that ends
-  double since_pause = 0;    // seconds since the last pause
+  double slow = 1;         // the machine's speed (1 = as measured)
+  double key_scale = 1;    // a key's price at no keys, against per_key()
+  double rise = 0;         // and its growth, a share per 10,000 keys of the step (the caches)
+  int64_t queued = 0;      // jobs waiting to take the place of one that ends
+  double since_pause = 0;  // seconds since the last pause
   uint64_t rng = 0x9e3779b97f4a7c15;
 
   double jitter() {  // uniform in [-1, 1), the same sequence every run
@@ -257,8 +257,8 @@ void check_within(const StepRate& r, const BatchSim& sim, double tolerance, int6
   const auto [a_end, batch_end] = sim.truth(0);
   double batch_eta = 0;
   for (const auto& e : est) batch_eta = std::max(batch_eta, e.eta_s.value_or(0));
-  INFO("job A: ETA " << *est[0].eta_s << " s, really " << a_end << " s; the batch: ETA " << batch_eta
-                     << " s, really " << batch_end << " s");
+  INFO("job A: ETA " << *est[0].eta_s << " s, really " << a_end << " s; the batch: ETA " << batch_eta << " s, really "
+                     << batch_end << " s");
   CHECK(std::abs(*est[0].eta_s - a_end) <= tolerance * a_end);
   CHECK(std::abs(batch_eta - batch_end) <= tolerance * batch_end);
   // What the ETAs said before the step model (A's rate since its first

@@ -130,8 +130,7 @@ TEST_CASE("queue order decides who joins: a batch never jumps a job that wants a
   CHECK(worker.run(/*drain=*/true) == 5);
   for (int64_t id : {a1, a2, b1, a3, urgent}) CHECK(f.job(id).state == JobState::done);
   // urgent, a1 and a2 ran together; b1 only after all of them; a3 after b1.
-  const int64_t first_batch_end =
-      std::max({f.job(urgent).finished_ms, f.job(a1).finished_ms, f.job(a2).finished_ms});
+  const int64_t first_batch_end = std::max({f.job(urgent).finished_ms, f.job(a1).finished_ms, f.job(a2).finished_ms});
   CHECK(f.job(b1).started_ms >= first_batch_end);
   CHECK(f.job(a3).started_ms >= f.job(b1).finished_ms);
   CHECK(f.job(a1).started_ms <= f.job(a2).finished_ms);
@@ -294,7 +293,7 @@ TEST_CASE("claim_models: configured leaves jobs for models this daemon lacks in 
   CHECK(worker.run(/*drain=*/true) == 1);
   CHECK(f.job(mine).state == JobState::done);
   CHECK(f.job(foreign).state == JobState::queued);  // not failed: another daemon has the model
-  f.options.claim_configured_only = false;  // the default: claim it, give it back, say why
+  f.options.claim_configured_only = false;          // the default: claim it, give it back, say why
   daemon::RunStatus status;
   daemon::Worker any(*f.queue, f.options, f.stop, &status);
   CHECK(any.run(/*drain=*/true) == 0);

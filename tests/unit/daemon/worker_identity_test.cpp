@@ -12,7 +12,8 @@ using ns::daemon::Self;
 using ns::daemon::worker_id_conflict;
 using ns::jobs::WorkerInfo;
 
-WorkerInfo row(const std::string& id, const std::string& host, int64_t pid, int64_t heartbeat_ms, int64_t stopped_ms = 0) {
+WorkerInfo row(const std::string& id, const std::string& host, int64_t pid, int64_t heartbeat_ms,
+               int64_t stopped_ms = 0) {
   WorkerInfo w;
   w.id = id;
   w.host = host;
@@ -40,8 +41,7 @@ TEST_CASE("a live daemon on this host holds its worker_id; a crashed or stopped 
 }
 
 TEST_CASE("on another host a worker_id is held while its heartbeat is younger than the lease") {
-  const std::string msg =
-      worker_id_conflict({row("night", "other", 100, kNow - 10'000)}, kMe, kNow, kLease, alive_100);
+  const std::string msg = worker_id_conflict({row("night", "other", 100, kNow - 10'000)}, kMe, kNow, kLease, alive_100);
   CHECK_MESSAGE(msg.find("pid 100 on host other, last heartbeat 10000 ms ago") != std::string::npos, msg);
   CHECK_MESSAGE(msg.find("in at most 20000 ms, then this daemon may start") != std::string::npos, msg);
   CHECK(worker_id_conflict({row("night", "other", 100, kNow - 30'000)}, kMe, kNow, kLease, alive_100).empty());

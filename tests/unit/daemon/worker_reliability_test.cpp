@@ -179,11 +179,16 @@ TEST_CASE("the heartbeat renews the lease while the job runs; a stalled generati
   f.options.lease_ms = 240;
   f.options.checkpoint_tokens = 0;
   f.options.checkpoint_interval_ms = 0;  // only the heartbeat extends the lease
-  f.options.engine.context = 4000;        // room for 3000 tokens: the job outlasts several lease periods
+  f.options.engine.context = 4000;       // room for 3000 tokens: the job outlasts several lease periods
   const daemon::ServiceNotifier notifier;
   daemon::RunStatus status;
   daemon::Heartbeat heartbeat([&] { return jobs::open_sqlite_queue(f.db_path, test::kFastCommits); }, status, notifier,
-                              {.lease_ms = 240, .stall_timeout_ms = 150, .status_interval_ms = 1000, .progress_interval_ms = 5000, .tick_ms = 10, .worker_id = ""});
+                              {.lease_ms = 240,
+                               .stall_timeout_ms = 150,
+                               .status_interval_ms = 1000,
+                               .progress_interval_ms = 5000,
+                               .tick_ms = 10,
+                               .worker_id = ""});
 
   SUBCASE("renewed") {
     const int64_t id = f.submit(3000);
@@ -258,7 +263,8 @@ TEST_CASE("a model file that is missing (a path typo, a disk mounted late) leave
   CHECK(f.queue->attempts(id).back().outcome == "done");
 }
 
-TEST_CASE("a model this user may not read, or behind a directory it cannot enter, leaves its jobs queued with how to fix it") {
+TEST_CASE(
+    "a model this user may not read, or behind a directory it cannot enter, leaves its jobs queued with how to fix it") {
   const auto model = test::small_model();
   if (!model) return;
   Fixture f(*model);
@@ -320,9 +326,9 @@ TEST_CASE("a model this user may not read, or behind a directory it cannot enter
   CHECK_MESSAGE(read.error.find("cannot read " + locked + ": Permission denied") != std::string::npos, read.error);
   CHECK_MESSAGE(read.error.find("fix the permissions and reload the daemon") != std::string::npos, read.error);
   const jobs::AttemptRecord enter = f.queue->attempts(behind).front();
-  CHECK_MESSAGE(enter.error.find("cannot enter directory " + closed_dir + " on the way to " + hidden) !=
-                    std::string::npos,
-                enter.error);
+  CHECK_MESSAGE(
+      enter.error.find("cannot enter directory " + closed_dir + " on the way to " + hidden) != std::string::npos,
+      enter.error);
   CHECK(enter.error.find("does not exist") == std::string::npos);
   CHECK(f.job(good).state == JobState::done);
 }

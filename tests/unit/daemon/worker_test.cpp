@@ -91,7 +91,8 @@ TEST_CASE("a job runs to done with its text and every stat; the engine stays loa
   CHECK(worker.run_next() == daemon::JobOutcome::none_queued);
 }
 
-TEST_CASE("jobs that cannot run fail with a kind and a message (or, for the daemon's config, wait); the worker carries on") {
+TEST_CASE(
+    "jobs that cannot run fail with a kind and a message (or, for the daemon's config, wait); the worker carries on") {
   if (!have_models()) return;
   Fixture f;
   const std::string corrupt = f.dir.file("corrupt.gguf");

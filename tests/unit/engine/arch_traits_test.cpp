@@ -25,8 +25,8 @@ namespace {
 // (llama.cpp src/llama-model.cpp, load_hparams; the rope type from llama_model_rope_type).
 struct Expected {
   RopeType rope;
-  ExpertGating gating;  // expert_gating_func absent
-  int64_t n_ff_expert;  // feed_forward_length 64, expert_used_count 2, expert_feed_forward_length absent
+  ExpertGating gating;             // expert_gating_func absent
+  int64_t n_ff_expert;             // feed_forward_length 64, expert_used_count 2, expert_feed_forward_length absent
   std::vector<uint8_t> swa;        // attention.sliding_window 8 set, its pattern absent
   std::vector<uint8_t> recurrent;  // full_attention_interval absent (4)
   YarnMscale yarn_mscale;

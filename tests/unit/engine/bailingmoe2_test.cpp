@@ -139,10 +139,11 @@ TEST_CASE("bailingmoe2: experts streamed through a 3-slot cache give the mapping
 }
 
 TEST_CASE("bailingmoe2: runs under a memory budget smaller than the file") {
-  const std::string path = test::make_model(
-      "bailingmoe2-stream", "--arch bailingmoe2 --n-embd 512 --n-layer 6 --n-head 8 --n-head-kv 2 --n-ff 1024 "
-                            "--n-expert 32 --n-expert-used 4 --ling-n-ff-expert 1024 --ling-n-expert-group 4 "
-                            "--ling-n-expert-group-used 2 --type Q4_0 --seed 63");
+  const std::string path =
+      test::make_model("bailingmoe2-stream",
+                       "--arch bailingmoe2 --n-embd 512 --n-layer 6 --n-head 8 --n-head-kv 2 --n-ff 1024 "
+                       "--n-expert 32 --n-expert-used 4 --ling-n-ff-expert 1024 --ling-n-expert-group 4 "
+                       "--ling-n-expert-group-used 2 --type Q4_0 --seed 63");
   const uint64_t budget = 100ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
   test::check_streams_within_budget(path, 100, "uring", 8);

@@ -154,10 +154,11 @@ TEST_CASE("bailingmoe3: experts streamed through a 3-slot cache give the mapping
 }
 
 TEST_CASE("bailingmoe3: runs under a memory budget smaller than the file") {
-  const std::string path = test::make_model(
-      "bailingmoe3-stream", "--arch bailingmoe3 --n-embd 512 --n-layer 6 --n-head 8 --n-ff 1024 --n-expert 32 "
-                            "--n-expert-used 4 --ling3-group 3 --ling3-kda-head-dim 64 --ling3-n-ff-expert 1024 "
-                            "--ling3-n-ff-shexp 1024 --type Q4_0 --seed 73");
+  const std::string path =
+      test::make_model("bailingmoe3-stream",
+                       "--arch bailingmoe3 --n-embd 512 --n-layer 6 --n-head 8 --n-ff 1024 --n-expert 32 "
+                       "--n-expert-used 4 --ling3-group 3 --ling3-kda-head-dim 64 --ling3-n-ff-expert 1024 "
+                       "--ling3-n-ff-shexp 1024 --type Q4_0 --seed 73");
   const uint64_t budget = 100ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
   test::check_streams_within_budget(path, 100, "uring", 8);

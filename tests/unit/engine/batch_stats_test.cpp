@@ -20,8 +20,9 @@ namespace {
 // 4 MoE layers of 16 experts (4 used), as in weight_streaming_test.cpp: a
 // small cache evicts and re-reads.
 std::string streaming_model() {
-  return test::make_model("stream-moe-q4", "--arch llama --n-embd 128 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 256 "
-                                           "--n-expert 16 --n-expert-used 4 --type Q4_0 --seed 11");
+  return test::make_model("stream-moe-q4",
+                          "--arch llama --n-embd 128 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 256 "
+                          "--n-expert 16 --n-expert-used 4 --type Q4_0 --seed 11");
 }
 
 std::unique_ptr<Model> load(const std::string& io_mode, int64_t n_seq) {
@@ -43,8 +44,8 @@ struct Outcome {
 
 // Five requests of different lengths through three slots (they join as others leave).
 Outcome run(Model& m) {
-  const std::vector<std::string> prompts = {"Once upon a time", "The queue runner wakes up at night and reads",
-                                            "Hi", "A much longer prompt that needs more than one chunk of sixteen "
+  const std::vector<std::string> prompts = {"Once upon a time", "The queue runner wakes up at night and reads", "Hi",
+                                            "A much longer prompt that needs more than one chunk of sixteen "
                                             "tokens to go through the model, so it shares steps with decoding",
                                             "x"};
   Outcome o;
@@ -57,8 +58,8 @@ Outcome run(Model& m) {
   o.results = test::run_batch(
       b, requests, [&distinct] { distinct = 0; },
       [&] {
-        o.steps.push_back(b.last_step());
-        o.step_distinct.push_back(distinct);
+    o.steps.push_back(b.last_step());
+    o.step_distinct.push_back(distinct);
       });
   m.set_routing_observer({});
   o.totals = b.totals();
@@ -158,7 +159,8 @@ TEST_CASE("batch stats: the same requests give the same tokens and expert counts
 TEST_CASE("batch stats: a lone generation carries every step whole") {
   auto m = load("uring", 1);
   GenerationBatch b(*m);
-  b.add({"The queue runner wakes up at night and reads the next job from the database", test::greedy(5), {}, {}, {}, {}});
+  b.add(
+      {"The queue runner wakes up at night and reads the next job from the database", test::greedy(5), {}, {}, {}, {}});
   while (b.step()) {
   }
   auto done = b.take_finished();
@@ -202,8 +204,8 @@ TEST_CASE("routing spread: distinct experts, busiest share and entropy") {
 
 TEST_CASE("the prefill chunk is sized from the budget in multiples of 64 tokens") {
   CHECK(prefill_chunk_tokens(2800ull << 20, 200 * 1024) == 704);  // 140 MiB / 200 KiB = 716
-  CHECK(prefill_chunk_tokens(1ull << 30, 1 << 20) == 64);          // at least 64
-  CHECK(prefill_chunk_tokens(64ull << 30, 1024) == 1024);          // at most 1024
+  CHECK(prefill_chunk_tokens(1ull << 30, 1 << 20) == 64);         // at least 64
+  CHECK(prefill_chunk_tokens(64ull << 30, 1024) == 1024);         // at most 1024
   CHECK(prefill_chunk_tokens(0, 1024) == 64);
   for (uint64_t budget : {3ull << 30, 5ull << 30, 9ull << 30}) CHECK(prefill_chunk_tokens(budget, 150000) % 64 == 0);
 }

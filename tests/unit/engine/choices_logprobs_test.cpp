@@ -58,7 +58,8 @@ void check_choices_equal_seeds(const std::string& model, int max_batch_tokens = 
   REQUIRE(r.more_choices.size() == 2);
   for (int k = 0; k < 3; ++k) {
     CAPTURE(k);
-    const GenerationChoice& c = k == 0 ? static_cast<const GenerationChoice&>(r) : r.more_choices[static_cast<size_t>(k - 1)];
+    const GenerationChoice& c =
+        k == 0 ? static_cast<const GenerationChoice&>(r) : r.more_choices[static_cast<size_t>(k - 1)];
     CHECK(c.tokens == alone[static_cast<size_t>(k)].tokens);
     CHECK(c.text == alone[static_cast<size_t>(k)].text);
     CHECK(c.finish_reason == alone[static_cast<size_t>(k)].finish_reason);

@@ -126,7 +126,8 @@ TEST_CASE("constrained: batched equals alone, and a resumed run equals an uninte
   auto e = load(test::moe_model(), 3);
   std::vector<GenerationRequest> requests;
   for (int s = 0; s < 3; ++s)
-    for (uint64_t seed = 40; seed < 42; ++seed) requests.push_back({"JSON please:", constrained(kSchemas[s], seed), {}, {}, {}, {}});
+    for (uint64_t seed = 40; seed < 42; ++seed)
+      requests.push_back({"JSON please:", constrained(kSchemas[s], seed), {}, {}, {}, {}});
   std::vector<GenerationResult> alone;
   for (const GenerationRequest& r : requests) alone.push_back(e->generate(r.prompt, r.params));
   auto batch = e->open_batch();

@@ -187,7 +187,8 @@ TEST_CASE("attend_one_head with a selection: the masked positions weigh 0, on ev
       if (!keep[static_cast<size_t>(j)]) continue;
       double d = 0;
       for (int64_t i = 0; i < dim; ++i)
-        d += double(kernels::fp16_to_fp32(q[static_cast<size_t>(i)])) * kernels::fp16_to_fp32(k[static_cast<size_t>(j * dim + i)]);
+        d += double(kernels::fp16_to_fp32(q[static_cast<size_t>(i)])) *
+             kernels::fp16_to_fp32(k[static_cast<size_t>(j * dim + i)]);
       s[static_cast<size_t>(j)] = d * scale;
       mx = std::max(mx, s[static_cast<size_t>(j)]);
     }
@@ -196,7 +197,8 @@ TEST_CASE("attend_one_head with a selection: the masked positions weigh 0, on ev
     for (int64_t j = 0; j < n; ++j) {
       if (!keep[static_cast<size_t>(j)]) continue;
       const double p = std::exp(s[static_cast<size_t>(j)] - mx) / sum;
-      for (int64_t d = 0; d < vdim; ++d) ref[static_cast<size_t>(d)] += p * kernels::fp16_to_fp32(v[static_cast<size_t>(j * vdim + d)]);
+      for (int64_t d = 0; d < vdim; ++d)
+        ref[static_cast<size_t>(d)] += p * kernels::fp16_to_fp32(v[static_cast<size_t>(j * vdim + d)]);
     }
   }
   const kernels::Isa saved = kernels::active_isa();
@@ -208,7 +210,8 @@ TEST_CASE("attend_one_head with a selection: the masked positions weigh 0, on ev
     span.keep = keep.data();
     attend_one_head(q.data(), k.data(), dim, v.data(), vdim, dim, vdim, n - 1, scale, out.data(), span);
     double worst = 0;
-    for (int64_t d = 0; d < vdim; ++d) worst = std::max(worst, std::fabs(out[static_cast<size_t>(d)] - ref[static_cast<size_t>(d)]));
+    for (int64_t d = 0; d < vdim; ++d)
+      worst = std::max(worst, std::fabs(out[static_cast<size_t>(d)] - ref[static_cast<size_t>(d)]));
     MESSAGE(std::string(kernels::isa_name(kernels::active_isa())) << ": max |out - ref| = " << worst);
     CHECK(worst < 2e-3);  // probabilities rounded to F16, as the reference's
     outs.push_back(out);

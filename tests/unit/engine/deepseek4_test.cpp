@@ -24,10 +24,12 @@ namespace {
 
 // Blocks compressing by 0, 4 and 128, the first hash-routed; a window of 8, the indexer keeping 4 blocks.
 std::string v4(const std::string& types = "--type Q8_0") {
-  return test::make_model("deepseek4", "--arch deepseek4 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 32 --n-expert 8 "
-                                       "--n-expert-used 2 --dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 "
-                                       "--dsv4-o-lora-rank 16 --dsv4-ratios 0,4,128 --dsv4-hash-layers 1 "
-                                       "--dsv4-window 8 --dsv4-top-k 4 " + types + " --seed 71");
+  return test::make_model("deepseek4",
+                          "--arch deepseek4 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 32 --n-expert 8 "
+                          "--n-expert-used 2 --dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 "
+                          "--dsv4-o-lora-rank 16 --dsv4-ratios 0,4,128 --dsv4-hash-layers 1 "
+                          "--dsv4-window 8 --dsv4-top-k 4 " +
+                              types + " --seed 71");
 }
 
 std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::some_tokens(n_vocab, n, salt * 101); }
@@ -100,10 +102,11 @@ TEST_CASE("deepseek4: a prompt in one pass equals it token by token, and two seq
 
 TEST_CASE("deepseek4: the cache as the reference lays it out: a raw ring, compact blocks, compressor rings") {
   // Pooled (a prefix-cache spare): the blocks of sequences with ranges not aligned to a ratio must not collide.
-  auto m = Model::load(v4(), {.engine = {.context = 256, .max_sequences = 2, .max_batch_tokens = 16, .prefix_cache = 1}});
+  auto m =
+      Model::load(v4(), {.engine = {.context = 256, .max_sequences = 2, .max_batch_tokens = 16, .prefix_cache = 1}});
   const SequenceState& st = m->sequence_state();
-  const uint64_t hd = 32, ihd = 64, all = 3;  // head, indexer key; two sequences and a spare
-  CHECK(st.n_sliding_layers() == 3);          // every layer: the raw keys of the window
+  const uint64_t hd = 32, ihd = 64, all = 3;                    // head, indexer key; two sequences and a spare
+  CHECK(st.n_sliding_layers() == 3);                            // every layer: the raw keys of the window
   for (int64_t il = 0; il < 3; ++il) CHECK(st.rows(il) == 24);  // window 8 - 1 + 16, rounded up to 8
   // Per token: a ratio-4 block (its key and the indexer's) over 4, a ratio-128 key over 128 (rounded up).
   CHECK(st.bytes_per_token() == (hd + ihd) * 2 / 4 + 1);
@@ -171,9 +174,10 @@ TEST_CASE("deepseek4: experts streamed through a 3-slot cache give the mapping's
 }
 
 TEST_CASE("deepseek4: runs under a memory budget a third of the file") {
-  const std::string path = test::make_model(
-      "deepseek4-stream", "--arch deepseek4 --n-embd 512 --n-layer 6 --n-head 8 --n-ff 1024 --n-expert 64 "
-                          "--n-expert-used 4 --dsv4-ratios 0,4,128,4,128,4 --dsv4-o-groups 4 --type Q4_0 --seed 73");
+  const std::string path =
+      test::make_model("deepseek4-stream",
+                       "--arch deepseek4 --n-embd 512 --n-layer 6 --n-head 8 --n-ff 1024 --n-expert 64 "
+                       "--n-expert-used 4 --dsv4-ratios 0,4,128,4,128,4 --dsv4-o-groups 4 --type Q4_0 --seed 73");
   const uint64_t budget = 100ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 3 * budget);
   test::check_streams_within_budget(path, 100, "uring", 8);

@@ -14,9 +14,7 @@
 using namespace ns;
 
 namespace {
-std::unique_ptr<Engine> load(int context = 128) {
-  return Engine::load(test::moe_model(), {.context = context});
-}
+std::unique_ptr<Engine> load(int context = 128) { return Engine::load(test::moe_model(), {.context = context}); }
 using test::greedy;
 }  // namespace
 
@@ -184,7 +182,9 @@ void check_batched_equals_alone(const std::string& model) {
 }
 }  // namespace
 
-TEST_CASE("batched generation gives each request the tokens it gets alone") { check_batched_equals_alone(test::moe_model()); }
+TEST_CASE("batched generation gives each request the tokens it gets alone") {
+  check_batched_equals_alone(test::moe_model());
+}
 
 TEST_CASE("kimi-linear: batched generation gives each request the tokens it gets alone (recurrent state per slot)") {
   check_batched_equals_alone(test::kimi_linear_model());
@@ -202,7 +202,8 @@ TEST_CASE("kimi-k3 with its optional parts off: batched generation gives each re
   check_batched_equals_alone(test::kimi_k3_plain_model());
 }
 
-TEST_CASE("qwen3next/qwen35moe: batched generation gives each request the tokens it gets alone (delta-net state per slot)") {
+TEST_CASE(
+    "qwen3next/qwen35moe: batched generation gives each request the tokens it gets alone (delta-net state per slot)") {
   check_batched_equals_alone(test::qwen_next_model("qwen3next"));
   check_batched_equals_alone(test::qwen_next_model("qwen35moe"));
 }

@@ -123,8 +123,9 @@ TEST_CASE("plan_fit: nothing fits: the reason names the smallest budget that wou
   mmap.engine.io_mode = "mmap";
   const FitPlan a = plan_fit(as.in, mmap);
   CHECK_FALSE(a.fits);
-  CHECK(test::contains(a.reason, "made.gguf: a context of 1024 tokens for 1 sequence(s), 64 tokens a forward pass, "
-                                 "does not fit in memory: its KV cache (512.00 KiB, 1024 tokens) and buffers"));
+  CHECK(test::contains(a.reason,
+                       "made.gguf: a context of 1024 tokens for 1 sequence(s), 64 tokens a forward pass, "
+                       "does not fit in memory: its KV cache (512.00 KiB, 1024 tokens) and buffers"));
   CHECK(test::contains(a.reason, "this process may map 10.00 MiB more (ulimit -v 100.00 MiB)"));
 }
 
@@ -150,8 +151,7 @@ TEST_CASE("plan_fit on a generated model: whole, fewer sequences, nothing") {
   CHECK(whole->max_batch_tokens() == whole->fit().prefill_chunk);
   CHECK(whole->fit().why.empty());
   // The plan's activations are what the load allocated.
-  CHECK(whole->fit().activation_bytes ==
-        forward_state_bytes(whole->forward_state()) + whole->batch_list_bytes());
+  CHECK(whole->fit().activation_bytes == forward_state_bytes(whole->forward_state()) + whole->batch_list_bytes());
 
   // Many sequences of one token a pass sharing a pool of 16384 tokens: their buffers (4 KiB a token), not
   // the pool, are what does not fit. The budget sits halfway between what 16384 and 8192 sequences need
@@ -168,11 +168,12 @@ TEST_CASE("plan_fit on a generated model: whole, fewer sequences, nothing") {
   CHECK(fewer->fit().sequences_asked == 16384);
   CHECK(fewer->n_seq() == 8192);
   CHECK(test::contains(fewer->fit().reason, "is too small to run"));
-  test::expect_error(ErrorKind::invalid_input, [&] { load(between, 16384, 1, false, 16384); },
-                     "16384 sequences were planned in a budget that holds 8192");
+  test::expect_error(
+      ErrorKind::invalid_input, [&] { load(between, 16384, 1, false, 16384); },
+      "16384 sequences were planned in a budget that holds 8192");
 
-  const std::string none = test::expect_error(ErrorKind::invalid_input, [&] { load(1 * MiB, 4, 0, true); },
-                                              "a model was planned in 1 MiB");
+  const std::string none = test::expect_error(
+      ErrorKind::invalid_input, [&] { load(1 * MiB, 4, 0, true); }, "a model was planned in 1 MiB");
   CHECK(test::contains(none, "memory_budget 1.00 MiB is too small to run"));
   CHECK(test::contains(none, "Set memory_budget to at least"));
 }

@@ -20,8 +20,12 @@ void check_batch_equals_sequential(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("batched prefill equals token-by-token decoding: dense Q8_0") { check_batch_equals_sequential(test::dense_model()); }
-TEST_CASE("batched prefill equals token-by-token decoding: MoE Q4_0") { check_batch_equals_sequential(test::moe_model()); }
+TEST_CASE("batched prefill equals token-by-token decoding: dense Q8_0") {
+  check_batch_equals_sequential(test::dense_model());
+}
+TEST_CASE("batched prefill equals token-by-token decoding: MoE Q4_0") {
+  check_batch_equals_sequential(test::moe_model());
+}
 
 TEST_CASE("batched prefill equals token-by-token decoding: mixed K-quants") {
   check_batch_equals_sequential(test::kquant_moe_model());
@@ -62,7 +66,8 @@ TEST_CASE("batched prefill equals token-by-token decoding: kimi-k3 with its opti
   check_batch_equals_sequential(test::kimi_k3_plain_model());
 }
 
-TEST_CASE("batched prefill equals token-by-token decoding: qwen3next and qwen35moe (Gated DeltaNet + gated attention)") {
+TEST_CASE(
+    "batched prefill equals token-by-token decoding: qwen3next and qwen35moe (Gated DeltaNet + gated attention)") {
   check_batch_equals_sequential(test::qwen_next_model("qwen3next"));
   check_batch_equals_sequential(test::qwen_next_model("qwen35moe"));
 }

@@ -59,9 +59,10 @@ TEST_CASE("generated sigmoid-routed models touch >= 85 % of the experts uniform 
   check_spread("spread-glm4moe",
                "--arch glm4moe --n-embd 256 --n-layer 3 --n-head 2 --n-head-kv 1 --glm-head-dim 32 --n-ff 64 "
                "--n-expert 160 --n-expert-used 8 --glm-n-ff-expert 8");
-  const std::string kimi = "--n-embd 256 --n-layer 3 --n-head 2 --n-ff 64 --n-expert 384 --n-expert-used 8 "
-                           "--mla-every 2 --kda-head-dim 16 --conv-kernel 4 --kl-n-ff-expert 8 "
-                           "--kl-kv-lora-rank 32 --kl-qk-rope-dim 16 --kl-qk-nope-dim 16 --kl-v-head-dim 16";
+  const std::string kimi =
+      "--n-embd 256 --n-layer 3 --n-head 2 --n-ff 64 --n-expert 384 --n-expert-used 8 "
+      "--mla-every 2 --kda-head-dim 16 --conv-kernel 4 --kl-n-ff-expert 8 "
+      "--kl-kv-lora-rank 32 --kl-qk-rope-dim 16 --kl-qk-nope-dim 16 --kl-v-head-dim 16";
   check_spread("spread-kimi-linear", "--arch kimi-linear " + kimi);
   check_spread("spread-kimi-k3", "--arch kimi-k3 " + kimi + " --expert-latent 32 --attn-res-block 2");
   check_spread("spread-bailingmoe3",

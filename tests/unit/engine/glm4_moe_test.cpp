@@ -154,9 +154,10 @@ TEST_CASE("glm4moe: experts streamed through a 3-slot cache give the mapping's l
 // The real CLI in a fresh process: a file about twice the budget runs, its peak
 // RSS stays within the budget, and the experts were streamed.
 TEST_CASE("glm4moe: runs under a memory budget smaller than the file") {
-  const std::string path = test::make_model(
-      "glm4moe-stream", "--arch glm4moe --n-embd 512 --n-layer 6 --n-head 8 --n-head-kv 2 --glm-head-dim 64 "
-                        "--n-ff 1024 --n-expert 32 --n-expert-used 4 --glm-n-ff-expert 1024 --type Q4_0 --seed 43");
+  const std::string path =
+      test::make_model("glm4moe-stream",
+                       "--arch glm4moe --n-embd 512 --n-layer 6 --n-head 8 --n-head-kv 2 --glm-head-dim 64 "
+                       "--n-ff 1024 --n-expert 32 --n-expert-used 4 --glm-n-ff-expert 1024 --type Q4_0 --seed 43");
   const uint64_t budget = 100ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
   test::check_streams_within_budget(path, 100, "uring", 8);

@@ -47,18 +47,19 @@ TEST_CASE("gpt-oss: metadata read back, and the sliding layers keep a ring of ro
   CHECK(hp.rope_base_swa == hp.rope_base);
   const SequenceState& st = m->sequence_state();
   CHECK(st.n_sliding_layers() == 2);
-  CHECK(st.rows(0) == 16);   // window - 1 + max_batch = 11, rounded up to 16
-  CHECK(st.rows(1) == 256);  // a full layer: the context
+  CHECK(st.rows(0) == 16);                       // window - 1 + max_batch = 11, rounded up to 16
+  CHECK(st.rows(1) == 256);                      // a full layer: the context
   const uint64_t kv_row = 2u * (2u * 32u) * 2u;  // K and V of 2 heads of 32, F16
   CHECK(st.bytes_per_token() == 2u * kv_row);    // the two full layers only
   CHECK(st.sliding_bytes_per_sequence() == 2u * 16u * kv_row);
   CHECK(st.attention_bytes() == 2u * (256u * st.bytes_per_token() + st.sliding_bytes_per_sequence()));
 
   // attention.sliding_window_pattern = 3 written: layer il slides when il % 3 < 2.
-  const std::string period3 = test::make_model(
-      "gpt-oss-period3", "--arch gpt-oss --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 --n-ff 64 "
-                         "--n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --oss-swa-period 3 --oss-yarn-factor 0 "
-                         "--oss-expert-bias false --type Q8_0 --seed 42");
+  const std::string period3 =
+      test::make_model("gpt-oss-period3",
+                       "--arch gpt-oss --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 --n-ff 64 "
+                       "--n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --oss-swa-period 3 --oss-yarn-factor 0 "
+                       "--oss-expert-bias false --type Q8_0 --seed 42");
   auto p3 = Model::load(period3, mo);
   CHECK(p3->hparams().swa_layers == std::vector<uint8_t>{1, 1, 0, 1});
   CHECK(p3->hparams().rope_scaling == RopeScaling::none);
@@ -127,10 +128,11 @@ TEST_CASE("gpt-oss: experts (with their resident biases) streamed through a smal
 
 TEST_CASE("gpt-oss: peak RSS stays within memory_budget for a model larger than it") {
   // ~215 MB: 8 layers of 32 MXFP4 experts (1024 x 512), Q8_0 elsewhere.
-  const std::string path = test::make_model(
-      "gpt-oss-stream", "--arch gpt-oss --n-embd 1024 --n-layer 8 --n-head 16 --n-head-kv 4 --oss-head-dim 64 "
-                        "--n-ff 512 --n-expert 32 --n-expert-used 4 --oss-sliding-window 16 --type Q8_0 "
-                        "--tensor-type _exps=MXFP4 --seed 43");
+  const std::string path =
+      test::make_model("gpt-oss-stream",
+                       "--arch gpt-oss --n-embd 1024 --n-layer 8 --n-head 16 --n-head-kv 4 --oss-head-dim 64 "
+                       "--n-ff 512 --n-expert 32 --n-expert-used 4 --oss-sliding-window 16 --type Q8_0 "
+                       "--tensor-type _exps=MXFP4 --seed 43");
   const uint64_t budget = 120ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
   test::check_streams_within_budget(path, 120, "pread", 8);

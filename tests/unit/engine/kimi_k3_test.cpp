@@ -67,7 +67,8 @@ TEST_CASE("kimi-k3: the attention-residual mix matches a direct double-precision
     res_mix(ckpt.data(), n_ckpt, cur.data(), w.data(), d, 1e-6f, scores.data(), out.data());
     const std::vector<double> want = res_mix_double(ckpt, n_ckpt, cur, w, 1e-6f);
     double max_err = 0;
-    for (int64_t i = 0; i < d; ++i) max_err = std::max(max_err, std::fabs(out[i] - want[i]) / (1.0 + std::fabs(want[i])));
+    for (int64_t i = 0; i < d; ++i)
+      max_err = std::max(max_err, std::fabs(out[i] - want[i]) / (1.0 + std::fabs(want[i])));
     CAPTURE(n_ckpt);
     CHECK(max_err < 1e-5);
     if (n_ckpt == 0) CHECK(out == cur);  // nothing banked: the stream as it is
@@ -151,12 +152,13 @@ TEST_CASE("kimi-k3: latent experts streamed through a small cache give the mappi
 
 TEST_CASE("kimi-k3: peak RSS stays within memory_budget for a latent-MoE model larger than it") {
   // ~240 MB: 8 layers (one dense) of 32 latent experts (1024 -> 512) in MXFP4, Q8_0 elsewhere.
-  const std::string path = test::make_model(
-      "kimi-k3-stream", "--arch kimi-k3 --n-embd 1024 --n-layer 8 --n-head 8 --n-ff 1024 --n-expert 32 "
-                        "--n-expert-used 4 --mla-every 4 --kda-head-dim 64 --kl-n-ff-expert 1024 "
-                        "--kl-kv-lora-rank 128 --kl-qk-rope-dim 32 --kl-qk-nope-dim 64 --kl-v-head-dim 64 "
-                        "--kl-n-shared-expert 1 --attn-res-block 3 --expert-latent 512 --type Q8_0 "
-                        "--tensor-type _exps=MXFP4 --seed 33");
+  const std::string path =
+      test::make_model("kimi-k3-stream",
+                       "--arch kimi-k3 --n-embd 1024 --n-layer 8 --n-head 8 --n-ff 1024 --n-expert 32 "
+                       "--n-expert-used 4 --mla-every 4 --kda-head-dim 64 --kl-n-ff-expert 1024 "
+                       "--kl-kv-lora-rank 128 --kl-qk-rope-dim 32 --kl-qk-nope-dim 64 --kl-v-head-dim 64 "
+                       "--kl-n-shared-expert 1 --attn-res-block 3 --expert-latent 512 --type Q8_0 "
+                       "--tensor-type _exps=MXFP4 --seed 33");
   const uint64_t budget = 150ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
   test::check_streams_within_budget(path, 150, "pread", 8);

@@ -43,10 +43,11 @@ TEST_CASE("kimi-linear: a sequence that starts over at position 0 starts from ze
 }
 
 TEST_CASE("kimi-linear: a model whose layers all attend keeps no recurrent state") {
-  const std::string path = test::make_model(
-      "kimi-linear-bad-kv", "--arch kimi-linear --n-embd 64 --n-layer 2 --n-head 2 --n-ff 128 --n-expert 4 "
-                            "--n-expert-used 2 --mla-every 1 --kl-n-ff-expert 64 --kl-kv-lora-rank 32 "
-                            "--kl-qk-rope-dim 16 --kl-qk-nope-dim 32 --kl-v-head-dim 32 --type F32 --seed 1");
+  const std::string path =
+      test::make_model("kimi-linear-bad-kv",
+                       "--arch kimi-linear --n-embd 64 --n-layer 2 --n-head 2 --n-ff 128 --n-expert 4 "
+                       "--n-expert-used 2 --mla-every 1 --kl-n-ff-expert 64 --kl-kv-lora-rank 32 "
+                       "--kl-qk-rope-dim 16 --kl-qk-nope-dim 32 --kl-v-head-dim 32 --type F32 --seed 1");
   auto m = Model::load(path, {.engine = {.context = 16}});
   CHECK(m->sequence_state().n_recurrent_layers() == 0);
   CHECK(m->sequence_state().recurrent_bytes() == 0);

@@ -38,11 +38,11 @@ TEST_CASE("SequenceState pool: first-fit ranges, no overlap, neighbours merge on
   // Every row of each sequence is its own, in every layer.
   for (int64_t seq = 0; seq < 3; ++seq)
     for (int64_t il = 0; il < 2; ++il)
-      for (int64_t pos = 0; pos < st.seq_rows(seq); ++pos) st.k(il, seq, pos)[0] = static_cast<uint16_t>(1000 * il + 100 * seq + pos);
+      for (int64_t pos = 0; pos < st.seq_rows(seq); ++pos)
+        st.k(il, seq, pos)[0] = static_cast<uint16_t>(1000 * il + 100 * seq + pos);
   for (int64_t seq = 0; seq < 3; ++seq)
     for (int64_t il = 0; il < 2; ++il)
-      for (int64_t pos = 0; pos < st.seq_rows(seq); ++pos)
-        CHECK(st.k(il, seq, pos)[0] == 1000 * il + 100 * seq + pos);
+      for (int64_t pos = 0; pos < st.seq_rows(seq); ++pos) CHECK(st.k(il, seq, pos)[0] == 1000 * il + 100 * seq + pos);
   st.release(1);
   CHECK(st.largest_free() == 30);
   CHECK_FALSE(st.reserve(3, 31));
@@ -107,7 +107,8 @@ TEST_CASE("a shared KV pool: short and long requests by their actual lengths, ea
   int waited = 0, max_active = 0;
   for (;;) {
     while (next < prompts.size() && batch->free_slots() > 0) {
-      const int h = batch->add({prompts[next], greedy(lengths[next], next % 2 ? 0.8f : 0.0f, 100 + next), {}, {}, {}, {}});
+      const int h =
+          batch->add({prompts[next], greedy(lengths[next], next % 2 ? 0.8f : 0.0f, 100 + next), {}, {}, {}, {}});
       if (h == GenerationBatch::kNoRoom) {
         ++waited;
         CHECK(batch->refused_rows() > batch->largest_free_rows());
@@ -130,7 +131,8 @@ TEST_CASE("a shared KV pool: short and long requests by their actual lengths, ea
 
   // More than the pool can ever hold: this request's error, naming the lengths and the fix.
   const std::string what = test::expect_error(
-      ErrorKind::invalid_input, [&] { e->generate("Hi", greedy(90)); }, "a request larger than the KV pool was accepted");
+      ErrorKind::invalid_input, [&] { e->generate("Hi", greedy(90)); },
+      "a request larger than the KV pool was accepted");
   CHECK(test::contains(what, "max_tokens 90"));
   CHECK(test::contains(what, "holds 80 tokens"));
   CHECK(test::contains(what, "raise memory_budget"));

@@ -20,9 +20,11 @@ namespace {
 
 // Three MoE layers of 8 experts (2 used), 4 query heads of 32 over 2 KV heads, 16 dims rotated.
 std::string minimax(const std::string& types = "--type Q8_0") {
-  return test::make_model("minimax-m2", "--arch minimax-m2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 "
-                                        "--mm-head-dim 32 --n-ff 64 --n-expert 8 --n-expert-used 2 "
-                                        "--rope-base 5000000 " + types + " --seed 51");
+  return test::make_model("minimax-m2",
+                          "--arch minimax-m2 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 "
+                          "--mm-head-dim 32 --n-ff 64 --n-expert 8 --n-expert-used 2 "
+                          "--rope-base 5000000 " +
+                              types + " --seed 51");
 }
 
 std::vector<int32_t> prompt(int64_t n_vocab, int n, int salt) { return test::some_tokens(n_vocab, n, salt * 101); }
@@ -101,9 +103,10 @@ TEST_CASE("minimax-m2: experts streamed through a 3-slot cache give the mapping'
 // The real CLI in a fresh process: a file about twice the budget runs, its peak
 // RSS stays within the budget, and the experts were streamed.
 TEST_CASE("minimax-m2: runs under a memory budget smaller than the file") {
-  const std::string path = test::make_model(
-      "minimax-m2-stream", "--arch minimax-m2 --n-embd 512 --n-layer 6 --n-head 8 --n-head-kv 2 --mm-head-dim 64 "
-                           "--n-ff 1024 --n-expert 32 --n-expert-used 4 --type Q4_0 --seed 53");
+  const std::string path =
+      test::make_model("minimax-m2-stream",
+                       "--arch minimax-m2 --n-embd 512 --n-layer 6 --n-head 8 --n-head-kv 2 --mm-head-dim 64 "
+                       "--n-ff 1024 --n-expert 32 --n-expert-used 4 --type Q4_0 --seed 53");
   const uint64_t budget = 100ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
   test::check_streams_within_budget(path, 100, "uring", 8);

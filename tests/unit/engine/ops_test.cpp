@@ -88,7 +88,8 @@ TEST_CASE("expf_ggml is within 2 ulp of exp and saturates like the reference") {
 TEST_CASE("expf_ggml_8 gives expf_ggml's bits on the scalar and the AVX2 path") {
   std::vector<float> x;
   for (float v = -200.0f; v < 100.0f; v += 0.0390625f) x.push_back(v);
-  for (float v : {0.0f, -0.0f, -INFINITY, INFINITY, NAN, -87.5f, -88.7f, 88.7f, 1e-30f, -126.0f, 126.0f}) x.push_back(v);
+  for (float v : {0.0f, -0.0f, -INFINITY, INFINITY, NAN, -87.5f, -88.7f, 88.7f, 1e-30f, -126.0f, 126.0f})
+    x.push_back(v);
   while (x.size() % 8) x.push_back(0.5f);
   std::vector<bool> paths{false};
   if (kernels::detected_isa() >= kernels::Isa::avx2) paths.push_back(true);

@@ -20,7 +20,7 @@ using namespace ns;
 namespace {
 
 std::unique_ptr<Model> load(const std::string& path, int64_t n_seq, int64_t prefix_cache, int64_t max_batch = 0,
-                             int64_t kv_tokens = 0) {
+                            int64_t kv_tokens = 0) {
   return Model::load(path, {.engine = {.context = 1024,
                                        .max_sequences = static_cast<int>(n_seq),
                                        .max_batch_tokens = static_cast<int>(max_batch),
@@ -133,10 +133,11 @@ TEST_CASE("prefix sharing: snapshots are evicted least recently used, and give t
     auto m = load(path, 2, 1);
     const std::string a = system_prompt("legal contracts"), b = system_prompt("medical notes");
     std::vector<GenerationRequest> reqs = {job(a + "Clause 1.", 1), job(a + "Clause 2.", 2), job(b + "Note 1.", 3),
-                                           job(b + "Note 2.", 4), job(a + "Clause 3.", 5), job(a + "Clause 4.", 6)};
+                                           job(b + "Note 2.", 4),   job(a + "Clause 3.", 5), job(a + "Clause 4.", 6)};
     const Run off = run(*m, reqs, false), on = run(*m, reqs, true);
     check_same_tokens(on, off);
-    const int64_t pa = shared_len(*m, reqs[0].prompt, reqs[1].prompt), pb = shared_len(*m, reqs[2].prompt, reqs[3].prompt);
+    const int64_t pa = shared_len(*m, reqs[0].prompt, reqs[1].prompt),
+                  pb = shared_len(*m, reqs[2].prompt, reqs[3].prompt);
     CHECK(on.results[1].stats.prefix_tokens == static_cast<uint64_t>(pa));
     CHECK(on.results[3].stats.prefix_tokens == static_cast<uint64_t>(pb));
     CHECK(on.results[5].stats.prefix_tokens == static_cast<uint64_t>(pa));
@@ -207,7 +208,8 @@ TEST_CASE("prefix sharing: a resumed job replays its checkpoint after the copy; 
     const Run off = run(*m, choices, false), on = run(*m, choices, true);
     check_same_tokens(on, off);
     CHECK(on.results[1].more_choices.size() == 1);
-    CHECK(on.results[1].stats.prefix_tokens == static_cast<uint64_t>(shared_len(*m, choices[0].prompt, choices[1].prompt)));
+    CHECK(on.results[1].stats.prefix_tokens ==
+          static_cast<uint64_t>(shared_len(*m, choices[0].prompt, choices[1].prompt)));
   }
 }
 

@@ -16,12 +16,14 @@ namespace {
 
 // Qwen3-MoE-like: the head size (32) is not n_embd / n_head (16).
 std::string qwen3() {
-  return test::make_model("qwen3moe", "--arch qwen3moe --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --head-dim 32 "
-                                      "--n-ff 32 --n-expert 8 --n-expert-used 2 --rope-base 1000000 --type Q8_0 --seed 21");
+  return test::make_model("qwen3moe",
+                          "--arch qwen3moe --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --head-dim 32 "
+                          "--n-ff 32 --n-expert 8 --n-expert-used 2 --rope-base 1000000 --type Q8_0 --seed 21");
 }
 std::string qwen2() {
-  return test::make_model("qwen2moe", "--arch qwen2moe --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 32 "
-                                      "--n-ff-shexp 64 --n-expert 8 --n-expert-used 2 --type Q8_0 --seed 22");
+  return test::make_model("qwen2moe",
+                          "--arch qwen2moe --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 32 "
+                          "--n-ff-shexp 64 --n-expert 8 --n-expert-used 2 --type Q8_0 --seed 22");
 }
 
 }  // namespace

@@ -17,7 +17,8 @@
 
 using namespace ns;
 
-TEST_CASE("qwen3next/qwen35moe: attention rows for the full-attention layers only, a fixed delta-net state for the others") {
+TEST_CASE(
+    "qwen3next/qwen35moe: attention rows for the full-attention layers only, a fixed delta-net state for the others") {
   for (const char* arch : {"qwen3next", "qwen35moe"}) {
     CAPTURE(arch);
     auto m = Model::load(test::qwen_next_model(arch), {.engine = {.context = 32, .max_sequences = 3}});

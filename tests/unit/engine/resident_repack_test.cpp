@@ -33,7 +33,8 @@ std::string ds2_q4(const std::string& layout) {
       "resident-ds2-" + layout,
       "--arch deepseek2 --n-embd 64 --n-layer 3 --n-head 2 --n-ff 128 --n-expert 8 --n-expert-used 2 "
       "--q-lora-rank 0 --kv-lora-rank 32 --qk-rope-dim 16 --qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 32 "
-      "--n-shared-expert 2 --n-dense-lead 1 --gating softmax --mla-layout " + layout + " --type Q4_0 --seed 17");
+      "--n-shared-expert 2 --n-dense-lead 1 --gating softmax --mla-layout " +
+          layout + " --type Q4_0 --seed 17");
 }
 
 // What the loader should repack, from the file alone: 2-D Q4_0 matrices of at

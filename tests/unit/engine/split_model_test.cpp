@@ -34,8 +34,9 @@ namespace fs = std::filesystem;
 
 // 4 MoE layers of 16 experts (4 used): a 3-slot cache evicts and re-reads.
 std::string split_source_model() {
-  return test::make_model("split-moe-q4", "--arch llama --n-embd 128 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 256 "
-                                          "--n-expert 16 --n-expert-used 4 --type Q4_0 --seed 11");
+  return test::make_model("split-moe-q4",
+                          "--arch llama --n-embd 128 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 256 "
+                          "--n-expert 16 --n-expert-used 4 --type Q4_0 --seed 11");
 }
 
 std::vector<std::string> split(const std::string& src, const test::TempDir& dir, const std::string& name,
@@ -44,7 +45,8 @@ std::vector<std::string> split(const std::string& src, const test::TempDir& dir,
 }
 
 // `src` rewritten to `dst` with `kv` set (replacing) and `extra` tensors of other files appended.
-void rewrite(const gguf::GgufFile& src, const std::string& dst, const std::vector<std::pair<std::string, gguf::Value>>& kv,
+void rewrite(const gguf::GgufFile& src, const std::string& dst,
+             const std::vector<std::pair<std::string, gguf::Value>>& kv,
              const std::vector<std::pair<const gguf::GgufFile*, const gguf::TensorInfo*>>& extra = {}) {
   gguf::GgufWriter w;
   for (const auto& [k, v] : src.metadata()) w.set(k, v);
@@ -148,7 +150,8 @@ TEST_CASE("split model: shards on two devices get a reader of twice the queue de
     return;
   }
   test::TempDir other("/dev/shm");
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   REQUIRE(::stat(dir.path().c_str(), &a) == 0);
   REQUIRE(::stat(other.path().c_str(), &b) == 0);
   if (a.st_dev == b.st_dev) {
@@ -184,8 +187,8 @@ TEST_CASE("split model: a missing shard, another split's shard, a tensor twice a
   SUBCASE("a missing shard") {
     fs::remove(third);
     for (const std::string& given : {shards.front(), shards.back()}) {
-      const std::string msg =
-          test::expect_error(ErrorKind::bad_model, [&] { gguf::GgufSet::open(given); }, "a set without shard 3 opened");
+      const std::string msg = test::expect_error(
+          ErrorKind::bad_model, [&] { gguf::GgufSet::open(given); }, "a set without shard 3 opened");
       CHECK(test::contains(msg, third));
       CHECK(test::contains(msg, "shard 3 of " + std::to_string(shards.size())));
       CHECK(test::contains(msg, "missing"));
@@ -201,8 +204,8 @@ TEST_CASE("split model: a missing shard, another split's shard, a tensor twice a
     const auto other = split(src, dir, "other", 5);
     REQUIRE(other.size() != shards.size());
     fs::copy_file(other[2], third, fs::copy_options::overwrite_existing);
-    const std::string msg =
-        test::expect_error(ErrorKind::bad_model, [&] { gguf::GgufSet::open(shards.front()); }, "a mixed set opened");
+    const std::string msg = test::expect_error(
+        ErrorKind::bad_model, [&] { gguf::GgufSet::open(shards.front()); }, "a mixed set opened");
     CHECK(test::contains(msg, third));
     CHECK(test::contains(msg, "split.count " + std::to_string(other.size())));
     CHECK(test::contains(msg, "download the set again"));
@@ -211,8 +214,8 @@ TEST_CASE("split model: a missing shard, another split's shard, a tensor twice a
     const auto f = gguf::GgufFile::open(shards[1]);
     rewrite(*f, third + ".tmp", {});
     fs::rename(third + ".tmp", third);  // shard 2's bytes (split.no 1) named as shard 3
-    const std::string msg =
-        test::expect_error(ErrorKind::bad_model, [&] { gguf::GgufSet::open(shards.front()); }, "opened");
+    const std::string msg = test::expect_error(
+        ErrorKind::bad_model, [&] { gguf::GgufSet::open(shards.front()); }, "opened");
     CHECK(test::contains(msg, third));
     CHECK(test::contains(msg, "split.no 1"));
   }
@@ -222,8 +225,8 @@ TEST_CASE("split model: a missing shard, another split's shard, a tensor twice a
     const gguf::TensorInfo* dup = &f1->tensors().front();
     rewrite(*f3, third + ".tmp", {}, {{f1.get(), dup}});
     fs::rename(third + ".tmp", third);
-    const std::string msg =
-        test::expect_error(ErrorKind::bad_model, [&] { gguf::GgufSet::open(shards.back()); }, "a duplicate opened");
+    const std::string msg = test::expect_error(
+        ErrorKind::bad_model, [&] { gguf::GgufSet::open(shards.back()); }, "a duplicate opened");
     CHECK(test::contains(msg, third));
     CHECK(test::contains(msg, shards[0]));
     CHECK(test::contains(msg, "'" + dup->name + "'"));
@@ -233,8 +236,8 @@ TEST_CASE("split model: a missing shard, another split's shard, a tensor twice a
     const int64_t n = f0->get_i64_or(gguf::kSplitTensorsCount, 0);
     rewrite(*f0, shards[0] + ".tmp", {{gguf::kSplitTensorsCount, gguf::val::i32(static_cast<int32_t>(n + 1))}});
     fs::rename(shards[0] + ".tmp", shards[0]);
-    const std::string msg =
-        test::expect_error(ErrorKind::bad_model, [&] { gguf::GgufSet::open(third); }, "a wrong count opened");
+    const std::string msg = test::expect_error(
+        ErrorKind::bad_model, [&] { gguf::GgufSet::open(third); }, "a wrong count opened");
     CHECK(test::contains(msg, shards[0]));
     CHECK(test::contains(msg, "split.tensors.count says " + std::to_string(n + 1)));
     CHECK(test::contains(msg, "hold " + std::to_string(n)));
@@ -242,8 +245,8 @@ TEST_CASE("split model: a missing shard, another split's shard, a tensor twice a
   SUBCASE("a shard renamed out of the naming") {
     const std::string renamed = dir.file("renamed.gguf");
     fs::rename(shards.front(), renamed);
-    const std::string msg =
-        test::expect_error(ErrorKind::bad_model, [&] { gguf::GgufSet::open(renamed); }, "a renamed shard opened");
+    const std::string msg = test::expect_error(
+        ErrorKind::bad_model, [&] { gguf::GgufSet::open(renamed); }, "a renamed shard opened");
     CHECK(test::contains(msg, renamed));
     CHECK(test::contains(msg, "naming"));
   }

@@ -28,15 +28,15 @@
 
 namespace ns::test {
 
-inline std::unique_ptr<Model> load_streamed(const std::string& path, const std::string& io_mode,
-                                            uint32_t cache_experts, bool preload = true) {
+inline std::unique_ptr<Model> load_streamed(const std::string& path, const std::string& io_mode, uint32_t cache_experts,
+                                            bool preload = true) {
   return Model::load(path, {.engine = {.threads = 2, .context = 64, .io_mode = io_mode, .preload_experts = preload},
                             .tuning = {.max_cache_experts = cache_experts}});
 }
 
 inline std::pair<std::vector<float>, stream::StreamStats> streamed_logits(const std::string& path,
-                                                                          const std::string& io_mode,
-                                                                          int prompt_tokens, int cache_experts = 3) {
+                                                                          const std::string& io_mode, int prompt_tokens,
+                                                                          int cache_experts = 3) {
   auto m = load_streamed(path, io_mode, static_cast<uint32_t>(cache_experts));
   std::vector<int32_t> prompt;
   for (int i = 0; i < prompt_tokens; ++i) prompt.push_back((i * 37 + 5) % static_cast<int32_t>(m->n_vocab()));

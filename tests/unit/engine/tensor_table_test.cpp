@@ -37,20 +37,23 @@ std::vector<std::string> table_models() {
       test::make_model("table-qwen3moe",
                        "--arch qwen3moe " + tiny + "--head-dim 32 --n-ff 32 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-ds2-split", "--arch deepseek2 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
-      test::make_model("table-ds2-kv_b",
-                       "--arch deepseek2 --mla-layout kv_b --q-lora-rank 0 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
+      test::make_model("table-ds2-kv_b", "--arch deepseek2 --mla-layout kv_b --q-lora-rank 0 " + tiny +
+                                             "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-glm4moe", "--arch glm4moe " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-minimax-m2", "--arch minimax-m2 " + tiny + "--n-ff 32 --n-expert 4 --n-expert-used 2"),
-      test::make_model("table-bailingmoe2", "--arch bailingmoe2 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2 "
-                                             "--ling-n-expert-group 2 --ling-n-expert-group-used 1"),
+      test::make_model("table-bailingmoe2", "--arch bailingmoe2 " + tiny +
+                                                "--n-ff 64 --n-expert 4 --n-expert-used 2 "
+                                                "--ling-n-expert-group 2 --ling-n-expert-group-used 1"),
       test::make_model("table-bailingmoe3", "--arch bailingmoe3 --ling3-group 2 --ling3-q-lora-rank 32 " + tiny +
                                                 "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-deepseek32", "--arch deepseek32 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
-      test::make_model("table-glm-dsa", "--arch glm-dsa --dsa-types 1,0 " + tiny +
-                                            "--n-ff 64 --n-expert 4 --n-expert-used 2"),
-      test::make_model("table-deepseek4", "--arch deepseek4 " + tiny + "--n-ff 32 --n-expert 4 --n-expert-used 2 "
-                                          "--dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 --dsv4-o-lora-rank 32 "
-                                          "--dsv4-ratios 4,128 --dsv4-hash-layers 1"),
+      test::make_model("table-glm-dsa",
+                       "--arch glm-dsa --dsa-types 1,0 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
+      test::make_model("table-deepseek4",
+                       "--arch deepseek4 " + tiny +
+                           "--n-ff 32 --n-expert 4 --n-expert-used 2 "
+                           "--dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 --dsv4-o-lora-rank 32 "
+                           "--dsv4-ratios 4,128 --dsv4-hash-layers 1"),
       test::make_model("table-kimi-linear",
                        "--arch kimi-linear --mla-every 2 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-kimi-k3", "--arch kimi-k3 --mla-every 2 --attn-res-block 1 --expert-latent 32 " + tiny +

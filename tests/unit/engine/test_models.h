@@ -36,8 +36,7 @@ inline std::string make_model(const std::string& name, const std::string& flags)
   const std::filesystem::path out = dir / (name + "-" + std::to_string(key % 1000000007) + ".gguf");
   if (!std::filesystem::exists(out)) {
     const std::string tmp = out.string() + ".tmp";
-    const std::string cmd = generator + " " + flags + " --out " + tmp +
-                            " > /dev/null";
+    const std::string cmd = generator + " " + flags + " --out " + tmp + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("model generator failed: " + cmd);
     std::filesystem::rename(tmp, out);
   }
@@ -46,31 +45,36 @@ inline std::string make_model(const std::string& name, const std::string& flags)
 
 // Small dense and MoE llama models.
 inline std::string dense_model() {
-  return make_model("dense-q8", "--arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 128 --type Q8_0 --seed 3");
+  return make_model("dense-q8",
+                    "--arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 128 --type Q8_0 --seed 3");
 }
 inline std::string moe_model() {
-  return make_model("moe-q4", "--arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 96 --n-expert 8 "
-                              "--n-expert-used 2 --type Q4_0 --seed 4");
+  return make_model("moe-q4",
+                    "--arch llama --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 96 --n-expert 8 "
+                    "--n-expert-used 2 --type Q4_0 --seed 4");
 }
 
 // A mixed K-quant MoE model, as the K-quant GGUFs people download are laid out.
 inline std::string kquant_moe_model() {
-  return make_model("moe-kquant", "--arch llama --n-embd 256 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 256 "
-                                  "--n-expert 4 --n-expert-used 2 --type Q4_K --tensor-type token_embd=Q8_0 "
-                                  "--tensor-type attn_v=Q6_K --tensor-type ffn_down=Q5_K --tensor-type attn_q=Q3_K "
-                                  "--tensor-type attn_k=Q2_K --seed 9");
+  return make_model("moe-kquant",
+                    "--arch llama --n-embd 256 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 256 "
+                    "--n-expert 4 --n-expert-used 2 --type Q4_K --tensor-type token_embd=Q8_0 "
+                    "--tensor-type attn_v=Q6_K --tensor-type ffn_down=Q5_K --tensor-type attn_q=Q3_K "
+                    "--tensor-type attn_k=Q2_K --seed 9");
 }
 
 // MoE with MXFP4 experts and Q8_0 elsewhere, as the MXFP4 MoE releases are laid out.
 inline std::string mxfp4_moe_model() {
-  return make_model("moe-mxfp4", "--arch llama --n-embd 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 96 "
-                                 "--n-expert 8 --n-expert-used 2 --type Q8_0 --tensor-type _exps=MXFP4 --seed 12");
+  return make_model("moe-mxfp4",
+                    "--arch llama --n-embd 128 --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 96 "
+                    "--n-expert 8 --n-expert-used 2 --type Q8_0 --tensor-type _exps=MXFP4 --seed 12");
 }
 
 // The stack the kimi-linear and kimi-k3 models share: KDA layers with an MLA
 // layer every second layer (K M K M), a dense first layer, 8 routed experts.
 inline std::string kimi_stack(const std::string& arch) {
-  return "--arch " + arch + " --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 --n-expert-used 2 "
+  return "--arch " + arch +
+         " --n-embd 64 --n-layer 4 --n-head 2 --n-ff 128 --n-expert 8 --n-expert-used 2 "
          "--mla-every 2 --kda-head-dim 32 --conv-kernel 4 --kl-n-ff-expert 64 --kl-kv-lora-rank 32 "
          "--kl-qk-rope-dim 16 --kl-qk-nope-dim 32 --kl-v-head-dim 32";
 }
@@ -84,15 +88,17 @@ inline std::string kimi_linear_model() {
 // layers, latent MoE (32 of 64) with the routed norm, the MLA output gate,
 // situ, the lower-bound KDA gate; MXFP4 routed experts and Q8_0 elsewhere.
 inline std::string kimi_k3_model() {
-  return make_model("kimi-k3", kimi_stack("kimi-k3") + " --attn-res-block 2 --expert-latent 32 --routed-norm true "
-                               "--attn-gate true --type Q8_0 --tensor-type _exps=MXFP4 --seed 31");
+  return make_model("kimi-k3", kimi_stack("kimi-k3") +
+                                   " --attn-res-block 2 --expert-latent 32 --routed-norm true "
+                                   "--attn-gate true --type Q8_0 --tensor-type _exps=MXFP4 --seed 31");
 }
 
 // kimi-k3 with its optional parts off: no attention residuals, full-width
 // experts, no attn_gate, no lower-bound gate, situ without the up-branch beta.
 inline std::string kimi_k3_plain_model() {
-  return make_model("kimi-k3-plain", kimi_stack("kimi-k3") + " --attn-res-block 0 --expert-latent 0 --attn-gate false "
-                                     "--kda-lower-bound 0 --situ-linear-beta 0 --type Q8_0 --seed 32");
+  return make_model("kimi-k3-plain", kimi_stack("kimi-k3") +
+                                         " --attn-res-block 0 --expert-latent 0 --attn-gate false "
+                                         "--kda-lower-bound 0 --situ-linear-beta 0 --type Q8_0 --seed 32");
 }
 
 // qwen3next / qwen35moe: Gated DeltaNet layers with a gated full-attention
@@ -101,18 +107,21 @@ inline std::string kimi_k3_plain_model() {
 // experts and Q8_0 elsewhere.
 // `extra`: more generator flags (the file name keeps them apart).
 inline std::string qwen_next_model(const std::string& arch, const std::string& extra = "") {
-  return make_model(arch, extra + " --arch " + arch + " --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 64 "
-                          "--n-expert 8 --n-expert-used 2 --full-attn-every 2 --qn-head-dim 32 --qn-rope-dim 8 "
-                          "--gdn-head-dim 16 --gdn-k-heads 2 --gdn-v-heads 4 --gdn-conv-kernel 4 --qn-n-ff-shexp 64 "
-                          "--qn-rope-sections 1,1,1,1 --type Q8_0 --tensor-type _exps=MXFP4 --seed 41");
+  return make_model(arch,
+                    extra + " --arch " + arch +
+                        " --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 64 "
+                        "--n-expert 8 --n-expert-used 2 --full-attn-every 2 --qn-head-dim 32 --qn-rope-dim 8 "
+                        "--gdn-head-dim 16 --gdn-k-heads 2 --gdn-v-heads 4 --gdn-conv-kernel 4 --qn-n-ff-shexp 64 "
+                        "--qn-rope-sections 1,1,1,1 --type Q8_0 --tensor-type _exps=MXFP4 --seed 41");
 }
 
 // gpt-oss: 4 layers alternating an 8-token sliding window and full attention,
 // sinks, biases everywhere, YaRN; MXFP4 routed experts and Q8_0 elsewhere.
 inline std::string gpt_oss_model() {
-  return make_model("gpt-oss", "--arch gpt-oss --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 "
-                               "--n-ff 64 --n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --rope-base 150000 "
-                               "--n-ctx 4096 --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o --seed 41");
+  return make_model("gpt-oss",
+                    "--arch gpt-oss --n-embd 64 --n-layer 4 --n-head 4 --n-head-kv 2 --oss-head-dim 32 "
+                    "--n-ff 64 --n-expert 8 --n-expert-used 2 --oss-sliding-window 8 --rope-base 150000 "
+                    "--n-ctx 4096 --type Q8_0 --tensor-type _exps=MXFP4 --vocab-pre gpt-4o --seed 41");
 }
 
 // deepseek2 quantized as the 1.8-bit K2 GGUFs are (routed gate/up IQ1_S, down
@@ -121,14 +130,16 @@ inline std::string gpt_oss_model() {
 // tiny-ds2-k2-iq1s (tests/conformance/reference/make_goldens.sh), whose bytes
 // are llama-quantize's.
 inline std::string k2_lowbit_model() {
-  return make_model("k2-lowbit", "--arch deepseek2 --n-embd 256 --n-layer 4 --n-head 8 --n-ff 512 --n-expert 8 "
-                                 "--n-expert-used 2 --q-lora-rank 256 --kv-lora-rank 64 --qk-rope-dim 16 "
-                                 "--qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 256 --n-shared-expert 1 "
-                                 "--n-dense-lead 1 --n-ctx 4096 --seed 7 --type Q8_0 "
-                                 "--tensor-type 'ffn_(gate|up)_exps=IQ1_S' --tensor-type ffn_down_exps=IQ2_XXS "
-                                 "--tensor-type 'attn_(q_a|q_b|kv_a_mqa).weight=Q4_K' --tensor-type attn_output=Q6_K "
-                                 "--imatrix " NS_SOURCE_DIR "/tests/conformance/imatrix/tiny-ds2-k2.imatrix.gguf "
-                                 "--imatrix-include _exps");
+  return make_model("k2-lowbit",
+                    "--arch deepseek2 --n-embd 256 --n-layer 4 --n-head 8 --n-ff 512 --n-expert 8 "
+                    "--n-expert-used 2 --q-lora-rank 256 --kv-lora-rank 64 --qk-rope-dim 16 "
+                    "--qk-nope-dim 32 --v-head-dim 32 --n-ff-expert 256 --n-shared-expert 1 "
+                    "--n-dense-lead 1 --n-ctx 4096 --seed 7 --type Q8_0 "
+                    "--tensor-type 'ffn_(gate|up)_exps=IQ1_S' --tensor-type ffn_down_exps=IQ2_XXS "
+                    "--tensor-type 'attn_(q_a|q_b|kv_a_mqa).weight=Q4_K' --tensor-type attn_output=Q6_K "
+                    "--imatrix " NS_SOURCE_DIR
+                    "/tests/conformance/imatrix/tiny-ds2-k2.imatrix.gguf "
+                    "--imatrix-include _exps");
 }
 
 // `n` token ids spread over the vocabulary; another `offset` gives another prompt.
@@ -160,9 +171,7 @@ inline std::vector<float> check_restart_is_fresh(Model& m, const std::vector<int
 }
 
 // Greedy sampling of exactly `n` tokens.
-inline SamplingParams greedy(int n) {
-  return {.max_tokens = n, .temperature = 0, .ignore_eos = true};
-}
+inline SamplingParams greedy(int n) { return {.max_tokens = n, .temperature = 0, .ignore_eos = true}; }
 
 // Sampling from the model's whole distribution (temperature 1, no top-k, top-p
 // or min-p cut) with `seed`, at most `n` tokens.
@@ -211,7 +220,8 @@ inline double batched_vs_sequential(const std::string& path, ModelOptions mo = {
   double max_diff = 0;
   for (size_t t = 0; t < toks.size(); ++t) {
     single->forward(std::span(toks).subspan(t, 1), static_cast<int64_t>(t), false, one);
-    for (int64_t v = 0; v < n_vocab; ++v) max_diff = std::max(max_diff, std::fabs(double(one[v]) - all[t * n_vocab + v]));
+    for (int64_t v = 0; v < n_vocab; ++v)
+      max_diff = std::max(max_diff, std::fabs(double(one[v]) - all[t * n_vocab + v]));
   }
   return max_diff;
 }

@@ -25,8 +25,9 @@ namespace {
 
 // 4 MoE layers of 16 experts (4 used): enough experts that a small cache evicts.
 std::string streaming_model() {
-  return test::make_model("stream-moe-q4", "--arch llama --n-embd 128 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 256 "
-                                           "--n-expert 16 --n-expert-used 4 --type Q4_0 --seed 11");
+  return test::make_model("stream-moe-q4",
+                          "--arch llama --n-embd 128 --n-layer 4 --n-head 4 --n-head-kv 2 --n-ff 256 "
+                          "--n-expert 16 --n-expert-used 4 --type Q4_0 --seed 11");
 }
 
 struct Run {
@@ -205,11 +206,12 @@ TEST_CASE("weight streaming: the K2-like i-quant mix's expert bytes, as the read
 // A qwen3next file larger than the budget (53 MiB against 40 MiB: 4 layers of 32 Q8_0 experts) runs in a fresh
 // process, its experts streamed and re-read, the delta-net state and attention cache resident, within the budget.
 TEST_CASE("weight streaming: qwen3next runs within a memory_budget smaller than its file") {
-  const std::string path = test::make_model("stream-qwen3next-q8", "--arch qwen3next --n-embd 256 --n-layer 4 --n-head 4 "
-                                                                   "--n-head-kv 2 --n-ff 512 --n-expert 32 --n-expert-used 4 "
-                                                                   "--full-attn-every 2 --qn-head-dim 64 --qn-rope-dim 16 "
-                                                                   "--gdn-head-dim 32 --gdn-k-heads 2 --gdn-v-heads 4 "
-                                                                   "--type Q8_0 --seed 5");
+  const std::string path = test::make_model("stream-qwen3next-q8",
+                                            "--arch qwen3next --n-embd 256 --n-layer 4 --n-head 4 "
+                                            "--n-head-kv 2 --n-ff 512 --n-expert 32 --n-expert-used 4 "
+                                            "--full-attn-every 2 --qn-head-dim 64 --qn-rope-dim 16 "
+                                            "--gdn-head-dim 32 --gdn-k-heads 2 --gdn-v-heads 4 "
+                                            "--type Q8_0 --seed 5");
   const uint64_t budget = 40ull << 20;
   REQUIRE(std::filesystem::file_size(path) > budget);
   test::check_streams_within_budget(path, 40, "uring", 12);
@@ -229,9 +231,10 @@ TEST_CASE("weight streaming: a budget too small fails with the breakdown and the
 // the budget runs, and the peak RSS it reports stays within the budget.
 TEST_CASE("weight streaming: peak RSS stays within memory_budget for a model larger than it") {
   // ~230 MB: 8 layers of 32 experts at Q4_0.
-  const std::string path = test::make_model("stream-rss-q4", "--arch llama --n-embd 512 --n-layer 8 --n-head 8 "
-                                                             "--n-head-kv 2 --n-ff 1024 --n-expert 32 --n-expert-used 4 "
-                                                             "--type Q4_0 --seed 7");
+  const std::string path = test::make_model("stream-rss-q4",
+                                            "--arch llama --n-embd 512 --n-layer 8 --n-head 8 "
+                                            "--n-head-kv 2 --n-ff 1024 --n-expert 32 --n-expert-used 4 "
+                                            "--type Q4_0 --seed 7");
   const uint64_t budget = 120ull << 20;
   REQUIRE(std::filesystem::file_size(path) > 1.8 * budget);
   test::check_streams_within_budget(path, 120, "uring", 12);

@@ -22,7 +22,7 @@ Hparams deepseek_like(float factor, float log_mul) {
   hp.yarn_mscale = deepseek2_traits.yarn_mscale;
   hp.n_embd = 256;
   hp.n_head = 4;
-  hp.head_dim = 48;       // legacy: key_length = nope + rope
+  hp.head_dim = 48;  // legacy: key_length = nope + rope
   hp.head_dim_v = 32;
   hp.kv_lora_rank = 64;
   hp.rope_dim = 16;

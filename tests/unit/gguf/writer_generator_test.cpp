@@ -54,7 +54,8 @@ std::shared_ptr<GgufFile> make_and_open(const ScratchDir& dir, const std::string
 float half_to_float(uint16_t h) {
   const int exp = (h >> 10) & 0x1f;
   const int mant = h & 0x3ff;
-  float v = exp == 0 ? std::ldexp(static_cast<float>(mant), -24) : std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
+  float v =
+      exp == 0 ? std::ldexp(static_cast<float>(mant), -24) : std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
   if (exp == 31) v = INFINITY;
   return (h & 0x8000) ? -v : v;
 }
@@ -171,8 +172,8 @@ TEST_CASE("the default model is a llama with the built-in BPE vocabulary") {
   // Tensors: names, ggml-order shapes and types, in llama.cpp's order.
   std::vector<std::string> expected = {"token_embd.weight", "output_norm.weight", "output.weight"};
   for (int i = 0; i < 3; ++i)
-    for (const char* s : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up",
-                          "ffn_down"})
+    for (const char* s :
+         {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"})
       expected.push_back("blk." + std::to_string(i) + "." + s + ".weight");
   REQUIRE(f->tensors().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) CHECK(f->tensors()[i].name == expected[i]);
@@ -312,12 +313,13 @@ TEST_CASE("Q1_0, Q2_0 and NVFP4: --type and --tensor-type write them, with their
     GgmlType ggml;
     uint64_t file_type, row_bytes;
   };
-  const Case cases[] = {{"q1_0", GgmlType::Q1_0, 40, 18}, {"Q2_0", GgmlType::Q2_0, 41, 2 * 18},
-                        {"nvfp4", GgmlType::NVFP4, 39, 2 * 36}};
+  const Case cases[] = {
+      {"q1_0", GgmlType::Q1_0, 40, 18}, {"Q2_0", GgmlType::Q2_0, 41, 2 * 18}, {"nvfp4", GgmlType::NVFP4, 39, 2 * 36}};
   for (const Case& c : cases) {
     CAPTURE(c.type);
-    const auto all = make_and_open(dir, std::string(c.type) + ".gguf",
-                                   "--n-expert 4 --n-expert-used 2 --n-ff 128 --n-layer 1 --type " + std::string(c.type));
+    const auto all =
+        make_and_open(dir, std::string(c.type) + ".gguf",
+                      "--n-expert 4 --n-expert-used 2 --n-ff 128 --n-layer 1 --type " + std::string(c.type));
     CHECK(all->get_u64("general.file_type") == c.file_type);  // LLAMA_FTYPE_MOSTLY_<type>
     const TensorInfo& gate = *all->find_tensor("blk.0.ffn_gate_exps.weight");
     CHECK(gate.type == c.ggml);
@@ -327,7 +329,8 @@ TEST_CASE("Q1_0, Q2_0 and NVFP4: --type and --tensor-type write them, with their
     // own reading of ggml's layout) to zero-mean values at the fan-in scale.
     const auto experts = make_and_open(dir, std::string(c.type) + "-experts.gguf",
                                        "--n-expert 4 --n-expert-used 2 --n-ff 128 --n-layer 2 --type Q8_0 "
-                                       "--tensor-type _exps=" + std::string(c.type));
+                                       "--tensor-type _exps=" +
+                                           std::string(c.type));
     for (const auto& t : experts->tensors()) {
       if (t.name.find("_exps") == std::string::npos) continue;
       CAPTURE(t.name);
@@ -364,8 +367,8 @@ TEST_CASE("same flags and seed give identical bytes, whatever the thread count")
 
 TEST_CASE("--print-size-only prints the exact size and writes nothing") {
   ScratchDir dir;
-  for (const std::string flags : {"--n-expert 8 --n-expert-used 2 --type Q4_0 --tied-output",
-                                  "--type BF16 --tensor-type ffn=F32 --n-layer 1"}) {
+  for (const std::string flags :
+       {"--n-expert 8 --n-expert-used 2 --type Q4_0 --tied-output", "--type BF16 --tensor-type ffn=F32 --n-layer 1"}) {
     CAPTURE(flags);
     const Run size = make_model(flags + " --print-size-only --out " + dir.file("never"));
     REQUIRE(size.exit_code == 0);
@@ -381,7 +384,8 @@ TEST_CASE("weights are zero-mean after quantization and scaled by fan-in") {
     CAPTURE(type);
     const auto f = make_and_open(dir, std::string(type) + ".gguf",
                                  std::string("--n-embd 256 --n-ff 256 --n-layer 2 --n-expert 4 --n-expert-used 2 "
-                                             "--type ") + type);
+                                             "--type ") +
+                                     type);
     for (const auto& t : f->tensors()) {
       CAPTURE(t.name);
       const Stats s = stats(dequantize(*f, t));
@@ -408,8 +412,9 @@ TEST_CASE("weights are zero-mean after quantization and scaled by fan-in") {
 
 TEST_CASE("--random-expert-codes: MXFP4 experts as random codes, zero-mean, near the normal rows' deviation") {
   ScratchDir dir;
-  const std::string flags = "--n-embd 256 --n-ff 128 --n-layer 2 --n-expert 8 --n-expert-used 2 --type Q8_0 "
-                            "--tensor-type _exps=MXFP4 --seed 5";
+  const std::string flags =
+      "--n-embd 256 --n-ff 128 --n-layer 2 --n-expert 8 --n-expert-used 2 --type Q8_0 "
+      "--tensor-type _exps=MXFP4 --seed 5";
   const auto normal = make_and_open(dir, "normal.gguf", flags);
   const auto codes = make_and_open(dir, "codes.gguf", flags + " --random-expert-codes --threads 1");
   const auto again = make_and_open(dir, "again.gguf", flags + " --random-expert-codes --threads 2");
@@ -440,8 +445,8 @@ TEST_CASE("random tokens spread over the experts") {
   // Layer 0's router applied to normalized embeddings of 64 tokens: a bias
   // common to all tokens would send them to the same few experts.
   ScratchDir dir;
-  const auto f = make_and_open(dir, "route.gguf",
-                               "--n-expert 16 --n-expert-used 2 --n-ff 32 --n-layer 1 --type Q4_0 --seed 3");
+  const auto f =
+      make_and_open(dir, "route.gguf", "--n-expert 16 --n-expert-used 2 --n-ff 32 --n-layer 1 --type Q4_0 --seed 3");
   const TensorInfo& emb = *f->find_tensor("token_embd.weight");
   const auto embedding = dequantize(*f, emb);
   const auto norm = dequantize(*f, *f->find_tensor("blk.0.ffn_norm.weight"));
@@ -520,7 +525,8 @@ TEST_CASE("impossible requests fail with the exit code and a message naming the 
       {"--n-expert 8", 4, "--n-expert-used"},
       {"--type IQ3_S", 4, "Q4_0"},
       {"--n-embd 256 --n-ff 512 --type IQ2_XXS", 4, "--imatrix"},
-      {"--n-embd 256 --n-ff 512 --type Q4_K --imatrix " NS_SOURCE_DIR "/tests/conformance/imatrix/tiny-ds2-k2.imatrix.gguf",
+      {"--n-embd 256 --n-ff 512 --type Q4_K --imatrix " NS_SOURCE_DIR
+       "/tests/conformance/imatrix/tiny-ds2-k2.imatrix.gguf",
        4, "--imatrix-include"},
       {"--n-ff 100", 4, "block of 32"},
       {"--tensor-type token_embd", 4, "PATTERN=TYPE"},

@@ -77,8 +77,8 @@ std::vector<std::pair<std::string, Value>> every_value() {
       {"t.arr.i32", i32_array({-1, 0, 2147483647})},
       {"t.arr.str", string_array({"a", "", "Ġthe"})},
       {"t.arr.empty", array(ValueType::UINT32, {})},
-      {"t.arr.nested",
-       array(ValueType::ARRAY, {i32_array({-1, 7}), string_array({"x"}), array(ValueType::ARRAY, {f32_array({2.0f})})})},
+      {"t.arr.nested", array(ValueType::ARRAY,
+                             {i32_array({-1, 7}), string_array({"x"}), array(ValueType::ARRAY, {f32_array({2.0f})})})},
   };
   return kv;
 }
@@ -215,7 +215,8 @@ TEST_CASE("chunked writes give the same file as whole-tensor writes") {
     GgufWriter w(4096);
     declare(w);
     w.open(dir.file("chunks.gguf"));
-    for (size_t at = 0; at < all.size(); at += 7) w.write_data(std::span(all).subspan(at, std::min<size_t>(7, all.size() - at)));
+    for (size_t at = 0; at < all.size(); at += 7)
+      w.write_data(std::span(all).subspan(at, std::min<size_t>(7, all.size() - at)));
     w.close();
   }
   CHECK(read_bytes(dir.file("whole.gguf")) == read_bytes(dir.file("chunks.gguf")));
@@ -290,7 +291,9 @@ TEST_CASE("bad declarations are rejected with the name and the reason") {
   };
   CHECK(error_of([&] { w.add_tensor("q", {33, 2}, GgmlType::Q8_0); }).find("block of 32") != std::string::npos);
   CHECK(error_of([&] { w.add_tensor("z", {0}, GgmlType::F32); }).find("'z'") != std::string::npos);
-  CHECK(error_of([&] { w.add_tensor("five", {1, 1, 1, 1, 1}, GgmlType::F32); }).find("dimensions") != std::string::npos);
+  CHECK(error_of([&] {
+          w.add_tensor("five", {1, 1, 1, 1, 1}, GgmlType::F32);
+        }).find("dimensions") != std::string::npos);
   CHECK(error_of([&] { w.add_tensor(std::string(64, 'n'), {1}, GgmlType::F32); }).find("63") != std::string::npos);
   CHECK(error_of([&] { w.add_tensor("t", {1}, static_cast<GgmlType>(99)); }).find("99") != std::string::npos);
   w.add_tensor("dup", {1}, GgmlType::F32);
@@ -300,8 +303,9 @@ TEST_CASE("bad declarations are rejected with the name and the reason") {
   Value big = val::u8(0);
   big.u = 256;
   CHECK(error_of([&] { w.set("k.u8", big); }).find("'k.u8'") != std::string::npos);
-  CHECK(error_of([&] { w.set("k.arr", val::array(ValueType::INT32, {val::i32(1), val::str("x")})); })
-            .find("element 1") != std::string::npos);
+  CHECK(error_of([&] {
+          w.set("k.arr", val::array(ValueType::INT32, {val::i32(1), val::str("x")}));
+        }).find("element 1") != std::string::npos);
   CHECK(error_of([&] {
           w.set("k.nested", val::array(ValueType::ARRAY, {val::array(ValueType::INT8, {val::i8(1), val::u8(2)})}));
         }).find("'k.nested[0]'") != std::string::npos);

@@ -45,11 +45,11 @@ TEST_CASE("gbnf: repetitions") {
   const auto g = parse_gbnf(R"(root ::= "a"* "b"+ "c"? "d"{2} "e"{1,3} "f"{2,} ("gh"){0,1})");
   CHECK(matches(g, "bddeff"));
   CHECK(matches(g, "aaabbbcddeeeffffgh"));
-  CHECK_FALSE(matches(g, "ddeff"));        // b+ needs one
-  CHECK_FALSE(matches(g, "bdeff"));        // d{2}
-  CHECK_FALSE(matches(g, "bddeeeeff"));    // e{1,3}
-  CHECK_FALSE(matches(g, "bddef"));        // f{2,}
-  CHECK_FALSE(matches(g, "bddeffg"));      // the whole literal repeats
+  CHECK_FALSE(matches(g, "ddeff"));      // b+ needs one
+  CHECK_FALSE(matches(g, "bdeff"));      // d{2}
+  CHECK_FALSE(matches(g, "bddeeeeff"));  // e{1,3}
+  CHECK_FALSE(matches(g, "bddef"));      // f{2,}
+  CHECK_FALSE(matches(g, "bddeffg"));    // the whole literal repeats
 }
 
 TEST_CASE("gbnf: character classes, ranges, negation, any, Unicode") {
@@ -60,7 +60,7 @@ TEST_CASE("gbnf: character classes, ranges, negation, any, Unicode") {
   CHECK_FALSE(matches(g, "aa\xC3\xA9xx"));
   CHECK_FALSE(matches(g, "a!èxx"));
   CHECK_FALSE(matches(g, "a!éx\""));
-  CHECK_FALSE(matches(g, "a!éx\xC3"));     // an incomplete character is not a character
+  CHECK_FALSE(matches(g, "a!éx\xC3"));          // an incomplete character is not a character
   CHECK_FALSE(matches(g, "a!é\xED\xA0\x80x"));  // a surrogate is not UTF-8
 }
 

@@ -37,12 +37,12 @@ TEST_CASE("schema: object with required, optional and additionalProperties false
   CHECK(c.ok(R"({"name": "x", "age": 3})"));
   CHECK(c.ok("{\n  \"name\": \"x\",\n  \"tags\": [\"a\", \"b\"]\n}"));
   CHECK(c.ok(R"({"name":"x","age":-12,"tags":[]})"));
-  CHECK_FALSE(c.ok(R"({})"));                        // name is required
+  CHECK_FALSE(c.ok(R"({})"));  // name is required
   CHECK_FALSE(c.ok(R"({"age":3})"));
-  CHECK_FALSE(c.ok(R"({"name":"x","other":1})"));    // no additional properties
-  CHECK_FALSE(c.ok(R"({"name":"x","age":3.5})"));    // integer
+  CHECK_FALSE(c.ok(R"({"name":"x","other":1})"));  // no additional properties
+  CHECK_FALSE(c.ok(R"({"name":"x","age":3.5})"));  // integer
   CHECK_FALSE(c.ok(R"({"name":"x",})"));
-  CHECK_FALSE(c.ok(R"({"name":"x"} )"));             // nothing after the value: generation ends there
+  CHECK_FALSE(c.ok(R"({"name":"x"} )"));  // nothing after the value: generation ends there
   const Compiled none(R"({"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"null"}}})");
   CHECK(none.ok("{}"));
   CHECK(none.ok(R"({"b":null})"));
@@ -119,7 +119,8 @@ TEST_CASE("schema: unsupported features are refused with their JSON path") {
   CHECK(refusal(R"({"type":"array","items":{"type":"object","properties":{"a":{"not":{}}}}})")
             .find("$.items.properties.a.not: ") == 0);
   CHECK(refusal(R"({"type":"object","additionalProperties":{"type":"string"}})").find("$.additionalProperties: ") == 0);
-  CHECK(refusal(R"({"oneOf":[{"type":"string"},{"type":"string","maxLength":2}]})").find("$.oneOf: alternatives 0 and 1") == 0);
+  CHECK(refusal(R"({"oneOf":[{"type":"string"},{"type":"string","maxLength":2}]})")
+            .find("$.oneOf: alternatives 0 and 1") == 0);
   CHECK(refusal(R"({"$ref":"#/$defs/missing"})").find("$.$ref: ") == 0);
   CHECK(refusal(R"({"$ref":"other.json#/a"})").find("$.$ref: ") == 0);
   CHECK(refusal(R"({"type":"strin"})").find("$.type: unknown type \"strin\"") == 0);
@@ -200,8 +201,8 @@ TEST_CASE("schema: pattern groups, alternation, quantifiers, classes, escapes") 
 
 TEST_CASE("schema: unsupported pattern constructs are refused with the path and the construct") {
   const auto at = [](const char* pattern) {
-    return refusal(("{\"properties\":{\"code\":{\"type\":\"string\",\"pattern\":" + ojson(pattern).dump() + "}}}")
-                       .c_str());
+    return refusal(
+        ("{\"properties\":{\"code\":{\"type\":\"string\",\"pattern\":" + ojson(pattern).dump() + "}}}").c_str());
   };
   CHECK(at("(?=a)b").find("$.properties.code.pattern: the pattern has a lookahead (?=...) at offset 2") == 0);
   CHECK(at("(?<!a)b").find("a lookbehind (?<!...)") != std::string::npos);

@@ -30,10 +30,20 @@ const char* kSchema = R"({"type":"object","properties":{
 
 // Prefixes of a valid output: the states the masks are compared in.
 const char* kPrefixes[] = {
-    "", "{", "{\"", "{\"title\": \"", "{\"title\": \"Caf\xC3", "{\"title\": \"a\\", "{\"title\": \"a\\u00",
-    "{\"title\":\"x\",\"year\":", "{\"title\":\"x\",\"year\":19", "{\"title\":\"x\",\"year\":-",
-    "{\"title\":\"x\",\"year\":1,\"score\":1.", "{\"title\":\"x\",\"year\":1,\"tags\":[\"gr",
-    "{\"title\":\"x\",\"year\":1,\"tags\":[\"red\",", "{\"title\":\"x\",\"year\":1}",
+    "",
+    "{",
+    "{\"",
+    "{\"title\": \"",
+    "{\"title\": \"Caf\xC3",
+    "{\"title\": \"a\\",
+    "{\"title\": \"a\\u00",
+    "{\"title\":\"x\",\"year\":",
+    "{\"title\":\"x\",\"year\":19",
+    "{\"title\":\"x\",\"year\":-",
+    "{\"title\":\"x\",\"year\":1,\"score\":1.",
+    "{\"title\":\"x\",\"year\":1,\"tags\":[\"gr",
+    "{\"title\":\"x\",\"year\":1,\"tags\":[\"red\",",
+    "{\"title\":\"x\",\"year\":1}",
 };
 
 void compare_masks(const ns::Tokenizer& tok, const Grammar& g, const char* const* prefixes, size_t n) {

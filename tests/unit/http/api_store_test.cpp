@@ -25,8 +25,8 @@ QUEUE_TEST("api store: files are kept, listed newest first in pages, and deleted
   auto queue = db.open();  // the queue's own migrations made the tables
   auto store = store_of(db.location());
   for (int i = 1; i <= 5; ++i) {
-    store->add_file({"file-" + std::to_string(i), "in" + std::to_string(i) + ".jsonl", i == 3 ? "batch_output" : "batch",
-                     10 * i, 1000 + i, "line " + std::to_string(i) + "\n"});
+    store->add_file({"file-" + std::to_string(i), "in" + std::to_string(i) + ".jsonl",
+                     i == 3 ? "batch_output" : "batch", 10 * i, 1000 + i, "line " + std::to_string(i) + "\n"});
   }
   const std::optional<ApiFile> f = store->file("file-2", true);
   REQUIRE(f);

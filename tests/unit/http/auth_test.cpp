@@ -36,7 +36,7 @@ TEST_CASE("KeyCheck: Bearer and one of the keys") {
   CHECK(keys.accepts("Bearer second-key-0123456789"));
   CHECK(keys.accepts("Bearer second-key-0123456789 "));  // trailing space trimmed
   CHECK_FALSE(keys.accepts(""));
-  CHECK_FALSE(keys.accepts("first-key-0123456789"));         // no scheme
+  CHECK_FALSE(keys.accepts("first-key-0123456789"));  // no scheme
   CHECK_FALSE(keys.accepts("Basic first-key-0123456789"));
   CHECK_FALSE(keys.accepts("Bearer first-key-012345678"));
   CHECK_FALSE(keys.accepts("Bearer third-key-0123456789"));

@@ -117,10 +117,27 @@ TEST_CASE("batch_json: every field of OpenAI's Batch, null where it does not app
   b.metadata = R"({"run":"nightly"})";
   b.errors = rejected_to_json({{3, "c", "model_not_found", "unknown model 'x'", "body.model"}});
   nlohmann::ordered_json j = batch_json(b, counts(2, 1, 1, 0, 0));
-  for (const char* key : {"id", "object", "endpoint", "model", "errors", "input_file_id", "completion_window", "status",
-                          "output_file_id", "error_file_id", "created_at", "in_progress_at", "expires_at",
-                          "finalizing_at", "completed_at", "failed_at", "expired_at", "cancelling_at", "cancelled_at",
-                          "request_counts", "metadata"}) {
+  for (const char* key : {"id",
+                          "object",
+                          "endpoint",
+                          "model",
+                          "errors",
+                          "input_file_id",
+                          "completion_window",
+                          "status",
+                          "output_file_id",
+                          "error_file_id",
+                          "created_at",
+                          "in_progress_at",
+                          "expires_at",
+                          "finalizing_at",
+                          "completed_at",
+                          "failed_at",
+                          "expired_at",
+                          "cancelling_at",
+                          "cancelled_at",
+                          "request_counts",
+                          "metadata"}) {
     CHECK_MESSAGE(j.contains(key), key);
   }
   CHECK(j["object"] == "batch");

@@ -125,8 +125,7 @@ class PgTestServer {
   // queue's tables land there (first in its search_path). Much cheaper than
   // a database per test, and as isolated for what the tests do.
   std::string create_schema() {
-    const std::string name =
-        "nstest_" + std::to_string(getpid()) + "_" + std::to_string(counter_.fetch_add(1) + 1);
+    const std::string name = "nstest_" + std::to_string(getpid()) + "_" + std::to_string(counter_.fetch_add(1) + 1);
     jobs::pg::Conn admin(url_);
     admin.exec("CREATE SCHEMA " + name);
     return url_ + (url_.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" + name;
@@ -151,8 +150,8 @@ class PgTestServer {
       return;
     }
     const std::string log = tmpl + ".log";
-    const std::string cmd = "bash '" + script() + "' start '" + tmpl + "' " + std::to_string(getpid()) + " 2> '" +
-                            log + "'";
+    const std::string cmd =
+        "bash '" + script() + "' start '" + tmpl + "' " + std::to_string(getpid()) + " 2> '" + log + "'";
     std::string out;
     if (FILE* p = popen(cmd.c_str(), "r"); p != nullptr) {
       char buf[512];
@@ -251,9 +250,9 @@ inline jobs::Lease claim_lease(jobs::Queue& q, const std::string& worker = "w", 
 // A test run once per backend; inside it, QUEUE_BACKEND(db) gives the fresh
 // database (or skips the PostgreSQL run with a message where there is no server).
 #define QUEUE_TEST(name) TEST_CASE_TEMPLATE(name, Backend, ns::test::SqliteBackend, ns::test::PgBackend)
-#define QUEUE_BACKEND(db)                                                   \
-  Backend db;                                                               \
-  if (!db.available()) {                                                    \
+#define QUEUE_BACKEND(db)                                                              \
+  Backend db;                                                                          \
+  if (!db.available()) {                                                               \
     MESSAGE("skipped on " << std::string(Backend::kName) << ": " << db.skip_reason()); \
-    return;                                                                 \
+    return;                                                                            \
   }

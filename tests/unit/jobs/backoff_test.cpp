@@ -20,8 +20,8 @@ TEST_CASE("the delay doubles per failure up to the cap; jitter keeps it in [step
   CHECK(backoff_delay_ms(b, 6, 0.999999) == 30'000);  // 32 s capped
   CHECK(backoff_delay_ms(b, 6, 0.0) == 15'000);
   CHECK(backoff_delay_ms(b, 1'000'000, 0.5) == 22'500);  // no overflow however many failures
-  CHECK(backoff_delay_ms(b, 0, 0.999999) == 1000);        // "no failure yet" reads as the first
-  CHECK(backoff_delay_ms(Backoff{0, 0}, 7, 0.7) == 0);    // tests: retry at once
+  CHECK(backoff_delay_ms(b, 0, 0.999999) == 1000);       // "no failure yet" reads as the first
+  CHECK(backoff_delay_ms(Backoff{0, 0}, 7, 0.7) == 0);   // tests: retry at once
 }
 
 TEST_CASE("the random draw spreads the retries of jobs that failed together") {

@@ -86,8 +86,8 @@ struct BatchRun {
       Job j;
       j.prompt = 10 + int64_t(uniform() * 50);
       j.max_tokens = max_tokens;
-      j.length = uniform() < capped ? max_tokens
-                                    : std::max<int64_t>(1, int64_t(max_tokens * (lo + (hi - lo) * uniform())));
+      j.length =
+          uniform() < capped ? max_tokens : std::max<int64_t>(1, int64_t(max_tokens * (lo + (hi - lo) * uniform())));
       jobs.push_back(j);
     }
   }

@@ -28,15 +28,13 @@ using ns::test::database_error_from;
 
 namespace {
 
-JobSpec spec(const std::string& prompt) {
-  return ns::test::job_spec("tiny", prompt);
-}
+JobSpec spec(const std::string& prompt) { return ns::test::job_spec("tiny", prompt); }
 
-#define PG_BACKEND(db)                                                          \
-  ns::test::PgBackend db;                                                       \
-  if (!db.available()) {                                                        \
-    MESSAGE("skipped on PostgreSQL: " << db.skip_reason());                    \
-    return;                                                                     \
+#define PG_BACKEND(db)                                      \
+  ns::test::PgBackend db;                                   \
+  if (!db.available()) {                                    \
+    MESSAGE("skipped on PostgreSQL: " << db.skip_reason()); \
+    return;                                                 \
   }
 
 }  // namespace
@@ -70,8 +68,9 @@ TEST_CASE("PostgreSQL: a lost connection is made again by the next call") {
   auto kill_other_connections = [&] {
     pg::Conn admin(db.location());
     return admin
-        .exec("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-              "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        .exec(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()")
         .int64(0, 0);
   };
   CHECK(kill_other_connections() == 1);
@@ -95,13 +94,16 @@ TEST_CASE("PostgreSQL: a connection lost inside a transaction is a transient err
   const int64_t pid = conn.exec("SELECT pg_backend_pid()").int64(0, 0);
   {
     pg::Transaction tx(conn);
-    conn.exec("INSERT INTO workers (id, host, pid, version, started_ms, heartbeat_ms) VALUES ('w1', 'h', 1, 'v', 1, 1)");
+    conn.exec(
+        "INSERT INTO workers (id, host, pid, version, started_ms, heartbeat_ms) VALUES ('w1', 'h', 1, 'v', 1, 1)");
     pg::Conn admin(db.location());
     CHECK(admin.exec("SELECT pg_terminate_backend($1)", pg::Params().add(pid)).boolean(0, 0));
     // The next statement of the same transaction must not run on a new connection.
-    const DatabaseError e = database_error_from(
-        [&] { conn.exec("INSERT INTO workers (id, host, pid, version, started_ms, heartbeat_ms) VALUES "
-                        "('w2', 'h', 1, 'v', 1, 1)"); });
+    const DatabaseError e = database_error_from([&] {
+      conn.exec(
+          "INSERT INTO workers (id, host, pid, version, started_ms, heartbeat_ms) VALUES "
+          "('w2', 'h', 1, 'v', 1, 1)");
+    });
     CHECK(e.transient());
     CHECK_THROWS_AS(tx.commit(), DatabaseError);  // nothing to commit on a new connection either
   }
@@ -111,7 +113,8 @@ TEST_CASE("PostgreSQL: a connection lost inside a transaction is a transient err
   // A transaction an error aborted does not "commit" either (PostgreSQL answers ROLLBACK).
   {
     pg::Transaction tx(conn);
-    conn.exec("INSERT INTO workers (id, host, pid, version, started_ms, heartbeat_ms) VALUES ('w3', 'h', 1, 'v', 1, 1)");
+    conn.exec(
+        "INSERT INTO workers (id, host, pid, version, started_ms, heartbeat_ms) VALUES ('w3', 'h', 1, 'v', 1, 1)");
     CHECK_THROWS_AS(conn.exec("SELECT no_such_column FROM workers"), DatabaseError);
     CHECK_THROWS_WITH_AS(tx.commit(), doctest::Contains("the transaction was rolled back"), DatabaseError);
   }
@@ -242,12 +245,12 @@ TEST_CASE("libpq errors: a bad escape in the password is permanent and never ech
   CHECK_FALSE(bad.transient());  // waiting cannot fix a URL
   CHECK_MESSAGE(std::string(bad.what()).find("invalid percent-encoded token") != std::string::npos, bad.what());
   CHECK_MESSAGE(std::string(bad.what()).find("zzcret") == std::string::npos, bad.what());
-  const DatabaseError keyword = database_error_from(
-      [] { open_pg_queue("postgresql:///q?host=/nonexistent-ns-dir&password=s3%zzcret"); });
+  const DatabaseError keyword =
+      database_error_from([] { open_pg_queue("postgresql:///q?host=/nonexistent-ns-dir&password=s3%zzcret"); });
   CHECK_MESSAGE(std::string(keyword.what()).find("zzcret") == std::string::npos, keyword.what());
   // "connection to server ... failed: ...\n\tIs the server running ...": one line.
-  const DatabaseError down = database_error_from(
-      [] { open_pg_queue("postgresql://night@127.0.0.1:1/q?connect_timeout=1"); });
+  const DatabaseError down =
+      database_error_from([] { open_pg_queue("postgresql://night@127.0.0.1:1/q?connect_timeout=1"); });
   CHECK(down.transient());
   CHECK_MESSAGE(std::string(down.what()).find('\n') == std::string::npos, down.what());
   CHECK_MESSAGE(std::string(down.what()).find("Connection refused; Is the server running") != std::string::npos,

@@ -31,9 +31,18 @@ constexpr int64_t kLeaseMs = 60'000;
 using ns::test::claim_lease;
 
 JobResult sample_result() {
-  return {.text = "line one\nline two " + std::string(100, 'x'), .finish_reason = "length", .prompt_tokens = 7,
-          .completion_tokens = 33, .queue_wait_ms = 12.5, .load_ms = 140.25, .prefill_ms = 20, .decode_ms = 500,
-          .prefill_tok_s = 350, .decode_tok_s = 66, .peak_rss_bytes = 123456789, .bytes_read = 9876543210ULL};
+  return {.text = "line one\nline two " + std::string(100, 'x'),
+          .finish_reason = "length",
+          .prompt_tokens = 7,
+          .completion_tokens = 33,
+          .queue_wait_ms = 12.5,
+          .load_ms = 140.25,
+          .prefill_ms = 20,
+          .decode_ms = 500,
+          .prefill_tok_s = 350,
+          .decode_tok_s = 66,
+          .peak_rss_bytes = 123456789,
+          .bytes_read = 9876543210ULL};
 }
 
 }  // namespace
@@ -365,7 +374,7 @@ QUEUE_TEST("release puts a running job back in the queue without counting the at
   CHECK(again->id == first);
   CHECK(again->worker == "w2");
   CHECK(again->attempts == 1);
-  CHECK(again->attempt == 2);  // the claim number never repeats: it is the fence
+  CHECK(again->attempt == 2);      // the claim number never repeats: it is the fence
   CHECK_FALSE(q->release(lease));  // the first claim's lease is long gone
 
   // A cancel requested while it ran wins over going back to the queue.
@@ -487,7 +496,8 @@ QUEUE_TEST("sampling values are stored as the decimals that were asked, and read
   const int64_t id = q->submit(s).id;
   // Before: 0.699999988079071 and the like, the float's binary value widened to a double.
   CHECK(db.scalar("SELECT CASE WHEN temperature = 0.7 AND top_p = 0.95 AND min_p = 0.05 AND repeat_penalty = 1.1 "
-                  "THEN 1 ELSE 0 END FROM jobs WHERE id = " + std::to_string(id)) == 1);
+                  "THEN 1 ELSE 0 END FROM jobs WHERE id = " +
+                  std::to_string(id)) == 1);
   const Job j = *q->get(id);
   CHECK(j.spec.sampling.temperature == 0.7f);
   CHECK(j.spec.sampling.top_p == 0.95f);

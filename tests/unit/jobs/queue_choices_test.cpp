@@ -84,8 +84,12 @@ QUEUE_TEST("n, logprobs, the result's choices and records, and the checkpoint's,
     CHECK(back.more_tokens.empty());
     CHECK(back.logprobs.empty());
   }
-  JobResult r{.text = "choice zero", .finish_reason = "length", .prompt_tokens = 2, .completion_tokens = 7,
-              .more_choices = {{"choice \"one\" \xC3\xA9", "stop", 3}}, .logprobs = records(4)};
+  JobResult r{.text = "choice zero",
+              .finish_reason = "length",
+              .prompt_tokens = 2,
+              .completion_tokens = 7,
+              .more_choices = {{"choice \"one\" \xC3\xA9", "stop", 3}},
+              .logprobs = records(4)};
   REQUIRE(q->complete(job->lease(), r));
   const Job done = *q->get(id);
   REQUIRE(done.result);
@@ -118,7 +122,10 @@ QUEUE_TEST("a NUL in the text or a choice is stored as U+FFFD, on both backends"
   REQUIRE(job);
   REQUIRE(job->id == id);
   using namespace std::string_literals;
-  JobResult r{.text = "zero\0zero"s, .finish_reason = "length", .prompt_tokens = 2, .completion_tokens = 3,
+  JobResult r{.text = "zero\0zero"s,
+              .finish_reason = "length",
+              .prompt_tokens = 2,
+              .completion_tokens = 3,
               .more_choices = {{"one\0"s, "stop", 2}, {"\0two \xC3"s, "length", 3}}};
   REQUIRE(q->complete(job->lease(), r));
   const Job done = *q->get(id);

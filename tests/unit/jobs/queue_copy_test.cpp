@@ -19,13 +19,16 @@ namespace {
 constexpr int64_t kLeaseMs = 60'000;
 const Backoff kNoBackoff{0, 0};
 
-JobSpec spec(const std::string& prompt) {
-  return ns::test::job_spec("tiny", prompt);
-}
+JobSpec spec(const std::string& prompt) { return ns::test::job_spec("tiny", prompt); }
 
 JobResult result(const std::string& text) {
-  return {.text = text, .finish_reason = "stop", .prompt_tokens = 4, .completion_tokens = 9, .decode_ms = 123.5,
-          .bytes_read = 1ULL << 35, .avg_batch_size = 3.25};
+  return {.text = text,
+          .finish_reason = "stop",
+          .prompt_tokens = 4,
+          .completion_tokens = 9,
+          .decode_ms = 123.5,
+          .bytes_read = 1ULL << 35,
+          .avg_batch_size = 3.25};
 }
 
 // A queue with a job in every state, and every optional field set somewhere.

@@ -28,9 +28,7 @@ JobSpec spec(const std::string& prompt, int32_t max_attempts = 3) {
   return s;
 }
 
-JobResult result(const std::string& text) {
-  return {.text = text, .finish_reason = "stop", .completion_tokens = 3};
-}
+JobResult result(const std::string& text) { return {.text = text, .finish_reason = "stop", .completion_tokens = 3}; }
 
 using ns::test::claim_lease;
 
@@ -110,7 +108,7 @@ QUEUE_TEST("an expired lease goes back to the queue with its checkpoint; the old
   const Lease a = claim_lease(*daemon_a, "daemon-a", 1);
   const std::vector<int32_t> tokens = {11, 12, 13, 14};
   CHECK(daemon_a->save_checkpoint(a, tokens, 1));  // extends the lease by 1 ms only
-  std::this_thread::sleep_for(5ms);                 // ... and then daemon-a "hangs"
+  std::this_thread::sleep_for(5ms);                // ... and then daemon-a "hangs"
 
   CHECK_FALSE(daemon_b->claim("daemon-b", kLongLease));  // expired but not yet recovered: not claimable
   const Recovery r = daemon_b->recover_expired(kNoBackoff);
@@ -242,8 +240,8 @@ QUEUE_TEST("crash blame: batch mates whose leases lapse at different times are b
   auto q = db.open();
   const int64_t early = q->submit(spec("early", 1)).id;
   const int64_t late = q->submit(spec("late", 1)).id;
-  claim_lease(*q, "w", 1);            // its lease lapses first
-  claim_lease(*q, "w", kLongLease);   // joined the batch later, lease still live when the first is recovered
+  claim_lease(*q, "w", 1);           // its lease lapses first
+  claim_lease(*q, "w", kLongLease);  // joined the batch later, lease still live when the first is recovered
   std::this_thread::sleep_for(5ms);
   CHECK(q->recover_expired(kNoBackoff).requeued == 1);  // `late` still open beside it
   CHECK(q->get(early)->run_alone);

@@ -239,8 +239,15 @@ QUEUE_TEST("results keep the streaming and batching stats") {
   auto q = db.open();
   const int64_t id = q->submit(completion("m", "p")).id;
   const Lease lease = ns::test::claim_lease(*q, "w", kLeaseMs);
-  JobResult r{.text = "t", .finish_reason = "length", .bytes_read = 1ULL << 33, .read_gib_s = 1.75, .io_wait_ms = 250,
-              .compute_ms = 1250, .cache_hit_rate = 0.42, .prefetch_accuracy = 0.61, .avg_batch_size = 12.5,
+  JobResult r{.text = "t",
+              .finish_reason = "length",
+              .bytes_read = 1ULL << 33,
+              .read_gib_s = 1.75,
+              .io_wait_ms = 250,
+              .compute_ms = 1250,
+              .cache_hit_rate = 0.42,
+              .prefetch_accuracy = 0.61,
+              .avg_batch_size = 12.5,
               .decode_share_ms = 333.25};
   CHECK(q->complete(lease, r));
   const auto done = q->get(id);
@@ -270,8 +277,13 @@ QUEUE_TEST("batch_summary: the batch's decode rate over the time it decoded, and
   for (int i = 0; i < 4; ++i) {
     auto job = q->claim("w", kLeaseMs);
     REQUIRE(job);
-    JobResult r{.text = "t", .finish_reason = "length", .completion_tokens = 100, .load_ms = i == 0 ? 1500.0 : 0.0,
-                .decode_ms = 1000, .decode_tok_s = 100, .decode_share_ms = 250};
+    JobResult r{.text = "t",
+                .finish_reason = "length",
+                .completion_tokens = 100,
+                .load_ms = i == 0 ? 1500.0 : 0.0,
+                .decode_ms = 1000,
+                .decode_tok_s = 100,
+                .decode_share_ms = 250};
     CHECK(q->complete(job->lease(), r));
   }
   const std::vector<ns::test::Row> rows = db.query("SELECT decode_tok_s, job_decode_tok_s, load_ms FROM batch_summary");
@@ -297,8 +309,11 @@ QUEUE_TEST("batch_summary: eta_s is jobs::batch_eta_s of the batch's sums, queue
   for (int tokens : {40, 60}) {
     auto job = q->claim("w", kLeaseMs);
     REQUIRE(job);
-    const JobResult r{.text = "t", .finish_reason = "stop", .completion_tokens = tokens,
-                      .load_ms = tokens == 40 ? 1234.5678 : 0.0, .decode_ms = 1000};
+    const JobResult r{.text = "t",
+                      .finish_reason = "stop",
+                      .completion_tokens = tokens,
+                      .load_ms = tokens == 40 ? 1234.5678 : 0.0,
+                      .decode_ms = 1000};
     CHECK(q->complete(job->lease(), r));
   }
   auto running = q->claim("w", kLeaseMs);
@@ -331,7 +346,7 @@ QUEUE_TEST("batch_summary: eta_s is jobs::batch_eta_s of the batch's sums, queue
   const std::vector<ns::test::Row> rows = db.query("SELECT eta_s, load_ms FROM batch_summary WHERE batch = 'night'");
   REQUIRE(rows.size() == 1);
   CHECK(std::abs(rows[0].real(0) - *eta) <= 1.0);  // whole seconds
-  CHECK(rows[0].text(1) == "1235");                 // was 1234.5678
+  CHECK(rows[0].text(1) == "1235");                // was 1234.5678
   // Nothing left to run: no ETA.
   CHECK(db.query("SELECT eta_s FROM batch_summary WHERE batch = 'day'").at(0).is_null(0));
 }
@@ -436,7 +451,8 @@ QUEUE_TEST("a batch held for two causes says each model's reason and count") {
   s.model = "docs";
   s.custom_id = "d1";
   q->submit(s);
-  for (const Job& j : q->claim_batch("w", kLeaseMs, 2, "chta")) REQUIRE(q->release(j.lease(), "model 'chta' is unknown"));
+  for (const Job& j : q->claim_batch("w", kLeaseMs, 2, "chta"))
+    REQUIRE(q->release(j.lease(), "model 'chta' is unknown"));
   const std::vector<Job> docs = q->claim_batch("w", kLeaseMs, 1, "docs", {"docs"});  // past the held chta jobs
   REQUIRE(docs.size() == 1);
   REQUIRE(q->release(docs[0].lease(), "docs.gguf is missing"));
@@ -533,7 +549,7 @@ QUEUE_TEST("prune deletes finished jobs of the given states older than the age, 
   j = q->claim_batch("w", kLeaseMs, 1, "").at(0);
   REQUIRE(q->fail(j.lease(), "invalid_input", "bad"));
 
-  const std::vector<JobState> every = {JobState::queued, JobState::running, JobState::done,
+  const std::vector<JobState> every = {JobState::queued, JobState::running,   JobState::done,
                                        JobState::failed, JobState::cancelled, JobState::dead};
   CHECK(q->prune(3'600'000, every) == 0);  // finished just now: younger than an hour
   // A negative age puts the cut-off in the future: everything finished counts as old.
@@ -561,9 +577,17 @@ QUEUE_TEST("model_totals and token_history add up the results per model and per 
     auto job = q->claim("w", kLeaseMs);
     REQUIRE(job);
     REQUIRE(job->spec.model == "a");
-    JobResult r{.text = "t", .finish_reason = "length", .prompt_tokens = 10, .completion_tokens = tokens[i],
-                .queue_wait_ms = 1000.0 * (i + 1), .bytes_read = 1ULL << 32, .io_wait_ms = 100, .compute_ms = 300,
-                .cache_hit_rate = hit[i], .avg_batch_size = batch[i], .decode_share_ms = 500};
+    JobResult r{.text = "t",
+                .finish_reason = "length",
+                .prompt_tokens = 10,
+                .completion_tokens = tokens[i],
+                .queue_wait_ms = 1000.0 * (i + 1),
+                .bytes_read = 1ULL << 32,
+                .io_wait_ms = 100,
+                .compute_ms = 300,
+                .cache_hit_rate = hit[i],
+                .avg_batch_size = batch[i],
+                .decode_share_ms = 500};
     CHECK(q->complete(job->lease(), r));
   }
   auto third = q->claim("w", kLeaseMs);  // the third "a" job: left running

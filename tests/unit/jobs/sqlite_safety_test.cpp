@@ -34,9 +34,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-JobSpec spec(const std::string& prompt) {
-  return ns::test::job_spec("tiny", prompt);
-}
+JobSpec spec(const std::string& prompt) { return ns::test::job_spec("tiny", prompt); }
 
 // A small tmpfs mounted for one test (needs root; skips otherwise).
 class SmallFilesystem {
@@ -83,16 +81,21 @@ TEST_CASE("a database made by schema 001 is upgraded without losing a row or an 
         "INSERT INTO jobs (model, prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, "
         "repeat_last_n, seed, stop, priority, idempotency_key, state, created_ms, created_at, started_ms, "
         "started_at, finished_ms, finished_at, worker, attempts, error_kind, error) VALUES ";
-    db.exec(cols + "('tiny', 'done job', 9, 0.5, 40, 0.9, 0.05, 1.1, 64, -5, '[\"\\n\"]', 2, 'key-1', 'done', "
-                   "1000, 'c1', 1100, 's1', 1200, 'f1', 'host:1', 1, NULL, NULL)");
-    db.exec(cols + "('tiny', 'failed job', 9, 0.5, 40, 0.9, 0.05, 1, 64, 1, '[]', 0, NULL, 'failed', "
-                   "2000, 'c2', 2100, 's2', 2200, 'f2', 'host:1', 1, 'bad_model', 'truncated')");
-    db.exec(cols + "('tiny', 'running job', 9, 0.5, 40, 0.9, 0.05, 1, 64, 1, '[]', 0, NULL, 'running', "
-                   "3000, 'c3', 3100, 's3', NULL, NULL, 'host:2', 2, NULL, NULL)");
-    db.exec(cols + "('tiny', 'queued job', 9, 0.5, 40, 0.9, 0.05, 1, 64, 1, '[]', 7, NULL, 'queued', "
-                   "4000, 'c4', NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL)");
-    db.exec(cols + "('tiny', 'deleted job', 9, 0.5, 40, 0.9, 0.05, 1, 64, 1, '[]', 0, NULL, 'queued', "
-                   "5000, 'c5', NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL)");
+    db.exec(cols +
+            "('tiny', 'done job', 9, 0.5, 40, 0.9, 0.05, 1.1, 64, -5, '[\"\\n\"]', 2, 'key-1', 'done', "
+            "1000, 'c1', 1100, 's1', 1200, 'f1', 'host:1', 1, NULL, NULL)");
+    db.exec(cols +
+            "('tiny', 'failed job', 9, 0.5, 40, 0.9, 0.05, 1, 64, 1, '[]', 0, NULL, 'failed', "
+            "2000, 'c2', 2100, 's2', 2200, 'f2', 'host:1', 1, 'bad_model', 'truncated')");
+    db.exec(cols +
+            "('tiny', 'running job', 9, 0.5, 40, 0.9, 0.05, 1, 64, 1, '[]', 0, NULL, 'running', "
+            "3000, 'c3', 3100, 's3', NULL, NULL, 'host:2', 2, NULL, NULL)");
+    db.exec(cols +
+            "('tiny', 'queued job', 9, 0.5, 40, 0.9, 0.05, 1, 64, 1, '[]', 7, NULL, 'queued', "
+            "4000, 'c4', NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL)");
+    db.exec(cols +
+            "('tiny', 'deleted job', 9, 0.5, 40, 0.9, 0.05, 1, 64, 1, '[]', 0, NULL, 'queued', "
+            "5000, 'c5', NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL)");
     db.exec("INSERT INTO results VALUES (1, 'the text', 'length', 4, 9, 100, 5, 6, 7, 8, 9, 1234, 5678)");
     db.exec("DELETE FROM jobs WHERE id = 5");  // the highest id is gone; it must not be reused
   }
@@ -172,8 +175,9 @@ TEST_CASE("the integrity check on open refuses a damaged file and says how to re
     const std::string msg = e.what();
     CHECK_FALSE(e.transient());
     CHECK_MESSAGE(contains(msg, path), msg);
-    CHECK_MESSAGE(contains(msg, mode == IntegrityCheck::quick ? "failed PRAGMA quick_check" : "failed PRAGMA integrity_check"),
-                  msg);
+    CHECK_MESSAGE(
+        contains(msg, mode == IntegrityCheck::quick ? "failed PRAGMA quick_check" : "failed PRAGMA integrity_check"),
+        msg);
     CHECK_MESSAGE(contains(msg, ".recover"), msg);
   }
 }
@@ -188,8 +192,7 @@ TEST_CASE("a database locked by another writer: a transient error after the busy
   other_writer.exec("BEGIN IMMEDIATE");  // e.g. a sqlite3 shell left inside a transaction
   const auto t0 = std::chrono::steady_clock::now();
   const DatabaseError e = database_error_from([&] { q->submit(spec("while locked")); });
-  const double waited_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const std::string msg = e.what();
   CHECK(e.transient());
   CHECK_MESSAGE(contains(msg, "database is locked"), msg);
@@ -274,7 +277,7 @@ TEST_CASE("SQLite: distrusted leases are watched before a take-over; far-future 
   const std::optional<Job> j = holder->claim("holder", 1);  // expires at once by every clock
   REQUIRE(j);
   while (now_epoch_ms() <= j->lease_expires_ms) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  CHECK(rival->recover_expired(none).total() == 0);  // first seen: watched, not taken
+  CHECK(rival->recover_expired(none).total() == 0);         // first seen: watched, not taken
   REQUIRE(holder->heartbeat(j->lease(), 1, std::nullopt));  // renewed (and expired again at once)
   const int64_t renewed = holder->get(id)->lease_expires_ms;
   while (now_epoch_ms() <= renewed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -298,8 +301,10 @@ TEST_CASE("SQLite: distrusted leases are watched before a take-over; far-future 
   const int64_t now = now_epoch_ms();
   db.exec("UPDATE jobs SET not_before_ms = " + std::to_string(now + 300'000) +
           ", error_kind = 'io', error = 'x' WHERE id = " + std::to_string(near));
-  db.exec("UPDATE jobs SET not_before_ms = " + std::to_string(now + 3'600'000) + ", error_kind = 'io', error = 'x' "
-          "WHERE id IN (" + std::to_string(far) + ", " + std::to_string(id) + ")");
+  db.exec("UPDATE jobs SET not_before_ms = " + std::to_string(now + 3'600'000) +
+          ", error_kind = 'io', error = 'x' "
+          "WHERE id IN (" +
+          std::to_string(far) + ", " + std::to_string(id) + ")");
   std::vector<int64_t> claimed;
   while (std::optional<Job> c = rival->claim("rival", 60'000)) claimed.push_back(c->id);
   CHECK(claimed == std::vector<int64_t>{id, far});

@@ -24,7 +24,8 @@ TEST_CASE("each backend's embedded migrations are numbered 1..N and not empty") 
       CHECK(all[i].version == static_cast<int>(i + 1));
       CAPTURE(all[i].file_name);
       // Each changes the schema: creates something or alters a table.
-      CHECK((all[i].sql.find("CREATE") != std::string_view::npos || all[i].sql.find("ALTER TABLE") != std::string_view::npos));
+      CHECK((all[i].sql.find("CREATE") != std::string_view::npos ||
+             all[i].sql.find("ALTER TABLE") != std::string_view::npos));
     }
     CHECK(std::string(all[0].file_name) == "001_init.sql");
     CHECK(latest == all.back().version);
@@ -149,7 +150,6 @@ TEST_CASE("the schema's CHECK constraints reject impossible rows") {
                   ns::Error);
   CHECK_THROWS_AS(db.exec("INSERT INTO checkpoints VALUES (999, 1, 0, '[]', 0, 't')"), ns::Error);  // no job 999
   // A result for a job that does not exist violates the foreign key.
-  CHECK_THROWS_AS(db.exec("INSERT INTO results VALUES (999, 't', 'stop', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)"),
-                  ns::Error);
+  CHECK_THROWS_AS(db.exec("INSERT INTO results VALUES (999, 't', 'stop', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)"), ns::Error);
   CHECK(db.scalar_int("SELECT count(*) FROM jobs") == 2);
 }

@@ -188,7 +188,7 @@ TEST_CASE("kernels_for prefers a format's AVX-512 kernels, else its AVX2 ones, a
     CHECK((kernels_for(q4, Isa::avx512).vec_dot == q4.vec_dot_avx512));
     CHECK((kernels_for(q4, Isa::avx512).tile == q4.tile_avx512));
     CHECK((kernels_for(q8, Isa::avx512).quantize == q8.quantize_avx2));  // the same activation bytes as AVX2
-    CHECK((kernels_for(q41, Isa::avx512).tile == q41.tile_avx2));          // no AVX-512 version: AVX2's
+    CHECK((kernels_for(q41, Isa::avx512).tile == q41.tile_avx2));        // no AVX-512 version: AVX2's
   } else {
     // Clamped: a path the CPU lacks is never handed out.
     CHECK((kernels_for(q4, Isa::avx512).tile == kernels_for(q4, detected_isa()).tile));

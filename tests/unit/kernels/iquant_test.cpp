@@ -397,8 +397,7 @@ TEST_CASE("ternary quantizers: exact on ternary rows, within d / 2 on any row") 
     for (int b = 0; b < 4; ++b) {
       float amax = 0;
       for (int e = 0; e < 256; ++e) amax = std::max(amax, std::fabs(x[256 * b + e]));
-      for (int e = 0; e < 256; ++e)
-        CHECK(std::fabs(back[256 * b + e] - x[256 * b + e]) <= amax * (0.5f + 1.0f / 2048));
+      for (int e = 0; e < 256; ++e) CHECK(std::fabs(back[256 * b + e] - x[256 * b + e]) <= amax * (0.5f + 1.0f / 2048));
     }
     // An all-zero block: d = 0, every digit 1, all zero back.
     const std::vector<float> zeros(256, 0.0f);

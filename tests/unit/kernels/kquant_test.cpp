@@ -20,16 +20,11 @@ struct SubBlockGeometry {
 
 SubBlockGeometry geometry(GgmlType t) {
   switch (t) {
-    case GgmlType::Q2_K:
-      return {16, true, 3};
-    case GgmlType::Q3_K:
-      return {16, false, 8};
-    case GgmlType::Q4_K:
-      return {32, true, 15};
-    case GgmlType::Q5_K:
-      return {32, true, 31};
-    default:
-      return {16, false, 64};  // Q6_K
+    case GgmlType::Q2_K: return {16, true, 3};
+    case GgmlType::Q3_K: return {16, false, 8};
+    case GgmlType::Q4_K: return {32, true, 15};
+    case GgmlType::Q5_K: return {32, true, 31};
+    default: return {16, false, 64};  // Q6_K
   }
 }
 

@@ -103,11 +103,12 @@ TEST_CASE("AVX2 and AVX-512 tiles give every row and token the one-token kernel'
   // and 4 super-blocks). The scalar kernels are checked against the same product.
   ns::ThreadPool pool(1);
   for (const Isa isa : simd_isas_to_test("SIMD tiles")) {
-    for (const GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q1_0,
-                             GgmlType::Q2_0, GgmlType::NVFP4, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                             GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (const GgmlType t :
+         {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q1_0, GgmlType::Q2_0,
+          GgmlType::NVFP4, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
       const bool k_quant = block_elems(t) == 256;
-      for (const int64_t cols : {k_quant ? int64_t{768} : 3 * block_elems(t), k_quant ? int64_t{1024} : 16 * block_elems(t)}) {
+      for (const int64_t cols :
+           {k_quant ? int64_t{768} : 3 * block_elems(t), k_quant ? int64_t{1024} : 16 * block_elems(t)}) {
         const Weights w = random_weights(t, 13, cols, 3, 6000);
         for (int64_t n_tokens = 1; n_tokens <= 9; ++n_tokens) {
           CAPTURE(isa_name(isa));

@@ -90,8 +90,10 @@ TEST_CASE("matmul on Q4_0_R16 gives the plain Q4_0 kernel's bits on every ISA pa
             const auto xa = activations(GgmlType::Q4_0, isa, x.data() + k * cols, cols);
             for (int64_t r = 0; r < rows; ++r) {
               const size_t i = static_cast<size_t>(k * rows + r);
-              if (y[i] != y_plain[i]) FAIL_CHECK("token " << k << " row " << r << ": got " << y[i] << ", want " << y_plain[i]);
-              if (isa == Isa::scalar && y_plain[i] != q4_0::vec_dot(plain.data() + static_cast<size_t>(r) * rb, xa.data(), cols))
+              if (y[i] != y_plain[i])
+                FAIL_CHECK("token " << k << " row " << r << ": got " << y[i] << ", want " << y_plain[i]);
+              if (isa == Isa::scalar &&
+                  y_plain[i] != q4_0::vec_dot(plain.data() + static_cast<size_t>(r) * rb, xa.data(), cols))
                 FAIL_CHECK("scalar: token " << k << " row " << r << " is not q4_0::vec_dot's");
             }
           }

@@ -41,8 +41,7 @@ double e2m1_bound(double x, double u) {
 // For each {amax, byte} of `cases`: a block of `n` zeros but x[at] = -amax
 // quantizes (as `type`) to that scale byte first, and the `zero_scales` bytes
 // after it (the other sub-blocks' scales) are 0.
-void check_scale_byte(GgmlType type, int n, int at, std::span<const std::pair<float, int>> cases,
-                      int zero_scales = 0) {
+void check_scale_byte(GgmlType type, int n, int at, std::span<const std::pair<float, int>> cases, int zero_scales = 0) {
   for (const auto& [amax, e] : cases) {
     CAPTURE(amax);
     std::vector<float> x(static_cast<size_t>(n), 0.0f);
@@ -79,15 +78,9 @@ TEST_CASE("round trip error stays within each format's bound") {
         const double err = std::fabs(static_cast<double>(xb[j]) - yb[j]);
         double bound = 0;
         switch (t) {
-          case GgmlType::F32:
-            bound = 0;
-            break;
-          case GgmlType::F16:
-            bound = std::max(std::fabs(xb[j]) * 0x1p-11, 0x1p-25);
-            break;  // subnormal halves: 2^-25
-          case GgmlType::BF16:
-            bound = std::fabs(xb[j]) * 0x1p-8;
-            break;
+          case GgmlType::F32: bound = 0; break;
+          case GgmlType::F16: bound = std::max(std::fabs(xb[j]) * 0x1p-11, 0x1p-25); break;  // subnormal halves: 2^-25
+          case GgmlType::BF16: bound = std::fabs(xb[j]) * 0x1p-8; break;
           case GgmlType::Q8_0: {
             // |x - q d| <= d / 2, plus |q| <= 127 times the fp16 rounding of d.
             const double d = amax / 127.0;
@@ -141,8 +134,7 @@ TEST_CASE("round trip error stays within each format's bound") {
             }
             break;
           }
-          default:
-            FAIL("untested type");
+          default: FAIL("untested type");
         }
         if (err > bound) FAIL_CHECK("block " << b << " element " << j << ": " << xb[j] << " -> " << yb[j]);
       }
@@ -211,15 +203,15 @@ TEST_CASE("NVFP4's UE4M3 scales: every byte against the format's definition, and
   // exponent field 15 and above (>= 256) give 0x7e (448); subnormal steps of
   // 2^-9 round half up, below half a step to 0.
   const std::pair<float, int> cases[] = {
-      {6.0f, 0x38},                  // 1.0: exponent 7, mantissa 0
-      {6.0f * 1.0625f, 0x39},        // 1 + 1/16: exactly half a step, rounded up
-      {6.0f * 1.125f, 0x39},         // 1 + 1/8
-      {6.0f * 1.9375f, 0x40},        // 1 + 15/16: rounds up into the next binade, 2.0
-      {6.0f * 300.0f, 0x7e},         // exponent field 15: 448
-      {6.0f * 1000.0f, 0x7e},        // clamped to 448
-      {6.0f * 0x1p-10f, 0x01},       // 2^-10 = one subnormal step of 2^-9, half of it: (int)(0.5 + 0.5) = 1
-      {6.0f * 0x1p-12f, 0x00},       // a quarter step: 0
-      {6.0f * 3 * 0x1p-9f, 0x03},    // three subnormal steps
+      {6.0f, 0x38},                // 1.0: exponent 7, mantissa 0
+      {6.0f * 1.0625f, 0x39},      // 1 + 1/16: exactly half a step, rounded up
+      {6.0f * 1.125f, 0x39},       // 1 + 1/8
+      {6.0f * 1.9375f, 0x40},      // 1 + 15/16: rounds up into the next binade, 2.0
+      {6.0f * 300.0f, 0x7e},       // exponent field 15: 448
+      {6.0f * 1000.0f, 0x7e},      // clamped to 448
+      {6.0f * 0x1p-10f, 0x01},     // 2^-10 = one subnormal step of 2^-9, half of it: (int)(0.5 + 0.5) = 1
+      {6.0f * 0x1p-12f, 0x00},     // a quarter step: 0
+      {6.0f * 3 * 0x1p-9f, 0x03},  // three subnormal steps
       {0.0f, 0x00},
   };
   check_scale_byte(GgmlType::NVFP4, 64, 3, cases, 1);  // the next sub-block is zero
@@ -422,19 +414,19 @@ TEST_CASE("MXFP4 blocks derived by hand from the OCP MX format") {
       return best | (v < 0 && best != 0 ? 8 : 0);
     };
     for (int j = 0; j < 16; ++j) CHECK(q[1 + j] == (code(x[j]) | code(x[j + 16]) << 4));
-    CHECK((q[1] & 0x0f) == 14);     // -16: -8 units, -4.0 in E2M1
+    CHECK((q[1] & 0x0f) == 14);      // -16: -8 units, -4.0 in E2M1
     CHECK((q[1 + 2] & 0x0f) == 13);  // -14: -7 units, a tie of -6 and -8: the smaller magnitude
     CHECK((q[1 + 15] >> 4) == 6);    // 15: 7.5 units, nearest 8
     CHECK((q[1 + 0] >> 4) == 0);     // 0: code 0, not -0
   }
   SUBCASE("quantize: exponents at the ends of the range") {
     const std::pair<float, int> cases[] = {
-        {0.0f, 0},                                  // all zero
-        {1.0f, 125},                                // 2^0: 2^-2 per level-2 step
-        {FLT_MAX, 252},                             // floor(log2) = 127
-        {0x1p-125f, 0},                             // floor(log2) = -125: 0
-        {0x1p-126f, 0},                             // ggml's cast would go negative: clamped to 0
-        {0x1p-140f, 0},                             // subnormal
+        {0.0f, 0},       // all zero
+        {1.0f, 125},     // 2^0: 2^-2 per level-2 step
+        {FLT_MAX, 252},  // floor(log2) = 127
+        {0x1p-125f, 0},  // floor(log2) = -125: 0
+        {0x1p-126f, 0},  // ggml's cast would go negative: clamped to 0
+        {0x1p-140f, 0},  // subnormal
         // Just below a power of two: log2f (ggml's, and ours) gives exactly
         // 4 and -100, one above amax's own exponent; just below 1 it keeps -2^-24.
         {std::nextafter(16.0f, 0.0f), 129},

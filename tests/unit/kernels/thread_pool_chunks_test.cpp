@@ -38,10 +38,12 @@ TEST_CASE("parallel_chunks runs every chunk exactly once, call after call") {
 TEST_CASE("parallel_chunks rethrows a chunk's exception after the job") {
   ThreadPool pool(2);
   std::atomic<int> ran{0};
-  CHECK_THROWS_AS(pool.parallel_chunks(64, [&](int, int64_t c) {
-                    ++ran;
-                    if (c == 5) throw std::runtime_error("chunk 5");
-                  }),
+  CHECK_THROWS_AS(pool.parallel_chunks(
+                      64,
+                      [&](int, int64_t c) {
+    ++ran;
+    if (c == 5) throw std::runtime_error("chunk 5");
+                      }),
                   std::runtime_error);
   CHECK(ran.load() >= 1);
   // The pool is usable afterwards.

@@ -93,21 +93,15 @@ std::vector<size_t> fp16_fields(GgmlType t) {
     case GgmlType::Q5_0:
     case GgmlType::IQ4_NL:
     case GgmlType::Q1_0:
-    case GgmlType::Q2_0:
-      return {0};
+    case GgmlType::Q2_0: return {0};
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
     case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-      return {0, 2};
-    case GgmlType::Q2_K:
-      return {80, 82};
-    case GgmlType::Q3_K:
-      return {108};
-    case GgmlType::Q6_K:
-      return {208};
-    default:
-      return {};
+    case GgmlType::Q5_K: return {0, 2};
+    case GgmlType::Q2_K: return {80, 82};
+    case GgmlType::Q3_K: return {108};
+    case GgmlType::Q6_K: return {208};
+    default: return {};
   }
 }
 
@@ -232,9 +226,9 @@ TEST_CASE("vec_dot on every byte pattern of the newer formats, scales 1 and acro
   const uint16_t scales[] = {0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0xfbff, 0x1000, 0x8400, 0x2e66, 0xb266};
   // NVFP4 has no fp16 field: its four scale bytes take the fill (0xff reads
   // as 240, 0x7f as 0) or, from random bytes, every UE4M3 encoding.
-  const GgmlType types[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K,
-                            GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q1_0,
-                            GgmlType::Q2_0, GgmlType::NVFP4};
+  const GgmlType types[] = {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
+                            GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                            GgmlType::Q6_K, GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::NVFP4};
   for (const GgmlType t : types) {
     const int64_t n = 4 * block_elems(t);
     const int64_t nb = n / block_elems(t);
@@ -421,7 +415,8 @@ TEST_CASE("Q2_0's SIMD kernels give the scalar reference's result bit for bit") 
     const auto xf = random_normal(static_cast<size_t>(n), ++seed, 3.0f);
     const auto w = quantized(t, wf.data(), n);
     // Random bytes use code 3 (2d), which the quantizer never writes.
-    const auto raw = raw_weights(t, n / 64, -1, seed, [&](int64_t b, size_t) { return static_cast<uint16_t>(0x3000 + b % 7); });
+    const auto raw =
+        raw_weights(t, n / 64, -1, seed, [&](int64_t b, size_t) { return static_cast<uint16_t>(0x3000 + b % 7); });
     for (const Isa act_isa : isas_to_test()) {
       const auto x = activations(t, act_isa, xf.data(), n);
       for (const Isa isa : simd) {

@@ -124,9 +124,8 @@ TEST_CASE("i-quant round trips stay within each type's bound, and importance ste
     GgmlType t;
     double bound;
     double focus;  // the error where importance is 100x must drop below this share
-  } cases[] = {{GgmlType::IQ2_XXS, 0.38, 0.9}, {GgmlType::IQ2_XS, 0.34, 0.9}, {GgmlType::IQ1_S, 0.55, 0.9},
-               {GgmlType::IQ1_M, 0.52, 0.9},
-               {GgmlType::IQ3_XXS, 0.21, 0.9}, {GgmlType::IQ4_XS, 0.12, 0.95}};
+  } cases[] = {{GgmlType::IQ2_XXS, 0.38, 0.9}, {GgmlType::IQ2_XS, 0.34, 0.9},  {GgmlType::IQ1_S, 0.55, 0.9},
+               {GgmlType::IQ1_M, 0.52, 0.9},   {GgmlType::IQ3_XXS, 0.21, 0.9}, {GgmlType::IQ4_XS, 0.12, 0.95}};
   std::vector<float> uniform(n, 1.0f), focused(n, 1.0f);
   std::vector<bool> all(n, true), important(n, false);
   for (int64_t i = 0; i < n; i += 4) {
@@ -153,8 +152,8 @@ TEST_CASE("i-quant round trips stay within each type's bound, and importance ste
 TEST_CASE("i-quant quantizers: zero rows, missing importance and unsupported types") {
   constexpr int64_t n = 256;
   const std::vector<float> zeros(n, 0.0f), ones(n, 1.0f);
-  for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ3_XXS,
-                     GgmlType::IQ4_XS}) {
+  for (GgmlType t :
+       {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ3_XXS, GgmlType::IQ4_XS}) {
     CAPTURE(ns::gguf::type_name(t));
     for (float v : round_trip(t, zeros, ones.data())) CHECK(v == 0.0f);
     CHECK(importance_use(t) == Importance::used);

@@ -118,7 +118,8 @@ TEST_CASE("the stored form round-trips every choice bit for bit, and bad text is
     REQUIRE(back[c].entries.size() == choices[c].entries.size());
     for (size_t i = 0; i < back[c].entries.size(); ++i) {
       CHECK(back[c].entries[i].id == choices[c].entries[i].id);
-      CHECK(std::bit_cast<uint32_t>(back[c].entries[i].logprob) == std::bit_cast<uint32_t>(choices[c].entries[i].logprob));
+      CHECK(std::bit_cast<uint32_t>(back[c].entries[i].logprob) ==
+            std::bit_cast<uint32_t>(choices[c].entries[i].logprob));
     }
   }
   CHECK(ns::sampler::encode_logprobs({}).empty());

@@ -64,9 +64,8 @@ std::set<int32_t> reference_top_k_top_p(const std::vector<float>& logits, int32_
                                         float min_p = 0.0f) {
   std::vector<int32_t> order(logits.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   if (top_k > 0 && static_cast<size_t>(top_k) < order.size()) order.resize(top_k);
   double z = 0.0;
   for (int32_t id : order) z += std::exp(logits[id] - logits[order[0]]);
@@ -77,8 +76,7 @@ std::set<int32_t> reference_top_k_top_p(const std::vector<float>& logits, int32_
     cumulative += std::exp(logits[id] - logits[order[0]]) / z;
     if (cumulative >= top_p) break;
   }
-  if (min_p > 0.0f)
-    std::erase_if(kept, [&](int32_t id) { return logits[id] < logits[order[0]] + std::log(min_p); });
+  if (min_p > 0.0f) std::erase_if(kept, [&](int32_t id) { return logits[id] < logits[order[0]] + std::log(min_p); });
   return kept;
 }
 
@@ -140,9 +138,12 @@ TEST_CASE("top_p keeps the smallest most-likely set reaching p, on a hand-comput
   // Probabilities by id: 0.1, 0.5, 0.15, 0.25. By rank: 1 (0.5), 3 (0.25), 2 (0.15), 0 (0.1);
   // cumulative 0.5, 0.75, 0.9, 1.0.
   const std::vector<float> logits = logits_for({0.1, 0.5, 0.15, 0.25});
-  struct Case { float top_p; std::set<int32_t> kept; };
-  for (const Case& c : {Case{0.3f, {1}}, Case{0.6f, {1, 3}}, Case{0.74f, {1, 3}}, Case{0.8f, {1, 3, 2}},
-                        Case{0.95f, {0, 1, 2, 3}}}) {
+  struct Case {
+    float top_p;
+    std::set<int32_t> kept;
+  };
+  for (const Case& c :
+       {Case{0.3f, {1}}, Case{0.6f, {1, 3}}, Case{0.74f, {1, 3}}, Case{0.8f, {1, 3, 2}}, Case{0.95f, {0, 1, 2, 3}}}) {
     SamplingParams p = unfiltered();
     p.top_p = c.top_p;
     Sampler s(p, 4);
@@ -183,7 +184,10 @@ TEST_CASE("top_p on a large row matches a full-sort reference, with and without 
 TEST_CASE("top_p walks across gaps in the logits (empty bands below the maximum)") {
   // Logits 0, -3, -7, -12 (shuffled): bands within 1, 2, 4, ... of the max come up empty in between.
   const std::vector<float> logits = {-7.0f, 0.0f, -12.0f, -3.0f};
-  struct Case { float top_p; size_t kept; };
+  struct Case {
+    float top_p;
+    size_t kept;
+  };
   for (const Case c : {Case{0.9f, 1}, Case{0.99f, 2}, Case{0.9995f, 3}, Case{0.9999999f, 4}}) {
     SamplingParams p = unfiltered();
     p.top_p = c.top_p;
@@ -211,9 +215,12 @@ TEST_CASE("top_p is applied to the top_k survivors, renormalised") {
 TEST_CASE("min_p keeps tokens at least min_p times as likely as the best, on a hand-computed distribution") {
   // Probabilities by id: 0.15, 0.1, 0.5, 0.25 (ratios to the best: 0.3, 0.2, 1, 0.5).
   const std::vector<float> logits = logits_for({0.15, 0.1, 0.5, 0.25});
-  struct Case { float min_p; std::set<int32_t> kept; };
-  for (const Case& c : {Case{0.1f, {0, 1, 2, 3}}, Case{0.25f, {0, 2, 3}}, Case{0.4f, {2, 3}},
-                        Case{0.6f, {2}}, Case{0.99f, {2}}}) {
+  struct Case {
+    float min_p;
+    std::set<int32_t> kept;
+  };
+  for (const Case& c :
+       {Case{0.1f, {0, 1, 2, 3}}, Case{0.25f, {0, 2, 3}}, Case{0.4f, {2, 3}}, Case{0.6f, {2}}, Case{0.99f, {2}}}) {
     SamplingParams p = unfiltered();
     p.min_p = c.min_p;
     Sampler s(p, 4);
@@ -267,8 +274,7 @@ TEST_CASE("the distribution is the softmax of logits / temperature") {
     REQUIRE(d.size() == 4);
     double z = 0.0;
     for (float l : logits) z += std::exp(l / t);
-    for (const TokenProb& tp : d)
-      CHECK(tp.p == doctest::Approx(std::exp(logits[tp.id] / t) / z).epsilon(1e-5));
+    for (const TokenProb& tp : d) CHECK(tp.p == doctest::Approx(std::exp(logits[tp.id] / t) / z).epsilon(1e-5));
   }
 }
 

@@ -60,9 +60,12 @@ TEST_CASE("max_tokens out of range is named with its value and range") {
 }
 
 TEST_CASE("temperature must be finite and in [0, 10]") {
-  struct Case { float value; const char* shown; };
-  for (const Case c : {Case{-0.1f, "-0.1"}, Case{10.5f, "10.5"}, Case{kNaN, "nan"}, Case{kInf, "inf"},
-                       Case{-kInf, "-inf"}}) {
+  struct Case {
+    float value;
+    const char* shown;
+  };
+  for (const Case c :
+       {Case{-0.1f, "-0.1"}, Case{10.5f, "10.5"}, Case{kNaN, "nan"}, Case{kInf, "inf"}, Case{-kInf, "-inf"}}) {
     check_names(message_after([&](auto& p) { p.temperature = c.value; }),
                 {"temperature", c.shown, "[0, 10]", "finite"});
   }

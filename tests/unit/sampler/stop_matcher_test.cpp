@@ -82,7 +82,7 @@ TEST_CASE("a stop string that overlaps itself is found after a false start") {
 TEST_CASE("multi-byte UTF-8 stop strings and unfinished characters") {
   const std::string full_stop = "\xE3\x80\x82";  // 。
   StopMatcher m({full_stop});
-  m.feed("\xE4\xBD\xA0\xE5\xA5");  // 你 and two bytes of 好
+  m.feed("\xE4\xBD\xA0\xE5\xA5");          // 你 and two bytes of 好
   CHECK(m.safe_text() == "\xE4\xBD\xA0");  // never half a character
   m.feed("\xBD\xE3\x80");
   CHECK(m.safe_text() == "\xE4\xBD\xA0\xE5\xA5\xBD");
@@ -94,7 +94,9 @@ TEST_CASE("multi-byte UTF-8 stop strings and unfinished characters") {
   CHECK(none.safe_text() == "caf");
   none.feed("\xA9!");
   CHECK(none.safe_text() == "caf\xC3\xA9!");
-  none.feed("\xFF" "ok");  // an invalid byte is passed through, not waited on forever
+  none.feed(
+      "\xFF"
+      "ok");  // an invalid byte is passed through, not waited on forever
   CHECK(none.safe_length() == none.text().size());
 }
 
@@ -105,9 +107,7 @@ TEST_CASE("pieces after a stop are ignored") {
   CHECK(m.text() == "done ");
 }
 
-TEST_CASE("an empty stop string is rejected") {
-  CHECK_THROWS_AS(StopMatcher({"ok", ""}), ns::Error);
-}
+TEST_CASE("an empty stop string is rejected") { CHECK_THROWS_AS(StopMatcher({"ok", ""}), ns::Error); }
 
 TEST_CASE("random streams agree with a brute-force reference; safe text only grows and is final") {
   const std::vector<std::string> stops = {"abc", "cab", "bb", "\xC3\xA9x"};
@@ -116,8 +116,8 @@ TEST_CASE("random streams agree with a brute-force reference; safe text only gro
   int stopped_streams = 0;
   for (int stream = 0; stream < 500; ++stream) {
     StopMatcher m(stops);
-    std::string fed;          // everything fed so far
-    std::string expected;     // the reference's output
+    std::string fed;       // everything fed so far
+    std::string expected;  // the reference's output
     int expected_stop = -1;
     std::string previous_safe;
     const int pieces = 1 + static_cast<int>(gen() % 12);

@@ -22,11 +22,20 @@ bool reference_valid(const std::string& s) {
     const uint8_t b = static_cast<uint8_t>(s[i]);
     int extra;
     uint32_t cp;
-    if (b < 0x80) { extra = 0; cp = b; }
-    else if ((b & 0xE0) == 0xC0) { extra = 1; cp = b & 0x1F; }
-    else if ((b & 0xF0) == 0xE0) { extra = 2; cp = b & 0x0F; }
-    else if ((b & 0xF8) == 0xF0) { extra = 3; cp = b & 0x07; }
-    else return false;
+    if (b < 0x80) {
+      extra = 0;
+      cp = b;
+    } else if ((b & 0xE0) == 0xC0) {
+      extra = 1;
+      cp = b & 0x1F;
+    } else if ((b & 0xF0) == 0xE0) {
+      extra = 2;
+      cp = b & 0x0F;
+    } else if ((b & 0xF8) == 0xF0) {
+      extra = 3;
+      cp = b & 0x07;
+    } else
+      return false;
     if (i + extra >= s.size()) return false;  // truncated
     for (int k = 1; k <= extra; ++k) {
       const uint8_t c = static_cast<uint8_t>(s[i + k]);
@@ -47,13 +56,13 @@ TEST_CASE("valid text of every length class") {
   CHECK(valid_utf8("plain ascii\n"));
   CHECK(valid_utf8(std::string("nul \0 inside", 12)));
   CHECK(valid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é € 😀
-  CHECK(valid_utf8("\xF4\x8F\xBF\xBF"));                             // U+10FFFF
-  CHECK(valid_utf8("\xED\x9F\xBF\xEE\x80\x80"));                     // U+D7FF, U+E000 around the surrogates
+  CHECK(valid_utf8("\xF4\x8F\xBF\xBF"));                           // U+10FFFF
+  CHECK(valid_utf8("\xED\x9F\xBF\xEE\x80\x80"));                   // U+D7FF, U+E000 around the surrogates
 }
 
 TEST_CASE("invalid forms are rejected") {
-  CHECK_FALSE(valid_utf8("\x80"));              // stray continuation
-  CHECK_FALSE(valid_utf8("\xC0\xAF"));          // overlong '/'
+  CHECK_FALSE(valid_utf8("\x80"));      // stray continuation
+  CHECK_FALSE(valid_utf8("\xC0\xAF"));  // overlong '/'
   CHECK_FALSE(valid_utf8("\xC1\xBF"));
   CHECK_FALSE(valid_utf8("\xE0\x80\xAF"));      // overlong 3-byte
   CHECK_FALSE(valid_utf8("\xF0\x80\x80\xAF"));  // overlong 4-byte
@@ -61,14 +70,18 @@ TEST_CASE("invalid forms are rejected") {
   CHECK_FALSE(valid_utf8("\xF4\x90\x80\x80"));  // U+110000
   CHECK_FALSE(valid_utf8("\xF5\x80\x80\x80"));
   CHECK_FALSE(valid_utf8("\xFF"));
-  CHECK_FALSE(valid_utf8("\xE2\x82"));          // truncated
-  CHECK_FALSE(valid_utf8("\xE2" "A\xAC"));      // lead byte followed by ASCII
+  CHECK_FALSE(valid_utf8("\xE2\x82"));  // truncated
+  CHECK_FALSE(
+      valid_utf8("\xE2"
+                 "A\xAC"));  // lead byte followed by ASCII
 }
 
 TEST_CASE("the longest valid prefix stops before the first bad or unfinished character") {
   CHECK(valid_utf8_prefix_length("ab\xE2\x82") == 2);
-  CHECK(valid_utf8_prefix_length("ab\xE2\x82\xAC\xFF" "cd") == 5);
-  CHECK(valid_utf8_prefix_length("\x80" "abc") == 0);
+  CHECK(valid_utf8_prefix_length("ab\xE2\x82\xAC\xFF"
+                                 "cd") == 5);
+  CHECK(valid_utf8_prefix_length("\x80"
+                                 "abc") == 0);
   CHECK(valid_utf8_prefix_length("abc") == 3);
 }
 
@@ -111,8 +124,7 @@ TEST_CASE("agrees with the reference decoder on every 1-, 2- and 3-byte string")
     REQUIRE(valid_utf8(s) == reference_valid(s));
   }
   for (uint32_t v = 0; v < 0x1000000; v += 7) {  // a stride keeps it to ~2.4 M strings
-    const std::string s = {static_cast<char>(v >> 16), static_cast<char>((v >> 8) & 0xFF),
-                           static_cast<char>(v & 0xFF)};
+    const std::string s = {static_cast<char>(v >> 16), static_cast<char>((v >> 8) & 0xFF), static_cast<char>(v & 0xFF)};
     REQUIRE(valid_utf8(s) == reference_valid(s));
   }
   std::mt19937 gen(3);  // 4-byte strings: random continuations after every 4-byte-ish lead

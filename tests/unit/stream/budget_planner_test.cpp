@@ -109,9 +109,9 @@ TEST_CASE("a budget too small fails with the breakdown and the smallest budget t
   in.overhead_bytes = 30u << 20;
   in.min_cache_experts = 3;
   in.memory_budget = 64u << 20;
-  const std::string msg =
-      ns::test::expect_error(ns::ErrorKind::invalid_input, [&] { plan_budget(m.resident, layout, in, "m.gguf"); },
-                             "a 64 MiB budget was accepted for a model needing more");
+  const std::string msg = ns::test::expect_error(
+      ns::ErrorKind::invalid_input, [&] { plan_budget(m.resident, layout, in, "m.gguf"); },
+      "a 64 MiB budget was accepted for a model needing more");
   CHECK(ns::test::contains(msg, "memory_budget 64.00 MiB is too small to run m.gguf"));
   CHECK(ns::test::contains(msg, "KV cache"));
   CHECK(ns::test::contains(msg, "100.00 MiB"));
@@ -174,7 +174,7 @@ TEST_CASE("human sizes parse as the config writes them") {
   CHECK(parse_size("2MB") == 2000000);
   CHECK(parse_size("1TB") == 1000000000000ull);
   CHECK(parse_size("1T") == 1ull << 40);
-  CHECK(parse_size("0.001K") == 1);  // rounded down
+  CHECK(parse_size("0.001K") == 1);                           // rounded down
   CHECK(parse_size("17179869183G") == 17179869183ull << 30);  // the largest whole GiB below 2^64
 
   for (const char* bad : {"", "GiB", "-1G", "8XB", "abc", "1.5.5G", "99999999999999999999", "17179869184G", "1E"}) {

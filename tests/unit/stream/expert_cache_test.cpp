@@ -36,7 +36,8 @@ struct Fixture {
   }
   // The expert's projection bytes as the mapped file has them.
   const uint8_t* expected(uint32_t layer, int32_t e, int p) const {
-    const std::string name = "blk." + std::to_string(layer) + ".ffn_" + projection_name(static_cast<Projection>(p)) + "_exps.weight";
+    const std::string name =
+        "blk." + std::to_string(layer) + ".ffn_" + projection_name(static_cast<Projection>(p)) + "_exps.weight";
     const ns::gguf::TensorInfo* t = file->find_tensor(name);
     return file->tensor_data(*t) + static_cast<uint64_t>(e) * (t->nbytes / t->dims[2]);
   }
@@ -179,7 +180,7 @@ TEST_CASE("try_next hands out only experts in memory and never waits") {
   }
   ExpertWeights w;
   CHECK(!c.try_next(&w).has_value());  // only the deferred one is left: no waiting
-  c.release(1);                         // frees a slot: 2's read starts
+  c.release(1);                        // frees a slot: 2's read starts
   f.check_bytes(c.wait(0), 1, 2);
   CHECK(!c.try_next(&w).has_value());  // every expert handed out
   c.release_all();
@@ -257,7 +258,8 @@ namespace {
 int g_landed = 0;  // projections the land hook below rewrote
 void flip_bytes(ns::gguf::GgmlType type, void* data, int64_t rows, int64_t cols) {
   auto* p = static_cast<uint8_t*>(data);
-  const uint64_t n = ns::gguf::row_bytes(ns::gguf::traits(type), static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
+  const uint64_t n =
+      ns::gguf::row_bytes(ns::gguf::traits(type), static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
   for (uint64_t i = 0; i < n; ++i) p[i] ^= 0xff;
   ++g_landed;
 }

@@ -23,7 +23,8 @@ namespace {
 
 const IoMode kModes[] = {IoMode::uring, IoMode::pread};
 
-std::unique_ptr<Reader> open_reader(const std::string& path, IoMode mode, uint32_t depth = 8, uint64_t chunk = 64 << 10) {
+std::unique_ptr<Reader> open_reader(const std::string& path, IoMode mode, uint32_t depth = 8,
+                                    uint64_t chunk = 64 << 10) {
   ReaderOptions o{.mode = mode, .queue_depth = depth, .max_chunk_bytes = chunk};
   return make_reader({path}, o);
 }
@@ -69,9 +70,19 @@ TEST_CASE("reads at odd offsets and lengths equal pread of the same bytes, in bo
   stream_test::write_pattern_file(path, size, 1);
 
   std::vector<Request> reqs = {
-      {0, 1},           {1, 1},           {4095, 2},         {4096, 4096},        {31, 100000},
-      {65536 - 7, 14},  {0, 64 << 10},    {12345, 1 << 20},  {size - 1, 1},       {size - 5000, 5000},
-      {size - 777, 777}, {0, size},       {(1 << 20) + 3, (2 << 20) - 4},
+      {0, 1},
+      {1, 1},
+      {4095, 2},
+      {4096, 4096},
+      {31, 100000},
+      {65536 - 7, 14},
+      {0, 64 << 10},
+      {12345, 1 << 20},
+      {size - 1, 1},
+      {size - 5000, 5000},
+      {size - 777, 777},
+      {0, size},
+      {(1 << 20) + 3, (2 << 20) - 4},
   };
   std::mt19937_64 rng(42);
   for (int i = 0; i < 40; ++i) {
@@ -167,8 +178,8 @@ TEST_CASE("a read past the end of the file fails with an io error naming the fil
     ReadOp op;
     op.prepare(0, 9000, 2000, buf.get(), direct_read_span(9000, 2000));
     r->submit(op);
-    const std::string msg =
-        ns::test::expect_error(ns::ErrorKind::io, [&] { r->wait(op); }, "a read past the end succeeded");
+    const std::string msg = ns::test::expect_error(
+        ns::ErrorKind::io, [&] { r->wait(op); }, "a read past the end succeeded");
     CHECK(ns::test::contains(msg, path));
     CHECK(ns::test::contains(msg, "offset 9000"));
     CHECK(ns::test::contains(msg, "ends at byte 10000"));
@@ -228,8 +239,8 @@ TEST_CASE("an errno from the kernel becomes an io error with its text") {
     ReadOp op;
     op.prepare(0, 0, 100, buf.get(), 4096);
     r->submit(op);
-    const std::string msg =
-        ns::test::expect_error(ns::ErrorKind::io, [&] { r->wait(op); }, "reading a directory succeeded");
+    const std::string msg = ns::test::expect_error(
+        ns::ErrorKind::io, [&] { r->wait(op); }, "reading a directory succeeded");
     CHECK(ns::test::contains(msg, std::strerror(EISDIR)));
     CHECK(ns::test::contains(msg, sub));
     CHECK(op.error_code() == EISDIR);

@@ -29,8 +29,13 @@ TEST_CASE("BPE breaks rank ties leftmost first") {
 
 TEST_CASE("BPE merges only inside pre-tokenizer words, on the byte-level spelling") {
   // ' ' is spelled 'Ġ'; "Ġa" exists but merges never cross the word boundary before " a".
-  const auto t = ns::Tokenizer::from_spec(tiny::bpe({"\xC4\xA0" "a", "ba"}, {"\xC4\xA0 a", "b a"}));
-  CHECK(t->encode("b a", false, false) == ids_of(*t, {"b", "\xC4\xA0" "a"}));
+  const auto t = ns::Tokenizer::from_spec(tiny::bpe({"\xC4\xA0"
+                                                     "a",
+                                                     "ba"},
+                                                    {"\xC4\xA0 a", "b a"}));
+  CHECK(t->encode("b a", false, false) == ids_of(*t, {"b",
+                                                      "\xC4\xA0"
+                                                      "a"}));
   CHECK(t->encode("ba", false, false) == ids_of(*t, {"ba"}));
   // Invalid UTF-8 becomes U+FFFD (EF BF BD), one per bad byte, as in llama.cpp.
   const std::string raw = "\xFF\x80 \xC3";
@@ -43,7 +48,9 @@ TEST_CASE("BPE drops a byte whose byte-level character has no token (llama.cpp d
   ns::VocabSpec spec = tiny::bpe({}, {"a b"});
   spec.tokens[1] = "[no byte 1]";  // Falcon's vocabulary lacks a few control bytes like this
   const auto t = ns::Tokenizer::from_spec(spec);
-  CHECK(t->encode("a\x01" "b", false, false) == std::vector<int32_t>{'a', 'b'});
+  CHECK(t->encode("a\x01"
+                  "b",
+                  false, false) == std::vector<int32_t>{'a', 'b'});
 }
 
 TEST_CASE("Llama-3 style ignore_merges: a word that is a token is taken whole") {
@@ -87,7 +94,7 @@ TEST_CASE("BPE vocabulary errors name the problem") {
   expect_bad_model(wrong_model, "tokenizer.ggml.model 't5'");
   auto bos_missing = tiny::bpe({}, {"a b"});
   bos_missing.add_bos = true;
-  bos_missing.bos_id = 100000;  // out of range: ignored, so no BOS is known
+  bos_missing.bos_id = 100000;    // out of range: ignored, so no BOS is known
   bos_missing.tokens.resize(11);  // and the default id 11 is out of range too
   expect_bad_model(bos_missing, "add_bos_token");
 }

@@ -90,7 +90,9 @@ TEST_CASE("kimi-k2 pre-tokenizer: Han runs apart from other letters") {
   CHECK(words(p, "人々") == W{"人", "々"});
   CHECK(words(p, "안녕하세요 세계") == W{"안녕하세요", " 세계"});
   // Compatibility ideographs and Extension B are Han too.
-  CHECK(words(p, "a\xEF\xA4\x80\xF0\xA0\x80\x80" "b") == W{"a", "\xEF\xA4\x80\xF0\xA0\x80\x80", "b"});
+  CHECK(words(p,
+              "a\xEF\xA4\x80\xF0\xA0\x80\x80"
+              "b") == W{"a", "\xEF\xA4\x80\xF0\xA0\x80\x80", "b"});
 }
 
 TEST_CASE("kimi-k2 pre-tokenizer: contractions end the word in any ASCII case, no case rules") {
@@ -99,7 +101,7 @@ TEST_CASE("kimi-k2 pre-tokenizer: contractions end the word in any ASCII case, n
   CHECK(words(p, "he's") == W{"he's"});
   CHECK(words(p, "THEY'LL go") == W{"THEY'LL", " go"});
   CHECK(words(p, "We'Re") == W{"We'Re"});
-  CHECK(words(p, "don't'll") == W{"don't", "'ll"});   // one contraction per word
+  CHECK(words(p, "don't'll") == W{"don't", "'ll"});  // one contraction per word
   CHECK(words(p, "rock'n'roll") == W{"rock", "'n", "'roll"});
   CHECK(words(p, "x 'll") == W{"x", " '", "ll"});
   CHECK(words(p, "HelloWorld iPhone") == W{"HelloWorld", " iPhone"});
@@ -136,8 +138,14 @@ TEST_CASE("gpt-4o pre-tokenizer (gpt-oss): case runs, contractions in any case, 
   CHECK(words(p, "THE QUEUE'S empty: 3:00 AM!!\n\n") ==
         W{"THE", " QUEUE'S", " empty", ":", " ", "3", ":", "00", " AM", "!!\n\n"});
   CHECK(words(p, "a/b//c\n  x") == W{"a", "/b", "//", "c", "\n", " ", " x"});
-  CHECK(words(p, "\xC3\x9C" "BERgro\xC3\x9F a\xC3\x84" "b \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E") ==
-        W{"\xC3\x9C" "BERgro\xC3\x9F", " a\xC3\x84" "b", " \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"});
+  CHECK(words(p,
+              "\xC3\x9C"
+              "BERgro\xC3\x9F a\xC3\x84"
+              "b \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E") == W{"\xC3\x9C"
+                                                             "BERgro\xC3\x9F",
+                                                             " a\xC3\x84"
+                                                             "b",
+                                                             " \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"});
   CHECK(resolve_pre_tokenizer("gpt-4o").type == PreType::gpt4o);
   CHECK(resolve_pre_tokenizer("gpt-4o").clean_spaces == false);
 }
@@ -145,11 +153,43 @@ TEST_CASE("gpt-4o pre-tokenizer (gpt-oss): case runs, contractions in any case, 
 TEST_CASE("the hand-written GPT-2, Llama-3 and Kimi K2 splitters agree with PCRE2 on the same patterns") {
   // The fast paths are the optimised versions; PCRE2 running the patterns
   // themselves is the reference (with llama.cpp's whitespace rule applied).
-  const std::vector<std::string> alphabet = {
-      " ", "  ", "\t", "\n", "\r", "a", "Z", "'", "s", "t", "re", "LL", "1", "\xD9\xA3", "\xC3\xA9", "\xE4\xB8\xAD",
-      "!", ".", "\xC2\x85", "\xC2\xA0", "\xE3\x80\x80", "\xF0\x9F\xA6\x99", "\xCC\x81", "\xE2\x80\x8B", "_", "\xFF",
-      "\xE4\xB8", "'S", "\x80", "\xE3\x82\xAB", "\xE3\x80\x85", "\xEF\xA4\x80", "\xF0\xA0\x80\x80",
-      "\xE9\xBF\xBF", "M", "'", "\xEA\xB0\x80"};
+  const std::vector<std::string> alphabet = {" ",
+                                             "  ",
+                                             "\t",
+                                             "\n",
+                                             "\r",
+                                             "a",
+                                             "Z",
+                                             "'",
+                                             "s",
+                                             "t",
+                                             "re",
+                                             "LL",
+                                             "1",
+                                             "\xD9\xA3",
+                                             "\xC3\xA9",
+                                             "\xE4\xB8\xAD",
+                                             "!",
+                                             ".",
+                                             "\xC2\x85",
+                                             "\xC2\xA0",
+                                             "\xE3\x80\x80",
+                                             "\xF0\x9F\xA6\x99",
+                                             "\xCC\x81",
+                                             "\xE2\x80\x8B",
+                                             "_",
+                                             "\xFF",
+                                             "\xE4\xB8",
+                                             "'S",
+                                             "\x80",
+                                             "\xE3\x82\xAB",
+                                             "\xE3\x80\x85",
+                                             "\xEF\xA4\x80",
+                                             "\xF0\xA0\x80\x80",
+                                             "\xE9\xBF\xBF",
+                                             "M",
+                                             "'",
+                                             "\xEA\xB0\x80"};
   for (const std::string& pattern : {std::string(kGpt2Pattern), std::string(kLlama3Pattern), kimi_k2_pattern()}) {
     CAPTURE(pattern);
     const PreTokenizer fast({pattern}, true), reference({pattern}, false);
@@ -197,9 +237,9 @@ TEST_CASE("pre-tokenizer names resolve like llama.cpp's, unknown ones are reject
 }
 
 TEST_CASE("every supported pre-tokenizer's regexes compile and split any bytes") {
-  for (PreType t : {PreType::default_, PreType::llama3, PreType::dbrx, PreType::deepseek_llm, PreType::deepseek_coder,
-                    PreType::deepseek3_llm, PreType::falcon, PreType::starcoder, PreType::gpt2, PreType::qwen2,
-                    PreType::kimi_k2}) {
+  for (PreType t :
+       {PreType::default_, PreType::llama3, PreType::dbrx, PreType::deepseek_llm, PreType::deepseek_coder,
+        PreType::deepseek3_llm, PreType::falcon, PreType::starcoder, PreType::gpt2, PreType::qwen2, PreType::kimi_k2}) {
     const PreTokenizer p(t);
     std::string all;
     for (int b = 255; b >= 0; --b) all.push_back(static_cast<char>(b));

@@ -60,7 +60,8 @@ TEST_CASE("tricky and invalid UTF-8 round-trips through every shared vocabulary"
     // and so do we, so the random texts avoid them.
     std::vector<char> bytes;
     for (int b = 0; b < 256; ++b)
-      if (spm || t->find_token(ns::tok::byte_to_unicode(static_cast<uint8_t>(b))) >= 0) bytes.push_back(static_cast<char>(b));
+      if (spm || t->find_token(ns::tok::byte_to_unicode(static_cast<uint8_t>(b))) >= 0)
+        bytes.push_back(static_cast<char>(b));
     std::mt19937 rng(7);
     for (int iter = 0; iter < 200; ++iter) {
       std::string s(1 + rng() % 24, '\0');

@@ -81,7 +81,9 @@ TEST_CASE("end-of-generation tokens: EOS, EOT and the texts llama.cpp recognises
   CHECK(u->is_end_of_generation(id_of(*u, "<|im_end|>")));
 
   // DeepSeek's end marker uses fullwidth bars and U+2581.
-  const std::string ds_end = "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+  const std::string ds_end =
+      "<\xEF\xBD\x9C"
+      "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
   const auto d = ns::Tokenizer::from_spec(with_specials({{ds_end, 3}}));
   CHECK(d->is_end_of_generation(id_of(*d, ds_end)));
 }

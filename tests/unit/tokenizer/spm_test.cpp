@@ -51,7 +51,8 @@ TEST_CASE("SPM byte fallback for characters outside the vocabulary, <unk> withou
   CHECK(t->decode(t->encode("a\xC3\xA9", false, false)) == "a\xC3\xA9");
 
   const auto no_bytes = ns::Tokenizer::from_spec(tiny::spm({S, "a"}, {-1, -1}, /*with_bytes=*/false));
-  CHECK(no_bytes->encode("a\xC3\xA9", false, false) == std::vector<int32_t>{id_of(*no_bytes, S), id_of(*no_bytes, "a"), 0, 0});
+  CHECK(no_bytes->encode("a\xC3\xA9", false, false) ==
+        std::vector<int32_t>{id_of(*no_bytes, S), id_of(*no_bytes, "a"), 0, 0});
 }
 
 TEST_CASE("SPM decode removes the prefix space like llama.cpp") {

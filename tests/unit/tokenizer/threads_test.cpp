@@ -11,7 +11,8 @@ TEST_CASE("one tokenizer serves several threads at once with identical results")
   const auto t = ns::Tokenizer::from_spec(tiny::bpe({"ab"}, {"a b"}, "deepseek-coder"));
   std::vector<std::string> texts;
   for (int i = 0; i < 64; ++i)
-    texts.push_back("ab " + std::to_string(i * 7919) + " \xE4\xB8\xAD\xE6\x96\x87 \xCE\xB1\xCE\xB2\xCE\xB3 \xF0\x90\x90\x80" +
+    texts.push_back("ab " + std::to_string(i * 7919) +
+                    " \xE4\xB8\xAD\xE6\x96\x87 \xCE\xB1\xCE\xB2\xCE\xB3 \xF0\x90\x90\x80" +
                     std::string(static_cast<size_t>(i % 5), '!') + "\n");
   std::vector<std::vector<int32_t>> expected;
   for (const auto& s : texts) expected.push_back(t->encode(s, false, false));

@@ -8,8 +8,8 @@
 using namespace ns::tok;
 
 TEST_CASE("utf8: encode/decode round trip over every code point length") {
-  for (uint32_t c : {0x00u, 0x41u, 0x7Fu, 0x80u, 0xFCu, 0x7FFu, 0x800u, 0x4E2Du, 0xFFFDu, 0xFFFFu, 0x10000u, 0x1F999u,
-                     0x10FFFFu}) {
+  for (uint32_t c :
+       {0x00u, 0x41u, 0x7Fu, 0x80u, 0xFCu, 0x7FFu, 0x800u, 0x4E2Du, 0xFFFDu, 0xFFFFu, 0x10000u, 0x1F999u, 0x10FFFFu}) {
     const std::string s = utf8_encode(c);
     CHECK(s.size() == (c < 0x80 ? 1u : c < 0x800 ? 2u : c < 0x10000 ? 3u : 4u));
     const DecodedChar d = utf8_decode_at(s, 0);
@@ -23,7 +23,9 @@ TEST_CASE("utf8: encode/decode round trip over every code point length") {
 }
 
 TEST_CASE("utf8: decoding a 4-byte character and its offsets") {
-  const std::string s = "a\xF0\x9F\xA6\x99" "b";  // a 🦙 b
+  const std::string s =
+      "a\xF0\x9F\xA6\x99"
+      "b";  // a 🦙 b
   const CodepointText ct = utf8_decode_all(s);
   REQUIRE(ct.cpts.size() == 3);
   CHECK(ct.cpts[1] == 0x1F999);
@@ -36,13 +38,15 @@ TEST_CASE("utf8: invalid input becomes one U+FFFD per bad byte, never reading pa
     std::vector<uint32_t> cpts;
   };
   const Case cases[] = {
-      {"\x80", {kReplacementChar}},                                     // stray continuation byte
-      {"\xC3", {kReplacementChar}},                                     // truncated 2-byte sequence at the end
+      {"\x80", {kReplacementChar}},                                              // stray continuation byte
+      {"\xC3", {kReplacementChar}},                                              // truncated 2-byte sequence at the end
       {"\xF0\x9F\xA6", {kReplacementChar, kReplacementChar, kReplacementChar}},  // truncated 4-byte
-      {"\xE4\xB8" "A", {kReplacementChar, kReplacementChar, 'A'}},       // lead + continuation, then ASCII
-      {"\xFF\xFE", {kReplacementChar, kReplacementChar}},                // never valid in UTF-8
-      {"\xC0\xAF", {0x2F}},                                             // overlong '/': decoded as written (llama.cpp)
-      {"\xED\xA0\x80", {0xD800}},                                       // surrogate: decoded as written
+      {"\xE4\xB8"
+       "A",
+       {kReplacementChar, kReplacementChar, 'A'}},         // lead + continuation, then ASCII
+      {"\xFF\xFE", {kReplacementChar, kReplacementChar}},  // never valid in UTF-8
+      {"\xC0\xAF", {0x2F}},                                // overlong '/': decoded as written (llama.cpp)
+      {"\xED\xA0\x80", {0xD800}},                          // surrogate: decoded as written
   };
   for (const Case& c : cases) {
     CAPTURE(c.bytes);

@@ -86,12 +86,13 @@ TEST_CASE("an exception in any chunk reaches the caller after all chunks finish"
   for (const int thrower : {0, 1}) {
     CAPTURE(thrower);
     std::atomic<int> finished{0};
-    CHECK_THROWS_WITH_AS(pool.parallel_for(2,
-                                           [&](int index, int64_t, int64_t) {
-                                             if (index == thrower) throw std::runtime_error("chunk failed");
-                                             std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                                             finished++;
-                                           }),
+    CHECK_THROWS_WITH_AS(pool.parallel_for(
+                             2,
+                             [&](int index, int64_t, int64_t) {
+      if (index == thrower) throw std::runtime_error("chunk failed");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      finished++;
+                             }),
                          "chunk failed", std::runtime_error);
     CHECK(finished == 1);  // the other chunk completed before parallel_for returned
   }
@@ -168,8 +169,8 @@ TEST_CASE("a chunk job not worth waking the workers for runs on the caller alone
   pool.parallel_chunks(
       50,
       [&](int index, int64_t c) {
-        on_caller &= index == 0 && std::this_thread::get_id() == me;
-        sum += c;
+    on_caller &= index == 0 && std::this_thread::get_id() == me;
+    sum += c;
       },
       /*worth_waking=*/false);
   CHECK(on_caller);
@@ -186,20 +187,22 @@ TEST_CASE("exceptions while the workers spin: the first reaches the caller, the 
       const int thrower = round % 3;
       std::atomic<int> done{0};
       // parallel_for: the throwing range's thread; the others finish theirs first.
-      CHECK_THROWS_WITH_AS(pool.parallel_for(3,
-                                             [&](int index, int64_t, int64_t) {
-                                               if (index == thrower) throw std::runtime_error("range failed");
-                                               done++;
-                                             }),
+      CHECK_THROWS_WITH_AS(pool.parallel_for(
+                               3,
+                               [&](int index, int64_t, int64_t) {
+        if (index == thrower) throw std::runtime_error("range failed");
+        done++;
+                               }),
                            "range failed", std::runtime_error);
       CHECK(done == 2);
       // parallel_chunks: chunk 5 throws wherever it runs; no chunk runs twice.
       std::vector<std::atomic<int>> hits(64);
-      CHECK_THROWS_WITH_AS(pool.parallel_chunks(64,
-                                                [&](int, int64_t c) {
-                                                  hits[static_cast<size_t>(c)]++;
-                                                  if (c == 5) throw std::runtime_error("chunk failed");
-                                                }),
+      CHECK_THROWS_WITH_AS(pool.parallel_chunks(
+                               64,
+                               [&](int, int64_t c) {
+        hits[static_cast<size_t>(c)]++;
+        if (c == 5) throw std::runtime_error("chunk failed");
+                               }),
                            "chunk failed", std::runtime_error);
       for (const auto& h : hits) CHECK(h <= 1);
       CHECK(hits[5] == 1);
