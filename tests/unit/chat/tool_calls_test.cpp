@@ -9,6 +9,7 @@
 // test skips with a message where ../shared is absent.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +34,13 @@ namespace {
 
 const fs::path kTemplates = fs::path(NS_SHARED_DIR) / "chat-templates" / "templates";
 using ns::test::read_file;
+
+// The 2026 families' templates that only the reference's checkout has
+// (reference_templates_test.cpp renders them); those rows skip without it.
+fs::path reference_templates() {
+  const char* env = std::getenv("NS_REF_TEMPLATES_DIR");
+  return env ? env : "/var/tmp/ns-reference/llama.cpp/models/templates";
+}
 
 const ordered_json kTools = ordered_json::parse(R"([
   {"type": "function", "function": {"name": "get_weather", "description": "Current weather",
@@ -82,10 +90,19 @@ const Family kFamilies[] = {
     {"GLM-4.6.jinja", ToolCallFormat::glm45, 2, false, false},
     {"openai-gpt-oss-120b.jinja", ToolCallFormat::harmony, 1, false, true},
     {"MiniMax-M2.jinja", ToolCallFormat::minimax_m2, 2, false, false},
+    {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", ToolCallFormat::deepseek_dsml, 2, false, false},
+    {"GLM-4.7-Flash.jinja", ToolCallFormat::glm45, 2, false, false},
+    {"inclusionai-ling-3.0-flash.jinja", ToolCallFormat::glm45, 2, false, false},  // GLM-4.5's tags
 };
 
+// Where a row's template is: ../shared's set, else the reference's checkout.
+fs::path path_of(const Family& f) {
+  return fs::exists(kTemplates / f.file) ? kTemplates / f.file : reference_templates() / f.file;
+}
+
 // The end-of-turn markers a model stops on (the caller strips the stop token).
-const char* const kStops[] = {"<|im_end|>", "<｜end▁of▁sentence｜>", "<|end_of_msg|>", "[e~[", "<|call|>"};
+const char* const kStops[] = {"<|im_end|>", "<｜end▁of▁sentence｜>", "<|end_of_msg|>", "[e~[",
+                              "<|call|>",   "<|role_end|>"};
 
 std::string rtrim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -167,13 +184,13 @@ bool have_templates() {
 TEST_CASE("tool calls: each family's template names its format") {
   if (!have_templates()) return;
   for (const Family& f : kFamilies) {
-    if (!fs::exists(kTemplates / f.file)) {
+    if (!fs::exists(path_of(f))) {
       MESSAGE("skipped: " << f.file << " is absent");
       continue;
     }
     const std::string file = f.file;
     CAPTURE(file);
-    const auto format = tool_call_format(read_file(kTemplates / f.file));
+    const auto format = tool_call_format(read_file(path_of(f)));
     REQUIRE(format.has_value());
     CHECK(ns::chat::tool_call_format_name(*format) == ns::chat::tool_call_format_name(f.format));
   }
@@ -190,7 +207,7 @@ TEST_CASE("tool calls: each family's template names its format") {
 TEST_CASE("tool calls: round trip through each family's real template (reasoning, then calls)") {
   if (!have_templates()) return;
   for (const Family& f : kFamilies) {
-    if (!fs::exists(kTemplates / f.file)) {
+    if (!fs::exists(path_of(f))) {
       MESSAGE("skipped: " << f.file << " is absent");
       continue;
     }
@@ -200,7 +217,7 @@ TEST_CASE("tool calls: round trip through each family's real template (reasoning
         {"role", "assistant"}, {"content", ""}, {"reasoning_content", kReasoning}, {"thinking", kReasoning}};
     assistant["tool_calls"] = ordered_json::array();
     for (size_t i = 0; i < f.calls; ++i) assistant["tool_calls"].push_back(kCalls[i]);
-    const std::string text = generated_text(read_file(kTemplates / f.file), assistant, f.file);
+    const std::string text = generated_text(read_file(path_of(f)), assistant, f.file);
     CAPTURE(text);
     const ParsedReply r = parse_reply(f.format, text);
     check_calls(r, f, f.calls);
@@ -228,13 +245,13 @@ TEST_CASE("tool calls: round trip through each family's real template (reasoning
 TEST_CASE("tool calls: round trip through each family's real template (content, then calls)") {
   if (!have_templates()) return;
   for (const Family& f : kFamilies) {
-    if (!fs::exists(kTemplates / f.file)) continue;
+    if (!fs::exists(path_of(f))) continue;
     const std::string file = f.file;
     CAPTURE(file);
     ordered_json assistant = {{"role", "assistant"}, {"content", kContent}};
     assistant["tool_calls"] = ordered_json::array();
     for (size_t i = 0; i < f.calls; ++i) assistant["tool_calls"].push_back(kCalls[i]);
-    const std::string text = generated_text(read_file(kTemplates / f.file), assistant, f.file);
+    const std::string text = generated_text(read_file(path_of(f)), assistant, f.file);
     CAPTURE(text);
     const ParsedReply r = parse_reply(f.format, text);
     check_calls(r, f, f.calls);
@@ -248,14 +265,14 @@ TEST_CASE("tool calls: round trip with thinking on gives the reasoning back") {
   if (!have_templates()) return;
   const ordered_json on = {{"thinking", true}, {"enable_thinking", true}};
   for (const Family& f : kFamilies) {
-    if (!fs::exists(kTemplates / f.file)) continue;
+    if (!fs::exists(path_of(f))) continue;
     const std::string file = f.file;
     CAPTURE(file);
     ordered_json assistant = {
         {"role", "assistant"}, {"content", ""}, {"reasoning_content", kReasoning}, {"thinking", kReasoning}};
     assistant["tool_calls"] = ordered_json::array();
     for (size_t i = 0; i < f.calls; ++i) assistant["tool_calls"].push_back(kCalls[i]);
-    const std::string text = generated_text(read_file(kTemplates / f.file), assistant, file, true, on);
+    const std::string text = generated_text(read_file(path_of(f)), assistant, file, true, on);
     CAPTURE(text);
     const ParsedReply r = parse_reply(f.format, text);
     check_calls(r, f, f.calls);
