@@ -152,6 +152,26 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: poll until COMMAND succeeds
   done
 }
 
+# wait_frozen SECONDS WHAT COMMAND...: as wait_for, but the daemon ($DAEMON_PID) runs in 50 ms slices and is
+# stopped (SIGSTOP) while COMMAND looks, so what COMMAND saw still holds when this returns. The daemon is left
+# stopped: the caller sends its signal, then `kill -CONT "$DAEMON_PID"`. For a cut that must land at a state:
+# signalling after seeing it is a race that a loaded machine loses (choices_cut_postgres did, at load 19).
+wait_frozen() {  # (it slows the daemon several times: wait_for near the state first)
+  local secs=$1 what=$2
+  local deadline=$((SECONDS + secs))
+  shift 2
+  kill -STOP "$DAEMON_PID"
+  until "$@"; do
+    if ((SECONDS >= deadline)); then
+      kill -CONT "$DAEMON_PID"
+      fail "timed out after $secs s waiting for $what"
+    fi
+    kill -CONT "$DAEMON_PID"
+    sleep 0.05
+    kill -STOP "$DAEMON_PID"
+  done
+}
+
 job_state() { sql "SELECT state FROM jobs WHERE id = $1"; }
 state_is() { [[ "$(job_state "$1")" == "$2" ]]; }
 

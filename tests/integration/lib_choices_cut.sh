@@ -11,8 +11,8 @@
 #   DB_ARGS      (array) the --db arguments for nightshift and nightshiftd, or none
 command -v python3 > /dev/null || { echo "SKIP: python3 is needed to check the JSON"; exit 77; }
 
-# 512 wide, 8 layers: ~100 tokens/s per choice on two loaded cores, so choice 1's
-# 400 tokens outlast the wait below by seconds.
+# 512 wide, 8 layers: ~100 tokens/s per choice on two loaded cores; near each cut the daemon is held still while
+# they look (wait_frozen), so choice 1's 400 tokens outlast them at any load.
 make_model slow.gguf --n-embd 512 --n-layer 8 --n-ff 1536 --n-ctx 4096
 write_config slow=slow.gguf
 {
@@ -95,12 +95,16 @@ choice0_done() {
   l=$($Q "$(printf "$CP_LENGTHS" "$cut")")
   [[ -n "$l" && "${l%%|*}" == "${REF[0]}" ]]
 }
-wait_for 60 "choice 0 of job $cut to finish (its checkpoint)" choice0_done
+# Running free until the job's first checkpoint, then held still while each look runs (wait_frozen).
+checkpointed() { [[ -n "$($Q "$(printf "$CP_LENGTHS" "$cut")")" ]]; }
+wait_for 120 "job $cut's first checkpoint" checkpointed
+wait_frozen 120 "choice 0 of job $cut to finish (its checkpoint)" choice0_done
 kill -TERM "$DAEMON_PID"
+kill -CONT "$DAEMON_PID"
 wait_daemon 0
 IFS='|' read -r c0 c1 c2 <<< "$($Q "$(printf "$CP_LENGTHS" "$cut")")"
 echo "cut: choices checkpointed at $c0, $c1 and $c2 tokens"
-((c1 < MAX)) || fail "choice 1 finished before the SIGTERM landed ($c1 tokens): make the model slower"
+((c1 < MAX)) || fail "choice 1 finished before the SIGTERM landed ($c1 tokens)"
 expect_eq "$($Q "SELECT state FROM jobs WHERE id = $cut")" queued \
   "the cut job (choice 1 at $c1 of $MAX tokens) is released, not stored done"
 expect_eq "$($Q "SELECT count(*) FROM results WHERE job_id = $cut")" 0 "no result for the cut job"
@@ -115,13 +119,20 @@ choice2_done() {
   l=$($Q "$(printf "$CP_LENGTHS" "$cut")")
   [[ -n "$l" && "${l##*|}" == "${REF[2]}" ]]
 }
-wait_for 60 "choice 2 of job $cut to finish (its checkpoint)" choice2_done
+choice2_near() {  # within 30 tokens of its end: from here on the daemon is held still while each look runs
+  local l
+  l=$($Q "$(printf "$CP_LENGTHS" "$cut")")
+  [[ -n "$l" ]] && ((${l##*|} + 30 >= ${REF[2]}))
+}
+wait_for 120 "choice 2 of job $cut to come within 30 tokens of its end" choice2_near
+wait_frozen 120 "choice 2 of job $cut to finish (its checkpoint)" choice2_done
 kill -TERM "$DAEMON_PID"
+kill -CONT "$DAEMON_PID"
 wait_daemon 0
 expect_contains "$(cat "$WORK/daemon.log")" "resuming from $((c0 + c1 + c2)) checkpointed tokens" "the first resume"
 IFS='|' read -r d0 d1 d2 <<< "$($Q "$(printf "$CP_LENGTHS" "$cut")")"
 echo "cut again: choices checkpointed at $d0, $d1 and $d2 tokens"
-((d1 < MAX)) || fail "choice 1 finished before the second SIGTERM landed ($d1 tokens): make the model slower"
+((d1 < MAX)) || fail "choice 1 finished before the second SIGTERM landed ($d1 tokens)"
 expect_eq "$($Q "SELECT state FROM jobs WHERE id = $cut")" queued "the job cut a second time is released"
 expect_eq "$d0|$d2" "${REF[0]}|${REF[2]}" "choices 0 and 2 checkpointed whole"
 
