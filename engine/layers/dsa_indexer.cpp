@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "engine/kernels/indexer.h"
 #include "engine/state/sequence_state.h"
+#include "engine/state/trace.h"
 #include "engine/util/thread_pool.h"
 #include "common/error.h"
 
@@ -115,6 +117,13 @@ void dsa_select(const DsaWeights& w, const DsaShape& sh, int64_t il, const float
   out.masks.resize(static_cast<size_t>(n * longest));
   out.keep.assign(static_cast<size_t>(n), nullptr);
   const kernels::Isa isa = kernels::active_isa();
+  if (s.trace_observer != nullptr && *s.trace_observer) {  // every token's scores, as the reference's indexer_score
+    std::vector<float> all(static_cast<size_t>(n * longest), -std::numeric_limits<float>::infinity());
+    for (int64_t t = 0; t < n; ++t)
+      kernels::indexer_scores(isa, &q[static_cast<size_t>(t * qw)], &wt[static_cast<size_t>(t * nh)], nh, hd,
+                              kv.k(il, s.seq[t], 0) + sh.cache_offset, row, s.pos[t] + 1, &all[t * longest]);
+    trace(s, "indexer_score", il, all.data(), longest);
+  }
   // One token (a decode step): its keys are split over the threads; a batch goes token by token.
   thread_local std::vector<float> one_buf;
   std::vector<float>& one = one_buf;
