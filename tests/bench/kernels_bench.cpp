@@ -24,7 +24,8 @@
 // every line, so the lines before and after it must be the same. Lines
 // "ref" digest the reference quantizer's bytes (random ones for the read-only
 // formats) and the reference dequantizer's floats, "quant-w" the
-// importance-weighted quantizer's bytes.
+// importance-weighted quantizer's bytes, "indexer" the DSA indexer's scores
+// (engine/kernels/indexer.h) per path. --indexer times those scores instead.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -286,6 +287,26 @@ int print_hashes(const Options& opt) {
         }
       }
       std::printf("hash %-8s %-7s %016llx\n", std::string(tt.name).c_str(), ns::kernels::isa_name(isa),
+                  static_cast<unsigned long long>(h));
+    }
+  }
+  // The DSA indexer's scores (indexer.h) per path: heads x dims 8 x 64, 3 x 96, 5 x 72 against 50 keys.
+  if (opt.only.empty() || opt.only == "indexer") {
+    for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+      if (isa > ns::kernels::detected_isa()) continue;
+      uint64_t h = kFnvBasis;
+      for (const auto& [heads, dim] : {std::pair<int64_t, int64_t>{8, 64}, {3, 96}, {5, 72}}) {
+        std::mt19937 rng(static_cast<uint32_t>(heads * dim));
+        const auto q = normal_floats(static_cast<size_t>(heads * dim), 1.0f, rng);
+        const auto w = normal_floats(static_cast<size_t>(heads), 0.2f, rng);
+        const auto kf = normal_floats(static_cast<size_t>(50 * dim), 1.0f, rng);
+        std::vector<uint16_t> keys(kf.size());
+        for (size_t i = 0; i < kf.size(); ++i) keys[i] = ns::kernels::fp32_to_fp16(kf[i]);
+        std::vector<float> y(50);
+        ns::kernels::indexer_scores(isa, q.data(), w.data(), heads, dim, keys.data(), dim, 50, y.data());
+        h = fnv(h, y.data(), y.size() * sizeof(float));
+      }
+      std::printf("hash %-8s %-7s %016llx\n", "indexer", ns::kernels::isa_name(isa),
                   static_cast<unsigned long long>(h));
     }
   }
