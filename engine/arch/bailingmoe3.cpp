@@ -37,6 +37,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/layers/residual.h"
 #include "engine/spec/metadata_keys.h"
+#include "engine/state/trace.h"
 #include "common/error.h"
 
 namespace ns {
@@ -82,8 +83,17 @@ class Bailingmoe3 final : public KimiHybrid {
 
   void layer(int64_t il, ForwardState& s) override {
     const KimiLayer& L = w_.layers[static_cast<size_t>(il)];
-    pre_norm_residual(s, L.attn_norm, hp_.n_embd, hp_.rms_eps, [&] { attention(il, s); });
-    pre_norm_residual(s, L.ffn_norm, hp_.n_embd, hp_.rms_eps, [&] { ffn(il, s); });
+    const int64_t d = hp_.n_embd;
+    pre_norm_residual(s, L.attn_norm, d, hp_.rms_eps, [&] {
+      trace(s, "attn_norm", il, s.xn.data(), d);
+      attention(il, s);
+      trace(s, L.recurrent ? "kda_out" : "mla_out", il, s.out.data(), d);  // the reference's node names
+    });
+    pre_norm_residual(s, L.ffn_norm, d, hp_.rms_eps, [&] {
+      trace(s, "ffn_norm", il, s.xn.data(), d);
+      ffn(il, s);
+      trace(s, "ffn_out", il, s.out.data(), d);
+    });
   }
 };
 

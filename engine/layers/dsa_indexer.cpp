@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
+#include "engine/kernels/indexer.h"
 #include "engine/state/sequence_state.h"
+#include "engine/state/trace.h"
 #include "engine/util/thread_pool.h"
 #include "common/error.h"
 
@@ -113,27 +116,36 @@ void dsa_select(const DsaWeights& w, const DsaShape& sh, int64_t il, const float
   out.stride = longest;
   out.masks.resize(static_cast<size_t>(n * longest));
   out.keep.assign(static_cast<size_t>(n), nullptr);
+  const kernels::Isa isa = kernels::active_isa();
+  if (s.trace_observer != nullptr && *s.trace_observer) {  // every token's scores, as the reference's indexer_score
+    std::vector<float> all(static_cast<size_t>(n * longest), -std::numeric_limits<float>::infinity());
+    for (int64_t t = 0; t < n; ++t)
+      kernels::indexer_scores(isa, &q[static_cast<size_t>(t * qw)], &wt[static_cast<size_t>(t * nh)], nh, hd,
+                              kv.k(il, s.seq[t], 0) + sh.cache_offset, row, s.pos[t] + 1, &all[t * longest]);
+    trace(s, "indexer_score", il, all.data(), longest);
+  }
+  // One token (a decode step): its keys are split over the threads; a batch goes token by token.
+  thread_local std::vector<float> one_buf;
+  std::vector<float>& one = one_buf;
+  const bool split_keys = n == 1 && s.pos[0] + 1 > sh.top_k;
+  if (split_keys) {
+    one.resize(static_cast<size_t>(s.pos[0] + 1));
+    const uint16_t* k0 = kv.k(il, s.seq[0], 0) + sh.cache_offset;
+    s.pool->parallel_for(s.pos[0] + 1, [&](int, int64_t j0, int64_t j1) {
+      kernels::indexer_scores(isa, q.data(), wt.data(), nh, hd, k0 + j0 * row, row, j1 - j0, one.data() + j0);
+    });
+  }
   s.pool->parallel_for(n, [&](int, int64_t t0, int64_t t1) {
-    thread_local std::vector<float> scores, key;
+    thread_local std::vector<float> scores_buf;
     thread_local std::vector<int32_t> order;
-    key.resize(static_cast<size_t>(hd));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t keys = s.pos[t] + 1;
       if (keys <= sh.top_k) continue;  // every position: dense MLA
-      scores.resize(static_cast<size_t>(keys));
-      const uint16_t* k0 = kv.k(il, s.seq[t], 0) + sh.cache_offset;
-      const float* qt = &q[static_cast<size_t>(t * qw)];
-      const float* wt_t = &wt[static_cast<size_t>(t * nh)];
-      for (int64_t j = 0; j < keys; ++j) {
-        kernels::dequantize_row(gguf::GgmlType::F16, k0 + j * row, key.data(), hd);
-        float score = 0;
-        for (int64_t h = 0; h < nh; ++h) {
-          const float* qh = qt + h * hd;
-          float dot = 0;
-          for (int64_t i = 0; i < hd; ++i) dot += qh[i] * key[static_cast<size_t>(i)];
-          score += std::max(dot, 0.0f) * wt_t[h];
-        }
-        scores[static_cast<size_t>(j)] = score;
+      std::vector<float>& scores = split_keys ? one : scores_buf;
+      if (!split_keys) {
+        scores.resize(static_cast<size_t>(keys));
+        kernels::indexer_scores(isa, &q[static_cast<size_t>(t * qw)], &wt[static_cast<size_t>(t * nh)], nh, hd,
+                                kv.k(il, s.seq[t], 0) + sh.cache_offset, row, keys, scores.data());
       }
       order.resize(static_cast<size_t>(keys));
       std::iota(order.begin(), order.end(), 0);

@@ -15,7 +15,9 @@
 // rounds, as the reference stores it. Keys are cached F16 after the latent in
 // the MLA cache row (MlaShape::indexer_width); scores are summed in F32 over
 // the F32 query and the F16 key, head by head, as the reference's fused
-// indexer. Ties at the top_k-th score are settled as the reference's top_k
+// indexer, by kernels::indexer_scores (engine/kernels/indexer.h: the
+// reference's dot-product order on each ISA path). A decode step's keys are
+// split over the threads, a batch's tokens. Ties at the top_k-th score are settled as the reference's top_k
 // op settles them (std::partial_sort by score alone over the positions in
 // order; see the .cpp).
 #pragma once

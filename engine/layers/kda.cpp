@@ -8,6 +8,7 @@
 #include "engine/layers/layer_shape.h"
 #include "engine/state/ops.h"
 #include "engine/state/sequence_state.h"
+#include "engine/state/trace.h"
 #include "common/error.h"
 
 // Buffer use (per-token widths from KdaShape, rows of s.n tokens):
@@ -119,6 +120,8 @@ void kda_attention(const KdaWeights& w, const KdaShape& sh, int64_t il, ForwardS
     }
   }
 
+  trace(s, "kda_gate", il, g, d_inner);  // the reference's node names
+
   // The recurrence.
   DeltaRuleIo io;
   io.n_head = io.n_k_head = n_head;
@@ -131,6 +134,7 @@ void kda_attention(const KdaWeights& w, const KdaShape& sh, int64_t il, ForwardS
   io.per_channel_decay = true;
   io.beta = beta;
   delta_rule(io, il, s);
+  trace(s, "attn_output", il, s.v.data(), d_inner);
 
   // Per-head RMS norm, sigmoid gate, output projection.
   for (int64_t t = 0; t < n; ++t)

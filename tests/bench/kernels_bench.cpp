@@ -24,7 +24,8 @@
 // every line, so the lines before and after it must be the same. Lines
 // "ref" digest the reference quantizer's bytes (random ones for the read-only
 // formats) and the reference dequantizer's floats, "quant-w" the
-// importance-weighted quantizer's bytes.
+// importance-weighted quantizer's bytes, "indexer" the DSA indexer's scores
+// (engine/kernels/indexer.h) per path. --indexer times those scores instead.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "engine/kernels/format.h"
+#include "engine/kernels/indexer.h"
 #include "engine/kernels/iquant.h"
 #include "engine/kernels/kernels.h"
 #include "engine/util/thread_pool.h"
@@ -56,6 +58,7 @@ struct Options {
   std::vector<int64_t> tokens{1, 16, 64};
   std::vector<std::string> paths;  // empty: all
   bool hash = false;
+  bool indexer = false;  // --indexer: the DSA indexer's scores instead of matmul
 };
 
 std::vector<std::string> split_commas(const char* p) {
@@ -89,6 +92,8 @@ Options parse(int argc, char** argv) {
       o.paths = split_commas(argv[++i]);
     } else if (a == "--hash") {
       o.hash = true;
+    } else if (a == "--indexer") {
+      o.indexer = true;
     } else if (a == "--tokens" && i + 1 < argc) {
       o.tokens.clear();
       for (const char* p = argv[++i]; *p != '\0';) {
@@ -101,10 +106,11 @@ Options parse(int argc, char** argv) {
         p = *end == ',' ? end + 1 : end;
       }
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 256)] [--type NAME, e.g. Q4_K] "
-                   "[--tokens N,N,.. (default 1,16,64)] [--paths scalar,avx2,avx512,deq+dot,deq+simd] [--hash]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads N] [--min-time SECONDS] [--size N (multiple of 256)] [--type NAME, e.g. Q4_K] "
+          "[--tokens N,N,.. (default 1,16,64)] [--paths scalar,avx2,avx512,deq+dot,deq+simd] [--hash] [--indexer]\n",
+          argv[0]);
       std::exit(a == "--help" ? 0 : 2);
     }
   }
@@ -284,7 +290,67 @@ int print_hashes(const Options& opt) {
                   static_cast<unsigned long long>(h));
     }
   }
+  // The DSA indexer's scores (indexer.h) per path: heads x dims 8 x 64, 3 x 96, 5 x 72 against 50 keys.
+  if (opt.only.empty() || opt.only == "indexer") {
+    for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+      if (isa > ns::kernels::detected_isa()) continue;
+      uint64_t h = kFnvBasis;
+      for (const auto& [heads, dim] : {std::pair<int64_t, int64_t>{8, 64}, {3, 96}, {5, 72}}) {
+        std::mt19937 rng(static_cast<uint32_t>(heads * dim));
+        const auto q = normal_floats(static_cast<size_t>(heads * dim), 1.0f, rng);
+        const auto w = normal_floats(static_cast<size_t>(heads), 0.2f, rng);
+        const auto kf = normal_floats(static_cast<size_t>(50 * dim), 1.0f, rng);
+        std::vector<uint16_t> keys(kf.size());
+        for (size_t i = 0; i < kf.size(); ++i) keys[i] = ns::kernels::fp32_to_fp16(kf[i]);
+        std::vector<float> y(50);
+        ns::kernels::indexer_scores(isa, q.data(), w.data(), heads, dim, keys.data(), dim, 50, y.data());
+        h = fnv(h, y.data(), y.size() * sizeof(float));
+      }
+      std::printf("hash %-8s %-7s %016llx\n", "indexer", ns::kernels::isa_name(isa),
+                  static_cast<unsigned long long>(h));
+    }
+  }
   ns::kernels::set_isa(ns::kernels::detected_isa());
+  return 0;
+}
+
+// --indexer: the DSA lightning indexer's scores (engine/kernels/indexer.h) of
+// one query against 4096 cached F16 keys, per ISA path, on one thread: the
+// tiny goldens' shape (8 heads of 64), the profiled model's (32 of 128) and
+// DeepSeek V3.2's (64 of 128). The scalar path is the loop it replaced.
+int bench_indexer(const Options& opt) {
+  struct Shape {
+    int64_t n_head, head_dim;
+  };
+  constexpr int64_t kKeys = 4096;
+  std::mt19937 rng(42);
+  std::printf("indexer scores: %lld keys, one query, 1 thread, detected ISA %s, >= %.2f s per figure\n",
+              static_cast<long long>(kKeys), ns::kernels::isa_name(ns::kernels::detected_isa()), opt.min_time);
+  std::printf("%-8s %-8s %-7s %10s %10s %10s\n", "heads", "head_dim", "path", "us/query", "ns/key", "vs scalar");
+  for (const Shape sh : {Shape{8, 64}, Shape{32, 128}, Shape{64, 128}}) {
+    const std::vector<float> q = normal_floats(static_cast<size_t>(sh.n_head * sh.head_dim), 1.0f, rng);
+    const std::vector<float> w = normal_floats(static_cast<size_t>(sh.n_head), 0.1f, rng);
+    const std::vector<float> kf = normal_floats(static_cast<size_t>(kKeys * sh.head_dim), 1.0f, rng);
+    std::vector<uint16_t> keys(kf.size());
+    for (size_t i = 0; i < kf.size(); ++i) keys[i] = ns::kernels::fp32_to_fp16(kf[i]);
+    std::vector<Path> paths;
+    for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+      if (isa > ns::kernels::detected_isa()) continue;
+      Path p;
+      p.name = ns::kernels::isa_name(isa);
+      p.run = [&, isa](float* y) {
+        ns::kernels::indexer_scores(isa, q.data(), w.data(), sh.n_head, sh.head_dim, keys.data(), sh.head_dim, kKeys,
+                                    y);
+      };
+      p.y.resize(kKeys);
+      paths.push_back(std::move(p));
+    }
+    measure(paths, opt.min_time);
+    for (const Path& p : paths)
+      std::printf("%-8lld %-8lld %-7s %10.1f %10.2f %9.1fx\n", static_cast<long long>(sh.n_head),
+                  static_cast<long long>(sh.head_dim), p.name, p.best * 1e6, p.best * 1e9 / kKeys,
+                  paths[0].best / p.best);
+  }
   return 0;
 }
 
@@ -293,6 +359,7 @@ int print_hashes(const Options& opt) {
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   if (opt.hash) return print_hashes(opt);
+  if (opt.indexer) return bench_indexer(opt);
   const int64_t n = opt.size;
   ns::ThreadPool pool(opt.threads);
   std::printf("kernels bench: %lld x %lld weights, %d threads, detected ISA %s, >= %.2f s per figure\n",
