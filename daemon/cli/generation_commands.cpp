@@ -18,6 +18,7 @@
 #include "daemon/cli/run_progress.h"
 #include "daemon/cli/sampling_flags.h"
 #include "daemon/lib/config.h"
+#include "daemon/lib/failure.h"
 #include "common/error.h"
 #include "common/human_size.h"
 #include "engine/chat/tool_calls.h"
@@ -117,7 +118,15 @@ void run_generation(const RunArgs& a) {
     }
     return true;
   };
-  GenerationResult r = engine->generate(prompt, a.sampling, stream);
+  GenerationResult r;
+  try {
+    r = engine->generate(prompt, a.sampling, stream);
+  } catch (const Error& e) {
+    progress.finish();
+    if (e.kind() != ErrorKind::bad_model) throw;
+    // Named as the daemon names a job's (failure.h): the weights of this file, not the prompt, are at fault.
+    throw daemon::model_run_error(std::filesystem::path(a.model).stem().string(), a.model, e);
+  }
   progress.finish();
   r.stats.load_ms = engine->load_ms();
   if (a.json) {

@@ -14,4 +14,8 @@ bool is_transient_failure(const Error& e) {
   return false;
 }
 
+Error model_run_error(const std::string& name, const std::string& path, const Error& e) {
+  return Error(e.kind(), "model " + name + " (" + path + "): " + e.what());
+}
+
 }  // namespace ns::daemon

@@ -10,6 +10,8 @@
 // DaemonConfigError (below) leaves the job queued.
 #pragma once
 
+#include <string>
+
 #include "common/error.h"
 
 namespace ns::daemon {
@@ -32,5 +34,10 @@ class DaemonConfigError : public Error {
 };
 
 bool is_transient_failure(const Error& e);
+
+// An error out of running a model, of the same kind, named with the model and its file: "model NAME (PATH):
+// what". A non-finite logit (bad_model) is most often the file's weights, not the job, and the reader must know
+// which file. The worker names every error of a pass so; `nightshift run` its model faults (NAME: the file's stem).
+Error model_run_error(const std::string& name, const std::string& path, const Error& e);
 
 }  // namespace ns::daemon

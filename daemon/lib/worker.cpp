@@ -267,8 +267,7 @@ void Worker::step() {
   try {
     batch.step();
   } catch (const Error& e) {
-    // Named with its file: a non-finite logit (bad_model) is most often the file's weights, not the job.
-    const Error named(e.kind(), "model " + host_.model() + " (" + host_.path() + "): " + e.what());
+    const Error named = model_run_error(host_.model(), host_.path(), e);
     fail_all(failure_of(named), e.kind() != ErrorKind::invalid_input);
     return;
   } catch (const std::bad_alloc&) {

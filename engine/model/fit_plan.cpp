@@ -16,21 +16,6 @@ namespace {
 // RSS measured at load; this much is set aside for it.
 constexpr uint64_t kRuntimeSlack = 16ull << 20;
 
-// Bytes of ForwardState per token of max_batch (an estimate, for the prefill chunk only).
-uint64_t activation_bytes_per_token(const Hparams& hp, const BufferSizes& bs, bool predict) {
-  const auto w = [](int64_t width) { return static_cast<uint64_t>(std::max<int64_t>(width, 1)); };
-  uint64_t floats = 3 * w(hp.n_embd) + w(bs.q) + w(bs.k) + w(bs.v) + w(bs.att) + 2 * w(bs.ff);
-  uint64_t ints = 2;  // seq, pos
-  if (bs.res_checkpoints > 0) floats += w(bs.res_checkpoints * hp.n_embd) + w(bs.res_checkpoints + 1);
-  if (hp.is_moe()) {
-    const int64_t ew = std::max(hp.n_embd, hp.expert_width());
-    floats += w(hp.n_expert) + w(hp.n_expert_used) + 2 * w(ew) + 2 * w(hp.n_ff_expert) + w(hp.n_expert_used * ew) +
-              (hp.n_expert_latent > 0 ? w(hp.n_expert_latent) : 0) + (predict ? w(hp.n_expert) : 0);
-    ints += 2 * w(hp.n_expert_used);
-  }
-  return floats * sizeof(float) + ints * sizeof(int32_t);
-}
-
 // What bounds the KV cache beyond pool x per-token bytes, for the plan's line.
 std::string kv_pool_note(const SequenceState& st) {
   std::string note;
@@ -119,8 +104,10 @@ FitPlan plan_fit(const FitInputs& in, const ModelOptions& opts) {
   p.sequences_asked = std::max<int64_t>(1, eo.max_sequences);
   int64_t chunk = eo.max_batch_tokens;
   if (chunk <= 0) {
-    const bool predict = hp.is_moe() && opts.tuning.predict_experts && eo.io_mode != IoMode::mmap;
-    chunk = prefill_chunk_tokens(in.memory_budget, activation_bytes_per_token(hp, in.buffers, predict));
+    // What one more token of a pass adds to its buffers: counted from the list the load allocates from
+    // (ForwardState::for_each_buffer through in.activation_bytes), less what a pass holds at any length.
+    const uint64_t per_token = in.activation_bytes(2) - in.activation_bytes(1);
+    chunk = prefill_chunk_tokens(in.memory_budget, per_token);
   }
   const int64_t n_ctx = p.context;
   for (int64_t n_seq = p.sequences_asked;; n_seq /= 2) {

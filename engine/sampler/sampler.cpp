@@ -24,11 +24,14 @@ constexpr auto ranks_before = [](const TokenProb& a, const TokenProb& b) {
 };
 
 [[noreturn]] void throw_bad_logit(size_t id, float logit) {
-  // bad_model: finite weights give finite logits, so the file is the likely cause (#30 N); the daemon names it.
+  // bad_model: finite weights give finite logits, so the file is the likely cause (#30 N); the daemon and
+  // `nightshift run` name the model and its file (daemon/lib/failure.h model_run_error).
   throw Error(ErrorKind::bad_model, "logit of token " + std::to_string(id) + " is " +
                                         (std::isnan(logit) ? "NaN" : "+inf") +
                                         ": the forward pass produced a non-finite value (damaged weights in the model "
-                                        "file, or a fault in this build's kernels)");
+                                        "file, or a fault in this build's kernels): check the file against its source "
+                                        "(sha256sum) and download or convert it again; if a good copy fails so "
+                                        "too, try cpu_features scalar (--cpu-features scalar)");
 }
 
 [[noreturn]] void throw_all_masked() {

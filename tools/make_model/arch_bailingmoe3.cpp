@@ -114,12 +114,7 @@ class BailingMoe3Architecture : public Architecture {
     w.set(a + keys::kda_head_dim, val::u32(f.kda_head_dim));
     w.set(a + keys::kda_safe_gate, val::boolean(true));
     w.set(a + keys::kda_gate_lower_bound, val::f32(f.lower_bound));
-    if (f.mla.q_lora_rank > 0) w.set(a + keys::attention_q_lora_rank, val::u32(f.mla.q_lora_rank));
-    w.set(a + keys::attention_kv_lora_rank, val::u32(f.mla.kv_lora_rank));
-    w.set(a + keys::rope_dimension_count, val::u32(f.mla.qk_rope));
-    w.set(a + keys::attention_key_length, val::u32(f.mla.mqa_key_length()));
-    w.set(a + keys::attention_key_length_mla, val::u32(f.mla.head_key_length()));
-    w.set(a + keys::attention_value_length_mla, val::u32(f.mla.v_head));
+    add_split_mla_metadata(w, a, f.mla);
     w.set(a + keys::expert_feed_forward_length, val::u32(f.n_ff_expert));
     w.set(a + keys::expert_shared_feed_forward_length, val::u32(f.n_ff_shexp));
     w.set(a + keys::expert_shared_count, val::u32(f.n_shared));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/spec/metadata_keys.h"
+
 namespace ns::make_model {
 
 // Sized by what it does to the expert load. A token takes the n_used experts
@@ -91,6 +93,16 @@ bool refine_decay(const TensorSpec& spec, TensorPlan& plan) {
     for (int64_t i = 0; i < n; ++i) out[i] = -(1.0f + 0.5f * float((row * uint64_t(n) + uint64_t(i)) % 4));
   };
   return true;
+}
+
+void add_split_mla_metadata(gguf::GgufWriter& w, const std::string& prefix, const MlaSizes& mla) {
+  using namespace gguf;
+  if (mla.q_lora_rank > 0) w.set(prefix + keys::attention_q_lora_rank, val::u32(mla.q_lora_rank));
+  w.set(prefix + keys::attention_kv_lora_rank, val::u32(mla.kv_lora_rank));
+  w.set(prefix + keys::rope_dimension_count, val::u32(mla.qk_rope));
+  w.set(prefix + keys::attention_key_length, val::u32(mla.mqa_key_length()));
+  w.set(prefix + keys::attention_key_length_mla, val::u32(mla.head_key_length()));
+  w.set(prefix + keys::attention_value_length_mla, val::u32(mla.v_head));
 }
 
 }  // namespace ns::make_model

@@ -37,8 +37,8 @@ class PlanBuilder {
   std::vector<TensorPlan> plans_;
 };
 
-// MLA attention's sizes (deepseek2; the MLA layers of kimi-linear and
-// kimi-k3, whose flags set them): the query's low rank (0: one attn_q
+// MLA attention's sizes (deepseek2; the MLA layers of kimi-linear, kimi-k3
+// and bailingmoe3, whose flags set them): the query's low rank (0: one attn_q
 // projection), the cached latent, a head's rotary and non-rotary key dims and
 // its value dims. Each architecture's flags give the defaults they differ in.
 struct MlaSizes {
@@ -63,6 +63,10 @@ struct MlaSizes {
 // n_head * (nope + v_head)] would have for the same seed (k_b is its k part
 // transposed), so a file of either layout is the same model.
 bool refine_split_kv_b(const TensorSpec& spec, TensorPlan& plan, const MlaSizes& mla);
+// The MLA keys of a split-layout file as the kimi-linear, kimi-k3 and bailingmoe3 converters write them, in
+// their order, under `prefix` ("<arch>."): q_lora_rank (when set), kv_lora_rank, the rotary dims, the MQA
+// key_length, key_length_mla and value_length_mla (deepseek2's converter writes its own set, value_length too).
+void add_split_mla_metadata(gguf::GgufWriter& w, const std::string& prefix, const MlaSizes& mla);
 // A delta-rule layer's decay tensors (Gated DeltaNet, KDA): ssm_dt.bias
 // ~N(0, 0.5), ssm_a = -exp(A_log) < 0, one per head: -1, -1.5, -2, -2.5, -1, ...
 // (exact, seed-independent) whatever its shape.

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -18,6 +19,7 @@
 #include "engine/layers/attention.h"
 #include "engine/layers/dsa_indexer.h"
 #include "engine/model/model.h"
+#include "tests/unit/engine/family_checks.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -99,38 +101,15 @@ TEST_CASE("deepseek32, glm-dsa: below top_k the deepseek2 twin to the bit; past 
 }
 
 TEST_CASE("deepseek32, glm-dsa: one pass equals token by token; two sequences batched equal each alone") {
-  for (const std::string& path : {dsa_model("deepseek32", 5), dsa_model("glm-dsa", 5, " --dsa-types 1,0,1")}) {
-    CAPTURE(path);
-    const ModelOptions mo{.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 32}};
-    auto m = Model::load(path, mo);
-    const int64_t V = m->n_vocab();
-    const std::vector<int32_t> a = test::some_tokens(V, 14, 1), b = test::some_tokens(V, 11, 2);
-    const std::vector<float> la = logits_of(path, a), lb = logits_of(path, b);
-
-    std::vector<float> step, seq_a;
-    for (size_t t = 0; t < a.size(); ++t) {
-      m->forward(std::span(a).subspan(t, 1), static_cast<int64_t>(t), false, step);
-      seq_a.insert(seq_a.end(), step.begin(), step.end());
-    }
-    const double d_steps = test::max_abs_diff(seq_a, la);
-    MESSAGE("max |one pass - token by token| = " << d_steps);
-    CHECK(d_steps < 1e-3);
-
-    auto both = Model::load(path, mo);
-    std::vector<BatchToken> batch;
-    for (size_t t = 0; t < std::max(a.size(), b.size()); ++t) {
-      if (t < a.size()) batch.push_back({a[t], 0, static_cast<int32_t>(t), true});
-      if (t < b.size()) batch.push_back({b[t], 1, static_cast<int32_t>(t), true});
-    }
-    std::vector<float> mixed, ma, mb;
-    both->forward_batch(batch, mixed);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      auto& dst = batch[i].seq == 0 ? ma : mb;
-      dst.insert(dst.end(), mixed.begin() + static_cast<int64_t>(i) * V,
-                 mixed.begin() + static_cast<int64_t>(i + 1) * V);
-    }
-    CHECK(std::max(test::max_abs_diff(ma, la), test::max_abs_diff(mb, lb)) == 0.0);
-  }
+  const std::pair<const char*, std::string> models[] = {{"deepseek32", dsa_model("deepseek32", 5)},
+                                                        {"glm-dsa", dsa_model("glm-dsa", 5, " --dsa-types 1,0,1")}};
+  for (const auto& [family, path] : models)
+    test::check_one_pass_and_batched(family, path,
+                                     {.alone = ModelOptions{.engine = {.context = 64, .max_batch_tokens = 32}},
+                                      .a_tokens = 14,
+                                      .b_tokens = 11,
+                                      .a_offset = 1,
+                                      .b_offset = 2});
 }
 
 TEST_CASE("deepseek32: indexer keys absent or unusable are refused naming the key") {

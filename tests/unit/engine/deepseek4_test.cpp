@@ -15,7 +15,7 @@
 
 #include "common/error.h"
 #include "engine/model/model.h"
-#include "tests/unit/engine/streaming_checks.h"
+#include "tests/unit/engine/family_checks.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -60,44 +60,11 @@ TEST_CASE("deepseek4: the file's shape as read: ratios, hash tables, sqrtsoftplu
 
 TEST_CASE("deepseek4: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
   // 140 and 131 tokens: both cross a block of 128 and many blocks of 4 beyond the window and the top-k.
-  const ModelOptions mo{.engine = {.context = 160, .max_sequences = 2, .max_batch_tokens = 320}};
-  auto m = Model::load(v4(), mo);
-  const int64_t V = m->n_vocab();
-  const std::vector<int32_t> a = prompt(V, 140, 0), b = prompt(V, 131, 1);
-
-  auto alone = [&](const std::vector<int32_t>& toks) {
-    auto one = Model::load(v4(), mo);
-    std::vector<float> logits;
-    one->forward(toks, 0, true, logits);
-    return logits;
-  };
-  const std::vector<float> la = alone(a), lb = alone(b);
-
-  std::vector<float> step, seq_a;
-  for (size_t t = 0; t < a.size(); ++t) {
-    m->forward(std::span(a).subspan(t, 1), static_cast<int64_t>(t), false, step);
-    seq_a.insert(seq_a.end(), step.begin(), step.end());
-  }
-  const double d_steps = test::max_abs_diff(seq_a, la);
-  MESSAGE("max |one pass - token by token| = " << d_steps);
-  CHECK(d_steps < 1e-3);
-
-  auto both = Model::load(v4(), mo);
-  std::vector<BatchToken> batch;
-  for (size_t t = 0; t < std::max(a.size(), b.size()); ++t) {
-    if (t < a.size()) batch.push_back({a[t], 0, static_cast<int32_t>(t), true});
-    if (t < b.size()) batch.push_back({b[t], 1, static_cast<int32_t>(t), true});
-  }
-  std::vector<float> mixed;
-  both->forward_batch(batch, mixed);
-  std::vector<float> ma, mb;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    auto& dst = batch[i].seq == 0 ? ma : mb;
-    dst.insert(dst.end(), mixed.begin() + static_cast<int64_t>(i) * V, mixed.begin() + static_cast<int64_t>(i + 1) * V);
-  }
-  const double d_batch = std::max(test::max_abs_diff(ma, la), test::max_abs_diff(mb, lb));
-  MESSAGE("max |batched - alone| = " << d_batch);
-  CHECK(d_batch == 0.0);
+  test::check_one_pass_and_batched(
+      "deepseek4", v4(),
+      {.options = {.engine = {.context = 160, .max_sequences = 2, .max_batch_tokens = 320}},
+       .a_tokens = 140,
+       .b_tokens = 131});
 }
 
 TEST_CASE("deepseek4: the cache as the reference lays it out: a raw ring, compact blocks, compressor rings") {
@@ -167,10 +134,7 @@ TEST_CASE("deepseek4: the cache as the reference lays it out: a raw ring, compac
 }
 
 TEST_CASE("deepseek4: experts streamed through a 3-slot cache give the mapping's logits") {
-  test::check_streamed_equals_mapped(v4(), 12);
-  const auto streamed = test::streamed_logits(v4(), "uring", 12);
-  CHECK(streamed.first == test::streamed_logits(v4(), "mmap", 12).first);
-  CHECK(streamed.second.cache.evictions > 0);
+  test::check_small_cache_streaming("deepseek4", v4());
 }
 
 TEST_CASE("deepseek4: runs under a memory budget a third of the file") {
@@ -178,7 +142,5 @@ TEST_CASE("deepseek4: runs under a memory budget a third of the file") {
       test::make_model("deepseek4-stream",
                        "--arch deepseek4 --n-embd 512 --n-layer 6 --n-head 8 --n-ff 1024 --n-expert 64 "
                        "--n-expert-used 4 --dsv4-ratios 0,4,128,4,128,4 --dsv4-o-groups 4 --type Q4_0 --seed 73");
-  const uint64_t budget = 100ull << 20;
-  REQUIRE(std::filesystem::file_size(path) > 3 * budget);
-  test::check_streams_within_budget(path, 100, "uring", 8);
+  test::check_runs_under_budget("deepseek4", path, 100, 3, "uring", 8);
 }

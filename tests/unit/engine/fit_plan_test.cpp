@@ -64,6 +64,19 @@ TEST_CASE("plan_fit: the whole batch at full contexts when the budget holds it")
   CHECK(plan_fit(m.in, options(1024, 100, 64)).prefill_chunk == 100);
 }
 
+TEST_CASE("plan_fit: the prefill chunk from what the buffers' own list adds per token of a pass") {
+  // 64 KiB more a token over 3 MiB a pass holds at any length: 1 GiB / 20 / 64 KiB = 819 tokens, 768 in
+  // multiples of 64. The plan counts it from activation_bytes (ForwardState::for_each_buffer in a load), not
+  // from an estimate of its own (which read the hparams: here all 0, a chunk of 1024).
+  Made m(1ull << 30);
+  m.in.activation_bytes = [](int64_t tokens) { return 3 * MiB + static_cast<uint64_t>(tokens) * (64 << 10); };
+  const FitPlan p = plan_fit(m.in, options(1024, 1, 0));
+  REQUIRE(p.fits);
+  CHECK(p.prefill_chunk == prefill_chunk_tokens(1ull << 30, 64 << 10));
+  CHECK(p.prefill_chunk == 768);
+  CHECK(p.activation_bytes == 3 * MiB + 768 * (64 << 10));
+}
+
 TEST_CASE("plan_fit: a smaller KV pool before fewer sequences") {
   // 8 x 64K tokens is 256 MiB of KV cache; 200 MiB less 64 + 16 leaves room for 120 MiB: 128K tokens.
   const Made m(200 * MiB);

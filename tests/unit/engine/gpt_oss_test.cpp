@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
+#include "tests/unit/engine/family_checks.h"
 #include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
 
@@ -133,7 +134,5 @@ TEST_CASE("gpt-oss: peak RSS stays within memory_budget for a model larger than 
                        "--arch gpt-oss --n-embd 1024 --n-layer 8 --n-head 16 --n-head-kv 4 --oss-head-dim 64 "
                        "--n-ff 512 --n-expert 32 --n-expert-used 4 --oss-sliding-window 16 --type Q8_0 "
                        "--tensor-type _exps=MXFP4 --seed 43");
-  const uint64_t budget = 120ull << 20;
-  REQUIRE(std::filesystem::file_size(path) > 1.5 * budget);
-  test::check_streams_within_budget(path, 120, "pread", 8);
+  test::check_runs_under_budget("gpt-oss", path, 120, 1.5, "pread", 8);
 }

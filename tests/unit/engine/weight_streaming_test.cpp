@@ -17,6 +17,7 @@
 #include "engine/stream/budget_planner.h"
 #include "common/error.h"
 #include "tests/unit/error_message.h"
+#include "tests/unit/engine/family_checks.h"
 #include "tests/unit/engine/streaming_checks.h"
 #include "tests/unit/engine/test_models.h"
 
@@ -212,9 +213,7 @@ TEST_CASE("weight streaming: qwen3next runs within a memory_budget smaller than 
                                             "--full-attn-every 2 --qn-head-dim 64 --qn-rope-dim 16 "
                                             "--gdn-head-dim 32 --gdn-k-heads 2 --gdn-v-heads 4 "
                                             "--type Q8_0 --seed 5");
-  const uint64_t budget = 40ull << 20;
-  REQUIRE(std::filesystem::file_size(path) > budget);
-  test::check_streams_within_budget(path, 40, "uring", 12);
+  test::check_runs_under_budget("qwen3next", path, 40, 1, "uring", 12);
 }
 
 TEST_CASE("weight streaming: a budget too small fails with the breakdown and the minimum") {
@@ -235,9 +234,7 @@ TEST_CASE("weight streaming: peak RSS stays within memory_budget for a model lar
                                             "--arch llama --n-embd 512 --n-layer 8 --n-head 8 "
                                             "--n-head-kv 2 --n-ff 1024 --n-expert 32 --n-expert-used 4 "
                                             "--type Q4_0 --seed 7");
-  const uint64_t budget = 120ull << 20;
-  REQUIRE(std::filesystem::file_size(path) > 1.8 * budget);
-  test::check_streams_within_budget(path, 120, "uring", 12);
+  test::check_runs_under_budget("llama", path, 120, 1.8, "uring", 12);
 }
 
 }  // namespace
