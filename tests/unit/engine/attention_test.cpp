@@ -255,7 +255,7 @@ TEST_CASE("attention over runs of rows with gaps equals the masked contiguous ro
   const std::vector<int64_t> blocks = {0, 1, 2, 5, 7, 8, 30, 37};  // selected, in order; column c0 + b
   auto q = random_halves(rng, dim, 1.0f), all = random_halves(rng, n_col * dim, 1.0f);
   std::vector<uint8_t> keep(static_cast<size_t>(n_col), 0);
-  const int64_t ring = 8;  // the raw rows in a ring of 8 (positions 9..20 wrap it)
+  const int64_t ring = 16;  // the raw rows in a ring of 16 (positions 9..20 wrap it)
   std::vector<uint16_t> raw(static_cast<size_t>(ring * dim)), comp(static_cast<size_t>(40 * bw));
   std::vector<AttendRun> runs;
   for (int64_t p = raw_first; p <= raw_last; ++p) keep[static_cast<size_t>(p)] = 1;

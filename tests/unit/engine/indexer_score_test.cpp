@@ -4,8 +4,10 @@
 // reference is the product it orders, to a float sum's error.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/kernels/kernels.h"
