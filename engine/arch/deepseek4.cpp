@@ -56,7 +56,10 @@
 
 #include "common/error.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
+#include "engine/layers/indexer_score.h"
+#include "engine/layers/stream_mix.h"
 #include "engine/layers/yarn_rope.h"
 #include "engine/state/ops.h"
 #include "engine/state/sequence_state.h"
@@ -69,6 +72,8 @@ namespace {
 
 constexpr int64_t kCsa = 4;  // the reference's two compression ratios (fixed in its graph)
 constexpr int64_t kHca = 128;
+constexpr size_t kHc = 4;  // hyper-connection streams (the reference's graph is written for 4; checked at load)
+constexpr int64_t kLaneAlign = 16;  // the attention's widest lane count (engine/layers/attention.h)
 
 struct HcWeights {
   kernels::MatrixView fn;  // [mix][hc * n_embd]
@@ -282,12 +287,13 @@ class Deepseek4 final : public Architecture {
     flat_mixes(w_.head, s);
     for (int64_t t = 0; t < n; ++t) {
       const float* m = &mixes_[static_cast<size_t>(t * hc)];
-      float* x = &s.x[t * d];
+      std::array<float, kHc> pre;
+      std::array<const float*, kHc> streams;
       for (int64_t h = 0; h < hc; ++h) {
-        const float pre = sigmoid(m[h] * w_.head.scale[0] + w_.head.base[static_cast<size_t>(h)]) + hp_.dsv4.hc_eps;
-        const float* st = &s.res_ckpt[(t * hc + h) * d];
-        for (int64_t i = 0; i < d; ++i) x[i] = h == 0 ? st[i] * pre : x[i] + st[i] * pre;
+        pre[h] = sigmoid(m[h] * w_.head.scale[0] + w_.head.base[static_cast<size_t>(h)]) + hp_.dsv4.hc_eps;
+        streams[h] = &s.res_ckpt[(t * hc + h) * d];
       }
+      mix_rows(streams.data(), pre.data(), hc, d, &s.x[t * d]);
     }
   }
 
@@ -312,26 +318,29 @@ class Deepseek4 final : public Architecture {
     for (int64_t t = 0; t < n; ++t) {
       const float* m = &mixes_[static_cast<size_t>(t * mix)];
       float* x = cur_.data();
+      std::array<float, kHc> pre;
+      std::array<const float*, kHc> streams;
       for (int64_t h = 0; h < hc; ++h) {
-        const float pre = sigmoid(m[h] * w.scale[0] + w.base[static_cast<size_t>(h)]) + eps;
+        pre[h] = sigmoid(m[h] * w.scale[0] + w.base[static_cast<size_t>(h)]) + eps;
         const float post = m[hc + h] * w.scale[1] + w.base[static_cast<size_t>(hc + h)];
         post_[static_cast<size_t>(t * hc + h)] = 2.0f * sigmoid(post);
-        const float* st = &s.res_ckpt[(t * hc + h) * d];
-        for (int64_t i = 0; i < d; ++i) x[i] = h == 0 ? st[i] * pre : x[i] + st[i] * pre;
+        streams[h] = &s.res_ckpt[(t * hc + h) * d];
       }
-      // comb[dst + hc * src]: softmax over dst for each src, + eps; Sinkhorn.
+      mix_rows(streams.data(), pre.data(), hc, d, x);
+      // comb[dst + hc * src]: softmax over dst for each src, + eps; Sinkhorn. The affine step and the + eps are
+      // fused multiply-adds as the reference's compiled hc_comb op makes them (GCC contracts them there).
       float* c = &comb_[static_cast<size_t>(t * hc * hc)];
       for (int64_t src = 0; src < hc; ++src) {
         float mx = -INFINITY;
         for (int64_t dst = 0; dst < hc; ++dst) {
           const int64_t k = dst + hc * src;
-          c[k] = m[2 * hc + k] * w.scale[2] + w.base[static_cast<size_t>(2 * hc + k)];
+          c[k] = std::fma(m[2 * hc + k], w.scale[2], w.base[static_cast<size_t>(2 * hc + k)]);
           mx = std::max(mx, c[k]);
         }
         float sum = 0;
         for (int64_t dst = 0; dst < hc; ++dst) sum += c[dst + hc * src] = std::exp(c[dst + hc * src] - mx);
         const float inv = 1.0f / sum;
-        for (int64_t dst = 0; dst < hc; ++dst) c[dst + hc * src] = c[dst + hc * src] * inv + eps;
+        for (int64_t dst = 0; dst < hc; ++dst) c[dst + hc * src] = std::fma(c[dst + hc * src], inv, eps);
       }
       const auto norm_cols = [&] {
         for (int64_t dst = 0; dst < hc; ++dst) {
@@ -366,14 +375,15 @@ class Deepseek4 final : public Architecture {
       float* st = &s.res_ckpt[t * hc * d];
       std::copy_n(st, hc * d, old_.data());
       const float* c = &comb_[static_cast<size_t>(t * hc * hc)];
+      // Stream dst' = out * post[dst] + sum_src old[src] * comb[dst][src], in that order.
+      std::array<const float*, kHc + 1> rows;
+      std::array<float, kHc + 1> wts;
+      rows[0] = &s.out[t * d];
+      for (int64_t src = 0; src < hc; ++src) rows[src + 1] = &old_[static_cast<size_t>(src * d)];
       for (int64_t dst = 0; dst < hc; ++dst) {
-        const float post = post_[static_cast<size_t>(t * hc + dst)];
-        float* o = st + dst * d;
-        for (int64_t i = 0; i < d; ++i) {
-          float v = s.out[t * d + i] * post;
-          for (int64_t src = 0; src < hc; ++src) v += old_[static_cast<size_t>(src * d + i)] * c[dst + hc * src];
-          o[i] = v;
-        }
+        wts[0] = post_[static_cast<size_t>(t * hc + dst)];
+        for (int64_t src = 0; src < hc; ++src) wts[src + 1] = c[dst + hc * src];
+        mix_rows(rows.data(), wts.data(), hc + 1, d, st + dst * d);
       }
     }
   }
@@ -515,25 +525,19 @@ class Deepseek4 final : public Architecture {
       const float wscale = 1.0f / std::sqrt(static_cast<float>(ihd * nih));
       s.pool->parallel_for(n, [&](int, int64_t begin, int64_t end) {
         // Per pool thread, grown to the largest sizes seen: a warm loop does not allocate.
-        thread_local std::vector<float> kf, score;
+        thread_local std::vector<float> score, wt;
         thread_local std::vector<int32_t> order;
-        kf.resize(static_cast<size_t>(ihd));
+        wt.resize(static_cast<size_t>(nih));
         for (int64_t t = begin; t < end; ++t) {
           float* q = &iq_[t * nih * ihd];
           apply_rope(q + (ihd - hp_.rope_dim), nih, ihd, s.pos[t], rope_comp_);
           hadamard(q, nih * ihd, rot_);
           const int64_t vis = (s.pos[t] + 1) / kCsa;
-          score.assign(static_cast<size_t>(vis), 0.0f);
-          for (int64_t b = 0; b < vis; ++b) {
-            kernels::dequantize_row(gguf::GgmlType::F16, kv.block(il, s.seq[t], b) + hd, kf.data(), ihd);
-            float sc = 0;
-            for (int64_t h = 0; h < nih; ++h) {
-              float dot = 0;
-              for (int64_t i = 0; i < ihd; ++i) dot += q[h * ihd + i] * kf[static_cast<size_t>(i)];
-              sc += std::max(dot, 0.0f) * (iw_[t * nih + h] * wscale);
-            }
-            score[static_cast<size_t>(b)] = sc;
-          }
+          score.resize(static_cast<size_t>(vis));
+          for (int64_t h = 0; h < nih; ++h) wt[static_cast<size_t>(h)] = iw_[t * nih + h] * wscale;
+          // Block rows are consecutive, the indexer's key after the attention's (hd) in each.
+          if (vis > 0)
+            indexer_scores(q, wt.data(), nih, ihd, kv.block(il, s.seq[t], 0) + hd, hd + ihd, vis, score.data());
           order.resize(static_cast<size_t>(vis));
           std::iota(order.begin(), order.end(), 0);
           const int64_t k = std::min(top_k, vis);
@@ -550,46 +554,46 @@ class Deepseek4 final : public Architecture {
       trace(s, "lid_top_k", il, ids.data(), top_k);
       trace(s, "lid_q_rot", il, iq_.data(), nih * ihd);
     }
-    // Each (token, head) over its raw window and compressed keys; then the roped dims rotated back.
+    // Each (token, head) over its raw window and compressed keys; then the roped dims rotated back. The
+    // reference concatenates the raw cells and the compressed cells into one K = V, so a key's lane in the
+    // attention's sums is its cell: position p for a raw key, and after the raw cells (a multiple of 256)
+    // block b's lane is b's. Here block b is column c0 + b, c0 a multiple of the widest lane count past the
+    // raw columns; the columns between are masked as the reference's unused cells are.
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    // Scores through the F16 kernel (the reference's F16 product rounds the query to F16).
-    const kernels::VecDotFn dot_f16 = kernels::vec_dot(gguf::GgmlType::F16, kernels::active_isa());
+    const int64_t ring = kv.rows(il), bw = hd + (r == kCsa ? ihd : 0);  // a block row: key (+ indexer key)
     s.pool->parallel_for(n * nh, [&](int, int64_t begin, int64_t end) {
-      thread_local std::vector<const uint16_t*> keys;
-      thread_local std::vector<float> kf, sc, acc;
+      thread_local std::vector<AttendRun> runs;
+      thread_local std::vector<int32_t> blocks;
       thread_local std::vector<uint16_t> q16;
       q16.resize(static_cast<size_t>(hd));
-      kf.resize(static_cast<size_t>(hd));
-      acc.resize(static_cast<size_t>(hd));
       for (int64_t i = begin; i < end; ++i) {
         const int64_t t = i / nh, h = i % nh, pos = s.pos[t], seq = s.seq[t];
-        keys.clear();
-        for (int64_t p = std::max<int64_t>(0, pos - hp_.n_swa + 1); p <= pos; ++p) keys.push_back(kv.k(il, seq, p));
+        runs.clear();
+        for (int64_t p = std::max<int64_t>(0, pos - hp_.n_swa + 1); p <= pos;) {
+          const int64_t count = std::min(pos + 1 - p, ring - p % ring);  // to the ring's end
+          const uint16_t* k = kv.k(il, seq, p);
+          runs.push_back({p, count, k, hd, k, hd});
+          p += count;
+        }
+        blocks.clear();
         if (r == kHca)
-          for (int64_t b = 0; b < (pos + 1) / kHca; ++b) keys.push_back(kv.block(il, seq, b));
-        if (r == kCsa)
-          for (int64_t j = 0; j < top_k; ++j) {
-            const int32_t b = chosen_[static_cast<size_t>(t * top_k + j)];
-            if (b >= 0) keys.push_back(kv.block(il, seq, b));
-          }
+          for (int64_t b = 0; b < (pos + 1) / kHca; ++b) blocks.push_back(static_cast<int32_t>(b));
+        if (r == kCsa) {
+          for (int64_t j = 0; j < top_k; ++j)
+            if (const int32_t b = chosen_[static_cast<size_t>(t * top_k + j)]; b >= 0) blocks.push_back(b);
+          std::sort(blocks.begin(), blocks.end());  // the lanes sum in cell order
+        }
+        const int64_t c0 = (pos + kLaneAlign) / kLaneAlign * kLaneAlign;
+        for (size_t j = 0; j < blocks.size(); ++j) {
+          const uint16_t* k = kv.block(il, seq, blocks[j]);
+          if (j > 0 && blocks[j] == blocks[j - 1] + 1)
+            ++runs.back().count;  // the next block row is the next cell
+          else
+            runs.push_back({c0 + blocks[j], 1, k, bw, k, bw});
+        }
         kernels::quantize_row(gguf::GgmlType::F16, &s.q[t * nh * hd + h * hd], q16.data(), hd);
-        sc.resize(keys.size());
-        float mx = L.sinks[static_cast<size_t>(h)];
-        for (size_t k = 0; k < keys.size(); ++k) {
-          sc[k] = dot_f16(keys[k], q16.data(), hd) * scale;
-          mx = std::max(mx, sc[k]);
-        }
-        double sum = std::exp(static_cast<double>(L.sinks[static_cast<size_t>(h)] - mx));
-        for (float& v : sc) sum += v = std::exp(v - mx);
-        const float inv = static_cast<float>(1.0 / sum);
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (size_t k = 0; k < keys.size(); ++k) {
-          const float p = kernels::fp16_to_fp32(kernels::fp32_to_fp16(sc[k] * inv));
-          kernels::dequantize_row(gguf::GgmlType::F16, keys[k], kf.data(), hd);
-          for (int64_t j = 0; j < hd; ++j) acc[static_cast<size_t>(j)] += p * kf[static_cast<size_t>(j)];
-        }
         float* out = &s.att[t * nh * hd + h * hd];
-        std::copy(acc.begin(), acc.end(), out);
+        attend_runs(q16.data(), runs, hd, hd, scale, &L.sinks[static_cast<size_t>(h)], out);
         apply_rope(out + nope, 1, hd, -pos, rope);
       }
     });

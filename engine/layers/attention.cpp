@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/state/sequence_state.h"
@@ -220,6 +221,7 @@ struct Scratch {
   std::vector<uint16_t> probs;  // per position: F16 probability
   std::vector<float> lanes;     // [8][v_dim] partial sums of V·P, lane-major so the update is an axpy
   std::vector<float> query, row;
+  std::vector<uint8_t> live;  // per column: has a row and is kept (attend_runs' gaps)
   void reserve(int64_t positions, int64_t qk_dim, int64_t v_dim) {
     grow(scores, positions);
     grow(probs, positions);
@@ -240,102 +242,138 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
   attend_one_head(q16, k_base, k_stride, v_base, v_stride, qk_dim, v_dim, last_pos, scale, out, AttendSpan{});
 }
 
-void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
-                     int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out,
-                     const AttendSpan& span) {
+namespace {
+
+// The softmax row of columns first..last (the reference's cells): `runs` hold
+// the rows of the columns they cover (in column order, disjoint), the others
+// are masked, as are the columns with keep[col] == 0 (keep: null = all).
+// Lane = column mod width, in every sum (see the header).
+void attend_core(const uint16_t* q16, const AttendRun* runs, size_t n_runs, int64_t first, int64_t last,
+                 const uint8_t* keep, int64_t qk_dim, int64_t v_dim, float scale, const float* sink, float* out) {
   // Pool threads live as long as the model, so this is allocated once per thread.
   thread_local Scratch scratch;
-  const int64_t first = span.first_pos, n = last_pos + 1 - first;  // live positions first..last_pos
+  const int64_t n = last + 1 - first;
   scratch.reserve(n, qk_dim, v_dim);
-  float* scores = scratch.scores.data();  // [i]: position first + i
+  float* scores = scratch.scores.data();  // [i]: column first + i
   uint16_t* probs = scratch.probs.data();
   float* lanes = scratch.lanes.data();
   float* query = scratch.query.data();
   float* row = scratch.row.data();
-  // Calls f(position, row index, count) for runs of positions whose rows are contiguous.
-  const auto for_runs = [&](auto&& f) {
-    for (int64_t j = first; j <= last_pos;) {
-      const int64_t r = span.ring > 0 ? j % span.ring : j;
-      const int64_t count = span.ring > 0 ? std::min(last_pos + 1 - j, span.ring - r) : last_pos + 1 - j;
-      f(j, r, count);
-      j += count;
-    }
-  };
+  // Columns without a row (deepseek4's gap between its raw and compressed keys) are masked like keep's.
+  int64_t covered = 0;
+  for (size_t i = 0; i < n_runs; ++i) covered += runs[i].count;
+  const bool gaps = covered != n;
+  uint8_t* live = nullptr;
+  if (gaps) {
+    Scratch::grow(scratch.live, n);
+    live = scratch.live.data();
+    std::fill(live, live + n, uint8_t{0});
+    std::fill(scores, scores + n, -INFINITY);
+    for (size_t i = 0; i < n_runs; ++i)
+      for (int64_t c = runs[i].col; c < runs[i].col + runs[i].count; ++c) live[c - first] = keep ? keep[c] : uint8_t{1};
+  }
+  const auto masked = [&](int64_t col) { return gaps ? !live[col - first] : keep && !keep[col]; };
 
   // kq = mul_mat(K, Q), then soft_max_ext: scale, max, ggml_vec_soft_max_f32.
   const bool avx2 = kernels::active_isa() >= kernels::Isa::avx2;
   const int width = lane_width();
   kernels::dequantize_row(gguf::GgmlType::F16, q16, query, qk_dim);
-  for_runs([&](int64_t j, int64_t r, int64_t count) {
+  for (size_t i = 0; i < n_runs; ++i) {
+    const AttendRun& u = runs[i];
+    float* sc = scores + (u.col - first);
     if (avx2 && qk_dim % width == 0 && width == kMaxLanes)
-      scores16_avx2(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, scores + (j - first));
+      scores16_avx2(u.k, u.k_stride, query, qk_dim, u.count, scale, sc);
     else if (avx2 && qk_dim % width == 0)
-      scores_avx2(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, scores + (j - first));
+      scores_avx2(u.k, u.k_stride, query, qk_dim, u.count, scale, sc);
     else
-      scores_scalar(k_base + r * k_stride, k_stride, query, qk_dim, count, scale, row, scores + (j - first), width);
-  });
-  const uint8_t* keep = span.keep;
-  if (keep)  // the unselected positions leave the max; their exps are zeroed below
+      scores_scalar(u.k, u.k_stride, query, qk_dim, u.count, scale, row, sc, width);
+  }
+  if (keep || gaps)  // the masked columns leave the max; their exps are zeroed below
     for (int64_t i = 0; i < n; ++i)
-      if (!keep[first + i]) scores[i] = -INFINITY;
+      if (masked(first + i)) scores[i] = -INFINITY;
   float max = *std::max_element(scores, scores + n);
-  if (span.sink) max = std::max(max, *span.sink);
+  if (sink) max = std::max(max, *sink);
   double sum = 0;
-  // Groups of `width` positions from a multiple of it, as the reference's cells:
-  // the masked positions before `first` and past last_pos give exp(-inf) = 0.
+  // Groups of `width` columns from a multiple of it, as the reference's cells:
+  // the masked columns before `first` and past `last` give exp(-inf) = 0.
   // 16 lanes: AVX-512's exp (ops::expf_ggml_16; lane by lane at the edges).
-  for (int64_t g = first / width * width; width == kMaxLanes && g <= last_pos; g += width) {
+  for (int64_t g = first / width * width; width == kMaxLanes && g <= last; g += width) {
     float e[kMaxLanes] = {};
-    if (g >= first && g + width - 1 <= last_pos) {  // all 16 live: one vector exp
+    if (g >= first && g + width - 1 <= last) {  // all 16 in the row: one vector exp
       float* s16 = scores + (g - first);
       for (int64_t l = 0; l < width; ++l) e[l] = s16[l] - max;
       ops::expf_ggml_16(e, e, true);
-      if (keep)
+      if (keep || gaps)
         for (int64_t l = 0; l < width; ++l)
-          if (!keep[g + l]) e[l] = 0;
+          if (masked(g + l)) e[l] = 0;
       std::copy(e, e + width, s16);
     } else {
       for (int64_t l = 0; l < width; ++l) {
         const int64_t j = g + l;
-        if (j >= first && j <= last_pos)
-          e[l] = scores[j - first] = keep && !keep[j] ? 0.0f : ops::expf_ggml_512(scores[j - first] - max);
+        if (j >= first && j <= last)
+          e[l] = scores[j - first] = masked(j) ? 0.0f : ops::expf_ggml_512(scores[j - first] - max);
       }
     }
     sum += lane_sum(e, width);
   }
-  for (int64_t g = first / kLanes * kLanes; width == kLanes && g <= last_pos; g += kLanes) {
+  for (int64_t g = first / kLanes * kLanes; width == kLanes && g <= last; g += kLanes) {
     float e[kLanes] = {};
-    if (g >= first && g + kLanes - 1 <= last_pos) {  // all 8 live: one vector exp
+    if (g >= first && g + kLanes - 1 <= last) {  // all 8 in the row: one vector exp
       float* s8 = scores + (g - first);
       for (int64_t l = 0; l < kLanes; ++l) e[l] = s8[l] - max;
       ops::expf_ggml_8(e, e, avx2);
-      if (keep)
+      if (keep || gaps)
         for (int64_t l = 0; l < kLanes; ++l)
-          if (!keep[g + l]) e[l] = 0;
+          if (masked(g + l)) e[l] = 0;
       std::copy(e, e + kLanes, s8);
     } else {
       for (int64_t l = 0; l < kLanes; ++l) {
         const int64_t j = g + l;
-        if (j >= first && j <= last_pos)
-          e[l] = scores[j - first] = keep && !keep[j] ? 0.0f : ops::expf_ggml(scores[j - first] - max);
+        if (j >= first && j <= last)
+          e[l] = scores[j - first] = masked(j) ? 0.0f : ops::expf_ggml(scores[j - first] - max);
       }
     }
     sum += lane_sum(e);
   }
-  if (span.sink) sum += static_cast<double>(std::exp(*span.sink - max));
+  if (sink) sum += static_cast<double>(std::exp(*sink - max));
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) probs[i] = kernels::fp32_to_fp16(scores[i] * inv);
 
-  // kqv = mul_mat(V^T, P): lane j mod width of each output accumulates in
-  // position order; the reference's masked positions add exact zeros.
+  // kqv = mul_mat(V^T, P): lane (column mod width) of each output accumulates
+  // in column order; the reference's masked columns add exact zeros.
   std::fill(lanes, lanes + v_dim * width, 0.0f);
-  for_runs([&](int64_t j, int64_t r, int64_t count) {
+  for (size_t i = 0; i < n_runs; ++i) {
+    const AttendRun& u = runs[i];
     if (avx2 && v_dim % kLanes == 0)
-      values_avx2(v_base + r * v_stride, v_stride, probs + (j - first), v_dim, count, j, lanes, width);
+      values_avx2(u.v, u.v_stride, probs + (u.col - first), v_dim, u.count, u.col, lanes, width);
     else
-      values_scalar(v_base + r * v_stride, v_stride, probs + (j - first), v_dim, count, j, row, lanes, width);
-  });
+      values_scalar(u.v, u.v_stride, probs + (u.col - first), v_dim, u.count, u.col, row, lanes, width);
+  }
   reduce_lanes(lanes, v_dim, avx2, width, out);
+}
+
+}  // namespace
+
+void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stride, const uint16_t* v_base,
+                     int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out,
+                     const AttendSpan& span) {
+  thread_local std::vector<AttendRun> runs;  // per pool thread, grown once
+  runs.clear();
+  // Runs of positions whose rows are contiguous (a ring wraps once at most per run).
+  for (int64_t j = span.first_pos; j <= last_pos;) {
+    const int64_t r = span.ring > 0 ? j % span.ring : j;
+    const int64_t count = span.ring > 0 ? std::min(last_pos + 1 - j, span.ring - r) : last_pos + 1 - j;
+    runs.push_back({j, count, k_base + r * k_stride, k_stride, v_base + r * v_stride, v_stride});
+    j += count;
+  }
+  attend_core(q16, runs.data(), runs.size(), span.first_pos, last_pos, span.keep, qk_dim, v_dim, scale, span.sink, out);
+}
+
+void attend_runs(const uint16_t* q16, const std::vector<AttendRun>& runs, int64_t qk_dim, int64_t v_dim, float scale,
+                 const float* sink, float* out) {
+  if (runs.empty()) throw std::logic_error("attend_runs: no keys");
+  attend_core(q16, runs.data(), runs.size(), runs.front().col, runs.back().col + runs.back().count - 1, nullptr, qk_dim,
+              v_dim, scale, sink, out);
 }
 
 namespace {

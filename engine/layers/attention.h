@@ -101,4 +101,23 @@ void attend_one_head(const uint16_t* q16, const uint16_t* k_base, int64_t k_stri
                      int64_t v_stride, int64_t qk_dim, int64_t v_dim, int64_t last_pos, float scale, float* out,
                      const AttendSpan& span);
 
+// One query head over a softmax row of columns (the reference's cells, which
+// give each key its lane: column mod 8, or 16) whose rows lie in several
+// places: deepseek4 concatenates a layer's raw keys and its compressed blocks
+// into one K (= V), so a block's lane follows its index after the raw cells.
+// Run i covers columns [col, col + count), its rows k + c * k_stride and
+// v + c * v_stride; runs in column order and disjoint, at least one. Columns
+// between runs are masked (weight exactly 0, their lanes add exact zeros);
+// `sink` as in AttendSpan. Computed as attend_one_head (the same bits for the
+// same columns and rows).
+struct AttendRun {
+  int64_t col = 0, count = 0;
+  const uint16_t* k = nullptr;
+  int64_t k_stride = 0;
+  const uint16_t* v = nullptr;
+  int64_t v_stride = 0;
+};
+void attend_runs(const uint16_t* q16, const std::vector<AttendRun>& runs, int64_t qk_dim, int64_t v_dim, float scale,
+                 const float* sink, float* out);
+
 }  // namespace ns

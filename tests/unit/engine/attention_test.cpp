@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -239,6 +240,57 @@ TEST_CASE("attention on AVX-512 sums in the reference's 16-lane order") {
         CHECK(out == attend16(q, k.data() + dim, v.data() + dim, stride, dim, first, last, 0.1f, span.sink));
       }
     }
+  }
+  kernels::set_isa(saved);
+}
+
+// deepseek4's row (attend_runs): raw keys in a ring, then compressed blocks at
+// columns past a gap, in rows of another stride. The same bits as one
+// contiguous row of those columns where the gap and the unselected blocks are
+// masked (keep), on every ISA path.
+TEST_CASE("attention over runs of rows with gaps equals the masked contiguous row") {
+  std::mt19937 rng(21);
+  const kernels::Isa saved = kernels::active_isa();
+  const int64_t dim = 64, n_col = 70, raw_first = 9, raw_last = 20, c0 = 32, bw = dim + 16;
+  const std::vector<int64_t> blocks = {0, 1, 2, 5, 7, 8, 30, 37};  // selected, in order; column c0 + b
+  auto q = random_halves(rng, dim, 1.0f), all = random_halves(rng, n_col * dim, 1.0f);
+  std::vector<uint8_t> keep(static_cast<size_t>(n_col), 0);
+  const int64_t ring = 16;  // the raw rows in a ring of 16 (positions 9..20 wrap it)
+  std::vector<uint16_t> raw(static_cast<size_t>(ring * dim)), comp(static_cast<size_t>(40 * bw));
+  std::vector<AttendRun> runs;
+  for (int64_t p = raw_first; p <= raw_last; ++p) keep[static_cast<size_t>(p)] = 1;
+  for (int64_t b : blocks) {
+    keep[static_cast<size_t>(c0 + b)] = 1;
+    std::copy_n(&all[static_cast<size_t>((c0 + b) * dim)], dim, &comp[static_cast<size_t>(b * bw)]);
+  }
+  for (int64_t p = raw_first; p <= raw_last;) {
+    const int64_t count = std::min(raw_last + 1 - p, ring - p % ring);
+    for (int64_t j = p; j < p + count; ++j)
+      std::copy_n(&all[static_cast<size_t>(j * dim)], dim, &raw[static_cast<size_t>(j % ring * dim)]);
+    runs.push_back(
+        {p, count, &raw[static_cast<size_t>(p % ring * dim)], dim, &raw[static_cast<size_t>(p % ring * dim)], dim});
+    p += count;
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const uint16_t* row = &comp[static_cast<size_t>(blocks[i] * bw)];
+    if (i > 0 && blocks[i] == blocks[i - 1] + 1)
+      ++runs.back().count;
+    else
+      runs.push_back({c0 + blocks[i], 1, row, bw, row, bw});
+  }
+  const float sink = 0.3f;
+  for (const kernels::Isa isa : {kernels::Isa::scalar, kernels::Isa::avx2, kernels::Isa::avx512}) {
+    kernels::set_isa(isa);  // clamped to what the CPU has
+    AttendSpan span;
+    span.first_pos = raw_first;
+    span.keep = keep.data();
+    span.sink = &sink;
+    std::vector<float> masked(dim), got(dim);
+    attend_one_head(q.data(), all.data(), dim, all.data(), dim, dim, dim, c0 + blocks.back(), 0.125f, masked.data(),
+                    span);
+    attend_runs(q.data(), runs, dim, dim, 0.125f, &sink, got.data());
+    CAPTURE(kernels::isa_name(kernels::active_isa()));
+    CHECK(got == masked);
   }
   kernels::set_isa(saved);
 }
