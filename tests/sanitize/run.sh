@@ -17,10 +17,11 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 case "$kind" in
   asan)
     flags="address,undefined"
-    targets=(ns_test_util ns_test_gguf ns_test_kernels ns_test_tokenizer ns_test_sampler ns_test_stream ns_test_chat
-             ns_test_grammar ns_test_engine ns_test_causality ns_test_jobs ns_test_daemon ns_test_cli ns_test_http
-             nightshift nightshift-make-model)
-    tests='^unit\.(util|gguf|kernels|tokenizer|sampler|stream|chat|grammar|engine|causality|jobs|daemon|cli|http)$' ;;
+    targets=(ns_test_util ns_test_gguf ns_test_kernels ns_test_quantize ns_test_tokenizer ns_test_sampler ns_test_stream
+             ns_test_chat ns_test_grammar ns_test_engine ns_test_causality ns_test_jobs ns_test_daemon ns_test_cli
+             ns_test_http nightshift nightshift-make-model)
+    tests='^unit\.(util|gguf|kernels|quantize|tokenizer|sampler|stream|chat|grammar|engine|causality|jobs|daemon'
+    tests+='|cli|http)$' ;;
   tsan)
     flags="thread"
     targets=(ns_test_util ns_test_stream ns_test_tokenizer ns_test_jobs ns_test_daemon)
