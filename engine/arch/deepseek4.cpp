@@ -56,9 +56,9 @@
 
 #include "common/error.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/kernels/indexer.h"
 #include "engine/layers/attention.h"
 #include "engine/layers/ffn.h"
-#include "engine/layers/indexer_score.h"
 #include "engine/layers/stream_mix.h"
 #include "engine/layers/yarn_rope.h"
 #include "engine/state/ops.h"
@@ -537,7 +537,8 @@ class Deepseek4 final : public Architecture {
           for (int64_t h = 0; h < nih; ++h) wt[static_cast<size_t>(h)] = iw_[t * nih + h] * wscale;
           // Block rows are consecutive, the indexer's key after the attention's (hd) in each.
           if (vis > 0)
-            indexer_scores(q, wt.data(), nih, ihd, kv.block(il, s.seq[t], 0) + hd, hd + ihd, vis, score.data());
+            kernels::indexer_scores(kernels::active_isa(), q, wt.data(), nih, ihd, kv.block(il, s.seq[t], 0) + hd,
+                                    hd + ihd, vis, score.data());
           order.resize(static_cast<size_t>(vis));
           std::iota(order.begin(), order.end(), 0);
           const int64_t k = std::min(top_k, vis);
