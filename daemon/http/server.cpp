@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <thread>
 #include <vector>
@@ -29,6 +30,32 @@ struct Connections {
 void set_reply(httplib::Response& res, const Reply& r) {
   res.status = r.status;
   res.set_content(r.body, r.content_type.c_str());
+}
+
+// httplib reads a body for these methods (its expect_content); a request turned away unread would leave its body on
+// the connection, to be parsed as the next request of a keep-alive client.
+bool carries_body(const httplib::Request& req) {
+  return req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE";
+}
+
+// Reads the body as httplib would into req.body or req.files of `into`; into == nullptr drains it (kept nowhere).
+bool read_body(const httplib::Request& req, const httplib::ContentReader& reader, httplib::Request* into) {
+  if (req.is_multipart_form_data()) {
+    httplib::MultipartFormData* part = nullptr;
+    return reader(
+        [&](const httplib::MultipartFormData& header) {
+      if (into != nullptr) part = &into->files.emplace(header.name, header)->second;
+      return true;
+        },
+        [&](const char* data, size_t n) {
+      if (part != nullptr) part->content.append(data, n);
+      return true;
+    });
+  }
+  return reader([&](const char* data, size_t n) {
+    if (into != nullptr) into->body.append(data, n);
+    return true;
+  });
 }
 
 }  // namespace
@@ -74,6 +101,44 @@ struct HttpService::Impl {
       if (req.method == routes()[i].method && std::regex_match(req.path, patterns[i])) return &routes()[i];
     }
     return nullptr;
+  }
+
+  // The reply turning the request away before its body is taken in (no route, no key), if any.
+  std::optional<Reply> refusal(const Route* route, const httplib::Request& req) const {
+    if (route == nullptr) {
+      return error_reply(404, "no route " + req.method + " " + req.path +
+                                  " (this server has the OpenAI Files and Batches API under /v1/, the status page at / "
+                                  "and Prometheus metrics at /metrics)");
+    }
+    if (route->access == Access::key && !state.keys.accepts(req.get_header_value("Authorization"))) {
+      return error_reply(401,
+                         "missing or incorrect API key: send Authorization: Bearer KEY with a key of the daemon's "
+                         "http.keys_file",
+                         "", "invalid_api_key");
+    }
+    return std::nullopt;
+  }
+
+  // A request with a body: turned away with its body drained, else read whole and served.
+  void serve_with_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    const Route* route = route_of(req);
+    if (std::optional<Reply> refused = refusal(route, req)) {
+      read_body(req, reader, nullptr);
+      set_reply(res, *refused);
+      return;
+    }
+    httplib::Request full = req;
+    if (!read_body(req, reader, &full)) {
+      set_reply(res, res.status == 413 ? error_reply(413,
+                                                     "the request body is larger than http.max_file_bytes "
+                                                     "allows (plus the form's framing); split the batch")
+                                       : error_reply(400,
+                                                     "the request body could not be read: a malformed "
+                                                     "multipart form, or the connection dropped"));
+      return;
+    }
+    std::regex_match(full.path, full.matches, patterns[static_cast<size_t>(route - routes().data())]);
+    serve(*route, full, res);
   }
 
   void serve(const Route& route, const httplib::Request& req, httplib::Response& res) {
@@ -125,32 +190,29 @@ HttpService::HttpService(const daemon::Config& config, const std::string& databa
   server.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
   server.set_payload_max_length(http.max_file_bytes + kMultipartSlack);
   server.set_keep_alive_timeout(5);
-  // Before the body is read: a caller without a key cannot make the daemon take in an upload.
+  // Before any body is read: a caller without a key cannot make the daemon take in an upload.
   server.set_pre_routing_handler([impl](const httplib::Request& req, httplib::Response& res) {
-    const Route* route = impl->route_of(req);
-    if (route == nullptr) {
-      set_reply(res, error_reply(404, "no route " + req.method + " " + req.path +
-                                          " (this server has the OpenAI Files and Batches API under /v1/, the "
-                                          "status page at / and Prometheus metrics at /metrics)"));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (route->access == Access::key && !impl->state.keys.accepts(req.get_header_value("Authorization"))) {
-      set_reply(res, error_reply(401,
-                                 "missing or incorrect API key: send Authorization: Bearer KEY with a key of the "
-                                 "daemon's http.keys_file",
-                                 "", "invalid_api_key"));
+    if (carries_body(req)) return httplib::Server::HandlerResponse::Unhandled;  // serve_with_body decides
+    if (std::optional<Reply> refused = impl->refusal(impl->route_of(req), req)) {
+      set_reply(res, *refused);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
   for (const Route& route : routes()) {
     const Route* r = &route;
-    auto handler = [impl, r](const httplib::Request& req, httplib::Response& res) { impl->serve(*r, req, res); };
-    const std::string method = route.method;
-    if (method == "GET") server.Get(route.pattern, handler);
-    if (method == "POST") server.Post(route.pattern, handler);
-    if (method == "DELETE") server.Delete(route.pattern, handler);
+    if (std::string(route.method) == "GET") {
+      server.Get(route.pattern,
+                 [impl, r](const httplib::Request& req, httplib::Response& res) { impl->serve(*r, req, res); });
+    }
   }
+  // Every request with a body, routed or not, comes here before httplib would read it.
+  const auto with_body = [impl](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) { impl->serve_with_body(req, res, reader); };
+  server.Post(".*", with_body);
+  server.Put(".*", with_body);
+  server.Patch(".*", with_body);
+  server.Delete(".*", with_body);
   server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
     spdlog::debug("http: {} {} -> {}", req.method, req.path, res.status);  // never headers (keys) nor bodies
   });

@@ -9,8 +9,10 @@
 // cannot be bound, named with the fix) before any request is served; then
 // serves until stop() or destruction. Every route (/v1/, /, /metrics) needs
 // `Authorization: Bearer KEY` (one of the file's keys, compared in constant time) when a
-// keys file is set: 401 otherwise, before the body is read. Bodies above
-// http.max_file_bytes (plus the multipart framing) get 413. Handler errors
+// keys file is set: 401 otherwise. Bodies above http.max_file_bytes (plus the
+// multipart framing) get 413. A request turned away (401, 404, 413) has its
+// body drained, never kept, so a keep-alive client's next request on the
+// connection is answered as itself. Handler errors
 // become OpenAI error objects: 400/404/409 for the caller's mistakes, 503 for
 // a database that is busy or unreachable (retry), 500 otherwise (logged).
 // Keys and request bodies are never logged.
