@@ -8,8 +8,9 @@
 // in forward calls of CHUNK tokens) and writes every traced intermediate
 // (engine/state/trace.h) to OUT_DIR/NAME-LAYER.K.bin (NAME.K.bin for the head),
 // K the call it came from: four int64 sizes ne[0..3] (width, tokens, 1, 1),
-// then the values as F32. Not a test; a tool for the conformance notes in
-// docs/models.md.
+// then the values as F32. NS_CPU_FEATURES=avx2|scalar|... picks the kernels'
+// path (the cpu_features setting). Not a test; a tool for the conformance
+// notes in docs/models.md.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 
 int main(int argc, char** argv) {
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   const nlohmann::json& cases = doc.is_array() ? doc : doc["cases"];
   const std::vector<int32_t> toks = cases.at(static_cast<size_t>(std::atoi(argv[3])))["prompt_tokens"];
   const size_t chunk = argc > 5 ? static_cast<size_t>(std::atoi(argv[5])) : toks.size();
+  if (const char* isa = std::getenv("NS_CPU_FEATURES")) ns::kernels::set_isa_override(isa);
   ns::ModelOptions mo;
   mo.engine.context = 512;
   auto model = ns::Model::load(argv[1], mo);
