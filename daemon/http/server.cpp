@@ -190,7 +190,7 @@ HttpService::HttpService(const daemon::Config& config, const std::string& databa
   server.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
   server.set_payload_max_length(http.max_file_bytes + kMultipartSlack);
   server.set_keep_alive_timeout(5);
-  // Before any body is read: a caller without a key cannot make the daemon take in an upload.
+  // A caller without a key cannot make the daemon store an upload: bodiless requests are turned away here.
   server.set_pre_routing_handler([impl](const httplib::Request& req, httplib::Response& res) {
     if (carries_body(req)) return httplib::Server::HandlerResponse::Unhandled;  // serve_with_body decides
     if (std::optional<Reply> refused = impl->refusal(impl->route_of(req), req)) {
