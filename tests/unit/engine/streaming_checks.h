@@ -13,8 +13,7 @@
 // - check_streams_within_budget(): the real CLI in a fresh process (VmHWM is
 //   per process) on a file larger than the budget: every token generated,
 //   peak RSS within the budget, experts read and some read more than once.
-// - kAsanRssMiB: what AddressSanitizer adds to a process's RSS, which the
-//   memory plan counts as the process's overhead.
+//   Under ASan the budget gets kAsanRssMiB on top (asan_budget.h).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -26,18 +25,10 @@
 #include <vector>
 
 #include "engine/model/model.h"
+#include "tests/unit/engine/asan_budget.h"
 #include "tests/unit/engine/test_models.h"
 
 namespace ns::test {
-
-// The memory plan counts the process's RSS as overhead, and ASan's shadow memory and allocator add 138-139 MiB to
-// a fresh `nightshift run`'s (measured on the nine models check_streams_within_budget runs, 2026-12-05), so the
-// tests/sanitize/ build gives that to every budget it sets; the expert cache keeps the size it has without it.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr int kAsanRssMiB = 144;
-#else
-inline constexpr int kAsanRssMiB = 0;
-#endif
 
 inline std::unique_ptr<Model> load_streamed(const std::string& path, const std::string& io_mode, uint32_t cache_experts,
                                             bool preload = true) {
