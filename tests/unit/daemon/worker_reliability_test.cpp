@@ -152,6 +152,9 @@ TEST_CASE("a worker whose lease was taken over stops and writes nothing") {
   Fixture f(*model);
   f.options.lease_ms = 1;  // no heartbeat thread here: the lease lapses at once
   f.options.checkpoint_tokens = 1;
+  // The worker takes lapsed leases back every cancel_poll_ms, its own too: on a slow engine (TSan, a loaded
+  // machine) it would before token 5, and the rival is who must.
+  f.options.cancel_poll_ms = 600'000;
   const int64_t id = f.submit(200);
   std::optional<jobs::Job> rival;
   daemon::Worker worker(*f.queue, f.options, f.stop);
@@ -183,8 +186,9 @@ TEST_CASE("the heartbeat renews the lease while the job runs; a stalled generati
   const daemon::ServiceNotifier notifier;
   daemon::RunStatus status;
   daemon::Heartbeat heartbeat([&] { return jobs::open_sqlite_queue(f.db_path, test::kFastCommits); }, status, notifier,
+                              // No stall until the test makes one, however slow a token (TSan: over 150 ms).
                               {.lease_ms = 240,
-                               .stall_timeout_ms = 150,
+                               .stall_timeout_ms = 600'000,
                                .status_interval_ms = 1000,
                                .progress_interval_ms = 5000,
                                .tick_ms = 10,
@@ -219,7 +223,8 @@ TEST_CASE("the heartbeat renews the lease while the job runs; a stalled generati
     worker.set_progress_observer([&](const jobs::Job&, const GenerationProgress& p) {
       if (p.generated != 5) return;
       // The engine hangs for a while: the heartbeat must stop renewing, the lease lapses.
-      const auto until = Clock::now() + 2s;
+      heartbeat.set_timing(240, 150);
+      const auto until = Clock::now() + 20s;
       while (!rival && Clock::now() < until) {
         std::this_thread::sleep_for(20ms);
         if (f.other->recover_expired({0, 0}).total() == 1) rival = f.other->claim("rival", 60'000);

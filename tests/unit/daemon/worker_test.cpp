@@ -105,6 +105,8 @@ TEST_CASE(
   }
   f.options.models["corrupt"] = corrupt;
   f.options.models["missing"] = f.dir.file("nothere.gguf");  // the daemon's config: the job waits
+  // Held for the whole drain: the hold is 1 s at least, which the three other jobs outlast on a slow engine (TSan).
+  f.options.retry_backoff = {600'000, 600'000};
 
   const int64_t unknown = f.submit("no-such-model");
   const int64_t missing = f.submit("missing");

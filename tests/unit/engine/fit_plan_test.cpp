@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "engine/model/fit_plan.h"
 #include "engine/model/model.h"
+#include "tests/unit/engine/asan_budget.h"
 #include "tests/unit/engine/test_models.h"
 #include "tests/unit/error_message.h"
 
@@ -155,7 +156,7 @@ TEST_CASE("plan_fit on a generated model: whole, fewer sequences, nothing") {
                                                       .io_mode = "pread"},
                                            .plan_only = true});
   };
-  const auto whole = load(512 * MiB, 4, 0, false);
+  const auto whole = load(test::with_asan_rss(512 * MiB), 4, 0, false);
   CHECK(whole->fit().fits);
   CHECK(whole->fit().sequences == 4);
   CHECK(whole->n_seq() == 4);

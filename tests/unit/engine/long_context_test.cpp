@@ -12,6 +12,7 @@
 #include "engine/state/sequence_state.h"
 #include "common/error.h"
 #include "tests/unit/error_message.h"
+#include "tests/unit/engine/asan_budget.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -67,7 +68,7 @@ TEST_CASE("the memory plan halves the KV pool, not the batch, until it fits the 
   const ModelOptions mo{.engine = {.context = 1 << 20,  // 64 x 1M tokens x 256 bytes: 16 GiB asked of 512 MiB
                                    .max_sequences = 64,
                                    .max_batch_tokens = 64,
-                                   .memory_budget = 512ull << 20,
+                                   .memory_budget = test::with_asan_rss(512ull << 20),
                                    .io_mode = "pread"},
                         .plan_only = true};
   auto m = Model::load(test::moe_model(), mo);

@@ -18,6 +18,7 @@
 #include "engine/kernels/kernels.h"
 #include "engine/model/model.h"
 #include "engine/spec/tensor_loader.h"
+#include "tests/unit/engine/asan_budget.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -180,7 +181,7 @@ TEST_CASE("resident repack: the memory plan names the repacked bytes within the 
   const std::string path = ds2_q4("split");
   ModelOptions mo;
   mo.engine.context = 64;
-  mo.engine.memory_budget = 64ull << 20;
+  mo.engine.memory_budget = test::with_asan_rss(64ull << 20);
   mo.engine.repack_experts = true;
   for (const bool plan_only : {false, true}) {
     CAPTURE(plan_only);

@@ -13,6 +13,7 @@
 // - check_streams_within_budget(): the real CLI in a fresh process (VmHWM is
 //   per process) on a file larger than the budget: every token generated,
 //   peak RSS within the budget, experts read and some read more than once.
+//   Under ASan the budget gets kAsanRssMiB on top (asan_budget.h).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
+#include "tests/unit/engine/asan_budget.h"
 #include "tests/unit/engine/test_models.h"
 
 namespace ns::test {
@@ -59,6 +61,7 @@ inline void check_streamed_equals_mapped(const std::string& path, int prompt_tok
 
 inline void check_streams_within_budget(const std::string& path, int budget_mib, const std::string& io_mode,
                                         int n_tokens) {
+  budget_mib += kAsanRssMiB;
   const auto st = run_cli_stats("-m " + path + " --memory-budget " + std::to_string(budget_mib) + "MiB --io-mode " +
                                 io_mode + " --threads 2 --context 128 --temperature 0 -n " + std::to_string(n_tokens));
   if (st.is_null()) {
