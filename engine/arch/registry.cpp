@@ -16,6 +16,7 @@
 #include "engine/arch/kimi_linear.h"
 #include "engine/arch/llama.h"
 #include "engine/arch/minimax_m2.h"
+#include "engine/arch/minimax_m3.h"
 #include "engine/arch/qwen_moe.h"
 #include "engine/arch/qwen_next.h"
 #include "common/error.h"
@@ -61,6 +62,7 @@ constexpr Entry kArchitectures[] = {
     {"deepseek32", mla<make_deepseek32>, deepseek32_tensors, &deepseek32_traits},
     {"glm-dsa", mla<make_deepseek32>, deepseek32_tensors, &glm_dsa_traits},
     {"deepseek4", plain<make_deepseek4>, deepseek4_tensors, &deepseek4_traits},
+    {"minimax-m3", plain<make_minimax_m3>, minimax_m3_tensors, &minimax_m3_traits},
 };
 
 const Entry* find(std::string_view arch) {

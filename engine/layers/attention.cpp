@@ -381,10 +381,12 @@ namespace {
 // The part every GQA variant shares once s.q, s.k, s.v hold the rotated
 // projections: K/V into the cache, each query head against its group's cached
 // keys and values, then the output projection into s.out.
-void attend_gqa(const kernels::MatrixView& wo, const Hparams& hp, int64_t il, ForwardState& s) {
+void attend_gqa(const kernels::MatrixView& wo, const Hparams& hp, int64_t il, ForwardState& s,
+                const uint8_t* const* keep) {
   const int64_t n = s.n, hd = hp.head_dim, n_head = hp.n_head, n_kv = hp.n_head_kv;
   const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
   SequenceState& kv = *s.seqs;
+  const int64_t k_row = kv.k_dim(), v_row = kv.v_dim();  // kv_dim, or wider (gqa_attend)
   for (int64_t t = 0; t < n; ++t) {
     kernels::quantize_row(gguf::GgmlType::F16, &s.k[t * kv_dim], kv.k(il, s.seq[t], s.pos[t]), kv_dim);
     kernels::quantize_row(gguf::GgmlType::F16, &s.v[t * kv_dim], kv.v(il, s.seq[t], s.pos[t]), kv_dim);
@@ -396,8 +398,10 @@ void attend_gqa(const kernels::MatrixView& wo, const Hparams& hp, int64_t il, Fo
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / n_head, h = i % n_head, kh = h / group;
       kernels::quantize_row(gguf::GgmlType::F16, &s.q[t * q_dim + h * hd], q16, hd);
-      attend_one_head(q16, kv.k(il, s.seq[t], 0) + kh * hd, kv_dim, kv.v(il, s.seq[t], 0) + kh * hd, kv_dim, hd, hd,
-                      s.pos[t], scale, &s.att[t * q_dim + h * hd]);
+      AttendSpan span;
+      if (keep != nullptr) span.keep = keep[t * n_kv + kh];
+      attend_one_head(q16, kv.k(il, s.seq[t], 0) + kh * hd, k_row, kv.v(il, s.seq[t], 0) + kh * hd, v_row, hd, hd,
+                      s.pos[t], scale, &s.att[t * q_dim + h * hd], span);
     }
   });
   kernels::matmul(wo, s.att.data(), n, s.out.data(), *s.pool, s.mm);
@@ -447,11 +451,21 @@ void gqa_attention(const GqaWeights& w, const Hparams& hp, int64_t il, ForwardSt
     ops::rope(&s.q[t * q_dim], n_head, hd, hp.rope_dim, s.pos[t], hp.rope_base, hp.rope_freq_scale, hp.rope_type);
     ops::rope(&s.k[t * kv_dim], n_kv, hd, hp.rope_dim, s.pos[t], hp.rope_base, hp.rope_freq_scale, hp.rope_type);
   }
-  attend_gqa(w.wo, hp, il, s);
+  attend_gqa(w.wo, hp, il, s, nullptr);
 }
 
 void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, const RopeParams& rope, int64_t il,
                    ForwardState& s) {
+  gqa_project(w, x, hp, rope, s);
+  attend_gqa(w.wo, hp, il, s, nullptr);
+}
+
+void gqa_attend(const kernels::MatrixView& wo, const Hparams& hp, int64_t il, ForwardState& s,
+                const uint8_t* const* keep) {
+  attend_gqa(wo, hp, il, s, keep);
+}
+
+void gqa_project(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, const RopeParams& rope, ForwardState& s) {
   const int64_t n = s.n, hd = hp.head_dim, n_head = hp.n_head, n_kv = hp.n_head_kv;
   const int64_t q_dim = n_head * hd, kv_dim = n_kv * hd;
   project_qkv(w, hp, s);
@@ -464,7 +478,6 @@ void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, c
     apply_rope(&s.q[t * q_dim], n_head, hd, s.pos[t], rope);
     apply_rope(&s.k[t * kv_dim], n_kv, hd, s.pos[t], rope);
   }
-  attend_gqa(w.wo, hp, il, s);
 }
 
 void attend_cached(const float* q, int64_t q_stride, int64_t q_head_stride, int64_t n_head, int64_t n_kv, int64_t hd,

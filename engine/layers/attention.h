@@ -56,6 +56,18 @@ struct GqaExtras {
 };
 void gqa_attention(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, const RopeParams& rope, int64_t il,
                    ForwardState& s);
+// That gqa_attention in its two halves, for an architecture that chooses
+// between them which cached positions each query reads (minimax-m3's sparse
+// attention): s.xn -> s.q, s.k, s.v (projected, biased, normed, rotated) ...
+void gqa_project(const GqaWeights& w, const GqaExtras& x, const Hparams& hp, const RopeParams& rope, ForwardState& s);
+// ... then K/V into layer il's cache rows (the first n_head_kv * head_dim
+// values of each; a wider row keeps the architecture's own after them), each
+// query head over its group's cached keys and values, and the output
+// projection into s.out. keep: null, every position 0..pos; else
+// keep[t * n_head_kv + kv_head] is null (all) or a 0/1 mask over positions
+// 0..pos (AttendSpan::keep) for that token's heads of that group.
+void gqa_attend(const kernels::MatrixView& wo, const Hparams& hp, int64_t il, ForwardState& s,
+                const uint8_t* const* keep = nullptr);
 
 // The table entries (spec/tensor_table.h) of GQA attention at layer prefix p
 // ("blk.N.") with hp's head counts and size: attn_q, attn_k, attn_v, then

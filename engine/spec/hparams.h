@@ -112,6 +112,11 @@ struct Hparams {
   std::vector<uint8_t> indexer_full_layers;
   RopeType indexer_rope_type = RopeType::neox;  // the indexer's rope over its first rope_dim dims
   float indexer_norm_eps = 1e-6f;               // its key LayerNorm's epsilon
+  // MiniMax sparse attention (minimax-m3, engine/layers/msa_indexer.h): the
+  // indexer scores blocks of block_size positions and keeps top_k blocks, the
+  // local_blocks ending at the query's own always among them.
+  int64_t indexer_block_size = 0;    // attention.indexer.block_size
+  int64_t indexer_local_blocks = 0;  // attention.indexer.local_blocks
 
   // Linear-attention (recurrent) layers: Kimi Delta Attention (kimi-linear, kimi-k3).
   int64_t ssm_d_conv = 0;    // ssm.conv_kernel: taps of the causal depthwise short convolution

@@ -64,6 +64,8 @@
   X(attention_indexer_key_length, "attention.indexer.key_length")                 \
   X(attention_indexer_top_k, "attention.indexer.top_k")                           \
   X(attention_indexer_types, "attention.indexer.types")                           \
+  X(attention_indexer_block_size, "attention.indexer.block_size")                 \
+  X(attention_indexer_local_blocks, "attention.indexer.local_blocks")             \
   /* sliding windows, recurrent layers (KDA, Gated DeltaNet) */                   \
   X(attention_sliding_window, "attention.sliding_window")                         \
   X(attention_sliding_window_pattern, "attention.sliding_window_pattern")         \

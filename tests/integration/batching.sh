@@ -3,7 +3,7 @@
 # prints for it alone (greedy and seeded), the results record that jobs
 # shared steps, and the log has the batch run's summary line. Run for a
 # Mixtral-style model, a kimi-linear one (recurrent KDA state per slot), and
-# the 2026 families minimax-m2, bailingmoe2, bailingmoe3 and deepseek4.
+# the 2026 families minimax-m2, minimax-m3, bailingmoe2, bailingmoe3 and deepseek4.
 source "$(dirname "$0")/lib.sh"
 
 # One model: six jobs through max_batch 4, each text equal to `nightshift run` alone.
@@ -65,6 +65,10 @@ batch_case deepseek32 --arch deepseek32 --n-embd 64 --n-layer 2 --n-head 4 --n-f
   --q-lora-rank 64 --kv-lora-rank 32 --dsa-heads 4 --dsa-head-dim 64 --dsa-top-k 8 --type Q8_0
 batch_case glm-dsa --arch glm-dsa --n-embd 64 --n-layer 2 --n-head 4 --n-ff 96 --n-expert 8 --n-expert-used 2 \
   --q-lora-rank 64 --kv-lora-rank 32 --dsa-heads 4 --dsa-head-dim 64 --dsa-top-k 8 --dsa-types 1,0 --type Q8_0
+# minimax-m3: MiniMax sparse attention, 2 kept blocks of 4 per KV group (so the longer jobs attend sparsely), a
+# dense lead layer, a shared expert, swigluoai.
+batch_case minimax-m3 --arch minimax-m3 --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --mm3-head-dim 16 --n-ff 64 \
+  --n-expert 8 --n-expert-used 2 --msa-head-dim 16 --msa-block-size 4 --msa-top-k 2 --type Q8_0
 # deepseek4: hyper-connections, compressed blocks of 4 (the indexer's top-k) and 128, hash routing.
 batch_case deepseek4 --arch deepseek4 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 32 --n-expert 8 --n-expert-used 2 \
   --dsv4-head-dim 32 --dsv4-rope-dim 16 --dsv4-q-lora-rank 32 --dsv4-o-lora-rank 16 --dsv4-ratios 0,4,128 \

@@ -11,6 +11,8 @@
 # resumed job re-reads its checkpointed positions' indexer keys and choices.
 # bailingmoe3 (KDA layers and rotated MLA with a per-head gate, a shared
 # expert, a NextN block): the resumed job rebuilds the KDA states by replay.
+# minimax-m3 (MiniMax sparse attention, top-4 blocks of 4): the resumed job
+# re-reads its checkpointed positions' indexer keys from the K cache rows.
 # Their own script: each case takes seconds under load.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_kill9.sh"
@@ -18,6 +20,9 @@ source "$(dirname "$0")/lib_kill9.sh"
 kill_and_resume minimax-m2 --arch minimax-m2 --n-embd 256 --n-layer 8 --n-head 4 --n-head-kv 2 --mm-head-dim 64 \
   --n-ff 256 --n-expert 16 --n-expert-used 4 --rope-base 5000000 --n-ctx 4096 --type Q8_0 \
   --tensor-type 'ffn_(gate|up)_exps=Q4_K' --tensor-type ffn_down_exps=Q6_K
+kill_and_resume minimax-m3 --arch minimax-m3 --n-embd 256 --n-layer 4 --n-head 4 --n-head-kv 2 --mm3-head-dim 64 \
+  --n-ff 256 --n-expert 16 --n-expert-used 4 --msa-head-dim 64 --msa-block-size 4 --msa-top-k 4 --rope-base 5000000 \
+  --n-ctx 4096 --type Q8_0 --tensor-type 'ffn_(gate|up)_exps=Q4_K' --tensor-type ffn_down_exps=Q6_K
 kill_and_resume bailingmoe2 --arch bailingmoe2 --n-embd 256 --n-layer 6 --n-head 4 --n-head-kv 2 --n-ff 512 \
   --n-expert 16 --n-expert-used 4 --ling-n-ff-expert 256 --ling-n-expert-group 4 --ling-n-expert-group-used 2 \
   --rope-base 600000 --n-ctx 4096 --type Q8_0 --tensor-type 'ffn_(gate|up)_exps=Q4_K' --tensor-type ffn_down_exps=Q6_K

@@ -73,6 +73,22 @@ models+=(
   "tiny-minimax-m2-f32#0.002#0#$mm_shape --type F32"
   "tiny-minimax-m2-kquant#0.15#0.03#$mm_shape --type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --tensor-type attn_(q|k|v).weight=Q5_K --vocab-pre minimax-m2"
 )
+# minimax-m3: per-head Q/K norms, 32 of 64 head dims rotated, a dense lead layer, 16 experts top-4 with a shared one,
+# swigluoai everywhere; MiniMax sparse attention in the MoE layers (one indexer head of 64 per KV head, blocks of 4).
+# The reference selects only with flash attention on (off, it attends densely): the goldens that select (top-4
+# blocks with the local one forced, so past 16 positions) are fa_models below; the -dense twin (top-64 blocks: past
+# every prompt, the indexer never selects) is made as the others, with flash attention off.
+mm3_shape="--arch minimax-m3 --n-embd 256 --n-layer 4 --n-head 4 --n-head-kv 2 --mm3-head-dim 64 --n-ff 256 \
+ --n-expert 16 --n-expert-used 4 --msa-head-dim 64 --msa-block-size 4 --msa-local-blocks 1 --rope-base 5000000 \
+ --n-ctx 4096 --seed 7"
+mm3_kquant="--type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --vocab-pre minimax-m2"
+models+=(
+  "tiny-minimax-m3-dense-f32#0.002#0#$mm3_shape --msa-top-k 64 --type F32"
+  "tiny-minimax-m3-f32#0.002#0#$mm3_shape --msa-top-k 4 --type F32"
+  "tiny-minimax-m3-kquant#0.15#0.03#$mm3_shape --msa-top-k 4 $mm3_kquant"
+)
+# The entries the reference runs with flash attention on (ns-ref-dump's NS_REF_FLASH_ATTN).
+fa_models=" tiny-minimax-m3-f32 tiny-minimax-m3-kquant "
 # bailingmoe2 (Ling / Ring 2.0): fused QKV with per-head Q/K norms, half of each 64-wide head rotated, a dense
 # lead layer, 16 experts in 4 groups of which 2 are used (top-4), a shared expert, a NextN block; the K-quant mix
 # with the model's own pre-tokenizer name.
@@ -215,14 +231,16 @@ for entry in "${models[@]}"; do
   else
     "$gen" $args --out "$tmp/$name.gguf" >/dev/null
   fi
-  "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.cases.json" 2> "$tmp/$name.log" ||
-    { tail -20 "$tmp/$name.log" >&2; exit 1; }
-  NS_REF_UBATCH=1 "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.ub1.json" 2> "$tmp/$name.log" ||
-    { tail -20 "$tmp/$name.log" >&2; exit 1; }
+  fa=0
+  [[ "$fa_models" == *" $name "* ]] && fa=1
+  NS_REF_FLASH_ATTN=$fa "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.cases.json" \
+    2> "$tmp/$name.log" || { tail -20 "$tmp/$name.log" >&2; exit 1; }
+  NS_REF_FLASH_ATTN=$fa NS_REF_UBATCH=1 "$dump" "$tmp/$name.gguf" "$here/prompts.txt" 8 16 > "$tmp/$name.ub1.json" \
+    2> "$tmp/$name.log" || { tail -20 "$tmp/$name.log" >&2; exit 1; }
   python3 - "$name" "$tol" "$outliers" "$commit" "$args" "$tmp/$name.cases.json" "$tmp/$name.ub1.json" \
-    "$root/tests/conformance/goldens/$name.json" <<'PY'
+    "$root/tests/conformance/goldens/$name.json" "$fa" <<'PY'
 import json, shlex, sys
-name, tol, outliers, commit, args, cases_path, ub1_path, out = sys.argv[1:]
+name, tol, outliers, commit, args, cases_path, ub1_path, out, fa = sys.argv[1:]
 cases = json.load(open(cases_path))
 # The reference against itself: the same prompts fed token by token.
 mx = total = 0.0
@@ -234,7 +252,8 @@ for a, b in zip(cases, json.load(open(ub1_path))):
             if i in ref:
                 d = abs(ref[i] - l)
                 mx, total, n, over = max(mx, d), total + d, n + 1, over + (d > float(tol))
-doc = {"model": name, "reference": "llama.cpp " + commit + " (node-llama-cpp 3.22.1), CPU, flash attention off",
+fa_state = "on" if fa == "1" else "off"
+doc = {"model": name, "reference": "llama.cpp " + commit + " (node-llama-cpp 3.22.1), CPU, flash attention " + fa_state,
        **({"file": args[len("file:"):]} if args.startswith("file:") else {"generator": shlex.split(args)}),
        "tolerance": float(tol), "outliers": float(outliers),
        "reference_self_check": {"what": "the reference, whole prompt vs token by token, prompt logits",

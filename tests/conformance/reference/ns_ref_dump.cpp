@@ -21,6 +21,10 @@
 // then GREEDY greedy steps as above. One JSON object: n_tokens, seed,
 // last_top_logits (positions N - LAST .. N - 1), greedy, greedy_top_logits.
 //
+// NS_REF_FLASH_ATTN=1 turns flash attention on (minimax-m3's sparse attention
+// needs it: with it off the reference attends densely; make_goldens.sh's
+// fa_models).
+//
 // Intermediate tensors (for finding where two engines round apart, issue 34):
 // NS_REF_TENSORS=name,name,... (the graph's names without the "-LAYER"
 // suffix, e.g. attn_norm,ffn_moe_probs,l_out; "*" for every node) and
@@ -191,7 +195,8 @@ bool greedy_steps(llama_context* ctx, const float* last, int n, int n_vocab, int
   return true;
 }
 
-// A context for one sequence on 2 threads, flash attention off. NS_REF_UBATCH=N
+// A context for one sequence on 2 threads, flash attention off (unless
+// NS_REF_FLASH_ATTN). NS_REF_UBATCH=N
 // splits a prompt into physical batches of N tokens (1: token by token);
 // `ubatch` when it is unset. Null (with a message) when it cannot be made.
 llama_context* open_context(llama_model* model, uint32_t n_ctx, uint32_t n_batch, uint32_t ubatch) {
@@ -203,7 +208,10 @@ llama_context* open_context(llama_model* model, uint32_t n_ctx, uint32_t n_batch
   cp.n_seq_max = 1;
   cp.n_threads = 2;
   cp.n_threads_batch = 2;
-  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  // NS_REF_FLASH_ATTN=1: on, for the one graph that needs it (minimax-m3's sparse
+  // attention runs only with it; off, the reference attends densely).
+  const char* fa = std::getenv("NS_REF_FLASH_ATTN");
+  cp.flash_attn_type = fa && std::atoi(fa) ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.no_perf = true;
   if (!g_dump.dir.empty()) {
     cp.cb_eval = dump_tensor_cb;

@@ -152,6 +152,14 @@ TEST_CASE("causal: minimax-m2 (full-width Q/K norms), F32 and Q8_0") {
   check_causal(model("minimax-m2-q8", mm + " --type Q8_0 --seed 13"));
 }
 
+TEST_CASE("causal: minimax-m3 (MiniMax sparse attention, top-2 blocks of 4), F32 and Q8_0") {
+  const std::string mm3 =
+      "--arch minimax-m3 --n-embd 64 --n-layer 2 --n-head 4 --n-head-kv 2 --mm3-head-dim 32 "
+      "--n-ff 64 --n-expert 8 --n-expert-used 2 --msa-head-dim 32 --msa-block-size 4 --msa-top-k 2";
+  check_causal(model("minimax-m3-f32", mm3 + " --type F32 --seed 18"));
+  check_causal(model("minimax-m3-q8", mm3 + " --type Q8_0 --seed 19"));
+}
+
 TEST_CASE("causal: deepseek4 (hyper-connections, compressed blocks of 4 with the indexer's top-k, hash routing)") {
   const std::string v4 =
       "--arch deepseek4 --n-embd 64 --n-layer 3 --n-head 4 --n-ff 32 --n-expert 8 --n-expert-used 2 "

@@ -55,6 +55,8 @@ const std::map<std::string, Expected>& expected() {
       // deepseek32's reference loader requires expert_gating_func; glm-dsa's defaults to sigmoid.
       {"deepseek32", {R::norm, G::softmax, 64, none, none, YarnMscale::mscale_all_dim}},
       {"glm-dsa", {R::norm, G::sigmoid, 64, none, none, YarnMscale::mscale_all_dim}},
+      // minimax-m3's converter always writes expert_gating_func (sigmoid); read as the sigmoid it is.
+      {"minimax-m3", {R::neox, G::sigmoid, 64, none, none, YarnMscale::plain}},
       // deepseek4: every layer slides by the architecture itself (no swa_layers); sqrtsoftplus, which it requires.
       {"deepseek4", {R::norm, G::sqrt_softplus, 64, none, none, YarnMscale::plain}},
   };

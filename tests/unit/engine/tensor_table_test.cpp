@@ -41,6 +41,7 @@ std::vector<std::string> table_models() {
                                              "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-glm4moe", "--arch glm4moe " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-minimax-m2", "--arch minimax-m2 " + tiny + "--n-ff 32 --n-expert 4 --n-expert-used 2"),
+      test::make_model("table-minimax-m3", "--arch minimax-m3 " + tiny + "--n-ff 64 --n-expert 4 --n-expert-used 2"),
       test::make_model("table-bailingmoe2", "--arch bailingmoe2 " + tiny +
                                                 "--n-ff 64 --n-expert 4 --n-expert-used 2 "
                                                 "--ling-n-expert-group 2 --ling-n-expert-group-used 1"),

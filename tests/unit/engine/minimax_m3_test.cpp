@@ -1,0 +1,171 @@
+// minimax-m3 on generated models (the goldens in tests/conformance check the
+// arithmetic against the reference): the file's shape as read (per-head Q/K
+// norms, dense lead, shared experts, the indexer F32 and its key in the K
+// cache row); while a query's blocks number top_k or fewer the model is its
+// dense twin (same seed, same weights, top_k past every prompt) to the bit,
+// past it the indexer's choice counts; a prompt in one pass equals it token
+// by token (so no position reads a later one) and two sequences batched equal
+// each alone; indexer keys the graph cannot run are refused naming the key;
+// the routed experts stream through a small cache with the mapping's logits.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "engine/layers/msa_indexer.h"
+#include "engine/model/model.h"
+#include "tests/unit/engine/streaming_checks.h"
+#include "tests/unit/engine/test_models.h"
+
+using namespace ns;
+
+namespace {
+
+// A dense lead layer then two MoE layers of 8 experts (2 used) and a shared
+// one; 4 query heads of 32 over 2 KV heads (so 2 indexer heads of 32), 16
+// dims rotated; blocks of 4 positions, the local one forced.
+const std::string kShape =
+    "--arch minimax-m3 --n-embd 64 --n-layer 3 --n-head 4 --n-head-kv 2 --mm3-head-dim 32 --n-ff 64 "
+    "--n-expert 8 --n-expert-used 2 --rope-base 5000000 --msa-head-dim 32 --msa-block-size 4 --seed 61 ";
+
+std::string mm3(int top_k, const std::string& types = "--type F32") {
+  return test::make_model("minimax-m3-k" + std::to_string(top_k) + (types == "--type F32" ? "" : "-q"),
+                          kShape + "--msa-top-k " + std::to_string(top_k) + " " + types);
+}
+
+std::vector<float> logits_of(const std::string& path, const std::vector<int32_t>& toks) {
+  auto m = Model::load(path, {.engine = {.context = 64, .max_batch_tokens = 32}});
+  std::vector<float> out;
+  m->forward(toks, 0, true, out);
+  return out;
+}
+
+// max |a - b| over positions [p0, p1) of V logits each.
+double diff_rows(const std::vector<float>& a, const std::vector<float>& b, int64_t V, int64_t p0, int64_t p1) {
+  double d = 0;
+  for (int64_t i = p0 * V; i < p1 * V; ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("minimax-m3: the file's shape as read: per-head Q/K norms, dense lead, shared experts, the indexer") {
+  auto m = Model::load(mm3(2, "--type Q8_0"), {.engine = {.context = 32, .max_batch_tokens = 16}});
+  const Hparams& hp = m->hparams();
+  CHECK(hp.rope_type == RopeType::neox);
+  CHECK(hp.head_dim == 32);
+  CHECK(hp.rope_dim == 16);
+  CHECK(hp.expert_gating == ExpertGating::sigmoid);
+  CHECK(hp.n_expert_shared == 1);
+  CHECK(hp.n_layer_dense_lead == 1);
+  CHECK(hp.expert_weights_norm);
+  CHECK(hp.expert_weights_scale == 2.5f);
+  CHECK(hp.indexer_n_head == 2);
+  CHECK(hp.indexer_head_dim == 32);
+  CHECK(hp.indexer_top_k == 2);
+  CHECK(hp.indexer_block_size == 4);
+  CHECK(hp.indexer_local_blocks == 1);
+  const auto find = [&](const std::string& name) {
+    for (const auto& t : m->files().tensors())
+      if (t.name == name) return t;
+    FAIL("no tensor " << name);
+    return m->files().tensors().front();
+  };
+  CHECK(find("blk.0.attn_q_norm.weight").dims == std::vector<uint64_t>{32});  // one head's, shared
+  CHECK(find("blk.0.attn_k_norm.weight").dims == std::vector<uint64_t>{32});
+  CHECK(find("blk.0.ffn_gate.weight").dims == std::vector<uint64_t>{64, 64});  // the dense lead layer
+  CHECK(find("blk.1.ffn_gate_shexp.weight").dims == std::vector<uint64_t>{64, 64});
+  CHECK(find("blk.1.indexer.q_proj.weight").dims == std::vector<uint64_t>{64, 64});
+  CHECK(find("blk.1.indexer.k_proj.weight").dims == std::vector<uint64_t>{64, 32});
+  // The converter keeps the indexer F32 whatever the rest is.
+  CHECK(find("blk.1.indexer.q_proj.weight").type == gguf::GgmlType::F32);
+  CHECK(find("blk.1.attn_q.weight").type == gguf::GgmlType::Q8_0);
+  for (const auto& t : m->files().tensors()) CHECK(t.name.find("blk.0.indexer") == std::string::npos);
+  // Every tensor of the file is read.
+  CHECK(m->tensors().size() == m->files().tensors().size());
+}
+
+TEST_CASE("minimax-m3: up to top_k blocks the dense twin to the bit; past them the indexer's choice counts") {
+  const std::string dense_path = mm3(16);  // 16 blocks of 4: every prompt below is dense
+  auto probe = Model::load(dense_path, {.engine = {.context = 32, .max_batch_tokens = 16}});
+  const int64_t V = probe->n_vocab();
+  const std::vector<int32_t> toks = test::some_tokens(V, 24, 5);
+  const std::vector<float> dense = logits_of(dense_path, toks);
+  // top_k 2 blocks of 4: positions 0..7 see every key, later ones two blocks (their own and the best other).
+  const std::vector<float> sparse = logits_of(mm3(2), toks);
+  CHECK(diff_rows(sparse, dense, V, 0, 8) == 0.0);
+  const double later = diff_rows(sparse, dense, V, 8, 24);
+  MESSAGE("max |sparse - dense| past top_k blocks = " << later);
+  CHECK(later > 1e-3);
+}
+
+TEST_CASE("minimax-m3: one pass equals token by token; two sequences batched equal each alone") {
+  const ModelOptions mo{.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 48}};
+  const std::string path = mm3(2, "--type Q8_0");
+  auto m = Model::load(path, mo);
+  const int64_t V = m->n_vocab();
+  const std::vector<int32_t> a = test::some_tokens(V, 22, 11), b = test::some_tokens(V, 17, 12);
+  auto alone = [&](const std::vector<int32_t>& toks) {
+    auto one = Model::load(path, mo);
+    std::vector<float> logits;
+    one->forward(toks, 0, true, logits);
+    return logits;
+  };
+  const std::vector<float> la = alone(a), lb = alone(b);
+
+  std::vector<float> step, seq_a;
+  for (size_t t = 0; t < a.size(); ++t) {
+    m->forward(std::span(a).subspan(t, 1), static_cast<int64_t>(t), false, step);
+    seq_a.insert(seq_a.end(), step.begin(), step.end());
+  }
+  const double d_steps = test::max_abs_diff(seq_a, la);
+  MESSAGE("max |one pass - token by token| = " << d_steps);
+  CHECK(d_steps < 1e-3);
+
+  auto both = Model::load(path, mo);
+  std::vector<BatchToken> batch;
+  for (size_t t = 0; t < std::max(a.size(), b.size()); ++t) {
+    if (t < a.size()) batch.push_back({a[t], 0, static_cast<int32_t>(t), true});
+    if (t < b.size()) batch.push_back({b[t], 1, static_cast<int32_t>(t), true});
+  }
+  std::vector<float> mixed;
+  both->forward_batch(batch, mixed);
+  std::vector<float> ma, mb;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto& dst = batch[i].seq == 0 ? ma : mb;
+    dst.insert(dst.end(), mixed.begin() + static_cast<int64_t>(i) * V, mixed.begin() + static_cast<int64_t>(i + 1) * V);
+  }
+  const double d_batch = std::max(test::max_abs_diff(ma, la), test::max_abs_diff(mb, lb));
+  MESSAGE("max |batched - alone| = " << d_batch);
+  CHECK(d_batch == 0.0);
+}
+
+TEST_CASE("minimax-m3: indexer keys the graph cannot run are refused naming the key") {
+  Hparams hp;
+  hp.arch = "minimax-m3";
+  hp.n_head_kv = 2;
+  hp.rope_dim = 16;
+  hp.indexer_n_head = 4;
+  CHECK_THROWS_WITH_AS(msa_shape(hp, 64), doctest::Contains("must equal attention.head_count_kv"), Error);
+  hp.indexer_n_head = 2;
+  hp.indexer_head_dim = 32;
+  hp.indexer_top_k = 2;
+  CHECK_THROWS_WITH_AS(msa_shape(hp, 64), doctest::Contains("attention.indexer.block_size' is missing"), Error);
+  hp.indexer_block_size = 4;
+  hp.indexer_local_blocks = 3;
+  CHECK_THROWS_WITH_AS(msa_shape(hp, 64), doctest::Contains("attention.indexer.local_blocks' is 3"), Error);
+  hp.indexer_local_blocks = 1;
+  CHECK(msa_shape(hp, 64).cache_offset == 64);
+}
+
+TEST_CASE("minimax-m3: experts streamed through a 3-slot cache give the mapping's logits") {
+  const std::string path = mm3(2, "--type Q8_0");
+  test::check_streamed_equals_mapped(path, 12);
+  const auto streamed = test::streamed_logits(path, "uring", 12);
+  CHECK(streamed.first == test::streamed_logits(path, "mmap", 12).first);
+  CHECK(streamed.second.cache.evictions > 0);
+}
