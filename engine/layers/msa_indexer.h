@@ -51,8 +51,8 @@ struct MsaShape {
 MsaShape msa_shape(const Hparams& hp, int64_t cache_offset);
 
 struct MsaWeights {
-  kernels::MatrixView q_proj;          // [n_head * head_dim][n_embd]
-  kernels::MatrixView k_proj;          // [head_dim][n_embd]
+  kernels::MatrixView q_proj;         // [n_head * head_dim][n_embd]
+  kernels::MatrixView k_proj;         // [head_dim][n_embd]
   std::vector<float> q_norm, k_norm;  // [head_dim], shared by the heads
 };
 
