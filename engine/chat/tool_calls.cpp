@@ -229,8 +229,8 @@ bool valid_name(string_view name) { return !name.empty() && name.find_first_of("
 // generation prompt may have opened the block, so a closing marker with no
 // opening one ends reasoning begun at the start; an opening marker with no
 // closing one (cut off while thinking) makes all the rest reasoning.
-string_view take_think(string_view text, Builder& b) {
-  constexpr string_view open = "<think>", close = "</think>";
+// `open`/`close`: the family's markers (MiniMax-M3: <mm:think>).
+string_view take_think(string_view text, Builder& b, string_view open = "<think>", string_view close = "</think>") {
   string_view s = ltrim(text);
   bool opened = starts_with(s, open);
   if (opened) s.remove_prefix(open.size());
@@ -346,6 +346,89 @@ void parse_minimax_m2(string_view text, Builder& b) {
   scan_blocks(
       take_think(text, b), {{"<minimax:tool_call>", "</minimax:tool_call>"}},
       [](string_view body, std::vector<Call>& out) { return invoke_block(body, tags, out); }, b);
+}
+
+// ---- MiniMax-M3: MiniMax-M2's invoke, every tag behind the namespace token -----
+//   NS<tool_call>\nNS<invoke name="N">NS<K>V NS</K>...NS</invoke>\n...NS</tool_call>
+// (NS = ]<]minimax[>[, no space before it) where V is a scalar (JSON when it
+// parses, else the text) or nested elements: NS<item>...NS</item>... a list,
+// NS<key>...NS</key>... an object (the template's to_xml); reasoning in
+// <mm:think>...</mm:think>.
+constexpr string_view kMiniMaxNs = "]<]minimax[>[";
+
+// Elements NS<K>...NS</K> one after another (whitespace between them) into
+// (key, raw value) pairs, a same-named element nested inside counted; false
+// when `s` is not such a list.
+bool minimax_m3_elements(string_view s, std::vector<std::pair<std::string, string_view>>& out) {
+  for (s = ltrim(s); !s.empty(); s = ltrim(s)) {
+    if (!consume(s, kMiniMaxNs) || !consume(s, "<")) return false;
+    size_t gt = s.find('>');
+    if (gt == npos || gt == 0 || s[0] == '/') return false;
+    const std::string key(s.substr(0, gt));
+    if (key.find_first_of(" \n\t<\"") != npos) return false;
+    s.remove_prefix(gt + 1);
+    const std::string open = std::string(kMiniMaxNs) + "<" + key + ">";
+    const std::string close = std::string(kMiniMaxNs) + "</" + key + ">";
+    size_t depth = 1, p = 0;
+    for (;;) {
+      size_t c = s.find(close, p), o = s.find(open, p);
+      if (c == npos) return false;
+      if (o < c) {
+        ++depth;
+        p = o + open.size();
+      } else if (--depth > 0) {
+        p = c + close.size();
+      } else {
+        out.emplace_back(key, s.substr(0, c));
+        s.remove_prefix(c + close.size());
+        break;
+      }
+    }
+  }
+  return true;
+}
+
+std::optional<ojson> minimax_m3_value(string_view v, int depth) {
+  if (!starts_with(ltrim(v), kMiniMaxNs)) return xml_value(v);
+  std::vector<std::pair<std::string, string_view>> items;
+  if (depth > 64 || !minimax_m3_elements(v, items)) return std::nullopt;
+  const bool list = std::all_of(items.begin(), items.end(), [](const auto& i) { return i.first == "item"; });
+  ojson out = list ? ojson::array() : ojson::object();
+  for (const auto& [key, raw] : items) {
+    std::optional<ojson> x = minimax_m3_value(raw, depth + 1);
+    if (!x) return std::nullopt;
+    if (list)
+      out.push_back(*std::move(x));
+    else
+      out[key] = *std::move(x);
+  }
+  return out;
+}
+
+bool minimax_m3_block(string_view body, std::vector<Call>& out) {
+  const std::string invoke_open = std::string(kMiniMaxNs) + "<invoke",
+                    invoke_close = std::string(kMiniMaxNs) + "</invoke>";
+  return parse_items(body, invoke_open, invoke_close, [&](string_view item) {
+    std::map<std::string, std::string> attrs;
+    if (!parse_attributes(item, ">", attrs)) return false;
+    auto name = attrs.find("name");
+    if (name == attrs.end() || !valid_name(name->second)) return false;
+    std::vector<std::pair<std::string, string_view>> params;
+    if (!minimax_m3_elements(item, params)) return false;
+    ojson args = ojson::object();
+    for (const auto& [key, raw] : params) {
+      std::optional<ojson> v = minimax_m3_value(raw, 0);
+      if (!v) return false;
+      args[key] = *std::move(v);
+    }
+    out.push_back({{}, name->second, dump(args)});
+    return true;
+  });
+}
+
+void parse_minimax_m3(string_view text, Builder& b) {
+  const std::string open = std::string(kMiniMaxNs) + "<tool_call>", close = std::string(kMiniMaxNs) + "</tool_call>";
+  scan_blocks(take_think(text, b, "<mm:think>", "</mm:think>"), {{open, close}}, minimax_m3_block, b);
 }
 
 // ---- Hermes JSON (Qwen3, Qwen2.5) ------------------------------------------
@@ -603,6 +686,7 @@ std::string_view tool_call_format_name(ToolCallFormat f) {
     case ToolCallFormat::glm45: return "glm-4.5";
     case ToolCallFormat::harmony: return "harmony";
     case ToolCallFormat::minimax_m2: return "minimax-m2";
+    case ToolCallFormat::minimax_m3: return "minimax-m3";
   }
   return "unknown";
 }
@@ -615,6 +699,8 @@ std::optional<ToolCallFormat> tool_call_format(const std::string& t) {
   if (contains(t, "｜DSML｜")) return ToolCallFormat::deepseek_dsml;
   if (contains(t, "<｜tool▁calls▁begin｜>")) return ToolCallFormat::deepseek_v3;
   if (contains(t, "<minimax:tool_call>")) return ToolCallFormat::minimax_m2;
+  // MiniMax-M3's template spells its namespace token once and joins it to the tags.
+  if (contains(t, kMiniMaxNs) && contains(t, "<tool_call>")) return ToolCallFormat::minimax_m3;
   if (contains(t, "<|channel|>") && contains(t, "<|call|>") && contains(t, "to=")) return ToolCallFormat::harmony;
   if (contains(t, "<tool_call>")) {
     if (contains(t, "<arg_key>")) return ToolCallFormat::glm45;
@@ -638,6 +724,7 @@ ParsedReply parse_reply(ToolCallFormat f, const std::string& generated_text) {
       case ToolCallFormat::glm45: parse_glm45(generated_text, b); break;
       case ToolCallFormat::harmony: parse_harmony(generated_text, b); break;
       case ToolCallFormat::minimax_m2: parse_minimax_m2(generated_text, b); break;
+      case ToolCallFormat::minimax_m3: parse_minimax_m3(generated_text, b); break;
     }
   } catch (...) {
     // Only allocation can fail above; the reply is then all content.

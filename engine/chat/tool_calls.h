@@ -72,6 +72,9 @@ enum class ToolCallFormat {
   // MiniMax-M2: <minimax:tool_call>\n<invoke name="NAME">\n<parameter name="K">V</parameter>\n</invoke>\n
   // </minimax:tool_call>
   minimax_m2,
+  // MiniMax-M3: NS<tool_call>\nNS<invoke name="NAME">NS<K>V NS</K>NS</invoke>\nNS</tool_call> with
+  // NS = ]<]minimax[>[, V a scalar or nested NS<item>/NS<key> elements; reasoning in <mm:think>
+  minimax_m3,
 };
 
 // The format's short name ("kimi-k2", "deepseek-dsml", "hermes-json", ...), for logs and messages.

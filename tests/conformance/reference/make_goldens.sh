@@ -19,8 +19,15 @@ shift 2 2>/dev/null || shift $#
 only=("$@")
 gen="$build/tools/nightshift-make-model"
 [ -x "$gen" ] || { echo "no $gen: build nightshift first (scripts/build.sh)" >&2; exit 1; }
-refbin="$("$here/build_reference.sh" "$refwork" | tail -1)"
-dump="$refbin/ns-ref-dump"
+# NS_REF_DUMP=PATH: an ns-ref-dump already built (e.g. from this checkout's ns_ref_dump.cpp into a private
+# directory, leaving the shared build alone); the reference is then not rebuilt.
+if [ -n "${NS_REF_DUMP:-}" ]; then
+  refbin="$refwork/build"
+  dump="$NS_REF_DUMP"
+else
+  refbin="$("$here/build_reference.sh" "$refwork" | tail -1)"
+  dump="$refbin/ns-ref-dump"
+fi
 commit="$(git -C "$refwork/llama.cpp" log -1 --format='%H %cd' --date=short)"
 tmp="$(mktemp -d)"
 mkdir -p "$root/tests/conformance/goldens"
@@ -76,14 +83,14 @@ models+=(
 # minimax-m3: per-head Q/K norms, 32 of 64 head dims rotated, a dense lead layer, 16 experts top-4 with a shared one,
 # swigluoai everywhere; MiniMax sparse attention in the MoE layers (one indexer head of 64 per KV head, blocks of 4).
 # The reference selects only with flash attention on (off, it attends densely): the goldens that select (top-4
-# blocks with the local one forced, so past 16 positions) are fa_models below; the -dense twin (top-64 blocks: past
+# blocks with the local one forced, so past 16 positions) are fa_models below; the -dense twin (top-256 blocks: past
 # every prompt, the indexer never selects) is made as the others, with flash attention off.
 mm3_shape="--arch minimax-m3 --n-embd 256 --n-layer 4 --n-head 4 --n-head-kv 2 --mm3-head-dim 64 --n-ff 256 \
  --n-expert 16 --n-expert-used 4 --msa-head-dim 64 --msa-block-size 4 --msa-local-blocks 1 --rope-base 5000000 \
  --n-ctx 4096 --seed 7"
 mm3_kquant="--type Q8_0 --tensor-type ffn_(gate|up)_exps=Q4_K --tensor-type ffn_down_exps=Q6_K --vocab-pre minimax-m2"
 models+=(
-  "tiny-minimax-m3-dense-f32#0.002#0#$mm3_shape --msa-top-k 64 --type F32"
+  "tiny-minimax-m3-dense-f32#0.002#0#$mm3_shape --msa-top-k 256 --type F32"
   "tiny-minimax-m3-f32#0.002#0#$mm3_shape --msa-top-k 4 --type F32"
   "tiny-minimax-m3-kquant#0.15#0.03#$mm3_shape --msa-top-k 4 $mm3_kquant"
 )

@@ -90,6 +90,7 @@ const Family kFamilies[] = {
     {"GLM-4.6.jinja", ToolCallFormat::glm45, 2, false, false},
     {"openai-gpt-oss-120b.jinja", ToolCallFormat::harmony, 1, false, true},
     {"MiniMax-M2.jinja", ToolCallFormat::minimax_m2, 2, false, false},
+    {"MiniMax-M3.jinja", ToolCallFormat::minimax_m3, 2, false, false},
     {"deepseek-ai-DeepSeek-V4-Flash-0731.jinja", ToolCallFormat::deepseek_dsml, 2, false, false},
     {"GLM-4.7-Flash.jinja", ToolCallFormat::glm45, 2, false, false},
     {"inclusionai-ling-3.0-flash.jinja", ToolCallFormat::glm45, 2, false, false},  // GLM-4.5's tags
@@ -287,9 +288,10 @@ TEST_CASE("tool calls: round trip with thinking on gives the reasoning back") {
 
 TEST_CASE("tool calls: plain text is content, unchanged, in every format") {
   const std::string text = "  The weather in Paris is mild.\n\nAnything else? <not a call>  ";
-  for (ToolCallFormat f : {ToolCallFormat::kimi_k2, ToolCallFormat::kimi_k3, ToolCallFormat::deepseek_v3,
-                           ToolCallFormat::deepseek_dsml, ToolCallFormat::hermes_json, ToolCallFormat::qwen35_xml,
-                           ToolCallFormat::glm45, ToolCallFormat::harmony, ToolCallFormat::minimax_m2}) {
+  for (ToolCallFormat f :
+       {ToolCallFormat::kimi_k2, ToolCallFormat::kimi_k3, ToolCallFormat::deepseek_v3, ToolCallFormat::deepseek_dsml,
+        ToolCallFormat::hermes_json, ToolCallFormat::qwen35_xml, ToolCallFormat::glm45, ToolCallFormat::harmony,
+        ToolCallFormat::minimax_m2, ToolCallFormat::minimax_m3}) {
     CAPTURE(ns::chat::tool_call_format_name(f));
     const ParsedReply r = parse_reply(f, text);
     CHECK(r.content == text);
@@ -344,6 +346,9 @@ TEST_CASE("tool calls: malformed or incomplete markup stays content and never th
       {ToolCallFormat::glm45, "<tool_call>f\n<arg_key>a</arg_key>\n</tool_call>"},
       {ToolCallFormat::glm45, "<tool_call>two words\n</tool_call>"},
       {ToolCallFormat::minimax_m2, "<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"a\">1</invoke>\n"},
+      {ToolCallFormat::minimax_m3,
+       "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"f\">]<]minimax[>[<a>1]<]minimax[>[</invoke>\n"
+       "]<]minimax[>[</tool_call>"},  // <a> never closed
       {ToolCallFormat::kimi_k3,
        "<|open|>tools<|sep|><|open|>call index=\"1\"<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"},  // no tool
       {ToolCallFormat::harmony, "<|channel|>commentary to=functions.f json<|message|>{\"a\": "},
