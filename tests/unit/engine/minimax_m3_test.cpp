@@ -5,20 +5,20 @@
 // dense twin (same seed, same weights, top_k past every prompt) to the bit,
 // past it the indexer's choice counts; a prompt in one pass equals it token
 // by token (so no position reads a later one) and two sequences batched equal
-// each alone; indexer keys the graph cannot run are refused naming the key;
-// the routed experts stream through a small cache with the mapping's logits.
+// each alone (family_checks.h); indexer keys the graph cannot run are refused
+// naming the key; the routed experts stream through a small cache with the
+// mapping's logits and under a budget smaller than the file.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "engine/layers/msa_indexer.h"
 #include "engine/model/model.h"
-#include "tests/unit/engine/streaming_checks.h"
+#include "tests/unit/engine/family_checks.h"
 #include "tests/unit/engine/test_models.h"
 
 using namespace ns;
@@ -103,45 +103,14 @@ TEST_CASE("minimax-m3: up to top_k blocks the dense twin to the bit; past them t
   CHECK(later > 1e-3);
 }
 
-TEST_CASE("minimax-m3: one pass equals token by token; two sequences batched equal each alone") {
-  const ModelOptions mo{.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 48}};
-  const std::string path = mm3(2, "--type Q8_0");
-  auto m = Model::load(path, mo);
-  const int64_t V = m->n_vocab();
-  const std::vector<int32_t> a = test::some_tokens(V, 22, 11), b = test::some_tokens(V, 17, 12);
-  auto alone = [&](const std::vector<int32_t>& toks) {
-    auto one = Model::load(path, mo);
-    std::vector<float> logits;
-    one->forward(toks, 0, true, logits);
-    return logits;
-  };
-  const std::vector<float> la = alone(a), lb = alone(b);
-
-  std::vector<float> step, seq_a;
-  for (size_t t = 0; t < a.size(); ++t) {
-    m->forward(std::span(a).subspan(t, 1), static_cast<int64_t>(t), false, step);
-    seq_a.insert(seq_a.end(), step.begin(), step.end());
-  }
-  const double d_steps = test::max_abs_diff(seq_a, la);
-  MESSAGE("max |one pass - token by token| = " << d_steps);
-  CHECK(d_steps < 1e-3);
-
-  auto both = Model::load(path, mo);
-  std::vector<BatchToken> batch;
-  for (size_t t = 0; t < std::max(a.size(), b.size()); ++t) {
-    if (t < a.size()) batch.push_back({a[t], 0, static_cast<int32_t>(t), true});
-    if (t < b.size()) batch.push_back({b[t], 1, static_cast<int32_t>(t), true});
-  }
-  std::vector<float> mixed;
-  both->forward_batch(batch, mixed);
-  std::vector<float> ma, mb;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    auto& dst = batch[i].seq == 0 ? ma : mb;
-    dst.insert(dst.end(), mixed.begin() + static_cast<int64_t>(i) * V, mixed.begin() + static_cast<int64_t>(i + 1) * V);
-  }
-  const double d_batch = std::max(test::max_abs_diff(ma, la), test::max_abs_diff(mb, lb));
-  MESSAGE("max |batched - alone| = " << d_batch);
-  CHECK(d_batch == 0.0);
+TEST_CASE("minimax-m3: a prompt in one pass equals it token by token, and two sequences batched equal each alone") {
+  // 22 and 17 tokens at top_k 2 blocks of 4: both past the blocks a query reads, so selection runs.
+  test::check_one_pass_and_batched("minimax-m3", mm3(2, "--type Q8_0"),
+                                   {.options = {.engine = {.context = 64, .max_sequences = 2, .max_batch_tokens = 48}},
+                                    .a_tokens = 22,
+                                    .b_tokens = 17,
+                                    .a_offset = 11,
+                                    .b_offset = 12});
 }
 
 TEST_CASE("minimax-m3: indexer keys the graph cannot run are refused naming the key") {
@@ -163,9 +132,13 @@ TEST_CASE("minimax-m3: indexer keys the graph cannot run are refused naming the 
 }
 
 TEST_CASE("minimax-m3: experts streamed through a 3-slot cache give the mapping's logits") {
-  const std::string path = mm3(2, "--type Q8_0");
-  test::check_streamed_equals_mapped(path, 12);
-  const auto streamed = test::streamed_logits(path, "uring", 12);
-  CHECK(streamed.first == test::streamed_logits(path, "mmap", 12).first);
-  CHECK(streamed.second.cache.evictions > 0);
+  test::check_small_cache_streaming("minimax-m3", mm3(2, "--type Q8_0"));
+}
+
+TEST_CASE("minimax-m3: runs under a memory budget smaller than the file") {
+  const std::string path =
+      test::make_model("minimax-m3-stream",
+                       "--arch minimax-m3 --n-embd 512 --n-layer 7 --n-head 8 --n-head-kv 2 --n-ff 1024 --n-expert 32 "
+                       "--n-expert-used 4 --msa-block-size 4 --msa-top-k 2 --type Q4_0 --seed 73");
+  test::check_runs_under_budget("minimax-m3", path, 100, 1.5, "uring", 8);
 }
