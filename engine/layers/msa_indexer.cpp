@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "engine/kernels/indexer.h"
 #include "engine/state/ops.h"
 #include "engine/state/sequence_state.h"
 #include "engine/util/thread_pool.h"
@@ -62,9 +63,6 @@ void msa_select(const MsaWeights& w, const MsaShape& sh, int64_t il, ForwardStat
   kernels::matmul(w.k_proj, s.xn.data(), n, k.data(), *s.pool, s.mm);
   SequenceState& kv = *s.seqs;
   const int64_t row = kv.k_dim();
-  thread_local std::vector<uint16_t> q16_buf;
-  std::vector<uint16_t>& q16 = q16_buf;
-  q16.resize(static_cast<size_t>(n * qw));
   for (int64_t t = 0; t < n; ++t) {
     float* qt = &q[static_cast<size_t>(t * qw)];
     float* kt = &k[static_cast<size_t>(t * hd)];
@@ -73,7 +71,6 @@ void msa_select(const MsaWeights& w, const MsaShape& sh, int64_t il, ForwardStat
     apply_rope(qt, nh, hd, s.pos[t], sh.rope);
     apply_rope(kt, 1, hd, s.pos[t], sh.rope);
     kernels::quantize_row(gguf::GgmlType::F16, kt, kv.k(il, s.seq[t], s.pos[t]) + sh.cache_offset, hd);
-    kernels::quantize_row(gguf::GgmlType::F16, qt, &q16[static_cast<size_t>(t * qw)], qw);
   }
 
   int64_t longest = 0;
@@ -81,22 +78,28 @@ void msa_select(const MsaWeights& w, const MsaShape& sh, int64_t il, ForwardStat
   out.stride = longest;
   out.masks.resize(static_cast<size_t>(n * nh * longest));
   out.keep.assign(static_cast<size_t>(n * nh), nullptr);
+  // The reference's scores are an F32 matmul (its gathered keys are F32 rows): ggml_vec_dot_f32's lanes per ISA.
+  const kernels::Isa isa = kernels::active_isa();
+  const int width = isa == kernels::Isa::avx512 ? 16 : isa == kernels::Isa::avx2 ? 8 : 0;
   s.pool->parallel_for(n * nh, [&](int, int64_t i0, int64_t i1) {
-    thread_local std::vector<float> qf, key, blocks;
+    thread_local std::vector<float> key, blocks;
     thread_local std::vector<int32_t> order;
-    qf.resize(static_cast<size_t>(hd));
     key.resize(static_cast<size_t>(hd));
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / nh, g = i % nh, pos = s.pos[t];
       const int64_t own = pos / sh.block, n_blocks = own + 1;
       if (n_blocks <= sh.top_k) continue;  // every position: dense attention
-      kernels::dequantize_row(gguf::GgmlType::F16, &q16[static_cast<size_t>(t * qw + g * hd)], qf.data(), hd);
+      const float* qf = &q[static_cast<size_t>(t * qw + g * hd)];
       blocks.assign(static_cast<size_t>(n_blocks), -std::numeric_limits<float>::infinity());
       const uint16_t* k0 = kv.k(il, s.seq[t], 0) + sh.cache_offset;
       for (int64_t j = 0; j <= pos; ++j) {
         kernels::dequantize_row(gguf::GgmlType::F16, k0 + j * row, key.data(), hd);
         float dot = 0;
-        for (int64_t d = 0; d < hd; ++d) dot += qf[static_cast<size_t>(d)] * key[static_cast<size_t>(d)];
+        if (width != 0) {
+          dot = kernels::indexer_dot_lanes(key.data(), qf, hd, width);
+        } else {
+          for (int64_t d = 0; d < hd; ++d) dot += qf[d] * key[static_cast<size_t>(d)];
+        }
         float& b = blocks[static_cast<size_t>(j / sh.block)];
         b = std::max(b, dot);
       }

@@ -15,8 +15,11 @@
 // position is kept: dense attention. The rope is the attention's (its rope
 // dims, NEOX). The key is cached F16 after the layer's K in the attention
 // cache row (MsaShape::cache_offset), as the reference's indexer cache holds
-// it in the K cache's type; scores are dot products of the F16-rounded query
-// and key summed in F32, as the reference's F16 matmul computes them. The
+// it in the K cache's type. Scores are dot products of the F32 query and the
+// key widened from F16 (the reference gathers its cached keys to F32 rows, so
+// its score matmul is F32 x F32), summed in ggml_vec_dot_f32's lane order for
+// the active ISA (kernels::indexer_dot_lanes; scalar: in order; its batched
+// prefill may sum in its GEMM's order, within the goldens' 0.002). The
 // forced blocks tie (the reference adds 1e30 to their scores), which only
 // matters with local_blocks > top_k: loading refuses it. Other equal block
 // scores are settled by std::partial_sort over the visible blocks in order
