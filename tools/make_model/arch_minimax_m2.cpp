@@ -39,19 +39,9 @@ class MinimaxM2Architecture : public Architecture {
                   "minimax-m2: --mm-rope-dim must be a positive even number up to the head size");
   }
 
-  // TextModel's keys in its order (block_count first; feed_forward_length is
-  // intermediate_size, the experts' width), then MiniMaxM2Model's two.
+  // feed_forward_length is intermediate_size, the experts' width.
   void add_metadata(gguf::GgufWriter& w, const Shape& s) const override {
-    using namespace gguf;
-    const std::string a = "minimax-m2.";
-    add_trunk_metadata(w, name(), s, s.n_layer, s.n_head_kv, BlockCountAt::first);
-    w.set(a + keys::expert_count, val::u32(s.n_expert));
-    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
-    w.set(a + keys::expert_gating_func, val::u32(2));  // sigmoid (scoring_func)
-    w.set(a + keys::attention_key_length, val::u32(head_dim(s)));
-    w.set(a + keys::attention_value_length, val::u32(head_dim(s)));
-    w.set(a + keys::expert_feed_forward_length, val::u32(s.n_ff));
-    w.set(a + keys::rope_dimension_count, val::u32(rope_dim(s)));
+    add_minimax_metadata(w, name(), s, head_dim(s), rope_dim(s));
   }
 
  private:
@@ -63,4 +53,18 @@ class MinimaxM2Architecture : public Architecture {
 const ArchitectureRegistrar kRegister(std::make_unique<MinimaxM2Architecture>());
 
 }  // namespace
+
+void add_minimax_metadata(gguf::GgufWriter& w, const std::string& arch, const Shape& s, uint32_t head_dim,
+                          uint32_t rope_dim) {
+  using namespace gguf;
+  const std::string a = arch + ".";
+  add_trunk_metadata(w, arch, s, s.n_layer, s.n_head_kv, BlockCountAt::first);
+  w.set(a + keys::expert_count, val::u32(s.n_expert));
+  w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
+  w.set(a + keys::expert_gating_func, val::u32(2));  // sigmoid (scoring_func)
+  w.set(a + keys::attention_key_length, val::u32(head_dim));
+  w.set(a + keys::attention_value_length, val::u32(head_dim));
+  w.set(a + keys::expert_feed_forward_length, val::u32(s.n_ff));
+  w.set(a + keys::rope_dimension_count, val::u32(rope_dim));
+}
 }  // namespace ns::make_model

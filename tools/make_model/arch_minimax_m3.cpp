@@ -64,14 +64,7 @@ class MinimaxM3Architecture : public Architecture {
   void add_metadata(gguf::GgufWriter& w, const Shape& s) const override {
     using namespace gguf;
     const std::string a = "minimax-m3.";
-    add_trunk_metadata(w, name(), s, s.n_layer, s.n_head_kv, BlockCountAt::first);
-    w.set(a + keys::expert_count, val::u32(s.n_expert));
-    w.set(a + keys::expert_used_count, val::u32(s.n_expert_used));
-    w.set(a + keys::expert_gating_func, val::u32(2));  // sigmoid (scoring_func)
-    w.set(a + keys::attention_key_length, val::u32(head_dim(s)));
-    w.set(a + keys::attention_value_length, val::u32(head_dim(s)));
-    w.set(a + keys::expert_feed_forward_length, val::u32(s.n_ff));
-    w.set(a + keys::rope_dimension_count, val::u32(rope_dim(s)));
+    add_minimax_metadata(w, name(), s, head_dim(s), rope_dim(s));
     w.set(a + keys::expert_shared_count, val::u32(f_.n_shared));
     w.set(a + keys::expert_weights_scale, val::f32(f_.weights_scale));
     w.set(a + keys::expert_weights_norm, val::boolean(true));

@@ -111,6 +111,10 @@ void add_trunk_metadata(gguf::GgufWriter& w, const std::string& arch, const Shap
 // YaRN rope scaling (rope.scaling.type "yarn", factor, original_context_length)
 // when `factor` is not 0; nothing otherwise.
 void add_yarn_metadata(gguf::GgufWriter& w, const std::string& arch, float factor, uint32_t orig_ctx);
+// MiniMax-M2's keys in its converter's order (TextModel's trunk, block_count
+// first, then MiniMaxM2Model's): minimax-m2 writes these, minimax-m3 these and its own.
+void add_minimax_metadata(gguf::GgufWriter& w, const std::string& arch, const Shape& s, uint32_t head_dim,
+                          uint32_t rope_dim);
 
 Architecture* find_architecture(const std::string& name);  // nullptr if unknown
 std::vector<Architecture*> all_architectures();

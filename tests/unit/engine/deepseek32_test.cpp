@@ -37,20 +37,6 @@ std::string dsa_model(const std::string& arch, int top_k, const std::string& ext
 }
 std::string ds2_twin() { return test::make_model("dsa-ds2-twin", "--arch deepseek2" + kShape); }
 
-std::vector<float> logits_of(const std::string& path, const std::vector<int32_t>& toks) {
-  auto m = Model::load(path, {.engine = {.context = 64, .max_batch_tokens = 32}});
-  std::vector<float> out;
-  m->forward(toks, 0, true, out);
-  return out;
-}
-
-// max |a - b| over positions [p0, p1) of V logits each.
-double diff_rows(const std::vector<float>& a, const std::vector<float>& b, int64_t V, int64_t p0, int64_t p1) {
-  double d = 0;
-  for (int64_t i = p0 * V; i < p1 * V; ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
-  return d;
-}
-
 }  // namespace
 
 TEST_CASE("deepseek32: the indexer's shape as read, its keys cached beside the latent") {
@@ -88,13 +74,13 @@ TEST_CASE("deepseek32, glm-dsa: below top_k the deepseek2 twin to the bit; past 
     auto probe = Model::load(twin, {.engine = {.context = 32, .max_batch_tokens = 16}});
     const int64_t V = probe->n_vocab();
     const std::vector<int32_t> toks = test::some_tokens(V, 20, 5);
-    const std::vector<float> dense = logits_of(twin, toks);
+    const std::vector<float> dense = test::prompt_logits(twin, toks);
     // top_k 32 covers the prompt: dense MLA everywhere.
-    CHECK(diff_rows(logits_of(dsa_model(arch, 32), toks), dense, V, 0, 20) == 0.0);
+    CHECK(test::max_diff_rows(test::prompt_logits(dsa_model(arch, 32), toks), dense, V, 0, 20) == 0.0);
     // top_k 6: positions 0..5 see every key, later ones 6 of them.
-    const std::vector<float> sparse = logits_of(dsa_model(arch, 6), toks);
-    CHECK(diff_rows(sparse, dense, V, 0, 6) == 0.0);
-    const double later = diff_rows(sparse, dense, V, 6, 20);
+    const std::vector<float> sparse = test::prompt_logits(dsa_model(arch, 6), toks);
+    CHECK(test::max_diff_rows(sparse, dense, V, 0, 6) == 0.0);
+    const double later = test::max_diff_rows(sparse, dense, V, 6, 20);
     MESSAGE(std::string(arch) << ": max |sparse - dense| past top_k = " << later);
     CHECK(later > 1e-3);
   }
@@ -212,6 +198,6 @@ TEST_CASE("deepseek32, glm-dsa: a NextN block is described but never read; the f
     CHECK(mw->files().find_tensor("blk.3.indexer.proj.weight") != nullptr);
     CHECK(mw->tensors().size() == mn->tensors().size());
     const std::vector<int32_t> toks = test::some_tokens(mw->n_vocab(), 12, 3);
-    CHECK(logits_of(with, toks) == logits_of(without, toks));
+    CHECK(test::prompt_logits(with, toks) == test::prompt_logits(without, toks));
   }
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <span>
 #include <vector>
@@ -117,6 +118,19 @@ NextnModels check_nextn_skipped(const std::string& family, const std::string& wi
   rn->forward(toks, 0, true, ln);
   CHECK(lw == ln);
   return r;
+}
+
+std::vector<float> prompt_logits(const std::string& path, const std::vector<int32_t>& toks) {
+  auto m = Model::load(path, {.engine = {.context = 64, .max_batch_tokens = 32}});
+  std::vector<float> out;
+  m->forward(toks, 0, true, out);
+  return out;
+}
+
+double max_diff_rows(const std::vector<float>& a, const std::vector<float>& b, int64_t V, int64_t p0, int64_t p1) {
+  double d = 0;
+  for (int64_t i = p0 * V; i < p1 * V; ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
+  return d;
 }
 
 }  // namespace ns::test

@@ -12,6 +12,9 @@
 //   without it: the block is in the file, neither loaded nor planned, and the
 //   logits are the same. It returns the two plan-only models for the family's
 //   own checks (its hparams, its tensors).
+// - prompt_logits() and max_diff_rows(): a prompt's logits in one pass, and how
+//   far two such runs are over a range of positions (the sparse-attention
+//   families: equal to the dense twin until the selection begins).
 // The family's model files come from its test (test_models.h's make_model).
 #pragma once
 
@@ -19,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/model/model.h"
 
@@ -46,5 +50,10 @@ struct NextnModels {
 // `n_layer`: the layers that run (the NextN block is block n_layer); `streamed_experts`: the routed experts planned.
 NextnModels check_nextn_skipped(const std::string& family, const std::string& with, const std::string& without,
                                 int64_t n_layer, uint64_t streamed_experts);
+
+// Every position's logits of `toks` in one pass on a fresh model (a context of 64, passes of 32 tokens).
+std::vector<float> prompt_logits(const std::string& path, const std::vector<int32_t>& toks);
+// max |a - b| over positions [p0, p1) of V logits each.
+double max_diff_rows(const std::vector<float>& a, const std::vector<float>& b, int64_t V, int64_t p0, int64_t p1);
 
 }  // namespace ns::test

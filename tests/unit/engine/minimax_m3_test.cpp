@@ -37,20 +37,6 @@ std::string mm3(int top_k, const std::string& types = "--type F32") {
                           kShape + "--msa-top-k " + std::to_string(top_k) + " " + types);
 }
 
-std::vector<float> logits_of(const std::string& path, const std::vector<int32_t>& toks) {
-  auto m = Model::load(path, {.engine = {.context = 64, .max_batch_tokens = 32}});
-  std::vector<float> out;
-  m->forward(toks, 0, true, out);
-  return out;
-}
-
-// max |a - b| over positions [p0, p1) of V logits each.
-double diff_rows(const std::vector<float>& a, const std::vector<float>& b, int64_t V, int64_t p0, int64_t p1) {
-  double d = 0;
-  for (int64_t i = p0 * V; i < p1 * V; ++i) d = std::max(d, std::fabs(double(a[i]) - b[i]));
-  return d;
-}
-
 }  // namespace
 
 TEST_CASE("minimax-m3: the file's shape as read: per-head Q/K norms, dense lead, shared experts, the indexer") {
@@ -94,11 +80,11 @@ TEST_CASE("minimax-m3: up to top_k blocks the dense twin to the bit; past them t
   auto probe = Model::load(dense_path, {.engine = {.context = 32, .max_batch_tokens = 16}});
   const int64_t V = probe->n_vocab();
   const std::vector<int32_t> toks = test::some_tokens(V, 24, 5);
-  const std::vector<float> dense = logits_of(dense_path, toks);
+  const std::vector<float> dense = test::prompt_logits(dense_path, toks);
   // top_k 2 blocks of 4: positions 0..7 see every key, later ones two blocks (their own and the best other).
-  const std::vector<float> sparse = logits_of(mm3(2), toks);
-  CHECK(diff_rows(sparse, dense, V, 0, 8) == 0.0);
-  const double later = diff_rows(sparse, dense, V, 8, 24);
+  const std::vector<float> sparse = test::prompt_logits(mm3(2), toks);
+  CHECK(test::max_diff_rows(sparse, dense, V, 0, 8) == 0.0);
+  const double later = test::max_diff_rows(sparse, dense, V, 8, 24);
   MESSAGE("max |sparse - dense| past top_k blocks = " << later);
   CHECK(later > 1e-3);
 }
