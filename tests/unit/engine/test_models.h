@@ -18,7 +18,10 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#include <unistd.h>
 
 #include "engine/api/generation.h"
 #include "engine/model/model.h"
@@ -28,15 +31,16 @@ namespace ns::test {
 inline std::string make_model(const std::string& name, const std::string& flags) {
   const std::filesystem::path dir = std::filesystem::path(NS_BINARY_DIR) / "test-models";
   std::filesystem::create_directories(dir);
-  // Keyed by the flags and the generator binary's build time, so a changed
-  // generator or shape never reuses a stale file from an earlier build.
-  const std::string generator = std::string(NS_BINARY_DIR) + "/tools/nightshift-make-model";
-  const auto built = std::filesystem::last_write_time(generator).time_since_epoch().count();
-  const size_t key = std::hash<std::string>{}(flags + "|" + std::to_string(built));
+  // One file per name and flags, made again when the generator binary is newer than it: a changed generator
+  // never leaves a stale model, and rebuilds do not add files.
+  const std::filesystem::path generator = std::filesystem::path(NS_BINARY_DIR) / "tools" / "nightshift-make-model";
+  const size_t key = std::hash<std::string>{}(flags);
   const std::filesystem::path out = dir / (name + "-" + std::to_string(key % 1000000007) + ".gguf");
-  if (!std::filesystem::exists(out)) {
-    const std::string tmp = out.string() + ".tmp";
-    const std::string cmd = generator + " " + flags + " --out " + tmp + " > /dev/null";
+  std::error_code ec;
+  const auto made = std::filesystem::last_write_time(out, ec);
+  if (ec || made < std::filesystem::last_write_time(generator)) {
+    const std::string tmp = out.string() + "." + std::to_string(getpid()) + ".tmp";  // test binaries run in parallel
+    const std::string cmd = generator.string() + " " + flags + " --out " + tmp + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("model generator failed: " + cmd);
     std::filesystem::rename(tmp, out);
   }
